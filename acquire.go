@@ -1,0 +1,196 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Waiting tunables: the fallback polling interval when no wake-up can be
+// received, and how long a subscription may take to be confirmed before the
+// waiter falls back to polling.
+const (
+	pollFallback     = 100 * time.Millisecond
+	subscribeTimeout = time.Second
+)
+
+// errValidityUsedUp: the grant's reply came back after its validity ended.
+var errValidityUsedUp = errors.New("grant arrived after its validity was used up")
+
+// Acquire waits until the lock name is granted or ctx ends, and returns the
+// lease. The wait budget is ctx alone: there is no hidden retry count.
+//
+// Waiting is driven by notification: the waiter subscribes to the lock's
+// releases, and sleeps at most until the holder's lease would expire, so a
+// holder that dies without releasing is noticed too. When ctx ends, the
+// error is a *WaitError that matches ctx's error and the last attempt's
+// (ErrLocked or ErrBackend).
+func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
+	return c.acquire(ctx, name, opts, true)
+}
+
+// TryAcquire makes one attempt. When another owner holds the lock it returns
+// a *LockedError (matching ErrLocked) that says how long the holder's lease
+// has left.
+func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
+	return c.acquire(ctx, name, opts, false)
+}
+
+func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (lease *Lease, err error) {
+	if err := c.check(ctx, name); err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	owner := o.owner
+	if owner == "" {
+		owner = newOwner()
+	}
+	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: o.ttl, Metadata: o.metadata}
+
+	w := waiter{c: c, ctx: ctx, name: name, start: time.Now()}
+	defer w.close()
+	// An attempt that failed in flight may have been granted all the same;
+	// with a random owner, releasing by it afterwards is always safe.
+	ambiguous := false
+	defer func() {
+		if lease == nil && ambiguous && o.owner == "" {
+			c.cleanup(name, owner)
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, w.giveUp(err)
+		}
+		sent := time.Now()
+		g, err := c.eng.Acquire(ctx, req)
+		if err == nil && g.Acquired {
+			l, err := c.grant(ctx, name, owner, o, g.Token, sent, true)
+			if err == nil {
+				return l, nil
+			}
+			w.last = err
+		} else if err != nil {
+			ambiguous = true
+			if ctx.Err() != nil {
+				return nil, w.giveUp(ctx.Err())
+			}
+			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
+		} else {
+			w.last = &LockedError{Name: name, TTL: g.HolderTTL}
+		}
+		if !wait {
+			return nil, w.last
+		}
+		if err := w.sleep(g.HolderTTL); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// grant turns a confirmed grant (or, for Attach, extension) sent at sent into
+// a Lease. When the validity was used up before the reply arrived, or the
+// client was closed meanwhile, it fails, and drops the hold that acquire
+// added (own is true).
+func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, own bool) (*Lease, error) {
+	fail := func(err error) (*Lease, error) {
+		if own {
+			c.cleanup(name, owner)
+		}
+		return nil, err
+	}
+	if !time.Now().Before(sent.Add(o.ttl - drift(o.ttl))) {
+		return fail(&BackendError{Op: "acquire", Name: name, Node: c.node, Err: errValidityUsedUp})
+	}
+	l := newLease(c, ctx, name, owner, token, o, sent)
+	if !c.track(l) {
+		return fail(ErrClosed)
+	}
+	l.start()
+	return l, nil
+}
+
+// waiter is the state of one waiting Acquire.
+type waiter struct {
+	c          *Client
+	ctx        context.Context
+	name       string
+	start      time.Time
+	last       error
+	sub        engine.Subscription
+	subFailed  bool
+	timer      *time.Timer
+}
+
+// sleep waits for the next attempt: until a release is signalled, the
+// holder's lease would have run out, or ctx ends.
+func (w *waiter) sleep(holderTTL time.Duration) error {
+	if w.sub == nil && !w.subFailed {
+		sctx, cancel := context.WithTimeout(w.ctx, subscribeTimeout)
+		sub, err := w.c.eng.Subscribe(sctx, w.name)
+		cancel()
+		if err != nil {
+			if w.ctx.Err() != nil {
+				return w.giveUp(w.ctx.Err())
+			}
+			w.subFailed = true // poll from now on
+		} else {
+			w.sub = sub
+			return nil // the lock may have been released meanwhile: retry at once
+		}
+	}
+	d := holderTTL
+	switch {
+	case errors.Is(w.last, ErrBackend):
+		d = jitter(pollFallback)
+	case d < 0: // no expiry on the lock: only a release ends it
+		d = jitter(10 * pollFallback)
+	case d < time.Millisecond:
+		d = time.Millisecond
+	}
+	if w.sub == nil && d > pollFallback {
+		d = jitter(pollFallback)
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	var wake <-chan struct{}
+	if w.sub != nil {
+		wake = w.sub.C()
+	}
+	select {
+	case <-wake:
+		w.timer.Stop()
+		return nil
+	case <-w.timer.C:
+		return nil
+	case <-w.ctx.Done():
+		w.timer.Stop()
+		return w.giveUp(w.ctx.Err())
+	}
+}
+
+func (w *waiter) giveUp(ctxErr error) error {
+	return &WaitError{Name: w.name, Waited: time.Since(w.start), Ctx: ctxErr, Last: w.last}
+}
+
+func (w *waiter) close() {
+	if w.sub != nil {
+		w.sub.Close()
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// jitter returns a duration uniformly in [d/2, 3d/2).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d)
+}

@@ -1,0 +1,211 @@
+// Package distlock gives Go programs distributed locks they can trust: leases
+// that renew themselves and tell their holder the moment ownership can no
+// longer be proven, fencing tokens on every grant, and waiting by
+// notification rather than polling.
+//
+// A Client runs on an engine: engine/memory inside one process, engine/redis
+// on a Redis deployment. The semantics are the same on every engine.
+//
+//	client := distlock.New(memory.New())
+//	defer client.Close()
+//	lease, err := client.Acquire(ctx, "nightly-report")
+//	if err != nil { ... }
+//	defer lease.Release(ctx)
+//	// work under lease.Context(); send lease.Token() along with every write.
+//
+// See docs/ARCHITECTURE.md for the layers and README.md for the guarantees.
+package distlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// DefaultReleaseTimeout bounds the network work of a release unless
+// WithReleaseTimeout says otherwise.
+const DefaultReleaseTimeout = 5 * time.Second
+
+// Client hands out leases on one engine. It is safe for concurrent use.
+// Several Clients may share one engine (they are then like several processes
+// on one Redis). The engine stays its creator's to close, after the Clients.
+type Client struct {
+	eng            engine.Engine
+	node           string
+	releaseTimeout time.Duration
+	renew          *renewer
+
+	mu     sync.Mutex
+	leases map[*Lease]struct{}
+	closed bool
+	bg     sync.WaitGroup // best-effort clean-ups
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithReleaseTimeout bounds the network work of one release (default 5s).
+// Releases never inherit a cancelled context: they run on the caller's
+// context values with this timeout instead.
+func WithReleaseTimeout(d time.Duration) ClientOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.releaseTimeout = d
+		}
+	}
+}
+
+// New returns a Client on eng.
+func New(eng engine.Engine, opts ...ClientOption) *Client {
+	c := &Client{
+		eng:            eng,
+		releaseTimeout: DefaultReleaseTimeout,
+		leases:         make(map[*Lease]struct{}),
+	}
+	if s, ok := eng.(fmt.Stringer); ok {
+		c.node = s.String()
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	c.renew = newRenewer(c)
+	return c
+}
+
+// Info describes a lock as Inspect saw it.
+type Info = engine.Info
+
+// Inspect reports who holds the lock name, its metadata, its time left, its
+// fencing high-water and whether anyone waits for it. It changes nothing.
+func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
+	if err := c.check(ctx, name); err != nil {
+		return Info{}, err
+	}
+	info, err := c.eng.Inspect(ctx, name)
+	if err != nil {
+		return Info{}, c.backendErr(ctx, "inspect", name, err)
+	}
+	return info, nil
+}
+
+// ForceRelease frees the lock name whoever holds it and wakes a waiter: an
+// administrator's repair for a holder known to be dead. The holder's lease
+// learns of it at its next renewal. It reports whether the lock was held.
+func (c *Client) ForceRelease(ctx context.Context, name string) (bool, error) {
+	if err := c.check(ctx, name); err != nil {
+		return false, err
+	}
+	fr, ok := c.eng.(engine.ForceReleaser)
+	if !ok {
+		return false, &ArgumentError{Arg: "engine", Reason: "does not support force-release"}
+	}
+	held, err := fr.ForceRelease(ctx, name)
+	if err != nil {
+		return false, c.backendErr(ctx, "force-release", name, err)
+	}
+	return held, nil
+}
+
+// Close releases every lease the Client still holds and stops the watchdog;
+// later calls fail with ErrClosed. Leases it released report ErrReleased.
+// It does not close the engine. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	leases := make([]*Lease, 0, len(c.leases))
+	for l := range c.leases {
+		leases = append(leases, l)
+	}
+	c.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = l.Release(context.Background())
+		}()
+	}
+	wg.Wait()
+	c.renew.close()
+	c.bg.Wait()
+	return nil
+}
+
+// check validates what every call needs; it changes nothing.
+func (c *Client) check(ctx context.Context, name string) error {
+	if ctx == nil {
+		return &ArgumentError{Arg: "context", Reason: "nil"}
+	}
+	if err := validateName(name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// backendErr wraps an engine failure; a failure caused by ctx ending is
+// reported as ctx's error (wrapped) so errors.Is(err, context.Canceled)
+// holds.
+func (c *Client) backendErr(ctx context.Context, op, name string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("distlock: %s %q: %w", op, name, ctxErr)
+	}
+	return &BackendError{Op: op, Name: name, Node: c.node, Err: err}
+}
+
+// track registers a live lease, or reports that the client is closed.
+func (c *Client) track(l *Lease) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.leases[l] = struct{}{}
+	return true
+}
+
+func (c *Client) forget(l *Lease) {
+	c.mu.Lock()
+	delete(c.leases, l)
+	c.mu.Unlock()
+	c.renew.remove(l)
+}
+
+// releaseContext is the context of a release's network work: ctx's values,
+// never its cancellation, bounded by the release timeout.
+func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.releaseTimeout)
+}
+
+// cleanup releases a grant whose outcome was ambiguous (the reply was lost),
+// in the background, bounded by the release timeout.
+func (c *Client) cleanup(name, owner string) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := c.releaseContext(context.Background())
+		defer cancel()
+		_, _ = c.eng.Release(ctx, name, owner)
+	}()
+}
+
+// newOwner returns a fresh random owner token (128 bits).
+func newOwner() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

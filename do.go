@@ -1,0 +1,75 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Do acquires the lock name (waiting as Acquire does), runs fn under it and
+// releases it. fn's context is cancelled when ctx ends or the lease is lost;
+// its cause (context.Cause) then says which.
+//
+// Do returns fn's error first; a loss of the lease while fn ran and a
+// failed release are joined after it (errors.Join), never replacing it. It
+// returns nil only when fn returned nil and the lease held throughout.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
+	if fn == nil {
+		return &ArgumentError{Arg: "fn", Reason: "nil"}
+	}
+	l, err := c.Acquire(ctx, name, opts...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	fnErr := fn(fctx)
+	stop()
+	cancel(nil)
+
+	lost := l.Err() // nil unless lost while fn ran
+	relErr := l.Release(ctx)
+	if lost != nil && errors.Is(relErr, ErrNotHeld) {
+		relErr = nil // the loss says it already
+	}
+	return errors.Join(fnErr, lost, relErr)
+}
+
+// Attach rebuilds a lease from its name and owner token (Lease.Owner), for
+// example in another process, so that it can be extended or released there.
+// It proves ownership by extending the lock to the ttl of opts (default 30s),
+// and fails with ErrNotHeld if owner does not hold it. The attached lease
+// renews itself unless WithAutoRenew(false); releasing it drops one hold.
+// WithOwner and WithMetadata are ignored.
+func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option) (*Lease, error) {
+	if err := c.check(ctx, name); err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	o.owner, o.metadata = owner, ""
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if owner == "" {
+		return nil, &ArgumentError{Arg: "owner", Reason: "empty"}
+	}
+	sent := time.Now()
+	res, err := c.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: owner, TTL: o.ttl}})
+	if err == nil && len(res) == 1 {
+		err = res[0].Err
+	}
+	if err != nil {
+		return nil, c.backendErr(ctx, "attach", name, err)
+	}
+	switch res[0].Status {
+	case engine.Extended:
+	case engine.HeldByOther:
+		return nil, fmt.Errorf("%w: %q is held by another owner", ErrNotHeld, name)
+	default:
+		return nil, fmt.Errorf("%w: %q is not held", ErrNotHeld, name)
+	}
+	return c.grant(ctx, name, owner, o, res[0].Token, sent, false)
+}

@@ -1,0 +1,184 @@
+// Package engine is the contract between the distlock client and the lock
+// authorities it runs on, in the way database/sql/driver is the contract
+// between database/sql and its drivers.
+//
+// An Engine is one lock authority: one Redis node (engine/redis), one
+// in-process table (engine/memory), or any other store that can perform each
+// operation below as one atomic step. Every method is a single round trip to
+// that authority. The public package distlock adds everything else on top:
+// argument checks, waiting, leases with a watchdog, loss signalling and
+// typed errors. Engines may assume their inputs were validated by it.
+//
+// Engines must be safe for concurrent use.
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Engine is one lock authority.
+type Engine interface {
+	// Acquire grants the lock to r.Owner when nobody holds it, or when
+	// r.Owner holds it already (re-entry: the hold count goes up, the
+	// fencing token stays). A new grant mints a fencing token that is
+	// greater than every token minted before for the same name.
+	// When another owner holds the lock, Acquire returns Acquired=false
+	// with that holder and its time left; that is not an error.
+	Acquire(ctx context.Context, r AcquireRequest) (Grant, error)
+
+	// Extend sets the time to live of each listed lock that is still held
+	// by the given owner. All requests go to the authority in one round
+	// trip. The results are in the order of the requests. An error means
+	// the round trip as a whole failed; per-request failures are reported
+	// in ExtendResult.Err.
+	Extend(ctx context.Context, rs []ExtendRequest) ([]ExtendResult, error)
+
+	// Release drops one hold of owner on the lock. When the last hold is
+	// dropped, the lock is freed and waiters subscribed to name are woken.
+	Release(ctx context.Context, name, owner string) (ReleaseResult, error)
+
+	// Inspect reports the state of the lock without changing it.
+	Inspect(ctx context.Context, name string) (Info, error)
+
+	// RaiseFence raises the fencing high-water of name to at least token
+	// and records token as the fencing token of the current grant, but
+	// only while owner holds the lock. It reports whether owner held it.
+	// A quorum of engines uses it to agree on one token for a grant.
+	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
+
+	// Subscribe registers interest in releases of name. The returned
+	// Subscription is ready when Subscribe returns: a release that
+	// happens afterwards is signalled on its channel.
+	Subscribe(ctx context.Context, name string) (Subscription, error)
+
+	// Close stops the engine's background work (subscriptions).
+	// It does not close connections the engine was given by its user.
+	Close() error
+}
+
+// AcquireRequest asks for one grant.
+type AcquireRequest struct {
+	Name     string
+	Owner    string
+	TTL      time.Duration
+	Metadata string
+}
+
+// Grant is the answer to an AcquireRequest.
+type Grant struct {
+	// Acquired reports whether Owner holds the lock now.
+	Acquired bool
+	// Token is the fencing token of the grant (when Acquired).
+	Token uint64
+	// Count is the number of holds Owner has after this call (when Acquired).
+	Count int
+	// Holder is the owner that holds the lock (when not Acquired).
+	Holder string
+	// HolderTTL is the holder's time left (when not Acquired); negative
+	// when the lock has no expiry, which distlock never creates itself.
+	HolderTTL time.Duration
+}
+
+// ExtendRequest asks to set the time to live of a held lock.
+type ExtendRequest struct {
+	Name  string
+	Owner string
+	TTL   time.Duration
+}
+
+// ExtendStatus is the outcome of one extension.
+type ExtendStatus int
+
+const (
+	// Extended: the owner holds the lock and its time to live was set.
+	Extended ExtendStatus = iota + 1
+	// Missing: nobody holds the lock (it expired or was deleted).
+	Missing
+	// HeldByOther: another owner holds the lock now.
+	HeldByOther
+)
+
+// String returns the name of the status.
+func (s ExtendStatus) String() string {
+	switch s {
+	case Extended:
+		return "extended"
+	case Missing:
+		return "missing"
+	case HeldByOther:
+		return "held by other"
+	}
+	return "unknown"
+}
+
+// ExtendResult is the answer to one ExtendRequest.
+type ExtendResult struct {
+	Status ExtendStatus
+	// Token is the fencing token of the grant (when Extended).
+	Token uint64
+	// Err is set when this request failed on its own (the status is then
+	// unknown).
+	Err error
+}
+
+// ReleaseResult is the answer to a release.
+type ReleaseResult struct {
+	// Status is Released when owner held the lock, NotHeld or NotOwner
+	// when it did not.
+	Status ReleaseStatus
+	// Remaining is the number of holds owner still has (re-entry).
+	Remaining int
+}
+
+// ReleaseStatus is the outcome of a release.
+type ReleaseStatus int
+
+const (
+	// Released: one hold of the owner was dropped.
+	Released ReleaseStatus = iota + 1
+	// NotHeld: nobody holds the lock.
+	NotHeld
+	// NotOwner: another owner holds the lock.
+	NotOwner
+)
+
+// Info describes a lock.
+type Info struct {
+	Name string
+	// Held reports whether anyone holds the lock.
+	Held bool
+	// Owner, Count, Metadata, Token and TTL describe the current grant.
+	Owner    string
+	Count    int
+	Metadata string
+	Token    uint64
+	TTL      time.Duration
+	// HighWater is the highest fencing token minted for the name that the
+	// engine still remembers (0 when it remembers none).
+	HighWater uint64
+	// Waiters is the number of subscribers waiting for the lock, as the
+	// engine can see them (one per waiting client connection on Redis).
+	Waiters int
+}
+
+// Subscription delivers wake-ups for one lock name.
+type Subscription interface {
+	// C receives a value after the lock was released, and whenever the
+	// engine may have missed a release (after a reconnect): the waiter
+	// must then try again. Wake-ups coalesce.
+	C() <-chan struct{}
+	// Close ends the subscription. It is idempotent.
+	Close()
+}
+
+// ErrClosed is returned by an engine's operations after Close.
+var ErrClosed = errors.New("engine closed")
+
+// ForceReleaser is implemented by engines that can free a lock whoever
+// holds it (an administrator's repair). It reports whether the lock was held
+// and wakes the lock's waiters.
+type ForceReleaser interface {
+	ForceRelease(ctx context.Context, name string) (bool, error)
+}

@@ -1,0 +1,142 @@
+// Package enginetest is the conformance suite every distlock engine must
+// pass. It drives an engine through the public distlock.Client, so that the
+// semantics users see cannot drift between engines.
+//
+//	func TestConformance(t *testing.T) {
+//		enginetest.Run(t, enginetest.Harness{New: func(t *testing.T) engine.Engine { ... }})
+//	}
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// Harness tells the suite how to reach one backend.
+type Harness struct {
+	// New returns an engine on the backend under test. Engines returned
+	// within one test must share one lock authority (like two processes on
+	// one Redis). The harness closes them (t.Cleanup).
+	New func(t *testing.T) engine.Engine
+
+	// Delete removes the lock name behind the library's back, as an
+	// operator or an expiry on the server would. Nil: engines that
+	// implement engine.ForceReleaser are used instead.
+	Delete func(t *testing.T, name string)
+
+	// Register returns a shared integer register that is NOT atomic under
+	// concurrent read-modify-write (a Redis key read with GET and written
+	// with SET). Nil: an in-process register that yields between read and
+	// write.
+	Register func(t *testing.T, name string) Register
+}
+
+// Register is a shared integer with separate reads and writes.
+type Register interface {
+	Get(ctx context.Context) (int64, error)
+	Set(ctx context.Context, v int64) error
+}
+
+// Run runs the conformance suite.
+func Run(t *testing.T, h Harness) {
+	s := &suite{h: h}
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"MutualExclusion", s.mutualExclusion},
+		{"UnlockedControlLosesUpdates", s.unlockedControl},
+		{"TokensIncrease", s.tokensIncrease},
+		{"TryAcquireLocked", s.tryAcquireLocked},
+		{"ReleaseIdempotent", s.releaseIdempotent},
+		{"Reentrancy", s.reentrancy},
+		{"Attach", s.attach},
+		{"Inspect", s.inspect},
+		{"WatchdogKeepsLease", s.watchdogKeeps},
+		{"NoRenewControlLoses", s.noRenewLoses},
+		{"LossOnDelete", s.lossOnDelete},
+		{"Handoff", s.handoff},
+		{"ExpiryWakesWaiter", s.expiryWakesWaiter},
+		{"WaiterCancelled", s.waiterCancelled},
+		{"BadInput", s.badInput},
+		{"Do", s.do},
+		{"DoLoss", s.doLoss},
+		{"CloseReleases", s.closeReleases},
+		{"ForceReleaseWakesWaiter", s.forceRelease},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t)
+		})
+	}
+}
+
+type suite struct{ h Harness }
+
+// client returns a new Client on a new engine of the backend.
+func (s *suite) client(t *testing.T, opts ...distlock.ClientOption) *distlock.Client {
+	t.Helper()
+	c := distlock.New(s.h.New(t), opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// lockName returns a name unique to this test run.
+func lockName(t *testing.T) string {
+	return fmt.Sprintf("%s-%x", t.Name(), rand.Uint64())
+}
+
+func (s *suite) delete(t *testing.T, c *distlock.Client, name string) {
+	t.Helper()
+	if s.h.Delete != nil {
+		s.h.Delete(t, name)
+		return
+	}
+	if _, err := c.ForceRelease(context.Background(), name); err != nil {
+		t.Fatalf("force-release: %v", err)
+	}
+}
+
+func (s *suite) register(t *testing.T, name string) Register {
+	if s.h.Register != nil {
+		return s.h.Register(t, name)
+	}
+	return &memRegister{}
+}
+
+// memRegister is a deliberately racy register: a read and a write with a
+// yield between, guarded only by the lock under test.
+type memRegister struct{ v atomic.Int64 }
+
+func (r *memRegister) Get(context.Context) (int64, error) {
+	v := r.v.Load()
+	time.Sleep(time.Duration(rand.IntN(50)) * time.Microsecond)
+	return v, nil
+}
+
+func (r *memRegister) Set(_ context.Context, v int64) error { r.v.Store(v); return nil }
+
+// waitFor polls cond (test-side only) until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,295 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+const (
+	exclusionClients    = 2
+	exclusionGoroutines = 32
+	exclusionRounds     = 8
+)
+
+// increments runs clients x goroutines x rounds read-modify-write cycles on
+// reg, each under lock (or, for the control, with no lock at all), and
+// returns the number of completed cycles.
+func (s *suite) increments(t *testing.T, reg Register, name string, locked bool) int64 {
+	clients := make([]*distlock.Client, exclusionClients)
+	for i := range clients {
+		clients[i] = s.client(t)
+	}
+	ctx := ctxTimeout(t, 60*time.Second)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		done  int64
+		first error
+	)
+	cycle := func(c *distlock.Client) error {
+		body := func(ctx context.Context) error {
+			v, err := reg.Get(ctx)
+			if err != nil {
+				return err
+			}
+			return reg.Set(ctx, v+1)
+		}
+		if !locked {
+			return body(ctx)
+		}
+		return c.Do(ctx, name, body, distlock.WithTTL(5*time.Second))
+	}
+	for _, c := range clients {
+		for range exclusionGoroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range exclusionRounds {
+					err := cycle(c)
+					mu.Lock()
+					if err == nil {
+						done++
+					} else if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if first != nil {
+		t.Fatalf("cycle failed: %v", first)
+	}
+	return done
+}
+
+func (s *suite) mutualExclusion(t *testing.T) {
+	name := lockName(t)
+	reg := s.register(t, name+"-counter")
+	n := s.increments(t, reg, name, true)
+	got, err := reg.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(exclusionClients * exclusionGoroutines * exclusionRounds); n != want || got != n {
+		t.Fatalf("counter = %d after %d grants (want %d): updates were lost, so two holders overlapped", got, n, want)
+	}
+}
+
+// unlockedControl shows the exclusion test has teeth: the same cycles with
+// no lock lose updates.
+func (s *suite) unlockedControl(t *testing.T) {
+	name := lockName(t)
+	reg := s.register(t, name+"-counter")
+	n := s.increments(t, reg, name, false)
+	got, err := reg.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got >= n {
+		t.Fatalf("without the lock the counter is %d after %d cycles: the register does not detect overlaps", got, n)
+	}
+	t.Logf("control: %d of %d updates survived without the lock", got, n)
+}
+
+// tokensIncrease checks that fencing tokens strictly increase across
+// release, expiry and re-acquisition by other clients.
+func (s *suite) tokensIncrease(t *testing.T) {
+	a, b := s.client(t), s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	var last uint64
+	for i := range 200 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		expire := i%50 == 49
+		opts := []distlock.Option{distlock.WithTTL(time.Second)}
+		if expire {
+			opts = []distlock.Option{distlock.WithTTL(distlock.MinTTL), distlock.WithAutoRenew(false)}
+		}
+		l, err := c.Acquire(ctx, name, opts...)
+		if err != nil {
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("grant %d: token %d not above previous %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if expire {
+			<-l.Done() // let it expire; the next Acquire waits for the key too
+			continue
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+}
+
+func (s *suite) tryAcquireLocked(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := c.TryAcquire(ctx, name, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	_, err = s.client(t).TryAcquire(ctx, name)
+	var le *distlock.LockedError
+	if !errors.As(err, &le) || !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("TryAcquire on a held lock: %v, want *LockedError", err)
+	}
+	if errors.Is(err, distlock.ErrBackend) {
+		t.Fatalf("contention reported as backend error: %v", err)
+	}
+	if le.TTL <= 8*time.Second || le.TTL > 10*time.Second {
+		t.Fatalf("LockedError.TTL = %v, want about 10s", le.TTL)
+	}
+}
+
+func (s *suite) releaseIdempotent(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := c.Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	if err := l.Release(ctx); !errors.Is(err, distlock.ErrReleased) || !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("second Release: %v, want ErrReleased", err)
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, distlock.ErrReleased) {
+		t.Fatalf("Extend after Release: %v, want ErrReleased", err)
+	}
+	if !errors.Is(l.Err(), distlock.ErrReleased) || !errors.Is(context.Cause(l.Context()), distlock.ErrReleased) {
+		t.Fatalf("Err = %v, cause = %v", l.Err(), context.Cause(l.Context()))
+	}
+	// The lock is free and a new holder is not disturbed by the old handle.
+	l2, err := c.TryAcquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	info, err := c.Inspect(ctx, name)
+	if err != nil || !info.Held || info.Owner != l2.Owner() {
+		t.Fatalf("old handle's release disturbed the new holder: %+v %v", info, err)
+	}
+}
+
+func (s *suite) reentrancy(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	owner := distlock.WithOwner("worker-7")
+	l1, err := c.Acquire(ctx, name, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := c.TryAcquire(ctx, name, owner)
+	if err != nil {
+		t.Fatalf("re-entry: %v", err)
+	}
+	if l1.Token() != l2.Token() {
+		t.Fatalf("re-entry minted a new token: %d then %d", l1.Token(), l2.Token())
+	}
+	if info, _ := c.Inspect(ctx, name); info.Count != 2 || info.Owner != "worker-7" {
+		t.Fatalf("after re-entry: %+v, want count 2", info)
+	}
+	if _, err := s.client(t).TryAcquire(ctx, name, distlock.WithOwner("worker-8")); !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("other owner: %v, want ErrLocked", err)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := c.Inspect(ctx, name); !info.Held || info.Count != 1 {
+		t.Fatalf("after one release: %+v, want held with count 1", info)
+	}
+	if err := l1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := c.Inspect(ctx, name); info.Held {
+		t.Fatalf("after both releases: %+v, want free", info)
+	}
+}
+
+func (s *suite) attach(t *testing.T) {
+	a, b := s.client(t), s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := a.Acquire(ctx, name, distlock.WithAutoRenew(false), distlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Attach(ctx, name, "someone-else"); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("attach with a foreign owner: %v, want ErrNotHeld", err)
+	}
+	r, err := b.Attach(ctx, name, l.Owner(), distlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatalf("attach: %v", err)
+	}
+	if r.Token() != l.Token() {
+		t.Fatalf("attached token %d, want %d", r.Token(), l.Token())
+	}
+	if err := r.Extend(ctx, 8*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := b.Inspect(ctx, name); info.TTL < 7*time.Second {
+		t.Fatalf("extend through attached lease did not apply: ttl %v", info.TTL)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := a.Inspect(ctx, name); info.Held {
+		t.Fatalf("release through attached lease left the lock held: %+v", info)
+	}
+	if err := l.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("original release after attached release: %v, want ErrNotHeld", err)
+	}
+}
+
+func (s *suite) inspect(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	info, err := c.Inspect(ctx, name)
+	if err != nil || info.Held || info.Waiters != 0 {
+		t.Fatalf("fresh name: %+v %v", info, err)
+	}
+	l, err := c.Acquire(ctx, name, distlock.WithMetadata("host-a pid 42"), distlock.WithTTL(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = s.client(t).Acquire(wctx, name) }()
+	waitFor(t, 5*time.Second, "a waiter to show", func() bool {
+		info, err = c.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+	if !info.Held || info.Owner != l.Owner() || info.Metadata != "host-a pid 42" ||
+		info.Token != l.Token() || info.HighWater < l.Token() || info.Count != 1 ||
+		info.TTL <= 3*time.Second || info.TTL > 5*time.Second || info.Name != name {
+		t.Fatalf("Inspect = %+v, lease owner %s token %d", info, l.Owner(), l.Token())
+	}
+	cancel()
+	waitFor(t, 5*time.Second, "the waiter to leave", func() bool {
+		info, err = c.Inspect(ctx, name)
+		return err == nil && info.Waiters == 0
+	})
+}

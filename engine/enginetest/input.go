@@ -1,0 +1,91 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// badInput: every bad input gets a typed error and changes nothing.
+func (s *suite) badInput(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := c.Acquire(ctx, name, distlock.WithTTL(5*time.Second), distlock.WithMetadata("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Inspect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nilCtx context.Context
+	long := strings.Repeat("x", distlock.MaxNameLen+1)
+	cases := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"empty name", func() error { _, err := c.TryAcquire(ctx, ""); return err }, distlock.ErrInvalidArgument},
+		{"name over 512 bytes", func() error { _, err := c.TryAcquire(ctx, long); return err }, distlock.ErrInvalidArgument},
+		{"name not UTF-8", func() error { _, err := c.TryAcquire(ctx, "a\xffb"); return err }, distlock.ErrInvalidArgument},
+		{"name starting with }", func() error { _, err := c.TryAcquire(ctx, "}x"); return err }, distlock.ErrInvalidArgument},
+		{"ttl zero", func() error { _, err := c.TryAcquire(ctx, name, distlock.WithTTL(0)); return err }, distlock.ErrInvalidArgument},
+		{"ttl negative", func() error { _, err := c.Acquire(ctx, name, distlock.WithTTL(-time.Second)); return err }, distlock.ErrInvalidArgument},
+		{"ttl above 24h", func() error { _, err := c.Acquire(ctx, name, distlock.WithTTL(25*time.Hour)); return err }, distlock.ErrInvalidArgument},
+		{"ttl too short to renew", func() error { _, err := c.Acquire(ctx, name, distlock.WithTTL(49*time.Millisecond)); return err }, distlock.ErrInvalidArgument},
+		{"metadata too long", func() error {
+			_, err := c.TryAcquire(ctx, name, distlock.WithMetadata(strings.Repeat("m", 5000)))
+			return err
+		}, distlock.ErrInvalidArgument},
+		{"nil context acquire", func() error { _, err := c.Acquire(nilCtx, name); return err }, distlock.ErrInvalidArgument},
+		{"nil context inspect", func() error { _, err := c.Inspect(nilCtx, name); return err }, distlock.ErrInvalidArgument},
+		{"nil context release", func() error { return l.Release(nilCtx) }, distlock.ErrInvalidArgument},
+		{"nil context extend", func() error { return l.Extend(nilCtx, time.Second) }, distlock.ErrInvalidArgument},
+		{"extend ttl zero", func() error { return l.Extend(ctx, 0) }, distlock.ErrInvalidArgument},
+		{"extend ttl above 24h", func() error { return l.Extend(ctx, 48*time.Hour) }, distlock.ErrInvalidArgument},
+		{"attach empty owner", func() error { _, err := c.Attach(ctx, name, ""); return err }, distlock.ErrInvalidArgument},
+		{"attach foreign owner", func() error { _, err := c.Attach(ctx, name, "not-the-owner"); return err }, distlock.ErrNotHeld},
+		{"release foreign owner", func() error {
+			// Attach fails first; a handle with a foreign token cannot be made.
+			_, err := s.client(t).Attach(ctx, name, "intruder")
+			return err
+		}, distlock.ErrNotHeld},
+		{"acquire held lock", func() error { _, err := s.client(t).TryAcquire(ctx, name); return err }, distlock.ErrLocked},
+	}
+	for _, tc := range cases {
+		err := tc.call()
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+			continue
+		}
+		var ae *distlock.ArgumentError
+		if tc.want == distlock.ErrInvalidArgument && (!errors.As(err, &ae) || ae.Reason == "") {
+			t.Errorf("%s: %v is not an *ArgumentError with a reason", tc.name, err)
+		}
+		after, ierr := c.Inspect(ctx, name)
+		if ierr != nil {
+			t.Fatal(ierr)
+		}
+		if after.Owner != before.Owner || after.Token != before.Token || after.Count != before.Count ||
+			after.Metadata != before.Metadata || after.HighWater != before.HighWater || after.TTL > before.TTL {
+			t.Errorf("%s changed the lock: before %+v, after %+v", tc.name, before, after)
+		}
+	}
+	if l.Err() != nil {
+		t.Fatalf("bad input disturbed the lease: %v", l.Err())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, distlock.ErrReleased) {
+		t.Fatalf("double release: %v", err)
+	}
+	if info, _ := c.Inspect(ctx, name); info.Held {
+		t.Fatalf("double release changed something: %+v", info)
+	}
+}

@@ -1,0 +1,168 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// handoff measures release-to-grant time over 100 hand-offs; the waiter is
+// woken by notification, so the median must be a few milliseconds at most.
+func (s *suite) handoff(t *testing.T) {
+	holderC, waiterC := s.client(t), s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	const n = 100
+	gaps := make([]time.Duration, 0, n)
+	for range n {
+		h, err := holderC.Acquire(ctx, name, distlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			at  time.Time
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			l, err := waiterC.Acquire(ctx, name, distlock.WithTTL(10*time.Second))
+			at := time.Now()
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- result{at, err}
+		}()
+		// Let the waiter find the lock held and subscribe.
+		waitFor(t, 5*time.Second, "the waiter", func() bool {
+			info, err := holderC.Inspect(ctx, name)
+			return err == nil && info.Waiters > 0
+		})
+		released := time.Now()
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatalf("waiter: %v", r.err)
+		}
+		gaps = append(gaps, r.at.Sub(released))
+	}
+	slices.Sort(gaps)
+	median := gaps[n/2]
+	t.Logf("hand-off over %d: median %v, p90 %v, max %v", n, median, gaps[n*9/10], gaps[n-1])
+	if median > 5*time.Millisecond {
+		t.Fatalf("median hand-off %v, want <= 5ms", median)
+	}
+}
+
+// expiryWakesWaiter: a holder that dies without releasing is noticed at its
+// expiry, not at some poll interval or never.
+func (s *suite) expiryWakesWaiter(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	const ttl = 400 * time.Millisecond
+	h, err := c.Acquire(ctx, name, distlock.WithTTL(ttl), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l, err := s.client(t).Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if waited := time.Since(start); waited > ttl+150*time.Millisecond {
+		t.Fatalf("waiter acquired %v after start, holder ttl was %v", waited, ttl)
+	}
+	if l.Token() <= h.Token() {
+		t.Fatalf("token after expiry %d not above %d", l.Token(), h.Token())
+	}
+}
+
+// waiterCancelled: a waiter whose context ends gets an error that wraps the
+// context's, says the lock was held, and leaves no subscription behind.
+func (s *suite) waiterCancelled(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	h, err := c.Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.client(t).Acquire(wctx, name)
+		errc <- err
+	}()
+	waitFor(t, 5*time.Second, "the waiter", func() bool {
+		info, err := c.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+	cancel()
+	err = <-errc
+	var we *distlock.WaitError
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, distlock.ErrLocked) || !errors.As(err, &we) {
+		t.Fatalf("cancelled waiter: %v, want WaitError wrapping context.Canceled and ErrLocked", err)
+	}
+	waitFor(t, 2*time.Second, "the subscription to go", func() bool {
+		info, err := c.Inspect(ctx, name)
+		return err == nil && info.Waiters == 0
+	})
+	if info, _ := c.Inspect(ctx, name); info.Owner != h.Owner() || info.Count != 1 {
+		t.Fatalf("cancelled waiter changed the lock: %+v", info)
+	}
+
+	// A deadline: wraps context.DeadlineExceeded.
+	dctx, dcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer dcancel()
+	if _, err := s.client(t).Acquire(dctx, name); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("waiter past deadline: %v", err)
+	}
+}
+
+func (s *suite) forceRelease(t *testing.T) {
+	c := s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	h, err := c.Acquire(ctx, name, distlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.client(t).Acquire(ctx, name)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	waitFor(t, 5*time.Second, "the waiter", func() bool {
+		info, err := c.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+	held, err := c.ForceRelease(ctx, name)
+	if err != nil || !held {
+		t.Fatalf("ForceRelease = %v, %v", held, err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("force-release did not wake the waiter")
+	}
+	select {
+	case <-h.Done():
+	case <-time.After(20 * time.Second / 3 * 2):
+		t.Fatal("holder not told of the force-release")
+	}
+}

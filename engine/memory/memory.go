@@ -1,0 +1,251 @@
+// Package memory is the embedded, in-process lock engine. It has the same
+// semantics as engine/redis (time to live on the monotonic clock, fencing
+// tokens seeded from the wall clock and kept strictly increasing, wake-ups on
+// release) so programs, the CLI and tests run with no Redis at all.
+//
+// One Engine is one lock authority: locks are shared by every Client in the
+// process that uses the same Engine, and dropped when the process exits.
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// fenceMemory is how long the fencing high-water of a name is remembered
+// after its last grant, like the high-water key's time to live on Redis.
+const fenceMemory = 7 * 24 * time.Hour
+
+// sweepEvery is how often expired entries are dropped from the tables.
+const sweepEvery = time.Second
+
+// Engine is an in-process lock authority. The zero value is not usable;
+// call New.
+type Engine struct {
+	mu        sync.Mutex
+	locks     map[string]*lock
+	fences    map[string]highWater
+	subs      map[string]map[*subscription]struct{}
+	lastSweep time.Time
+	closed    bool
+	now       func() time.Time
+}
+
+type lock struct {
+	owner    string
+	count    int
+	token    uint64
+	metadata string
+	expires  time.Time
+}
+
+type highWater struct {
+	token   uint64
+	expires time.Time
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns an empty in-process engine.
+func New() *Engine {
+	return &Engine{
+		locks:  make(map[string]*lock),
+		fences: make(map[string]highWater),
+		subs:   make(map[string]map[*subscription]struct{}),
+		now:    time.Now,
+	}
+}
+
+// live returns the unexpired lock of name; the caller holds e.mu.
+func (e *Engine) live(name string, now time.Time) *lock {
+	l := e.locks[name]
+	if l == nil {
+		return nil
+	}
+	if !now.Before(l.expires) {
+		delete(e.locks, name)
+		return nil
+	}
+	return l
+}
+
+// sweep drops expired entries at most once per sweepEvery; the caller holds e.mu.
+func (e *Engine) sweep(now time.Time) {
+	if now.Sub(e.lastSweep) < sweepEvery {
+		return
+	}
+	e.lastSweep = now
+	for name, l := range e.locks {
+		if !now.Before(l.expires) {
+			delete(e.locks, name)
+		}
+	}
+	for name, hw := range e.fences {
+		if !now.Before(hw.expires) {
+			delete(e.fences, name)
+		}
+	}
+}
+
+// mint returns the next fencing token of name: max(high-water+1, wall clock
+// in microseconds). The caller holds e.mu.
+func (e *Engine) mint(name string, now time.Time) uint64 {
+	token := uint64(now.UnixMicro())
+	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) && hw.token+1 > token {
+		token = hw.token + 1
+	}
+	e.fences[name] = highWater{token: token, expires: now.Add(fenceMemory)}
+	return token
+}
+
+func (e *Engine) check(ctx context.Context) error {
+	if ctx != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if e.closed {
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// Acquire implements engine.Engine.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.Grant{}, err
+	}
+	now := e.now()
+	e.sweep(now)
+	if l := e.live(r.Name, now); l != nil {
+		if l.owner != r.Owner {
+			return engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}, nil
+		}
+		l.count++
+		l.expires = now.Add(r.TTL)
+		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
+	}
+	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, expires: now.Add(r.TTL)}
+	e.locks[r.Name] = l
+	return engine.Grant{Acquired: true, Token: l.token, Count: 1}, nil
+}
+
+// Extend implements engine.Engine.
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	now := e.now()
+	out := make([]engine.ExtendResult, len(rs))
+	for i, r := range rs {
+		l := e.live(r.Name, now)
+		switch {
+		case l == nil:
+			out[i].Status = engine.Missing
+		case l.owner != r.Owner:
+			out[i].Status = engine.HeldByOther
+		default:
+			l.expires = now.Add(r.TTL)
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: l.token}
+		}
+	}
+	return out, nil
+}
+
+// Release implements engine.Engine.
+func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	l := e.live(name, e.now())
+	switch {
+	case l == nil:
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	case l.owner != owner:
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil
+	}
+	l.count--
+	if l.count > 0 {
+		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}, nil
+	}
+	delete(e.locks, name)
+	e.notify(name)
+	return engine.ReleaseResult{Status: engine.Released}, nil
+}
+
+// ForceRelease frees the lock whoever holds it and wakes its waiters. It
+// reports whether the lock was held.
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	held := e.live(name, e.now()) != nil
+	delete(e.locks, name)
+	e.notify(name)
+	return held, nil
+}
+
+// Inspect implements engine.Engine.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.Info{}, err
+	}
+	now := e.now()
+	info := engine.Info{Name: name, Waiters: len(e.subs[name])}
+	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
+		info.HighWater = hw.token
+	}
+	if l := e.live(name, now); l != nil {
+		info.Held = true
+		info.Owner, info.Count, info.Metadata, info.Token = l.owner, l.count, l.metadata, l.token
+		info.TTL = l.expires.Sub(now)
+	}
+	return info, nil
+}
+
+// RaiseFence implements engine.Engine.
+func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	now := e.now()
+	l := e.live(name, now)
+	if l == nil || l.owner != owner {
+		return false, nil
+	}
+	hw := e.fences[name]
+	if !now.Before(hw.expires) || hw.token < token {
+		hw.token = token
+	}
+	hw.expires = now.Add(fenceMemory)
+	e.fences[name] = hw
+	l.token = token
+	return true, nil
+}
+
+// Close implements engine.Engine. After Close every operation fails with
+// engine.ErrClosed and every subscription is woken.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for name := range e.subs {
+		e.notify(name)
+	}
+	return nil
+}

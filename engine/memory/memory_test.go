@@ -1,0 +1,17 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/memory"
+)
+
+func TestConformance(t *testing.T) {
+	shared := memory.New() // one authority for every client in the suite
+	t.Cleanup(func() { _ = shared.Close() })
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine { return shared },
+	})
+}

@@ -1,0 +1,260 @@
+// Package redis is the lock engine for one Redis deployment (standalone,
+// Sentinel-managed or Cluster) through a go-redis v9 UniversalClient.
+//
+// Every operation is one Lua script run with EVALSHA (falling back to EVAL
+// when the server does not have it cached), and every key a script touches
+// is passed in KEYS and shares the lock's hash tag, so the scripts are legal
+// on Cluster:
+//
+//	distlock:{NAME}        the lock: a hash of owner, count, token, meta
+//	distlock:{NAME}:fence  the fencing high-water, with a long time to live
+//
+// Releases publish a wake-up on the channel distlock:{NAME}. Waiters of one
+// Engine share one subscription connection, and each name is subscribed once
+// however many goroutines wait for it. (On Cluster the wake-up uses classic
+// pub/sub, which the cluster bus forwards to every node.)
+//
+// The package name clashes with go-redis's; import it under another name:
+//
+//	import redisengine "github.com/distlock/distlock/engine/redis"
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// DefaultPrefix is the key prefix used unless WithPrefix says otherwise.
+const DefaultPrefix = "distlock:"
+
+// DefaultFenceTTL is how long a name's fencing high-water is kept after its
+// last grant unless WithFenceTTL says otherwise.
+const DefaultFenceTTL = 7 * 24 * time.Hour
+
+// Engine is the lock engine for one Redis deployment.
+type Engine struct {
+	client   goredis.UniversalClient
+	prefix   string
+	fenceTTL time.Duration
+	addr     string
+	watch    *watcher
+}
+
+var _ engine.Engine = (*Engine)(nil)
+var _ engine.ForceReleaser = (*Engine)(nil)
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithPrefix sets the prefix of every key and channel (default "distlock:").
+// It must not contain '{' or '}': the lock name is the hash tag.
+func WithPrefix(prefix string) Option { return func(e *Engine) { e.prefix = prefix } }
+
+// WithFenceTTL sets how long a name's fencing high-water key lives after its
+// last grant (default 7 days). When it is gone, tokens are seeded from the
+// server clock again; see docs/FENCING.md.
+func WithFenceTTL(d time.Duration) Option { return func(e *Engine) { e.fenceTTL = d } }
+
+// New returns an engine that uses client. The client stays the caller's:
+// Close does not close it.
+func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
+	if client == nil {
+		return nil, errors.New("distlock/engine/redis: nil client")
+	}
+	e := &Engine{client: client, prefix: DefaultPrefix, fenceTTL: DefaultFenceTTL}
+	for _, o := range opts {
+		o(e)
+	}
+	if strings.ContainsAny(e.prefix, "{}") {
+		return nil, fmt.Errorf("distlock/engine/redis: prefix %q must not contain '{' or '}'", e.prefix)
+	}
+	if e.fenceTTL < time.Millisecond {
+		return nil, fmt.Errorf("distlock/engine/redis: fence ttl %v is too short", e.fenceTTL)
+	}
+	if c, ok := client.(*goredis.Client); ok {
+		e.addr = c.Options().Addr
+	}
+	e.watch = newWatcher(e)
+	return e, nil
+}
+
+// String names the engine by its address, for error messages.
+func (e *Engine) String() string {
+	if e.addr != "" {
+		return "redis " + e.addr
+	}
+	return "redis"
+}
+
+// lockKey, fenceKey and channel name the keys of one lock.
+func (e *Engine) lockKey(name string) string  { return e.prefix + "{" + name + "}" }
+func (e *Engine) fenceKey(name string) string { return e.prefix + "{" + name + "}:fence" }
+func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "}" }
+
+// Acquire implements engine.Engine.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	res, err := acquireScript.Run(ctx, e.client,
+		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
+		r.Owner, ms(r.TTL), r.Metadata, ms(e.fenceTTL)).Slice()
+	if err != nil {
+		return engine.Grant{}, err
+	}
+	if len(res) != 3 {
+		return engine.Grant{}, fmt.Errorf("acquire: unexpected reply %v", res)
+	}
+	if res[0] == int64(1) {
+		token, err := parseToken(res[1])
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		count, _ := res[2].(int64)
+		return engine.Grant{Acquired: true, Token: token, Count: int(count)}, nil
+	}
+	holder, _ := res[1].(string)
+	pttl, _ := res[2].(int64)
+	g := engine.Grant{Holder: holder, HolderTTL: time.Duration(pttl) * time.Millisecond}
+	if pttl < 0 {
+		g.HolderTTL = -1
+	}
+	return g, nil
+}
+
+// Extend implements engine.Engine: the extensions go in one pipeline.
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	run := func(p goredis.Pipeliner) []*goredis.Cmd {
+		cmds := make([]*goredis.Cmd, len(rs))
+		for i, r := range rs {
+			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name)}, r.Owner, ms(r.TTL))
+		}
+		return cmds
+	}
+	cmds, err := pipeline(ctx, e.client, extendScript, run)
+	if err != nil && allFailed(cmds) {
+		return nil, err
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		switch res[0] {
+		case int64(1):
+			out[i].Status = engine.Extended
+			out[i].Token, out[i].Err = parseToken(res[1])
+		case int64(0):
+			out[i].Status = engine.Missing
+		default:
+			out[i].Status = engine.HeldByOther
+		}
+	}
+	return out, nil
+}
+
+// Release implements engine.Engine.
+func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	res, err := releaseScript.Run(ctx, e.client, []string{e.lockKey(name)},
+		owner, e.channel(name), "PUBLISH").Slice()
+	if err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	switch res[0] {
+	case int64(1):
+		n, _ := res[1].(int64)
+		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
+	case int64(0):
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	}
+	return engine.ReleaseResult{Status: engine.NotOwner}, nil
+}
+
+// ForceRelease implements engine.ForceReleaser.
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	n, err := forceReleaseScript.Run(ctx, e.client, []string{e.lockKey(name)},
+		e.channel(name), "PUBLISH").Int64()
+	return n == 1, err
+}
+
+// RaiseFence implements engine.Engine.
+func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	n, err := raiseFenceScript.Run(ctx, e.client,
+		[]string{e.lockKey(name), e.fenceKey(name)},
+		owner, strconv.FormatUint(token, 10), ms(e.fenceTTL)).Int64()
+	return n == 1, err
+}
+
+// Inspect implements engine.Engine: one pipelined round trip.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	var (
+		fields *goredis.MapStringStringCmd
+		pttl   *goredis.DurationCmd
+		hw     *goredis.StringCmd
+		subs   *goredis.MapStringIntCmd
+	)
+	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		fields = p.HGetAll(ctx, e.lockKey(name))
+		pttl = p.PTTL(ctx, e.lockKey(name))
+		hw = p.Get(ctx, e.fenceKey(name))
+		subs = p.PubSubNumSub(ctx, e.channel(name))
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return engine.Info{}, err
+	}
+	info := engine.Info{Name: name, Waiters: int(subs.Val()[e.channel(name)])}
+	if v, err := hw.Result(); err == nil {
+		info.HighWater, _ = strconv.ParseUint(v, 10, 64)
+	}
+	f := fields.Val()
+	if owner, ok := f["owner"]; ok {
+		info.Held = true
+		info.Owner, info.Metadata = owner, f["meta"]
+		info.Count, _ = strconv.Atoi(f["count"])
+		info.Token, _ = strconv.ParseUint(f["token"], 10, 64)
+		info.TTL = pttl.Val()
+	}
+	return info, nil
+}
+
+// Close implements engine.Engine: it ends the subscription connection.
+func (e *Engine) Close() error {
+	e.watch.close()
+	return nil
+}
+
+// ms renders a duration as whole milliseconds (at least 1) for PX/PEXPIRE.
+func ms(d time.Duration) string {
+	n := d.Milliseconds()
+	if n < 1 {
+		n = 1
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// allFailed reports whether every command of a pipeline failed (the round
+// trip itself failed, rather than some scripts).
+func allFailed(cmds []*goredis.Cmd) bool {
+	for _, c := range cmds {
+		if c.Err() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func parseToken(v any) (uint64, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("fencing token: unexpected reply %T", v)
+	}
+	return strconv.ParseUint(s, 10, 64)
+}

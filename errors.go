@@ -1,0 +1,171 @@
+package distlock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The error vocabulary. Every error distlock returns matches at most one of
+// ErrLocked, ErrNotHeld, ErrBackend and ErrInvalidArgument with errors.Is,
+// plus ErrLeaseLost for a lost lease and context.Canceled or
+// context.DeadlineExceeded when a context ended the call. Contention
+// (ErrLocked) and failure of the lock service (ErrBackend) are never the same
+// error.
+var (
+	// ErrLocked: another owner holds the lock. See *LockedError.
+	ErrLocked = errors.New("distlock: locked by another owner")
+	// ErrNotHeld: the lease is not held (any more): it expired, another
+	// owner took the lock, or it was released.
+	ErrNotHeld = errors.New("distlock: lock not held")
+	// ErrLeaseLost: ownership of a lease can no longer be proven. See
+	// *LostError for the cause.
+	ErrLeaseLost = errors.New("distlock: lease lost")
+	// ErrBackend: the lock service failed or could not be reached. See
+	// *BackendError.
+	ErrBackend = errors.New("distlock: backend error")
+	// ErrInvalidArgument: a call was made with bad input and changed
+	// nothing. See *ArgumentError.
+	ErrInvalidArgument = errors.New("distlock: invalid argument")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("distlock: client closed")
+)
+
+// ErrReleased is returned for a lease that its holder released: by Err, and
+// by Extend and Release after Release. It matches ErrNotHeld.
+var ErrReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
+
+// LockedError reports that another owner holds the lock.
+type LockedError struct {
+	Name string
+	// TTL is the time the holder's lease has left when it was asked
+	// (negative when the lock has no expiry).
+	TTL time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("distlock: %q is locked by another owner (lease ends in %v)", e.Name, e.TTL.Round(time.Millisecond))
+}
+
+// Is matches ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// LossCause says why a lease was lost.
+type LossCause int
+
+const (
+	// Expired: the lease's local validity deadline passed without a
+	// confirmed renewal (renewal off, or renewals answered too late), or
+	// the lock service reported the lock gone.
+	Expired LossCause = iota + 1
+	// TakenOver: the lock service reports another owner holding the lock.
+	TakenOver
+	// Unreachable: renewals failed with backend errors until the local
+	// validity deadline passed.
+	Unreachable
+)
+
+func (c LossCause) String() string {
+	switch c {
+	case Expired:
+		return "expired"
+	case TakenOver:
+		return "taken over by another owner"
+	case Unreachable:
+		return "backend unreachable"
+	}
+	return "unknown"
+}
+
+// LostError reports that a lease was lost. It matches ErrLeaseLost and,
+// where the cause had one, wraps the last backend error.
+type LostError struct {
+	Name  string
+	Cause LossCause
+	// At is when the loss was signalled.
+	At time.Time
+	// Err is the last renewal error, for Unreachable.
+	Err error
+}
+
+func (e *LostError) Error() string {
+	s := fmt.Sprintf("distlock: lease on %q lost: %v", e.Name, e.Cause)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is matches ErrLeaseLost.
+func (e *LostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Unwrap returns the last renewal error, if any.
+func (e *LostError) Unwrap() error { return e.Err }
+
+// BackendError reports that the lock service failed during Op.
+type BackendError struct {
+	Op   string // "acquire", "extend", "release", "inspect", "subscribe", ...
+	Name string
+	// Node names the lock authority that failed, when known.
+	Node string
+	Err  error
+}
+
+func (e *BackendError) Error() string {
+	s := "distlock: " + e.Op
+	if e.Name != "" {
+		s += fmt.Sprintf(" %q", e.Name)
+	}
+	if e.Node != "" {
+		s += " on " + e.Node
+	}
+	return s + ": backend error: " + e.Err.Error()
+}
+
+// Is matches ErrBackend.
+func (e *BackendError) Is(target error) bool { return target == ErrBackend }
+
+// Unwrap returns the underlying error.
+func (e *BackendError) Unwrap() error { return e.Err }
+
+// ArgumentError reports bad input. The call that returned it changed nothing.
+type ArgumentError struct {
+	Arg    string
+	Reason string
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("distlock: invalid %s: %s", e.Arg, e.Reason)
+}
+
+// Is matches ErrInvalidArgument.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// WaitError reports that Acquire stopped waiting because its context ended.
+// It wraps the context's error (context.Canceled or DeadlineExceeded) and the
+// outcome of the last attempt (a *LockedError or a *BackendError), so both
+// errors.Is(err, context.DeadlineExceeded) and errors.Is(err, ErrLocked) can
+// hold.
+type WaitError struct {
+	Name string
+	// Waited is how long Acquire waited.
+	Waited time.Duration
+	Ctx    error
+	Last   error
+}
+
+func (e *WaitError) Error() string {
+	s := fmt.Sprintf("distlock: gave up waiting for %q after %v: %v", e.Name, e.Waited.Round(time.Millisecond), e.Ctx)
+	if e.Last != nil {
+		s += " (last attempt: " + e.Last.Error() + ")"
+	}
+	return s
+}
+
+// Unwrap returns the context's error and the last attempt's error.
+func (e *WaitError) Unwrap() []error {
+	if e.Last == nil {
+		return []error{e.Ctx}
+	}
+	return []error{e.Ctx, e.Last}
+}

@@ -1,0 +1,303 @@
+package distlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Lease is one hold of a lock. It knows a local validity deadline on the
+// monotonic clock: the send time of the last confirmed acquire or extend,
+// plus the ttl, minus a drift allowance (ttl/100 + 2ms). Until then nobody
+// else can have been granted the lock (given the clock assumptions in
+// README.md).
+//
+// With auto-renewal (the default) a watchdog extends the lease every ttl/3.
+// When ownership can no longer be proven — the deadline passes without a
+// confirmed renewal, or the lock service says the lock is gone or held by
+// another owner — the lease is lost: Done is closed, Context is cancelled and
+// Err returns a *LostError. This happens no later than the deadline, driven
+// by a local timer, even if every renewal hangs.
+//
+// A Lease is safe for concurrent use.
+type Lease struct {
+	c         *Client
+	name      string
+	owner     string
+	token     uint64
+	autoRenew bool
+	done      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+
+	mu        sync.Mutex
+	ttl       time.Duration
+	deadline  time.Time // local validity deadline
+	lastSent  time.Time // send time of the last confirmed acquire/extend
+	nextRenew time.Time // when the watchdog renews at the latest
+	renewFrom time.Time // from when it renews along with others (coalescing)
+	timer     *time.Timer // fires at deadline
+	lastErr   error       // last renewal error since the last confirmation
+	err       error       // nil while held
+}
+
+func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
+	l := &Lease{
+		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew,
+		done: make(chan struct{}),
+		ttl:  o.ttl,
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.setValidity(sent, o.ttl)
+	return l
+}
+
+// start arms the deadline timer and hands the lease to the watchdog.
+func (l *Lease) start() {
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.mu.Unlock()
+	if l.autoRenew {
+		l.c.renew.add(l)
+	}
+}
+
+// Name returns the lock's name.
+func (l *Lease) Name() string { return l.name }
+
+// Owner returns the owner token. With it, Client.Attach rebuilds the lease
+// in another goroutine or process, to extend or release it.
+func (l *Lease) Owner() string { return l.owner }
+
+// Token returns the fencing token of the grant. Tokens of one lock name
+// strictly increase from grant to grant; re-entry keeps the token. Send it
+// with every write to the protected resource, and have the resource reject
+// tokens lower than the highest it has seen (package fence).
+func (l *Lease) Token() uint64 { return l.token }
+
+// TTL returns the lease's current time to live.
+func (l *Lease) TTL() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttl
+}
+
+// Deadline returns the local validity deadline (monotonic clock).
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Done returns a channel that is closed when the lease ends: lost or
+// released. Err says which.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease is held, ErrReleased after Release, and a
+// *LostError (matching ErrLeaseLost) after a loss.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Context returns a context that is cancelled when the lease ends. Its cause
+// (context.Cause) is Err. It carries the values of the context that
+// acquired the lease, not its cancellation.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Extend sets the lease's time to live to ttl, counted from now, and makes it
+// the ttl of later automatic renewals. It fails with ErrNotHeld (and the
+// lease is lost) if the lock expired or was taken, and with ErrBackend (the
+// lease stays as it was) if the lock service failed.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if ctx == nil {
+		return &ArgumentError{Arg: "context", Reason: "nil"}
+	}
+	o := options{ttl: ttl}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := l.heldErr(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	res, err := l.c.eng.Extend(ctx, []engine.ExtendRequest{{Name: l.name, Owner: l.owner, TTL: ttl}})
+	if err == nil && len(res) == 1 {
+		err = res[0].Err
+	}
+	if err != nil {
+		return l.c.backendErr(ctx, "extend", l.name, err)
+	}
+	l.apply(res[0], sent, ttl, nil)
+	return l.heldErr()
+}
+
+// Release drops the lease. The lock is freed when this was its last hold
+// (see WithOwner for re-entry) and one waiter is woken. Release is
+// idempotent: later calls return ErrReleased and send nothing. Its network
+// work never inherits ctx's cancellation (only its values), and is bounded by
+// the client's release timeout.
+//
+// After a backend error the lease is dropped all the same; the lock then
+// stays held on the server until its ttl runs out.
+func (l *Lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return &ArgumentError{Arg: "context", Reason: "nil"}
+	}
+	l.mu.Lock()
+	prev := l.err
+	if prev == ErrReleased {
+		l.mu.Unlock()
+		return ErrReleased
+	}
+	l.end(ErrReleased)
+	l.mu.Unlock()
+	l.c.forget(l)
+
+	rctx, cancel := l.c.releaseContext(ctx)
+	defer cancel()
+	res, err := l.c.eng.Release(rctx, l.name, l.owner)
+	if err != nil {
+		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
+	}
+	if res.Status == engine.Released {
+		return nil
+	}
+	if prev != nil {
+		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+	}
+	return fmt.Errorf("%w: %q was %s before release", ErrNotHeld, l.name, releaseStatus(res.Status))
+}
+
+func releaseStatus(s engine.ReleaseStatus) string {
+	if s == engine.NotOwner {
+		return "taken by another owner"
+	}
+	return "expired"
+}
+
+// heldErr returns nil while the lease is held, or why it is not.
+func (l *Lease) heldErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err == nil:
+		return nil
+	case l.err == ErrReleased:
+		return ErrReleased
+	}
+	return fmt.Errorf("%w: %w", ErrNotHeld, l.err)
+}
+
+// apply takes the answer to an extension sent at sent.
+func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error) {
+	switch {
+	case batchErr != nil || r.Err != nil:
+		l.renewFailed(firstErr(batchErr, r.Err))
+	case r.Status == engine.Extended:
+		l.confirm(sent, ttl)
+	case r.Status == engine.HeldByOther:
+		l.lose(TakenOver, nil)
+	default:
+		l.lose(Expired, nil)
+	}
+}
+
+// confirm records a confirmed extension sent at sent.
+func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || !sent.After(l.lastSent) {
+		return // ended, or a later extension was confirmed already
+	}
+	l.ttl = ttl
+	l.lastErr = nil
+	l.setValidity(sent, ttl)
+	if !time.Now().Before(l.deadline) {
+		return // too late: the deadline timer fires at once
+	}
+	l.timer.Reset(time.Until(l.deadline))
+}
+
+// setValidity computes the deadline and next renewal of a grant or
+// extension sent at sent; l.mu is held (or l is new).
+func (l *Lease) setValidity(sent time.Time, ttl time.Duration) {
+	l.lastSent = sent
+	l.deadline = sent.Add(ttl - drift(ttl))
+	l.nextRenew = sent.Add(ttl / 3)
+	l.renewFrom = sent.Add(ttl / 6)
+}
+
+// renewFailed schedules a jittered retry after a failed renewal.
+func (l *Lease) renewFailed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastErr = err
+	l.nextRenew = time.Now().Add(jitter(min(l.ttl/10, time.Second)))
+	l.renewFrom = l.nextRenew
+}
+
+// expire runs when the deadline timer fires.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	if l.err != nil || time.Now().Before(l.deadline) {
+		l.mu.Unlock()
+		return // ended, or renewed just now
+	}
+	cause, err := Expired, l.lastErr
+	if err != nil {
+		cause = Unreachable
+	}
+	l.end(&LostError{Name: l.name, Cause: cause, At: time.Now(), Err: err})
+	l.mu.Unlock()
+	l.c.forget(l)
+}
+
+// lose ends the lease on the lock service's word.
+func (l *Lease) lose(cause LossCause, err error) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.end(&LostError{Name: l.name, Cause: cause, At: time.Now(), Err: err})
+	l.mu.Unlock()
+	l.c.forget(l)
+}
+
+// end records why the lease ended and tells its holder; l.mu is held.
+func (l *Lease) end(why error) {
+	if l.err != nil {
+		// Lost before: a later Release only marks it released.
+		l.err = why
+		return
+	}
+	l.err = why
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	close(l.done)
+	l.cancel(why)
+}
+
+// renewDue reports whether the watchdog should renew the lease at now (a
+// renewal less than half an interval away is done along with the ones due,
+// so that leases share round trips), and when it is due at the latest.
+func (l *Lease) renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !now.Before(l.renewFrom), l.nextRenew, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl}
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package distlock
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults and limits.
+const (
+	// DefaultTTL is a lease's time to live unless WithTTL says otherwise.
+	DefaultTTL = 30 * time.Second
+	// MinTTL is the shortest time to live that can be renewed in time.
+	MinTTL = 50 * time.Millisecond
+	// MaxTTL is the longest time to live accepted.
+	MaxTTL = 24 * time.Hour
+	// MaxNameLen is the longest lock name accepted, in bytes.
+	MaxNameLen = 512
+	// MaxOwnerLen is the longest owner id accepted, in bytes.
+	MaxOwnerLen = 256
+	// MaxMetadataLen is the longest metadata string accepted, in bytes.
+	MaxMetadataLen = 4096
+)
+
+// Option configures one Acquire, TryAcquire, Do or Attach call.
+type Option func(*options)
+
+type options struct {
+	ttl       time.Duration
+	autoRenew bool
+	owner     string
+	metadata  string
+}
+
+func defaultOptions() options {
+	return options{ttl: DefaultTTL, autoRenew: true}
+}
+
+// WithTTL sets the lease's time to live (default 30s; between 50ms and
+// 24h). With auto-renewal on, it is renewed every ttl/3, and the holder is
+// told of a loss no later than ttl after the last confirmed renewal was sent.
+func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
+
+// WithAutoRenew turns the lease's watchdog on (the default) or off. Without
+// it the lease ends at its local validity deadline unless Extend is called;
+// Done is closed then.
+func WithAutoRenew(on bool) Option { return func(o *options) { o.autoRenew = on } }
+
+// WithOwner sets an explicit owner id instead of a fresh random token. Two
+// acquisitions with the same owner id re-enter the lock: the hold count goes
+// up, the fencing token stays, and the lock is freed when every hold was
+// released. Anyone who knows the owner id can extend or release the lock, so
+// make it unique to the holder (for example host name plus job id).
+func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
+
+// WithMetadata attaches a string to the grant (at most 4096 bytes) that
+// Inspect reports, for example who holds the lock and why.
+func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } }
+
+func buildOptions(opts []Option) options {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.ttl <= 0:
+		return &ArgumentError{Arg: "ttl", Reason: "must be positive, got " + o.ttl.String()}
+	case o.ttl < MinTTL:
+		return &ArgumentError{Arg: "ttl", Reason: o.ttl.String() + " is too short to renew; the minimum is " + MinTTL.String()}
+	case o.ttl > MaxTTL:
+		return &ArgumentError{Arg: "ttl", Reason: o.ttl.String() + " is above the maximum of " + MaxTTL.String()}
+	case len(o.owner) > MaxOwnerLen:
+		return &ArgumentError{Arg: "owner", Reason: "longer than 256 bytes"}
+	case !utf8.ValidString(o.owner):
+		return &ArgumentError{Arg: "owner", Reason: "not valid UTF-8"}
+	case len(o.metadata) > MaxMetadataLen:
+		return &ArgumentError{Arg: "metadata", Reason: "longer than 4096 bytes"}
+	}
+	return nil
+}
+
+// validateName checks a lock name: 1 to 512 bytes of UTF-8 that does not
+// start with '}' (the name is a Redis Cluster hash tag).
+func validateName(name string) error {
+	switch {
+	case name == "":
+		return &ArgumentError{Arg: "name", Reason: "empty"}
+	case len(name) > MaxNameLen:
+		return &ArgumentError{Arg: "name", Reason: "longer than 512 bytes"}
+	case !utf8.ValidString(name):
+		return &ArgumentError{Arg: "name", Reason: "not valid UTF-8"}
+	case name[0] == '}':
+		return &ArgumentError{Arg: "name", Reason: "must not start with '}'"}
+	}
+	return nil
+}
+
+// drift is the clock-drift allowance subtracted from a lease's validity:
+// 1% of the ttl plus 2ms.
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

@@ -1,0 +1,160 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// minRenewTimeout is the least time a renewal round trip is given.
+const minRenewTimeout = 50 * time.Millisecond
+
+// renewer is a Client's watchdog: one goroutine, running only while the
+// Client holds auto-renewed leases, that renews every lease due in one
+// Extend call (one round trip per node).
+type renewer struct {
+	c       *Client
+	mu      sync.Mutex
+	leases  map[*Lease]struct{}
+	running bool
+	closed  bool
+	kick    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newRenewer(c *Client) *renewer {
+	return &renewer{
+		c:      c,
+		leases: make(map[*Lease]struct{}),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+	}
+}
+
+func (r *renewer) add(l *Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.leases[l] = struct{}{}
+	if !r.running {
+		r.running = true
+		r.wg.Add(1)
+		go r.loop()
+		return
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (r *renewer) remove(l *Lease) {
+	r.mu.Lock()
+	delete(r.leases, l)
+	r.mu.Unlock()
+}
+
+// close stops the watchdog and waits for it.
+func (r *renewer) close() {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.stop)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// loop renews leases as they fall due, and exits when none are left.
+func (r *renewer) loop() {
+	defer r.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		due, next, ok := r.collect(time.Now())
+		if !ok {
+			return
+		}
+		if len(due) > 0 {
+			r.renew(due)
+			continue
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-timer.C:
+		case <-r.kick:
+			timer.Stop()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+type dueLease struct {
+	l   *Lease
+	req engine.ExtendRequest
+}
+
+// collect returns the leases to renew now, or when to look again; ok is
+// false when the watchdog should exit.
+func (r *renewer) collect(now time.Time) (due []dueLease, next time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(r.leases) == 0 {
+		r.running = false
+		return nil, next, false
+	}
+	for l := range r.leases {
+		isDue, at, req := l.renewDue(now)
+		if isDue {
+			due = append(due, dueLease{l, req})
+		} else if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return due, next, true
+}
+
+// renew extends the due leases in one round trip. The call is bounded by
+// the earliest validity deadline among them (at least minRenewTimeout), so a
+// hanging node cannot hold the watchdog past the point where the lease is
+// lost anyway.
+func (r *renewer) renew(due []dueLease) {
+	reqs := make([]engine.ExtendRequest, len(due))
+	timeout := time.Duration(-1)
+	for i, d := range due {
+		reqs[i] = d.req
+		if left := time.Until(d.l.Deadline()); timeout < 0 || left < timeout {
+			timeout = left
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, minRenewTimeout))
+	defer cancel()
+	go func() { // Close must not wait for a hanging round trip
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	sent := time.Now()
+	res, err := r.c.eng.Extend(ctx, reqs)
+	for i, d := range due {
+		var one engine.ExtendResult
+		if err == nil && i < len(res) {
+			one = res[i]
+		} else if err == nil {
+			err = errShortReply
+		}
+		d.l.apply(one, sent, d.req.TTL, err)
+	}
+}
+
+// errShortReply: an engine answered fewer extensions than were asked.
+var errShortReply = errors.New("engine answered fewer extensions than asked")
