@@ -47,11 +47,14 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	owner := o.owner
+	owner, attempt := o.owner, ""
 	if owner == "" {
 		owner = newOwner()
+		attempt = owner // unique already
+	} else {
+		attempt = newOwner()
 	}
-	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: o.ttl, Metadata: o.metadata}
+	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: o.ttl, Metadata: o.metadata, Attempt: attempt}
 
 	w := waiter{c: c, ctx: ctx, name: name, start: time.Now()}
 	defer w.close()
@@ -77,10 +80,10 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 			w.last = err
 		} else if err != nil {
 			ambiguous = true
+			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 			if ctx.Err() != nil {
 				return nil, w.giveUp(ctx.Err())
 			}
-			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 		} else {
 			w.last = &LockedError{Name: name, TTL: g.HolderTTL}
 		}

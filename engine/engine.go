@@ -64,6 +64,12 @@ type AcquireRequest struct {
 	Owner    string
 	TTL      time.Duration
 	Metadata string
+	// Attempt identifies the Acquire call. When the current holder is
+	// Owner and its last grant or re-entry carried the same Attempt, the
+	// request is a retry of one already applied (a client library may
+	// resend a command whose reply was lost): the engine answers as before
+	// without counting up.
+	Attempt string
 }
 
 // Grant is the answer to an AcquireRequest.

@@ -39,6 +39,7 @@ type lock struct {
 	count    int
 	token    uint64
 	metadata string
+	attempt  string
 	expires  time.Time
 }
 
@@ -126,11 +127,14 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		if l.owner != r.Owner {
 			return engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}, nil
 		}
-		l.count++
+		if l.attempt != r.Attempt {
+			l.count++
+			l.attempt = r.Attempt
+		}
 		l.expires = now.Add(r.TTL)
 		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
 	}
-	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, expires: now.Add(r.TTL)}
+	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
 	return engine.Grant{Acquired: true, Token: l.token, Count: 1}, nil
 }

@@ -103,7 +103,7 @@ func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := acquireScript.Run(ctx, e.client,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, ms(e.fenceTTL)).Slice()
+		r.Owner, ms(r.TTL), r.Metadata, ms(e.fenceTTL), r.Attempt).Slice()
 	if err != nil {
 		return engine.Grant{}, err
 	}

@@ -1,0 +1,131 @@
+package fence
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed redis_fence.lua
+var fenceLua string
+
+// fenceScript is the fenced write, run with EVALSHA and, when the server
+// answers NOSCRIPT, with EVAL.
+var fenceScript = redis.NewScript(fenceLua)
+
+// Redis checks fencing tokens for data kept in Redis. The high-water mark of
+// a resource lives in a fence key next to the data: a hash with the fields
+// "token" (decimal) and "holder". Each write is one Lua script that compares
+// the token with the mark and runs the write command only if the token is not
+// stale, so no other client can write in between.
+//
+// The fence key is not per-write garbage: it is part of the resource and
+// lives as long as it does. It has no TTL; an expiring mark would let a stale
+// holder write again. Delete it only when the resource is gone for good.
+//
+// A Redis is safe for concurrent use.
+type Redis struct {
+	c redis.UniversalClient
+}
+
+// NewRedis returns a Redis that runs its scripts on c: a *redis.Client, a
+// *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
+// It does not take ownership of c.
+func NewRedis(c redis.UniversalClient) *Redis {
+	return &Redis{c: c}
+}
+
+// Exec runs the command args (e.g. "SET", key, value or "SADD", key, member or
+// "INCRBY", key, 1) atomically iff token is not stale for fenceKey, and then
+// records token and holder as fenceKey's high-water mark. It returns the
+// command's reply as go-redis decodes it (string, int64, []any, ...); a nil
+// reply, e.g. from SET ... GET on a missing key, is returned as nil. Replies
+// pass through Lua in RESP2 form, also on RESP3 connections: integers beyond
+// ±2^53 lose precision, and maps arrive as flat arrays.
+//
+// keys lists every key the command touches. On Redis Cluster they must be in
+// the same hash slot as fenceKey, e.g. by sharing a {tag}; see FenceKeyFor.
+// fenceKey itself must not be among them.
+//
+// On a stale token Exec runs nothing and returns a *StaleError whose Resource
+// is fenceKey and whose Highest is the mark. If the command fails, its error
+// is returned and the mark is not raised. Bad input (empty fenceKey or holder,
+// token 0, no command, fenceKey in keys) is reported with an error wrapping
+// ErrInvalidArgument without a round trip.
+func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder string, keys []string, args ...any) (any, error) {
+	if err := checkArgs(fenceKey, token, holder); err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		return nil, invalid("no command for %q", fenceKey)
+	}
+	scriptKeys := make([]string, 0, 1+len(keys))
+	scriptKeys = append(scriptKeys, fenceKey)
+	for _, k := range keys {
+		if k == fenceKey {
+			return nil, invalid("fence key %q is among the keys of its command", fenceKey)
+		}
+		scriptKeys = append(scriptKeys, k)
+	}
+	argv := make([]any, 0, 2+len(args))
+	argv = append(argv, strconv.FormatUint(token, 10), holder)
+	argv = append(argv, args...)
+
+	res, err := fenceScript.Run(ctx, r.c, scriptKeys, argv...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("fence: write for %q: %w", fenceKey, err)
+	}
+	pair, ok := res.([]any)
+	if !ok || len(pair) != 2 {
+		return nil, fmt.Errorf("fence: write for %q: unexpected script reply %#v", fenceKey, res)
+	}
+	switch pair[0] {
+	case int64(1):
+		return pair[1], nil
+	case int64(0):
+		s, _ := pair[1].(string)
+		highest, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("fence: write for %q: bad high-water mark %#v", fenceKey, pair[1])
+		}
+		return nil, &StaleError{Resource: fenceKey, Token: token, Highest: highest, Holder: holder}
+	}
+	return nil, fmt.Errorf("fence: write for %q: unexpected script reply %#v", fenceKey, res)
+}
+
+// Set sets key to value iff token is not stale for the resource key, like
+// Exec(ctx, FenceKeyFor(key), token, holder, []string{key}, "SET", key, value).
+// The high-water mark is stored at FenceKeyFor(key), which is in the same
+// Cluster hash slot as key. On a stale token it returns a *StaleError whose
+// Resource is FenceKeyFor(key) and leaves key unchanged.
+func (r *Redis) Set(ctx context.Context, key string, value string, token uint64, holder string) error {
+	if key == "" {
+		return invalid("empty key")
+	}
+	_, err := r.Exec(ctx, FenceKeyFor(key), token, holder, []string{key}, "SET", key, value)
+	return err
+}
+
+// Highest returns the high-water mark stored at fenceKey: the highest token
+// accepted for it, or 0 if none was.
+func (r *Redis) Highest(ctx context.Context, fenceKey string) (uint64, error) {
+	if fenceKey == "" {
+		return 0, invalid("empty fence key")
+	}
+	s, err := r.c.HGet(ctx, fenceKey, "token").Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("fence: read high-water mark %q: %w", fenceKey, err)
+	}
+	highest, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("fence: read high-water mark %q: %w", fenceKey, err)
+	}
+	return highest, nil
+}

@@ -1,0 +1,61 @@
+-- Fenced write: check a fencing token against the resource's high-water mark
+-- and, iff it is not stale, run one Redis command and raise the mark.
+--
+-- KEYS[1]   fence key: a hash with fields "token" and "holder"
+-- KEYS[2..] the keys the command touches (declared for Redis Cluster)
+-- ARGV[1]   fencing token, canonical decimal digits (no sign, no leading zero)
+-- ARGV[2]   holder
+-- ARGV[3..] the command and its arguments
+--
+-- Reply: {1, command reply} when the write ran,
+--        {0, highest token as decimal string} when the token is stale.
+-- A failing command is returned as its error reply; the mark is not raised.
+--
+-- Tokens are compared as digit strings, never as Lua numbers: doubles are
+-- exact only below 2^53 and tostring() would print 1.792e+15.
+
+local token, holder = ARGV[1], ARGV[2]
+
+local function canonical(s)
+  return type(s) == 'string' and #s <= 20 and string.match(s, '^[1-9][0-9]*$') ~= nil
+end
+
+-- less(a, b) reports a < b for canonical decimal strings, byte by byte so
+-- that the result does not depend on the server's collation locale.
+local function less(a, b)
+  if #a ~= #b then
+    return #a < #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return false
+end
+
+if not canonical(token) then
+  return redis.error_reply('ERR fence: token is not a positive decimal integer')
+end
+if #ARGV < 3 then
+  return redis.error_reply('ERR fence: no command')
+end
+
+local mark = redis.call('HMGET', KEYS[1], 'token', 'holder')
+local highest, owner = mark[1], mark[2]
+if highest then
+  if not canonical(highest) then
+    return redis.error_reply('ERR fence: field "token" of the fence key is not a fencing token')
+  end
+  if less(token, highest) or (token == highest and holder ~= owner) then
+    return {0, highest}
+  end
+end
+
+local reply = redis.pcall(unpack(ARGV, 3))
+if type(reply) == 'table' and reply.err then
+  return reply
+end
+redis.call('HSET', KEYS[1], 'token', token, 'holder', holder)
+return {1, reply}
