@@ -120,14 +120,14 @@ func (c *Client) grant(ctx context.Context, name, owner string, o options, token
 
 // waiter is the state of one waiting Acquire.
 type waiter struct {
-	c          *Client
-	ctx        context.Context
-	name       string
-	start      time.Time
-	last       error
-	sub        engine.Subscription
-	subFailed  bool
-	timer      *time.Timer
+	c         *Client
+	ctx       context.Context
+	name      string
+	start     time.Time
+	last      error
+	sub       engine.Subscription
+	subFailed bool
+	timer     *time.Timer
 }
 
 // sleep waits for the next attempt: until a release is signalled, the

@@ -35,10 +35,10 @@ type Lease struct {
 
 	mu        sync.Mutex
 	ttl       time.Duration
-	deadline  time.Time // local validity deadline
-	lastSent  time.Time // send time of the last confirmed acquire/extend
-	nextRenew time.Time // when the watchdog renews at the latest
-	renewFrom time.Time // from when it renews along with others (coalescing)
+	deadline  time.Time   // local validity deadline
+	lastSent  time.Time   // send time of the last confirmed acquire/extend
+	nextRenew time.Time   // when the watchdog renews at the latest
+	renewFrom time.Time   // from when it renews along with others (coalescing)
 	timer     *time.Timer // fires at deadline
 	lastErr   error       // last renewal error since the last confirmation
 	err       error       // nil while held

@@ -309,4 +309,3 @@ func commandCount(t *testing.T, rc *goredis.Client) int64 {
 	t.Fatal("no total_commands_processed in INFO")
 	return 0
 }
-
