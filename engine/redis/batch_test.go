@@ -36,7 +36,6 @@ func (r *roundTrips) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 	}
 }
 
-
 // TestRenewalsBatched: 100 leases of one client, acquired at different
 // moments, are renewed in about one round trip per tick, not one per lease.
 func TestRenewalsBatched(t *testing.T) {
