@@ -39,7 +39,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	return c.acquire(ctx, name, opts, false)
 }
 
-func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (lease *Lease, err error) {
+func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
 	if err := c.check(ctx, name); err != nil {
 		return nil, err
 	}
@@ -47,39 +47,37 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	owner, attempt := o.owner, ""
-	if owner == "" {
-		owner = newOwner()
-		attempt = owner // unique already
-	} else {
-		attempt = newOwner()
+	req := engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata}
+	if o.owner != "" {
+		req.Attempt = newOwner()
 	}
-	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: o.ttl, Metadata: o.metadata, Attempt: attempt}
 
 	w := waiter{c: c, ctx: ctx, name: name, start: time.Now()}
 	defer w.close()
-	// An attempt that failed in flight may have been granted all the same;
-	// with a random owner, releasing by it afterwards is always safe.
-	ambiguous := false
-	defer func() {
-		if lease == nil && ambiguous && o.owner == "" {
-			c.cleanup(name, owner)
-		}
-	}()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, w.giveUp(err)
 		}
+		if o.owner == "" {
+			// A fresh random owner per attempt: a failed attempt's clean-up
+			// (by owner token) can never touch a later attempt's grant.
+			req.Owner = newOwner()
+			req.Attempt = req.Owner
+		}
 		sent := time.Now()
 		g, err := c.eng.Acquire(ctx, req)
 		if err == nil && g.Acquired {
-			l, err := c.grant(ctx, name, owner, o, g.Token, sent, true)
+			l, err := c.grant(ctx, name, req.Owner, o, g.Token, sent, true)
 			if err == nil {
 				return l, nil
 			}
 			w.last = err
 		} else if err != nil {
-			ambiguous = true
+			// The attempt may have been granted all the same (a lost
+			// reply); with a random owner, releasing by it is always safe.
+			if o.owner == "" {
+				c.cleanup(name, req.Owner)
+			}
 			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 			if ctx.Err() != nil {
 				return nil, w.giveUp(ctx.Err())
@@ -89,6 +87,21 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		}
 		if !wait {
 			return nil, w.last
+		}
+		if !w.hasTurn {
+			release, err := c.takeTurn(ctx, name)
+			if err != nil {
+				return nil, w.giveUp(err)
+			}
+			defer release()
+			w.hasTurn = true
+			continue // the holder may have left while we queued
+		}
+		if g.Retry > 0 {
+			if err := w.pause(g.Retry); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := w.sleep(g.HolderTTL); err != nil {
 			return nil, err
@@ -127,6 +140,7 @@ type waiter struct {
 	last      error
 	sub       engine.Subscription
 	subFailed bool
+	hasTurn   bool // this waiter has the Client's turn on the name
 	timer     *time.Timer
 }
 
@@ -176,6 +190,18 @@ func (w *waiter) sleep(holderTTL time.Duration) error {
 		return nil
 	case <-w.ctx.Done():
 		w.timer.Stop()
+		return w.giveUp(w.ctx.Err())
+	}
+}
+
+// pause waits d (or until ctx ends), ignoring wake-ups.
+func (w *waiter) pause(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-w.ctx.Done():
 		return w.giveUp(w.ctx.Err())
 	}
 }

@@ -42,6 +42,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
+	turns  map[string]*turn
 	closed bool
 	bg     sync.WaitGroup // best-effort clean-ups
 }
@@ -66,6 +67,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 		eng:            eng,
 		releaseTimeout: DefaultReleaseTimeout,
 		leases:         make(map[*Lease]struct{}),
+		turns:          make(map[string]*turn),
 	}
 	if s, ok := eng.(fmt.Stringer); ok {
 		c.node = s.String()

@@ -85,6 +85,10 @@ type Grant struct {
 	// HolderTTL is the holder's time left (when not Acquired); negative
 	// when the lock has no expiry, which distlock never creates itself.
 	HolderTTL time.Duration
+	// Retry, when positive, asks a waiter to try again after this long
+	// instead of waiting for a wake-up: the lock may be free, but the
+	// attempt collided with others (a split vote in a quorum).
+	Retry time.Duration
 }
 
 // ExtendRequest asks to set the time to live of a held lock.

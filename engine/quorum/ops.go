@@ -1,0 +1,386 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Acquire implements engine.Engine: phase 1 on every node, then phase 2
+// (fencing) on the nodes that granted, each counted against the validity
+// measured from before the first send.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	start := time.Now()
+	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
+	var stop func([]result[engine.Grant], int) bool
+	if e.failFast {
+		stop = func(rs []result[engine.Grant], answered int) bool {
+			granted, refused := countGrants(rs)
+			return granted >= e.majority || refused > len(e.nodes)-e.majority
+		}
+	}
+	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
+		return n.eng.Acquire(ctx, r)
+	}, stop)
+
+	granted, _ := countGrants(rs)
+	if granted >= e.majority && (e.skipValidity || validity() > 0) {
+		g := engine.Grant{Acquired: true, Count: 0}
+		for _, x := range rs {
+			if x.done && x.err == nil && x.v.Acquired {
+				g.Token = max(g.Token, x.v.Token)
+				g.Count = max(g.Count, x.v.Count)
+			}
+		}
+		if e.noFencing || e.raise(ctx, r, g.Token, rs) >= e.majority {
+			if e.skipValidity || validity() > 0 {
+				e.releaseStragglers(r, rs)
+				return g, nil
+			}
+		}
+		e.releaseAll(ctx, r, rs)
+		return engine.Grant{}, ErrValidityUsedUp
+	}
+	e.releaseAll(ctx, r, rs)
+	if granted >= e.majority { // granted, but too late
+		return engine.Grant{}, ErrValidityUsedUp
+	}
+	g, err := refusal(e, rs)
+	if err == nil && granted > 0 {
+		// A split vote: nobody got a majority. Retry after a random
+		// pause rather than on the wake-ups every contender gets at once.
+		g.Retry = splitBackoff()
+	}
+	return g, err
+}
+
+// splitBackoff is the random pause after a split vote.
+func splitBackoff() time.Duration {
+	return time.Millisecond + rand.N(15*time.Millisecond)
+}
+
+// countGrants counts the nodes that granted and the ones that refused
+// (held by another owner, or failed).
+func countGrants(rs []result[engine.Grant]) (granted, refused int) {
+	for _, r := range rs {
+		switch {
+		case !r.done:
+		case r.err == nil && r.v.Acquired:
+			granted++
+		default:
+			refused++
+		}
+	}
+	return granted, refused
+}
+
+// refusal explains a failed grant: contention when a majority is held by
+// other owners, or by a split between owners with no node failing;
+// otherwise no quorum, with every node's error.
+func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
+	held, failed := 0, 0
+	var g engine.Grant
+	for _, r := range rs {
+		switch {
+		case !r.done:
+		case r.err != nil:
+			failed++
+		case !r.v.Acquired:
+			held++
+			// Wait no longer than the earliest expiry among holders.
+			if g.Holder == "" || (r.v.HolderTTL >= 0 && r.v.HolderTTL < g.HolderTTL) {
+				g.Holder, g.HolderTTL = r.v.Holder, r.v.HolderTTL
+			}
+		}
+	}
+	if held >= e.majority || (failed == 0 && held > 0) {
+		return g, nil
+	}
+	ok := len(e.nodes) - failed
+	return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+}
+
+// raise runs phase 2 on the nodes that granted and returns how many
+// confirmed that the owner still holds the lock with its high-water raised.
+func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) int {
+	granted := make([]bool, len(rs))
+	for i, x := range rs {
+		granted[i] = x.done && x.err == nil && x.v.Acquired
+	}
+	out := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
+		return n.eng.RaiseFence(ctx, r.Name, r.Owner, token)
+	}, nil)
+	ok := 0
+	for i, x := range out {
+		if granted[i] && x.err == nil && x.v {
+			ok++
+		}
+	}
+	return ok
+}
+
+// releaseAll releases the failed grant on every node by owner token: at
+// once where it was granted (so that others can have the lock), and in the
+// background where the outcome is unknown (no answer, or an error).
+func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant]) {
+	granted := make([]bool, len(rs))
+	for i, x := range rs {
+		granted[i] = x.done && x.err == nil && x.v.Acquired
+	}
+	out := each(context.WithoutCancel(ctx), e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
+		// Only the nodes that granted; the others answer at once.
+		for i := range e.nodes {
+			if e.nodes[i].eng == n.eng && !granted[i] {
+				return false, nil
+			}
+		}
+		_, err := n.eng.Release(ctx, r.Name, r.Owner)
+		return true, err
+	}, nil)
+	for i, n := range e.nodes {
+		x := rs[i]
+		switch {
+		case granted[i] && out[i].err == nil:
+		case x.done && x.err == nil && !x.v.Acquired:
+			// held by another owner there: nothing of ours
+		default:
+			e.cleanup(n, r, false)
+		}
+	}
+}
+
+// releaseStragglers releases a successful grant on the nodes where it did
+// not land for sure (timeouts, resets, fail-fast stragglers): a late grant
+// there would otherwise linger until its ttl after the lease is released.
+func (e *Engine) releaseStragglers(r engine.AcquireRequest, rs []result[engine.Grant]) {
+	for i, n := range e.nodes {
+		if x := rs[i]; !x.done || x.err != nil {
+			e.cleanup(n, r, false)
+		}
+	}
+}
+
+// cleanup releases owner's grant on one node in the background. When the
+// outcome there was ambiguous (the command may still be queued on a paused
+// node), it keeps trying until the node answers, then releases once more,
+// so that a grant that lands late is removed too; it gives up after the ttl,
+// when such a grant has expired anyway.
+func (e *Engine) cleanup(n node, r engine.AcquireRequest, certain bool) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		deadline := time.Now().Add(r.TTL)
+		pause := func(d time.Duration) bool {
+			select {
+			case <-e.done:
+				return false
+			case <-time.After(d):
+				return true
+			}
+		}
+		for attempt := 0; time.Now().Before(deadline); attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout(r.TTL), 100*time.Millisecond))
+			_, err := n.eng.Release(ctx, r.Name, r.Owner)
+			cancel()
+			if err == nil {
+				if certain {
+					return
+				}
+				certain = true
+				if !pause(10 * time.Millisecond) {
+					return
+				}
+				continue
+			}
+			if !pause(min(time.Duration(attempt+1)*20*time.Millisecond, 500*time.Millisecond)) {
+				return
+			}
+		}
+	}()
+}
+
+// Extend implements engine.Engine: every node gets the whole batch in one
+// round trip, concurrently; a request is extended when a majority confirms.
+func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	ttl := time.Duration(0)
+	for _, r := range reqs {
+		if ttl == 0 || r.TTL < ttl {
+			ttl = r.TTL
+		}
+	}
+	rs := each(ctx, e, e.timeout(ttl), func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
+		return n.eng.Extend(ctx, reqs)
+	}, nil)
+	out := make([]engine.ExtendResult, len(reqs))
+	for i := range reqs {
+		var extended, missing, other int
+		var token uint64
+		var errs []error
+		for _, x := range rs {
+			var one engine.ExtendResult
+			switch {
+			case x.err != nil:
+				errs = append(errs, x.err)
+				continue
+			case i >= len(x.v):
+				continue
+			default:
+				one = x.v[i]
+			}
+			switch {
+			case one.Err != nil:
+				errs = append(errs, one.Err)
+			case one.Status == engine.Extended:
+				extended++
+				token = max(token, one.Token)
+			case one.Status == engine.HeldByOther:
+				other++
+			default:
+				missing++
+			}
+		}
+		switch {
+		case extended >= e.majority:
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: token}
+		case len(e.nodes)-(missing+other) < e.majority:
+			// A majority says the owner does not hold it: lost.
+			out[i].Status = engine.Missing
+			if other > missing {
+				out[i].Status = engine.HeldByOther
+			}
+		default:
+			out[i].Err = &NoQuorumError{Op: "extend", OK: extended, Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
+		}
+	}
+	return out, nil
+}
+
+// Release implements engine.Engine: on every node concurrently. The hold is
+// released when any node released it; the count left is the majority's.
+func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		return n.eng.Release(ctx, name, owner)
+	}, nil)
+	var released, notOwner, failed int
+	remaining := 0
+	for _, x := range rs {
+		switch {
+		case x.err != nil:
+			failed++
+		case x.v.Status == engine.Released:
+			released++
+			remaining = max(remaining, x.v.Remaining)
+		case x.v.Status == engine.NotOwner:
+			notOwner++
+		}
+	}
+	switch {
+	case released > 0:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
+	case failed >= e.majority:
+		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	case notOwner >= e.majority:
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil
+	}
+	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+}
+
+// RaiseFence implements engine.Engine: true when a majority confirmed.
+func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		return n.eng.RaiseFence(ctx, name, owner, token)
+	}, nil)
+	ok, failed := 0, 0
+	for _, x := range rs {
+		if x.err != nil {
+			failed++
+		} else if x.v {
+			ok++
+		}
+	}
+	if ok >= e.majority {
+		return true, nil
+	}
+	if failed > len(e.nodes)-e.majority {
+		return false, &NoQuorumError{Op: "raise-fence", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	return false, nil
+}
+
+// Inspect implements engine.Engine: the holder is the owner that holds the
+// lock on a majority (if any); the high-water is the highest any node has.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
+		return n.eng.Inspect(ctx, name)
+	}, nil)
+	info := engine.Info{Name: name}
+	votes := map[string]int{}
+	failed := 0
+	for _, x := range rs {
+		if x.err != nil {
+			failed++
+			continue
+		}
+		info.HighWater = max(info.HighWater, x.v.HighWater)
+		info.Waiters = max(info.Waiters, x.v.Waiters)
+		if x.v.Held {
+			votes[x.v.Owner]++
+		}
+	}
+	if failed >= e.majority {
+		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	for _, x := range rs {
+		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
+			if !info.Held || x.v.TTL < info.TTL {
+				hw, w := info.HighWater, info.Waiters
+				info = x.v
+				info.HighWater, info.Waiters = hw, w
+			}
+			info.Token = max(info.Token, x.v.Token)
+		}
+	}
+	return info, nil
+}
+
+var errNoForceRelease = errors.New("engine does not support force-release")
+
+// ForceRelease frees the lock on every node that supports it.
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		fr, ok := n.eng.(engine.ForceReleaser)
+		if !ok {
+			return false, errNoForceRelease
+		}
+		return fr.ForceRelease(ctx, name)
+	}, nil)
+	held, failed := 0, 0
+	for _, x := range rs {
+		if x.err != nil {
+			failed++
+		} else if x.v {
+			held++
+		}
+	}
+	if failed > 0 {
+		return held > 0, &NoQuorumError{Op: "force-release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	return held > 0, nil
+}
+
+// Close implements engine.Engine: it waits for background clean-ups and
+// closes every node.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() { close(e.done) })
+	var errs []error
+	for _, n := range e.nodes {
+		if err := n.eng.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.bg.Wait()
+	return joinErrs(errs)
+}

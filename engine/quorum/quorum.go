@@ -1,0 +1,218 @@
+// Package quorum composes N independent lock engines into one (Redlock): a
+// grant, an extension or a fencing step counts only when a majority of the
+// nodes (N/2+1) confirms it within the lease's validity. The composed engine
+// is an engine.Engine, so distlock.Client and Lease use it unchanged.
+//
+// Every node is contacted concurrently with a per-node timeout much smaller
+// than the ttl, and validity is ttl - elapsed - drift on the monotonic clock
+// from before the first send. On any failure or ambiguous answer the grant is
+// released on every node by owner token.
+//
+// Fencing tokens use two phases: phase 1 grants return each node's token,
+// the grant's token is their maximum; phase 2 raises the high-water to it on
+// a majority, conditional on still holding the lock there. Any two majorities
+// intersect, so a later grant sees a higher high-water. See docs/FENCING.md
+// and docs/REDLOCK.md.
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// DefaultMaxNodeTimeout caps the default per-node timeout.
+const DefaultMaxNodeTimeout = 50 * time.Millisecond
+
+// Engine is a quorum of independent engines.
+type Engine struct {
+	nodes       []node
+	majority    int
+	nodeTimeout time.Duration // 0: min(ttl/100, 50ms) per call
+	noFencing   bool
+	failFast    bool
+	bg          sync.WaitGroup // background clean-ups
+	done        chan struct{}  // closed by Close: clean-ups stop
+	closeOnce   sync.Once
+
+	// skipValidity disables the validity check: for negative-control
+	// tests only (see WithoutValidityCheckForTesting).
+	skipValidity bool
+}
+
+type node struct {
+	eng  engine.Engine
+	name string
+}
+
+var (
+	_ engine.Engine        = (*Engine)(nil)
+	_ engine.ForceReleaser = (*Engine)(nil)
+)
+
+// Option configures a quorum Engine.
+type Option func(*Engine)
+
+// WithNodeTimeout sets the per-node timeout of every call (default
+// min(ttl/100, 50ms) for acquire and extend, 50ms for the rest).
+func WithNodeTimeout(d time.Duration) Option { return func(e *Engine) { e.nodeTimeout = d } }
+
+// WithoutFencing skips phase 2 of a grant: one round trip instead of two.
+// The token is then the maximum of the tokens the majority minted, which is
+// still unique to the grant but no longer ordered against every earlier
+// grant: a later grant on a different majority may get a lower token. Use it
+// only when no resource checks tokens.
+func WithoutFencing() Option { return func(e *Engine) { e.noFencing = true } }
+
+// WithFailFast returns as soon as the outcome of a grant is decided (a
+// majority granted, or a majority can no longer grant) instead of waiting for
+// every node; the stragglers are released in the background when the grant
+// failed.
+func WithFailFast() Option { return func(e *Engine) { e.failFast = true } }
+
+// WithoutValidityCheckForTesting turns off the check that a grant still has
+// validity left. It exists only so tests can show that the check matters
+// (the grant is then accepted even when it arrives after its keys expired);
+// never use it elsewhere. The Client's own deadline check must be off too:
+// see distlock's test helpers.
+func WithoutValidityCheckForTesting() Option { return func(e *Engine) { e.skipValidity = true } }
+
+// New composes engines into a quorum; the quorum owns them (Close closes
+// them). It warns (log/slog) on an even number
+// of nodes, which tolerates no more failures than one node fewer.
+func New(engines []engine.Engine, opts ...Option) (*Engine, error) {
+	if len(engines) == 0 {
+		return nil, errors.New("distlock/engine/quorum: no engines")
+	}
+	e := &Engine{majority: len(engines)/2 + 1, done: make(chan struct{})}
+	for i, eng := range engines {
+		if eng == nil {
+			return nil, fmt.Errorf("distlock/engine/quorum: engine %d is nil", i)
+		}
+		name := fmt.Sprintf("node %d", i)
+		if s, ok := eng.(fmt.Stringer); ok {
+			name = s.String()
+		}
+		e.nodes = append(e.nodes, node{eng: eng, name: name})
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.nodeTimeout < 0 {
+		return nil, fmt.Errorf("distlock/engine/quorum: negative node timeout %v", e.nodeTimeout)
+	}
+	if len(engines)%2 == 0 {
+		slog.Warn("distlock: a quorum of an even number of nodes tolerates no more failures than one node fewer",
+			"nodes", len(engines))
+	}
+	return e, nil
+}
+
+// Nodes returns the number of nodes; Majority the number a decision needs.
+func (e *Engine) Nodes() int    { return len(e.nodes) }
+func (e *Engine) Majority() int { return e.majority }
+
+// String names the quorum.
+func (e *Engine) String() string { return fmt.Sprintf("quorum of %d", len(e.nodes)) }
+
+// timeout is the per-node timeout for a call about a lease of ttl.
+func (e *Engine) timeout(ttl time.Duration) time.Duration {
+	if e.nodeTimeout > 0 {
+		return e.nodeTimeout
+	}
+	if ttl <= 0 {
+		return DefaultMaxNodeTimeout
+	}
+	return max(min(ttl/100, DefaultMaxNodeTimeout), time.Millisecond)
+}
+
+// drift is the clock-drift allowance: ttl/100 + 2ms.
+func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// NodeError is one node's failure.
+type NodeError struct {
+	Node string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrNoQuorum: fewer than a majority of the nodes answered.
+var ErrNoQuorum = errors.New("no quorum")
+
+// NoQuorumError reports that a majority could not be reached because nodes
+// failed. It wraps every node's error.
+type NoQuorumError struct {
+	Op       string
+	OK       int // nodes that confirmed
+	Majority int
+	Nodes    int
+	Errs     []error // *NodeError per failed node
+}
+
+func (e *NoQuorumError) Error() string {
+	return fmt.Sprintf("%s: no quorum: %d of %d nodes confirmed, %d needed: %v",
+		e.Op, e.OK, e.Nodes, e.Majority, errors.Join(e.Errs...))
+}
+
+// Unwrap returns ErrNoQuorum and the node errors.
+func (e *NoQuorumError) Unwrap() []error { return append([]error{ErrNoQuorum}, e.Errs...) }
+
+// ErrValidityUsedUp: the grant reached a majority, but too late.
+var ErrValidityUsedUp = errors.New("validity used up by slow nodes")
+
+// each runs fn on every node concurrently, each with its own per-node
+// timeout, and returns when all answered (or, with stop, as soon as stop
+// says the outcome is decided; fn's later answers are then discarded).
+func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
+	fn func(ctx context.Context, n node) (T, error),
+	stop func(results []result[T], answered int) bool) []result[T] {
+	type indexed struct {
+		i int
+		r result[T]
+	}
+	ch := make(chan indexed, len(e.nodes))
+	for i, n := range e.nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			v, err := fn(nctx, n)
+			if err != nil {
+				err = &NodeError{Node: n.name, Err: err}
+			}
+			ch <- indexed{i, result[T]{v: v, err: err, done: true}}
+		}()
+	}
+	out := make([]result[T], len(e.nodes))
+	for answered := 1; answered <= len(e.nodes); answered++ {
+		r := <-ch
+		out[r.i] = r.r
+		if stop != nil && answered < len(e.nodes) && stop(out, answered) {
+			break
+		}
+	}
+	return out
+}
+
+// result is one node's answer; done is false for a node not waited for.
+type result[T any] struct {
+	v    T
+	err  error
+	done bool
+}
+
+func nodeErrs[T any](rs []result[T]) []error {
+	var errs []error
+	for _, r := range rs {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	return errs
+}

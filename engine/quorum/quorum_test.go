@@ -1,0 +1,149 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// newQuorum composes one new Redis engine per server (as a separate process
+// would have) into a quorum.
+func newQuorum(t testing.TB, srvs []*redistest.Server, opts ...quorum.Option) *quorum.Engine {
+	t.Helper()
+	engines := make([]engine.Engine, len(srvs))
+	for i, s := range srvs {
+		e, err := redisengine.New(s.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines[i] = e
+	}
+	q, err := quorum.New(engines, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+func newClient(t testing.TB, srvs []*redistest.Server, opts ...quorum.Option) *distlock.Client {
+	c := distlock.New(newQuorum(t, srvs, opts...))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func lockKey(name string) string { return redisengine.DefaultPrefix + "{" + name + "}" }
+
+func TestConformance(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	counter := redistest.Start(t) // the protected resource lives elsewhere
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine { return newQuorum(t, srvs) },
+		Delete: func(t *testing.T, name string) {
+			for _, s := range srvs {
+				if err := s.Del(context.Background(), lockKey(name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+		Register: func(t *testing.T, name string) enginetest.Register {
+			return &register{c: counter.Client(), key: name}
+		},
+	})
+}
+
+type register struct {
+	c   *goredis.Client
+	key string
+}
+
+func (r *register) Get(ctx context.Context) (int64, error) {
+	v, err := r.c.Get(ctx, r.key).Int64()
+	if errors.Is(err, goredis.Nil) {
+		return 0, nil
+	}
+	return v, err
+}
+
+func (r *register) Set(ctx context.Context, v int64) error {
+	return r.c.Set(ctx, r.key, strconv.FormatInt(v, 10), 0).Err()
+}
+
+// TestTokensIncreaseUnderContention: 2 clients x 16 goroutines, 1,000
+// grants on 5 nodes: never two holders at once, and tokens recorded under
+// the lock strictly increase.
+func TestTokensIncreaseUnderContention(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	clients := []*distlock.Client{newClient(t, srvs), newClient(t, srvs)}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const total = 1000
+	var (
+		mu      sync.Mutex
+		grants  int
+		last    uint64
+		holders int
+		fail    error
+		wg      sync.WaitGroup
+	)
+	record := func(err error) {
+		mu.Lock()
+		if fail == nil {
+			fail = err
+		}
+		mu.Unlock()
+	}
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := clients[g%2]
+			for {
+				mu.Lock()
+				stop := grants >= total || fail != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+				l, err := c.Acquire(ctx, "contended", distlock.WithTTL(2*time.Second))
+				if err != nil {
+					record(err)
+					return
+				}
+				mu.Lock()
+				holders++
+				if holders != 1 && fail == nil {
+					fail = errors.New("two holders at once")
+				}
+				if l.Token() <= last && fail == nil {
+					fail = errors.New("token " + strconv.FormatUint(l.Token(), 10) + " not above " + strconv.FormatUint(last, 10))
+				}
+				last = l.Token()
+				grants++
+				holders--
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					record(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fail != nil {
+		t.Fatalf("after %d grants: %v", grants, fail)
+	}
+	t.Logf("%d grants", grants)
+}

@@ -1,0 +1,72 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Subscribe implements engine.Engine: it subscribes on every node and wakes
+// on a release at any of them (a release on one node may free the majority).
+// It succeeds when at least one node's subscription is ready; the waiter's
+// ttl-bounded waits cover the nodes that are down.
+func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	rs := each(ctx, e, e.timeout(0)*10, func(ctx context.Context, n node) (engine.Subscription, error) {
+		return n.eng.Subscribe(ctx, name)
+	}, nil)
+	m := &merged{c: make(chan struct{}, 1), stop: make(chan struct{})}
+	for _, x := range rs {
+		if x.err == nil {
+			m.subs = append(m.subs, x.v)
+		}
+	}
+	if len(m.subs) == 0 {
+		return nil, errors.Join(nodeErrs(rs)...)
+	}
+	for _, s := range m.subs {
+		m.wg.Add(1)
+		go m.forward(s)
+	}
+	return m, nil
+}
+
+// merged fans the wake-ups of several node subscriptions into one channel.
+type merged struct {
+	subs []engine.Subscription
+	c    chan struct{}
+	stop chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+func (m *merged) C() <-chan struct{} { return m.c }
+
+func (m *merged) forward(s engine.Subscription) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-s.C():
+			select {
+			case m.c <- struct{}{}:
+			default:
+			}
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+// Close ends every node subscription and the forwarding goroutines.
+func (m *merged) Close() {
+	m.once.Do(func() {
+		close(m.stop)
+		m.wg.Wait()
+		for _, s := range m.subs {
+			s.Close()
+		}
+	})
+}
+
+func joinErrs(errs []error) error { return errors.Join(errs...) }
