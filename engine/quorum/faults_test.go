@@ -1,0 +1,207 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/quorum"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// TestMinorityDown: with 2 of 5 nodes killed locking works; with 3 of 5 the
+// error is "no quorum" (a backend error naming the nodes), never "locked",
+// and it comes within the wait budget.
+func TestMinorityDown(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	c := newClient(t, srvs)
+	ctx := context.Background()
+	for _, s := range srvs[:2] {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := c.Acquire(ctx, "minority", distlock.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatalf("2 of 5 down: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srvs[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TryAcquire(ctx, "minority", distlock.WithTTL(2*time.Second))
+	if !errors.Is(err, distlock.ErrBackend) || !errors.Is(err, quorum.ErrNoQuorum) || errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("3 of 5 down: %v, want a no-quorum backend error", err)
+	}
+	var nq *quorum.NoQuorumError
+	if !errors.As(err, &nq) || len(nq.Errs) != 3 {
+		t.Fatalf("no per-node errors: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Acquire(wctx, "minority", distlock.WithTTL(2*time.Second))
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("wait budget 500ms, returned after %v", waited)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, quorum.ErrNoQuorum) || errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("waiting with 3 of 5 down: %v", err)
+	}
+}
+
+// TestPausedNode: a SIGSTOPped node costs at most the per-node timeout, and
+// the grant that lands on it after SIGCONT is cleaned up.
+func TestPausedNode(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	c := newClient(t, srvs)
+	ctx := context.Background()
+	// Warm the connections, so the pause hits established ones.
+	if l, err := c.Acquire(ctx, "warm"); err == nil {
+		_ = l.Release(ctx)
+	}
+	paused := srvs[4]
+	if err := paused.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 2 * time.Second // per-node timeout 20ms
+	start := time.Now()
+	l, err := c.Acquire(ctx, "paused-node", distlock.WithTTL(ttl))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > 200*time.Millisecond {
+		t.Fatalf("acquire took %v with one node paused (per-node timeout %v)", took, ttl/100)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := paused.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	rc := paused.Client()
+	deadline := time.Now().Add(ttl / 2) // well before the key could expire by itself
+	for {
+		n, err := rc.Exists(ctx, lockKey("paused-node")).Result()
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stray key on the resumed node %v after release (exists=%d err=%v)", time.Since(start), n, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestNodeRestartedEmpty: a node that loses its data between grants does
+// not break token order, and with the restart delayed past the ttl a stale
+// lock on it cannot let two holders coexist.
+func TestNodeRestartedEmpty(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	a, b := newClient(t, srvs), newClient(t, srvs)
+	ctx := context.Background()
+	var last uint64
+	for i := range 30 {
+		if i%10 == 5 {
+			n := srvs[i%3]
+			if err := n.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		l, err := c.Acquire(ctx, "restarts", distlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("grant %d: token %d not above %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A holds; one of its nodes restarts empty after waiting out the ttl
+	// (delayed restart). B cannot get a majority while A's lease is valid.
+	const ttl = 600 * time.Millisecond
+	la, err := a.Acquire(ctx, "stale", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srvs[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl)
+	if err := srvs[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.TryAcquire(ctx, "stale", distlock.WithTTL(ttl))
+	if la.Err() == nil && !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("while A holds on 2 of 3 nodes, B got: %v", err)
+	}
+}
+
+// TestRenewalWithMinorityDown: renewals keep a lease alive with a minority
+// of nodes down; when a majority goes, the holder is told by its deadline.
+func TestRenewalWithMinorityDown(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	c := newClient(t, srvs)
+	ctx := context.Background()
+	const ttl = 500 * time.Millisecond
+	l, err := c.Acquire(ctx, "renew", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srvs[:2] {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-l.Done():
+		t.Fatalf("lease lost with a minority down: %v", l.Err())
+	case <-time.After(4 * ttl):
+	}
+	if err := srvs[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srvs[2].Resume()
+	select {
+	case <-l.Done():
+	case <-time.After(2 * ttl):
+		t.Fatal("loss not signalled with a majority gone")
+	}
+	if late := time.Since(l.Deadline()); late > 25*time.Millisecond {
+		t.Fatalf("loss signalled %v after the deadline", late)
+	}
+	if !errors.Is(l.Err(), distlock.ErrLeaseLost) {
+		t.Fatalf("Err = %v", l.Err())
+	}
+}
+
+// TestWithoutFencingIsOneRoundTrip: the phase-2 skip still grants and
+// still mints tokens.
+func TestWithoutFencing(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	c := newClient(t, srvs, quorum.WithoutFencing())
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "nofence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() == 0 {
+		t.Fatal("no token")
+	}
+	_ = l.Release(ctx)
+}

@@ -1,0 +1,117 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// pausing wraps a node engine: the first Acquire's reply is held back for
+// pause, as if the client process were stopped while the reply waited.
+type pausing struct {
+	engine.Engine
+	pause time.Duration
+	once  *sync.Once
+}
+
+func (p pausing) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	g, err := p.Engine.Acquire(ctx, r)
+	p.once.Do(func() { time.Sleep(p.pause) })
+	return g, err
+}
+
+// pausedAcquire runs the schedule: A's acquisition is paused past the ttl
+// while B waits for the lock. It reports whether A was handed a lease while
+// B held a valid one (an overlapping grant).
+func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error) {
+	srvs := redistest.StartN(t, 3)
+	const ttl = 200 * time.Millisecond
+	build := func(pause time.Duration, opts ...quorum.Option) *Client {
+		nodes := make([]engine.Engine, len(srvs))
+		for i, s := range srvs {
+			e, err := redisengine.New(s.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes[i] = e
+			if pause > 0 {
+				nodes[i] = pausing{Engine: e, pause: pause, once: new(sync.Once)}
+			}
+		}
+		q, err := quorum.New(nodes, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Close() })
+		c := New(q)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	// Phase-2 fencing is off in both runs: it would refuse the late grant
+	// too (it is conditional on still holding), and this test isolates the
+	// validity check.
+	timeout, nofence := quorum.WithNodeTimeout(100*time.Millisecond), quorum.WithoutFencing()
+	if fencing {
+		nofence = func(*quorum.Engine) {}
+	}
+	var a *Client
+	if checks {
+		a = build(ttl+100*time.Millisecond, timeout, nofence)
+	} else {
+		a = build(ttl+100*time.Millisecond, timeout, nofence, quorum.WithoutValidityCheckForTesting())
+		a.skipValidity = true
+	}
+	b := build(0, timeout)
+	ctx := context.Background()
+
+	bLease := make(chan *Lease, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // A's keys are in place now
+		l, err := b.Acquire(ctx, "paused-client", WithTTL(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		bLease <- l
+	}()
+	la, errA := a.TryAcquire(ctx, "paused-client", WithTTL(ttl), WithAutoRenew(false))
+	at := time.Now()
+	lb := <-bLease
+	if errA == nil && lb != nil {
+		return la.Token() != 0 && lb.Err() == nil && at.Before(lb.Deadline()), nil
+	}
+	return false, errA
+}
+
+// TestValidityCheckPreventsOverlap: with the validity checks on, a grant
+// whose replies arrive after the ttl is refused; the negative control, with
+// both checks off, hands out an overlapping grant, which the test detects.
+func TestValidityCheckPreventsOverlap(t *testing.T) {
+	t.Run("checks on", func(t *testing.T) {
+		overlap, err := pausedAcquire(t, true, false)
+		if overlap {
+			t.Fatal("overlapping grant with the validity check on")
+		}
+		if !errors.Is(err, ErrBackend) || !errors.Is(err, quorum.ErrValidityUsedUp) {
+			t.Fatalf("A's late grant: %v, want validity used up", err)
+		}
+	})
+	t.Run("control: checks off", func(t *testing.T) {
+		overlap, err := pausedAcquire(t, false, false)
+		if err != nil || !overlap {
+			t.Fatalf("the schedule did not produce an overlapping grant without the check (err %v): the test has no teeth", err)
+		}
+	})
+	t.Run("phase 2 alone refuses", func(t *testing.T) {
+		overlap, err := pausedAcquire(t, false, true)
+		if overlap || !errors.Is(err, quorum.ErrValidityUsedUp) {
+			t.Fatalf("with phase-2 fencing on, the late grant gave overlap=%v err=%v", overlap, err)
+		}
+	})
+}
