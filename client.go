@@ -19,7 +19,7 @@ package distlock
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -208,9 +208,10 @@ func (c *Client) cleanup(name, owner string) {
 	}()
 }
 
-// newOwner returns a fresh random owner token (128 bits).
+// newOwner returns a fresh random owner token: 128 bits in hex, so that it
+// never looks like a command-line flag.
 func newOwner() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }

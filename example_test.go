@@ -14,30 +14,36 @@ import (
 	"github.com/distlock/distlock/fence"
 )
 
-// The README's example: a lease that renews itself, tells its holder when
-// it is lost, and fences every write with its token.
-func Example() {
-	ctx := context.Background()
+var store fence.Guard // the resource: it checks tokens where the data lives
+
+func writeInvoices(ctx context.Context) error {
 	client := distlock.New(memory.New()) // or redisengine.New(redisClient)
 	defer client.Close()
 
-	var store fence.Guard // the resource checks tokens where the data lives
 	lease, err := client.Acquire(ctx, "invoices", distlock.WithTTL(10*time.Second))
 	if err != nil {
-		fmt.Println("not acquired:", err)
-		return
+		return err // *WaitError, *BackendError, ...: use errors.Is/As
 	}
 	defer lease.Release(ctx)
 
-	// Work under lease.Context(): it is cancelled if the lease is lost.
-	err = store.Do("invoices", lease.Token(), lease.Owner(), func() error {
-		fmt.Println("writing under token", lease.Token() > 0)
-		return nil
+	// lease.Context() is cancelled the moment the lease is lost.
+	return store.Do("invoices", lease.Token(), lease.Owner(), func() error {
+		return saveInvoices(lease.Context())
 	})
-	fmt.Println("write:", err)
+}
+
+func saveInvoices(ctx context.Context) error {
+	fmt.Println("saving invoices, lease held:", ctx.Err() == nil)
+	return nil
+}
+
+// The README's example: a lease that renews itself, tells its holder when
+// it is lost, and fences every write with its token.
+func Example() {
+	fmt.Println(writeInvoices(context.Background()))
 	// Output:
-	// writing under token true
-	// write: <nil>
+	// saving invoices, lease held: true
+	// <nil>
 }
 
 // Do runs a function under the lock and releases it; the function's context

@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ type Lease struct {
 	renewFrom time.Time   // from when it renews along with others (coalescing)
 	timer     *time.Timer // fires at deadline
 	lastErr   error       // last renewal error since the last confirmation
+	inflight  bool        // a renewal was sent and not answered yet
 	err       error       // nil while held
 }
 
@@ -193,8 +195,18 @@ func (l *Lease) heldErr() error {
 	return fmt.Errorf("%w: %w", ErrNotHeld, l.err)
 }
 
+// sending marks a renewal as sent and not yet answered.
+func (l *Lease) sending() {
+	l.mu.Lock()
+	l.inflight = true
+	l.mu.Unlock()
+}
+
 // apply takes the answer to an extension sent at sent.
 func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error) {
+	l.mu.Lock()
+	l.inflight = false
+	l.mu.Unlock()
 	switch {
 	case batchErr != nil || r.Err != nil:
 		l.renewFailed(firstErr(batchErr, r.Err))
@@ -249,6 +261,9 @@ func (l *Lease) expire() {
 		return // ended, or renewed just now
 	}
 	cause, err := Expired, l.lastErr
+	if l.inflight && err == nil {
+		err = errNoAnswer
+	}
 	if err != nil {
 		cause = Unreachable
 	}
@@ -292,6 +307,9 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest) 
 	defer l.mu.Unlock()
 	return !now.Before(l.renewFrom), l.nextRenew, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl}
 }
+
+// errNoAnswer: a renewal was still waiting for its answer at the deadline.
+var errNoAnswer = errors.New("renewal not answered before the lease's deadline")
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {

@@ -130,6 +130,7 @@ func (r *renewer) renew(due []dueLease) {
 	timeout := time.Duration(-1)
 	for i, d := range due {
 		reqs[i] = d.req
+		d.l.sending()
 		if left := time.Until(d.l.Deadline()); timeout < 0 || left < timeout {
 			timeout = left
 		}

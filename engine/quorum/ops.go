@@ -22,39 +22,69 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 			return granted >= e.majority || refused > len(e.nodes)-e.majority
 		}
 	}
+	// With fail-fast, a node that answers after the decision is released
+	// once its answer is in (so the release cannot overtake the grant on
+	// that node). A majority keeps the grant, so this costs redundancy
+	// only, never safety.
+	late := func(i int, x result[engine.Grant]) {
+		if x.err != nil || x.v.Acquired {
+			e.cleaners[i].add(r.Name, r.Owner, r.TTL)
+		}
+	}
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
-	}, stop)
+	}, stop, late)
 
 	granted, _ := countGrants(rs)
-	if granted >= e.majority && (e.skipValidity || validity() > 0) {
-		g := engine.Grant{Acquired: true, Count: 0}
-		for _, x := range rs {
-			if x.done && x.err == nil && x.v.Acquired {
-				g.Token = max(g.Token, x.v.Token)
-				g.Count = max(g.Count, x.v.Count)
-			}
+	if granted < e.majority {
+		e.releaseAll(ctx, r, rs)
+		g, err := refusal(e, rs)
+		if err == nil && granted > 0 {
+			// A split vote: nobody got a majority. Retry after a random
+			// pause rather than on the wake-ups every contender gets.
+			g.Retry = splitBackoff()
 		}
-		if e.noFencing || e.raise(ctx, r, g.Token, rs) >= e.majority {
-			if e.skipValidity || validity() > 0 {
-				e.releaseStragglers(r, rs)
-				return g, nil
-			}
+		return g, err
+	}
+	g := engine.Grant{Acquired: true}
+	for _, x := range rs {
+		if x.done && x.err == nil && x.v.Acquired {
+			g.Token = max(g.Token, x.v.Token)
+			g.Count = max(g.Count, x.v.Count)
 		}
+	}
+	var fenced int
+	var fenceErrs []error
+	if !e.noFencing && (e.skipValidity || validity() > 0) {
+		fenced, fenceErrs = e.raise(ctx, r, g.Token, rs)
+	}
+	switch {
+	case !e.skipValidity && validity() <= 0:
 		e.releaseAll(ctx, r, rs)
 		return engine.Grant{}, ErrValidityUsedUp
+	case e.noFencing || fenced >= e.majority:
+		return g, nil
 	}
+	// Phase 2 did not reach a majority: the lock expired or was taken on
+	// some nodes between the phases, or nodes failed.
 	e.releaseAll(ctx, r, rs)
-	if granted >= e.majority { // granted, but too late
+	if validity() <= 0 {
 		return engine.Grant{}, ErrValidityUsedUp
 	}
-	g, err := refusal(e, rs)
-	if err == nil && granted > 0 {
-		// A split vote: nobody got a majority. Retry after a random
-		// pause rather than on the wake-ups every contender gets at once.
-		g.Retry = splitBackoff()
+	if len(fenceErrs) > 0 {
+		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
-	return g, err
+	return engine.Grant{Retry: splitBackoff()}, nil
+}
+
+// index returns the position of n among the nodes.
+func (e *Engine) index(n node) int {
+	for i := range e.nodes {
+		if e.nodes[i].eng == n.eng {
+			return i
+		}
+	}
+	return -1
 }
 
 // splitBackoff is the random pause after a split vote.
@@ -77,11 +107,11 @@ func countGrants(rs []result[engine.Grant]) (granted, refused int) {
 	return granted, refused
 }
 
-// refusal explains a failed grant: contention when a majority is held by
-// other owners, or by a split between owners with no node failing;
-// otherwise no quorum, with every node's error.
+// refusal explains a failed grant: no quorum when too many nodes failed for
+// a majority to be possible, otherwise contention (a majority held by other
+// owners, or a split between owners).
 func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
-	held, failed := 0, 0
+	failed := 0
 	var g engine.Grant
 	for _, r := range rs {
 		switch {
@@ -89,37 +119,44 @@ func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
 		case r.err != nil:
 			failed++
 		case !r.v.Acquired:
-			held++
 			// Wait no longer than the earliest expiry among holders.
 			if g.Holder == "" || (r.v.HolderTTL >= 0 && r.v.HolderTTL < g.HolderTTL) {
 				g.Holder, g.HolderTTL = r.v.Holder, r.v.HolderTTL
 			}
 		}
 	}
-	if held >= e.majority || (failed == 0 && held > 0) {
-		return g, nil
+	if len(e.nodes)-failed < e.majority {
+		return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
-	ok := len(e.nodes) - failed
-	return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	return g, nil
 }
 
 // raise runs phase 2 on the nodes that granted and returns how many
-// confirmed that the owner still holds the lock with its high-water raised.
-func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) int {
+// confirmed that the owner still holds the lock with its high-water raised,
+// and the errors of the others.
+func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
 	granted := make([]bool, len(rs))
 	for i, x := range rs {
 		granted[i] = x.done && x.err == nil && x.v.Acquired
 	}
 	out := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
+		if !granted[e.index(n)] {
+			return false, nil
+		}
 		return n.eng.RaiseFence(ctx, r.Name, r.Owner, token)
-	}, nil)
+	}, nil, nil)
 	ok := 0
+	var errs []error
 	for i, x := range out {
-		if granted[i] && x.err == nil && x.v {
+		switch {
+		case !granted[i]:
+		case x.err != nil:
+			errs = append(errs, x.err)
+		case x.v:
 			ok++
 		}
 	}
-	return ok
+	return ok, errs
 }
 
 // releaseAll releases the failed grant on every node by owner token: at
@@ -131,75 +168,24 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 		granted[i] = x.done && x.err == nil && x.v.Acquired
 	}
 	out := each(context.WithoutCancel(ctx), e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
-		// Only the nodes that granted; the others answer at once.
-		for i := range e.nodes {
-			if e.nodes[i].eng == n.eng && !granted[i] {
-				return false, nil
-			}
+		if !granted[e.index(n)] {
+			return false, nil // only the nodes that granted
 		}
 		_, err := n.eng.Release(ctx, r.Name, r.Owner)
 		return true, err
-	}, nil)
-	for i, n := range e.nodes {
+	}, nil, nil)
+	for i := range e.nodes {
 		x := rs[i]
 		switch {
 		case granted[i] && out[i].err == nil:
-		case x.done && x.err == nil && !x.v.Acquired:
+		case !x.done:
+			// a fail-fast straggler: handled when its answer comes
+		case x.err == nil && !x.v.Acquired:
 			// held by another owner there: nothing of ours
 		default:
-			e.cleanup(n, r, false)
+			e.cleaners[i].add(r.Name, r.Owner, r.TTL)
 		}
 	}
-}
-
-// releaseStragglers releases a successful grant on the nodes where it did
-// not land for sure (timeouts, resets, fail-fast stragglers): a late grant
-// there would otherwise linger until its ttl after the lease is released.
-func (e *Engine) releaseStragglers(r engine.AcquireRequest, rs []result[engine.Grant]) {
-	for i, n := range e.nodes {
-		if x := rs[i]; !x.done || x.err != nil {
-			e.cleanup(n, r, false)
-		}
-	}
-}
-
-// cleanup releases owner's grant on one node in the background. When the
-// outcome there was ambiguous (the command may still be queued on a paused
-// node), it keeps trying until the node answers, then releases once more,
-// so that a grant that lands late is removed too; it gives up after the ttl,
-// when such a grant has expired anyway.
-func (e *Engine) cleanup(n node, r engine.AcquireRequest, certain bool) {
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		deadline := time.Now().Add(r.TTL)
-		pause := func(d time.Duration) bool {
-			select {
-			case <-e.done:
-				return false
-			case <-time.After(d):
-				return true
-			}
-		}
-		for attempt := 0; time.Now().Before(deadline); attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), max(e.timeout(r.TTL), 100*time.Millisecond))
-			_, err := n.eng.Release(ctx, r.Name, r.Owner)
-			cancel()
-			if err == nil {
-				if certain {
-					return
-				}
-				certain = true
-				if !pause(10 * time.Millisecond) {
-					return
-				}
-				continue
-			}
-			if !pause(min(time.Duration(attempt+1)*20*time.Millisecond, 500*time.Millisecond)) {
-				return
-			}
-		}
-	}()
 }
 
 // Extend implements engine.Engine: every node gets the whole batch in one
@@ -213,7 +199,7 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 	}
 	rs := each(ctx, e, e.timeout(ttl), func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
 		return n.eng.Extend(ctx, reqs)
-	}, nil)
+	}, nil, nil)
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
 		var extended, missing, other int
@@ -261,9 +247,33 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 // Release implements engine.Engine: on every node concurrently. The hold is
 // released when any node released it; the count left is the majority's.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	var stop func([]result[engine.ReleaseResult], int) bool
+	if e.failFast {
+		stop = func(rs []result[engine.ReleaseResult], _ int) bool {
+			ok := 0
+			for _, x := range rs {
+				if x.done && x.err == nil {
+					ok++
+				}
+			}
+			return ok >= e.majority
+		}
+	}
+	// A node that did not answer may still apply a queued grant of this
+	// owner later (a paused node): release there once it answers again.
+	late := func(i int, x result[engine.ReleaseResult]) {
+		if x.err != nil {
+			e.cleaners[i].add(name, owner, releaseTTL)
+		}
+	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
 		return n.eng.Release(ctx, name, owner)
-	}, nil)
+	}, stop, late)
+	for i, x := range rs {
+		if x.done {
+			late(i, x)
+		}
+	}
 	var released, notOwner, failed int
 	remaining := 0
 	for _, x := range rs {
@@ -292,7 +302,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		return n.eng.RaiseFence(ctx, name, owner, token)
-	}, nil)
+	}, nil, nil)
 	ok, failed := 0, 0
 	for _, x := range rs {
 		if x.err != nil {
@@ -315,7 +325,7 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
 		return n.eng.Inspect(ctx, name)
-	}, nil)
+	}, nil, nil)
 	info := engine.Info{Name: name}
 	votes := map[string]int{}
 	failed := 0
@@ -356,7 +366,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 			return false, errNoForceRelease
 		}
 		return fr.ForceRelease(ctx, name)
-	}, nil)
+	}, nil, nil)
 	held, failed := 0, 0
 	for _, x := range rs {
 		if x.err != nil {

@@ -38,6 +38,7 @@ type Engine struct {
 	failFast    bool
 	bg          sync.WaitGroup // background clean-ups
 	done        chan struct{}  // closed by Close: clean-ups stop
+	cleaners    []*cleaner     // one per node
 	closeOnce   sync.Once
 
 	// skipValidity disables the validity check: for negative-control
@@ -99,6 +100,7 @@ func New(engines []engine.Engine, opts ...Option) (*Engine, error) {
 			name = s.String()
 		}
 		e.nodes = append(e.nodes, node{eng: eng, name: name})
+		e.cleaners = append(e.cleaners, &cleaner{e: e, eng: eng, pending: map[grantKey]*pendingRelease{}})
 	}
 	for _, o := range opts {
 		o(e)
@@ -168,11 +170,13 @@ func (e *NoQuorumError) Unwrap() []error { return append([]error{ErrNoQuorum}, e
 var ErrValidityUsedUp = errors.New("validity used up by slow nodes")
 
 // each runs fn on every node concurrently, each with its own per-node
-// timeout, and returns when all answered (or, with stop, as soon as stop
-// says the outcome is decided; fn's later answers are then discarded).
+// timeout, and returns when all answered or, with stop, as soon as stop says
+// the outcome is decided. The answers that come after that are handed to
+// late (if not nil) from a background goroutine.
 func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 	fn func(ctx context.Context, n node) (T, error),
-	stop func(results []result[T], answered int) bool) []result[T] {
+	stop func(results []result[T], answered int) bool,
+	late func(i int, r result[T])) []result[T] {
 	type indexed struct {
 		i int
 		r result[T]
@@ -190,12 +194,24 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 		}()
 	}
 	out := make([]result[T], len(e.nodes))
-	for answered := 1; answered <= len(e.nodes); answered++ {
+	answered := 0
+	for answered < len(e.nodes) {
 		r := <-ch
+		answered++
 		out[r.i] = r.r
 		if stop != nil && answered < len(e.nodes) && stop(out, answered) {
 			break
 		}
+	}
+	if left := len(e.nodes) - answered; left > 0 && late != nil {
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			for range left {
+				r := <-ch
+				late(r.i, r.r)
+			}
+		}()
 	}
 	return out
 }

@@ -15,7 +15,7 @@ import (
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
 	rs := each(ctx, e, e.timeout(0)*10, func(ctx context.Context, n node) (engine.Subscription, error) {
 		return n.eng.Subscribe(ctx, name)
-	}, nil)
+	}, nil, nil)
 	m := &merged{c: make(chan struct{}, 1), stop: make(chan struct{})}
 	for _, x := range rs {
 		if x.err == nil {

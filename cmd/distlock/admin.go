@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// Admin tunables: locks asked for per page of a listing, and the longest
+// metadata a table shows.
+const (
+	listPage        = 500
+	tableMetadata   = 40
+	defaultMaxTTL   = distlock.MaxTTL
+	forceReleaseAsk = "Free it? Its holder only learns at its next renewal. [y/N] "
+)
+
+// infoJSON is the JSON form of a lock's state (status, list).
+type infoJSON struct {
+	Name      string `json:"name"`
+	Held      bool   `json:"held"`
+	Owner     string `json:"owner,omitempty"`
+	Holds     int    `json:"holds,omitempty"`
+	Metadata  string `json:"metadata,omitempty"`
+	TTLMs     *int64 `json:"ttl_ms,omitempty"` // -1: never expires
+	Fence     uint64 `json:"fence,omitempty"`
+	HighWater uint64 `json:"high_water"`
+	Waiters   int    `json:"waiters"`
+}
+
+func toJSON(i engine.Info) infoJSON {
+	j := infoJSON{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters}
+	if i.Held {
+		ttl := i.TTL.Milliseconds()
+		if i.TTL < 0 {
+			ttl = -1
+		}
+		j.Owner, j.Holds, j.Metadata, j.TTLMs, j.Fence = i.Owner, i.Count, i.Metadata, &ttl, i.Token
+	}
+	return j
+}
+
+// cmdStatus implements distlock status.
+func (a *app) cmdStatus(args []string) int {
+	const cmd = "status"
+	fs := flagSet(cmd)
+	redisURL := stringFlag(fs, "", "redis")
+	asJSON := boolFlag(fs, "json")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return a.flagError(cmd, err)
+	}
+	if ok, code := a.checkArgs(cmd, pos, "NAME"); !ok {
+		return code
+	}
+	name := pos[0]
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b, err := a.openBackend(ctx, cmd, *redisURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	defer b.close(false)
+	info, err := b.client.Inspect(ctx, name)
+	if err != nil {
+		return a.fail(cmd, explain(err, name, b.where))
+	}
+	if *asJSON {
+		a.printJSON(toJSON(info))
+		return exitOK
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "name:\t%s\n", info.Name)
+	if info.Held {
+		fmt.Fprintf(w, "state:\theld\n")
+		fmt.Fprintf(w, "holder:\t%s\n", info.Owner)
+		if info.Count > 1 {
+			fmt.Fprintf(w, "holds:\t%d (re-entered)\n", info.Count)
+		}
+		fmt.Fprintf(w, "metadata:\t%s\n", info.Metadata)
+		fmt.Fprintf(w, "ttl left:\t%s\n", fmtTTL(info.TTL))
+		fmt.Fprintf(w, "fence:\t%s\n", fmtFence(info.Token))
+	} else {
+		fmt.Fprintf(w, "state:\tfree\n")
+	}
+	fmt.Fprintf(w, "fence high-water:\t%s\n", fmtFence(info.HighWater))
+	fmt.Fprintf(w, "waiters:\t%d\n", info.Waiters)
+	_ = w.Flush()
+	if info.Held && info.TTL < 0 {
+		fmt.Fprintf(a.stdout, "\n%q never expires: a leaked lock. Free it with: distlock force-release %s\n", name, shellQuote(name))
+	}
+	return exitOK
+}
+
+// cmdList implements distlock list.
+func (a *app) cmdList(args []string) int {
+	const cmd = "list"
+	fs := flagSet(cmd)
+	redisURL := stringFlag(fs, "", "redis")
+	asJSON := boolFlag(fs, "json")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return a.flagError(cmd, err)
+	}
+	if ok, code := a.checkArgs(cmd, pos, "[PREFIX]"); !ok {
+		return code
+	}
+	prefix := ""
+	if len(pos) == 1 {
+		prefix = pos[0]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b, err := a.openBackend(ctx, cmd, *redisURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	defer b.close(false)
+	lister, ok := b.eng.(engine.Lister)
+	if !ok {
+		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot list locks"})
+	}
+	infos, err := listAll(ctx, lister, prefix)
+	if err != nil {
+		return a.fail(cmd, backendErr(b, "list", err))
+	}
+	if *asJSON {
+		out := make([]infoJSON, 0, len(infos))
+		for _, i := range infos {
+			out = append(out, toJSON(i))
+		}
+		a.printJSON(out)
+		return exitOK
+	}
+	if len(infos) == 0 {
+		if prefix != "" {
+			fmt.Fprintf(a.stdout, "no lock is held whose name starts with %q\n", prefix)
+		} else {
+			fmt.Fprintln(a.stdout, "no lock is held")
+		}
+		return exitOK
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tHOLDER\tTTL\tFENCE\tWAITERS\tMETADATA")
+	for _, i := range infos {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, i.Owner, fmtTTL(i.TTL), fmtFence(i.Token), i.Waiters, cut(i.Metadata, tableMetadata))
+	}
+	_ = w.Flush()
+	return exitOK
+}
+
+// listAll pages through a listing, deduplicating, sorted by name.
+func listAll(ctx context.Context, l engine.Lister, prefix string) ([]engine.Info, error) {
+	byName := map[string]engine.Info{}
+	cursor := ""
+	for {
+		infos, next, err := l.List(ctx, prefix, cursor, listPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range infos {
+			byName[i.Name] = i
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	out := make([]engine.Info, 0, len(byName))
+	for _, i := range byName {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// leakJSON is the JSON form of a leak.
+type leakJSON struct {
+	Key   string `json:"key"`
+	Name  string `json:"name,omitempty"`
+	Kind  string `json:"kind"`
+	Type  string `json:"type"`
+	TTLMs int64  `json:"ttl_ms"` // -1: never expires
+}
+
+// cmdLeaks implements distlock leaks.
+func (a *app) cmdLeaks(args []string) int {
+	const cmd = "leaks"
+	fs := flagSet(cmd)
+	redisURL := stringFlag(fs, "", "redis")
+	asJSON := boolFlag(fs, "json")
+	maxTTL := durationFlag(fs, "max-ttl", defaultMaxTTL)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return a.flagError(cmd, err)
+	}
+	if ok, code := a.checkArgs(cmd, pos, "[PREFIX]"); !ok {
+		return code
+	}
+	if *maxTTL <= 0 {
+		return a.usage(cmd, "--max-ttl must be positive (got %v)", *maxTTL)
+	}
+	prefix := ""
+	if len(pos) == 1 {
+		prefix = pos[0]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b, err := a.openBackend(ctx, cmd, *redisURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	defer b.close(false)
+	finder, ok := b.eng.(engine.LeakFinder)
+	if !ok {
+		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot look for leaks"})
+	}
+	leaks, err := findLeaks(ctx, finder, prefix, *maxTTL)
+	if err != nil {
+		return a.fail(cmd, backendErr(b, "leaks", err))
+	}
+	if *asJSON {
+		out := make([]leakJSON, 0, len(leaks))
+		for _, l := range leaks {
+			ttl := l.TTL.Milliseconds()
+			if l.TTL < 0 {
+				ttl = -1
+			}
+			out = append(out, leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl})
+		}
+		a.printJSON(out)
+	} else {
+		a.printLeaks(leaks, *maxTTL)
+	}
+	if len(leaks) > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// printLeaks prints leaks as a table and says how to fix them.
+func (a *app) printLeaks(leaks []engine.Leak, maxTTL time.Duration) {
+	if len(leaks) == 0 {
+		fmt.Fprintf(a.stdout, "no leaks: every lock key expires within %v\n", maxTTL)
+		return
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "KEY\tKIND\tTYPE\tTTL")
+	for _, l := range leaks {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", l.Key, l.Kind, l.Type, fmtTTL(l.TTL))
+	}
+	_ = w.Flush()
+	fmt.Fprintf(a.stdout, "\n%d key(s) with no expiry or a ttl beyond %v. Code that sets a lock key and its expiry in two steps\n"+
+		"(SETNX, then EXPIRE) leaves these behind when it dies in between: nobody can take such a lock again.\n", len(leaks), maxTTL)
+	var locks []string
+	for _, l := range leaks {
+		if l.Kind == engine.LeakLock {
+			locks = append(locks, shellQuote(l.Name))
+		}
+	}
+	if len(locks) > 0 {
+		fmt.Fprintf(a.stdout, "Free a leaked lock once its holder is known dead: distlock force-release %s\n", locks[0])
+	}
+	if len(locks) < len(leaks) {
+		fmt.Fprintln(a.stdout, "Other keys: find out what wrote them, then delete them with redis-cli DEL KEY.")
+	}
+}
+
+// findLeaks pages through the leaks, deduplicating, sorted by key.
+func findLeaks(ctx context.Context, f engine.LeakFinder, prefix string, maxTTL time.Duration) ([]engine.Leak, error) {
+	byKey := map[string]engine.Leak{}
+	cursor := ""
+	for {
+		leaks, next, err := f.Leaks(ctx, prefix, maxTTL, cursor, listPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range leaks {
+			byKey[l.Key] = l
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	out := make([]engine.Leak, 0, len(byKey))
+	for _, l := range byKey {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// cmdForceRelease implements distlock force-release.
+func (a *app) cmdForceRelease(args []string) int {
+	const cmd = "force-release"
+	fs := flagSet(cmd)
+	redisURL := stringFlag(fs, "", "redis")
+	yes := boolFlag(fs, "y", "yes")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return a.flagError(cmd, err)
+	}
+	if ok, code := a.checkArgs(cmd, pos, "NAME"); !ok {
+		return code
+	}
+	name := pos[0]
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	b, err := a.openBackend(ctx, cmd, *redisURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	defer b.close(false)
+
+	// What is there: a lock, nothing, or a key that is not a distlock lock
+	// (Inspect fails on it; force-release deletes it all the same).
+	info, ierr := b.client.Inspect(ctx, name)
+	switch {
+	case ierr == nil && !info.Held:
+		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
+		return exitOK
+	case ierr == nil:
+		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), info.Metadata)
+	default:
+		fmt.Fprintf(a.stderr, "could not read the state of %q (%v).\n", name, strings.TrimPrefix(ierr.Error(), "distlock: "))
+	}
+	if !*yes {
+		fmt.Fprint(a.stderr, forceReleaseAsk)
+		answer, err := bufio.NewReader(a.stdin).ReadString('\n')
+		answer = strings.ToLower(strings.TrimSpace(answer))
+		if answer != "y" && answer != "yes" {
+			why := "not confirmed"
+			if answer == "" && err != nil {
+				why = "no answer on standard input"
+			}
+			return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("%s: %q was left as it is. Pass --yes to skip the question.", why, name)})
+		}
+	}
+	held, err := b.client.ForceRelease(ctx, name)
+	if err != nil {
+		return a.fail(cmd, explain(err, name, b.where))
+	}
+	if held {
+		fmt.Fprintf(a.stdout, "released %q; its waiters were woken\n", name)
+	} else {
+		fmt.Fprintf(a.stdout, "%q was not held any more: nothing to release\n", name)
+	}
+	return exitOK
+}
+
+// backendErr wraps an engine error of an admin command.
+func backendErr(b *backend, op string, err error) error {
+	return &cliError{code: exitBackend, msg: fmt.Sprintf("the lock backend (%s) failed during %s: %v.\n"+
+		"Check that Redis is up and reachable, then retry.", b.where, op, err)}
+}
+
+// cut shortens s to at most n runes, with an ellipsis.
+func cut(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

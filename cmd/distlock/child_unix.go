@@ -1,0 +1,111 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// forwardedSignals are the signals distlock run passes on to the command's
+// process group.
+func forwardedSignals() []os.Signal {
+	return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+}
+
+// child is the command that distlock run supervises: the leader of its own
+// process group.
+type child struct {
+	cmd  *exec.Cmd
+	pgid int
+	tty  *foreground // nil unless the group was put in the terminal's foreground
+}
+
+// startChild starts argv in a new process group (so that the whole group
+// can be signalled, grandchildren included) with the standard streams
+// passed through and env as its environment. When distlock runs in the
+// foreground of a terminal, the group is made the foreground group, so that
+// the command can read the terminal and gets its Ctrl-C.
+func startChild(argv []string, env []string) (*child, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fg := foregroundTerminal()
+	if fg != nil {
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = fg.fd
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid}
+	if fg != nil {
+		c.tty = fg
+	}
+	return c, nil
+}
+
+// signal sends sig to the whole process group (nothing when it is gone).
+func (c *child) signal(sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(-c.pgid, s)
+	}
+}
+
+// terminate sends SIGTERM to the process group.
+func (c *child) terminate() { c.signal(syscall.SIGTERM) }
+
+// kill sends SIGKILL to the process group.
+func (c *child) kill() { c.signal(syscall.SIGKILL) }
+
+// groupAlive reports whether any process of the group still runs.
+func (c *child) groupAlive() bool {
+	if err := syscall.Kill(-c.pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	return groupHasLiveMember(c.pgid)
+}
+
+// restoreTerminal gives the terminal back to distlock's process group.
+func (c *child) restoreTerminal() {
+	if c.tty != nil {
+		c.tty.restore()
+		c.tty = nil
+	}
+}
+
+// wait waits for the command (the group leader) to exit and returns its
+// exit status.
+func (c *child) wait() int {
+	_ = c.cmd.Wait() // a non-zero status is an error; ProcessState has it all
+	return exitStatus(c.cmd.ProcessState)
+}
+
+// exitStatus is the exit code of a command that ended: its own code, or
+// 128 plus the number of the signal that killed it.
+func exitStatus(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignal + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// signalNumber is the number of a signal, for exit codes.
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 0
+}
+
+// startErrorCode is the exit code for a command that could not be started:
+// 127 when it was not found, 126 otherwise (as shells do).
+func startErrorCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return exitNoCmd
+	}
+	return exitNoExec
+}

@@ -1,0 +1,270 @@
+package main
+
+// The help texts. Each command's text is what 'distlock help CMD' and
+// 'distlock CMD -h' print; docs/CLI.md says the same at more length.
+
+const overviewHead = `distlock takes distributed locks from the shell, on Redis.
+
+Usage:
+  distlock COMMAND [flags] [arguments]
+
+Commands:
+`
+
+const overviewTail = `
+Start here (nothing to install):   distlock demo
+One host runs the nightly job:     distlock run --wait 0 nightly-report -- ./report.sh
+
+` + backendHelp + `
+` + exitCodesHelp + `
+Run 'distlock help COMMAND' (or 'distlock COMMAND -h') for a command's flags and examples.
+`
+
+const runHelp = `Usage: ` + runSynopsis + `
+
+Runs COMMAND while holding the lock NAME, on every host that shares the Redis.
+
+distlock waits up to --wait for the lock, then starts COMMAND in a process
+group of its own, standard streams passed through, with three variables added
+to its environment:
+  DISTLOCK_NAME    the lock name
+  DISTLOCK_FENCE   the fencing token of this grant: a decimal integer, higher
+                   for every later grant of NAME. Send it with each write to
+                   the resource you protect, and have the resource reject a
+                   token lower than the highest it has seen.
+  DISTLOCK_OWNER   the owner token of this grant
+
+The lease renews itself every ttl/3 while COMMAND runs. If it is lost (Redis
+did not confirm a renewal before the lease ran out, or the lock was deleted or
+taken), distlock sends SIGTERM to COMMAND's whole process group, SIGKILL
+--grace later, and exits 76. COMMAND is never restarted, and no process of its
+group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM and
+SIGHUP sent to distlock are passed on to the group. The lock is released when
+the group has exited.
+
+Flags (before NAME, or anywhere before --):
+  --ttl DURATION     time to live of the lease, renewed every ttl/3 (default 30s;
+                     50ms to 24h). Loss is detected within one ttl.
+  --wait DURATION    how long to wait for the lock (default 10s); 0 makes one
+                     attempt and exits 75 at once if the lock is busy
+  --grace DURATION   on lock loss, time between SIGTERM and SIGKILL (default 5s)
+  --metadata TEXT    shown by 'distlock status' (default: host, pid and command)
+  --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
+  -v, --verbose      report acquisition and release on standard error
+  -n, --limit K      semaphores (K holders at once): not available yet
+
+Exit codes:
+  COMMAND's own  COMMAND ran to completion (128+N: it was killed by signal N)
+  64             usage error
+  69             backend error: Redis unreachable or failing
+  75             lock busy: another owner held NAME until --wait expired
+  76             the lock was lost while COMMAND ran: COMMAND was stopped
+  126, 127       COMMAND could not be executed, or was not found
+
+Examples:
+  # Only one host runs the nightly job; on the others it exits 75 at once.
+  distlock run --wait 0 nightly-report -- ./report.sh
+
+  # Deploys wait their turn for up to 10 minutes.
+  distlock run --wait 10m --ttl 1m deploy-prod -- ./deploy.sh v1.2.3
+
+  # The command passes its fencing token on to the resource.
+  distlock run orders-sync -- sh -c 'sync-orders --fence "$DISTLOCK_FENCE"'
+`
+
+const acquireHelp = `Usage: distlock acquire [flags] NAME
+
+Takes the lock NAME for a shell script and prints its owner token and fencing
+token. The lease does NOT renew itself: the script extends it with
+'distlock extend' before --ttl runs out, and releases it with
+'distlock release'. (For a single command, 'distlock run' is simpler and stops
+the command if the lock is lost.)
+
+The output is shell assignments, ready for eval:
+  DISTLOCK_NAME=NAME
+  DISTLOCK_OWNER=<owner token>
+  DISTLOCK_FENCE=<fencing token>
+  DISTLOCK_TTL=<ttl>
+or, with --json: {"name", "owner", "fence", "ttl_ms"}.
+
+Flags:
+  --ttl DURATION    time to live of the lock (default 30s; 50ms to 24h)
+  --wait DURATION   how long to wait for the lock (default 10s); 0 = one attempt
+  --metadata TEXT   shown by 'distlock status' (default: host and pid)
+  --json            print JSON
+  --redis URL       the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 acquired, 64 usage, 69 backend error, 75 lock busy.
+
+Example:
+  out=$(distlock acquire --ttl 5m --wait 1m migrate-db) || exit
+  eval "$out"
+  trap 'distlock release migrate-db "$DISTLOCK_OWNER"' EXIT
+  ./migrate-step-1.sh --fence "$DISTLOCK_FENCE"
+  distlock extend --ttl 5m migrate-db "$DISTLOCK_OWNER" || exit
+  ./migrate-step-2.sh --fence "$DISTLOCK_FENCE"
+`
+
+const extendHelp = `Usage: distlock extend [flags] NAME OWNER
+
+Sets the time to live of the lock NAME, held by OWNER (the owner token that
+'distlock acquire' printed), to --ttl from now. It fails with exit code 76 if
+OWNER does not hold NAME any more: stop the work the lock protects then.
+
+Flags:
+  --ttl DURATION   the new time to live (default 30s; 50ms to 24h)
+  --json           print JSON: {"name", "owner", "fence", "ttl_ms"}
+  --redis URL      the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 extended, 64 usage, 69 backend error, 76 not held by OWNER.
+
+Example:
+  distlock extend --ttl 5m migrate-db "$DISTLOCK_OWNER" || exit
+`
+
+const releaseHelp = `Usage: distlock release [flags] NAME OWNER
+
+Releases the lock NAME held by OWNER (the owner token that 'distlock acquire'
+printed), and wakes a waiter. To prove ownership it first extends the lock (to
+5s), then releases it: if the release itself then fails, the lock still frees
+itself within 5s.
+
+Flags:
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 released, 64 usage, 69 backend error, 76 not held by OWNER
+(it expired, was released already, or another owner holds it).
+
+Example:
+  distlock release migrate-db "$DISTLOCK_OWNER"
+`
+
+const statusHelp = `Usage: distlock status [flags] NAME
+
+Shows the state of the lock NAME: free or held, and then by which owner, its
+metadata and time left, the fencing token of the grant; the highest fencing
+token minted for NAME (the high-water) and the number of waiters. It changes
+nothing.
+
+Flags:
+  --json        print JSON: {"name", "held", "owner", "holds", "metadata",
+                "ttl_ms" (-1: never expires), "fence", "high_water", "waiters"}
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 (held or free), 64 usage, 69 backend error.
+
+Example:
+  distlock status nightly-report
+`
+
+const listHelp = `Usage: distlock list [flags] [PREFIX]
+
+Lists the locks held, or those whose names start with PREFIX (a plain string,
+not a pattern), as a table sorted by name. It walks the keys with SCAN (never
+KEYS), so it does not block Redis; a lock taken or released during the walk
+may or may not be listed.
+
+Flags:
+  --json        print a JSON array of the objects 'distlock status --json' prints
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0, 64 usage, 69 backend error.
+
+Examples:
+  distlock list
+  distlock list deploy-
+`
+
+const leaksHelp = `Usage: distlock leaks [flags] [PREFIX]
+
+Finds lock keys that will not expire by themselves: keys of any type under the
+distlock prefix (or, with PREFIX, under the locks whose names start with it)
+that have no time to live, or one beyond --max-ttl. These are the deadlocks
+that code taking a lock in two steps (SETNX, then EXPIRE) leaves behind when it
+dies in between. Fencing high-water keys live 7 days by design and are
+reported only beyond that. It walks the keys with SCAN (never KEYS) and
+changes nothing.
+
+Flags:
+  --max-ttl DURATION   the longest time to live a lock may have (default 24h)
+  --json               print a JSON array: {"key", "name", "kind", "type", "ttl_ms"}
+  --redis URL          the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 no leaks, 1 leaks found (so that cron can alert), 64 usage,
+69 backend error.
+
+Examples:
+  distlock leaks
+  distlock leaks --max-ttl 1h
+  # then, once the holder is known dead:
+  distlock force-release stuck-job
+`
+
+const forceReleaseHelp = `Usage: distlock force-release [flags] NAME
+
+Frees the lock NAME whoever holds it, and wakes its waiters: a repair for a
+lock whose holder is known to be dead, or a leaked key at the lock's place.
+It shows the holder and asks for confirmation on standard input unless --yes.
+A holder that is still alive learns of it only at its next renewal, and may
+go on writing meanwhile: only fencing tokens protect the resource then.
+
+Flags:
+  -y, --yes     do not ask
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 released (or was not held), 1 not confirmed, 64 usage,
+69 backend error.
+
+Example:
+  distlock force-release --yes stuck-job
+`
+
+const demoHelp = `Usage: distlock demo
+
+Shows fencing tokens at work, with nothing installed: several workers, each
+with its own client on one embedded (in-process) engine, take turns on one
+lock and append to a ledger that checks fencing tokens. One worker is paused
+past the end of its lease and then writes anyway: the ledger rejects its stale
+token. The demo then checks the tally: every accepted write is in the ledger
+exactly once, with strictly increasing tokens.
+
+Exit codes: 0 when the tally checks, 1 otherwise.
+
+Example:
+  go run ./cmd/distlock demo
+`
+
+const helpHelp = `Usage: distlock help [COMMAND]
+
+Shows the list of commands, or the help of COMMAND.
+
+Example:
+  distlock help run
+`
+
+// helpFor returns the help text of a command.
+func helpFor(cmd string) (string, bool) {
+	switch cmd {
+	case "run":
+		return runHelp, true
+	case "acquire":
+		return acquireHelp, true
+	case "extend":
+		return extendHelp, true
+	case "release":
+		return releaseHelp, true
+	case "status":
+		return statusHelp, true
+	case "list":
+		return listHelp, true
+	case "leaks":
+		return leaksHelp, true
+	case "force-release":
+		return forceReleaseHelp, true
+	case "demo":
+		return demoHelp, true
+	case "help":
+		return helpHelp, true
+	}
+	return "", false
+}

@@ -1,0 +1,123 @@
+// Command distlock takes distributed locks from the shell.
+//
+//	distlock run --wait 0 nightly-report -- ./report.sh
+//
+// runs ./report.sh only while this host holds the lock "nightly-report", and
+// stops it (SIGTERM to its process group, then SIGKILL) if the lock is lost.
+// Other commands take and release locks for shell scripts (acquire, extend,
+// release), inspect and repair them (status, list, leaks, force-release),
+// and show fencing tokens at work with nothing installed (demo).
+//
+// The lock backend is one Redis server: DISTLOCK_REDIS=redis://host:6379 or
+// --redis. See docs/CLI.md, or run distlock help.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+func main() {
+	// go-redis logs connection failures on its own; distlock reports
+	// them once, with what to do next.
+	goredis.SetLogger(silentLogger{})
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(a.main(os.Args[1:]))
+}
+
+// silentLogger discards go-redis's log lines.
+type silentLogger struct{}
+
+func (silentLogger) Printf(context.Context, string, ...any) {}
+
+// app is one invocation of distlock: its standard streams and environment.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string             // one line, for the command list
+	run     func([]string) int // parses its own flags; returns the exit code
+}
+
+// commands lists the subcommands in the order the help shows them.
+func (a *app) commands() []command {
+	return []command{
+		{"run", "run a command while holding a lock; stop it if the lock is lost", a.cmdRun},
+		{"acquire", "take a lock for a shell script and print its tokens", a.cmdAcquire},
+		{"extend", "extend a lock taken with acquire", a.cmdExtend},
+		{"release", "release a lock taken with acquire", a.cmdRelease},
+		{"status", "show who holds a lock", a.cmdStatus},
+		{"list", "list the locks held", a.cmdList},
+		{"leaks", "find lock keys that will never expire", a.cmdLeaks},
+		{"force-release", "free a lock whoever holds it (a repair)", a.cmdForceRelease},
+		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", a.cmdDemo},
+		{"help", "show help for a command", a.cmdHelp},
+	}
+}
+
+// main runs the command named by args[0] and returns the exit code.
+func (a *app) main(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, a.overview())
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(a.stdout, a.overview())
+		return exitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(a.stdout, "distlock (development version)")
+		return exitOK
+	}
+	for _, c := range a.commands() {
+		if c.name == name {
+			return c.run(args[1:])
+		}
+	}
+	msg := fmt.Sprintf("unknown command %q", name)
+	if strings.HasPrefix(name, "-") {
+		msg = fmt.Sprintf("flags go after the command, as in: distlock run %s ...", name)
+	}
+	return a.fail("", &cliError{code: exitUsage, msg: msg + "\nRun 'distlock help' to see the commands."})
+}
+
+// cmdHelp prints the overview, or one command's help.
+func (a *app) cmdHelp(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stdout, a.overview())
+		return exitOK
+	}
+	topic := args[0]
+	if topic == "-h" || topic == "-help" || topic == "--help" {
+		topic = "help"
+	}
+	if h, ok := helpFor(topic); ok {
+		fmt.Fprint(a.stdout, h)
+		return exitOK
+	}
+	return a.fail("help", &cliError{code: exitUsage,
+		msg: fmt.Sprintf("no command %q\nRun 'distlock help' to see the commands.", args[0])})
+}
+
+// overview is the top-level help.
+func (a *app) overview() string {
+	var b strings.Builder
+	b.WriteString(overviewHead)
+	for _, c := range a.commands() {
+		fmt.Fprintf(&b, "  %-14s %s\n", c.name, c.summary)
+	}
+	b.WriteString(overviewTail)
+	return b.String()
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// raceBuild: the tests run without the race detector.
+const raceBuild = false

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// Defaults of distlock run and distlock acquire.
+const (
+	defaultWait  = 10 * time.Second
+	defaultGrace = 5 * time.Second
+	// groupPoll is how often distlock checks whether a process group that
+	// was told to stop is gone.
+	groupPoll = 10 * time.Millisecond
+	// killWait bounds the wait for a SIGKILLed group to disappear.
+	killWait = 2 * time.Second
+)
+
+// runSynopsis is the one-line usage of distlock run.
+const runSynopsis = "distlock run [flags] NAME -- COMMAND [ARGS...]"
+
+// cmdRun implements distlock run.
+func (a *app) cmdRun(args []string) int {
+	const cmd = "run"
+	fs := flagSet(cmd)
+	ttl := durationFlag(fs, "ttl", distlock.DefaultTTL)
+	wait := durationFlag(fs, "wait", defaultWait)
+	grace := durationFlag(fs, "grace", defaultGrace)
+	metadata := stringFlag(fs, "", "metadata")
+	redisURL := stringFlag(fs, "", "redis")
+	verbose := boolFlag(fs, "v", "verbose")
+	var limit int
+	fs.IntVar(&limit, "n", 0, "")
+	fs.IntVar(&limit, "limit", 0, "")
+
+	name, argv, err := parseRunArgs(fs, args)
+	switch {
+	case err != nil:
+		return a.flagError(cmd, err)
+	case flagGiven(fs, "n", "limit"):
+		return a.usage(cmd, "semaphores (--limit) are not available yet: distlock run holds one exclusive lock.\n"+
+			"Drop -n/--limit to run the command under an exclusive lock.")
+	case name == "":
+		return a.usage(cmd, "missing the lock NAME: %s", runSynopsis)
+	case len(argv) == 0:
+		return a.usage(cmd, "missing the COMMAND to run after the lock name: %s", runSynopsis)
+	}
+	if err := checkTTL(*ttl); err != nil {
+		return a.fail(cmd, err)
+	}
+	if *wait < 0 || *grace < 0 {
+		return a.usage(cmd, "--wait and --grace cannot be negative (got --wait %v, --grace %v)", *wait, *grace)
+	}
+	if *metadata == "" {
+		*metadata = defaultMetadata("distlock run", argv)
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals()...)
+	defer signal.Stop(sigs)
+
+	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
+		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata))
+	if lease == nil {
+		return code
+	}
+	defer b.close(false)
+	if err := lease.Err(); err != nil {
+		return a.fail(cmd, &cliError{code: exitLost, msg: fmt.Sprintf("lost the lock on %q before the command started: %v",
+			name, strings.TrimPrefix(err.Error(), "distlock: "))})
+	}
+
+	env := append(os.Environ(),
+		"DISTLOCK_NAME="+name,
+		"DISTLOCK_FENCE="+strconv.FormatUint(lease.Token(), 10),
+		"DISTLOCK_OWNER="+lease.Owner())
+	ch, err := startChild(argv, env)
+	if err != nil {
+		_ = lease.Release(context.Background())
+		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", argv[0], err)
+		return startErrorCode(err)
+	}
+	if *verbose {
+		fmt.Fprintf(a.stderr, "distlock run: acquired %q (fence %d, ttl %v, renewed every %v); running %s\n",
+			name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
+	}
+
+	code, lost := a.supervise(ch, lease, name, *grace, sigs)
+	if lost {
+		// The lock is not ours any more: nothing to release.
+		return exitLost
+	}
+	if err := lease.Release(context.Background()); err != nil {
+		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %q failed: %v\n"+
+			"It stays locked until its ttl (%v) runs out.\n", name, strings.TrimPrefix(err.Error(), "distlock: "), *ttl)
+	} else if *verbose {
+		fmt.Fprintf(a.stderr, "distlock run: released %q; the command exited with %d\n", name, code)
+	}
+	return code
+}
+
+// parseRunArgs splits distlock run's arguments into flags (before NAME, or
+// anywhere before a "--"), NAME and the command. Without "--", everything
+// after NAME is the command.
+func parseRunArgs(fs *flag.FlagSet, args []string) (name string, argv []string, err error) {
+	rest, dashdash, err := parseFlags(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(rest) == 0 {
+		return "", nil, nil
+	}
+	if dashdash { // distlock run [flags] -- NAME COMMAND...
+		return rest[0], rest[1:], nil
+	}
+	name, tail := rest[0], rest[1:]
+	switch {
+	case len(tail) > 0 && tail[0] == "--":
+		return name, tail[1:], nil
+	case len(tail) > 0 && strings.HasPrefix(tail[0], "-") && tail[0] != "-":
+		// Flags after NAME: up to "--" or the first argument that is not one.
+		rest, _, err := parseFlags(fs, tail)
+		return name, rest, err
+	}
+	return name, tail, nil
+}
+
+// flagGiven reports whether any of the named flags was given.
+func flagGiven(fs *flag.FlagSet, names ...string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if f.Name == n {
+				set = true
+			}
+		}
+	})
+	return set
+}
+
+// runAcquire connects to the backend and acquires name, waiting up to wait
+// (one attempt when wait is 0). A signal in sigs interrupts it. On failure
+// it reports the error and returns a nil lease and the exit code.
+func (a *app) runAcquire(cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
+	opts ...distlock.Option) (*backend, *distlock.Lease, int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		b     *backend
+		lease *distlock.Lease
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := a.openBackend(ctx, cmd, redisURL)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		lease, err := acquireLease(ctx, b.client, name, wait, opts...)
+		done <- result{b, lease, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case sig := <-sigs:
+		cancel()
+		r = <-done
+		if r.lease != nil {
+			_ = r.lease.Release(context.Background())
+		}
+		if r.b != nil {
+			r.b.close(false)
+		}
+		fmt.Fprintf(a.stderr, "distlock %s: interrupted by %v while waiting for %q; the command was not started\n", cmd, sig, name)
+		return nil, nil, exitSignal + signalNumber(sig)
+	}
+	if r.err != nil {
+		where := ""
+		if r.b != nil {
+			where = r.b.where
+			r.b.close(false)
+		}
+		return nil, nil, a.fail(cmd, explain(r.err, name, where))
+	}
+	return r.b, r.lease, exitOK
+}
+
+// acquireLease acquires name on c, waiting up to wait; with wait 0 it makes
+// one attempt.
+func acquireLease(ctx context.Context, c *distlock.Client, name string, wait time.Duration, opts ...distlock.Option) (*distlock.Lease, error) {
+	if wait <= 0 {
+		return c.TryAcquire(ctx, name, opts...)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return c.Acquire(wctx, name, opts...)
+}
+
+// supervise waits for the command to exit while the lease holds. When the
+// lease is lost it stops the command's process group (SIGTERM, then SIGKILL
+// after grace) and reports lost; it never restarts the command. Signals in
+// sigs are passed on to the group. It returns the command's exit status.
+func (a *app) supervise(ch *child, lease *distlock.Lease, name string, grace time.Duration, sigs <-chan os.Signal) (code int, lost bool) {
+	exited := make(chan int, 1)
+	go func() { exited <- ch.wait() }()
+	defer ch.restoreTerminal()
+
+	var (
+		leaseDone = lease.Done()
+		killTimer *time.Timer
+		kill      <-chan time.Time
+		lostAt    time.Time
+		termSent  bool
+	)
+	defer func() {
+		if killTimer != nil {
+			killTimer.Stop()
+		}
+	}()
+	loseAt := func(now time.Time) {
+		lost, lostAt, leaseDone = true, now, nil
+		fmt.Fprintf(a.stderr, "distlock run: %v\n"+
+			"distlock run: stopping the command: SIGTERM to its process group now, SIGKILL in %v; it will not be restarted\n",
+			strings.TrimPrefix(lease.Err().Error(), "distlock: "), grace)
+		ch.terminate()
+		termSent = true
+	}
+	for {
+		select {
+		case code = <-exited:
+			ch.restoreTerminal()
+			if !lost && leaseLost(lease) {
+				loseAt(time.Now()) // lost as the command finished
+			}
+			if lost {
+				if !termSent {
+					ch.terminate()
+				}
+				a.stopGroup(ch, lostAt.Add(grace))
+				return exitLost, true
+			}
+			if ch.groupAlive() {
+				fmt.Fprintf(a.stderr, "distlock run: the command exited but left processes in its process group; "+
+					"stopping them (SIGTERM, SIGKILL in %v) before releasing %q\n", grace, name)
+				ch.terminate()
+				a.stopGroup(ch, time.Now().Add(grace))
+			}
+			return code, false
+		case <-leaseDone:
+			if !leaseLost(lease) {
+				leaseDone = nil // released: cannot happen while supervising
+				continue
+			}
+			loseAt(time.Now())
+			killTimer = time.NewTimer(grace)
+			kill = killTimer.C
+		case <-kill:
+			kill = nil
+			fmt.Fprintf(a.stderr, "distlock run: the command still runs %v after SIGTERM: SIGKILL to its process group\n", grace)
+			ch.kill()
+		case sig := <-sigs:
+			ch.signal(sig)
+		}
+	}
+}
+
+// stopGroup waits until the process group is gone or deadline passes, and
+// then kills what is left of it.
+func (a *app) stopGroup(ch *child, deadline time.Time) {
+	for ch.groupAlive() && time.Now().Before(deadline) {
+		time.Sleep(groupPoll)
+	}
+	if !ch.groupAlive() {
+		return
+	}
+	ch.kill()
+	end := time.Now().Add(killWait)
+	for ch.groupAlive() && time.Now().Before(end) {
+		time.Sleep(groupPoll)
+	}
+}
+
+// leaseLost reports whether the lease was lost (rather than released).
+func leaseLost(l *distlock.Lease) bool {
+	return errors.Is(l.Err(), distlock.ErrLeaseLost)
+}
+
+// checkTTL checks a --ttl value against the library's limits.
+func checkTTL(ttl time.Duration) error {
+	switch {
+	case ttl < distlock.MinTTL:
+		return usageErr("--ttl %v is too short: the minimum is %v (the lease is renewed every ttl/3)", ttl, distlock.MinTTL)
+	case ttl > distlock.MaxTTL:
+		return usageErr("--ttl %v is too long: the maximum is %v", ttl, distlock.MaxTTL)
+	}
+	return nil
+}
+
+// defaultMetadata says who holds a lock, for distlock status: the tool,
+// host, process id and command, cut to the library's limit.
+func defaultMetadata(tool string, argv []string) string {
+	host, _ := os.Hostname()
+	s := fmt.Sprintf("%s on %s (pid %d)", tool, host, os.Getpid())
+	if len(argv) > 0 {
+		s += ": " + strings.Join(argv, " ")
+	}
+	if len(s) > distlock.MaxMetadataLen {
+		s = strings.ToValidUTF8(s[:distlock.MaxMetadataLen], "")
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package memory
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var (
+	_ engine.Lister     = (*Engine)(nil)
+	_ engine.LeakFinder = (*Engine)(nil)
+)
+
+// List implements engine.Lister: the held locks whose names start with
+// prefix, in name order, at most limit (at least 1) per page. The cursor is
+// the last name of the previous page. Each page is read in one critical
+// section.
+func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return nil, "", err
+	}
+	now := e.now()
+	var names []string
+	for name := range e.locks {
+		if strings.HasPrefix(name, prefix) && name > cursor && e.live(name, now) != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	next := ""
+	if limit < 1 {
+		limit = 1
+	}
+	if len(names) > limit {
+		names = names[:limit]
+		next = names[limit-1]
+	}
+	infos := make([]engine.Info, 0, len(names))
+	for _, name := range names {
+		infos = append(infos, e.info(name, now))
+	}
+	return infos, next, nil
+}
+
+// Leaks implements engine.LeakFinder. The embedded engine gives every lock
+// the time to live it was asked for and remembers high-water marks for a
+// fixed time, so its only possible leaks are locks granted with a time to
+// live beyond maxTTL. Key and Name are the lock name; Type is "lock".
+func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
+	infos, next, err := e.List(ctx, prefix, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var leaks []engine.Leak
+	for _, info := range infos {
+		if info.TTL > maxTTL {
+			leaks = append(leaks, engine.Leak{Key: info.Name, Name: info.Name, Kind: engine.LeakLock, Type: "lock", TTL: info.TTL})
+		}
+	}
+	return leaks, next, nil
+}
+
+// info describes the lock name at now; the caller holds e.mu.
+func (e *Engine) info(name string, now time.Time) engine.Info {
+	info := engine.Info{Name: name, Waiters: len(e.subs[name])}
+	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
+		info.HighWater = hw.token
+	}
+	if l := e.live(name, now); l != nil {
+		info.Held = true
+		info.Owner, info.Count, info.Metadata, info.Token = l.owner, l.count, l.metadata, l.token
+		info.TTL = l.expires.Sub(now)
+	}
+	return info
+}

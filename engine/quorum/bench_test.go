@@ -1,0 +1,69 @@
+package quorum_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/quorum"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// BenchmarkQuorum: uncontended acquire+release from one goroutine, on one
+// node and on five (with and without phase-2 fencing, with fail-fast, and
+// with one node SIGSTOPped). It reports the median and p99 latency besides
+// the mean (ns/op).
+//
+//	go test -run '^$' -bench Quorum -benchtime 3000x -count 5 ./engine/quorum/
+func BenchmarkQuorum(b *testing.B) {
+	srvs := redistest.StartN(b, 5)
+	cases := []struct {
+		name   string
+		nodes  int
+		opts   []quorum.Option
+		paused bool
+	}{
+		{"nodes=1", 1, nil, false},
+		{"nodes=5", 5, nil, false},
+		{"nodes=5/no-fencing", 5, []quorum.Option{quorum.WithoutFencing()}, false},
+		{"nodes=5/fail-fast", 5, []quorum.Option{quorum.WithFailFast()}, false},
+		{"nodes=5/one-paused", 5, nil, true},
+		{"nodes=5/one-paused/fail-fast", 5, []quorum.Option{quorum.WithFailFast()}, true},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			c := newClient(b, srvs[:tc.nodes], tc.opts...)
+			ctx := context.Background()
+			opt := distlock.WithTTL(10 * time.Second) // per-node timeout 50ms
+			if l, err := c.Acquire(ctx, "bench"); err == nil {
+				_ = l.Release(ctx) // warm the connections
+			}
+			if tc.paused {
+				if err := srvs[4].Pause(); err != nil {
+					b.Fatal(err)
+				}
+				defer srvs[4].Resume()
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				l, err := c.TryAcquire(ctx, "bench", opt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}

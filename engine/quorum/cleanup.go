@@ -1,0 +1,115 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// cleaner releases, in the background, grants whose outcome on one node is
+// unknown: a command that timed out may still be queued there (a paused
+// node) and land later. It retries until the node answers, then releases
+// once more after a short pause, so that a grant landing after the first
+// release is removed too. One goroutine per node at most, running only
+// while something is pending; an entry is dropped after its ttl, when such a
+// grant has expired on its own.
+type cleaner struct {
+	e       *Engine
+	eng     engine.Engine
+	mu      sync.Mutex
+	pending map[grantKey]*pendingRelease
+	running bool
+}
+
+type grantKey struct{ name, owner string }
+
+type pendingRelease struct {
+	expires   time.Time
+	confirmed bool // one release went through; one more to go
+}
+
+// settle is the pause between the confirmed release and the last one.
+const settle = 10 * time.Millisecond
+
+// maxPending bounds the memory of a node that stays down: past it, new
+// entries are not kept (their grants, if any, expire with their ttl).
+const maxPending = 10000
+
+// releaseTTL bounds how long a release whose grant's ttl is unknown is
+// retried.
+const releaseTTL = time.Minute
+
+func (c *cleaner) add(name, owner string, ttl time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) >= maxPending {
+		return
+	}
+	c.pending[grantKey{name, owner}] = &pendingRelease{expires: time.Now().Add(ttl)}
+	if !c.running {
+		c.running = true
+		c.e.bg.Add(1)
+		go c.run()
+	}
+}
+
+func (c *cleaner) run() {
+	defer c.e.bg.Done()
+	failures := 0
+	for {
+		c.mu.Lock()
+		if len(c.pending) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		batch := make(map[grantKey]*pendingRelease, len(c.pending))
+		for k, p := range c.pending {
+			batch[k] = p
+		}
+		c.mu.Unlock()
+
+		now, ok := time.Now(), true
+		for k, p := range batch {
+			if now.After(p.expires) {
+				c.drop(k, p)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			_, err := c.eng.Release(ctx, k.name, k.owner)
+			cancel()
+			if err != nil {
+				ok = false
+				break // the node is down or stopped: back off
+			}
+			if p.confirmed {
+				c.drop(k, p)
+			} else {
+				p.confirmed = true
+			}
+		}
+		wait := settle
+		if !ok {
+			failures++
+			wait = min(time.Duration(failures)*20*time.Millisecond, 500*time.Millisecond)
+		} else {
+			failures = 0
+		}
+		select {
+		case <-c.e.done:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// drop removes k if it is still the entry p (a newer add replaces it).
+func (c *cleaner) drop(k grantKey, p *pendingRelease) {
+	c.mu.Lock()
+	if c.pending[k] == p {
+		delete(c.pending, k)
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,276 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Listing tunables: the smallest SCAN COUNT hint, and how many SCAN round
+// trips one page may take before it returns what it found (possibly
+// nothing) with a cursor to go on from.
+const (
+	minScanCount  = 100
+	maxScanRounds = 16
+)
+
+var (
+	_ engine.Lister     = (*Engine)(nil)
+	_ engine.LeakFinder = (*Engine)(nil)
+)
+
+// List implements engine.Lister with SCAN (never KEYS): the lock hashes
+// whose names start with prefix, each read with one pipelined round trip
+// per page (the fields, PTTL, the fencing high-water and the number of
+// waiting subscribers, as Inspect reads them). Fencing high-water keys are
+// not listed, nor keys at a lock's place that are not distlock lock hashes
+// (Leaks reports those).
+//
+// cursor is the SCAN cursor as a decimal string. On Redis Cluster every
+// master is scanned to the end in one call and next is always "".
+func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	keys, next, err := e.scan(ctx, e.matchPattern(prefix, true), cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var names []string
+	for _, k := range keys {
+		if kind, name := e.classify(k); kind == engine.LeakLock {
+			names = append(names, name)
+		}
+	}
+	infos, err := e.inspectMany(ctx, names)
+	if err != nil {
+		return nil, "", err
+	}
+	return infos, next, nil
+}
+
+// Leaks implements engine.LeakFinder with SCAN (never KEYS) and one
+// pipelined TYPE and PTTL per key: keys of any type under the engine's
+// prefix (with prefix "") or under the locks whose names start with prefix,
+// that have no time to live or one beyond maxTTL (for fencing high-water
+// keys: beyond the engine's fence ttl, when that is longer).
+func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
+	keys, next, err := e.scan(ctx, e.matchPattern(prefix, prefix != ""), cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(keys) == 0 {
+		return nil, next, nil
+	}
+	types := make([]*goredis.StatusCmd, len(keys))
+	pttls := make([]*goredis.DurationCmd, len(keys))
+	_, err = e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, k := range keys {
+			types[i] = p.Type(ctx, k)
+			pttls[i] = p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !isReplyError(err) {
+		return nil, "", err
+	}
+	var leaks []engine.Leak
+	for i, k := range keys {
+		typ, err1 := types[i].Result()
+		ttl, err2 := pttls[i].Result()
+		if err := errors.Join(err1, err2); err != nil {
+			if isReplyError(err) {
+				continue
+			}
+			return nil, "", err
+		}
+		if typ == "none" || ttl == -2 {
+			continue // gone since the scan
+		}
+		kind, name := e.classify(k)
+		bound := maxTTL
+		if kind == engine.LeakFence {
+			bound = max(maxTTL, e.fenceTTL)
+		}
+		if ttl >= 0 && ttl <= bound {
+			continue
+		}
+		if ttl < 0 {
+			ttl = -1
+		}
+		leaks = append(leaks, engine.Leak{Key: k, Name: name, Kind: kind, Type: typ, TTL: ttl})
+	}
+	return leaks, next, nil
+}
+
+// matchPattern is the SCAN MATCH pattern of the keys under the locks whose
+// names start with prefix (locks is true), or of every key under the
+// engine's prefix. Glob metacharacters of both prefixes are escaped.
+func (e *Engine) matchPattern(prefix string, locks bool) string {
+	if !locks {
+		return escapeGlob(e.prefix) + "*"
+	}
+	return escapeGlob(e.prefix) + "{" + escapeGlob(prefix) + "*"
+}
+
+// classify says whether key is the lock of a name, its fencing high-water,
+// or anything else, and the name.
+func (e *Engine) classify(key string) (kind, name string) {
+	rest, ok := strings.CutPrefix(key, e.prefix+"{")
+	if !ok {
+		return engine.LeakOther, ""
+	}
+	if n, ok := strings.CutSuffix(rest, "}:fence"); ok && n != "" {
+		return engine.LeakFence, n
+	}
+	if n, ok := strings.CutSuffix(rest, "}"); ok && n != "" {
+		return engine.LeakLock, n
+	}
+	return engine.LeakOther, ""
+}
+
+// scan returns the keys matching pattern from one page of SCAN, starting at
+// cursor: it goes on until it has found about limit keys, the iteration
+// ended, or maxScanRounds round trips were made. The keys are distinct
+// within the page.
+func (e *Engine) scan(ctx context.Context, pattern, cursor string, limit int) ([]string, string, error) {
+	count := int64(max(limit, minScanCount))
+	if cc, ok := e.client.(*goredis.ClusterClient); ok {
+		return scanCluster(ctx, cc, pattern, count)
+	}
+	var cur uint64
+	if cursor != "" {
+		var err error
+		if cur, err = strconv.ParseUint(cursor, 10, 64); err != nil {
+			return nil, "", errors.New("list: invalid cursor " + strconv.Quote(cursor))
+		}
+	}
+	seen := make(map[string]struct{})
+	var keys []string
+	for range maxScanRounds {
+		page, next, err := e.client.Scan(ctx, cur, pattern, count).Result()
+		if err != nil {
+			return nil, "", err
+		}
+		for _, k := range page {
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
+				keys = append(keys, k)
+			}
+		}
+		cur = next
+		if cur == 0 || len(keys) >= limit {
+			break
+		}
+	}
+	if cur == 0 {
+		return keys, "", nil
+	}
+	return keys, strconv.FormatUint(cur, 10), nil
+}
+
+// scanCluster scans every master of a cluster to the end, concurrently.
+func scanCluster(ctx context.Context, cc *goredis.ClusterClient, pattern string, count int64) ([]string, string, error) {
+	var (
+		mu   sync.Mutex
+		seen = make(map[string]struct{})
+		keys []string
+	)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		it := c.Scan(ctx, 0, pattern, count).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			if _, dup := seen[it.Val()]; !dup {
+				seen[it.Val()] = struct{}{}
+				keys = append(keys, it.Val())
+			}
+			mu.Unlock()
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return keys, "", nil
+}
+
+// inspectMany reads the Info of each named lock in one pipelined round trip
+// and keeps the ones that are held distlock locks.
+func (e *Engine) inspectMany(ctx context.Context, names []string) ([]engine.Info, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	type reads struct {
+		fields *goredis.MapStringStringCmd
+		pttl   *goredis.DurationCmd
+		hw     *goredis.StringCmd
+		subs   *goredis.MapStringIntCmd
+	}
+	rs := make([]reads, len(names))
+	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, name := range names {
+			rs[i] = reads{
+				fields: p.HGetAll(ctx, e.lockKey(name)),
+				pttl:   p.PTTL(ctx, e.lockKey(name)),
+				hw:     p.Get(ctx, e.fenceKey(name)),
+				subs:   p.PubSubNumSub(ctx, e.channel(name)),
+			}
+		}
+		return nil
+	})
+	if err != nil && !isReplyError(err) {
+		return nil, err
+	}
+	infos := make([]engine.Info, 0, len(names))
+	for i, name := range names {
+		r := rs[i]
+		f, err := r.fields.Result()
+		if err != nil {
+			if isReplyError(err) {
+				continue // not a hash: not a distlock lock
+			}
+			return nil, err
+		}
+		owner, ok := f["owner"]
+		if !ok {
+			continue // released since the scan, or not a distlock lock
+		}
+		info := engine.Info{Name: name, Held: true, Owner: owner, Metadata: f["meta"], TTL: r.pttl.Val()}
+		info.Count, _ = strconv.Atoi(f["count"])
+		info.Token, _ = strconv.ParseUint(f["token"], 10, 64)
+		if v, err := r.hw.Result(); err == nil {
+			info.HighWater, _ = strconv.ParseUint(v, 10, 64)
+		}
+		info.Waiters = int(r.subs.Val()[e.channel(name)])
+		infos = append(infos, info)
+	}
+	return infos, nil
+}
+
+// isReplyError reports whether err is the server's answer to one command
+// (WRONGTYPE, a nil reply...) rather than a failed round trip.
+func isReplyError(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re)
+}
+
+// escapeGlob escapes the metacharacters of Redis glob patterns (* ? [ ] \)
+// so that s matches itself only in SCAN MATCH.
+func escapeGlob(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
