@@ -94,6 +94,21 @@ func (a *app) cmdStatus(args []string) int {
 	}
 	fmt.Fprintf(w, "fence high-water:\t%s\n", fmtFence(info.HighWater))
 	fmt.Fprintf(w, "waiters:\t%d\n", info.Waiters)
+	if len(b.nodes) > 1 {
+		fmt.Fprintf(w, "nodes:\t\n")
+		for i, n := range b.nodes {
+			addr := b.rdbs[i].Options().Addr
+			ni, err := n.Inspect(ctx, name)
+			switch {
+			case err != nil:
+				fmt.Fprintf(w, "  %s\terror: %v\n", addr, err)
+			case ni.Held:
+				fmt.Fprintf(w, "  %s\theld by %s, ttl %s, fence %s, high-water %s\n", addr, ni.Owner, fmtTTL(ni.TTL), fmtFence(ni.Token), fmtFence(ni.HighWater))
+			default:
+				fmt.Fprintf(w, "  %s\tfree, high-water %s\n", addr, fmtFence(ni.HighWater))
+			}
+		}
+	}
 	_ = w.Flush()
 	if info.Held && info.TTL < 0 {
 		fmt.Fprintf(a.stdout, "\n%q never expires: a leaked lock. Free it with: distlock force-release %s\n", name, shellQuote(name))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
 )
 
@@ -27,29 +28,74 @@ const pingTimeout = 5 * time.Second
 const backendHelp = `Backend (every command but demo):
   DISTLOCK_REDIS=redis://[[user]:password@]host:6379[/db]   one Redis server
                  (rediss:// for TLS); --redis URL overrides it.
-  A comma-separated list of URLs (Redlock) and DISTLOCK_SERVER (a distlock
-  server) are not available yet.
+  DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
+                 Redlock over N independent Redis nodes (a majority decides).
+  DISTLOCK_SERVER (a distlock server) is not available yet.
 `
 
 // backend is an open connection to the lock backend.
 type backend struct {
 	client *distlock.Client
-	eng    engine.Engine
-	rdb    *goredis.Client
+	eng    engine.Engine   // one node, or the quorum of all nodes
+	nodes  []engine.Engine // the node engines, in the order of rdbs
+	rdbs   []*goredis.Client
 	where  string // for messages: "redis 10.0.0.5:6379"
 }
 
 // openBackend connects to the backend that the --redis flag (if not empty)
-// or the environment names, and checks that it answers. Its errors are
-// *cliError with the exit code and a hint.
+// or the environment names, and checks that it answers. Several URLs make a
+// Redlock quorum; a majority of them must answer. Its errors are *cliError
+// with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
-	url, err := a.redisURL(cmd, flagURL)
+	urls, err := a.redisURLs(cmd, flagURL)
 	if err != nil {
 		return nil, err
 	}
+	b := &backend{}
+	var nodes []engine.Engine
+	var down []string
+	for _, url := range urls {
+		rdb, eng, err := openNode(ctx, url)
+		if rdb != nil {
+			b.rdbs = append(b.rdbs, rdb)
+		}
+		if err != nil {
+			if ce, ok := err.(*cliError); !ok || ce.code != exitBackend || len(urls) == 1 {
+				b.closeConns()
+				return nil, err
+			}
+			down = append(down, err.Error())
+		}
+		if eng != nil {
+			nodes = append(nodes, eng)
+		}
+	}
+	b.nodes = nodes
+	if len(urls) == 1 {
+		b.eng, b.where = nodes[0], "redis "+b.rdbs[0].Options().Addr
+	} else {
+		if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
+			b.closeConns()
+			return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
+				len(urls)-len(down), len(urls), majority, strings.Join(down, "\n"))}
+		}
+		q, err := quorum.New(nodes)
+		if err != nil {
+			b.closeConns()
+			return nil, &cliError{code: exitFailed, msg: err.Error()}
+		}
+		b.eng, b.where = q, fmt.Sprintf("Redlock over %d nodes", len(urls))
+	}
+	b.client = distlock.New(b.eng)
+	return b, nil
+}
+
+// openNode connects to one Redis node and checks that it answers. An
+// unreachable node still returns its engine (a quorum tolerates it).
+func openNode(ctx context.Context, url string) (*goredis.Client, engine.Engine, error) {
 	opts, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, usageErr("cannot use %q as a Redis URL: %v.\nUse the form redis://[[user]:password@]host:6379[/db] "+
+		return nil, nil, usageErr("cannot use %q as a Redis URL: %v.\nUse the form redis://[[user]:password@]host:6379[/db] "+
 			"(rediss:// for TLS).", redactURL(url), err)
 	}
 	// Honour context deadlines, so a renewal or release that Redis does not
@@ -61,45 +107,47 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 		opts.DialerRetries = 2
 	}
 	rdb := goredis.NewClient(opts)
-	where := "redis " + opts.Addr
+	eng, err := redisengine.New(rdb)
+	if err != nil {
+		return rdb, nil, &cliError{code: exitFailed, msg: err.Error()}
+	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	err = rdb.Ping(pctx).Err()
 	cancel()
 	if err != nil {
-		_ = rdb.Close()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return rdb, eng, ctx.Err()
 		}
-		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
+		return rdb, eng, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
 			"Check that Redis is running there and that %s (or --redis) points at it.", opts.Addr, err, envRedis)}
 	}
-	eng, err := redisengine.New(rdb)
-	if err != nil {
-		_ = rdb.Close()
-		return nil, &cliError{code: exitFailed, msg: err.Error()}
-	}
-	return &backend{client: distlock.New(eng), eng: eng, rdb: rdb, where: where}, nil
+	return rdb, eng, nil
 }
 
-// redisURL picks the one Redis URL to use, or says why there is none.
-func (a *app) redisURL(cmd, flagURL string) (string, error) {
+// redisURLs picks the Redis URLs to use (several for Redlock), or says why
+// there are none.
+func (a *app) redisURLs(cmd, flagURL string) ([]string, error) {
 	url := strings.TrimSpace(flagURL)
 	if url == "" {
 		url = strings.TrimSpace(a.getenv(envRedis))
 		if url == "" && strings.TrimSpace(a.getenv(envServer)) != "" {
-			return "", usageErr("%s is set, but the distlock server backend is not available yet.\n"+
+			return nil, usageErr("%s is set, but the distlock server backend is not available yet.\n"+
 				"Unset it and set %s=redis://host:6379 (or pass --redis) to use Redis directly.", envServer, envRedis)
 		}
 	}
 	if url == "" {
-		return "", usageErr("this command needs a shared lock backend, and none is configured: "+
+		return nil, usageErr("this command needs a shared lock backend, and none is configured: "+
 			"set %s=redis://host:6379 (or pass --redis URL).\n"+
 			"To see distlock work with nothing installed, run: distlock demo", envRedis)
 	}
-	if parts := strings.Split(url, ","); len(parts) > 1 {
-		return "", usageErr("Redlock (%d URLs) is not available yet: give one Redis URL in %s or --redis.", len(parts), envRedis)
+	var urls []string
+	for _, u := range strings.Split(url, ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			return nil, usageErr("empty URL in the list %q: separate Redis URLs with single commas.", redactURL(url))
+		}
+		urls = append(urls, u)
 	}
-	return url, nil
+	return urls, nil
 }
 
 // close closes the client (releasing the leases it still holds, unless
@@ -109,7 +157,13 @@ func (b *backend) close(keepLeases bool) {
 		_ = b.client.Close()
 	}
 	_ = b.eng.Close()
-	_ = b.rdb.Close()
+	b.closeConns()
+}
+
+func (b *backend) closeConns() {
+	for _, rdb := range b.rdbs {
+		_ = rdb.Close()
+	}
 }
 
 // redactURL hides a password in a URL, for messages.

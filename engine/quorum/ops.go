@@ -356,7 +356,10 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return info, nil
 }
 
-var errNoForceRelease = errors.New("engine does not support force-release")
+var (
+	errNoForceRelease = errors.New("engine does not support force-release")
+	errNoList         = errors.New("engine cannot list")
+)
 
 // ForceRelease frees the lock on every node that supports it.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
