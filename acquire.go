@@ -29,23 +29,36 @@ var errValidityUsedUp = errors.New("grant arrived after its validity was used up
 // error is a *WaitError that matches ctx's error and the last attempt's
 // (ErrLocked or ErrBackend).
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	return c.acquire(ctx, name, opts, true)
+	return c.observed(ctx, name, opts, true)
 }
 
 // TryAcquire makes one attempt. When another owner holds the lock it returns
 // a *LockedError (matching ErrLocked) that says how long the holder's lease
 // has left.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	return c.acquire(ctx, name, opts, false)
+	return c.observed(ctx, name, opts, false)
 }
 
-func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
+// observed runs acquire and reports it to the Observer.
+func (c *Client) observed(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
+	start := time.Now()
+	l, contended, err := c.acquire(ctx, name, opts, wait)
+	switch {
+	case err == nil:
+		c.obs.Acquired(name, time.Since(start), contended)
+	case !errors.Is(err, ErrInvalidArgument):
+		c.obs.AcquireFailed(name, time.Since(start), err)
+	}
+	return l, err
+}
+
+func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (_ *Lease, contended bool, _ error) {
 	if err := c.check(ctx, name); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	o := buildOptions(opts)
 	if err := o.validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req := engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata}
 	if o.owner != "" {
@@ -56,7 +69,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	defer w.close()
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, w.giveUp(err)
+			return nil, w.contended, w.giveUp(err)
 		}
 		if o.owner == "" {
 			// A fresh random owner per attempt: a failed attempt's clean-up
@@ -69,7 +82,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		if err == nil && g.Acquired {
 			l, err := c.grant(ctx, name, req.Owner, o, g.Token, sent, true)
 			if err == nil {
-				return l, nil
+				return l, w.contended, nil
 			}
 			w.last = err
 		} else if err != nil {
@@ -80,18 +93,21 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 			}
 			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 			if ctx.Err() != nil {
-				return nil, w.giveUp(ctx.Err())
+				return nil, w.contended, w.giveUp(ctx.Err())
 			}
 		} else {
 			w.last = &LockedError{Name: name, TTL: g.HolderTTL}
+			w.contended = true
 		}
 		if !wait {
-			return nil, w.last
+			return nil, w.contended, w.last
 		}
 		if !w.hasTurn {
+			c.obs.Waiting(name, 1)
+			defer c.obs.Waiting(name, -1)
 			release, err := c.takeTurn(ctx, name)
 			if err != nil {
-				return nil, w.giveUp(err)
+				return nil, w.contended, w.giveUp(err)
 			}
 			defer release()
 			w.hasTurn = true
@@ -99,12 +115,12 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		}
 		if g.Retry > 0 {
 			if err := w.pause(g.Retry); err != nil {
-				return nil, err
+				return nil, w.contended, err
 			}
 			continue
 		}
 		if err := w.sleep(g.HolderTTL); err != nil {
-			return nil, err
+			return nil, w.contended, err
 		}
 	}
 }
@@ -141,6 +157,7 @@ type waiter struct {
 	sub       engine.Subscription
 	subFailed bool
 	hasTurn   bool // this waiter has the Client's turn on the name
+	contended bool // an attempt found the lock held by another owner
 	timer     *time.Timer
 }
 

@@ -39,6 +39,7 @@ type Client struct {
 	node           string
 	releaseTimeout time.Duration
 	renew          *renewer
+	obs            Observer
 	// skipValidity turns off the check that a grant arrived within its
 	// validity: set only by negative-control tests in this package.
 	skipValidity bool
@@ -77,6 +78,9 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.obs == nil {
+		c.obs = nopObserver{}
 	}
 	c.renew = newRenewer(c)
 	return c

@@ -30,6 +30,7 @@ type Lease struct {
 	owner     string
 	token     uint64
 	autoRenew bool
+	granted   time.Time // when the grant was sent
 	done      chan struct{}
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -49,7 +50,8 @@ type Lease struct {
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
 	l := &Lease{
 		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew,
-		done: make(chan struct{}),
+		granted: sent,
+		done:    make(chan struct{}),
 		ttl:  o.ttl,
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -207,10 +209,12 @@ func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, 
 	l.mu.Lock()
 	l.inflight = false
 	l.mu.Unlock()
+	ok := batchErr == nil && r.Err == nil && r.Status == engine.Extended
+	l.c.obs.Renewed(l.name, ok)
 	switch {
 	case batchErr != nil || r.Err != nil:
 		l.renewFailed(firstErr(batchErr, r.Err))
-	case r.Status == engine.Extended:
+	case ok:
 		l.confirm(sent, ttl)
 	case r.Status == engine.HeldByOther:
 		l.lose(TakenOver, nil)
@@ -297,6 +301,11 @@ func (l *Lease) end(why error) {
 	}
 	close(l.done)
 	l.cancel(why)
+	if lost, ok := why.(*LostError); ok {
+		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
+	} else {
+		l.c.obs.Released(l.name, time.Since(l.granted))
+	}
 }
 
 // renewDue reports whether the watchdog should renew the lease at now (a

@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // and it comes within the wait budget.
 func TestMinorityDown(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
-	c := newClient(t, srvs)
+	var nodeErrs atomic.Int64
+	c := newClient(t, srvs, quorum.WithNodeErrors(func(string, error) { nodeErrs.Add(1) }))
 	ctx := context.Background()
 	for _, s := range srvs[:2] {
 		if err := s.Kill(); err != nil {
@@ -40,6 +42,9 @@ func TestMinorityDown(t *testing.T) {
 	var nq *quorum.NoQuorumError
 	if !errors.As(err, &nq) || len(nq.Errs) != 3 {
 		t.Fatalf("no per-node errors: %v", err)
+	}
+	if nodeErrs.Load() < 3 {
+		t.Fatalf("node error hook saw %d errors", nodeErrs.Load())
 	}
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()

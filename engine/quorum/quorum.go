@@ -41,6 +41,8 @@ type Engine struct {
 	cleaners    []*cleaner     // one per node
 	closeOnce   sync.Once
 
+	nodeErr func(node string, err error) // WithNodeErrors
+
 	// skipValidity disables the validity check: for negative-control
 	// tests only (see WithoutValidityCheckForTesting).
 	skipValidity bool
@@ -75,6 +77,12 @@ func WithoutFencing() Option { return func(e *Engine) { e.noFencing = true } }
 // every node; the stragglers are released in the background when the grant
 // failed.
 func WithFailFast() Option { return func(e *Engine) { e.failFast = true } }
+
+// WithNodeErrors calls fn with every failed call to a node (for per-node
+// error metrics). fn must be fast and safe for concurrent use.
+func WithNodeErrors(fn func(node string, err error)) Option {
+	return func(e *Engine) { e.nodeErr = fn }
+}
 
 // WithoutValidityCheckForTesting turns off the check that a grant still has
 // validity left. It exists only so tests can show that the check matters
@@ -188,6 +196,9 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 			defer cancel()
 			v, err := fn(nctx, n)
 			if err != nil {
+				if e.nodeErr != nil {
+					e.nodeErr(n.name, err)
+				}
 				err = &NodeError{Node: n.name, Err: err}
 			}
 			ch <- indexed{i, result[T]{v: v, err: err, done: true}}

@@ -1,0 +1,37 @@
+package distlock
+
+import "time"
+
+// Observer receives the events of a Client's locks: the hook for metrics
+// (see the server's Prometheus collector) and logs. Its methods are called
+// synchronously on the lock path, so they must be fast, must not block, and
+// must be safe for concurrent use.
+type Observer interface {
+	// Acquired: a lease was granted after waiting waited; contended
+	// reports whether the lock was held by another owner when asked.
+	Acquired(name string, waited time.Duration, contended bool)
+	// AcquireFailed: Acquire or TryAcquire gave up (err says why: locked,
+	// context, backend).
+	AcquireFailed(name string, waited time.Duration, err error)
+	// Waiting: a goroutine started (+1) or stopped (-1) waiting for name.
+	Waiting(name string, delta int)
+	// Renewed: the watchdog renewed a lease (ok) or a renewal failed.
+	Renewed(name string, ok bool)
+	// Released: a lease was released after being held for held.
+	Released(name string, held time.Duration)
+	// Lost: a lease was lost after being held for held.
+	Lost(name string, cause LossCause, held time.Duration)
+}
+
+// WithObserver sets the Client's Observer (default none).
+func WithObserver(o Observer) ClientOption { return func(c *Client) { c.obs = o } }
+
+// nopObserver is the Observer of a Client without one.
+type nopObserver struct{}
+
+func (nopObserver) Acquired(string, time.Duration, bool)       {}
+func (nopObserver) AcquireFailed(string, time.Duration, error) {}
+func (nopObserver) Waiting(string, int)                        {}
+func (nopObserver) Renewed(string, bool)                       {}
+func (nopObserver) Released(string, time.Duration)             {}
+func (nopObserver) Lost(string, LossCause, time.Duration)      {}
