@@ -32,8 +32,7 @@ type Lease struct {
 	autoRenew bool
 	granted   time.Time // when the grant was sent
 	done      chan struct{}
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
+	parent    context.Context // the acquiring context, for Context's values
 
 	mu        sync.Mutex
 	ttl       time.Duration
@@ -45,6 +44,8 @@ type Lease struct {
 	lastErr   error       // last renewal error since the last confirmation
 	inflight  bool        // a renewal was sent and not answered yet
 	err       error       // nil while held
+	ctx       context.Context
+	cancel    context.CancelCauseFunc // nil until Context is first called
 }
 
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
@@ -54,7 +55,7 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 		done:    make(chan struct{}),
 		ttl:  o.ttl,
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.parent = ctx
 	l.setValidity(sent, o.ttl)
 	return l
 }
@@ -111,7 +112,17 @@ func (l *Lease) Err() error {
 // Context returns a context that is cancelled when the lease ends. Its cause
 // (context.Cause) is Err. It carries the values of the context that
 // acquired the lease, not its cancellation.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil { // made on first use: most holders never ask
+		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(l.parent))
+		if l.err != nil {
+			l.cancel(l.err)
+		}
+	}
+	return l.ctx
+}
 
 // Extend sets the lease's time to live to ttl, counted from now, and makes it
 // the ttl of later automatic renewals. It fails with ErrNotHeld (and the
@@ -300,7 +311,9 @@ func (l *Lease) end(why error) {
 		l.timer.Stop()
 	}
 	close(l.done)
-	l.cancel(why)
+	if l.cancel != nil {
+		l.cancel(why)
+	}
 	if lost, ok := why.(*LostError); ok {
 		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
 	} else {

@@ -12,6 +12,11 @@ import (
 // minRenewTimeout is the least time a renewal round trip is given.
 const minRenewTimeout = 50 * time.Millisecond
 
+// renewerLinger is how long the watchdog stays after its last lease ends,
+// so that a client that acquires and releases in a loop does not start a
+// goroutine per lease.
+const renewerLinger = 250 * time.Millisecond
+
 // renewer is a Client's watchdog: one goroutine, running only while the
 // Client holds auto-renewed leases, that renews every lease due in one
 // Extend call (one round trip per node).
@@ -21,6 +26,7 @@ type renewer struct {
 	leases  map[*Lease]struct{}
 	running bool
 	closed  bool
+	wakeAt  time.Time // when the sleeping loop wakes; zero while busy
 	kick    chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -48,9 +54,12 @@ func (r *renewer) add(l *Lease) {
 		go r.loop()
 		return
 	}
-	select {
-	case r.kick <- struct{}{}:
-	default:
+	// Wake the loop only if it sleeps past the new lease's renewal.
+	if _, at, _ := l.renewDue(time.Time{}); r.wakeAt.IsZero() || at.Before(r.wakeAt) {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -71,13 +80,15 @@ func (r *renewer) close() {
 	r.wg.Wait()
 }
 
-// loop renews leases as they fall due, and exits when none are left.
+// loop renews leases as they fall due, and exits when none have been left
+// for renewerLinger.
 func (r *renewer) loop() {
 	defer r.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	idle := false
 	for {
-		due, next, ok := r.collect(time.Now())
+		due, next, ok := r.collect(time.Now(), idle)
 		if !ok {
 			return
 		}
@@ -85,14 +96,25 @@ func (r *renewer) loop() {
 			r.renew(due)
 			continue
 		}
+		idle = next.IsZero()
+		if idle {
+			next = time.Now().Add(renewerLinger)
+		}
+		r.mu.Lock()
+		r.wakeAt = next
+		r.mu.Unlock()
 		timer.Reset(time.Until(next))
 		select {
 		case <-timer.C:
 		case <-r.kick:
 			timer.Stop()
+			idle = false
 		case <-r.stop:
 			return
 		}
+		r.mu.Lock()
+		r.wakeAt = time.Time{}
+		r.mu.Unlock()
 	}
 }
 
@@ -101,12 +123,13 @@ type dueLease struct {
 	req engine.ExtendRequest
 }
 
-// collect returns the leases to renew now, or when to look again; ok is
-// false when the watchdog should exit.
-func (r *renewer) collect(now time.Time) (due []dueLease, next time.Time, ok bool) {
+// collect returns the leases to renew now, or when to look again (zero when
+// there are none); ok is false when the watchdog should exit: it is closed,
+// or it has no lease after lingering idle.
+func (r *renewer) collect(now time.Time, idle bool) (due []dueLease, next time.Time, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || len(r.leases) == 0 {
+	if r.closed || (idle && len(r.leases) == 0) {
 		r.running = false
 		return nil, next, false
 	}

@@ -29,6 +29,11 @@ import (
 // DefaultMaxNodeTimeout caps the default per-node timeout.
 const DefaultMaxNodeTimeout = 50 * time.Millisecond
 
+// MinNodeTimeout is the floor of the default per-node timeout: below it a
+// busy but healthy node (a connection being dialled, a loaded machine) would
+// count as failed.
+const MinNodeTimeout = 10 * time.Millisecond
+
 // Engine is a quorum of independent engines.
 type Engine struct {
 	nodes       []node
@@ -62,7 +67,8 @@ var (
 type Option func(*Engine)
 
 // WithNodeTimeout sets the per-node timeout of every call (default
-// min(ttl/100, 50ms) for acquire and extend, 50ms for the rest).
+// min(ttl/100, 50ms), at least 10ms, for acquire and extend; 50ms for the
+// rest).
 func WithNodeTimeout(d time.Duration) Option { return func(e *Engine) { e.nodeTimeout = d } }
 
 // WithoutFencing skips phase 2 of a grant: one round trip instead of two.
@@ -138,7 +144,7 @@ func (e *Engine) timeout(ttl time.Duration) time.Duration {
 	if ttl <= 0 {
 		return DefaultMaxNodeTimeout
 	}
-	return max(min(ttl/100, DefaultMaxNodeTimeout), time.Millisecond)
+	return max(min(ttl/100, DefaultMaxNodeTimeout), MinNodeTimeout)
 }
 
 // drift is the clock-drift allowance: ttl/100 + 2ms.

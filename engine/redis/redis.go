@@ -44,6 +44,7 @@ type Engine struct {
 	client   goredis.UniversalClient
 	prefix   string
 	fenceTTL time.Duration
+	fenceMS  string // fenceTTL in milliseconds, as sent
 	addr     string
 	watch    *watcher
 }
@@ -79,6 +80,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	if e.fenceTTL < time.Millisecond {
 		return nil, fmt.Errorf("distlock/engine/redis: fence ttl %v is too short", e.fenceTTL)
 	}
+	e.fenceMS = ms(e.fenceTTL)
 	if c, ok := client.(*goredis.Client); ok {
 		e.addr = c.Options().Addr
 	}
@@ -103,7 +105,7 @@ func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := acquireScript.Run(ctx, e.client,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, ms(e.fenceTTL), r.Attempt).Slice()
+		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt).Slice()
 	if err != nil {
 		return engine.Grant{}, err
 	}
@@ -162,8 +164,8 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 
 // Release implements engine.Engine.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	res, err := releaseScript.Run(ctx, e.client, []string{e.lockKey(name)},
-		owner, e.channel(name), "PUBLISH").Slice()
+	key := e.lockKey(name) // the channel has the lock key's name
+	res, err := releaseScript.Run(ctx, e.client, []string{key}, owner, key, "PUBLISH").Slice()
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -188,7 +190,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	n, err := raiseFenceScript.Run(ctx, e.client,
 		[]string{e.lockKey(name), e.fenceKey(name)},
-		owner, strconv.FormatUint(token, 10), ms(e.fenceTTL)).Int64()
+		owner, strconv.FormatUint(token, 10), e.fenceMS).Int64()
 	return n == 1, err
 }
 

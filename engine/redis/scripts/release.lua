@@ -3,15 +3,16 @@
 -- the last hold goes.
 -- Returns {1, remaining holds}, {0} when nobody holds it, {-1} when another
 -- owner does.
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if not owner then
+local state = redis.call('HMGET', KEYS[1], 'owner', 'count')
+if not state[1] then
   return {0}
 end
-if owner ~= ARGV[1] then
+if state[1] ~= ARGV[1] then
   return {-1}
 end
-local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
+local count = tonumber(state[2]) - 1
 if count > 0 then
+  redis.call('HSET', KEYS[1], 'count', count)
   return {1, count}
 end
 redis.call('DEL', KEYS[1])
