@@ -53,7 +53,7 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew,
 		granted: sent,
 		done:    make(chan struct{}),
-		ttl:  o.ttl,
+		ttl:     o.ttl,
 	}
 	l.parent = ctx
 	l.setValidity(sent, o.ttl)
