@@ -67,6 +67,21 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 
 	w := waiter{c: c, ctx: ctx, name: name, start: time.Now()}
 	defer w.close()
+	// No barging inside a Client: when goroutines of this Client already
+	// wait for the name, a new waiter queues behind them before its first
+	// attempt. (Not for an explicit owner, which may be re-entering a lock
+	// its own waiters wait for.)
+	if wait && o.owner == "" && c.waitersOn(name) {
+		w.contended = true
+		c.obs.Waiting(name, 1)
+		defer c.obs.Waiting(name, -1)
+		release, err := c.takeTurn(ctx, name)
+		if err != nil {
+			return nil, true, w.giveUp(err)
+		}
+		defer release()
+		w.hasTurn = true
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, w.contended, w.giveUp(err)

@@ -7,11 +7,20 @@ import "context"
 // release wakes one contender per Client instead of a herd, which matters
 // most for a quorum, where simultaneous contenders split the vote.
 //
-// A turn is taken only after a first attempt failed: a holder re-entering
-// with its explicit owner id never queues behind a waiter for its own lock.
+// A turn is taken after a first attempt failed, or before it when others of
+// the Client already wait (no barging: a goroutine that just released cannot
+// overtake them). A holder re-entering with its explicit owner id never
+// queues, so it cannot wait behind a waiter for its own lock.
 type turn struct {
 	ch   chan struct{} // holds one token while someone has the turn
 	refs int
+}
+
+// waitersOn reports whether goroutines of this Client wait for name.
+func (c *Client) waitersOn(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turns[name] != nil
 }
 
 // takeTurn waits for the turn on name, or for ctx to end.
