@@ -106,10 +106,15 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 			if o.owner == "" {
 				c.cleanup(name, req.Owner)
 			}
-			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 			if ctx.Err() != nil {
+				// The context ended the attempt: the previous attempt's
+				// outcome (say, locked) is the better explanation, if any.
+				if w.last == nil {
+					w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
+				}
 				return nil, w.contended, w.giveUp(ctx.Err())
 			}
+			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 		} else {
 			w.last = &LockedError{Name: name, TTL: g.HolderTTL}
 			w.contended = true

@@ -3,6 +3,7 @@ package distlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -80,9 +81,11 @@ func TestObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.acquired != 2 || rec.contended != 1 || rec.failed != 0 || rec.waiting != 0 ||
-		rec.renewOK == 0 || rec.released != 1 || rec.lostCnt != 1 || rec.lostCause != distlock.Expired {
-		t.Fatalf("events: %+v", &rec)
+	events := fmt.Sprintf("acquired=%d contended=%d failed=%d waiting=%d renewOK>0=%t released=%d lost=%d cause=%v",
+		rec.acquired, rec.contended, rec.failed, rec.waiting, rec.renewOK > 0, rec.released, rec.lostCnt, rec.lostCause)
+	rec.mu.Unlock()
+	want := "acquired=2 contended=1 failed=0 waiting=0 renewOK>0=true released=1 lost=1 cause=expired"
+	if events != want {
+		t.Fatalf("events:\n got %s\nwant %s", events, want)
 	}
 }

@@ -84,8 +84,12 @@ func (o *options) validate() error {
 	return nil
 }
 
-// validateName checks a lock name: 1 to 512 bytes of UTF-8 that does not
-// start with '}' (the name is a Redis Cluster hash tag).
+// ValidateName checks a lock name as every call does: 1 to 512 bytes of
+// UTF-8 that does not start with '}' (the name is a Redis Cluster hash tag).
+// It returns an *ArgumentError. Servers and tools use it to reject a name
+// before doing anything with it.
+func ValidateName(name string) error { return validateName(name) }
+
 func validateName(name string) error {
 	switch {
 	case name == "":

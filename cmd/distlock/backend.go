@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/engine/remote"
 )
 
 // Environment variables that choose the backend.
@@ -30,7 +32,8 @@ const backendHelp = `Backend (every command but demo):
                  (rediss:// for TLS); --redis URL overrides it.
   DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
                  Redlock over N independent Redis nodes (a majority decides).
-  DISTLOCK_SERVER (a distlock server) is not available yet.
+  DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
+                 DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
 `
 
 // backend is an open connection to the lock backend.
@@ -47,6 +50,12 @@ type backend struct {
 // Redlock quorum; a majority of them must answer. Its errors are *cliError
 // with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
+	if srv := strings.TrimSpace(a.getenv(envServer)); srv != "" && strings.TrimSpace(flagURL) == "" {
+		if strings.TrimSpace(a.getenv(envRedis)) != "" {
+			return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envRedis, envServer)
+		}
+		return a.openServer(ctx, srv)
+	}
 	urls, err := a.redisURLs(cmd, flagURL)
 	if err != nil {
 		return nil, err
@@ -130,15 +139,11 @@ func (a *app) redisURLs(cmd, flagURL string) ([]string, error) {
 	url := strings.TrimSpace(flagURL)
 	if url == "" {
 		url = strings.TrimSpace(a.getenv(envRedis))
-		if url == "" && strings.TrimSpace(a.getenv(envServer)) != "" {
-			return nil, usageErr("%s is set, but the distlock server backend is not available yet.\n"+
-				"Unset it and set %s=redis://host:6379 (or pass --redis) to use Redis directly.", envServer, envRedis)
-		}
 	}
 	if url == "" {
 		return nil, usageErr("this command needs a shared lock backend, and none is configured: "+
-			"set %s=redis://host:6379 (or pass --redis URL).\n"+
-			"To see distlock work with nothing installed, run: distlock demo", envRedis)
+			"set %s=redis://host:6379 (or pass --redis URL), or %s=http://host:7420 for a distlock server.\n"+
+			"To see distlock work with nothing installed, run: distlock demo", envRedis, envServer)
 	}
 	var urls []string
 	for _, u := range strings.Split(url, ",") {
@@ -148,6 +153,32 @@ func (a *app) redisURLs(cmd, flagURL string) ([]string, error) {
 		urls = append(urls, u)
 	}
 	return urls, nil
+}
+
+// openServer connects to a distlock server and checks that it answers and
+// takes the token (DISTLOCK_TOKEN).
+func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
+	eng, err := remote.New(url, remote.WithToken(strings.TrimSpace(a.getenv(envToken))))
+	if err != nil {
+		return nil, usageErr("cannot use %q as a distlock server URL: %v.\nUse the form http://host:7420 (https:// for TLS).",
+			url, strings.TrimPrefix(err.Error(), "distlock/engine/remote: "))
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	_, err = eng.Ping(pctx)
+	cancel()
+	if err != nil {
+		_ = eng.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) {
+			return nil, usageErr("the distlock server at %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
+				url, err, envToken)
+		}
+		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the distlock server at %s: %v.\n"+
+			"Check that distlock serve runs there and that %s points at it.", url, err, envServer)}
+	}
+	return &backend{client: distlock.New(eng), eng: eng, where: eng.String()}, nil
 }
 
 // close closes the client (releasing the leases it still holds, unless

@@ -13,6 +13,7 @@ Commands:
 
 const overviewTail = `
 Start here (nothing to install):   distlock demo
+Run the lock server:               distlock serve    (then open http://127.0.0.1:7420/)
 One host runs the nightly job:     distlock run --wait 0 nightly-report -- ./report.sh
 
 ` + backendHelp + `
@@ -234,6 +235,51 @@ Example:
   go run ./cmd/distlock demo
 `
 
+const serveHelp = `Usage: distlock serve [flags]
+
+Runs the distlock lock server: an HTTP/JSON API under /v1 (docs/API.md), a
+live dashboard at / and Prometheus metrics at /metrics.
+
+With no backend flag it runs on the embedded engine, with nothing installed:
+this process is then the lock authority (like a single Redis), and its locks
+are dropped when it stops. With --redis or --redlock it keeps no lock state of
+its own, so several servers can run side by side behind a load balancer.
+
+Clients: the Go library with engine/remote, the other distlock commands with
+DISTLOCK_SERVER=http://host:7420 (and DISTLOCK_TOKEN), or curl.
+
+Flags:
+  --listen HOST:PORT        address to listen on (default 127.0.0.1:7420)
+  --redis URL               run on one Redis server (redis://host:6379)
+  --redlock URL,URL,...     run on Redlock over N independent Redis nodes
+  --tokens-file PATH        require bearer tokens: ROLE:TOKEN entries, one a
+                            line (roles: read, write, admin; tokens of at least
+                            16 bytes). Default: $DISTLOCK_TOKENS, same format.
+  --tls-cert PATH, --tls-key PATH
+                            speak HTTPS with this certificate and key
+  --insecure-public         allow a non-loopback --listen without tokens
+  --max-waiters N           waiting requests in total (default 10000)
+  --max-waiters-per-name N  waiting requests per lock name (default 1000)
+  --max-wait DURATION       longest wait an acquire may ask for (default 10m)
+  --shutdown-timeout DURATION
+                            on SIGINT/SIGTERM, how long requests in progress
+                            may take to finish (default 10s)
+
+On SIGINT or SIGTERM the server stops accepting, answers waiting requests with
+shutting_down (HTTP 503) and releases nothing: on Redis the clients' locks
+stay theirs.
+
+Exit codes: 0 stopped by a signal, 1 cannot listen, 64 usage, 69 Redis
+unreachable.
+
+Examples:
+  distlock serve                                   # embedded, 127.0.0.1:7420
+  distlock serve --redis redis://127.0.0.1:6379
+  distlock serve --listen 0.0.0.0:7420 --tokens-file /etc/distlock/tokens \
+      --tls-cert cert.pem --tls-key key.pem --redis redis://redis:6379
+  curl -s -XPOST localhost:7420/v1/locks/deploy/acquire -d '{"ttl_ms":60000}'
+`
+
 const helpHelp = `Usage: distlock help [COMMAND]
 
 Shows the list of commands, or the help of COMMAND.
@@ -261,6 +307,8 @@ func helpFor(cmd string) (string, bool) {
 		return leaksHelp, true
 	case "force-release":
 		return forceReleaseHelp, true
+	case "serve":
+		return serveHelp, true
 	case "demo":
 		return demoHelp, true
 	case "help":

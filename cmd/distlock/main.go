@@ -8,8 +8,13 @@
 // release), inspect and repair them (status, list, leaks, force-release),
 // and show fencing tokens at work with nothing installed (demo).
 //
-// The lock backend is one Redis server: DISTLOCK_REDIS=redis://host:6379 or
-// --redis. See docs/CLI.md, or run distlock help.
+// distlock serve runs the lock server (HTTP API, dashboard, metrics), on an
+// embedded engine or on Redis.
+//
+// The lock backend of the other commands is one Redis server
+// (DISTLOCK_REDIS=redis://host:6379 or --redis), Redlock over several, or a
+// distlock server (DISTLOCK_SERVER=http://host:7420). See docs/CLI.md, or
+// run distlock help.
 package main
 
 import (
@@ -61,6 +66,7 @@ func (a *app) commands() []command {
 		{"list", "list the locks held", a.cmdList},
 		{"leaks", "find lock keys that will never expire", a.cmdLeaks},
 		{"force-release", "free a lock whoever holds it (a repair)", a.cmdForceRelease},
+		{"serve", "run the lock server: HTTP API, live dashboard, /metrics", a.cmdServe},
 		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", a.cmdDemo},
 		{"help", "show help for a command", a.cmdHelp},
 	}

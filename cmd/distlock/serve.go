@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/engine/quorum"
+	"github.com/distlock/distlock/server"
+)
+
+// Environment variables of distlock serve and of the server backend.
+const (
+	envTokens = "DISTLOCK_TOKENS" // serve: ROLE:TOKEN entries
+	envToken  = "DISTLOCK_TOKEN"  // commands on DISTLOCK_SERVER: the bearer token
+)
+
+const defaultListen = "127.0.0.1:7420"
+
+// cmdServe implements distlock serve.
+func (a *app) cmdServe(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return a.serve(ctx, args, nil)
+}
+
+// serve runs the server until ctx ends; ready, if not nil, is called with
+// the server's URL once it listens.
+func (a *app) serve(ctx context.Context, args []string, ready func(url string)) int {
+	const cmd = "serve"
+	fs := flagSet(cmd)
+	listen := stringFlag(fs, defaultListen, "listen")
+	redisURL := stringFlag(fs, "", "redis")
+	redlock := stringFlag(fs, "", "redlock")
+	tokensFile := stringFlag(fs, "", "tokens-file")
+	certFile := stringFlag(fs, "", "tls-cert")
+	keyFile := stringFlag(fs, "", "tls-key")
+	public := boolFlag(fs, "insecure-public")
+	maxWaiters := fs.Int("max-waiters", server.DefaultMaxWaiters, "")
+	maxPerName := fs.Int("max-waiters-per-name", server.DefaultMaxWaitersPerName, "")
+	maxWait := durationFlag(fs, "max-wait", server.DefaultMaxWait)
+	grace := durationFlag(fs, "shutdown-timeout", 10*time.Second)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return a.flagError(cmd, err)
+	}
+	if ok, code := a.checkArgs(cmd, pos); !ok {
+		return code
+	}
+	switch {
+	case *redisURL != "" && *redlock != "":
+		return a.usage(cmd, "--redis and --redlock exclude each other: one Redis, or Redlock over several")
+	case (*certFile == "") != (*keyFile == ""):
+		return a.usage(cmd, "--tls-cert and --tls-key go together")
+	case *maxWaiters < 1 || *maxPerName < 1:
+		return a.usage(cmd, "--max-waiters and --max-waiters-per-name must be positive")
+	case *maxWait <= 0:
+		return a.usage(cmd, "--max-wait must be positive")
+	}
+
+	if tokensGiven := *tokensFile != "" || strings.TrimSpace(a.getenv(envTokens)) != ""; !tokensGiven && !*public && !loopbackAddr(*listen) {
+		return a.usage(cmd, "--listen %s is not a loopback address, and no tokens are given: anyone who reaches it could take "+
+			"and break every lock.\nGive --tokens-file (or %s), or pass --insecure-public to allow it anyway", *listen, envTokens)
+	}
+
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	reg := server.NewRegistry()
+	metrics, err := server.NewMetrics(reg)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	opts := []server.Option{
+		server.WithLogger(log), server.WithMetrics(metrics),
+		server.WithMaxWaiters(*maxWaiters, *maxPerName), server.WithMaxWait(*maxWait),
+	}
+	tokens, err := a.serveTokens(*tokensFile)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	if tokens != nil {
+		opts = append(opts, server.WithTokens(tokens))
+	}
+	if *public {
+		opts = append(opts, server.WithInsecurePublic())
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return a.fail(cmd, usageErr("cannot load the TLS certificate: %v", err))
+		}
+		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	}
+
+	eng, closeEngine, desc, err := a.serveEngine(ctx, *redisURL, *redlock, metrics)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	defer closeEngine()
+	opts = append(opts, server.WithEngineName(desc))
+	srv, err := server.New(eng, opts...)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		_ = srv.Close()
+		return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("cannot listen on %s: %v.\nPick another address with --listen HOST:PORT.", *listen, err)})
+	}
+	scheme := "http"
+	if srv.TLS() {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	fmt.Fprintf(a.stderr, "distlock serve: listening on %s (dashboard: %s/, API: %s/v1, metrics: %s/metrics)\n", url, url, url, url)
+	fmt.Fprintf(a.stderr, "distlock serve: engine: %s\n", desc)
+	if srv.Embedded() {
+		fmt.Fprintln(a.stderr, "distlock serve: this process is the lock authority: its locks live in memory and are dropped when it stops.")
+	}
+	if tokens == nil {
+		fmt.Fprintln(a.stderr, "distlock serve: authentication: off (give --tokens-file or "+envTokens+" to require bearer tokens)")
+	} else {
+		fmt.Fprintf(a.stderr, "distlock serve: authentication: %d bearer token(s)\n", tokens.Len())
+	}
+	if ready != nil {
+		ready(url)
+	}
+
+	select {
+	case err := <-served:
+		_ = srv.Close()
+		return a.fail(cmd, &cliError{code: exitFailed, msg: err.Error()})
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(a.stderr, "distlock serve: shutting down: waiting requests are answered shutting_down")
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		fmt.Fprintf(a.stderr, "distlock serve: requests still running after %v were cut off: %v\n", *grace, err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return a.fail(cmd, &cliError{code: exitFailed, msg: err.Error()})
+	}
+	if srv.Embedded() {
+		fmt.Fprintln(a.stderr, "distlock serve: stopped; the embedded engine's locks are dropped now")
+	} else {
+		fmt.Fprintln(a.stderr, "distlock serve: stopped; nothing was released: the locks on Redis stay with their holders")
+	}
+	return exitOK
+}
+
+// loopbackAddr reports whether the host of a listen address is a loopback
+// address (or localhost).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveTokens reads the bearer tokens from --tokens-file or DISTLOCK_TOKENS
+// (nil: none).
+func (a *app) serveTokens(file string) (*server.Tokens, error) {
+	if file != "" {
+		t, err := server.LoadTokensFile(file)
+		if err != nil {
+			return nil, usageErr("--tokens-file: %v", err)
+		}
+		return t, nil
+	}
+	if env := strings.TrimSpace(a.getenv(envTokens)); env != "" {
+		t, err := server.ParseTokens(env)
+		if err != nil {
+			return nil, usageErr("%s: %v", envTokens, err)
+		}
+		return t, nil
+	}
+	return nil, nil
+}
+
+// serveEngine opens the server's engine: embedded, one Redis, or Redlock
+// over several (a majority must answer).
+func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *server.Metrics) (engine.Engine, func(), string, error) {
+	if redisURL == "" && redlock == "" {
+		eng := memory.New()
+		return eng, func() { _ = eng.Close() }, "embedded", nil
+	}
+	urls := []string{strings.TrimSpace(redisURL)}
+	if redlock != "" {
+		urls = nil
+		for _, u := range strings.Split(redlock, ",") {
+			if u = strings.TrimSpace(u); u == "" {
+				return nil, nil, "", usageErr("--redlock: empty URL in the list %q: separate Redis URLs with single commas", redactURL(redlock))
+			}
+			urls = append(urls, u)
+		}
+	}
+	var (
+		rdbs  []*goredis.Client
+		nodes []engine.Engine
+		down  []string
+	)
+	closeAll := func() {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+		for _, r := range rdbs {
+			_ = r.Close()
+		}
+	}
+	for _, url := range urls {
+		rdb, eng, err := openNode(ctx, url)
+		if rdb != nil {
+			rdbs = append(rdbs, rdb)
+		}
+		if eng != nil {
+			nodes = append(nodes, eng)
+		}
+		if err != nil {
+			var ce *cliError
+			if !errors.As(err, &ce) || ce.code != exitBackend || len(urls) == 1 {
+				closeAll()
+				return nil, nil, "", err
+			}
+			down = append(down, err.Error())
+		}
+	}
+	if len(urls) == 1 {
+		return nodes[0], closeAll, "redis " + rdbs[0].Options().Addr, nil
+	}
+	if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
+		closeAll()
+		return nil, nil, "", &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
+			len(urls)-len(down), len(urls), majority, strings.Join(down, "\n"))}
+	}
+	q, err := quorum.New(nodes, quorum.WithNodeErrors(m.NodeError))
+	if err != nil {
+		closeAll()
+		return nil, nil, "", &cliError{code: exitFailed, msg: err.Error()}
+	}
+	// The quorum owns the node engines; the connections stay ours.
+	return q, func() {
+		_ = q.Close()
+		for _, r := range rdbs {
+			_ = r.Close()
+		}
+	}, fmt.Sprintf("Redlock over %d Redis nodes", len(urls)), nil
+}

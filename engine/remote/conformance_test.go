@@ -1,0 +1,87 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/memory"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/engine/remote"
+	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/server"
+)
+
+// startServer serves eng on a free loopback port until the test ends and
+// returns its URL.
+func startServer(t *testing.T, eng engine.Engine, opts ...server.Option) (*server.Server, string) {
+	t.Helper()
+	srv, err := server.New(eng, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return srv, "http://" + ln.Addr().String()
+}
+
+// newRemote returns a remote engine on url, closed when the test ends.
+func newRemote(t *testing.T, url string, opts ...remote.Option) *remote.Engine {
+	t.Helper()
+	e, err := remote.New(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// TestConformanceEmbedded: the remote engine against a server on the
+// embedded engine.
+func TestConformanceEmbedded(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	_, url := startServer(t, mem, server.WithLogger(quietLogger()))
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
+	})
+}
+
+// TestConformanceRedis: the remote engine against a server on a real
+// redis-server.
+func TestConformanceRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	eng, err := redisengine.New(rs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	_, url := startServer(t, eng, server.WithLogger(quietLogger()))
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
+		Delete: func(t *testing.T, name string) {
+			if err := rs.Del(context.Background(), redisengine.DefaultPrefix+"{"+name+"}"); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}

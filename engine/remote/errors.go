@@ -1,0 +1,69 @@
+package remote
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/distlock/distlock/server/api"
+)
+
+// Error is an error answer of the server. distlock.Client wraps it in a
+// *distlock.BackendError; errors.As finds it there.
+type Error struct {
+	Op      string
+	Status  int    // the HTTP status
+	Code    string // the stable code: api.CodeUnauthorized, ...
+	Message string
+	Detail  api.ErrorDetail
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("distlock server: %s: %s (HTTP %d): %s", e.Op, e.Code, e.Status, e.Message)
+}
+
+// Is matches the sentinel of the error's code: ErrUnauthorized,
+// ErrForbidden, ErrTooManyWaiters, ErrShuttingDown, ErrUnavailable.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrUnauthorized:
+		return e.Code == api.CodeUnauthorized
+	case ErrForbidden:
+		return e.Code == api.CodeForbidden
+	case ErrTooManyWaiters:
+		return e.Code == api.CodeTooManyWaiters
+	case ErrShuttingDown:
+		return e.Code == api.CodeShuttingDown
+	case ErrUnavailable:
+		return e.Code == api.CodeBackendUnavailable
+	}
+	return false
+}
+
+// Sentinels for errors.Is on an *Error.
+var (
+	// ErrUnauthorized: the server needs a token, or did not know it.
+	ErrUnauthorized = errors.New("distlock server: unauthorized")
+	// ErrForbidden: the token's role may not do this.
+	ErrForbidden = errors.New("distlock server: forbidden")
+	// ErrTooManyWaiters: the server's waiter limits were reached.
+	ErrTooManyWaiters = errors.New("distlock server: too many waiters")
+	// ErrShuttingDown: the server is shutting down.
+	ErrShuttingDown = errors.New("distlock server: shutting down")
+	// ErrUnavailable: the server's own lock engine failed.
+	ErrUnavailable = errors.New("distlock server: backend unavailable")
+)
+
+// errorFrom decodes an error answer.
+func errorFrom(op string, status int, body []byte) error {
+	var eb api.ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil || eb.Error.Code == "" {
+		msg := http.StatusText(status)
+		if len(body) > 0 && len(body) < 200 {
+			msg = string(body)
+		}
+		return &Error{Op: op, Status: status, Code: "http_" + fmt.Sprint(status), Message: msg}
+	}
+	return &Error{Op: op, Status: status, Code: eb.Error.Code, Message: eb.Error.Message, Detail: eb.Error}
+}

@@ -1,0 +1,439 @@
+// Package remote is the lock engine that talks to a distlock server
+// (distlock serve) over its HTTP API, so that Go programs and the CLI use a
+// server exactly like Redis:
+//
+//	eng, err := remote.New("http://127.0.0.1:7420", remote.WithToken(token))
+//	client := distlock.New(eng)
+//
+// Each engine operation is one HTTP request that the server carries out as
+// one operation on its own engine; leases, renewals and loss detection stay
+// in the client (distlock.Client), as on every engine. Waiters wait on a
+// stream of server-sent release events per lock name (one stream per name
+// per Engine, shared by its waiters), not by polling.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// maxResponse bounds the body of an answer the engine reads.
+const maxResponse = 8 << 20
+
+// settleGrace is how long a request that changes state may still take to
+// be answered after its context ended.
+const settleGrace = time.Second
+
+// maxBatch is the largest number of extensions sent in one request (the
+// server's limit); larger batches are split.
+const maxBatch = 1000
+
+// Engine is a distlock server seen as a lock engine.
+type Engine struct {
+	base   string // scheme://host[:port][/path], without a trailing slash
+	token  string
+	hc     *http.Client
+	ownsHC bool
+
+	ctx    context.Context // ends the event streams on Close
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	subs   map[string]*stream
+	closed bool
+	wg     sync.WaitGroup
+}
+
+var (
+	_ engine.Engine        = (*Engine)(nil)
+	_ engine.ForceReleaser = (*Engine)(nil)
+	_ engine.Lister        = (*Engine)(nil)
+)
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithToken sends token as the bearer token of every request.
+func WithToken(token string) Option { return func(e *Engine) { e.token = token } }
+
+// WithHTTPClient uses hc for every request instead of a client of the
+// Engine's own. Its timeout, if any, must be longer than the longest
+// request (event streams stay open: leave Timeout zero and rely on
+// contexts). Close does not close its idle connections.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(e *Engine) { e.hc, e.ownsHC = hc, false }
+}
+
+// WithTLSConfig sets the TLS configuration of the Engine's own HTTP client
+// (for a server with a private CA). It has no effect with WithHTTPClient.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(e *Engine) {
+		if e.ownsHC {
+			e.hc.Transport.(*http.Transport).TLSClientConfig = cfg
+		}
+	}
+}
+
+// New returns an engine for the server at serverURL (http:// or https://).
+// It does not contact the server: see Ping.
+func New(serverURL string, opts ...Option) (*Engine, error) {
+	u, err := url.Parse(strings.TrimSpace(serverURL))
+	if err != nil {
+		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: %v", serverURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: want http://host:port or https://host:port", serverURL)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: no user, query or fragment allowed (use WithToken)", serverURL)
+	}
+	e := &Engine{
+		base:   u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/"),
+		hc:     &http.Client{Transport: newTransport()},
+		ownsHC: true,
+		subs:   make(map[string]*stream),
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return e, nil
+}
+
+// newTransport is the Engine's own transport: enough idle connections for
+// many concurrent lock operations and event streams to one server.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: 0, // waits are bounded by contexts
+	}
+}
+
+// String names the engine by its server, for error messages.
+func (e *Engine) String() string { return "distlock server " + e.base }
+
+// Ping checks that the server answers and accepts the token, and returns
+// what it runs on and the token's role.
+func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
+	var out api.InfoResponse
+	err := e.do(ctx, "ping", http.MethodGet, "/v1/info", nil, &out)
+	return out, err
+}
+
+// Acquire implements engine.Engine: one attempt, no waiting on the server.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt}
+	var out api.AcquireResponse
+	err := e.do(ctx, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
+	var he *Error
+	if errors.As(err, &he) && he.Code == api.CodeLocked {
+		g := engine.Grant{Holder: he.Detail.Holder}
+		if he.Detail.HolderTTLMs != nil {
+			g.HolderTTL = time.Duration(*he.Detail.HolderTTLMs) * time.Millisecond
+			if *he.Detail.HolderTTLMs < 0 {
+				g.HolderTTL = -1
+			}
+		}
+		if he.Detail.Holder == "" {
+			// The server hides owner tokens from non-admins; a holder id
+			// still tells holders apart.
+			g.Holder = "holder:" + he.Detail.HolderID
+		}
+		if he.Detail.RetryMs > 0 {
+			g.Retry = time.Duration(he.Detail.RetryMs) * time.Millisecond
+		}
+		return g, nil
+	}
+	if err != nil {
+		return engine.Grant{}, err
+	}
+	return engine.Grant{Acquired: true, Token: out.Token, Count: out.Count}, nil
+}
+
+// Extend implements engine.Engine: one request for the whole batch (split
+// in requests of at most 1000 extensions, sent concurrently).
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		fails int
+		first error
+	)
+	chunks := (len(rs) + maxBatch - 1) / maxBatch
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*maxBatch, min((c+1)*maxBatch, len(rs))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.extendChunk(ctx, rs[lo:hi], out[lo:hi])
+			if err != nil {
+				mu.Lock()
+				fails++
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				for i := lo; i < hi; i++ {
+					out[i] = engine.ExtendResult{Err: err}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fails == chunks {
+		return nil, first
+	}
+	return out, nil
+}
+
+func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out []engine.ExtendResult) error {
+	req := api.ExtendBatchRequest{Locks: make([]api.ExtendRequest, len(rs))}
+	for i, r := range rs {
+		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL)}
+	}
+	var resp api.ExtendBatchResponse
+	if err := e.do(ctx, "extend", http.MethodPost, "/v1/extend", req, &resp); err != nil {
+		return err
+	}
+	if len(resp.Results) != len(rs) {
+		return fmt.Errorf("distlock server: extend: %d results for %d extensions", len(resp.Results), len(rs))
+	}
+	for i, r := range resp.Results {
+		switch {
+		case r.Error != nil:
+			out[i].Err = &Error{Op: "extend", Status: http.StatusOK, Code: r.Error.Code, Message: r.Error.Message, Detail: *r.Error}
+		case r.Status == api.StatusExtended:
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: r.Token}
+		case r.Status == api.StatusHeldByOther:
+			out[i].Status = engine.HeldByOther
+		case r.Status == api.StatusMissing:
+			out[i].Status = engine.Missing
+		default:
+			out[i].Err = fmt.Errorf("distlock server: extend: unknown status %q", r.Status)
+		}
+	}
+	return nil
+}
+
+// Release implements engine.Engine.
+func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	var out api.ReleaseResponse
+	err := e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner}, &out)
+	var he *Error
+	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
+		if he.Detail.Status == api.StatusHeldByOther {
+			return engine.ReleaseResult{Status: engine.NotOwner}, nil
+		}
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	}
+	if err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return engine.ReleaseResult{Status: engine.Released, Remaining: out.Remaining}, nil
+}
+
+// Inspect implements engine.Engine. The holder's owner token is reported
+// only when the token's role is admin (or the server has no tokens).
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	var out api.LockInfo
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
+		return engine.Info{}, err
+	}
+	return fromLockInfo(out), nil
+}
+
+// RaiseFence implements engine.Engine.
+func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	var out api.FenceResponse
+	err := e.do(ctx, "fence", http.MethodPost, lockPath(name, "fence"), api.FenceRequest{Owner: owner, Token: token}, &out)
+	return out.Raised, err
+}
+
+// ForceRelease implements engine.ForceReleaser (the token's role must be
+// admin).
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	var out api.ForceReleaseResponse
+	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
+	return out.WasHeld, err
+}
+
+// List implements engine.Lister.
+func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	q := url.Values{}
+	if prefix != "" {
+		q.Set("prefix", prefix)
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	q.Set("limit", strconv.Itoa(max(1, min(limit, 1000))))
+	var out api.ListResponse
+	if err := e.do(ctx, "list", http.MethodGet, "/v1/locks?"+q.Encode(), nil, &out); err != nil {
+		return nil, "", err
+	}
+	infos := make([]engine.Info, len(out.Locks))
+	for i, l := range out.Locks {
+		infos[i] = fromLockInfo(l)
+	}
+	return infos, out.Next, nil
+}
+
+// Close implements engine.Engine: it ends the event streams and closes the
+// idle connections of the Engine's own HTTP client.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	streams := make([]*stream, 0, len(e.subs))
+	for _, s := range e.subs {
+		streams = append(streams, s)
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer = nil
+		}
+	}
+	e.mu.Unlock()
+	e.cancel()
+	for _, s := range streams {
+		s.wakeAll() // waiters re-check and get ErrClosed
+	}
+	e.wg.Wait()
+	if e.ownsHC {
+		e.hc.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// do sends one request with a JSON body (in, if not nil) and decodes a 2xx
+// answer into out; other answers become an *Error.
+func (e *Engine) do(ctx context.Context, op, method, path string, in, out any) error {
+	if e.isClosed() {
+		return engine.ErrClosed
+	}
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if method != http.MethodGet {
+		// A request that changes state is given a moment to be answered
+		// after ctx ends, so that its outcome is known (a grant the caller
+		// can release, a "locked" that says why it waited) rather than
+		// lost with the connection.
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		stop := context.AfterFunc(ctx, func() {
+			t := time.AfterFunc(settleGrace, cancel)
+			context.AfterFunc(rctx, func() { t.Stop() })
+		})
+		defer stop()
+		ctx = rctx
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return errorFrom(op, resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("distlock server: %s: bad answer: %v", op, err)
+	}
+	return nil
+}
+
+// lockPath is /v1/locks/{name}[/action], the name percent-encoded as one
+// path segment.
+func lockPath(name, action string) string {
+	p := "/v1/locks/" + escapeName(name)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}
+
+// escapeName percent-encodes a lock name as one path segment; "." and ".."
+// are encoded too, so that no client or proxy takes them for path steps.
+func escapeName(name string) string {
+	s := url.PathEscape(name)
+	if s == "." || s == ".." {
+		s = strings.ReplaceAll(s, ".", "%2E")
+	}
+	return s
+}
+
+func fromLockInfo(l api.LockInfo) engine.Info {
+	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters}
+	if l.Held {
+		i.Owner, i.Count, i.Metadata, i.Token = l.Owner, l.Count, l.Metadata, l.Token
+		i.TTL = time.Duration(l.TTLMs) * time.Millisecond
+		if l.TTLMs < 0 {
+			i.TTL = -1
+		}
+		if i.Owner == "" && l.HolderID != "" {
+			i.Owner = "holder:" + l.HolderID
+		}
+	}
+	return i
+}
+
+// ms renders a duration in whole milliseconds, at least 1.
+func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }

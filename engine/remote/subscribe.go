@@ -1,0 +1,257 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// Event-stream tunables: a stream that says nothing for idleTimeout (the
+// server sends a heartbeat every 15s) is taken as dead; a broken stream is
+// reopened after a jittered backoff between minBackoff and maxBackoff.
+const (
+	// linger is how long a stream stays open after its last waiter left, so
+	// that a client waiting for the same lock again reuses it instead of
+	// opening a new connection. The server counts it as a waiter meanwhile.
+	linger      = 500 * time.Millisecond
+	idleTimeout = 45 * time.Second
+	minBackoff  = 50 * time.Millisecond
+	maxBackoff  = 2 * time.Second
+)
+
+// stream is one open GET /v1/locks/{name}/events, shared by every waiter of
+// the Engine on that name (reference-counted).
+type stream struct {
+	e       *Engine
+	name    string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ready   chan struct{} // closed when the server first confirmed, or err is set
+	err     error         // why the stream could not be opened
+	members map[*subscription]struct{}
+	timer   *time.Timer // ends the stream after linger without members
+}
+
+// subscription is one waiter's handle on a stream.
+type subscription struct {
+	s    *stream
+	c    chan struct{}
+	once sync.Once
+}
+
+func (s *subscription) C() <-chan struct{} { return s.c }
+
+// Close implements engine.Subscription; the stream ends with its last
+// member.
+func (s *subscription) Close() { s.once.Do(func() { s.s.leave(s) }) }
+
+func (s *subscription) wake() {
+	select {
+	case s.c <- struct{}{}:
+	default:
+	}
+}
+
+// Subscribe implements engine.Engine. It returns once the server confirmed
+// that it is subscribed to the lock's releases (the stream's "ready"
+// event), so no release after it can be missed. If the stream breaks later,
+// the subscription is woken (a release may have been missed) and the stream
+// reopened.
+func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, engine.ErrClosed
+	}
+	st := e.subs[name]
+	if st == nil {
+		st = &stream{e: e, name: name, ready: make(chan struct{}), members: make(map[*subscription]struct{})}
+		st.ctx, st.cancel = context.WithCancel(e.ctx)
+		e.subs[name] = st
+		e.wg.Add(1)
+		go st.run()
+	}
+	sub := &subscription{s: st, c: make(chan struct{}, 1)}
+	st.members[sub] = struct{}{}
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	e.mu.Unlock()
+
+	select {
+	case <-st.ready:
+		if st.err != nil {
+			sub.Close()
+			return nil, st.err
+		}
+		return sub, nil
+	case <-ctx.Done():
+		sub.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// leave drops a member; the stream ends linger after its last one left,
+// unless another waiter joined meanwhile.
+func (st *stream) leave(sub *subscription) {
+	e := st.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(st.members, sub)
+	if len(st.members) > 0 || st.timer != nil {
+		return
+	}
+	select {
+	case <-st.ready:
+		if st.err != nil {
+			return // it failed and is gone already
+		}
+	default:
+		st.end() // never confirmed: do not keep it
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(linger, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if st.timer == t && len(st.members) == 0 {
+			st.end()
+		}
+	})
+	st.timer = t
+}
+
+// end forgets the stream and closes it; e.mu is held.
+func (st *stream) end() {
+	if st.e.subs[st.name] == st {
+		delete(st.e.subs, st.name)
+	}
+	st.timer = nil
+	st.cancel()
+}
+
+// wakeAll wakes every member.
+func (st *stream) wakeAll() {
+	st.e.mu.Lock()
+	defer st.e.mu.Unlock()
+	for m := range st.members {
+		m.wake()
+	}
+}
+
+// run keeps the stream open until it has no members or the Engine closes.
+func (st *stream) run() {
+	defer st.e.wg.Done()
+	defer st.cancel()
+	confirmed := false
+	backoff := minBackoff
+	for {
+		err := st.connect(func() {
+			if !confirmed {
+				confirmed = true
+				close(st.ready)
+				return
+			}
+			st.wakeAll() // reopened: releases may have been missed meanwhile
+			backoff = minBackoff
+		})
+		if st.ctx.Err() != nil {
+			if !confirmed {
+				st.fail(engine.ErrClosed)
+			}
+			return
+		}
+		if !confirmed {
+			st.fail(err)
+			return
+		}
+		st.wakeAll()
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-t.C:
+		case <-st.ctx.Done():
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// fail reports that the stream could not be opened: every waiting
+// Subscribe returns err, and the next Subscribe opens a new stream.
+func (st *stream) fail(err error) {
+	e := st.e
+	e.mu.Lock()
+	if e.subs[st.name] == st {
+		delete(e.subs, st.name)
+	}
+	e.mu.Unlock()
+	st.err = err
+	close(st.ready)
+}
+
+// connect opens the stream and reads it until it ends; onReady runs on
+// each "ready" event.
+func (st *stream) connect(onReady func()) error {
+	ctx, cancel := context.WithCancel(st.ctx)
+	defer cancel()
+	e := st.e
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+lockPath(st.name, "events"), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+		return errorFrom("subscribe", resp.StatusCode, data)
+	}
+	// A stream that says nothing, not even its heartbeat, is dead.
+	idle := time.AfterFunc(idleTimeout, cancel)
+	defer idle.Stop()
+	r := bufio.NewReader(resp.Body)
+	event := ""
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		idle.Reset(idleTimeout)
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case line == "":
+			switch event {
+			case api.EventReady:
+				onReady()
+			case api.EventRelease:
+				st.wakeAll()
+			case "shutdown":
+				return fmt.Errorf("distlock server: subscribe: the server is shutting down")
+			}
+			event = ""
+		}
+	}
+}

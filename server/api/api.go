@@ -1,0 +1,227 @@
+// Package api holds the wire types of the distlock server's HTTP/JSON API
+// (/v1): the request and response bodies, the error body and its stable
+// codes. The server (package server) and the remote engine
+// (engine/remote) both use it, so the two cannot drift apart. It has no
+// dependencies beyond the standard library.
+//
+// Durations are integers in milliseconds (fields ending in _ms); fencing
+// tokens are JSON numbers (they fit in 53 bits until about the year 2255,
+// so JavaScript reads them exactly). docs/API.md documents every endpoint.
+package api
+
+// Error codes: the stable part of every error answer. Clients switch on
+// the code, never on the message.
+const (
+	// CodeLocked: another owner holds the lock (HTTP 409). The detail
+	// carries the holder's time left and, for a waiting request, how long
+	// it waited.
+	CodeLocked = "locked"
+	// CodeNotHeld: the owner does not hold the lock (HTTP 409): it expired,
+	// was released, or another owner holds it. Detail.Status says which.
+	CodeNotHeld = "not_held"
+	// CodeInvalidArgument: bad input; nothing changed (HTTP 400, or 413
+	// for a body over the size limit).
+	CodeInvalidArgument = "invalid_argument"
+	// CodeBackendUnavailable: the lock engine behind the server failed
+	// (HTTP 503).
+	CodeBackendUnavailable = "backend_unavailable"
+	// CodeUnauthorized: no bearer token, or an unknown one (HTTP 401).
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden: the token's role may not do this (HTTP 403).
+	CodeForbidden = "forbidden"
+	// CodeTooManyWaiters: the server's limit of waiting requests, per name
+	// or in total, is reached (HTTP 429): retry later.
+	CodeTooManyWaiters = "too_many_waiters"
+	// CodeShuttingDown: the server is shutting down (HTTP 503); waiting
+	// requests are answered with it. Retry on another server.
+	CodeShuttingDown = "shutting_down"
+	// CodeNotFound: no such endpoint (HTTP 404).
+	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed: the endpoint exists for other methods (HTTP 405).
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeNotSupported: the server's engine cannot do this (HTTP 501), for
+	// example list on an engine without a listing.
+	CodeNotSupported = "not_supported"
+)
+
+// Not-held statuses (ErrorDetail.Status of a not_held error, and
+// ExtendResult.Status).
+const (
+	StatusExtended    = "extended"
+	StatusMissing     = "missing"       // nobody holds the lock
+	StatusHeldByOther = "held_by_other" // another owner holds it
+)
+
+// ErrorBody is the body of every error answer.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail describes an error.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Locked: the holder's time left (-1: no expiry), its id (a
+	// fingerprint of its owner token), its owner token (admin role only),
+	// and how long the request waited.
+	HolderTTLMs *int64 `json:"holder_ttl_ms,omitempty"`
+	HolderID    string `json:"holder_id,omitempty"`
+	Holder      string `json:"holder,omitempty"`
+	WaitedMs    *int64 `json:"waited_ms,omitempty"`
+	// RetryMs, when positive, asks the client to try again after this
+	// long (locked, too_many_waiters, shutting_down).
+	RetryMs int64 `json:"retry_ms,omitempty"`
+	// Status details not_held: missing or held_by_other.
+	Status string `json:"status,omitempty"`
+	// Arg names the bad argument of invalid_argument.
+	Arg string `json:"arg,omitempty"`
+}
+
+// AcquireRequest is the body of POST /v1/locks/{name}/acquire.
+type AcquireRequest struct {
+	// Owner is the owner token. Empty: the server generates a random one
+	// and returns it. The same owner acquiring again re-enters the lock.
+	Owner string `json:"owner,omitempty"`
+	// TTLMs is the lease's time to live (default 30000; 50 to 86400000).
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+	// WaitMs is the wait budget: 0 makes one attempt; above 0 the server
+	// holds the request open until the lock is granted or the budget ends.
+	WaitMs int64 `json:"wait_ms,omitempty"`
+	// Metadata is shown by status and the dashboard (at most 4096 bytes).
+	Metadata string `json:"metadata,omitempty"`
+	// Attempt identifies this acquire call, so that a resent request is
+	// not counted twice (engine.AcquireRequest.Attempt). Empty: the server
+	// makes one up per request.
+	Attempt string `json:"attempt,omitempty"`
+}
+
+// AcquireResponse answers a granted acquire (HTTP 200).
+type AcquireResponse struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+	// Token is the fencing token of the grant.
+	Token uint64 `json:"token"`
+	// Count is the owner's number of holds (above 1 after re-entry).
+	Count    int   `json:"count"`
+	TTLMs    int64 `json:"ttl_ms"`
+	WaitedMs int64 `json:"waited_ms"`
+}
+
+// ExtendRequest asks to set the time to live of one held lock: the body of
+// POST /v1/locks/{name}/extend (Name from the path), and an item of
+// POST /v1/extend.
+type ExtendRequest struct {
+	Name  string `json:"name,omitempty"`
+	Owner string `json:"owner"`
+	TTLMs int64  `json:"ttl_ms,omitempty"`
+}
+
+// ExtendResponse answers POST /v1/locks/{name}/extend (HTTP 200).
+type ExtendResponse struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	TTLMs int64  `json:"ttl_ms"`
+}
+
+// ExtendBatchRequest is the body of POST /v1/extend: every lock is
+// extended in one round trip to the engine.
+type ExtendBatchRequest struct {
+	Locks []ExtendRequest `json:"locks"`
+}
+
+// ExtendBatchResponse answers POST /v1/extend: one result per request, in
+// order.
+type ExtendBatchResponse struct {
+	Results []ExtendResult `json:"results"`
+}
+
+// ExtendResult is the outcome of one extension of a batch.
+type ExtendResult struct {
+	// Status is extended, missing or held_by_other; empty with Error.
+	Status string       `json:"status,omitempty"`
+	Token  uint64       `json:"token,omitempty"`
+	Error  *ErrorDetail `json:"error,omitempty"`
+}
+
+// ReleaseRequest is the body of POST /v1/locks/{name}/release.
+type ReleaseRequest struct {
+	Owner string `json:"owner"`
+}
+
+// ReleaseResponse answers a release that dropped a hold (HTTP 200).
+type ReleaseResponse struct {
+	Name string `json:"name"`
+	// Remaining is the owner's number of holds left (re-entry); 0 means
+	// the lock is free.
+	Remaining int `json:"remaining"`
+}
+
+// FenceRequest is the body of POST /v1/locks/{name}/fence: raise the
+// fencing high-water to Token while Owner holds the lock (for a quorum of
+// servers).
+type FenceRequest struct {
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+}
+
+// FenceResponse answers POST /v1/locks/{name}/fence.
+type FenceResponse struct {
+	Raised bool `json:"raised"`
+}
+
+// LockInfo is the state of one lock: GET /v1/locks/{name}, and the items
+// of a listing.
+type LockInfo struct {
+	Name string `json:"name"`
+	Held bool   `json:"held"`
+	// Owner is the holder's owner token: shown to the admin role only (and
+	// when the server runs without authentication), because whoever knows
+	// it can extend or release the lock.
+	Owner string `json:"owner,omitempty"`
+	// HolderID is a fingerprint of the owner token, shown to every role:
+	// it tells holders apart without giving their token away.
+	HolderID string `json:"holder_id,omitempty"`
+	Count    int    `json:"count,omitempty"`
+	Metadata string `json:"metadata,omitempty"`
+	// Token is the fencing token of the current grant.
+	Token uint64 `json:"token,omitempty"`
+	// TTLMs is the time left; -1 when the lock never expires.
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+	// HighWater is the highest fencing token minted for the name.
+	HighWater uint64 `json:"high_water"`
+	// Waiters is the number of waiters the engine sees (on Redis: client
+	// connections subscribed to the lock, one per server).
+	Waiters int `json:"waiters"`
+}
+
+// ListResponse answers GET /v1/locks.
+type ListResponse struct {
+	Locks []LockInfo `json:"locks"`
+	// Next is the cursor of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// ForceReleaseResponse answers DELETE /v1/locks/{name}.
+type ForceReleaseResponse struct {
+	Name    string `json:"name"`
+	WasHeld bool   `json:"was_held"`
+}
+
+// InfoResponse answers GET /v1/info: what the server runs on and the
+// caller's role.
+type InfoResponse struct {
+	Engine  string `json:"engine"`
+	Role    string `json:"role"`
+	Auth    bool   `json:"auth"`
+	Version string `json:"version"`
+}
+
+// Server-sent event names of GET /v1/locks/{name}/events.
+const (
+	// EventReady: the server subscribed to the lock's releases; a release
+	// after it is signalled.
+	EventReady = "ready"
+	// EventRelease: the lock was released (or may have been): try again.
+	EventRelease = "release"
+)

@@ -1,0 +1,113 @@
+//go:build unix
+
+package server_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/remote"
+)
+
+// TestDashboardInBrowser loads the dashboard in headless Chromium while a
+// lock is held, and checks that the rendered page shows the lock's name,
+// metadata and fencing token, and follows a new grant live (no reload).
+// A screenshot and the rendered DOM are saved under the test's temp dir.
+func TestDashboardInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	s := start(t, nil)
+	eng, err := remote.New(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "orders/nightly-export"
+	l, err := c.Acquire(ctx, name, distlock.WithTTL(20*time.Second), distlock.WithMetadata("dashboard test on host-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	b := startBrowser(t, bin, dir)
+	page := b.open(t, s.url+"/")
+	rowText := func() string {
+		var text string
+		b.eval(t, page, `(() => { const r = document.querySelector('#locks-body tr[data-name]'); return r ? r.innerText : ""; })()`, &text)
+		return text
+	}
+	waitShows := func(what string, parts ...string) string {
+		t.Helper()
+		var text string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			text = rowText()
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(text, p)
+			}
+			if ok {
+				return text
+			}
+			if time.Now().After(deadline) {
+				var body string
+				b.eval(t, page, "document.body.innerText", &body)
+				b.screenshot(t, page, filepath.Join(dir, "failed.png"))
+				t.Fatalf("%s: the page never showed %q; lock row %q; page:\n%s\n(screenshot in %s)", what, parts, text, body, dir)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	token := strconv.FormatUint(l.Token(), 10)
+	waitShows("first grant", name, token, "dashboard test on host-a")
+
+	var status string
+	b.eval(t, page, `document.getElementById("conn").title`, &status)
+	if status != "live" {
+		t.Fatalf("connection indicator says %q, want live", status)
+	}
+	// The ttl counts down between snapshots.
+	var ttl1, ttl2 string
+	b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &ttl1)
+	time.Sleep(1500 * time.Millisecond)
+	b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &ttl2)
+	if ttl1 == "" || ttl2 == "" {
+		t.Fatalf("no ttl shown: %q %q", ttl1, ttl2)
+	}
+	b.screenshot(t, page, filepath.Join(dir, "dashboard.png"))
+	var html string
+	b.eval(t, page, "document.documentElement.outerHTML", &html)
+	if err := os.WriteFile(filepath.Join(dir, "dashboard.html"), []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new grant shows up live, with its higher token.
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := c.Acquire(ctx, name, distlock.WithMetadata("second holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	waitShows("second grant", name, strconv.FormatUint(l2.Token(), 10), "second holder")
+	var acquisitions string
+	b.eval(t, page, `document.getElementById("stat-acq").textContent`, &acquisitions)
+	if n, _ := strconv.Atoi(acquisitions); n < 2 {
+		t.Fatalf("the chart's counter shows %q acquisitions, want at least 2", acquisitions)
+	}
+	t.Logf("screenshot: %s", filepath.Join(dir, "dashboard.png"))
+	if dst := os.Getenv("DISTLOCK_DASHBOARD_SCREENSHOT"); dst != "" {
+		data, _ := os.ReadFile(filepath.Join(dir, "dashboard.png"))
+		_ = os.WriteFile(dst, data, 0o644)
+	}
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/distlock/distlock/server/api"
+)
+
+// heartbeat is how often an idle event stream sends a comment line, so
+// that proxies keep it open and a dead client is noticed.
+const heartbeat = 15 * time.Second
+
+// sse writes server-sent events.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+// startSSE sends the headers of an event stream, or answers an error when
+// the connection cannot stream.
+func startSSE(w http.ResponseWriter) (*sse, bool) {
+	f, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, newError(http.StatusInternalServerError, api.CodeNotSupported, "this connection cannot stream events"))
+		return nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, f: f}, true
+}
+
+// event sends one event; data must be one line.
+func (e *sse) event(name, data string) error {
+	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+// comment sends a comment line (a heartbeat).
+func (e *sse) comment(text string) error {
+	if _, err := io.WriteString(e.w, ": "+text+"\n\n"); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+// handleLockEvents serves GET /v1/locks/{name}/events: a stream of
+// server-sent events that says "ready" once the server is subscribed to
+// the lock's releases on its engine, then "release" after every release
+// (wake-ups coalesce). The remote engine's waiters wait on it instead of
+// polling. A stream counts against the waiter limits; it ends when the
+// client goes away or the server shuts down.
+func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	if s.isStopping() {
+		writeError(w, shuttingDown())
+		return
+	}
+	leave, e := s.limits.enter(name)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	defer leave()
+	sctx, cancel := context.WithTimeout(r.Context(), engineTimeout)
+	sub, err := s.eng.Subscribe(sctx, name)
+	cancel()
+	if err != nil {
+		if r.Context().Err() == nil {
+			writeError(w, engineErr("subscribe", err))
+		}
+		return
+	}
+	defer sub.Close()
+	s.obs.Waiting(name, 1)
+	defer s.obs.Waiting(name, -1)
+
+	stream, ok := startSSE(w)
+	if !ok || stream.event(api.EventReady, "{}") != nil {
+		return
+	}
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sub.C():
+			if stream.event(api.EventRelease, "{}") != nil {
+				return
+			}
+		case <-tick.C:
+			if stream.comment("ping") != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.stopping:
+			_ = stream.event("shutdown", "{}")
+			return
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// DefaultListLimit is the page size of a listing unless limit says.
+const DefaultListLimit = 100
+
+// handleList serves GET /v1/locks?prefix=&cursor=&limit=.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
+	q := r.URL.Query()
+	prefix, cursor := q.Get("prefix"), q.Get("cursor")
+	limit := DefaultListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			writeError(w, badRequest("limit", fmt.Sprintf("invalid limit: want 1 to %d, got %q", MaxListLimit, v)))
+			return
+		}
+		limit = n
+	}
+	if len(prefix) > distlock.MaxNameLen || !utf8.ValidString(prefix) {
+		writeError(w, badRequest("prefix", fmt.Sprintf("invalid prefix: at most %d bytes of UTF-8", distlock.MaxNameLen)))
+		return
+	}
+	if len(cursor) > 1024 {
+		writeError(w, badRequest("cursor", "invalid cursor: too long"))
+		return
+	}
+	lister, ok := s.eng.(engine.Lister)
+	if !ok {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot list locks"))
+		return
+	}
+	infos, next, err := lister.List(r.Context(), prefix, cursor, limit)
+	if err != nil {
+		writeError(w, engineErr("list", err))
+		return
+	}
+	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next}
+	seen := make(map[string]bool, len(infos))
+	for _, i := range infos {
+		if seen[i.Name] {
+			continue // SCAN may return a key twice
+		}
+		seen[i.Name] = true
+		out.Locks = append(out.Locks, lockInfo(i, role))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleMetrics serves /metrics in the Prometheus text format.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ Role) {
+	s.metricsHandler.ServeHTTP(w, r)
+}
+
+func (s *Server) newMetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{MaxRequestsInFlight: 4})
+}

@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// handleAcquire serves POST /v1/locks/{name}/acquire.
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role, name string) {
+	var req api.AcquireRequest
+	if e := s.decode(w, r, &req, true); e != nil {
+		writeError(w, e)
+		return
+	}
+	ttl, e := ttlFrom(req.TTLMs)
+	if e == nil {
+		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
+	}
+	var wait time.Duration
+	if e == nil {
+		wait, e = s.waitFrom(req.WaitMs)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	// A server-made owner or attempt is this request's own: a grant made
+	// for it after the client left is released at once. With the client's
+	// own owner and attempt (the remote engine), the client cleans up.
+	own := req.Owner == "" || req.Attempt == ""
+	owner := req.Owner
+	if owner == "" {
+		owner = newOwner()
+	}
+	attempt := req.Attempt
+	if attempt == "" {
+		attempt = newOwner()
+	}
+	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt}
+	o := s.acquire(r.Context(), ereq, wait)
+	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
+		o.gone = true
+		o.failure = context.Cause(r.Context())
+	}
+	switch {
+	case o.gone:
+		if o.grant.Acquired && own {
+			ctx, cancel := engineContext(r.Context())
+			_, _ = s.eng.Release(ctx, name, owner)
+			cancel()
+		}
+		s.obs.AcquireFailed(name, o.waited, o.failure)
+		return // nobody to answer
+	case o.err != nil:
+		if role < RoleAdmin {
+			o.err.detail.Holder = ""
+		}
+		s.obs.AcquireFailed(name, o.waited, o.failure)
+		writeError(w, o.err)
+		return
+	}
+	s.holds.granted(name, owner, o.grant.Count, ttl, o.waited, o.contended)
+	writeJSON(w, http.StatusOK, api.AcquireResponse{
+		Name: name, Owner: owner, Token: o.grant.Token, Count: o.grant.Count,
+		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
+	})
+}
+
+// handleExtend serves POST /v1/locks/{name}/extend.
+func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	var req api.ExtendRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Name != "" && req.Name != name {
+		writeError(w, badRequest("name", "invalid name: the body names another lock than the path"))
+		return
+	}
+	ttl, e := ttlFrom(req.TTLMs)
+	if e == nil {
+		e = validateOwner(req.Owner, true)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: req.Owner, TTL: ttl}})
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("engine answered %d results for 1 extension", len(res))
+	}
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		s.obs.Renewed(name, false)
+		writeError(w, engineErr("extend", err))
+		return
+	}
+	s.trackExtend(name, req.Owner, ttl, res[0].Status)
+	if res[0].Status != engine.Extended {
+		writeError(w, notHeld(name, res[0].Status))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ExtendResponse{Name: name, Owner: req.Owner, Token: res[0].Token, TTLMs: ttl.Milliseconds()})
+}
+
+// handleExtendBatch serves POST /v1/extend: every lock in one engine round
+// trip (the remote engine's watchdog renews all its leases this way).
+func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Role) {
+	var req api.ExtendBatchRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(req.Locks) > MaxExtendBatch {
+		writeError(w, badRequest("locks", fmt.Sprintf("invalid locks: %d extensions in one batch, at most %d", len(req.Locks), MaxExtendBatch)))
+		return
+	}
+	rs := make([]engine.ExtendRequest, len(req.Locks))
+	for i, l := range req.Locks {
+		ttl, e := ttlFrom(l.TTLMs)
+		e = firstErr(validateName(l.Name), e, validateOwner(l.Owner, true))
+		if e != nil {
+			e.detail.Message = fmt.Sprintf("locks[%d]: %s", i, e.detail.Message)
+			e.detail.Arg = fmt.Sprintf("locks[%d].%s", i, e.detail.Arg)
+			writeError(w, e)
+			return
+		}
+		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl}
+	}
+	out := api.ExtendBatchResponse{Results: make([]api.ExtendResult, len(rs))}
+	if len(rs) == 0 {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	res, err := s.eng.Extend(ctx, rs)
+	if err == nil && len(res) != len(rs) {
+		err = fmt.Errorf("engine answered %d results for %d extensions", len(res), len(rs))
+	}
+	if err != nil {
+		for _, q := range rs {
+			s.obs.Renewed(q.Name, false)
+		}
+		writeError(w, engineErr("extend", err))
+		return
+	}
+	for i, x := range res {
+		if x.Err != nil {
+			s.obs.Renewed(rs[i].Name, false)
+			e := engineErr("extend", x.Err)
+			out.Results[i].Error = &e.detail
+			continue
+		}
+		s.trackExtend(rs[i].Name, rs[i].Owner, rs[i].TTL, x.Status)
+		out.Results[i].Status = extendStatus(x.Status)
+		if x.Status == engine.Extended {
+			out.Results[i].Token = x.Token
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// trackExtend reports an extension's answer to the metrics.
+func (s *Server) trackExtend(name, owner string, ttl time.Duration, st engine.ExtendStatus) {
+	cause := distlock.Expired
+	if st == engine.HeldByOther {
+		cause = distlock.TakenOver
+	}
+	s.holds.extended(name, owner, ttl, st == engine.Extended, cause)
+}
+
+// handleRelease serves POST /v1/locks/{name}/release.
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	var req api.ReleaseRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := validateOwner(req.Owner, true); e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	res, err := s.eng.Release(ctx, name, req.Owner)
+	if err != nil {
+		writeError(w, engineErr("release", err))
+		return
+	}
+	switch res.Status {
+	case engine.Released:
+		s.holds.released(name, req.Owner, true, res.Remaining, 0)
+		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
+	case engine.NotOwner:
+		s.holds.released(name, req.Owner, false, 0, distlock.TakenOver)
+		writeError(w, notHeld(name, engine.HeldByOther))
+	default:
+		s.holds.released(name, req.Owner, false, 0, distlock.Expired)
+		writeError(w, notHeld(name, engine.Missing))
+	}
+}
+
+// handleFence serves POST /v1/locks/{name}/fence (engine.RaiseFence).
+func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	var req api.FenceRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	e := validateOwner(req.Owner, true)
+	if e == nil && req.Token == 0 {
+		e = badRequest("token", "invalid token: must be positive")
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	ok, err := s.eng.RaiseFence(ctx, name, req.Owner, req.Token)
+	if err != nil {
+		writeError(w, engineErr("fence", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.FenceResponse{Raised: ok})
+}
+
+// handleStatus serves GET /v1/locks/{name}.
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role, name string) {
+	info, err := s.eng.Inspect(r.Context(), name)
+	if err != nil {
+		writeError(w, engineErr("inspect", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, lockInfo(info, role))
+}
+
+// handleForceRelease serves DELETE /v1/locks/{name} (admin).
+func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	fr, ok := s.eng.(engine.ForceReleaser)
+	if !ok {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot force-release"))
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	held, err := fr.ForceRelease(ctx, name)
+	if err != nil {
+		writeError(w, engineErr("force-release", err))
+		return
+	}
+	s.log.Info("distlock: lock force-released", "name", name, "was_held", held, "remote", r.RemoteAddr)
+	s.obs.changed()
+	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, WasHeld: held})
+}
+
+// notHeld answers a request about a lock its owner does not hold.
+func notHeld(name string, st engine.ExtendStatus) *apiError {
+	msg := fmt.Sprintf("%q is not held by that owner: it expired or was released", name)
+	if st == engine.HeldByOther {
+		msg = fmt.Sprintf("%q is not held by that owner: another owner holds it now", name)
+	}
+	e := newError(http.StatusConflict, api.CodeNotHeld, msg)
+	e.detail.Status = extendStatus(st)
+	return e
+}
+
+func extendStatus(st engine.ExtendStatus) string {
+	switch st {
+	case engine.Extended:
+		return api.StatusExtended
+	case engine.HeldByOther:
+		return api.StatusHeldByOther
+	}
+	return api.StatusMissing
+}
+
+// lockInfo renders a lock's state for a caller with role: owner tokens
+// only for admins.
+func lockInfo(i engine.Info, role Role) api.LockInfo {
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters}
+	if i.Held {
+		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)
+		if role >= RoleAdmin {
+			j.Owner = i.Owner
+		}
+	}
+	return j
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...*apiError) *apiError {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

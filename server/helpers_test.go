@@ -1,0 +1,208 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/server"
+)
+
+// testServer is a server on a free loopback port.
+type testServer struct {
+	*server.Server
+	url  string
+	eng  engine.Engine
+	logs *syncBuffer
+}
+
+// start serves eng (a new embedded engine when nil) until the test ends.
+func start(t *testing.T, eng engine.Engine, opts ...server.Option) *testServer {
+	t.Helper()
+	if eng == nil {
+		mem := memory.New()
+		t.Cleanup(func() { _ = mem.Close() })
+		eng = mem
+	}
+	logs := &syncBuffer{}
+	opts = append([]server.Option{server.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
+	srv, err := server.New(eng, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	scheme := "http://"
+	if srv.TLS() {
+		scheme = "https://"
+	}
+	return &testServer{Server: srv, url: scheme + ln.Addr().String(), eng: eng, logs: logs}
+}
+
+// reply is an answer: its status, headers and body.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body into a map.
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("answer %d is not JSON: %v: %s", r.status, err, r.body)
+	}
+	return m
+}
+
+// code returns the error code of an error answer.
+func (r reply) code(t *testing.T) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	if e == nil {
+		t.Fatalf("answer %d has no error object: %s", r.status, r.body)
+	}
+	code, _ := e["code"].(string)
+	return code
+}
+
+// errField returns a field of the error object.
+func (r reply) errField(t *testing.T, f string) any {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	return e[f]
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// call sends a request; body is JSON-encoded unless it is a string.
+func call(t *testing.T, method, url, token string, body any) reply {
+	t.Helper()
+	return callCtx(t, context.Background(), method, url, token, body)
+}
+
+func callCtx(t *testing.T, ctx context.Context, method, url, token string, body any) reply {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// want fails the test unless r has the status (and, for errors, the code).
+func want(t *testing.T, what string, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("%s: HTTP %d, want %d: %s", what, r.status, status, r.body)
+	}
+	if code != "" {
+		if got := r.code(t); got != code {
+			t.Fatalf("%s: code %q, want %q: %s", what, got, code, r.body)
+		}
+	}
+}
+
+// num reads a JSON number field as uint64 (exact for fencing tokens).
+func num(t *testing.T, r reply, field string) uint64 {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	if err := json.Unmarshal(m[field], &n); err != nil {
+		t.Fatalf("field %q of %s: %v", field, r.body, err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waiters returns the engine's waiter count of name.
+func waiters(t *testing.T, eng engine.Engine, name string) int {
+	t.Helper()
+	info, err := eng.Inspect(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Waiters
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (the logs).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

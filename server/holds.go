@@ -1,0 +1,175 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// holdGrace is how long past its last known expiry a hold is kept before
+// the sweep forgets it.
+const holdGrace = time.Second
+
+// holdTracker remembers the holds granted through this server, so that
+// their release or loss can be reported with the time held (the hold-time
+// histogram) and the holders gauge stays right. A hold whose ttl ran out
+// without a renewal seen by this server is forgotten by the sweep (with
+// several servers behind a load balancer, a client's renewals may reach
+// another server: each server counts the holds it granted and still sees).
+type holdTracker struct {
+	obs *fanout
+	now func() time.Time
+
+	mu sync.Mutex
+	m  map[holdKey]*hold
+}
+
+type holdKey struct{ name, owner string }
+
+type hold struct {
+	granted time.Time
+	expires time.Time
+	holds   int
+}
+
+func newHoldTracker(obs *fanout) *holdTracker {
+	return &holdTracker{obs: obs, now: time.Now, m: make(map[holdKey]*hold)}
+}
+
+// granted records a grant of name to owner with count holds now; it
+// reports it to the observer.
+func (t *holdTracker) granted(name, owner string, count int, ttl, waited time.Duration, contended bool) {
+	now := t.now()
+	k := holdKey{name, owner}
+	t.mu.Lock()
+	h := t.m[k]
+	var stale int
+	var staleHeld time.Duration
+	if h != nil && count <= 1 {
+		// A fresh grant: the holds we knew of ended unseen.
+		stale, staleHeld = h.holds, h.expires.Sub(h.granted)
+		h = nil
+	}
+	if h == nil {
+		h = &hold{granted: now}
+		t.m[k] = h
+	}
+	h.holds++
+	h.expires = now.Add(ttl)
+	t.mu.Unlock()
+	for range stale {
+		t.obs.m.expired(staleHeld)
+	}
+	t.obs.Acquired(name, waited, contended)
+}
+
+// extended records the answer to an extension.
+func (t *holdTracker) extended(name, owner string, ttl time.Duration, ok bool, cause distlock.LossCause) {
+	t.obs.Renewed(name, ok)
+	k := holdKey{name, owner}
+	t.mu.Lock()
+	h := t.m[k]
+	if h != nil && ok {
+		h.expires = t.now().Add(ttl)
+	}
+	if h != nil && !ok {
+		delete(t.m, k)
+	}
+	t.mu.Unlock()
+	switch {
+	case ok:
+	case h == nil:
+		t.obs.m.lostElsewhere(cause)
+	default:
+		held := t.now().Sub(h.granted)
+		for range h.holds {
+			t.obs.Lost(name, cause, held)
+		}
+	}
+}
+
+// released records a release that dropped one hold (remaining left), or
+// that found the lock not held by owner (lost with cause).
+func (t *holdTracker) released(name, owner string, ok bool, remaining int, cause distlock.LossCause) {
+	k := holdKey{name, owner}
+	t.mu.Lock()
+	h := t.m[k]
+	var n int
+	if h != nil {
+		if ok {
+			n = 1
+			if h.holds--; h.holds <= 0 || remaining == 0 {
+				n += max(h.holds, 0) // holds we missed ended with this release
+				delete(t.m, k)
+			}
+		} else {
+			n = h.holds
+			delete(t.m, k)
+		}
+	}
+	t.mu.Unlock()
+	if h == nil {
+		if !ok {
+			t.obs.m.lostElsewhere(cause)
+		}
+		t.obs.changed()
+		return
+	}
+	held := t.now().Sub(h.granted)
+	for range n {
+		if ok {
+			t.obs.Released(name, held)
+		} else {
+			t.obs.Lost(name, cause, held)
+		}
+	}
+}
+
+// sweep forgets the holds whose ttl ran out unseen.
+func (t *holdTracker) sweep() {
+	now := t.now()
+	var held []time.Duration
+	t.mu.Lock()
+	for k, h := range t.m {
+		if now.After(h.expires.Add(holdGrace)) {
+			for range h.holds {
+				held = append(held, h.expires.Sub(h.granted))
+			}
+			delete(t.m, k)
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range held {
+		t.obs.m.expired(d)
+	}
+	if len(held) > 0 {
+		t.obs.changed()
+	}
+}
+
+// sweepHolds runs the hold sweep every second until the server stops.
+func (s *Server) sweepHolds() {
+	defer s.bg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			s.holds.sweep()
+		case <-s.bgStop:
+			return
+		}
+	}
+}
+
+// count returns the number of holds tracked.
+func (t *holdTracker) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, h := range t.m {
+		n += h.holds
+	}
+	return n
+}

@@ -1,0 +1,322 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/engine/remote"
+	"github.com/distlock/distlock/server"
+)
+
+// Load test shape: 200 concurrent clients on 20 lock names (10 per name)
+// for 20 seconds, against a server on the embedded engine, on loopback.
+// Each client holds its lock for loadHold (its "work") and starts cycles at
+// random (Poisson) times at a paced rate, so that locks are contended
+// (waits, hand-offs) while the machine is not saturated: the latencies then
+// measure the server, not a run queue. The rate is lower under the race detector, which costs about
+// five times the CPU.
+const (
+	loadClients  = 200
+	loadNames    = 20
+	loadDuration = 20 * time.Second
+	loadHold     = 10 * time.Millisecond
+	loadRate     = 500 // cycles per second, all clients together
+	loadRateRace = 150
+)
+
+// loadSettings reads the shape, with overrides for manual runs:
+// DISTLOCK_LOAD_DURATION, DISTLOCK_LOAD_RATE (0: as fast as possible),
+// DISTLOCK_LOAD_HOLD and DISTLOCK_LOAD_PROCS (GOMAXPROCS; default 1, so that
+// the other packages' tests, run in parallel by go test and some of them
+// timing-sensitive, keep the other CPU).
+func loadSettings() (duration time.Duration, rate float64, hold time.Duration, procs int) {
+	duration, rate, hold, procs = loadDuration, loadRate, loadHold, 1
+	if raceEnabled {
+		rate = loadRateRace
+	}
+	if d, err := time.ParseDuration(os.Getenv("DISTLOCK_LOAD_DURATION")); err == nil && d > 0 {
+		duration = d
+	}
+	if r, err := strconv.ParseFloat(os.Getenv("DISTLOCK_LOAD_RATE"), 64); err == nil && r >= 0 {
+		rate = r
+	}
+	if d, err := time.ParseDuration(os.Getenv("DISTLOCK_LOAD_HOLD")); err == nil && d >= 0 {
+		hold = d
+	}
+	if n, err := strconv.Atoi(os.Getenv("DISTLOCK_LOAD_PROCS")); err == nil && n > 0 {
+		procs = n
+	}
+	return
+}
+
+// loadSample is one acquire+release cycle.
+type loadSample struct {
+	acquire, release time.Duration
+}
+
+// TestLoad runs 200 concurrent clients on 20 names for 20 seconds: half
+// are Go clients (distlock.Client on engine/remote: they wait on release
+// events), half plain HTTP clients (they wait inside the server with
+// wait_ms). Each acquires its name, holds it, releases it, and starts
+// again at its pace. There must be no error at all. Latency percentiles are
+// logged, and written as Markdown to $DISTLOCK_LOAD_REPORT when it is set.
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the 20s load test does not run with -short")
+	}
+	duration, rate, hold, procs := loadSettings()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	s := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), duration+60*time.Second)
+	defer cancel()
+	started := time.Now()
+	stop := started.Add(duration)
+	// Each client starts cycles at random times, interval apart on average
+	// (or at once when late).
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Duration(float64(loadClients) / rate * float64(time.Second))
+	}
+
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []string
+		nerrs   int
+		waited  int             // HTTP acquires that had to wait
+		samples [2][]loadSample // by kind: 0 Go client, 1 HTTP client
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		nerrs++
+		if len(errs) < 10 {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	for i := range loadClients {
+		name := fmt.Sprintf("load-%02d", i%loadNames)
+		kind := i % 2
+		next := started
+		pace := func() bool {
+			next = next.Add(time.Duration(rand.ExpFloat64() * float64(interval)))
+			if !next.Before(stop) {
+				return false
+			}
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			return time.Now().Before(stop)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []loadSample
+			defer func() {
+				mu.Lock()
+				samples[kind] = append(samples[kind], mine...)
+				mu.Unlock()
+			}()
+			if kind == 0 {
+				eng, err := remote.New(s.url)
+				if err != nil {
+					fail("remote: %v", err)
+					return
+				}
+				defer eng.Close()
+				c := distlock.New(eng)
+				defer c.Close()
+				for pace() {
+					wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+					t0 := time.Now()
+					l, err := c.Acquire(wctx, name, distlock.WithTTL(5*time.Second))
+					t1 := time.Now()
+					wcancel()
+					if err != nil {
+						fail("go client acquire: %v", err)
+						return
+					}
+					time.Sleep(hold)
+					t2 := time.Now()
+					err = l.Release(ctx)
+					t3 := time.Now()
+					if err != nil {
+						fail("go client release: %v", err)
+						return
+					}
+					mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
+				}
+				return
+			}
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer hc.CloseIdleConnections()
+			post := func(path string, body any) (map[string]any, error) {
+				data, _ := json.Marshal(body)
+				req, err := http.NewRequestWithContext(ctx, "POST", s.url+path, bytes.NewReader(data))
+				if err != nil {
+					return nil, err
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					return nil, err
+				}
+				defer resp.Body.Close()
+				out, err := io.ReadAll(resp.Body)
+				if err != nil {
+					return nil, err
+				}
+				if resp.StatusCode != 200 {
+					return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, out)
+				}
+				var m map[string]any
+				return m, json.Unmarshal(out, &m)
+			}
+			for pace() {
+				t0 := time.Now()
+				m, err := post("/v1/locks/"+name+"/acquire", map[string]any{"ttl_ms": 5000, "wait_ms": 30000})
+				t1 := time.Now()
+				if err != nil {
+					fail("http client acquire: %v", err)
+					return
+				}
+				if w, _ := m["waited_ms"].(float64); w > 0 {
+					mu.Lock()
+					waited++
+					mu.Unlock()
+				}
+				time.Sleep(hold)
+				t2 := time.Now()
+				_, err = post("/v1/locks/"+name+"/release", map[string]any{"owner": m["owner"]})
+				t3 := time.Now()
+				if err != nil {
+					fail("http client release: %v", err)
+					return
+				}
+				mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(started)
+	if nerrs > 0 {
+		t.Fatalf("%d errors under load; the first: %s", nerrs, strings.Join(errs, "\n"))
+	}
+
+	// The server is left clean: no lock held, nobody waiting.
+	waitFor(t, 5*time.Second, "the server to settle", func() bool {
+		text := scrape(t, s)
+		return metric(t, text, "distlock_waiters") == 0 && metric(t, text, "distlock_holders") == 0
+	})
+	if n, err := s.HeldLocks(context.Background()); err != nil || n != 0 {
+		t.Fatalf("%d locks still held after the load (%v)", n, err)
+	}
+	if len(samples[0]) == 0 || len(samples[1]) == 0 {
+		t.Fatalf("no cycles completed: %d and %d", len(samples[0]), len(samples[1]))
+	}
+
+	pacing := "as fast as possible"
+	if rate > 0 {
+		pacing = fmt.Sprintf("paced at %.0f cycles/s in total", rate)
+	}
+	report := loadReport(samples[0], samples[1], elapsed,
+		fmt.Sprintf("%s, %v held per cycle, GOMAXPROCS=%d, race detector: %v", pacing, hold, procs, raceEnabled), waited)
+	t.Log("\n" + report)
+	if path := os.Getenv("DISTLOCK_LOAD_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// loadReport renders the figures as Markdown.
+func loadReport(goClients, httpClients []loadSample, elapsed time.Duration, how string, httpWaited int) string {
+	var b strings.Builder
+	total := len(goClients) + len(httpClients)
+	fmt.Fprintf(&b, "%d clients (%d Go clients on engine/remote, %d plain HTTP clients with wait_ms) on %d names for %v, embedded engine, loopback; %s.\n\n",
+		loadClients, loadClients/2, loadClients/2, loadNames, elapsed.Round(100*time.Millisecond), how)
+	fmt.Fprintf(&b, "%d acquire+release cycles, %.0f cycles/s, 0 errors; %d of %d HTTP acquires had to wait.\n\n",
+		total, float64(total)/elapsed.Seconds(), httpWaited, len(httpClients))
+	b.WriteString("| clients | operation | count | p50 | p90 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|---|\n")
+	row := func(who, op string, ds []time.Duration) {
+		slices.Sort(ds)
+		q := func(p float64) string { return fmtLatency(ds[min(len(ds)-1, int(p*float64(len(ds))))]) }
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", who, op, len(ds), q(.5), q(.9), q(.99), q(.999), fmtLatency(ds[len(ds)-1]))
+	}
+	for _, k := range []struct {
+		who string
+		ss  []loadSample
+	}{{"Go (engine/remote)", goClients}, {"HTTP (wait_ms)", httpClients}} {
+		var acq, rel []time.Duration
+		for _, s := range k.ss {
+			acq, rel = append(acq, s.acquire), append(rel, s.release)
+		}
+		row(k.who, "acquire (incl. waiting)", acq)
+		row(k.who, "release", rel)
+	}
+	return b.String()
+}
+
+func fmtLatency(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// BenchmarkRemoteAcquireRelease: one Go client (engine/remote), one
+// uncontended lock: the cost of a grant and a release through the server.
+func BenchmarkRemoteAcquireRelease(b *testing.B) {
+	s := startB(b)
+	eng, err := remote.New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		l, err := c.TryAcquire(ctx, "bench", distlock.WithAutoRenew(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// startB serves a new embedded engine for a benchmark and returns its URL.
+func startB(b *testing.B) string {
+	b.Helper()
+	mem := memory.New()
+	b.Cleanup(func() { _ = mem.Close() })
+	srv, err := server.New(mem, server.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}

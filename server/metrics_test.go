@@ -1,0 +1,166 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/engine/quorum"
+	"github.com/distlock/distlock/engine/remote"
+	"github.com/distlock/distlock/server"
+)
+
+// metric reads one sample from the Prometheus text exposition.
+func metric(t *testing.T, text, series string) float64 {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no series %s in:\n%s", series, text)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func scrape(t *testing.T, s *testServer) string {
+	t.Helper()
+	r := call(t, "GET", s.url+"/metrics", "", nil)
+	want(t, "metrics", r, 200, "")
+	return string(r.body)
+}
+
+// TestServerMetrics: what clients do through the server shows in /metrics:
+// acquisitions, contention, waits, hold times, renewals, losses, and the
+// holders and waiters gauges.
+func TestServerMetrics(t *testing.T) {
+	s := start(t, nil)
+	eng, err := remote.New(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// A lease renewed by the watchdog, a contender that waits for it.
+	l, err := c.Acquire(ctx, "m", distlock.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l2, err := c.Acquire(ctx, "m")
+		if err == nil {
+			err = l2.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(400 * time.Millisecond) // a few renewals
+	text := scrape(t, s)
+	if metric(t, text, "distlock_holders") != 1 || metric(t, text, "distlock_waiters") != 1 {
+		t.Fatalf("gauges while held and waited for:\n%s", text)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// A lease lost: force-released behind its holder's back.
+	l3, err := c.Acquire(ctx, "lost", distlock.WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForceRelease(ctx, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	<-l3.Done()
+
+	waitFor(t, 2*time.Second, "the gauges to settle", func() bool {
+		text = scrape(t, s)
+		return metric(t, text, "distlock_holders") == 0 && metric(t, text, "distlock_waiters") == 0
+	})
+	checks := []struct {
+		series string
+		min    float64
+	}{
+		{"distlock_acquisitions_total", 3},
+		{"distlock_acquire_contended_total", 1},
+		{`distlock_acquire_failures_total{reason="locked"}`, 1}, // the contender's first attempt
+		{`distlock_acquire_wait_seconds_count{outcome="acquired"}`, 3},
+		{`distlock_hold_seconds_count{end="released"}`, 2},
+		{`distlock_hold_seconds_count{end="lost"}`, 1},
+		{`distlock_renewals_total{result="ok"}`, 2},
+		{`distlock_leases_lost_total{cause="expired"}`, 1},
+	}
+	for _, c := range checks {
+		if v := metric(t, text, c.series); v < c.min {
+			t.Errorf("%s = %v, want at least %v", c.series, v, c.min)
+		}
+	}
+	if metric(t, text, `distlock_leases_lost_total{cause="taken_over"}`) != 0 {
+		t.Error("a loss by deletion counted as taken over")
+	}
+	if !regexp.MustCompile(`(?m)^go_goroutines `).MatchString(text) {
+		t.Error("no Go runtime metrics")
+	}
+}
+
+// TestMetricsObserver: Metrics plugs into any Client as its Observer, and
+// into a Redlock engine for per-node errors.
+func TestMetricsObserver(t *testing.T) {
+	reg := server.NewRegistry()
+	m, err := server.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := []engine.Engine{memory.New(), memory.New(), failing{}}
+	q, err := quorum.New(nodes, quorum.WithNodeErrors(m.NodeError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	c := distlock.New(q, distlock.WithObserver(m))
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "obs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryAcquire(ctx, "obs", distlock.WithOwner("other")); !errors.Is(err, distlock.ErrLocked) {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text := rec.Body.String()
+	if metric(t, text, "distlock_acquisitions_total") != 1 || metric(t, text, `distlock_acquire_failures_total{reason="locked"}`) != 1 ||
+		metric(t, text, `distlock_hold_seconds_count{end="released"}`) != 1 || metric(t, text, "distlock_holders") != 0 {
+		t.Fatalf("client metrics:\n%s", text)
+	}
+	if metric(t, text, `distlock_node_errors_total{node="node 2"}`) < 1 {
+		t.Fatalf("no per-node errors:\n%s", text)
+	}
+
+	// The server serves metrics made beforehand.
+	s := start(t, q, server.WithMetrics(m))
+	if v := metric(t, scrape(t, s), "distlock_acquisitions_total"); v != 1 {
+		t.Fatalf("server serves other metrics: acquisitions %v", v)
+	}
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/distlock/distlock/server/api"
+)
+
+// The routes. Lock names travel as one path segment, percent-encoded
+// (url.PathEscape: a '/' in a name is %2F). The server routes on the
+// escaped path itself, and never cleans it, so every valid lock name has a
+// URL (net/http's ServeMux would redirect names like "a//b" or "..").
+//
+//	GET    /                           dashboard (static files, no token)
+//	GET    /healthz                    liveness (no token)
+//	GET    /metrics                    Prometheus (read)
+//	GET    /v1/info                    engine, caller's role (read)
+//	GET    /v1/locks?prefix&cursor&limit  list (read)
+//	POST   /v1/extend                  batch extend (write)
+//	GET    /v1/dashboard/events        dashboard stream (read)
+//	GET    /v1/locks/{name}            status (read)
+//	DELETE /v1/locks/{name}            force-release (admin)
+//	POST   /v1/locks/{name}/acquire    acquire, waiting up to wait_ms (write)
+//	POST   /v1/locks/{name}/extend     extend (write)
+//	POST   /v1/locks/{name}/release    release (write)
+//	POST   /v1/locks/{name}/fence      raise the fencing high-water (write)
+//	GET    /v1/locks/{name}/events     release events, server-sent (write)
+func (s *Server) routes() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.EscapedPath()
+		switch {
+		case strings.HasPrefix(path, "/v1/locks/"):
+			s.lockRoute(w, r, strings.TrimPrefix(path, "/v1/locks/"))
+		case path == "/v1/locks":
+			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
+		case path == "/v1/extend":
+			s.route(w, r, http.MethodPost, RoleWrite, s.handleExtendBatch)
+		case path == "/v1/info":
+			s.route(w, r, http.MethodGet, RoleRead, s.handleInfo)
+		case path == "/v1/dashboard/events":
+			s.route(w, r, http.MethodGet, RoleRead, s.handleDashboardEvents)
+		case path == "/metrics":
+			s.route(w, r, http.MethodGet, RoleRead, s.handleMetrics)
+		case path == "/healthz":
+			s.route(w, r, http.MethodGet, RoleNone, s.handleHealth)
+		case !strings.HasPrefix(path, "/v1/"):
+			s.handleStatic(w, r, path)
+		default:
+			writeError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+path+" (see docs/API.md)"))
+		}
+	})
+}
+
+// handlerFunc is a handler that knows the caller's role.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, role Role)
+
+// route checks the method and the role, then calls h.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, method string, need Role, h handlerFunc) {
+	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", method)
+		writeError(w, newError(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not allowed here; use "+method))
+		return
+	}
+	role := RoleAdmin
+	if need > RoleNone {
+		var ok bool
+		if role, ok = s.authorize(w, r, need); !ok {
+			return
+		}
+	}
+	h(w, r, role)
+}
+
+// lockRoute routes /v1/locks/{name}[/{action}]; rest is the escaped path
+// after /v1/locks/.
+func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) {
+	escName, action, _ := strings.Cut(rest, "/")
+	name, err := url.PathUnescape(escName)
+	if err != nil {
+		writeError(w, badRequest("name", "invalid name: bad percent-encoding in the path"))
+		return
+	}
+	if strings.Contains(action, "/") {
+		writeError(w, newError(http.StatusNotFound, api.CodeNotFound,
+			"no such endpoint; a '/' in a lock name must be percent-encoded as %2F"))
+		return
+	}
+	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, role Role) {
+			if e := validateName(name); e != nil {
+				writeError(w, e)
+				return
+			}
+			h(w, r, role, name)
+		}
+	}
+	switch action {
+	case "":
+		switch r.Method {
+		case http.MethodDelete:
+			s.route(w, r, http.MethodDelete, RoleAdmin, named(s.handleForceRelease))
+		default:
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, DELETE")
+				writeError(w, newError(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not allowed here; use GET or DELETE"))
+				return
+			}
+			s.route(w, r, http.MethodGet, RoleRead, named(s.handleStatus))
+		}
+	case "acquire":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleAcquire))
+	case "extend":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleExtend))
+	case "release":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleRelease))
+	case "fence":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleFence))
+	case "events":
+		s.route(w, r, http.MethodGet, RoleWrite, named(s.handleLockEvents))
+	default:
+		writeError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such endpoint: /v1/locks/{name}/"+action))
+	}
+}
+
+// handleHealth answers liveness probes.
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request, _ Role) {
+	status := "ok"
+	code := http.StatusOK
+	if s.isStopping() {
+		status, code = "shutting_down", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]string{"status": status})
+}
+
+// handleInfo tells what the server runs on and the caller's role.
+func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, role Role) {
+	writeJSON(w, http.StatusOK, api.InfoResponse{Engine: s.engineName, Role: role.String(), Auth: s.tokens != nil, Version: Version})
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/server/api"
+)
+
+// The server validates every request before its engine sees it, with the
+// limits of package distlock (engines assume validated input).
+
+// validateName checks a lock name with distlock's own rule
+// (distlock.ValidateName), so the two cannot drift.
+func validateName(name string) *apiError {
+	var ae *distlock.ArgumentError
+	if err := distlock.ValidateName(name); errors.As(err, &ae) {
+		return badRequest("name", "invalid name: "+ae.Reason)
+	}
+	return nil
+}
+
+// ttlFrom turns a ttl_ms field into a ttl: 0 means the default.
+func ttlFrom(ms int64) (time.Duration, *apiError) {
+	if ms == 0 {
+		return distlock.DefaultTTL, nil
+	}
+	ttl := time.Duration(ms) * time.Millisecond
+	switch {
+	case ms < 0:
+		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: must be positive, got %d", ms))
+	case ttl < distlock.MinTTL:
+		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: %d is too short to renew; the minimum is %d", ms, distlock.MinTTL.Milliseconds()))
+	case ms > distlock.MaxTTL.Milliseconds():
+		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: %d is above the maximum of %d", ms, distlock.MaxTTL.Milliseconds()))
+	}
+	return ttl, nil
+}
+
+// validateOwner checks an owner token; required says whether it may be empty.
+func validateOwner(owner string, required bool) *apiError {
+	switch {
+	case owner == "" && required:
+		return badRequest("owner", "invalid owner: empty")
+	case len(owner) > distlock.MaxOwnerLen:
+		return badRequest("owner", fmt.Sprintf("invalid owner: longer than %d bytes", distlock.MaxOwnerLen))
+	case !utf8.ValidString(owner):
+		return badRequest("owner", "invalid owner: not valid UTF-8")
+	}
+	return nil
+}
+
+func validateMetadata(m string) *apiError {
+	if len(m) > distlock.MaxMetadataLen {
+		return badRequest("metadata", fmt.Sprintf("invalid metadata: longer than %d bytes", distlock.MaxMetadataLen))
+	}
+	return nil
+}
+
+func validateAttempt(a string) *apiError {
+	if len(a) > MaxAttemptLen || !utf8.ValidString(a) {
+		return badRequest("attempt", fmt.Sprintf("invalid attempt: at most %d bytes of UTF-8", MaxAttemptLen))
+	}
+	return nil
+}
+
+// waitFrom turns a wait_ms field into a wait budget.
+func (s *Server) waitFrom(ms int64) (time.Duration, *apiError) {
+	switch {
+	case ms < 0:
+		return 0, badRequest("wait_ms", fmt.Sprintf("invalid wait_ms: must not be negative, got %d", ms))
+	case ms > s.maxWait.Milliseconds():
+		return 0, badRequest("wait_ms", fmt.Sprintf("invalid wait_ms: %d is above this server's maximum of %d", ms, s.maxWait.Milliseconds()))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// bodyTimeout bounds the reading of a request body.
+const bodyTimeout = 10 * time.Second
+
+// decode reads the request body (at most the server's limit) into v. An
+// empty body leaves v as it is when optional. The whole body is read, so the
+// server notices at once when the client goes away afterwards.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) *apiError {
+	// A body that trickles in is cut off: a slow client cannot hold a
+	// request open before it even asked for anything.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			e := newError(http.StatusRequestEntityTooLarge, api.CodeInvalidArgument,
+				"request body larger than this server's limit of "+strconv.FormatInt(s.maxBody, 10)+" bytes")
+			e.detail.Arg = "body"
+			return e
+		}
+		return badRequest("body", "cannot read the request body: "+err.Error())
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("body", "empty request body: send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("body", "invalid JSON body: "+err.Error())
+	}
+	if dec.More() {
+		return badRequest("body", "invalid JSON body: more than one value")
+	}
+	return nil
+}
