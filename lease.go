@@ -310,14 +310,16 @@ func (l *Lease) end(why error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	close(l.done)
-	if l.cancel != nil {
-		l.cancel(why)
-	}
+	// The Observer hears of it before the holder does, so that metrics
+	// are up to date by the time Done is closed.
 	if lost, ok := why.(*LostError); ok {
 		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
 	} else {
 		l.c.obs.Released(l.name, time.Since(l.granted))
+	}
+	close(l.done)
+	if l.cancel != nil {
+		l.cancel(why)
 	}
 }
 
