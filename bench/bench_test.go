@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuick is the harness's smoke test (CI runs it through ./scripts/test):
+// every scenario, a short run of fewer rows, on redis-servers started by
+// internal/redistest. It checks that every adapter and every scenario
+// works, not how fast anything is.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts six redis-servers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := newEnv(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cfg := quickConfig()
+	res, err := runAll(ctx, e, cfg, "", func(record) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, sc := range scenarios(cfg) {
+		tab := table(sc, res)
+		t.Log("\n" + tab)
+		if len(res.order[sc.id]) != len(sc.variants) {
+			t.Errorf("%s: %d rows measured, want %d", sc.id, len(res.order[sc.id]), len(sc.variants))
+		}
+		for _, v := range res.order[sc.id] {
+			for _, rec := range res.get(sc.id, v) {
+				check(t, rec, cfg)
+			}
+		}
+	}
+}
+
+// check asserts what must hold of a record whatever the machine's speed.
+func check(t *testing.T, r record, cfg config) {
+	t.Helper()
+	m := r.Metrics
+	where := r.Scenario + " " + r.Variant
+	switch r.Scenario {
+	case "S1", "S2", "S4":
+		if r.Hung && r.Kind == kindPeer {
+			// A peer's bug, not the harness's (rueidislock can lose its
+			// wake-up after a timed-out attempt): reported in the table.
+			t.Logf("%s: %s", where, r.Error)
+			return
+		}
+		if r.Error != "" || m["errors"] != 0 || m["ops"] == 0 || r.Hung {
+			t.Errorf("%s: ops=%v errors=%v hung=%v err=%q", where, m["ops"], m["errors"], r.Hung, r.Error)
+		}
+		if m["p50_ms"] <= 0 || m["allocs_per_op"] <= 0 || m["srv_cmds_per_op"] <= 0 {
+			t.Errorf("%s: missing figures: %v", where, m)
+		}
+	case "S3":
+		if m["grants"] == 0 {
+			t.Errorf("%s: no grant (err %q)", where, r.Error)
+		}
+		if r.Lib == "distlock" && (m["overlaps"] != 0 || m["req_per_acq"] <= 0) {
+			t.Errorf("%s: overlaps=%v req/acq=%v", where, m["overlaps"], m["req_per_acq"])
+		}
+	case "S5":
+		if r.Lib == "distlock" && (r.Hung || m["ops"] == 0) {
+			t.Errorf("%s: hung=%v ops=%v err=%q", where, r.Hung, m["ops"], r.Error)
+		}
+	case "S6":
+		if r.Kind == kindPeer && m["stalled"] > 0 {
+			t.Logf("%s: %s", where, r.Error)
+			return
+		}
+		if m["held"] != float64(cfg.leases) || (r.Lib == "distlock" && m["lost"] != 0) {
+			t.Errorf("%s: held=%v lost=%v err=%q", where, m["held"], m["lost"], r.Error)
+		}
+		if m["requests_per_s"] == 0 {
+			t.Errorf("%s: no renewal seen in the window", where)
+		}
+	}
+}
+
+// TestRunScript checks bench/run's syntax (running it is the full suite).
+func TestRunScript(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	if out, err := exec.Command(bash, "-n", "run").CombinedOutput(); err != nil {
+		t.Fatalf("bash -n run: %v\n%s", err, out)
+	}
+}
+
+// TestSelected checks -only.
+func TestSelected(t *testing.T) {
+	var ids []string
+	for _, sc := range selected(quickConfig(), "s1,S5") {
+		ids = append(ids, sc.id)
+	}
+	if got := strings.Join(ids, ","); got != "S1,S5" {
+		t.Fatalf("selected = %s", got)
+	}
+	if len(selected(quickConfig(), "")) != 6 {
+		t.Fatal("empty -only must select every scenario")
+	}
+}

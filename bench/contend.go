@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/distlock/distlock/bench/peers"
+)
+
+// contendConfig describes a cell of S3: workers contending for one name,
+// each holding it for hold, then asking again at once.
+type contendConfig struct {
+	workers  int
+	name     string
+	hold     time.Duration
+	warmup   time.Duration
+	duration time.Duration
+	counter  *peers.Counter
+}
+
+// contendResult is what one contention cell measured, over the grants
+// whose Acquire returned inside the measured window.
+type contendResult struct {
+	grants    int
+	waits     []time.Duration // from wanting the lock to holding it, sorted
+	gaps      []time.Duration // from the previous holder's release call to the grant, sorted
+	perWorker []int
+	same      int           // grants to the worker that held the lock just before
+	giveUps   int64         // Acquire calls that returned an error other than the end of the cell
+	overlaps  int64         // grants while the harness saw another holder (must be 0)
+	held      time.Duration // total time holders slept while holding, in the window
+	censored  int           // waits still going on at the end of the window
+	firstErr  error
+	w         window
+}
+
+// contention is the harness's view of who holds the lock.
+type contention struct {
+	mu          sync.Mutex
+	holder      int // -1 when free
+	last        int // the worker granted last, -1 at first
+	lastRelease time.Time
+	from, until time.Time // the measured window
+	res         *contendResult
+}
+
+// granted records a grant to worker w that it wanted since want.
+func (c *contention) granted(w int, want, got time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holder >= 0 {
+		c.res.overlaps++
+	}
+	c.holder = w
+	if !got.Before(c.from) && got.Before(c.until) {
+		c.res.grants++
+		c.res.perWorker[w]++
+		c.res.waits = append(c.res.waits, got.Sub(want))
+		if !c.lastRelease.IsZero() {
+			c.res.gaps = append(c.res.gaps, got.Sub(c.lastRelease))
+		}
+		if c.last == w {
+			c.res.same++
+		}
+	}
+	c.last = w
+}
+
+// releasing records that the holder granted at got is about to release.
+func (c *contention) releasing(got time.Time) {
+	c.mu.Lock()
+	c.holder = -1
+	c.lastRelease = time.Now()
+	if !got.Before(c.from) && got.Before(c.until) {
+		c.res.held += c.lastRelease.Sub(got)
+	}
+	c.mu.Unlock()
+}
+
+// runContend runs cfg.workers goroutines that acquire cfg.name, hold it for
+// cfg.hold, release it and ask again at once, for warm-up plus duration; it
+// measures the window after the warm-up.
+func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contendConfig) contendResult {
+	res := contendResult{perWorker: make([]int, cfg.workers)}
+	start := time.Now()
+	c := &contention{holder: -1, last: -1, res: &res,
+		from: start.Add(cfg.warmup), until: start.Add(cfg.warmup + cfg.duration)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// wanting[i] is when worker i started wanting the lock (UnixNano), 0
+	// while it holds it: at the end of the window, waits still going on
+	// count as samples too (lower bounds), or a starved goroutine would
+	// never show in the wait figures.
+	wanting := make([]atomic.Int64, cfg.workers)
+	var giveUps atomic.Int64
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range cfg.workers {
+		l := worker(lk, i)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				want := time.Now()
+				wanting[i].Store(want.UnixNano())
+				var h peers.Held
+				for {
+					var err error
+					h, err = l.Acquire(ctx, cfg.name)
+					if err == nil {
+						break
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					if now := time.Now(); now.After(c.from) && now.Before(c.until) {
+						giveUps.Add(1)
+					}
+					errMu.Lock()
+					res.firstErr = cmp(res.firstErr, err)
+					errMu.Unlock()
+				}
+				got := time.Now()
+				c.granted(i, want, got)
+				wanting[i].Store(0)
+				time.Sleep(cfg.hold)
+				c.releasing(got)
+				if err := h.Release(context.WithoutCancel(ctx)); err != nil {
+					errMu.Lock()
+					res.firstErr = cmp(res.firstErr, err)
+					errMu.Unlock()
+				}
+			}
+		})
+	}
+
+	time.Sleep(time.Until(c.from))
+	p := beginProbe(ctx, nodes, cfg.counter)
+	time.Sleep(time.Until(c.until))
+	c.mu.Lock() // the window's samples are complete once until has passed
+	res.w = p.end(ctx)
+	for i := range wanting {
+		if w := wanting[i].Load(); w != 0 && w < c.until.UnixNano() {
+			res.waits = append(res.waits, c.until.Sub(time.Unix(0, w)))
+			res.censored++
+		}
+	}
+	c.mu.Unlock()
+	cancel()
+	wg.Wait()
+	res.giveUps = giveUps.Load()
+	slices.Sort(res.waits)
+	slices.Sort(res.gaps)
+	return res
+}

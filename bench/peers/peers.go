@@ -1,0 +1,98 @@
+// Package peers adapts distlock, its peers and the round-trip floors to one
+// small interface, so that the harness drives every one of them through the
+// same code: Acquire a name, hold it, Release it.
+package peers
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Held is one granted lock.
+type Held interface {
+	// Release gives the lock up.
+	Release(ctx context.Context) error
+}
+
+// Locker is one configured library instance (a client, its connections and
+// its options), shared by every worker goroutine of a benchmark cell.
+type Locker interface {
+	// Acquire waits until name is granted or ctx ends (uncontended, that is
+	// one attempt).
+	Acquire(ctx context.Context, name string) (Held, error)
+	// Close releases everything the Locker made: clients and connections.
+	Close() error
+}
+
+// PerWorker is implemented by Lockers that give each worker goroutine its own
+// instance, as separate processes would have (for example one distlock
+// Client per goroutine).
+type PerWorker interface {
+	ForWorker(i int) Locker
+}
+
+// Kind says what a Variant is in a table.
+type Kind string
+
+// The kinds of Variant.
+const (
+	Subject Kind = "distlock" // the library under test
+	Peer    Kind = "peer"     // another lock library
+	Floor   Kind = "floor"    // the least any lock can cost
+)
+
+// Target is what a Variant is built for.
+type Target struct {
+	// Addrs are the Redis nodes: one for a single-node lock, five for
+	// Redlock.
+	Addrs []string
+	// TTL is the lease time to live; 0 means each library's default (and
+	// 10s for redislock, which has none).
+	TTL time.Duration
+	// Counter, when set, counts the client's requests to Redis.
+	Counter *Counter
+	// Workers is the number of goroutines that will use the Locker.
+	Workers int
+}
+
+// Variant is one row of a table: a library with one set of settings.
+type Variant struct {
+	// Name is the row label, unique within a scenario.
+	Name string
+	// Lib is the library ("distlock", "redsync", "redislock",
+	// "rueidislock", or "floor").
+	Lib string
+	// Kind says whether the row is distlock, a peer or a floor.
+	Kind Kind
+	// Settings says in a few words what is configured.
+	Settings string
+	// New builds the Locker.
+	New func(Target) (Locker, error)
+}
+
+// Counter counts the requests that instrumented clients send to Redis.
+type Counter struct {
+	requests atomic.Int64 // commands sent, each command of a pipeline counted
+	calls    atomic.Int64 // client calls: a pipeline or a DoMulti counts once
+}
+
+func (c *Counter) add(requests int) {
+	if c == nil {
+		return
+	}
+	c.requests.Add(int64(requests))
+	c.calls.Add(1)
+}
+
+// Requests returns how many commands were sent so far.
+func (c *Counter) Requests() int64 { return c.requests.Load() }
+
+// Calls returns how many client calls were made so far: a pipeline (go-redis)
+// or a DoMulti (rueidis) counts once. rueidis also pipelines concurrent Do
+// calls on one connection, so for rueidis it is an upper bound of the round
+// trips.
+func (c *Counter) Calls() int64 { return c.calls.Load() }
+
+// defaultTTL is the ttl of libraries that have no default (redislock).
+const defaultTTL = 10 * time.Second
