@@ -186,6 +186,15 @@ type Subscription interface {
 // ErrClosed is returned by an engine's operations after Close.
 var ErrClosed = errors.New("engine closed")
 
+// OnceReleaser is implemented by engines whose releases can be made
+// idempotent: ReleaseOnce is Release, except that a second release with the
+// same id (a retry, or a copy of a request whose reply was lost) does not
+// drop a second hold. A quorum uses one id for a release on every node and
+// for its background retries.
+type OnceReleaser interface {
+	ReleaseOnce(ctx context.Context, name, owner, id string) (ReleaseResult, error)
+}
+
 // ForceReleaser is implemented by engines that can free a lock whoever
 // holds it (an administrator's repair). It reports whether the lock was held
 // and wakes the lock's waiters.

@@ -2,10 +2,13 @@ package fence
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,14 +32,25 @@ var fenceScript = redis.NewScript(fenceLua)
 //
 // A Redis is safe for concurrent use.
 type Redis struct {
-	c redis.UniversalClient
+	c      redis.UniversalClient
+	id     string        // random, names this Redis in write ids
+	writes atomic.Uint64 // numbers its writes
 }
 
 // NewRedis returns a Redis that runs its scripts on c: a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
 // It does not take ownership of c.
 func NewRedis(c redis.UniversalClient) *Redis {
-	return &Redis{c: c}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Redis{c: c, id: hex.EncodeToString(b[:])}
+}
+
+// writeID returns an id unique to one Exec call. go-redis resends a command
+// whose reply was lost; the copy carries the same id, and the script does
+// not run the write twice.
+func (r *Redis) writeID() string {
+	return r.id + "-" + strconv.FormatUint(r.writes.Add(1), 10)
 }
 
 // Exec runs the command args (e.g. "SET", key, value or "SADD", key, member or
@@ -46,6 +60,10 @@ func NewRedis(c redis.UniversalClient) *Redis {
 // reply, e.g. from SET ... GET on a missing key, is returned as nil. Replies
 // pass through Lua in RESP2 form, also on RESP3 connections: integers beyond
 // ±2^53 lose precision, and maps arrive as flat arrays.
+//
+// A write is applied once per call even when the client resends it after a
+// lost reply (go-redis does, by default); the resent copy then returns a nil
+// reply and no error, since the first copy's reply is gone.
 //
 // keys lists every key the command touches. On Redis Cluster they must be in
 // the same hash slot as fenceKey, e.g. by sharing a {tag}; see FenceKeyFor.
@@ -71,8 +89,8 @@ func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 		}
 		scriptKeys = append(scriptKeys, k)
 	}
-	argv := make([]any, 0, 2+len(args))
-	argv = append(argv, strconv.FormatUint(token, 10), holder)
+	argv := make([]any, 0, 3+len(args))
+	argv = append(argv, strconv.FormatUint(token, 10), holder, r.writeID())
 	argv = append(argv, args...)
 
 	res, err := fenceScript.Run(ctx, r.c, scriptKeys, argv...).Result()
@@ -80,6 +98,9 @@ func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 		return nil, fmt.Errorf("fence: write for %q: %w", fenceKey, err)
 	}
 	pair, ok := res.([]any)
+	if ok && len(pair) == 1 && pair[0] == int64(2) {
+		return nil, nil // a resent copy of a write applied once already
+	}
 	if !ok || len(pair) != 2 {
 		return nil, fmt.Errorf("fence: write for %q: unexpected script reply %#v", fenceKey, res)
 	}

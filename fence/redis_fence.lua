@@ -5,10 +5,13 @@
 -- KEYS[2..] the keys the command touches (declared for Redis Cluster)
 -- ARGV[1]   fencing token, canonical decimal digits (no sign, no leading zero)
 -- ARGV[2]   holder
--- ARGV[3..] the command and its arguments
+-- ARGV[3]   write id, unique per Exec call
+-- ARGV[4..] the command and its arguments
 --
 -- Reply: {1, command reply} when the write ran,
---        {0, highest token as decimal string} when the token is stale.
+--        {0, highest token as decimal string} when the token is stale,
+--        {2} when this write id was applied already: a copy resent by the
+--        client after its reply was lost, not run a second time.
 -- A failing command is returned as its error reply; the mark is not raised.
 --
 -- Tokens are compared as digit strings, never as Lua numbers: doubles are
@@ -38,12 +41,15 @@ end
 if not canonical(token) then
   return redis.error_reply('ERR fence: token is not a positive decimal integer')
 end
-if #ARGV < 3 then
+if #ARGV < 4 then
   return redis.error_reply('ERR fence: no command')
 end
 
-local mark = redis.call('HMGET', KEYS[1], 'token', 'holder')
+local mark = redis.call('HMGET', KEYS[1], 'token', 'holder', 'write')
 local highest, owner = mark[1], mark[2]
+if mark[3] == ARGV[3] then
+  return {2}
+end
 if highest then
   if not canonical(highest) then
     return redis.error_reply('ERR fence: field "token" of the fence key is not a fencing token')
@@ -53,9 +59,9 @@ if highest then
   end
 end
 
-local reply = redis.pcall(unpack(ARGV, 3))
+local reply = redis.pcall(unpack(ARGV, 4))
 if type(reply) == 'table' and reply.err then
   return reply
 end
-redis.call('HSET', KEYS[1], 'token', token, 'holder', holder)
+redis.call('HSET', KEYS[1], 'token', token, 'holder', holder, 'write', ARGV[3])
 return {1, reply}

@@ -96,12 +96,13 @@ func TestRedisSet(t *testing.T) {
 			wantString(t, ctx, c, "doc", "v10")
 			wantHighest(t, ctx, r, fk, 10)
 
-			// The mark is a hash holding exactly the token and holder.
+			// The mark is a hash holding the token and holder, and the id
+			// of the last write (which makes resent copies harmless).
 			mark, err := c.HGetAll(ctx, fk).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(mark) != 2 || mark["token"] != "10" || mark["holder"] != "alice" {
+			if len(mark) != 3 || mark["token"] != "10" || mark["holder"] != "alice" || mark["write"] == "" {
 				t.Fatalf("fence key %s = %v", fk, mark)
 			}
 			if ttl, err := c.TTL(ctx, fk).Result(); err != nil || ttl != -1 {

@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ type cleaner struct {
 type grantKey struct{ name, owner string }
 
 type pendingRelease struct {
+	id        string // the release id, the same on every retry
 	expires   time.Time
 	confirmed bool // one release went through; one more to go
 }
@@ -41,13 +44,15 @@ const maxPending = 10000
 // retried.
 const releaseTTL = time.Minute
 
-func (c *cleaner) add(name, owner string, ttl time.Duration) {
+// add queues a release of owner's hold on name; id is the release id (the
+// original release's, so that the retry cannot drop a second hold).
+func (c *cleaner) add(name, owner, id string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) >= maxPending {
 		return
 	}
-	c.pending[grantKey{name, owner}] = &pendingRelease{expires: time.Now().Add(ttl)}
+	c.pending[grantKey{name, owner}] = &pendingRelease{id: id, expires: time.Now().Add(ttl)}
 	if !c.running {
 		c.running = true
 		c.e.bg.Add(1)
@@ -78,7 +83,7 @@ func (c *cleaner) run() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			_, err := c.eng.Release(ctx, k.name, k.owner)
+			_, err := releaseOnce(ctx, c.eng, k.name, k.owner, p.id)
 			cancel()
 			if err != nil {
 				ok = false
@@ -112,4 +117,20 @@ func (c *cleaner) drop(k grantKey, p *pendingRelease) {
 		delete(c.pending, k)
 	}
 	c.mu.Unlock()
+}
+
+// releaseOnce releases with id where the engine supports idempotent
+// releases, and plainly elsewhere.
+func releaseOnce(ctx context.Context, eng engine.Engine, name, owner, id string) (engine.ReleaseResult, error) {
+	if o, ok := eng.(engine.OnceReleaser); ok {
+		return o.ReleaseOnce(ctx, name, owner, id)
+	}
+	return eng.Release(ctx, name, owner)
+}
+
+// newReleaseID returns a random release id.
+func newReleaseID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

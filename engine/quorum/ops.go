@@ -27,8 +27,8 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	// that node). A majority keeps the grant, so this costs redundancy
 	// only, never safety.
 	late := func(i int, x result[engine.Grant]) {
-		if x.err != nil || x.v.Acquired {
-			e.cleaners[i].add(r.Name, r.Owner, r.TTL)
+		if (x.err != nil || x.v.Acquired) && exactHold(r) {
+			e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
 		}
 	}
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
@@ -76,6 +76,11 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	return engine.Grant{Retry: splitBackoff()}, nil
 }
+
+// exactHold reports whether a grant's hold is the only one its owner can
+// have: a random owner (the client sets Attempt to Owner) never re-enters,
+// so releasing by it drops exactly that grant.
+func exactHold(r engine.AcquireRequest) bool { return r.Attempt == r.Owner }
 
 // index returns the position of n among the nodes.
 func (e *Engine) index(n node) int {
@@ -167,11 +172,12 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 	for i, x := range rs {
 		granted[i] = x.done && x.err == nil && x.v.Acquired
 	}
+	id := newReleaseID()
 	out := each(context.WithoutCancel(ctx), e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
 		if !granted[e.index(n)] {
 			return false, nil // only the nodes that granted
 		}
-		_, err := n.eng.Release(ctx, r.Name, r.Owner)
+		_, err := releaseOnce(ctx, n.eng, r.Name, r.Owner, id)
 		return true, err
 	}, nil, nil)
 	for i := range e.nodes {
@@ -182,8 +188,12 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 			// a fail-fast straggler: handled when its answer comes
 		case x.err == nil && !x.v.Acquired:
 			// held by another owner there: nothing of ours
+		case !exactHold(r):
+			// An explicit owner may hold the lock there already (re-entry):
+			// a release could drop that hold instead. The grant, if it
+			// landed, expires with its ttl.
 		default:
-			e.cleaners[i].add(r.Name, r.Owner, r.TTL)
+			e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
 		}
 	}
 }
@@ -259,15 +269,19 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			return ok >= e.majority
 		}
 	}
+	// One release id on every node and in every retry: a node that did not
+	// answer may apply this release later (a paused node) and the retry
+	// too, and the two must drop one hold, not two.
+	id := newReleaseID()
 	// A node that did not answer may still apply a queued grant of this
 	// owner later (a paused node): release there once it answers again.
 	late := func(i int, x result[engine.ReleaseResult]) {
 		if x.err != nil {
-			e.cleaners[i].add(name, owner, releaseTTL)
+			e.cleaners[i].add(name, owner, id, releaseTTL)
 		}
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
-		return n.eng.Release(ctx, name, owner)
+		return releaseOnce(ctx, n.eng, name, owner, id)
 	}, stop, late)
 	for i, x := range rs {
 		if x.done {

@@ -21,10 +21,13 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -47,10 +50,13 @@ type Engine struct {
 	fenceMS  string // fenceTTL in milliseconds, as sent
 	addr     string
 	watch    *watcher
+	id       string        // random, names this engine in release ids
+	releases atomic.Uint64 // numbers this engine's releases
 }
 
 var _ engine.Engine = (*Engine)(nil)
 var _ engine.ForceReleaser = (*Engine)(nil)
+var _ engine.OnceReleaser = (*Engine)(nil)
 
 // Option configures an Engine.
 type Option func(*Engine)
@@ -81,6 +87,9 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("distlock/engine/redis: fence ttl %v is too short", e.fenceTTL)
 	}
 	e.fenceMS = ms(e.fenceTTL)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	e.id = hex.EncodeToString(b[:])
 	if c, ok := client.(*goredis.Client); ok {
 		e.addr = c.Options().Addr
 	}
@@ -164,8 +173,14 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 
 // Release implements engine.Engine.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	return e.ReleaseOnce(ctx, name, owner, e.releaseID())
+}
+
+// ReleaseOnce implements engine.OnceReleaser: the lock records the id of
+// its last release, and a release with that id again drops nothing more.
+func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	key := e.lockKey(name) // the channel has the lock key's name
-	res, err := releaseScript.Run(ctx, e.client, []string{key}, owner, key, "PUBLISH").Slice()
+	res, err := releaseScript.Run(ctx, e.client, []string{key}, owner, key, "PUBLISH", id).Slice()
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -231,6 +246,12 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 func (e *Engine) Close() error {
 	e.watch.close()
 	return nil
+}
+
+// releaseID returns an id unique to one Release call: a resent copy of the
+// call's command carries the same id, so the script applies it once.
+func (e *Engine) releaseID() string {
+	return e.id + "-" + strconv.FormatUint(e.releases.Add(1), 10)
 }
 
 // ms renders a duration as whole milliseconds (at least 1) for PX/PEXPIRE.

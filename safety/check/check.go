@@ -1,0 +1,204 @@
+// Package check verifies a lab history against what distlock promises:
+//
+//	I1  validity windows of two grants of one name never overlap (where the
+//	    mode claims exclusion);
+//	I2  no stale write accepted by the fenced resource;
+//	I3  tokens strictly increase in the real-time order of grants;
+//	I4  no acknowledged update lost (the final set holds every
+//	    acknowledged add);
+//	I5  the fenced resource's history is linearizable (porcupine, fenced
+//	    register model);
+//	I6  loss was signalled to the holder no later than its local deadline;
+//	I7  after faults heal, acquisition works again within ttl + backoff.
+//
+// The same checks run on the unfenced control copy of the resource, where
+// violations are expected: they show the checks have teeth.
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/distlock/distlock/safety/history"
+)
+
+// Params are what a run claims and tolerates.
+type Params struct {
+	// TTL is the lease ttl of every client of the run.
+	TTL time.Duration
+	// SignalTolerance is how late a loss signal may come after the local
+	// deadline beyond the drift allowance (timer and scheduling latency).
+	SignalTolerance time.Duration
+	// Backoff is what I7 allows on top of the ttl: waiter polling, retry
+	// pauses, reconnects.
+	Backoff time.Duration
+	// LinearizeTimeout bounds porcupine.
+	LinearizeTimeout time.Duration
+	// VisualizePath, when set, is where porcupine's HTML visualisation is
+	// written if I5 fails.
+	VisualizePath string
+}
+
+// Result is what a history shows.
+type Result struct {
+	Grants  Counts // acquire calls
+	Faults  int    // fault windows
+	Windows int    // grants with a validity window
+
+	// I1: pairs of grants whose validity windows overlap.
+	Overlaps []Overlap
+	// I2: stale applies accepted (fenced) / stale writes that landed
+	// (control), by real time and by the order of the final set.
+	StaleFenced, StaleControl int
+	// I3: grants whose token is not above every earlier grant's.
+	TokenInversions int
+	// I4: acknowledged adds missing from the final set.
+	AckFenced, AckControl   int
+	LostFenced, LostControl int
+	// I5: "ok", "violation", "timeout" or "n/a".
+	Linearizable  string
+	Visualization string
+	// I6: loss-signal lags (signal time minus local deadline) of library
+	// leases; Late counts lags beyond drift + tolerance, and checks that
+	// found a lease still valid after its deadline. Excluded counts
+	// signals of stopped holders (SIGSTOP), which cannot act on anything.
+	Lags     []time.Duration
+	Late     int
+	Excluded int
+	// I7: time from each heal to the next grant (beyond the end of the
+	// leases that were legitimately held at the heal); Slow counts those
+	// above ttl + backoff, Unchecked heals too close to the end.
+	Recoveries []time.Duration
+	Slow       int
+	Unchecked  int
+
+	Notes []string
+}
+
+// Counts counts operations by result.
+type Counts struct{ Attempted, OK, Failed, Unknown int }
+
+// Overlap is one pair of grants whose windows overlap.
+type Overlap struct {
+	A, B     Grant
+	Duration time.Duration
+}
+
+// Grant is one successful acquisition as the history shows it.
+type Grant struct {
+	Client, Owner, Impl string
+	Token               uint64
+	Invoke, Complete    int64
+	// End is when the holder stopped believing it held the lock: release,
+	// loss signal or last known deadline, whichever came first (0: never
+	// granted a window).
+	End int64
+	// Intervals are the validity intervals [from, until] before End.
+	Intervals [][2]int64
+}
+
+// Run checks events.
+func Run(events []history.Event, p Params) Result {
+	var r Result
+	h := index(events)
+	r.Grants = h.counts
+	r.Faults = len(h.faults)
+	r.Windows = len(h.grants)
+	r.Overlaps = overlaps(h)
+	r.StaleFenced, r.StaleControl = stale(h)
+	r.TokenInversions = tokenInversions(h)
+	r.AckFenced, r.LostFenced = lost(h, history.Fenced)
+	r.AckControl, r.LostControl = lost(h, history.Control)
+	r.Linearizable, r.Visualization = linearizable(h, p)
+	r.Lags, r.Late, r.Excluded = signals(h, p)
+	r.Recoveries, r.Slow, r.Unchecked = recoveries(h, p)
+	return r
+}
+
+// hist is a history indexed for the checks.
+type hist struct {
+	events   []history.Event
+	grants   []*Grant // by Complete
+	byOwner  map[string]*Grant
+	counts   Counts
+	faults   []history.Event
+	applies  map[string][]history.Event // by resource: reads and writes
+	final    map[string]history.Event
+	losses   []history.Event
+	checked  []history.Event
+	runStart int64
+	runEnd   int64
+}
+
+func index(events []history.Event) *hist {
+	h := &hist{events: events, byOwner: map[string]*Grant{}, applies: map[string][]history.Event{}, final: map[string]history.Event{}}
+	releases := map[string]int64{}
+	lossAt := map[string]int64{}
+	validity := map[string][][2]int64{}
+	lastDeadline := map[string]int64{}
+	for _, e := range events {
+		switch e.Kind {
+		case history.KindAcquire:
+			h.counts.Attempted++
+			switch e.Result {
+			case history.OK:
+				h.counts.OK++
+				g := &Grant{Client: e.Client, Owner: e.Owner, Impl: e.Detail, Token: e.Token, Invoke: e.Invoke, Complete: e.Complete}
+				g.Intervals = [][2]int64{{e.Complete, e.Deadline}}
+				lastDeadline[e.Owner] = e.Deadline
+				h.grants = append(h.grants, g)
+				h.byOwner[e.Owner] = g
+			case history.Fail:
+				h.counts.Failed++
+			default:
+				h.counts.Unknown++
+			}
+		case history.KindValidity:
+			validity[e.Owner] = append(validity[e.Owner], [2]int64{e.At, e.Deadline})
+			lastDeadline[e.Owner] = max(lastDeadline[e.Owner], e.Deadline)
+		case history.KindChecked:
+			h.checked = append(h.checked, e)
+			lastDeadline[e.Owner] = max(lastDeadline[e.Owner], e.Deadline)
+		case history.KindLoss:
+			h.losses = append(h.losses, e)
+			lossAt[e.Owner] = e.At
+			lastDeadline[e.Owner] = max(lastDeadline[e.Owner], e.Deadline)
+		case history.KindRelease:
+			releases[e.Owner] = e.Invoke
+		case history.KindRead, history.KindWrite:
+			h.applies[e.Res] = append(h.applies[e.Res], e)
+		case history.KindFault:
+			h.faults = append(h.faults, e)
+		case history.KindFinal:
+			h.final[e.Res] = e
+		case history.KindRunStart:
+			h.runStart = e.At
+		case history.KindRunEnd:
+			h.runEnd = e.At
+		}
+	}
+	for _, g := range h.grants {
+		g.Intervals = append(g.Intervals, validity[g.Owner]...)
+		end := lastDeadline[g.Owner]
+		if t, ok := releases[g.Owner]; ok && t < end {
+			end = t
+		}
+		if t, ok := lossAt[g.Owner]; ok && t < end {
+			end = t
+		}
+		g.End = end
+		var ivs [][2]int64
+		for _, iv := range g.Intervals {
+			iv[1] = min(iv[1], end)
+			if iv[0] < iv[1] {
+				ivs = append(ivs, iv)
+			}
+		}
+		g.Intervals = ivs
+	}
+	sort.Slice(h.grants, func(i, j int) bool { return h.grants[i].Complete < h.grants[j].Complete })
+	return h
+}
+
+// Drift is distlock's drift allowance for ttl.
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

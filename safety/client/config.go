@@ -1,0 +1,77 @@
+// Package client is one lab client: a loop that acquires a lock, does
+// read-modify-writes on the protected resource (fenced, and the unfenced
+// control) and releases, recording every step in the history. The same loop
+// runs as a goroutine inside the lab or as a separate process (so that it can
+// be SIGSTOPped or killed).
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Lease implementations a client can use.
+const (
+	// ImplLibrary is distlock's own Client and Lease.
+	ImplLibrary = "library"
+	// ImplNoValidity is a naive lease for a negative control: it trusts a
+	// grant however late its reply arrives (validity check off).
+	ImplNoValidity = "naive-no-validity"
+	// ImplFromReply is a naive lease for a negative control: validity is
+	// measured from the reply of an acquire or renewal, not from its send.
+	ImplFromReply = "naive-from-reply"
+)
+
+// Styles of acquiring.
+const (
+	// StyleWait uses Acquire (waiting by notification).
+	StyleWait = "wait"
+	// StylePoll loops on TryAcquire with short sleeps.
+	StylePoll = "poll"
+)
+
+// Config is everything a client needs; a process client gets it as JSON.
+type Config struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`     // lock name
+	Nodes    []string `json:"nodes"`    // lock node addresses (through this client's proxies)
+	Resource string   `json:"resource"` // resource server address (through its proxy)
+	Redlock  bool     `json:"redlock"`  // quorum over Nodes, else Nodes[0] alone
+	Impl     string   `json:"impl"`
+	Style    string   `json:"style"`
+
+	TTL         time.Duration `json:"ttl"`
+	NodeTimeout time.Duration `json:"node_timeout"` // quorum per-node timeout
+	// NoFencing skips quorum phase 2 (negative control).
+	NoFencing bool `json:"no_fencing"`
+	// NoQuorumValidity turns the quorum's validity check off (negative
+	// control).
+	NoQuorumValidity bool `json:"no_quorum_validity"`
+
+	MaxOps    int           `json:"max_ops"`    // read-modify-writes per hold, at most
+	MinHold   time.Duration `json:"min_hold"`   // keep doing them for at least this long
+	Think     time.Duration `json:"think"`      // pause between read-modify-writes
+	Gap       time.Duration `json:"gap"`        // between the lease check and the write
+	OpTimeout time.Duration `json:"op_timeout"` // one resource call
+	Budget    time.Duration `json:"budget"`     // one Acquire's wait budget
+	Seed      uint64        `json:"seed"`
+}
+
+// Marshal renders c as JSON.
+func (c Config) Marshal() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Unmarshal parses a Config rendered by Marshal.
+func Unmarshal(s string) (Config, error) {
+	var c Config
+	err := json.Unmarshal([]byte(s), &c)
+	return c, err
+}
+
+// Drift is distlock's clock-drift allowance for ttl: ttl/100 + 2ms.
+func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

@@ -1,0 +1,95 @@
+// Package history is the lab's record of what happened: every client
+// operation, every resource apply and every fault window, as JSON lines
+// stamped with one monotonic clock shared by every process on the machine.
+package history
+
+// Event kinds.
+const (
+	// KindAcquire is one Acquire call: Invoke, Complete, Result (ok, fail,
+	// unknown), and for ok the Token, Owner and local validity Deadline.
+	KindAcquire = "acquire"
+	// KindValidity is a change of a lease's local validity deadline seen by
+	// its holder (a confirmed renewal): from At the lease is valid until
+	// Deadline.
+	KindValidity = "validity"
+	// KindLoss is the moment a lease's loss was signalled to its holder
+	// (At), with the deadline the lease had then and the Cause.
+	KindLoss = "loss"
+	// KindRelease is one Release call of the lease Owner.
+	KindRelease = "release"
+	// KindChecked marks the holder's last check of its lease before a
+	// write (At): the point where pauses and delays hurt every lease lock.
+	KindChecked = "checked"
+	// KindRead and KindWrite are resource applies: Res says which
+	// resource, Result is accepted, rejected or unknown.
+	KindRead  = "read"
+	KindWrite = "write"
+	// KindFault is one fault window [Start, End] of Class on Target.
+	KindFault = "fault"
+	// KindFinal is the final state of a resource, read after the run.
+	KindFinal = "final"
+	// KindClientStart and KindClientExit mark a client's life (process
+	// clients can be killed).
+	KindClientStart = "client-start"
+	KindClientExit  = "client-exit"
+	// KindRunStart and KindRunEnd frame a run (At); Detail describes it.
+	// The run ends when the clients are told to stop.
+	KindRunStart = "run-start"
+	KindRunEnd   = "run-end"
+)
+
+// Results of operations and applies.
+const (
+	OK       = "ok"
+	Fail     = "fail"
+	Unknown  = "unknown"
+	Accepted = "accepted"
+	Rejected = "rejected"
+)
+
+// Resources.
+const (
+	// Fenced is the resource written through the fence guard.
+	Fenced = "fenced"
+	// Control is the same resource written without any token check.
+	Control = "control"
+)
+
+// Event is one line of a history. Times are nanoseconds on
+// CLOCK_MONOTONIC (see Now); zero means "not known".
+type Event struct {
+	Kind   string `json:"kind"`
+	Client string `json:"client,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
+
+	Invoke   int64 `json:"invoke,omitempty"`
+	Complete int64 `json:"complete,omitempty"`
+	At       int64 `json:"at,omitempty"`
+	Deadline int64 `json:"deadline,omitempty"`
+	// TTL is the lease's ttl in nanoseconds (acquire).
+	TTL int64 `json:"ttl,omitempty"`
+
+	Result string `json:"result,omitempty"`
+	Cause  string `json:"cause,omitempty"`
+	Err    string `json:"err,omitempty"`
+
+	// Res is Fenced or Control for reads, writes and final states.
+	Res string `json:"res,omitempty"`
+	// Value is a digest of the resource value read or written
+	// ("counter:hash of the set").
+	Value string `json:"value,omitempty"`
+	// Add is the set element a write adds.
+	Add string `json:"add,omitempty"`
+	// Counter and Set are a final state.
+	Counter int64    `json:"counter,omitempty"`
+	Set     []string `json:"set,omitempty"`
+
+	// Class, Target, Start, End and Detail describe a fault window.
+	Class  int    `json:"class,omitempty"`
+	Target string `json:"target,omitempty"`
+	Start  int64  `json:"start,omitempty"`
+	End    int64  `json:"end,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
