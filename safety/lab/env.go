@@ -1,0 +1,301 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/safety/client"
+	"github.com/distlock/distlock/safety/history"
+)
+
+// env is one run's world: lock nodes, the resource server, the proxies,
+// the clients and the recorder.
+type env struct {
+	spec     RunSpec
+	rng      *rand.Rand
+	rec      *history.Recorder
+	name     string
+	nodes    []*redistest.Server
+	resource *redistest.Server
+	admin    []*goredis.Client // straight to each node, no proxy
+	proxies  *Proxies
+	slots    []*slot
+	exe      []string
+	logf     func(string, ...any)
+}
+
+// slot is one client position; a process slot gets a new process (and id)
+// when its process is killed.
+type slot struct {
+	base   string
+	gen    int
+	cfg    client.Config
+	links  []*Link // to each node
+	res    *Link   // to the resource
+	mu     sync.Mutex
+	proc   *proc
+	worker *client.Worker
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// id is the client id of the slot's current client.
+func (s *slot) id() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.ID
+}
+
+// clientParams derives client settings from the ttl.
+func clientParams(ttl time.Duration) client.Config {
+	return client.Config{
+		TTL:         ttl,
+		NodeTimeout: max(ttl/20, 10*time.Millisecond),
+		MaxOps:      16,
+		Think:       ttl / 20,
+		Gap:         max(ttl/50, 10*time.Millisecond),
+		OpTimeout:   ttl / 2,
+		Budget:      3 * ttl,
+	}
+}
+
+// setup starts the servers, proxies and clients of a run.
+func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, ...any)) (*env, error) {
+	e := &env{
+		spec: spec, rec: rec, exe: exe, logf: logf,
+		rng:     rand.New(rand.NewPCG(spec.Seed, uint64(spec.Scenario.ID)<<8|uint64(len(spec.Mode.Name)))),
+		name:    fmt.Sprintf("lock-s%02d", spec.Scenario.ID),
+		proxies: NewProxies(),
+	}
+	servers := make([]*redistest.Server, spec.Mode.Nodes+1)
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Go(func() { servers[i], errs[i] = redistest.New() })
+	}
+	wg.Wait()
+	e.nodes, e.resource = servers[:spec.Mode.Nodes], servers[spec.Mode.Nodes]
+	if err := errors.Join(errs...); err != nil {
+		e.teardown()
+		return nil, err
+	}
+	for _, n := range e.nodes {
+		opt := &goredis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: 2}
+		e.admin = append(e.admin, goredis.NewClient(opt))
+	}
+	styles := []struct {
+		proc  bool
+		style string
+	}{{true, client.StyleWait}, {false, client.StyleWait}, {false, client.StylePoll}}
+	for i, st := range styles {
+		s := &slot{base: fmt.Sprintf("c%d", i)}
+		cfg := clientParams(spec.TTL)
+		cfg.ID, cfg.Name, cfg.Redlock, cfg.Style = s.base, e.name, spec.Mode.Redlock, st.style
+		cfg.Seed = spec.Seed*31 + uint64(i)
+		cfg.MinHold = time.Duration(max(spec.Scenario.MinHold, 1)) * spec.TTL
+		cfg.Impl = client.ImplLibrary
+		switch spec.Control {
+		case NoValidity:
+			cfg.Impl, cfg.NoQuorumValidity, cfg.NoFencing = client.ImplNoValidity, true, true
+		case FromReply:
+			cfg.Impl = client.ImplFromReply
+		case NoFencing:
+			cfg.NoFencing = true
+		}
+		for j, n := range e.nodes {
+			l, err := e.proxies.New(s.base, j, n.Addr())
+			if err != nil {
+				e.teardown()
+				return nil, err
+			}
+			s.links = append(s.links, l)
+			cfg.Nodes = append(cfg.Nodes, l.Addr())
+		}
+		l, err := e.proxies.New(s.base, -1, e.resource.Addr())
+		if err != nil {
+			e.teardown()
+			return nil, err
+		}
+		s.res, cfg.Resource = l, l.Addr()
+		s.cfg = cfg
+		e.slots = append(e.slots, s)
+		if err := e.startSlot(s, st.proc); err != nil {
+			e.teardown()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// startSlot starts the slot's client as a process or a goroutine.
+func (e *env) startSlot(s *slot, asProc bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	if s.gen > 1 {
+		s.cfg.ID = fmt.Sprintf("%s.%d", s.base, s.gen)
+		s.cfg.Seed += 1000
+	}
+	if asProc {
+		p, err := startProc(e.exe, s.cfg, e.rec)
+		if err != nil {
+			return err
+		}
+		s.proc = p
+		return nil
+	}
+	w, err := client.NewWorker(s.cfg, e.rec.Add)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.worker, s.cancel, s.done = w, cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		w.Run(ctx)
+	}()
+	return nil
+}
+
+// current returns the slot's process (nil for a goroutine slot).
+func (s *slot) current() *proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
+// stopClients stops every client, letting each finish its hold.
+func (e *env) stopClients() {
+	grace := 3*e.spec.TTL + 3*time.Second
+	var wg sync.WaitGroup
+	for _, s := range e.slots {
+		s.mu.Lock()
+		p, w, cancel, done := s.proc, s.worker, s.cancel, s.done
+		s.mu.Unlock()
+		if p != nil {
+			wg.Go(func() { p.stop(grace) })
+		}
+		if w != nil {
+			wg.Go(func() {
+				cancel()
+				select {
+				case <-done:
+				case <-time.After(grace):
+					e.logf("client %s did not stop within %v", s.id(), grace)
+				}
+				_ = w.Close()
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// healNodes makes sure every node runs and is not paused.
+func (e *env) healNodes() {
+	for _, n := range e.nodes {
+		if !n.Running() {
+			if err := n.Restart(); err != nil {
+				e.logf("restart %s: %v", n.Addr(), err)
+			}
+			continue
+		}
+		_ = n.Resume()
+	}
+}
+
+// finalState reads both resource copies straight from the server.
+func (e *env) finalState() error {
+	rdb := goredis.NewClient(&goredis.Options{Addr: e.resource.Addr(), DisableIdentity: true})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f, c, err := client.ReadFinal(ctx, rdb, e.name)
+	if err != nil {
+		return err
+	}
+	now := history.Now()
+	e.rec.Add(history.Event{Kind: history.KindFinal, Name: e.name, Res: history.Fenced, At: now, Counter: f.Counter, Set: f.Elements()})
+	e.rec.Add(history.Event{Kind: history.KindFinal, Name: e.name, Res: history.Control, At: now, Counter: c.Counter, Set: c.Elements()})
+	return nil
+}
+
+// teardown kills whatever is left and removes the servers.
+func (e *env) teardown() {
+	for _, s := range e.slots {
+		if p := s.current(); p != nil && !p.exited() {
+			p.kill()
+		}
+	}
+	e.proxies.Close()
+	for _, a := range e.admin {
+		_ = a.Close()
+	}
+	for _, n := range append(append([]*redistest.Server(nil), e.nodes...), e.resource) {
+		if n != nil {
+			_ = n.Close()
+		}
+	}
+}
+
+// fault records a fault window.
+func (e *env) fault(class int, target, detail string, start, end time.Time) {
+	e.rec.Add(history.Event{Kind: history.KindFault, Class: class, Target: target, Detail: detail,
+		Start: history.Mono(start), End: history.Mono(end)})
+}
+
+// waitChecked waits until a client matching match checks its lease before a
+// write (the moment a pause or delay hurts), or ctx ends.
+func (e *env) waitChecked(ctx context.Context, match func(client string) bool) (history.Event, bool) {
+	ch := e.rec.Watch(func(ev history.Event) bool { return ev.Kind == history.KindChecked && match(ev.Client) })
+	select {
+	case ev := <-ch:
+		return ev, true
+	case <-ctx.Done():
+		return history.Event{}, false
+	}
+}
+
+// anyClient matches every client.
+func anyClient(string) bool { return true }
+
+// slotOf returns the slot whose current client is id.
+func (e *env) slotOf(id string) *slot {
+	for _, s := range e.slots {
+		if s.id() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// between returns a random duration in [lo, hi).
+func (e *env) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(e.rng.Int64N(int64(hi-lo)))
+}
+
+// pick returns k distinct random indexes below n.
+func (e *env) pick(n, k int) []int {
+	return e.rng.Perm(n)[:k]
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

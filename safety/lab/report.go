@@ -1,0 +1,125 @@
+package lab
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/distlock/distlock/safety/check"
+)
+
+// Summary is one line about an outcome.
+func Summary(o *Outcome) string {
+	r := o.Result
+	verdict := "PASS"
+	if len(o.Problems) > 0 {
+		verdict = "FAIL: " + strings.Join(o.Problems, "; ")
+	}
+	return fmt.Sprintf("grants %d/%d/%d/%d faults %d | I1 %d I2 %d/%d I3 %d I4 %d/%d (of %d/%d) I5 %s I6 late %d (p99 %v) I7 slow %d (max %v) | %s",
+		r.Grants.Attempted, r.Grants.OK, r.Grants.Failed, r.Grants.Unknown, r.Faults,
+		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
+		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
+		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), verdict)
+}
+
+func maxDur(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	m := ds[0]
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))
+}
+
+// Markdown renders outcomes as the report table of docs/SAFETY.md.
+func Markdown(outs []*Outcome) string {
+	var b strings.Builder
+	b.WriteString("| # | scenario | mode | grants att/ok/fail/unk | faults | I1 overlaps | I2 stale fenced / control | I3 inversions | I4 lost fenced / control (acked) | I5 | I6 lag ms p50/p99/max (late of n) | I7 recovery max ms (slow) | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, o := range outs {
+		r, s := o.Result, o.Spec
+		name := s.Scenario.Key
+		if s.Control != NoControl {
+			name += " **NC: " + string(s.Control) + "**"
+		}
+		i1 := fmt.Sprint(len(r.Overlaps))
+		if !s.Scenario.Excludes(s.Mode) && s.Control == NoControl {
+			i1 += " (not claimed)"
+		}
+		verdict := "pass"
+		if len(o.Problems) > 0 {
+			verdict = "**FAIL**: " + strings.Join(o.Problems, "; ")
+		} else if s.Control != NoControl {
+			verdict = "pass (detected: " + s.Control.Expect() + ")"
+		} else if s.Scenario.Teeth {
+			verdict = "pass (control has teeth)"
+		}
+		i6 := "n/a"
+		if len(r.Lags) > 0 {
+			i6 = fmt.Sprintf("%s/%s/%s (%d of %d)", ms(check.Percentile(r.Lags, .5)), ms(check.Percentile(r.Lags, .99)), ms(maxDur(r.Lags)), r.Late, len(r.Lags))
+		} else if r.Late > 0 {
+			i6 = fmt.Sprintf("late %d", r.Late)
+		}
+		if r.Excluded > 0 {
+			i6 += fmt.Sprintf(", %d stopped", r.Excluded)
+		}
+		i7 := fmt.Sprintf("%.0f (%d)", float64(maxDur(r.Recoveries))/float64(time.Millisecond), r.Slow)
+		fmt.Fprintf(&b, "| %d | %s | %s | %d/%d/%d/%d | %d | %s | %d / %d | %d | %d / %d (%d) | %s | %s | %s | %s |\n",
+			s.Scenario.ID, name, s.Mode.Name, r.Grants.Attempted, r.Grants.OK, r.Grants.Failed, r.Grants.Unknown, r.Faults,
+			i1, r.StaleFenced, r.StaleControl, r.TokenInversions, r.LostFenced, r.LostControl, r.AckFenced, r.Linearizable,
+			i6, i7, verdict)
+	}
+	return b.String()
+}
+
+// Legend renders the scenario list: what each injects and what it claims.
+func Legend() string {
+	var b strings.Builder
+	b.WriteString("| # | fault class | injection | I1 claimed (single / redlock) | control must show a violation |\n|---|---|---|---|---|\n")
+	yn := func(ok, applies bool) string {
+		switch {
+		case !applies:
+			return "n/a"
+		case ok:
+			return "yes"
+		}
+		return "no"
+	}
+	for _, s := range Scenarios {
+		teeth := ""
+		if s.Teeth {
+			teeth = "yes"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s | %s |\n", s.ID, s.Title, s.Schedule,
+			yn(s.Excludes(Single), s.Single), yn(s.Excludes(Redlock), s.Redlock), teeth)
+	}
+	return b.String()
+}
+
+// Versions lists the versions the lab ran with.
+func Versions() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Go %s, %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		fmt.Fprintf(&b, "- %s\n", strings.TrimSpace(string(out)))
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2", "github.com/anishathalye/porcupine":
+				fmt.Fprintf(&b, "- %s %s\n", d.Path, d.Version)
+			}
+		}
+	}
+	return b.String()
+}

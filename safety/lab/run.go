@@ -1,0 +1,144 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/distlock/distlock/safety/check"
+	"github.com/distlock/distlock/safety/history"
+)
+
+// Options are what every run of a suite shares.
+type Options struct {
+	// Exe is the argv that starts a process client (a binary that calls
+	// client.ProcessMain when client.ConfigEnv is set).
+	Exe []string
+	// Dir receives one history (.jsonl) per run, and porcupine's
+	// visualisation of any I5 failure.
+	Dir string
+	// SignalTolerance and Backoff: see check.Params.
+	SignalTolerance time.Duration
+	Backoff         time.Duration
+	// Logf reports progress (may be nil).
+	Logf func(string, ...any)
+}
+
+// Outcome is one run's result.
+type Outcome struct {
+	Spec     RunSpec
+	Result   check.Result
+	Problems []string // why the run fails; empty when it passes
+	History  string
+	Took     time.Duration
+}
+
+// Execute runs spec and checks its history.
+func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	began := time.Now()
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(o.Dir, spec.Key()+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rec := history.NewRecorder(f)
+	e, err := setup(spec, rec, o.Exe, func(format string, args ...any) {
+		logf("%s: "+format, append([]any{spec.Key()}, args...)...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: setup: %w", spec.Key(), err)
+	}
+	defer e.teardown()
+	rec.Add(history.Event{Kind: history.KindRunStart, At: history.Now(), Name: e.name, TTL: int64(spec.TTL),
+		Detail: fmt.Sprintf("scenario %d %s, mode %s, control %q, seed %d", spec.Scenario.ID, spec.Scenario.Key, spec.Mode.Name, spec.Control, spec.Seed)})
+
+	// Faults start after a warm-up and stop early enough for the last
+	// heal to be followed by a grant (I7).
+	tail := 2*spec.TTL + o.Backoff
+	runCtx, cancel := context.WithTimeout(ctx, spec.Duration)
+	defer cancel()
+	faultCtx, cancelFaults := context.WithTimeout(runCtx, max(spec.Duration-tail, spec.TTL))
+	defer cancelFaults()
+	if sleep(faultCtx, spec.TTL) {
+		for faultCtx.Err() == nil {
+			spec.Scenario.Inject(faultCtx, e)
+			sleep(faultCtx, e.between(spec.TTL, 2*spec.TTL))
+		}
+	}
+	<-runCtx.Done()
+	rec.Add(history.Event{Kind: history.KindRunEnd, At: history.Now()})
+	e.stopClients()
+	e.healNodes()
+	time.Sleep(spec.TTL / 4) // writes still in flight land (or not)
+	if err := e.finalState(); err != nil {
+		logf("%s: final state: %v", spec.Key(), err)
+	}
+	if err := rec.Flush(); err != nil {
+		return nil, fmt.Errorf("%s: history: %w", spec.Key(), err)
+	}
+	res := check.Run(rec.Events(), check.Params{
+		TTL:              spec.TTL,
+		SignalTolerance:  o.SignalTolerance,
+		Backoff:          o.Backoff,
+		LinearizeTimeout: 20 * time.Second,
+		VisualizePath:    filepath.Join(o.Dir, spec.Key()+"-porcupine.html"),
+	})
+	out := &Outcome{Spec: spec, Result: res, History: path, Took: time.Since(began)}
+	out.Problems = judge(spec, res)
+	return out, nil
+}
+
+// judge lists what the run's result violates.
+func judge(spec RunSpec, r check.Result) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if r.StaleFenced > 0 {
+		add("I2: %d stale applies accepted by the fenced resource", r.StaleFenced)
+	}
+	if r.LostFenced > 0 {
+		add("I4: %d acknowledged updates lost on the fenced resource", r.LostFenced)
+	}
+	if r.Linearizable == "violation" {
+		add("I5: fenced resource history not linearizable (%s)", r.Visualization)
+	}
+	if r.Grants.OK == 0 {
+		add("no grant at all")
+	}
+	switch spec.Control {
+	case NoControl:
+		if spec.Scenario.Excludes(spec.Mode) && len(r.Overlaps) > 0 {
+			add("I1: %d overlapping validity windows", len(r.Overlaps))
+		}
+		if r.TokenInversions > 0 {
+			add("I3: %d token inversions", r.TokenInversions)
+		}
+		if r.Late > 0 {
+			add("I6: %d loss signals later than deadline + drift + tolerance", r.Late)
+		}
+		if r.Slow > 0 {
+			add("I7: %d heals not followed by a grant within ttl + backoff", r.Slow)
+		}
+		if spec.Scenario.Teeth && r.LostControl == 0 && len(r.Overlaps) == 0 {
+			add("no teeth: the unfenced control shows no lost update and no overlapping window")
+		}
+	case NoValidity, FromReply:
+		if len(r.Overlaps) == 0 {
+			add("negative control %s: no overlapping window detected", spec.Control)
+		}
+	case NoFencing:
+		if r.TokenInversions == 0 {
+			add("negative control %s: no token inversion detected", spec.Control)
+		}
+	}
+	return p
+}

@@ -1,0 +1,73 @@
+// Package lab is distlock's safety lab: it starts real redis-server
+// processes on loopback, puts a TCP fault proxy on every (client, node)
+// link, runs clients as goroutines and as processes, injects one class of
+// fault at a time on a seeded schedule, records a history and checks it
+// (package check).
+package lab
+
+import (
+	"fmt"
+	"time"
+)
+
+// Mode is a lock deployment.
+type Mode struct {
+	Name    string
+	Redlock bool
+	Nodes   int
+}
+
+// The two modes.
+var (
+	Single  = Mode{Name: "single", Nodes: 1}
+	Redlock = Mode{Name: "redlock", Redlock: true, Nodes: 5}
+)
+
+// Control names a negative control: a switch that breaks one rule on
+// purpose, so that the lab must detect a violation.
+type Control string
+
+// The negative controls.
+const (
+	// NoControl is the real library.
+	NoControl Control = ""
+	// NoValidity: grants are trusted however late they arrive (quorum
+	// validity check off, and a client that skips its own).
+	NoValidity Control = "validity-check-off"
+	// NoFencing: quorum phase 2 (raising the fencing high-water on a
+	// majority) is skipped.
+	NoFencing Control = "phase2-fencing-off"
+	// FromReply: renewal validity is measured from the reply.
+	FromReply Control = "renew-from-reply"
+)
+
+// Expect returns what the control must show.
+func (c Control) Expect() string {
+	switch c {
+	case NoValidity, FromReply:
+		return "I1 overlapping windows"
+	case NoFencing:
+		return "I3 token inversions"
+	}
+	return ""
+}
+
+// RunSpec is one run: a scenario in a mode, possibly under a negative
+// control.
+type RunSpec struct {
+	Scenario *Scenario
+	Mode     Mode
+	Control  Control
+	TTL      time.Duration
+	Duration time.Duration
+	Seed     uint64
+}
+
+// Key names the run (and its files).
+func (s RunSpec) Key() string {
+	k := fmt.Sprintf("s%02d-%s-%s", s.Scenario.ID, s.Scenario.Key, s.Mode.Name)
+	if s.Control != NoControl {
+		k += "-nc-" + string(s.Control)
+	}
+	return k
+}

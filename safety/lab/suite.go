@@ -1,0 +1,92 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Suite is a list of runs.
+type Suite struct {
+	Name string
+	Runs []RunSpec
+}
+
+// QuickSuite is the CI suite: the scenarios whose controls must have teeth
+// (1, 4, 8, 10) and the killed holder (12) in single-node mode, 1, 8 and 10
+// in Redlock mode, and the three negative controls; a few seconds each.
+func QuickSuite(seed uint64) Suite {
+	const ttl, d = 500 * time.Millisecond, 6 * time.Second
+	var runs []RunSpec
+	for _, id := range []int{1, 4, 8, 10, 12} {
+		runs = append(runs, RunSpec{Scenario: ScenarioByID(id), Mode: Single, TTL: ttl, Duration: d, Seed: seed})
+	}
+	for _, id := range []int{1, 8, 10} {
+		runs = append(runs, RunSpec{Scenario: ScenarioByID(id), Mode: Redlock, TTL: ttl, Duration: d, Seed: seed})
+	}
+	// The negative controls run longer: a violation needs a fault to line
+	// up with a grant, and a 6 s run sometimes has one chance only.
+	const nc = 3 * d
+	runs = append(runs,
+		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: NoValidity, TTL: ttl, Duration: nc, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(6), Mode: Redlock, Control: NoFencing, TTL: ttl, Duration: nc, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: FromReply, TTL: ttl, Duration: nc, Seed: seed},
+	)
+	return Suite{Name: "quick", Runs: runs}
+}
+
+// FullSuite is every scenario in every mode it applies to, plus the
+// negative controls, with ttl 1s and per-run duration d.
+func FullSuite(seed uint64, d time.Duration) Suite {
+	const ttl = time.Second
+	var runs []RunSpec
+	for _, s := range Scenarios {
+		for _, m := range []Mode{Single, Redlock} {
+			if (m.Redlock && s.Redlock) || (!m.Redlock && s.Single) {
+				runs = append(runs, RunSpec{Scenario: s, Mode: m, TTL: ttl, Duration: d, Seed: seed})
+			}
+		}
+	}
+	runs = append(runs,
+		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: NoValidity, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: NoValidity, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(6), Mode: Redlock, Control: NoFencing, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
+	)
+	return Suite{Name: "full", Runs: runs}
+}
+
+// Filter keeps the runs for which keep returns true.
+func (s Suite) Filter(keep func(RunSpec) bool) Suite {
+	var runs []RunSpec
+	for _, r := range s.Runs {
+		if keep(r) {
+			runs = append(runs, r)
+		}
+	}
+	s.Runs = runs
+	return s
+}
+
+// Execute runs the suite one run at a time.
+func (s Suite) Execute(ctx context.Context, o Options) ([]*Outcome, error) {
+	var out []*Outcome
+	for i, spec := range s.Runs {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if o.Logf != nil {
+			o.Logf("[%d/%d] %s (%v)", i+1, len(s.Runs), spec.Key(), spec.Duration)
+		}
+		res, err := Execute(ctx, spec, o)
+		if err != nil {
+			return out, fmt.Errorf("run %s: %w", spec.Key(), err)
+		}
+		if o.Logf != nil {
+			o.Logf("    %s", Summary(res))
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
