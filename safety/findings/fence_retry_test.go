@@ -21,7 +21,7 @@ import (
 // a release id; the lab's resource clients avoid it with MaxRetries: -1.
 func TestFenceExecResentRunsOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	drop := newReplyDropper(t, srv.Addr())
+	drop := redistest.NewReplyDropper(t, srv.Addr())
 	rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
 	defer rdb.Close()
 	g := fence.NewRedis(rdb)
@@ -32,8 +32,8 @@ func TestFenceExecResentRunsOnce(t *testing.T) {
 	}
 	drop.Arm()
 	_, err := g.Exec(ctx, "n:fence", 2, "h2", []string{"n"}, "INCRBY", "n", 1)
-	if drop.dropped.Load() != 1 {
-		t.Fatalf("dropped %d replies, want 1", drop.dropped.Load())
+	if drop.Dropped() != 1 {
+		t.Fatalf("dropped %d replies, want 1", drop.Dropped())
 	}
 	n, _ := srv.Client().Get(ctx, "n").Int()
 	if n != 2 {

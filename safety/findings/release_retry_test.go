@@ -27,7 +27,7 @@ import (
 // its regression test from the outside.
 func TestReleaseRetryDropsTwoHolds(t *testing.T) {
 	srv := redistest.Start(t)
-	drop := newReplyDropper(t, srv.Addr())
+	drop := redistest.NewReplyDropper(t, srv.Addr())
 	// The defaults a user gets, plus context deadlines (as the README asks).
 	rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
 	defer rdb.Close()
@@ -61,8 +61,8 @@ func TestReleaseRetryDropsTwoHolds(t *testing.T) {
 	}
 	drop.Arm()
 	err = inner.Release(ctx) // runs, its reply is lost, go-redis resends it
-	if drop.dropped.Load() != 1 {
-		t.Fatalf("the proxy dropped %d replies, want 1", drop.dropped.Load())
+	if drop.Dropped() != 1 {
+		t.Fatalf("the proxy dropped %d replies, want 1", drop.Dropped())
 	}
 	t.Logf("inner release: %v", err)
 
