@@ -73,14 +73,9 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	// its own waiters wait for.)
 	if wait && o.owner == "" && c.waitersOn(name) {
 		w.contended = true
-		c.obs.Waiting(name, 1)
-		defer c.obs.Waiting(name, -1)
-		release, err := c.takeTurn(ctx, name)
-		if err != nil {
-			return nil, true, w.giveUp(err)
+		if err := w.queue(); err != nil {
+			return nil, true, err
 		}
-		defer release()
-		w.hasTurn = true
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -122,15 +117,10 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		if !wait {
 			return nil, w.contended, w.last
 		}
-		if !w.hasTurn {
-			c.obs.Waiting(name, 1)
-			defer c.obs.Waiting(name, -1)
-			release, err := c.takeTurn(ctx, name)
-			if err != nil {
-				return nil, w.contended, w.giveUp(err)
+		if w.leave == nil {
+			if err := w.queue(); err != nil {
+				return nil, w.contended, err
 			}
-			defer release()
-			w.hasTurn = true
 			continue // the holder may have left while we queued
 		}
 		if g.Retry > 0 {
@@ -176,8 +166,8 @@ type waiter struct {
 	last      error
 	sub       engine.Subscription
 	subFailed bool
-	hasTurn   bool // this waiter has the Client's turn on the name
-	contended bool // an attempt found the lock held by another owner
+	leave     func() // gives up the Client's turn on the name, once taken
+	contended bool   // an attempt found the lock held by another owner
 	timer     *time.Timer
 }
 
@@ -247,7 +237,26 @@ func (w *waiter) giveUp(ctxErr error) error {
 	return &WaitError{Name: w.name, Waited: time.Since(w.start), Ctx: ctxErr, Last: w.last}
 }
 
+// queue waits for this waiter's turn among the Client's waiters on the
+// name (see turn.go).
+func (w *waiter) queue() error {
+	w.c.obs.Waiting(w.name, 1)
+	release, err := w.c.takeTurn(w.ctx, w.name)
+	if err != nil {
+		w.c.obs.Waiting(w.name, -1)
+		return w.giveUp(err)
+	}
+	w.leave = func() {
+		release()
+		w.c.obs.Waiting(w.name, -1)
+	}
+	return nil
+}
+
 func (w *waiter) close() {
+	if w.leave != nil {
+		w.leave()
+	}
 	if w.sub != nil {
 		w.sub.Close()
 	}
