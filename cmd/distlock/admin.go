@@ -175,26 +175,34 @@ func (a *app) cmdList(args []string) int {
 
 // listAll pages through a listing, deduplicating, sorted by name.
 func listAll(ctx context.Context, l engine.Lister, prefix string) ([]engine.Info, error) {
-	byName := map[string]engine.Info{}
+	return pageAll(func(cursor string) ([]engine.Info, string, error) {
+		return l.List(ctx, prefix, cursor, listPage)
+	}, func(i engine.Info) string { return i.Name })
+}
+
+// pageAll reads every page of a paged listing (cursor "" first, until next
+// is ""), keeps one item per key and sorts them by key.
+func pageAll[T any](page func(cursor string) ([]T, string, error), key func(T) string) ([]T, error) {
+	byKey := map[string]T{}
 	cursor := ""
 	for {
-		infos, next, err := l.List(ctx, prefix, cursor, listPage)
+		items, next, err := page(cursor)
 		if err != nil {
 			return nil, err
 		}
-		for _, i := range infos {
-			byName[i.Name] = i
+		for _, it := range items {
+			byKey[key(it)] = it
 		}
 		if next == "" {
 			break
 		}
 		cursor = next
 	}
-	out := make([]engine.Info, 0, len(byName))
-	for _, i := range byName {
-		out = append(out, i)
+	out := make([]T, 0, len(byKey))
+	for _, it := range byKey {
+		out = append(out, it)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out, nil
 }
 
@@ -292,27 +300,9 @@ func (a *app) printLeaks(leaks []engine.Leak, maxTTL time.Duration) {
 
 // findLeaks pages through the leaks, deduplicating, sorted by key.
 func findLeaks(ctx context.Context, f engine.LeakFinder, prefix string, maxTTL time.Duration) ([]engine.Leak, error) {
-	byKey := map[string]engine.Leak{}
-	cursor := ""
-	for {
-		leaks, next, err := f.Leaks(ctx, prefix, maxTTL, cursor, listPage)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range leaks {
-			byKey[l.Key] = l
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	out := make([]engine.Leak, 0, len(byKey))
-	for _, l := range byKey {
-		out = append(out, l)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return pageAll(func(cursor string) ([]engine.Leak, string, error) {
+		return f.Leaks(ctx, prefix, maxTTL, cursor, listPage)
+	}, func(l engine.Leak) string { return l.Key })
 }
 
 // cmdForceRelease implements distlock force-release.
