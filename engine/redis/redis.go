@@ -6,7 +6,8 @@
 // is passed in KEYS and shares the lock's hash tag, so the scripts are legal
 // on Cluster:
 //
-//	distlock:{NAME}        the lock: a hash of owner, count, token, meta
+//	distlock:{NAME}        the lock: a hash of owner, count, token, meta,
+//	                       and the ids of its last acquire and release
 //	distlock:{NAME}:fence  the fencing high-water, with a long time to live
 //
 // Releases publish a wake-up on the channel distlock:{NAME}. Waiters of one
