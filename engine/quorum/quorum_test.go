@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
@@ -59,26 +57,9 @@ func TestConformance(t *testing.T) {
 			}
 		},
 		Register: func(t *testing.T, name string) enginetest.Register {
-			return &register{c: counter.Client(), key: name}
+			return redistest.NewRegister(counter.Client(), name)
 		},
 	})
-}
-
-type register struct {
-	c   *goredis.Client
-	key string
-}
-
-func (r *register) Get(ctx context.Context) (int64, error) {
-	v, err := r.c.Get(ctx, r.key).Int64()
-	if errors.Is(err, goredis.Nil) {
-		return 0, nil
-	}
-	return v, err
-}
-
-func (r *register) Set(ctx context.Context, v int64) error {
-	return r.c.Set(ctx, r.key, strconv.FormatInt(v, 10), 0).Err()
 }
 
 // TestTokensIncreaseUnderContention: 2 clients x 16 goroutines, 1,000

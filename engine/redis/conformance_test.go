@@ -2,10 +2,7 @@ package redis_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
@@ -23,7 +20,7 @@ func TestConformance(t *testing.T) {
 			}
 		},
 		Register: func(t *testing.T, name string) enginetest.Register {
-			return &redisRegister{c: srv.Client(), key: "test:" + name}
+			return redistest.NewRegister(srv.Client(), "test:"+name)
 		},
 	})
 }
@@ -38,26 +35,4 @@ func newEngine(t *testing.T, srv *redistest.Server) *redisengine.Engine {
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	return e
-}
-
-// redisRegister is a counter in Redis read with GET and written with SET:
-// not atomic, so only the lock keeps increments from being lost.
-type redisRegister struct {
-	c   *goredis.Client
-	key string
-}
-
-func (r *redisRegister) Get(ctx context.Context) (int64, error) {
-	v, err := r.c.Get(ctx, r.key).Result()
-	if err == goredis.Nil {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(v, 10, 64)
-}
-
-func (r *redisRegister) Set(ctx context.Context, v int64) error {
-	return r.c.Set(ctx, r.key, v, 0).Err()
 }

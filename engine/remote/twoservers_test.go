@@ -3,13 +3,10 @@ package remote_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
@@ -49,7 +46,7 @@ func TestTwoServersOneRedis(t *testing.T) {
 			}
 		},
 		Register: func(t *testing.T, name string) enginetest.Register {
-			return &redisRegister{c: rs.Client(), key: "test:" + name}
+			return redistest.NewRegister(rs.Client(), "test:"+name)
 		},
 	})
 }
@@ -60,7 +57,7 @@ func TestTwoServersOneRedis(t *testing.T) {
 // fencing tokens seen under the lock strictly increase.
 func TestTwoServersExclusionAndTokens(t *testing.T) {
 	rs, urls := twoServers(t)
-	reg := &redisRegister{c: rs.Client(), key: "test:counter"}
+	reg := redistest.NewRegister(rs.Client(), "test:counter")
 	const (
 		perServer = 16
 		rounds    = 8
@@ -124,26 +121,4 @@ func TestTwoServersExclusionAndTokens(t *testing.T) {
 		t.Fatalf("grants per server = %v: both servers should have granted", grants)
 	}
 	t.Logf("grants per server: %v", grants)
-}
-
-// redisRegister is a counter in Redis read with GET and written with SET:
-// not atomic, so only the lock keeps increments from being lost.
-type redisRegister struct {
-	c   *goredis.Client
-	key string
-}
-
-func (r *redisRegister) Get(ctx context.Context) (int64, error) {
-	v, err := r.c.Get(ctx, r.key).Result()
-	if err == goredis.Nil {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(v, 10, 64)
-}
-
-func (r *redisRegister) Set(ctx context.Context, v int64) error {
-	return r.c.Set(ctx, r.key, v, 0).Err()
 }
