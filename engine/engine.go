@@ -69,6 +69,12 @@ type AcquireRequest struct {
 	// request is a retry of one already applied (a client library may
 	// resend a command whose reply was lost): the engine answers as before
 	// without counting up.
+	//
+	// Attempt == Owner marks a one-off owner that never re-enters (the
+	// Client's random owner tokens): releasing by that owner drops exactly
+	// this grant, so a quorum may release it in the background when its
+	// outcome on a node is unknown. Any other Attempt is an explicit owner
+	// that may hold the lock already; its unknown grants are left to expire.
 	Attempt string
 }
 
