@@ -60,7 +60,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if err := o.validate(); err != nil {
 		return nil, false, err
 	}
-	req := engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata}
+	// A waiting Acquire asks the engine for a wake-up at the release.
+	req := engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait}
 	if o.owner != "" {
 		req.Attempt = newOwner()
 	}

@@ -36,7 +36,8 @@ type Engine interface {
 	Extend(ctx context.Context, rs []ExtendRequest) ([]ExtendResult, error)
 
 	// Release drops one hold of owner on the lock. When the last hold is
-	// dropped, the lock is freed and waiters subscribed to name are woken.
+	// dropped, the lock is freed and waiters subscribed to name are woken
+	// (at least when a Waiting acquire found the lock held since its grant).
 	Release(ctx context.Context, name, owner string) (ReleaseResult, error)
 
 	// Inspect reports the state of the lock without changing it.
@@ -76,6 +77,12 @@ type AcquireRequest struct {
 	// outcome on a node is unknown. Any other Attempt is an explicit owner
 	// that may hold the lock already; its unknown grants are left to expire.
 	Attempt string
+	// Waiting tells the engine that, if the lock is held by another owner,
+	// the caller will wait for a wake-up on a Subscription it holds (or
+	// takes before its next attempt). An engine may publish wake-ups only
+	// for grants that a Waiting request found held; an engine that always
+	// publishes ignores it.
+	Waiting bool
 }
 
 // Grant is the answer to an AcquireRequest.

@@ -42,7 +42,8 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 	if attempt == "" {
 		attempt = newOwner()
 	}
-	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt}
+	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
+		Waiting: req.Waiting || wait > 0}
 	o := s.acquire(r.Context(), ereq, wait)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true

@@ -56,7 +56,12 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	var fenced int
 	var fenceErrs []error
 	if !e.noFencing && (e.skipValidity || validity() > 0) {
-		fenced, fenceErrs = e.raise(ctx, r, g.Token, rs)
+		// A node that granted with the grant's token has a high-water of
+		// at least that token already (it minted it, or was raised to it
+		// before): when a majority did, phase 2 has nothing left to do.
+		if fenced = agreeing(rs, g.Token); fenced < e.majority {
+			fenced, fenceErrs = e.raise(ctx, r, g.Token, rs)
+		}
 	}
 	switch {
 	case !e.skipValidity && validity() <= 0:
@@ -75,6 +80,17 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
 	return engine.Grant{Retry: splitBackoff()}, nil
+}
+
+// agreeing counts the nodes that granted with token.
+func agreeing(rs []result[engine.Grant], token uint64) int {
+	n := 0
+	for _, x := range rs {
+		if x.done && x.err == nil && x.v.Acquired && x.v.Token == token {
+			n++
+		}
+	}
+	return n
 }
 
 // exactHold reports whether a grant's hold is the only one its owner can

@@ -6,13 +6,16 @@
 // is passed in KEYS and shares the lock's hash tag, so the scripts are legal
 // on Cluster:
 //
-//	distlock:{NAME}        the lock: a hash of owner, count, token, meta,
-//	                       and the ids of its last acquire and release
+//	distlock:{NAME}        the lock: a hash of owner, count, token, and
+//	                       when set: meta, the ids of its last acquire
+//	                       (attempt) and release, and the waiters mark
 //	distlock:{NAME}:fence  the fencing high-water, with a long time to live
 //
-// Releases publish a wake-up on the channel distlock:{NAME}. Waiters of one
-// Engine share one subscription connection, and each name is subscribed once
-// however many goroutines wait for it. (On Cluster the wake-up uses classic
+// A release publishes a wake-up on the channel distlock:{NAME} when a
+// waiting acquire found the lock held during the grant (it marks the lock
+// hash; see engine.AcquireRequest.Waiting), so an uncontended lock costs no
+// PUBLISH. Waiters of one Engine share one subscription connection, and
+// each name is subscribed once however many goroutines wait for it. (On Cluster the wake-up uses classic
 // pub/sub, which the cluster bus forwards to every node.)
 //
 // The package name clashes with go-redis's; import it under another name:
@@ -39,8 +42,8 @@ import (
 // DefaultPrefix is the key prefix used unless WithPrefix says otherwise.
 const DefaultPrefix = "distlock:"
 
-// DefaultFenceTTL is how long a name's fencing high-water is kept after its
-// last grant unless WithFenceTTL says otherwise.
+// DefaultFenceTTL is how long a name's fencing high-water is kept after it
+// was seeded from the server clock unless WithFenceTTL says otherwise.
 const DefaultFenceTTL = 7 * 24 * time.Hour
 
 // Engine is the lock engine for one Redis deployment.
@@ -66,9 +69,10 @@ type Option func(*Engine)
 // It must not contain '{' or '}': the lock name is the hash tag.
 func WithPrefix(prefix string) Option { return func(e *Engine) { e.prefix = prefix } }
 
-// WithFenceTTL sets how long a name's fencing high-water key lives after its
-// last grant (default 7 days). When it is gone, tokens are seeded from the
-// server clock again; see docs/FENCING.md.
+// WithFenceTTL sets how long a name's fencing high-water key lives after it
+// was seeded from the server clock or raised by a quorum's phase 2 (default
+// 7 days); grants count up from it meanwhile. When it is gone, the next
+// grant seeds it from the server clock again; see docs/FENCING.md.
 func WithFenceTTL(d time.Duration) Option { return func(e *Engine) { e.fenceTTL = d } }
 
 // New returns an engine that uses client. The client stays the caller's:
@@ -113,9 +117,13 @@ func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "
 
 // Acquire implements engine.Engine.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	waiting := ""
+	if r.Waiting {
+		waiting = "1"
+	}
 	res, err := acquireScript.Run(ctx, e.client,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt).Slice()
+		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting).Slice()
 	if err != nil {
 		return engine.Grant{}, err
 	}
@@ -180,8 +188,8 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // ReleaseOnce implements engine.OnceReleaser: the lock records the id of
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
-	key := e.lockKey(name) // the channel has the lock key's name
-	res, err := releaseScript.Run(ctx, e.client, []string{key}, owner, key, "PUBLISH", id).Slice()
+	// The wake-up channel has the lock key's name.
+	res, err := releaseScript.Run(ctx, e.client, []string{e.lockKey(name)}, owner, "PUBLISH", id).Slice()
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -276,9 +284,13 @@ func allFailed(cmds []*goredis.Cmd) bool {
 }
 
 func parseToken(v any) (uint64, error) {
-	s, ok := v.(string)
-	if !ok {
-		return 0, fmt.Errorf("fencing token: unexpected reply %T", v)
+	switch t := v.(type) {
+	case string:
+		return strconv.ParseUint(t, 10, 64)
+	case int64:
+		if t >= 0 {
+			return uint64(t), nil
+		}
 	}
-	return strconv.ParseUint(s, 10, 64)
+	return 0, fmt.Errorf("fencing token: unexpected reply %v", v)
 }

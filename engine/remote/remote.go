@@ -142,7 +142,7 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt}
+	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting}
 	var out api.AcquireResponse
 	err := e.do(ctx, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
 	var he *Error

@@ -93,6 +93,10 @@ type AcquireRequest struct {
 	// not counted twice (engine.AcquireRequest.Attempt). Empty: the server
 	// makes one up per request.
 	Attempt string `json:"attempt,omitempty"`
+	// Waiting says that the caller, when the lock is held, waits for the
+	// release on GET /v1/locks/{name}/events (engine.AcquireRequest.Waiting):
+	// the release then publishes a wake-up. Implied when WaitMs is above 0.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // AcquireResponse answers a granted acquire (HTTP 200).

@@ -1,0 +1,141 @@
+package quorum_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// countingRaises wraps a node and counts its phase-2 calls.
+type countingRaises struct {
+	engine.Engine
+	n *atomic.Int64
+}
+
+func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	c.n.Add(1)
+	return c.Engine.RaiseFence(ctx, name, owner, token)
+}
+
+// TestPhaseTwoOnlyWhenTokensDisagree: phase 2 runs when the majority's
+// phase-1 tokens differ (and raises every granting node to the maximum);
+// when a majority granted with the grant's token already, it is skipped,
+// and the tokens still strictly increase.
+func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	ctx := context.Background()
+	var raises atomic.Int64
+	nodes := make([]engine.Engine, len(srvs))
+	for i, s := range srvs {
+		e, err := redisengine.New(s.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = countingRaises{e, &raises}
+	}
+	q, err := quorum.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	const name = "phase2"
+	fence := lockKey(name) + ":fence"
+	setFence := func(i, v int) {
+		t.Helper()
+		if err := srvs[i].Client().Set(ctx, fence, v, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant := func(owner string) uint64 {
+		t.Helper()
+		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: 10 * time.Second})
+		if err != nil || !g.Acquired {
+			t.Fatalf("acquire: %+v, %v", g, err)
+		}
+		if _, err := q.Release(ctx, name, owner); err != nil {
+			t.Fatal(err)
+		}
+		return g.Token
+	}
+	step := func(owner string, wantToken uint64, wantRaises int64) {
+		t.Helper()
+		raises.Store(0)
+		if got := grant(owner); got != wantToken {
+			t.Fatalf("%s: token %d, want %d", owner, got, wantToken)
+		}
+		if got := raises.Load(); got != wantRaises {
+			t.Fatalf("%s: %d phase-2 calls, want %d", owner, got, wantRaises)
+		}
+		for i, s := range srvs {
+			hw, err := s.Client().Get(ctx, fence).Uint64()
+			if err != nil || hw < wantToken {
+				t.Fatalf("%s: node %d high-water %d (%v), want >= %d", owner, i, hw, err, wantToken)
+			}
+		}
+	}
+	for i := range srvs {
+		setFence(i, (i+1)*1000)
+	}
+	step("a", 3001, 3) // 1001, 2001, 3001: phase 2 on all three
+	step("b", 3002, 0) // every node mints 3002: nothing to raise
+	setFence(2, 9000)  // one node ahead (a re-seed from a clock ahead)
+	step("c", 9001, 3) // 3003, 3003, 9001: raised to 9001
+	step("d", 9002, 0)
+	// A majority agreeing below a minority's token is not enough: the
+	// grant's token is the maximum, which only one node has.
+	setFence(0, 20000)
+	step("e", 20001, 3)
+}
+
+// TestTokenOrderSurvivesLosingTheMaxNode: one node's high-water is far
+// ahead; the grant's token comes from it; then that node dies. With phase 2
+// the survivors were raised to the token and the next grant is above it.
+// The control, with phase 2 off, hands out a lower token after the same
+// schedule: the order depends on phase 2.
+func TestTokenOrderSurvivesLosingTheMaxNode(t *testing.T) {
+	run := func(t *testing.T, opts ...quorum.Option) (first, second uint64) {
+		srvs := redistest.StartN(t, 3)
+		ctx := context.Background()
+		for i, s := range srvs {
+			v := 1000
+			if i == 2 {
+				v = 9000
+			}
+			if err := s.Client().Set(ctx, lockKey("order")+":fence", v, time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := newQuorum(t, srvs, opts...)
+		grant := func(owner string) uint64 {
+			g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "order", Owner: owner, Attempt: owner, TTL: 10 * time.Second})
+			if err != nil || !g.Acquired {
+				t.Fatalf("acquire: %+v, %v", g, err)
+			}
+			if _, err := q.Release(ctx, "order", owner); err != nil {
+				t.Fatal(err)
+			}
+			return g.Token
+		}
+		first = grant("a")
+		if err := srvs[2].Kill(); err != nil {
+			t.Fatal(err)
+		}
+		return first, grant("b")
+	}
+	first, second := run(t)
+	if second <= first {
+		t.Fatalf("with phase 2: token %d after %d", second, first)
+	}
+	t.Run("control: phase 2 off", func(t *testing.T) {
+		first, second := run(t, quorum.WithoutFencing())
+		if second > first {
+			t.Fatalf("without phase 2 the tokens still increased (%d after %d): the test has no teeth", second, first)
+		}
+	})
+}
