@@ -23,6 +23,33 @@ func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, toke
 	return c.Engine.RaiseFence(ctx, name, owner, token)
 }
 
+// grantAndRelease acquires name for owner on q and releases it, waiting
+// until the lock is gone from every server in srvs (a release returns once a
+// majority answered). The owner is explicit (its attempt id is not the
+// owner), so the acquire waits for every node's answer: the tokens each
+// node minted are then known when it returns.
+func grantAndRelease(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, name, owner string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	g, err := q.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + "-1", TTL: 10 * time.Second})
+	if err != nil || !g.Acquired {
+		t.Fatalf("acquire: %+v, %v", g, err)
+	}
+	if _, err := q.Release(ctx, name, owner); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for _, s := range srvs {
+		for s.Client().Exists(ctx, lockKey(name)).Val() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still held on %s after release", name, s.Addr())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return g.Token
+}
+
 // TestPhaseTwoOnlyWhenTokensDisagree: phase 2 runs when the majority's
 // phase-1 tokens differ (and raises every granting node to the maximum);
 // when a majority granted with the grant's token already, it is skipped,
@@ -54,14 +81,7 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 	}
 	grant := func(owner string) uint64 {
 		t.Helper()
-		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: 10 * time.Second})
-		if err != nil || !g.Acquired {
-			t.Fatalf("acquire: %+v, %v", g, err)
-		}
-		if _, err := q.Release(ctx, name, owner); err != nil {
-			t.Fatal(err)
-		}
-		return g.Token
+		return grantAndRelease(t, q, srvs, name, owner)
 	}
 	step := func(owner string, wantToken uint64, wantRaises int64) {
 		t.Helper()
@@ -112,21 +132,11 @@ func TestTokenOrderSurvivesLosingTheMaxNode(t *testing.T) {
 			}
 		}
 		q := newQuorum(t, srvs, opts...)
-		grant := func(owner string) uint64 {
-			g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "order", Owner: owner, Attempt: owner, TTL: 10 * time.Second})
-			if err != nil || !g.Acquired {
-				t.Fatalf("acquire: %+v, %v", g, err)
-			}
-			if _, err := q.Release(ctx, "order", owner); err != nil {
-				t.Fatal(err)
-			}
-			return g.Token
-		}
-		first = grant("a")
+		first = grantAndRelease(t, q, srvs, "order", "a")
 		if err := srvs[2].Kill(); err != nil {
 			t.Fatal(err)
 		}
-		return first, grant("b")
+		return first, grantAndRelease(t, q, srvs[:2], "order", "b")
 	}
 	first, second := run(t)
 	if second <= first {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -12,29 +13,39 @@ import (
 // Acquire implements engine.Engine: phase 1 on every node, then phase 2
 // (fencing) on the nodes that granted, each counted against the validity
 // measured from before the first send.
+//
+// For a one-off owner (and for any owner with WithFailFast) it returns as
+// soon as the outcome is decided: a majority granted, or a majority can no
+// longer grant. The answers still out are settled when they come (see
+// flight): late grants of a kept lease stay, everything else is released.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	start := time.Now()
-	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	var stop func([]result[engine.Grant], int) bool
-	if e.failFast {
+	var late func(int, result[engine.Grant])
+	var f *flight
+	if e.failFast || exactHold(r) {
+		f = &flight{e: e, req: r}
 		stop = func(rs []result[engine.Grant], answered int) bool {
 			granted, refused := countGrants(rs)
 			return granted >= e.majority || refused > len(e.nodes)-e.majority
 		}
+		late = f.late
 	}
-	// With fail-fast, a node that answers after the decision is released
-	// once its answer is in (so the release cannot overtake the grant on
-	// that node). A majority keeps the grant, so this costs redundancy
-	// only, never safety.
-	late := func(i int, x result[engine.Grant]) {
-		if (x.err != nil || x.v.Acquired) && exactHold(r) {
-			e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
-		}
-	}
+	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
 	}, stop, late)
+	g, err := e.decide(ctx, r, rs, start)
+	if f != nil {
+		f.decide(rs, g.Acquired, g.Token)
+	}
+	return g, err
+}
 
+// decide turns the answers of phase 1 into the grant: phase 2 when it is
+// needed, the validity check, and the release of a failed grant on the
+// nodes that answered.
+func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant], start time.Time) (engine.Grant, error) {
+	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	granted, _ := countGrants(rs)
 	if granted < e.majority {
 		e.releaseAll(ctx, r, rs)
@@ -154,18 +165,36 @@ func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
 
 // raise runs phase 2 on the nodes that granted and returns how many
 // confirmed that the owner still holds the lock with its high-water raised,
-// and the errors of the others.
+// and the errors of the others. It returns as soon as a majority confirmed
+// (or can no longer confirm); the other raises complete in the background.
 func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
 	granted := make([]bool, len(rs))
+	candidates := 0
 	for i, x := range rs {
 		granted[i] = x.done && x.err == nil && x.v.Acquired
+		if granted[i] {
+			candidates++
+		}
+	}
+	stop := func(out []result[bool], _ int) bool {
+		ok, no := 0, 0
+		for i, x := range out {
+			switch {
+			case !granted[i] || !x.done:
+			case x.err == nil && x.v:
+				ok++
+			default:
+				no++
+			}
+		}
+		return ok >= e.majority || candidates-no < e.majority
 	}
 	out := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
 		if !granted[e.index(n)] {
 			return false, nil
 		}
 		return n.eng.RaiseFence(ctx, r.Name, r.Owner, token)
-	}, nil, nil)
+	}, stop, nil)
 	ok := 0
 	var errs []error
 	for i, x := range out {
@@ -270,25 +299,28 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 	return out, nil
 }
 
-// Release implements engine.Engine: on every node concurrently. The hold is
-// released when any node released it; the count left is the majority's.
+// Release implements engine.Engine: on every node concurrently. It returns
+// once a majority answered; a node that failed is released again in the
+// background. The hold is released when any node released it; the count
+// left is the majority's.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	var stop func([]result[engine.ReleaseResult], int) bool
-	if e.failFast {
-		stop = func(rs []result[engine.ReleaseResult], _ int) bool {
-			ok := 0
-			for _, x := range rs {
-				if x.done && x.err == nil {
-					ok++
-				}
+	stop := func(rs []result[engine.ReleaseResult], _ int) bool {
+		ok := 0
+		for _, x := range rs {
+			if x.done && x.err == nil {
+				ok++
 			}
-			return ok >= e.majority
 		}
+		return ok >= e.majority
 	}
 	// One release id on every node and in every retry: a node that did not
 	// answer may apply this release later (a paused node) and the retry
 	// too, and the two must drop one hold, not two.
 	id := newReleaseID()
+	// Nodes whose grant has not answered yet release it once it does.
+	if f := e.flights.lookup(name, owner); f != nil {
+		f.release(id)
+	}
 	// A node that did not answer may still apply a queued grant of this
 	// owner later (a paused node): release there once it answers again.
 	late := func(i int, x result[engine.ReleaseResult]) {
@@ -373,6 +405,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if failed >= e.majority {
 		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
+	var counts []int
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
 			if !info.Held || x.v.TTL < info.TTL {
@@ -381,7 +414,14 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 				info.HighWater, info.Waiters = hw, w
 			}
 			info.Token = max(info.Token, x.v.Token)
+			counts = append(counts, x.v.Count)
 		}
+	}
+	if len(counts) >= e.majority {
+		// The holds a majority confirms: a release or re-entry may not
+		// have reached a minority yet.
+		slices.Sort(counts)
+		info.Count = counts[len(counts)-e.majority]
 	}
 	return info, nil
 }

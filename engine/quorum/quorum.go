@@ -44,6 +44,7 @@ type Engine struct {
 	bg          sync.WaitGroup // background clean-ups
 	done        chan struct{}  // closed by Close: clean-ups stop
 	cleaners    []*cleaner     // one per node
+	flights     flights        // kept grants with answers still out
 	closeOnce   sync.Once
 
 	nodeErr func(node string, err error) // WithNodeErrors
@@ -78,10 +79,13 @@ func WithNodeTimeout(d time.Duration) Option { return func(e *Engine) { e.nodeTi
 // only when no resource checks tokens.
 func WithoutFencing() Option { return func(e *Engine) { e.noFencing = true } }
 
-// WithFailFast returns as soon as the outcome of a grant is decided (a
-// majority granted, or a majority can no longer grant) instead of waiting for
-// every node; the stragglers are released in the background when the grant
-// failed.
+// WithFailFast makes an explicit owner's Acquire (distlock.WithOwner) return
+// as soon as the outcome is decided, as every one-off owner's does anyway: a
+// majority granted, or a majority can no longer grant. An explicit owner's
+// late answers cannot be released by owner (it may hold the lock there
+// already, re-entered), so its late grants are left to expire with their
+// ttl, and without this option its Acquire waits for every node (or its
+// per-node timeout).
 func WithFailFast() Option { return func(e *Engine) { e.failFast = true } }
 
 // WithNodeErrors calls fn with every failed call to a node (for per-node

@@ -1,0 +1,166 @@
+package quorum_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// slowAcquire delays a node's acquires before they are sent, as a slow
+// network or a busy node would.
+type slowAcquire struct {
+	engine.Engine
+	delay time.Duration
+}
+
+func (s slowAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return engine.Grant{}, ctx.Err()
+	}
+	return s.Engine.Acquire(ctx, r)
+}
+
+// slowQuorum is a quorum over srvs whose last node's acquires are delayed.
+func slowQuorum(t *testing.T, srvs []*redistest.Server, delay time.Duration) *quorum.Engine {
+	t.Helper()
+	nodes := make([]engine.Engine, len(srvs))
+	for i, s := range srvs {
+		e, err := redisengine.New(s.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = e
+	}
+	nodes[len(nodes)-1] = slowAcquire{nodes[len(nodes)-1], delay}
+	q, err := quorum.New(nodes, quorum.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+// lockToken returns the token recorded on srv for name ("" when not held).
+func lockToken(t *testing.T, srv *redistest.Server, name string) string {
+	t.Helper()
+	v, _ := srv.Client().HGet(context.Background(), lockKey(name), "token").Result()
+	return v
+}
+
+// eventually polls cond every millisecond for up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// TestLateGrantIsKept: a grant returns as soon as a majority granted; the
+// slow node's grant that lands afterwards stays, carrying the lease's token,
+// and is renewed and released with the lease.
+func TestLateGrantIsKept(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	const delay = 100 * time.Millisecond
+	c := distlock.New(slowQuorum(t, srvs, delay))
+	defer c.Close()
+	ctx := context.Background()
+	start := time.Now()
+	l, err := c.Acquire(ctx, "late", distlock.WithTTL(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= delay {
+		t.Fatalf("acquire took %v: it waited for the slow node (delay %v)", took, delay)
+	}
+	slow := srvs[2]
+	want := lockToken(t, srvs[0], "late")
+	if !eventually(2*time.Second, func() bool { return lockToken(t, slow, "late") == want }) {
+		t.Fatalf("slow node: token %q, want the lease's %q", lockToken(t, slow, "late"), want)
+	}
+	if got := want; got == "" || got != lockToken(t, srvs[1], "late") {
+		t.Fatalf("tokens on the fast nodes differ: %q, %q", got, lockToken(t, srvs[1], "late"))
+	}
+	time.Sleep(1200 * time.Millisecond) // past one renewal (ttl/3)
+	if ttl := slow.Client().PTTL(ctx, lockKey("late")).Val(); ttl < 2500*time.Millisecond {
+		t.Fatalf("the late grant was not renewed with the lease: pttl %v", ttl)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range srvs {
+		if !eventually(time.Second, func() bool { return s.Client().Exists(ctx, lockKey("late")).Val() == 0 }) {
+			t.Fatalf("node %d still holds the lock after release", i)
+		}
+	}
+}
+
+// TestReleaseBeforeLateGrant: a lease released while one node's grant is
+// still on its way: the release reaches that node first, the grant lands
+// after it, and is released once its answer comes, long before its ttl.
+func TestReleaseBeforeLateGrant(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := slowQuorum(t, srvs, 150*time.Millisecond)
+	ctx := context.Background()
+	for i := range 5 {
+		owner := "o" + string(rune('a'+i))
+		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "overtaken", Owner: owner, Attempt: owner, TTL: 30 * time.Second})
+		if err != nil || !g.Acquired {
+			t.Fatalf("acquire: %+v, %v", g, err)
+		}
+		if r, err := q.Release(ctx, "overtaken", owner); err != nil || r.Status != engine.Released {
+			t.Fatalf("release: %+v, %v", r, err)
+		}
+		slow := srvs[2]
+		if slow.Client().Exists(ctx, lockKey("overtaken")).Val() != 0 {
+			t.Fatal("the grant reached the slow node before the release: the schedule is wrong")
+		}
+		landed := eventually(time.Second, func() bool { return slow.Client().Exists(ctx, lockKey("overtaken")).Val() != 0 })
+		gone := eventually(time.Second, func() bool { return slow.Client().Exists(ctx, lockKey("overtaken")).Val() == 0 })
+		if !gone {
+			t.Fatalf("round %d: the late grant (landed: %v) is still on the slow node 1s after its answer; ttl 30s", i, landed)
+		}
+	}
+}
+
+// TestPausedNodeCostsNothing: with one of five nodes SIGSTOPped and default
+// options, acquire+release does not wait for the stopped node's per-node
+// timeout (50ms with a 10s ttl): the median stays far below it.
+func TestPausedNodeCostsNothing(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	c := newClient(t, srvs)
+	ctx := context.Background()
+	if l, err := c.Acquire(ctx, "paused"); err == nil {
+		_ = l.Release(ctx) // warm the connections
+	}
+	if err := srvs[4].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srvs[4].Resume()
+	var took []time.Duration
+	for range 21 {
+		start := time.Now()
+		l, err := c.TryAcquire(ctx, "paused", distlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	if med := took[len(took)/2]; med > 25*time.Millisecond {
+		t.Fatalf("median acquire+release %v with a paused node, per-node timeout 50ms", med)
+	}
+}

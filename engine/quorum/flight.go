@@ -1,0 +1,158 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// flight follows the nodes of one grant whose answers were still out when
+// Acquire returned (it returns as soon as the outcome is decided). Each late
+// answer is settled once the outcome is known:
+//
+//   - grant kept: a late grant stays (it adds redundancy to the lease and is
+//     renewed with it), given the grant's fencing token when it minted
+//     another; a late failure is released there in the background, since
+//     the command may still land (a paused node);
+//   - grant dropped: every late grant or failure is released there;
+//   - the lease was released meanwhile: a late grant is released there with
+//     the release's id, after its answer, so the release cannot overtake it.
+//
+// Only one-off owners are released by owner (see exactHold); an explicit
+// owner's late grants are left to expire.
+type flight struct {
+	e   *Engine
+	req engine.AcquireRequest
+
+	mu       sync.Mutex
+	decided  bool
+	kept     bool
+	token    uint64       // the grant's token (when kept)
+	early    []nodeResult // answers that came before the decision
+	pending  int          // answers still out, once decided
+	released string       // the release's id, once the lease was released
+}
+
+// nodeResult is a late answer with the index of its node.
+type nodeResult struct {
+	node int
+	x    result[engine.Grant]
+}
+
+// late takes node i's answer after Acquire stopped waiting for it.
+func (f *flight) late(i int, x result[engine.Grant]) {
+	f.mu.Lock()
+	if !f.decided {
+		f.early = append(f.early, nodeResult{i, x})
+		f.mu.Unlock()
+		return
+	}
+	f.pending--
+	last := f.pending == 0
+	kept, token, released := f.kept, f.token, f.released
+	f.mu.Unlock()
+	f.settle(i, x, kept, token, released)
+	if last {
+		f.e.flights.forget(f)
+	}
+}
+
+// decide records the outcome of the grant, given the answers Acquire had
+// (rs), and settles the late answers that came before it. A kept grant
+// with answers still out is registered, so that Release finds it.
+func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
+	fl := &f.e.flights
+	fl.mu.Lock()
+	f.mu.Lock()
+	out := 0
+	for _, x := range rs {
+		if !x.done {
+			out++
+		}
+	}
+	f.decided, f.kept, f.token = true, kept, token
+	f.pending = out - len(f.early)
+	early := f.early
+	f.early = nil
+	if kept && f.pending > 0 {
+		if fl.m == nil {
+			fl.m = make(map[grantKey]*flight)
+		}
+		fl.m[grantKey{f.req.Name, f.req.Owner}] = f
+	}
+	f.mu.Unlock()
+	fl.mu.Unlock()
+	for _, a := range early {
+		f.settle(a.node, a.x, kept, token, "")
+	}
+}
+
+// release marks the lease released: answers still out are released after
+// they come, with id.
+func (f *flight) release(id string) {
+	f.mu.Lock()
+	f.released = id
+	f.mu.Unlock()
+}
+
+// settle acts on node i's late answer x.
+func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, released string) {
+	r := f.req
+	granted := x.err == nil && x.v.Acquired
+	switch {
+	case x.err == nil && !x.v.Acquired:
+		// held by another owner there: nothing of ours
+	case !exactHold(r):
+		// An explicit owner may hold the lock there already (re-entry):
+		// a release could drop that hold instead. A grant that landed
+		// stays, and expires with its ttl unless renewed.
+	case kept && granted && released == "":
+		if x.v.Token != token {
+			f.align(i, token)
+		}
+	case released != "":
+		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
+	default:
+		// The grant was dropped, or the node failed: the command may
+		// still land there.
+		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+	}
+}
+
+// align records the grant's token on node i, which granted late with a
+// token of its own (so that every node's record of the grant has the one
+// token). Where that fails, the node's grant is released.
+func (f *flight) align(i int, token uint64) {
+	r := f.req
+	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
+	ok, err := f.e.nodes[i].eng.RaiseFence(ctx, r.Name, r.Owner, token)
+	cancel()
+	if err != nil || !ok {
+		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+	}
+}
+
+// flights tracks the kept grants whose late answers are still out, by lock
+// name and owner.
+type flights struct {
+	mu sync.Mutex
+	m  map[grantKey]*flight
+}
+
+// lookup returns the flight of owner's grant on name, if answers are out.
+func (fl *flights) lookup(name, owner string) *flight {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.m[grantKey{name, owner}]
+}
+
+// forget drops f once its last answer is in.
+func (fl *flights) forget(f *flight) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	k := grantKey{f.req.Name, f.req.Owner}
+	if fl.m[k] == f {
+		delete(fl.m, k)
+	}
+}
