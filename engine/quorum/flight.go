@@ -28,10 +28,11 @@ type flight struct {
 	mu       sync.Mutex
 	decided  bool
 	kept     bool
-	token    uint64       // the grant's token (when kept)
-	early    []nodeResult // answers that came before the decision
-	pending  int          // answers still out, once decided
-	released string       // the release's id, once the lease was released
+	token    uint64          // the grant's token (when kept)
+	early    []nodeResult    // answers that came before the decision
+	pending  int             // answers still out, once decided
+	answered []chan struct{} // by node: closed by its late answer (nil: no wait)
+	released string          // the release's id, once the lease was released
 }
 
 // nodeResult is a late answer with the index of its node.
@@ -51,6 +52,9 @@ func (f *flight) late(i int, x result[engine.Grant]) {
 	f.pending--
 	last := f.pending == 0
 	kept, token, released := f.kept, f.token, f.released
+	if f.answered != nil && f.answered[i] != nil {
+		close(f.answered[i])
+	}
 	f.mu.Unlock()
 	f.settle(i, x, kept, token, released)
 	if last {
@@ -76,6 +80,12 @@ func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
 	early := f.early
 	f.early = nil
 	if kept && f.pending > 0 {
+		f.answered = make([]chan struct{}, len(rs))
+		for i, x := range rs {
+			if !x.done && !answeredEarly(early, i) {
+				f.answered[i] = make(chan struct{})
+			}
+		}
 		if fl.m == nil {
 			fl.m = make(map[grantKey]*flight)
 		}
@@ -94,6 +104,33 @@ func (f *flight) release(id string) {
 	f.mu.Lock()
 	f.released = id
 	f.mu.Unlock()
+}
+
+// waitNode waits until node i's grant answered (or ctx ends), so that a
+// release sent after it cannot overtake the grant on that node.
+func (f *flight) waitNode(ctx context.Context, i int) {
+	f.mu.Lock()
+	var ch chan struct{}
+	if f.answered != nil {
+		ch = f.answered[i]
+	}
+	f.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+func answeredEarly(early []nodeResult, i int) bool {
+	for _, a := range early {
+		if a.node == i {
+			return true
+		}
+	}
+	return false
 }
 
 // settle acts on node i's late answer x.

@@ -30,8 +30,15 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		}
 		late = f.late
 	}
+	released := e.releasing.pending(r.Name)
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
+		if released != nil {
+			// This engine's release of the name has not reached n yet.
+			if err := waitNode(ctx, released, e.index(n)); err != nil {
+				return engine.Grant{}, err
+			}
+		}
 		return n.eng.Acquire(ctx, r)
 	}, stop, late)
 	g, err := e.decide(ctx, r, rs, start)
@@ -317,8 +324,11 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	// answer may apply this release later (a paused node) and the retry
 	// too, and the two must drop one hold, not two.
 	id := newReleaseID()
-	// Nodes whose grant has not answered yet release it once it does.
-	if f := e.flights.lookup(name, owner); f != nil {
+	// Nodes whose grant has not answered yet: the release there waits for
+	// that answer, and the grant is released after it if the wait ends
+	// first.
+	f := e.flights.lookup(name, owner)
+	if f != nil {
 		f.release(id)
 	}
 	// A node that did not answer may still apply a queued grant of this
@@ -328,9 +338,22 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			e.cleaners[i].add(name, owner, id, releaseTTL)
 		}
 	}
+	// This engine's next acquire of name waits, node by node, for the
+	// answers still out when Release returns.
+	s := newStraggling(len(e.nodes))
+	straggler := func(i int, x result[engine.ReleaseResult]) {
+		late(i, x)
+		if s.answer(i) {
+			e.releasing.finish(name, s)
+		}
+	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		if f != nil {
+			f.waitNode(ctx, e.index(n))
+		}
 		return releaseOnce(ctx, n.eng, name, owner, id)
-	}, stop, late)
+	}, stop, straggler)
+	e.releasing.start(name, s, func(i int) bool { return rs[i].done })
 	for i, x := range rs {
 		if x.done {
 			late(i, x)

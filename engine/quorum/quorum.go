@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -45,6 +46,7 @@ type Engine struct {
 	done        chan struct{}  // closed by Close: clean-ups stop
 	cleaners    []*cleaner     // one per node
 	flights     flights        // kept grants with answers still out
+	releasing   releasing      // releases with answers still out
 	closeOnce   sync.Once
 
 	nodeErr func(node string, err error) // WithNodeErrors
@@ -200,11 +202,28 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 		r result[T]
 	}
 	ch := make(chan indexed, len(e.nodes))
+	// Until each returns, the caller's cancellation ends the node calls.
+	// The calls still out after that (a decided outcome's stragglers) run
+	// on, bounded by the per-node timeout: a caller that cancels its
+	// context once it has its answer must not cut short the late grants
+	// and releases that the quorum settles in the background.
+	phase, cancelPhase := context.WithCancelCause(context.WithoutCancel(ctx))
+	end := cancelPhase // called by the last node call to finish
+	unhook := context.AfterFunc(ctx, func() { cancelPhase(context.Cause(ctx)) })
+	defer unhook()
+	var running atomic.Int32
+	running.Store(int32(len(e.nodes)))
 	for i, n := range e.nodes {
 		go func() {
-			nctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
+			nctx, cancel := context.WithTimeout(phase, timeout)
 			v, err := fn(nctx, n)
+			cancel()
+			if err != nil && phase.Err() != nil && ctx.Err() != nil {
+				err = ctx.Err() // the caller's own reason (deadline or cancel)
+			}
+			if running.Add(-1) == 0 {
+				end(nil)
+			}
 			if err != nil {
 				if e.nodeErr != nil {
 					e.nodeErr(n.name, err)
