@@ -18,6 +18,11 @@
 // each name is subscribed once however many goroutines wait for it. (On Cluster the wake-up uses classic
 // pub/sub, which the cluster bus forwards to every node.)
 //
+// Acquire and Release are auto-pipelined: with fewer than WithMaxInflight
+// round trips in flight, a call is sent at once on its own; beyond that,
+// calls wait and go together in one pipeline as soon as a round trip ends
+// (see pipeline.go).
+//
 // The package name clashes with go-redis's; import it under another name:
 //
 //	import redisengine "github.com/distlock/distlock/engine/redis"
@@ -54,6 +59,8 @@ type Engine struct {
 	fenceMS  string // fenceTTL in milliseconds, as sent
 	addr     string
 	watch    *watcher
+	batch    *batcher      // auto-pipelines Acquire and Release
+	inflight int           // WithMaxInflight
 	id       string        // random, names this engine in release ids
 	releases atomic.Uint64 // numbers this engine's releases
 }
@@ -75,13 +82,21 @@ func WithPrefix(prefix string) Option { return func(e *Engine) { e.prefix = pref
 // grant seeds it from the server clock again; see docs/FENCING.md.
 func WithFenceTTL(d time.Duration) Option { return func(e *Engine) { e.fenceTTL = d } }
 
+// WithMaxInflight sets how many Acquire and Release round trips the engine
+// keeps in flight at once (default DefaultMaxInflight). A call that finds
+// fewer in flight is sent at once, alone; calls beyond the limit wait and
+// are sent together in one pipeline (one write, one read) as soon as a round
+// trip ends, which spares a busy Redis a syscall pair per command. n < 1
+// turns this off: every call is its own round trip.
+func WithMaxInflight(n int) Option { return func(e *Engine) { e.inflight = n } }
+
 // New returns an engine that uses client. The client stays the caller's:
 // Close does not close it.
 func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	if client == nil {
 		return nil, errors.New("distlock/engine/redis: nil client")
 	}
-	e := &Engine{client: client, prefix: DefaultPrefix, fenceTTL: DefaultFenceTTL}
+	e := &Engine{client: client, prefix: DefaultPrefix, fenceTTL: DefaultFenceTTL, inflight: DefaultMaxInflight}
 	for _, o := range opts {
 		o(e)
 	}
@@ -99,6 +114,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 		e.addr = c.Options().Addr
 	}
 	e.watch = newWatcher(e)
+	e.batch = newBatcher(client, e.inflight)
 	return e, nil
 }
 
@@ -121,7 +137,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if r.Waiting {
 		waiting = "1"
 	}
-	res, err := acquireScript.Run(ctx, e.client,
+	res, err := e.batch.run(ctx, acquireScript,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
 		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting).Slice()
 	if err != nil {
@@ -189,7 +205,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	res, err := releaseScript.Run(ctx, e.client, []string{e.lockKey(name)}, owner, "PUBLISH", id).Slice()
+	res, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, "PUBLISH", id).Slice()
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -251,9 +267,12 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return info, nil
 }
 
-// Close implements engine.Engine: it ends the subscription connection.
+// Close implements engine.Engine: it ends the subscription connection,
+// fails the Acquire and Release calls still queued for a pipeline with
+// engine.ErrClosed, and waits for the pipelines in flight.
 func (e *Engine) Close() error {
 	e.watch.close()
+	e.batch.close()
 	return nil
 }
 

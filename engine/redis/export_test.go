@@ -1,0 +1,16 @@
+package redis
+
+// Queued returns the number of Acquire and Release calls of e waiting for a
+// pipeline, for the tests of package redis_test.
+func Queued(e *Engine) int {
+	b := e.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.queue {
+		if c.state == queued {
+			n++
+		}
+	}
+	return n
+}
