@@ -32,6 +32,7 @@ type flight struct {
 	early    []nodeResult    // answers that came before the decision
 	pending  int             // answers still out, once decided
 	answered []chan struct{} // by node: closed by its late answer (nil: no wait)
+	gaveUp   []bool          // by node: the release stopped waiting for the answer
 	released string          // the release's id, once the lease was released
 }
 
@@ -52,11 +53,13 @@ func (f *flight) late(i int, x result[engine.Grant]) {
 	f.pending--
 	last := f.pending == 0
 	kept, token, released := f.kept, f.token, f.released
+	gaveUp := false
 	if f.answered != nil && f.answered[i] != nil {
 		close(f.answered[i])
+		gaveUp = f.gaveUp[i]
 	}
 	f.mu.Unlock()
-	f.settle(i, x, kept, token, released)
+	f.settle(i, x, kept, token, released, gaveUp)
 	if last {
 		f.e.flights.forget(f)
 	}
@@ -80,6 +83,7 @@ func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
 	early := f.early
 	f.early = nil
 	if kept && f.pending > 0 {
+		f.gaveUp = make([]bool, len(rs))
 		f.answered = make([]chan struct{}, len(rs))
 		for i, x := range rs {
 			if !x.done && !answeredEarly(early, i) {
@@ -94,7 +98,7 @@ func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
 	f.mu.Unlock()
 	fl.mu.Unlock()
 	for _, a := range early {
-		f.settle(a.node, a.x, kept, token, "")
+		f.settle(a.node, a.x, kept, token, "", false)
 	}
 }
 
@@ -106,8 +110,9 @@ func (f *flight) release(id string) {
 	f.mu.Unlock()
 }
 
-// waitNode waits until node i's grant answered (or ctx ends), so that a
-// release sent after it cannot overtake the grant on that node.
+// waitNode waits until node i's grant answered, so that a release sent
+// after it cannot overtake the grant on that node. When ctx ends first, the
+// late answer's settlement releases the grant there.
 func (f *flight) waitNode(ctx context.Context, i int) {
 	f.mu.Lock()
 	var ch chan struct{}
@@ -121,6 +126,13 @@ func (f *flight) waitNode(ctx context.Context, i int) {
 	select {
 	case <-ch:
 	case <-ctx.Done():
+		f.mu.Lock()
+		select {
+		case <-ch: // answered meanwhile: the release goes after it
+		default:
+			f.gaveUp[i] = true
+		}
+		f.mu.Unlock()
 	}
 }
 
@@ -133,8 +145,10 @@ func answeredEarly(early []nodeResult, i int) bool {
 	return false
 }
 
-// settle acts on node i's late answer x.
-func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, released string) {
+// settle acts on node i's late answer x. released is the release's id
+// when the lease was released before the answer came; gaveUp tells that
+// the release's call to node i stopped waiting for the answer.
+func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, released string, gaveUp bool) {
 	r := f.req
 	granted := x.err == nil && x.v.Acquired
 	switch {
@@ -144,12 +158,14 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 		// An explicit owner may hold the lock there already (re-entry):
 		// a release could drop that hold instead. A grant that landed
 		// stays, and expires with its ttl unless renewed.
-	case kept && granted && released == "":
+	case released != "" && granted && !gaveUp:
+		// the release reaches node i after this grant
+	case released != "":
+		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
+	case kept && granted:
 		if x.v.Token != token {
 			f.align(i, token)
 		}
-	case released != "":
-		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
 	default:
 		// The grant was dropped, or the node failed: the command may
 		// still land there.
