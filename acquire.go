@@ -63,7 +63,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	// A waiting Acquire asks the engine for a wake-up at the release.
 	req := engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait}
 	if o.owner != "" {
-		req.Attempt = newOwner()
+		req.Attempt = c.owners.next()
 	}
 
 	w := waiter{c: c, ctx: ctx, name: name, start: time.Now()}
@@ -85,7 +85,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		if o.owner == "" {
 			// A fresh random owner per attempt: a failed attempt's clean-up
 			// (by owner token) can never touch a later attempt's grant.
-			req.Owner = newOwner()
+			req.Owner = c.owners.next()
 			req.Attempt = req.Owner
 		}
 		sent := time.Now()

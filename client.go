@@ -18,8 +18,6 @@ package distlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -39,6 +37,7 @@ type Client struct {
 	node           string
 	releaseTimeout time.Duration
 	renew          *renewer
+	owners         *owners // random owner tokens and attempt ids
 	obs            Observer
 	// skipValidity turns off the check that a grant arrived within its
 	// validity: set only by negative-control tests in this package.
@@ -83,6 +82,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 		c.obs = nopObserver{}
 	}
 	c.renew = newRenewer(c)
+	c.owners = newOwners()
 	return c
 }
 
@@ -210,12 +210,4 @@ func (c *Client) cleanup(name, owner string) {
 		defer cancel()
 		_, _ = c.eng.Release(ctx, name, owner)
 	}()
-}
-
-// newOwner returns a fresh random owner token: 128 bits in hex, so that it
-// never looks like a command-line flag.
-func newOwner() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
