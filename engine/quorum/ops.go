@@ -22,7 +22,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	var stop func([]result[engine.Grant], int) bool
 	var late func(int, result[engine.Grant])
 	var f *flight
-	if e.failFast || exactHold(r) {
+	if (e.failFast || exactHold(r)) && len(e.nodes) > 1 {
 		f = &flight{e: e, req: r}
 		stop = func(rs []result[engine.Grant], answered int) bool {
 			granted, refused := countGrants(rs)
@@ -339,12 +339,16 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		}
 	}
 	// This engine's next acquire of name waits, node by node, for the
-	// answers still out when Release returns.
-	s := newStraggling(len(e.nodes))
-	straggler := func(i int, x result[engine.ReleaseResult]) {
-		late(i, x)
-		if s.answer(i) {
-			e.releasing.finish(name, s)
+	// answers still out when Release returns (none with one node).
+	var s *straggling
+	straggler := late
+	if len(e.nodes) > 1 {
+		s = newStraggling(len(e.nodes))
+		straggler = func(i int, x result[engine.ReleaseResult]) {
+			late(i, x)
+			if s.answer(i) {
+				e.releasing.finish(name, s)
+			}
 		}
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
@@ -353,7 +357,9 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		}
 		return releaseOnce(ctx, n.eng, name, owner, id)
 	}, stop, straggler)
-	e.releasing.start(name, s, func(i int) bool { return rs[i].done })
+	if s != nil {
+		e.releasing.start(name, s, func(i int) bool { return rs[i].done })
+	}
 	for i, x := range rs {
 		if x.done {
 			late(i, x)

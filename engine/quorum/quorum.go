@@ -197,6 +197,20 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 	fn func(ctx context.Context, n node) (T, error),
 	stop func(results []result[T], answered int) bool,
 	late func(i int, r result[T])) []result[T] {
+	if len(e.nodes) == 1 {
+		// One node: no goroutine, nothing left to answer late.
+		n := e.nodes[0]
+		nctx, cancel := context.WithTimeout(ctx, timeout)
+		v, err := fn(nctx, n)
+		cancel()
+		if err != nil {
+			if e.nodeErr != nil {
+				e.nodeErr(n.name, err)
+			}
+			err = &NodeError{Node: n.name, Err: err}
+		}
+		return []result[T]{{v: v, err: err, done: true}}
+	}
 	type indexed struct {
 		i int
 		r result[T]

@@ -62,6 +62,24 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOneNode: a quorum of one node (calls made inline, no
+// stragglers) behaves as every engine must.
+func TestConformanceOneNode(t *testing.T) {
+	srvs := redistest.StartN(t, 1)
+	counter := redistest.Start(t)
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine { return newQuorum(t, srvs) },
+		Delete: func(t *testing.T, name string) {
+			if err := srvs[0].Del(context.Background(), lockKey(name)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Register: func(t *testing.T, name string) enginetest.Register {
+			return redistest.NewRegister(counter.Client(), name)
+		},
+	})
+}
+
 // TestTokensIncreaseUnderContention: 2 clients x 16 goroutines, 1,000
 // grants on 5 nodes: never two holders at once, and tokens recorded under
 // the lock strictly increase.
