@@ -13,8 +13,9 @@ import (
 //
 //   - grant kept: a late grant stays (it adds redundancy to the lease and is
 //     renewed with it), given the grant's fencing token when it minted
-//     another; a late failure is released there in the background, since
-//     the command may still land (a paused node);
+//     another (a one-node phase 2; not WithoutFencing); a late failure is
+//     released there in the background, since the command may still land
+//     (a paused node);
 //   - grant dropped: every late grant or failure is released there;
 //   - the lease was released meanwhile: a late grant is released there with
 //     the release's id, after its answer, so the release cannot overtake it.
@@ -163,7 +164,9 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 	case released != "":
 		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
 	case kept && granted:
-		if x.v.Token != token {
+		// With phase 2 off (WithoutFencing) tokens are not aligned
+		// anywhere: a late node keeps the token it minted.
+		if x.v.Token != token && !f.e.noFencing {
 			f.align(i, token)
 		}
 	default:
