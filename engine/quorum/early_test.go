@@ -9,7 +9,6 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
-	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -46,21 +45,12 @@ func (s queuedAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 // wrap, with per-node timeout nodeTimeout.
 func slowQuorum(t *testing.T, srvs []*redistest.Server, nodeTimeout time.Duration, wrap func(engine.Engine) engine.Engine) *quorum.Engine {
 	t.Helper()
-	nodes := make([]engine.Engine, len(srvs))
-	for i, s := range srvs {
-		e, err := redisengine.New(s.Client())
-		if err != nil {
-			t.Fatal(err)
+	return wrappedQuorum(t, srvs, func(i int, e engine.Engine) engine.Engine {
+		if i == len(srvs)-1 {
+			return wrap(e)
 		}
-		nodes[i] = e
-	}
-	nodes[len(nodes)-1] = wrap(nodes[len(nodes)-1])
-	q, err := quorum.New(nodes, quorum.WithNodeTimeout(nodeTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
-	return q
+		return e
+	}, quorum.WithNodeTimeout(nodeTimeout))
 }
 
 // lockToken returns the token recorded on srv for name ("" when not held).

@@ -8,7 +8,6 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
-	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -58,19 +57,7 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	ctx := context.Background()
 	var raises atomic.Int64
-	nodes := make([]engine.Engine, len(srvs))
-	for i, s := range srvs {
-		e, err := redisengine.New(s.Client())
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = countingRaises{e, &raises}
-	}
-	q, err := quorum.New(nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
+	q := wrappedQuorum(t, srvs, func(_ int, e engine.Engine) engine.Engine { return countingRaises{e, &raises} })
 	const name = "phase2"
 	fence := lockKey(name) + ":fence"
 	setFence := func(i, v int) {

@@ -20,6 +20,13 @@ import (
 // would have) into a quorum.
 func newQuorum(t testing.TB, srvs []*redistest.Server, opts ...quorum.Option) *quorum.Engine {
 	t.Helper()
+	return wrappedQuorum(t, srvs, nil, opts...)
+}
+
+// wrappedQuorum is newQuorum with node i's engine replaced by wrap(i, it)
+// (wrap may be nil).
+func wrappedQuorum(t testing.TB, srvs []*redistest.Server, wrap func(i int, e engine.Engine) engine.Engine, opts ...quorum.Option) *quorum.Engine {
+	t.Helper()
 	engines := make([]engine.Engine, len(srvs))
 	for i, s := range srvs {
 		e, err := redisengine.New(s.Client())
@@ -27,6 +34,9 @@ func newQuorum(t testing.TB, srvs []*redistest.Server, opts ...quorum.Option) *q
 			t.Fatal(err)
 		}
 		engines[i] = e
+		if wrap != nil {
+			engines[i] = wrap(i, e)
+		}
 	}
 	q, err := quorum.New(engines, opts...)
 	if err != nil {
