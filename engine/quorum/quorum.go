@@ -225,6 +225,9 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration,
 	end := cancelPhase // called by the last node call to finish
 	unhook := context.AfterFunc(ctx, func() { cancelPhase(context.Cause(ctx)) })
 	defer unhook()
+	if ctx.Err() != nil {
+		cancelPhase(context.Cause(ctx)) // at once, not when AfterFunc's goroutine runs
+	}
 	var running atomic.Int32
 	running.Store(int32(len(e.nodes)))
 	for i, n := range e.nodes {
