@@ -140,8 +140,8 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 }
 
 // TestPausedNodeCostsNothing: with one of five nodes SIGSTOPped and default
-// options, acquire+release does not wait for the stopped node's per-node
-// timeout (50ms with a 10s ttl): the median stays far below it.
+// options, acquire, extend and release do not wait for the stopped node's
+// per-node timeout (50ms with a 10s ttl): their medians stay far below it.
 func TestPausedNodeCostsNothing(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	c := newClient(t, srvs)
@@ -153,7 +153,7 @@ func TestPausedNodeCostsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srvs[4].Resume()
-	var took []time.Duration
+	var took, extends []time.Duration
 	for range 21 {
 		start := time.Now()
 		l, err := c.TryAcquire(ctx, "paused", distlock.WithTTL(10*time.Second))
@@ -165,9 +165,25 @@ func TestPausedNodeCostsNothing(t *testing.T) {
 		}
 		took = append(took, time.Since(start))
 	}
+	l, err := c.TryAcquire(ctx, "paused", distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	for range 21 {
+		start := time.Now()
+		if err := l.Extend(ctx, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		extends = append(extends, time.Since(start))
+	}
 	slices.Sort(took)
+	slices.Sort(extends)
 	if med := took[len(took)/2]; med > 25*time.Millisecond {
 		t.Fatalf("median acquire+release %v with a paused node, per-node timeout 50ms", med)
+	}
+	if med := extends[len(extends)/2]; med > 25*time.Millisecond {
+		t.Fatalf("median extend %v with a paused node, per-node timeout 50ms", med)
 	}
 }
 

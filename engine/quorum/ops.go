@@ -1,8 +1,10 @@
 package quorum
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -109,6 +111,14 @@ func agreeing(rs []result[engine.Grant], token uint64) int {
 		}
 	}
 	return n
+}
+
+// untilExpiry orders a ttl: no expiry (negative) is the longest.
+func untilExpiry(d time.Duration) time.Duration {
+	if d < 0 {
+		return math.MaxInt64
+	}
+	return d
 }
 
 // exactHold reports whether a grant's hold is the only one its owner can
@@ -252,6 +262,9 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 
 // Extend implements engine.Engine: every node gets the whole batch in one
 // round trip, concurrently; a request is extended when a majority confirms.
+// It returns as soon as every request is decided (a majority extended it,
+// or a majority can no longer); the other nodes' extensions complete in the
+// background (an extension is safe to apply late).
 func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	ttl := time.Duration(0)
 	for _, r := range reqs {
@@ -259,9 +272,27 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 			ttl = r.TTL
 		}
 	}
+	decided := func(rs []result[[]engine.ExtendResult], _ int) bool {
+		for i := range reqs {
+			ok, no := 0, 0
+			for _, x := range rs {
+				switch {
+				case !x.done:
+				case x.err == nil && i < len(x.v) && x.v[i].Err == nil && x.v[i].Status == engine.Extended:
+					ok++
+				default:
+					no++
+				}
+			}
+			if ok < e.majority && no <= len(e.nodes)-e.majority {
+				return false
+			}
+		}
+		return true
+	}
 	rs := each(ctx, e, e.timeout(ttl), func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
 		return n.eng.Extend(ctx, reqs)
-	}, nil, nil)
+	}, decided, nil)
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
 		var extended, missing, other int
@@ -435,22 +466,27 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	var counts []int
+	var ttls []time.Duration
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
-			if !info.Held || x.v.TTL < info.TTL {
+			if !info.Held {
 				hw, w := info.HighWater, info.Waiters
 				info = x.v
 				info.HighWater, info.Waiters = hw, w
 			}
 			info.Token = max(info.Token, x.v.Token)
 			counts = append(counts, x.v.Count)
+			ttls = append(ttls, x.v.TTL)
 		}
 	}
 	if len(counts) >= e.majority {
-		// The holds a majority confirms: a release or re-entry may not
-		// have reached a minority yet.
+		// The holds and the time left that a majority confirms: a
+		// release, re-entry or extension may not have reached a minority
+		// yet. No expiry (a negative ttl) counts as the longest.
 		slices.Sort(counts)
 		info.Count = counts[len(counts)-e.majority]
+		slices.SortFunc(ttls, func(a, b time.Duration) int { return cmp.Compare(untilExpiry(a), untilExpiry(b)) })
+		info.TTL = ttls[len(ttls)-e.majority]
 	}
 	return info, nil
 }
