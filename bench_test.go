@@ -19,7 +19,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine/memory"
@@ -42,13 +41,7 @@ var floorRelease = goredis.NewScript(`if redis.call('GET',KEYS[1])==ARGV[1] then
 // clients made by this one function, so their options are the same.
 func benchClient(b *testing.B, srv *redistest.Server) *goredis.Client {
 	b.Helper()
-	c := goredis.NewClient(&goredis.Options{
-		Addr:                     srv.Addr(),
-		PoolSize:                 benchPoolSize,
-		ContextTimeoutEnabled:    true,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	c := srv.ClientWithPool(benchPoolSize)
 	b.Cleanup(func() { _ = c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		b.Fatal(err)

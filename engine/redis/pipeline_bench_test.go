@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
-
 	"github.com/distlock/distlock"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
@@ -29,13 +26,7 @@ import (
 // engine's round-trip counter.
 func benchClient(b *testing.B, srv *redistest.Server, opts ...redisengine.Option) (*distlock.Client, *roundTrips) {
 	b.Helper()
-	rc := goredis.NewClient(&goredis.Options{
-		Addr:                     srv.Addr(),
-		PoolSize:                 128,
-		ContextTimeoutEnabled:    true,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	rc := srv.ClientWithPool(128)
 	rt := &roundTrips{}
 	rc.AddHook(rt)
 	eng, err := redisengine.New(rc, opts...)

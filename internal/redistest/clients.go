@@ -23,7 +23,16 @@ func (s *Server) clientOptions() *redis.Options {
 // survives Stop/Kill/Restart (it reconnects) and is closed by Server.Close;
 // closing it earlier is allowed. Context deadlines bound its commands.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(s.clientOptions())
+	return s.ClientWithPool(0)
+}
+
+// ClientWithPool is Client with a connection pool of size connections (0:
+// go-redis's default), for benchmarks whose goroutines must not wait for a
+// connection.
+func (s *Server) ClientWithPool(size int) *redis.Client {
+	opt := s.clientOptions()
+	opt.PoolSize = size
+	c := redis.NewClient(opt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
