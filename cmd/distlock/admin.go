@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -56,20 +54,15 @@ func (a *app) cmdStatus(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "NAME"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
 	}
 	name := pos[0]
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	ctx, b, done, err := a.connect(cmd, *redisURL, false)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	defer b.close(false)
+	defer done()
 	info, err := b.client.Inspect(ctx, name)
 	if err != nil {
 		return a.fail(cmd, explain(err, name, b.where))
@@ -123,23 +116,18 @@ func (a *app) cmdList(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "[PREFIX]"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "[PREFIX]"); !ok {
 		return code
 	}
 	prefix := ""
 	if len(pos) == 1 {
 		prefix = pos[0]
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	ctx, b, done, err := a.connect(cmd, *redisURL, false)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	defer b.close(false)
+	defer done()
 	lister, ok := b.eng.(engine.Lister)
 	if !ok {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot list locks"})
@@ -223,10 +211,7 @@ func (a *app) cmdLeaks(args []string) int {
 	asJSON := boolFlag(fs, "json")
 	maxTTL := durationFlag(fs, "max-ttl", defaultMaxTTL)
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "[PREFIX]"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "[PREFIX]"); !ok {
 		return code
 	}
 	if *maxTTL <= 0 {
@@ -236,13 +221,11 @@ func (a *app) cmdLeaks(args []string) int {
 	if len(pos) == 1 {
 		prefix = pos[0]
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	ctx, b, done, err := a.connect(cmd, *redisURL, false)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	defer b.close(false)
+	defer done()
 	finder, ok := b.eng.(engine.LeakFinder)
 	if !ok {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot look for leaks"})
@@ -312,20 +295,15 @@ func (a *app) cmdForceRelease(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	yes := boolFlag(fs, "y", "yes")
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "NAME"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
 	}
 	name := pos[0]
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	ctx, b, done, err := a.connect(cmd, *redisURL, false)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	defer b.close(false)
+	defer done()
 
 	// What is there: a lock, nothing, or a key that is not a distlock lock
 	// (Inspect fails on it; force-release deletes it all the same).

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -43,6 +45,22 @@ type backend struct {
 	nodes  []engine.Engine // the node engines, in the order of rdbs
 	rdbs   []*goredis.Client
 	where  string // for messages: "redis 10.0.0.5:6379"
+}
+
+// connect opens the backend of a one-shot command (see openBackend) with a
+// context that SIGINT and SIGTERM cancel. done closes the backend
+// (keepLeases: see backend.close) and stops the signal handling.
+func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Context, b *backend, done func(), err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	b, err = a.openBackend(ctx, cmd, redisURL)
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return ctx, b, func() {
+		b.close(keepLeases)
+		stop()
+	}, nil
 }
 
 // openBackend connects to the backend that the --redis flag (if not empty)

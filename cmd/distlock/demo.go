@@ -32,10 +32,7 @@ func (a *app) cmdDemo(args []string) int {
 	const cmd = "demo"
 	fs := flagSet(cmd)
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos); !ok {
+	if code, ok := a.positional(cmd, pos, err); !ok {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)

@@ -156,6 +156,18 @@ func (a *app) usage(cmd, format string, args ...any) int {
 	return a.fail(cmd, usageErr(format+"\nRun 'distlock help %s' for usage.", append(args, cmd)...))
 }
 
+// positional takes the outcome of parsing a command's flags (pos, err) and
+// checks the positional arguments against the synopsis names; ok is false
+// when the command must return code (a flag error, help, or a wrong number
+// of arguments).
+func (a *app) positional(cmd string, pos []string, err error, names ...string) (code int, ok bool) {
+	if err != nil {
+		return a.flagError(cmd, err), false
+	}
+	ok, code = a.checkArgs(cmd, pos, names...)
+	return code, ok
+}
+
 // checkArgs checks the number of positional arguments against the
 // synopsis names (optional ones in brackets).
 func (a *app) checkArgs(cmd string, pos []string, names ...string) (ok bool, code int) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,10 +36,7 @@ func (a *app) cmdAcquire(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "NAME"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
 	}
 	name := pos[0]
@@ -86,24 +82,19 @@ func (a *app) cmdExtend(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseOwnerArgs(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "NAME", "OWNER"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "NAME", "OWNER"); !ok {
 		return code
 	}
 	name, owner := pos[0], pos[1]
 	if err := checkTTL(*ttl); err != nil {
 		return a.fail(cmd, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	// Keep the lease: closing the client would release it.
+	ctx, b, done, err := a.connect(cmd, *redisURL, true)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	// Keep the lease: closing the client would release it.
-	defer b.close(true)
+	defer done()
 	lease, err := b.client.Attach(ctx, name, owner, distlock.WithTTL(*ttl), distlock.WithAutoRenew(false))
 	if err != nil {
 		return a.fail(cmd, explain(err, name, b.where))
@@ -122,20 +113,15 @@ func (a *app) cmdRelease(args []string) int {
 	fs := flagSet(cmd)
 	redisURL := stringFlag(fs, "", "redis")
 	pos, err := parseOwnerArgs(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos, "NAME", "OWNER"); !ok {
+	if code, ok := a.positional(cmd, pos, err, "NAME", "OWNER"); !ok {
 		return code
 	}
 	name, owner := pos[0], pos[1]
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	b, err := a.openBackend(ctx, cmd, *redisURL)
+	ctx, b, done, err := a.connect(cmd, *redisURL, true)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	defer b.close(true)
+	defer done()
 	// Attach proves ownership by extending the lock (to a short ttl), then
 	// Release drops it.
 	lease, err := b.client.Attach(ctx, name, owner, distlock.WithTTL(releaseAttachTTL), distlock.WithAutoRenew(false))

@@ -53,10 +53,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	maxWait := durationFlag(fs, "max-wait", server.DefaultMaxWait)
 	grace := durationFlag(fs, "shutdown-timeout", 10*time.Second)
 	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return a.flagError(cmd, err)
-	}
-	if ok, code := a.checkArgs(cmd, pos); !ok {
+	if code, ok := a.positional(cmd, pos, err); !ok {
 		return code
 	}
 	switch {
