@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/internal/servertest"
 	"github.com/distlock/distlock/server"
 )
 
@@ -37,29 +36,8 @@ func start(t *testing.T, eng engine.Engine, opts ...server.Option) *testServer {
 	}
 	logs := &syncBuffer{}
 	opts = append([]server.Option{server.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)
-	srv, err := server.New(eng, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	scheme := "http://"
-	if srv.TLS() {
-		scheme = "https://"
-	}
-	return &testServer{Server: srv, url: scheme + ln.Addr().String(), eng: eng, logs: logs}
+	srv, url := servertest.Start(t, eng, false, opts...)
+	return &testServer{Server: srv, url: url, eng: eng, logs: logs}
 }
 
 // reply is an answer: its status, headers and body.

@@ -2,11 +2,7 @@ package remote_test
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
 	"testing"
-	"time"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
@@ -14,6 +10,7 @@ import (
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/engine/remote"
 	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/internal/servertest"
 	"github.com/distlock/distlock/server"
 )
 
@@ -21,27 +18,7 @@ import (
 // returns its URL.
 func startServer(t *testing.T, eng engine.Engine, opts ...server.Option) (*server.Server, string) {
 	t.Helper()
-	srv, err := server.New(eng, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return srv, "http://" + ln.Addr().String()
+	return servertest.Start(t, eng, true, opts...)
 }
 
 // newRemote returns a remote engine on url, closed when the test ends.
