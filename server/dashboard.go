@@ -249,23 +249,5 @@ func (s *Server) handleDashboardEvents(w http.ResponseWriter, r *http.Request, _
 	if !ok {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case data := <-ch:
-			if stream.event("snapshot", string(data)) != nil {
-				return
-			}
-		case <-tick.C:
-			if stream.comment("ping") != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.stopping:
-			_ = stream.event("shutdown", "{}")
-			return
-		}
-	}
+	pump(s, r, stream, ch, "snapshot", func(data []byte) string { return string(data) })
 }

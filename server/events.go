@@ -54,6 +54,31 @@ func (e *sse) comment(text string) error {
 	return nil
 }
 
+// pump sends an event named name, with data(v) as its data, for every value
+// v from next, and a heartbeat comment when idle, until the client goes
+// away, a write fails, or the server shuts down (a last "shutdown" event).
+func pump[T any](s *Server, r *http.Request, stream *sse, next <-chan T, name string, data func(T) string) {
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case v := <-next:
+			if stream.event(name, data(v)) != nil {
+				return
+			}
+		case <-tick.C:
+			if stream.comment("ping") != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.stopping:
+			_ = stream.event("shutdown", "{}")
+			return
+		}
+	}
+}
+
 // handleLockEvents serves GET /v1/locks/{name}/events: a stream of
 // server-sent events that says "ready" once the server is subscribed to
 // the lock's releases on its engine, then "release" after every release
@@ -88,23 +113,5 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 	if !ok || stream.event(api.EventReady, "{}") != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sub.C():
-			if stream.event(api.EventRelease, "{}") != nil {
-				return
-			}
-		case <-tick.C:
-			if stream.comment("ping") != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.stopping:
-			_ = stream.event("shutdown", "{}")
-			return
-		}
-	}
+	pump(s, r, stream, sub.C(), api.EventRelease, func(struct{}) string { return "{}" })
 }
