@@ -52,7 +52,7 @@ func WithAutoRenew(on bool) Option { return func(o *options) { o.autoRenew = on 
 // make it unique to the holder (for example host name plus job id).
 func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
 
-// WithMetadata attaches a string to the grant (at most 4096 bytes) that
+// WithMetadata attaches a string to the grant (at most 4096 bytes of UTF-8) that
 // Inspect reports, for example who holds the lock and why.
 func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } }
 
@@ -80,6 +80,8 @@ func (o *options) validate() error {
 		return &ArgumentError{Arg: "owner", Reason: "not valid UTF-8"}
 	case len(o.metadata) > MaxMetadataLen:
 		return &ArgumentError{Arg: "metadata", Reason: "longer than 4096 bytes"}
+	case !utf8.ValidString(o.metadata):
+		return &ArgumentError{Arg: "metadata", Reason: "not valid UTF-8"}
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func TestStatusListLeaks(t *testing.T) {
 	}
 	// What SETNX-then-EXPIRE code leaves behind: a lock key with no ttl.
 	raw := srv.Client()
-	if err := raw.HSet(ctx, "distlock:{stuck}", "owner", "dead-process", "count", "1", "token", "1").Err(); err != nil {
+	if err := raw.Set(ctx, "distlock:{stuck}", "1 dead-process", 0).Err(); err != nil { // token 1, owner dead-process
 		t.Fatal(err)
 	}
 
@@ -149,14 +149,14 @@ func TestStatusListLeaks(t *testing.T) {
 
 	// leaks: only the ttl-less key; fence keys (7-day ttl) are fine.
 	r = c.run(t, "leaks")
-	expect(t, r, exitFailed, "distlock:{stuck}", "hash", "never", "distlock force-release stuck")
+	expect(t, r, exitFailed, "distlock:{stuck}", "string", "never", "distlock force-release stuck")
 	if strings.Contains(r.stdout, "jobs/") || strings.Contains(r.stdout, "other") {
 		t.Errorf("leaks reports healthy locks:\n%s", r.stdout)
 	}
 	r = c.run(t, "leaks", "--json")
 	var leaks []leakJSON
 	if err := json.Unmarshal([]byte(r.stdout), &leaks); err != nil || len(leaks) != 1 ||
-		leaks[0] != (leakJSON{Key: "distlock:{stuck}", Name: "stuck", Kind: "lock", Type: "hash", TTLMs: -1}) {
+		leaks[0] != (leakJSON{Key: "distlock:{stuck}", Name: "stuck", Kind: "lock", Type: "string", TTLMs: -1}) {
 		t.Errorf("leaks --json: %+v, %v", leaks, err)
 	}
 	// A lock whose ttl is beyond --max-ttl is a leak too.

@@ -42,6 +42,10 @@ func (s *suite) badInput(t *testing.T) {
 			_, err := c.TryAcquire(ctx, name, distlock.WithMetadata(strings.Repeat("m", 5000)))
 			return err
 		}, distlock.ErrInvalidArgument},
+		{"metadata not UTF-8", func() error {
+			_, err := c.TryAcquire(ctx, name, distlock.WithMetadata("a\xffb"))
+			return err
+		}, distlock.ErrInvalidArgument},
 		{"nil context acquire", func() error { _, err := c.Acquire(nilCtx, name); return err }, distlock.ErrInvalidArgument},
 		{"nil context inspect", func() error { _, err := c.Inspect(nilCtx, name); return err }, distlock.ErrInvalidArgument},
 		{"nil context release", func() error { return l.Release(nilCtx) }, distlock.ErrInvalidArgument},

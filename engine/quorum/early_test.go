@@ -3,12 +3,14 @@ package quorum_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -53,11 +55,20 @@ func slowQuorum(t *testing.T, srvs []*redistest.Server, nodeTimeout time.Duratio
 	}, quorum.WithNodeTimeout(nodeTimeout))
 }
 
-// lockToken returns the token recorded on srv for name ("" when not held).
+// lockToken returns the token recorded on srv for name ("" when not held),
+// as that node's engine reads it.
 func lockToken(t *testing.T, srv *redistest.Server, name string) string {
 	t.Helper()
-	v, _ := srv.Client().HGet(context.Background(), lockKey(name), "token").Result()
-	return v
+	e, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	info, err := e.Inspect(context.Background(), name)
+	if err != nil || !info.Held {
+		return ""
+	}
+	return strconv.FormatUint(info.Token, 10)
 }
 
 // eventually polls cond every millisecond for up to d.

@@ -26,12 +26,12 @@ var (
 	_ engine.LeakFinder = (*Engine)(nil)
 )
 
-// List implements engine.Lister with SCAN (never KEYS): the lock hashes
-// whose names start with prefix, each read with one pipelined round trip
-// per page (the fields, PTTL, the fencing high-water and the number of
-// waiting subscribers, as Inspect reads them). Fencing high-water keys are
-// not listed, nor keys at a lock's place that are not distlock lock hashes
-// (Leaks reports those).
+// List implements engine.Lister with SCAN (never KEYS): the locks whose
+// names start with prefix, each read with one pipelined round trip per page
+// (the value, PTTL, the fencing high-water and the number of waiting
+// subscribers, as Inspect reads them). Fencing high-water keys are not
+// listed, nor keys at a lock's place that are not distlock locks (Leaks
+// reports those).
 //
 // cursor is the SCAN cursor as a decimal string. On Redis Cluster every
 // master is scanned to the end in one call and next is always "".
@@ -204,21 +204,10 @@ func (e *Engine) inspectMany(ctx context.Context, names []string) ([]engine.Info
 	if len(names) == 0 {
 		return nil, nil
 	}
-	type reads struct {
-		fields *goredis.MapStringStringCmd
-		pttl   *goredis.DurationCmd
-		hw     *goredis.StringCmd
-		subs   *goredis.MapStringIntCmd
-	}
-	rs := make([]reads, len(names))
+	rs := make([]lockReads, len(names))
 	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, name := range names {
-			rs[i] = reads{
-				fields: p.HGetAll(ctx, e.lockKey(name)),
-				pttl:   p.PTTL(ctx, e.lockKey(name)),
-				hw:     p.Get(ctx, e.fenceKey(name)),
-				subs:   p.PubSubNumSub(ctx, e.channel(name)),
-			}
+			rs[i] = e.readLock(ctx, p, name)
 		}
 		return nil
 	})
@@ -227,26 +216,16 @@ func (e *Engine) inspectMany(ctx context.Context, names []string) ([]engine.Info
 	}
 	infos := make([]engine.Info, 0, len(names))
 	for i, name := range names {
-		r := rs[i]
-		f, err := r.fields.Result()
+		info, held, err := rs[i].info(e, name)
+		if isReplyError(err) || errors.Is(err, errNotALock) {
+			continue // not a distlock lock
+		}
 		if err != nil {
-			if isReplyError(err) {
-				continue // not a hash: not a distlock lock
-			}
 			return nil, err
 		}
-		owner, ok := f["owner"]
-		if !ok {
-			continue // released since the scan, or not a distlock lock
+		if held { // else released since the scan, or not a distlock lock
+			infos = append(infos, info)
 		}
-		info := engine.Info{Name: name, Held: true, Owner: owner, Metadata: f["meta"], TTL: r.pttl.Val()}
-		info.Count, _ = strconv.Atoi(f["count"])
-		info.Token, _ = strconv.ParseUint(f["token"], 10, 64)
-		if v, err := r.hw.Result(); err == nil {
-			info.HighWater, _ = strconv.ParseUint(v, 10, 64)
-		}
-		info.Waiters = int(r.subs.Val()[e.channel(name)])
-		infos = append(infos, info)
 	}
 	return infos, nil
 }

@@ -205,7 +205,7 @@ func TestLeaks(t *testing.T) {
 		listGrant(t, e, fmt.Sprintf("healthy-%d", i), "o", time.Minute)
 	}
 	// Leaked: what SETNX-then-EXPIRE code leaves behind, of several types.
-	raw.HSet(ctx, "distlock:{stuck}", "owner", "dead-process", "count", "1")
+	raw.Set(ctx, "distlock:{stuck}", "1 dead-process", 0) // token 1, owner dead-process
 	raw.Set(ctx, "distlock:{setnx}", "1", 0)
 	raw.Set(ctx, "distlock:junk", "1", 0)
 	raw.SAdd(ctx, "distlock:{stuck-set}", "x")
@@ -220,7 +220,7 @@ func TestLeaks(t *testing.T) {
 
 	got := allLeaks(t, e, "", 24*time.Hour)
 	want := map[string]engine.Leak{
-		"distlock:{stuck}":        {Key: "distlock:{stuck}", Name: "stuck", Kind: engine.LeakLock, Type: "hash", TTL: -1},
+		"distlock:{stuck}":        {Key: "distlock:{stuck}", Name: "stuck", Kind: engine.LeakLock, Type: "string", TTL: -1},
 		"distlock:{setnx}":        {Key: "distlock:{setnx}", Name: "setnx", Kind: engine.LeakLock, Type: "string", TTL: -1},
 		"distlock:junk":           {Key: "distlock:junk", Kind: engine.LeakOther, Type: "string", TTL: -1},
 		"distlock:{stuck-set}":    {Key: "distlock:{stuck-set}", Name: "stuck-set", Kind: engine.LeakLock, Type: "set", TTL: -1},

@@ -6,14 +6,16 @@
 // is passed in KEYS and shares the lock's hash tag, so the scripts are legal
 // on Cluster:
 //
-//	distlock:{NAME}        the lock: a hash of owner, count, token, and
-//	                       when set: meta, the ids of its last acquire
-//	                       (attempt) and release, and the waiters mark
+//	distlock:{NAME}        the lock: one string, "<token> <owner>" for one
+//	                       hold of a one-off owner without metadata, else
+//	                       JSON of owner, holds, token, metadata, the ids
+//	                       of its last acquire and release, and the
+//	                       waiters mark (see value.go)
 //	distlock:{NAME}:fence  the fencing high-water, with a long time to live
 //
 // A release publishes a wake-up on the channel distlock:{NAME} when a
-// waiting acquire found the lock held during the grant (it marks the lock
-// hash; see engine.AcquireRequest.Waiting), so an uncontended lock costs no
+// waiting acquire found the lock held during the grant (it marks the lock;
+// see engine.AcquireRequest.Waiting), so an uncontended lock costs no
 // PUBLISH. Waiters of one Engine share one subscription connection, and
 // each name is subscribed once however many goroutines wait for it. (On Cluster the wake-up uses classic
 // pub/sub, which the cluster bus forwards to every node.)
@@ -139,23 +141,31 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	res, err := e.batch.run(ctx, acquireScript,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting).Slice()
+		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting).Result()
 	if err != nil {
 		return engine.Grant{}, err
 	}
-	if len(res) != 3 {
-		return engine.Grant{}, fmt.Errorf("acquire: unexpected reply %v", res)
-	}
-	if res[0] == int64(1) {
-		token, err := parseToken(res[1])
+	if t, ok := res.(string); ok { // a first grant: its token
+		token, err := parseToken(t)
 		if err != nil {
 			return engine.Grant{}, err
 		}
-		count, _ := res[2].(int64)
+		return engine.Grant{Acquired: true, Token: token, Count: 1}, nil
+	}
+	a, ok := res.([]any)
+	if !ok || len(a) != 3 {
+		return engine.Grant{}, fmt.Errorf("acquire: unexpected reply %v", res)
+	}
+	if a[0] == int64(1) { // re-entered
+		token, err := parseToken(a[1])
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		count, _ := a[2].(int64)
 		return engine.Grant{Acquired: true, Token: token, Count: int(count)}, nil
 	}
-	holder, _ := res[1].(string)
-	pttl, _ := res[2].(int64)
+	holder, _ := a[1].(string)
+	pttl, _ := a[2].(int64)
 	g := engine.Grant{Holder: holder, HolderTTL: time.Duration(pttl) * time.Millisecond}
 	if pttl < 0 {
 		g.HolderTTL = -1
@@ -205,15 +215,13 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	res, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, "PUBLISH", id).Slice()
-	if err != nil {
+	n, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, "PUBLISH", id).Int64()
+	switch {
+	case err != nil:
 		return engine.ReleaseResult{}, err
-	}
-	switch res[0] {
-	case int64(1):
-		n, _ := res[1].(int64)
+	case n >= 0:
 		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
-	case int64(0):
+	case n == -1:
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
 	return engine.ReleaseResult{Status: engine.NotOwner}, nil
@@ -236,35 +244,62 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 
 // Inspect implements engine.Engine: one pipelined round trip.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
-	var (
-		fields *goredis.MapStringStringCmd
-		pttl   *goredis.DurationCmd
-		hw     *goredis.StringCmd
-		subs   *goredis.MapStringIntCmd
-	)
+	var r lockReads
 	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		fields = p.HGetAll(ctx, e.lockKey(name))
-		pttl = p.PTTL(ctx, e.lockKey(name))
-		hw = p.Get(ctx, e.fenceKey(name))
-		subs = p.PubSubNumSub(ctx, e.channel(name))
+		r = e.readLock(ctx, p, name)
 		return nil
 	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
+	if err != nil && !isReplyError(err) {
 		return engine.Info{}, err
 	}
-	info := engine.Info{Name: name, Waiters: int(subs.Val()[e.channel(name)])}
-	if v, err := hw.Result(); err == nil {
+	info, _, err := r.info(e, name)
+	return info, err
+}
+
+// lockReads are the commands that read what Inspect reports of one lock.
+type lockReads struct {
+	value *goredis.StringCmd
+	pttl  *goredis.DurationCmd
+	hw    *goredis.StringCmd
+	subs  *goredis.MapStringIntCmd
+}
+
+// readLock queues on p the reads of the lock name.
+func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string) lockReads {
+	return lockReads{
+		value: p.Get(ctx, e.lockKey(name)),
+		pttl:  p.PTTL(ctx, e.lockKey(name)),
+		hw:    p.Get(ctx, e.fenceKey(name)),
+		subs:  p.PubSubNumSub(ctx, e.channel(name)),
+	}
+}
+
+// errNotALock: a string at a lock's key that distlock did not write.
+var errNotALock = errors.New("not a distlock lock")
+
+// info turns the replies into an Info; held is false when the lock is free.
+// A key of another type (WRONGTYPE, a reply error) or a string distlock did
+// not write (errNotALock) is an error.
+func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, err error) {
+	info = engine.Info{Name: name, Waiters: int(r.subs.Val()[e.channel(name)])}
+	if v, err := r.hw.Result(); err == nil {
 		info.HighWater, _ = strconv.ParseUint(v, 10, 64)
 	}
-	f := fields.Val()
-	if owner, ok := f["owner"]; ok {
-		info.Held = true
-		info.Owner, info.Metadata = owner, f["meta"]
-		info.Count, _ = strconv.Atoi(f["count"])
-		info.Token, _ = strconv.ParseUint(f["token"], 10, 64)
-		info.TTL = pttl.Val()
+	v, err := r.value.Result()
+	if errors.Is(err, goredis.Nil) {
+		return info, false, nil
 	}
-	return info, nil
+	if err != nil {
+		return info, false, err
+	}
+	lv, ok := parseLockValue(v)
+	if !ok {
+		return info, false, fmt.Errorf("%w: %s", errNotALock, e.lockKey(name))
+	}
+	info.Held, info.Owner, info.Metadata, info.Count = true, lv.Owner, lv.Metadata, lv.Count
+	info.Token = lv.token()
+	info.TTL = r.pttl.Val()
+	return info, true, nil
 }
 
 // Close implements engine.Engine: it ends the subscription connection,

@@ -8,6 +8,8 @@ import (
 )
 
 var (
+	//go:embed scripts/lock.lua
+	lockSrc string // decode and encode of the lock's value, for the scripts below
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/extend.lua
@@ -21,11 +23,11 @@ var (
 )
 
 var (
-	acquireScript      = goredis.NewScript(acquireSrc)
-	extendScript       = goredis.NewScript(extendSrc)
-	releaseScript      = goredis.NewScript(releaseSrc)
+	acquireScript      = goredis.NewScript(lockSrc + acquireSrc)
+	extendScript       = goredis.NewScript(lockSrc + extendSrc)
+	releaseScript      = goredis.NewScript(lockSrc + releaseSrc)
 	forceReleaseScript = goredis.NewScript(forceReleaseSrc)
-	raiseFenceScript   = goredis.NewScript(raiseFenceSrc)
+	raiseFenceScript   = goredis.NewScript(lockSrc + raiseFenceSrc)
 )
 
 // pipeline runs the commands that add queues with EVALSHA in one round trip.

@@ -3,6 +3,7 @@ package findings
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,8 +73,9 @@ func TestQuorumCleanupDropsReentrantHold(t *testing.T) {
 	time.Sleep(time.Second) // the cleaner's work is done
 
 	counts := make([]string, len(srvs))
-	for i, s := range srvs {
-		counts[i] = s.Client().HGet(ctx, "distlock:{batch}", "count").Val()
+	for i := range srvs {
+		info, _ := nodes[i].Inspect(ctx, "batch")
+		counts[i] = strconv.Itoa(info.Count)
 	}
 	other := distlock.New(q)
 	defer other.Close()

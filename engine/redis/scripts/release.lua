@@ -4,26 +4,38 @@
 -- ARGV[3] identifies the release call: a request whose id is the one
 -- recorded is a resent copy of a release already applied (a client library
 -- resends a command whose reply was lost), and does not drop a second hold.
--- Returns {1, remaining holds}, {0} when nobody holds it, {-1} when another
--- owner does.
-local state = redis.call('HMGET', KEYS[1], 'owner', 'count', 'release', 'waiters')
-if not state[1] then
-  return {0}
+-- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
+-- another owner does.
+local v = redis.call('GET', KEYS[1])
+if not v then
+  return -1
 end
-if state[1] ~= ARGV[1] then
-  return {-1}
+local p = shortForm(v)
+if p then -- one hold: the common case, without decoding
+  if string.sub(v, p + 1) ~= ARGV[1] then
+    return -2
+  end
+  redis.call('DEL', KEYS[1])
+  if string.byte(v, p) == 42 then
+    redis.call(ARGV[2], KEYS[1], 'released')
+  end
+  return 0
 end
-local count = tonumber(state[2])
-if state[3] == ARGV[3] then
-  return {1, count}
+local s = decode(v)
+if s.o ~= ARGV[1] then
+  return -2
 end
-count = count - 1
-if count > 0 then
-  redis.call('HSET', KEYS[1], 'count', count, 'release', ARGV[3])
-  return {1, count}
+if s.r == ARGV[3] then
+  return s.c
+end
+if s.c > 1 then
+  s.c = s.c - 1
+  s.r = ARGV[3]
+  redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
+  return s.c
 end
 redis.call('DEL', KEYS[1])
-if state[4] then
+if s.w then
   redis.call(ARGV[2], KEYS[1], 'released')
 end
-return {1, 0}
+return 0
