@@ -36,3 +36,29 @@ func newEngine(t *testing.T, srv *redistest.Server) *redisengine.Engine {
 	t.Cleanup(func() { _ = e.Close() })
 	return e
 }
+
+// TestConformanceCluster runs the suite on a Redis Cluster of three
+// masters through a go-redis ClusterClient: the scripts' keys share the
+// lock's hash tag, pipelines are split by slot, and wake-ups use classic
+// pub/sub, which the cluster bus carries to every node.
+func TestConformanceCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine {
+			e, err := redisengine.New(cl.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Close() })
+			return e
+		},
+		Delete: func(t *testing.T, name string) {
+			if err := cl.Del(context.Background(), redisengine.DefaultPrefix+"{"+name+"}"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Register: func(t *testing.T, name string) enginetest.Register {
+			return redistest.NewRegister(cl.Client(), "test:"+name)
+		},
+	})
+}

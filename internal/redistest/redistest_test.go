@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,5 +276,39 @@ func TestRequireRedisServer(t *testing.T) {
 	}
 	if _, err := redistest.New(); !errors.Is(err, redistest.ErrRedisServerNotFound) {
 		t.Fatalf("New without redis-server: %v", err)
+	}
+}
+
+// TestStartCluster: three masters serve every slot between them, and a
+// cluster client routes keys of different slots to different nodes.
+func TestStartCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	cc := c.Client()
+	ctx := ctx(t)
+	owners := map[string]bool{}
+	for i := range 30 {
+		key := "k" + strconv.Itoa(i)
+		if err := cc.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		slot := cc.ClusterKeySlot(ctx, key).Val()
+		for _, n := range c.Nodes {
+			if n.Client().Exists(ctx, key).Val() == 1 {
+				owners[n.Addr()] = true
+				want := 0
+				for want < len(c.Nodes)-1 && int(slot) >= (want+1)*16384/len(c.Nodes) {
+					want++
+				}
+				if c.Nodes[want] != n {
+					t.Errorf("key %s (slot %d) on %s, want node %d", key, slot, n.Addr(), want)
+				}
+			}
+		}
+	}
+	if len(owners) != 3 {
+		t.Fatalf("30 keys landed on %d of 3 nodes", len(owners))
+	}
+	if err := c.Del(ctx, "k1"); err != nil || cc.Exists(ctx, "k1").Val() != 0 {
+		t.Fatalf("Del: %v", err)
 	}
 }
