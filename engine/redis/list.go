@@ -223,9 +223,13 @@ func (e *Engine) inspectMany(ctx context.Context, names []string) ([]engine.Info
 		if err != nil {
 			return nil, err
 		}
-		if held { // else released since the scan, or not a distlock lock
-			infos = append(infos, info)
+		if !held {
+			continue // released since the scan
 		}
+		if err := e.countClassicWaiters(ctx, &info); err != nil {
+			return nil, err
+		}
+		infos = append(infos, info)
 	}
 	return infos, nil
 }

@@ -17,8 +17,13 @@
 // waiting acquire found the lock held during the grant (it marks the lock;
 // see engine.AcquireRequest.Waiting), so an uncontended lock costs no
 // PUBLISH. Waiters of one Engine share one subscription connection, and
-// each name is subscribed once however many goroutines wait for it. (On Cluster the wake-up uses classic
-// pub/sub, which the cluster bus forwards to every node.)
+// each name is subscribed once however many goroutines wait for it. On
+// Redis Cluster (a go-redis ClusterClient) wake-ups use sharded pub/sub
+// (Redis 7.0 and later): SPUBLISH on the master of the lock's slot, and one
+// SSUBSCRIBE connection per master that serves a waited-for name; a
+// channel whose slot moves, or whose master stays unreachable, is
+// subscribed again where the cluster serves it now. WithClassicPubSub
+// turns that off.
 //
 // Acquire and Release are auto-pipelined: with fewer than WithMaxInflight
 // round trips in flight, a call is sent at once on its own; beyond that,
@@ -38,6 +43,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,10 +67,13 @@ type Engine struct {
 	fenceMS  string // fenceTTL in milliseconds, as sent
 	addr     string
 	watch    *watcher
-	batch    *batcher      // auto-pipelines Acquire and Release
-	inflight int           // WithMaxInflight
-	id       string        // random, names this engine in release ids
-	releases atomic.Uint64 // numbers this engine's releases
+	batch    *batcher               // auto-pipelines Acquire and Release
+	sharded  *goredis.ClusterClient // set when wake-ups use sharded pub/sub
+	classic  bool                   // WithClassicPubSub
+	publish  string                 // PUBLISH or SPUBLISH
+	inflight int                    // WithMaxInflight
+	id       string                 // random, names this engine in release ids
+	releases atomic.Uint64          // numbers this engine's releases
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -92,6 +101,15 @@ func WithFenceTTL(d time.Duration) Option { return func(e *Engine) { e.fenceTTL 
 // turns this off: every call is its own round trip.
 func WithMaxInflight(n int) Option { return func(e *Engine) { e.inflight = n } }
 
+// WithClassicPubSub makes wake-ups on Redis Cluster use classic pub/sub
+// (PUBLISH, which the cluster bus forwards to every node) instead of sharded
+// pub/sub (SPUBLISH and SSUBSCRIBE, Redis 7.0 and later, served by the
+// master of the lock's slot). For clusters older than Redis 7.0. Every
+// client of one cluster must make the same choice: a waiter subscribed one
+// way does not hear a release published the other way (it then wakes at the
+// holder's expiry). Without Cluster it changes nothing.
+func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
+
 // New returns an engine that uses client. The client stays the caller's:
 // Close does not close it.
 func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
@@ -114,6 +132,10 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	e.id = hex.EncodeToString(b[:])
 	if c, ok := client.(*goredis.Client); ok {
 		e.addr = c.Options().Addr
+	}
+	e.publish = "PUBLISH"
+	if cc, ok := client.(*goredis.ClusterClient); ok && !e.classic {
+		e.sharded, e.publish = cc, "SPUBLISH"
 	}
 	e.watch = newWatcher(e)
 	e.batch = newBatcher(client, e.inflight)
@@ -215,7 +237,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, "PUBLISH", id).Int64()
+	n, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, e.publish, id).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -230,7 +252,7 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 // ForceRelease implements engine.ForceReleaser.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	n, err := forceReleaseScript.Run(ctx, e.client, []string{e.lockKey(name)},
-		e.channel(name), "PUBLISH").Int64()
+		e.channel(name), e.publish).Int64()
 	return n == 1, err
 }
 
@@ -253,7 +275,28 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	info, _, err := r.info(e, name)
+	if err == nil {
+		err = e.countClassicWaiters(ctx, &info)
+	}
 	return info, err
+}
+
+// countClassicWaiters sets info.Waiters with classic pub/sub on Cluster,
+// where each node knows only its own subscribers: the sum over every node.
+func (e *Engine) countClassicWaiters(ctx context.Context, info *engine.Info) error {
+	cc, ok := e.client.(*goredis.ClusterClient)
+	if !ok || e.sharded != nil {
+		return nil
+	}
+	var mu sync.Mutex
+	info.Waiters = 0
+	return cc.ForEachShard(ctx, func(ctx context.Context, c *goredis.Client) error {
+		n, err := c.PubSubNumSub(ctx, e.channel(info.Name)).Result()
+		mu.Lock()
+		info.Waiters += int(n[e.channel(info.Name)])
+		mu.Unlock()
+		return err
+	})
 }
 
 // lockReads are the commands that read what Inspect reports of one lock.
@@ -270,8 +313,22 @@ func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string)
 		value: p.Get(ctx, e.lockKey(name)),
 		pttl:  p.PTTL(ctx, e.lockKey(name)),
 		hw:    p.Get(ctx, e.fenceKey(name)),
-		subs:  p.PubSubNumSub(ctx, e.channel(name)),
+		subs:  e.numSub(ctx, p, name),
 	}
+}
+
+// numSub queues the count of the lock's wake-up subscribers: PUBSUB
+// NUMSUB, or with sharded pub/sub PUBSUB SHARDNUMSUB sent to the master of
+// the channel's slot, the only node that knows its subscribers. (Classic
+// pub/sub on Cluster: see countClassicWaiters.)
+func (e *Engine) numSub(ctx context.Context, p goredis.Pipeliner, name string) *goredis.MapStringIntCmd {
+	if e.sharded == nil {
+		return p.PubSubNumSub(ctx, e.channel(name))
+	}
+	cmd := goredis.NewMapStringIntCmd(ctx, "pubsub", "shardnumsub", e.channel(name))
+	cmd.SetFirstKeyPos(2)
+	_ = p.Process(ctx, cmd)
+	return cmd
 }
 
 // errNotALock: a string at a lock's key that distlock did not write.

@@ -13,7 +13,7 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// linger is how long the subscription connection stays open after its last
+// linger is how long a subscription connection stays open after its last
 // waiter left, so that bursts of waits do not reconnect every time.
 const linger = 2 * time.Second
 
@@ -21,20 +21,42 @@ const linger = 2 * time.Second
 // server, so that a dead connection is noticed and re-established.
 const idlePing = 15 * time.Second
 
-// watcher multiplexes every waiter of one Engine onto one pub/sub connection,
-// subscribing each channel once (reference-counted).
+// evacuateAfter is the number of failed receives in a row after which a
+// sharded connection's channels are subscribed again wherever the cluster
+// now serves them.
+const evacuateAfter = 4
+
+// moveTimeout bounds how long a channel whose slot moved to another master
+// is tried on the new owner before its waiters are left to their bounded
+// waits.
+const moveTimeout = 10 * time.Second
+
+// watcher multiplexes every waiter of one Engine onto its pub/sub
+// connections, subscribing each channel once (reference-counted): one
+// connection in all with classic pub/sub, one per master serving a waited-
+// for channel with sharded pub/sub (Cluster).
 type watcher struct {
 	e       *Engine
 	mu      sync.Mutex
-	ps      *goredis.PubSub // nil while nobody waits (after linger)
+	conns   map[string]*subConn // by node address; "" for classic pub/sub
 	chans   map[string]*channelState
-	timer   *time.Timer // closes ps after linger
 	closed  bool
+	stop    chan struct{} // closed by close
 	readers sync.WaitGroup
+}
+
+// subConn is one pub/sub connection and the number of channels on it.
+type subConn struct {
+	node   string
+	ps     *goredis.PubSub
+	n      int
+	timer  *time.Timer    // closes ps after linger once n is 0
+	unsubs map[string]int // our SUNSUBSCRIBEs not answered yet, by channel
 }
 
 // channelState is one subscribed channel and the waiters on it.
 type channelState struct {
+	conn      *subConn // nil while it moves to another master
 	members   map[*subscription]struct{}
 	ready     chan struct{} // closed on the server's confirmation
 	confirmed bool
@@ -49,7 +71,7 @@ type subscription struct {
 }
 
 func newWatcher(e *Engine) *watcher {
-	return &watcher{e: e, chans: make(map[string]*channelState)}
+	return &watcher{e: e, conns: make(map[string]*subConn), chans: make(map[string]*channelState), stop: make(chan struct{})}
 }
 
 func (s *subscription) C() <-chan struct{} { return s.c }
@@ -69,34 +91,41 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 	return e.watch.join(ctx, e.channel(name))
 }
 
+// nodeOf returns the master that serves channel ch with sharded pub/sub,
+// by address and client; "" and nil with classic pub/sub (one connection,
+// anywhere).
+func (w *watcher) nodeOf(ctx context.Context, ch string) (string, *goredis.Client, error) {
+	if w.e.sharded == nil {
+		return "", nil, nil
+	}
+	c, err := w.e.sharded.MasterForKey(ctx, ch)
+	if err != nil {
+		return "", nil, err
+	}
+	return c.Options().Addr, c, nil
+}
+
 func (w *watcher) join(ctx context.Context, ch string) (engine.Subscription, error) {
+	node, nc, err := w.nodeOf(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return nil, engine.ErrClosed
 	}
-	if w.timer != nil {
-		w.timer.Stop()
-		w.timer = nil
-	}
-	if w.ps == nil {
-		w.ps = w.e.client.Subscribe(context.WithoutCancel(ctx))
-		w.readers.Add(1)
-		go w.read(w.ps)
-	}
 	s := &subscription{w: w, ch: ch, c: make(chan struct{}, 1)}
 	st := w.chans[ch]
 	if st == nil {
 		st = &channelState{members: make(map[*subscription]struct{}), ready: make(chan struct{})}
-		w.chans[ch] = st
 		// Sent under w.mu so SUBSCRIBE and UNSUBSCRIBE of one channel
 		// reach the server in the order of the reference count.
-		if err := w.ps.Subscribe(ctx, ch); err != nil {
-			delete(w.chans, ch)
-			w.idle()
+		if err := w.subscribe(ctx, st, node, nc, ch); err != nil {
 			w.mu.Unlock()
 			return nil, err
 		}
+		w.chans[ch] = st
 	}
 	st.members[s] = struct{}{}
 	w.mu.Unlock()
@@ -108,6 +137,61 @@ func (w *watcher) join(ctx context.Context, ch string) (engine.Subscription, err
 		s.Close()
 		return nil, ctx.Err()
 	}
+}
+
+// subscribe subscribes ch on the connection to node (client nc with sharded
+// pub/sub), opening it if needed, and records it in st; w.mu is held. A
+// sharded connection is a pub/sub connection of the node's own client, so
+// that it stays with that node whatever it reconnects for.
+func (w *watcher) subscribe(ctx context.Context, st *channelState, node string, nc *goredis.Client, ch string) error {
+	c := w.conns[node]
+	if c == nil {
+		c = &subConn{node: node, unsubs: make(map[string]int)}
+		if nc != nil {
+			c.ps = nc.SSubscribe(context.WithoutCancel(ctx))
+		} else {
+			c.ps = w.e.client.Subscribe(context.WithoutCancel(ctx))
+		}
+		w.conns[node] = c
+		w.readers.Add(1)
+		go w.read(c)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	var err error
+	if w.e.sharded != nil {
+		err = c.ps.SSubscribe(ctx, ch)
+	} else {
+		err = c.ps.Subscribe(ctx, ch)
+	}
+	if err != nil {
+		w.idle(c)
+		return err
+	}
+	c.n++
+	st.conn = c
+	return nil
+}
+
+// unsubscribe drops ch from the connection st is on; w.mu is held.
+func (w *watcher) unsubscribe(st *channelState, ch string) {
+	c := st.conn
+	if c == nil {
+		return
+	}
+	st.conn = nil
+	c.n--
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if w.e.sharded != nil {
+		c.unsubs[ch]++
+		_ = c.ps.SUnsubscribe(ctx, ch)
+	} else {
+		_ = c.ps.Unsubscribe(ctx, ch)
+	}
+	cancel()
+	w.idle(c)
 }
 
 func (w *watcher) leave(s *subscription) {
@@ -122,55 +206,57 @@ func (w *watcher) leave(s *subscription) {
 		return
 	}
 	delete(w.chans, s.ch)
-	if w.ps != nil && !w.closed {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = w.ps.Unsubscribe(ctx, s.ch)
-		cancel()
+	if !w.closed {
+		w.unsubscribe(st, s.ch)
 	}
-	w.idle()
 }
 
-// idle arms the linger timer when no channel is subscribed; w.mu is held.
-func (w *watcher) idle() {
-	if len(w.chans) > 0 || w.ps == nil || w.closed {
+// idle arms c's linger timer when no channel is subscribed on it; w.mu is
+// held.
+func (w *watcher) idle(c *subConn) {
+	if c.n > 0 || w.closed || c.timer != nil {
 		return
 	}
-	ps := w.ps
-	w.timer = time.AfterFunc(linger, func() {
+	c.timer = time.AfterFunc(linger, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.ps == ps && len(w.chans) == 0 {
-			w.ps = nil
-			w.timer = nil
-			_ = ps.Close()
+		if w.conns[c.node] == c && c.n == 0 && c.timer != nil {
+			delete(w.conns, c.node)
+			c.timer = nil
+			_ = c.ps.Close()
 		}
 	})
 }
 
-// read delivers the server's pub/sub messages to the waiters until ps is
-// closed.
-func (w *watcher) read(ps *goredis.PubSub) {
+// read delivers the server's pub/sub messages on c to the waiters until c
+// is closed.
+func (w *watcher) read(c *subConn) {
 	defer w.readers.Done()
 	ctx := context.Background()
 	failures := 0
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, idlePing)
-		if w.gone(ps) {
+		msg, err := c.ps.ReceiveTimeout(ctx, idlePing)
+		if w.gone(c) {
 			return
 		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
 				pctx, cancel := context.WithTimeout(ctx, time.Second)
-				_ = ps.Ping(pctx)
+				_ = c.ps.Ping(pctx)
 				cancel()
 				continue
 			}
 			// The connection broke: go-redis reconnects and subscribes
 			// again on the next receive. Messages may have been lost, so
-			// every waiter re-checks.
+			// every waiter re-checks. A master that stays unreachable may
+			// have failed over: its channels go to whoever serves them now.
 			w.wakeAll()
 			failures++
+			if w.e.sharded != nil && failures == evacuateAfter {
+				w.evacuate(c)
+				return
+			}
 			time.Sleep(backoff(failures))
 			continue
 		}
@@ -179,9 +265,105 @@ func (w *watcher) read(ps *goredis.PubSub) {
 		case *goredis.Message:
 			w.wakeChannel(m.Channel, false)
 		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				w.wakeChannel(m.Channel, true)
+			case "sunsubscribe":
+				w.moved(c, m.Channel)
 			}
+		}
+	}
+}
+
+// moved handles a sunsubscribe on c: the answer to a SUNSUBSCRIBE of ours
+// is counted off; otherwise the server dropped the channel on its own (its
+// slot went to another master): its waiters re-check at once, and the
+// channel is subscribed again on the slot's new master.
+func (w *watcher) moved(c *subConn, ch string) {
+	w.mu.Lock()
+	if c.unsubs[ch] > 0 { // the answer to one of ours (answers come in order)
+		if c.unsubs[ch]--; c.unsubs[ch] == 0 {
+			delete(c.unsubs, ch)
+		}
+		w.mu.Unlock()
+		return
+	}
+	st := w.chans[ch]
+	if st == nil || st.conn != c || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.unsubscribe(st, ch) // go-redis would subscribe it here again on a reconnect
+	w.relocate(st, ch, c.node)
+	w.mu.Unlock()
+}
+
+// evacuate closes c, which keeps failing, and subscribes its channels
+// again on the masters that serve them now (the same one, once it is back).
+func (w *watcher) evacuate(c *subConn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.conns[c.node] != c {
+		return
+	}
+	delete(w.conns, c.node)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	_ = c.ps.Close()
+	for ch, st := range w.chans {
+		if st.conn == c {
+			st.conn = nil
+			w.relocate(st, ch, "")
+		}
+	}
+}
+
+// relocate wakes the waiters of ch, which has no connection now, and starts
+// its subscription on the master that serves it, avoiding the node it left
+// when that is not ""; w.mu is held.
+func (w *watcher) relocate(st *channelState, ch, avoid string) {
+	for s := range st.members {
+		s.wake()
+	}
+	w.readers.Add(1)
+	go func() {
+		defer w.readers.Done()
+		w.resubscribe(st, ch, avoid)
+	}()
+}
+
+// resubscribe subscribes ch on the master that serves it now, as soon as
+// go-redis's view of the cluster names one other than avoid (for a moved
+// slot, the node that dropped it; after a few tries any node will do).
+func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
+	ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+	defer cancel()
+	for i := 1; ; i++ {
+		w.e.sharded.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+			return // the waiters' waits stay bounded by the holder's ttl
+		case <-w.stop:
+			return
+		case <-time.After(backoff(i)):
+		}
+		node, nc, err := w.nodeOf(ctx, ch)
+		if err != nil || (node == avoid && i < 10) {
+			continue
+		}
+		w.mu.Lock()
+		if w.closed || w.chans[ch] != st || st.conn != nil {
+			w.mu.Unlock()
+			return // left, or subscribed again meanwhile
+		}
+		err = w.subscribe(ctx, st, node, nc, ch)
+		for s := range st.members {
+			s.wake() // a release may have come in between
+		}
+		w.mu.Unlock()
+		if err == nil {
+			return
 		}
 	}
 }
@@ -216,31 +398,36 @@ func (w *watcher) wakeAll() {
 	}
 }
 
-// gone reports whether ps is no longer the watcher's connection.
-func (w *watcher) gone(ps *goredis.PubSub) bool {
+// gone reports whether c is no longer one of the watcher's connections.
+func (w *watcher) gone(c *subConn) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.closed || w.ps != ps
+	return w.closed || w.conns[c.node] != c
 }
 
-// close ends the subscription connection and waits for its reader.
+// close ends the subscription connections and waits for their readers.
 func (w *watcher) close() {
 	w.mu.Lock()
-	w.closed = true
-	if w.timer != nil {
-		w.timer.Stop()
-		w.timer = nil
+	if !w.closed {
+		close(w.stop)
 	}
-	ps := w.ps
-	w.ps = nil
+	w.closed = true
+	conns := w.conns
+	w.conns = make(map[string]*subConn)
+	for _, c := range conns {
+		if c.timer != nil {
+			c.timer.Stop()
+			c.timer = nil
+		}
+	}
 	for _, st := range w.chans {
 		for s := range st.members {
 			s.wake()
 		}
 	}
 	w.mu.Unlock()
-	if ps != nil {
-		_ = ps.Close()
+	for _, c := range conns {
+		_ = c.ps.Close()
 	}
 	w.readers.Wait()
 }

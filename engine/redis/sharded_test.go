@@ -1,0 +1,186 @@
+package redis_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// nodeOf returns the node of cl that serves key.
+func nodeOf(t *testing.T, cl *redistest.Cluster, key string) *redistest.Server {
+	t.Helper()
+	c, err := cl.Client().MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes {
+		if n.Addr() == c.Options().Addr {
+			return n
+		}
+	}
+	t.Fatalf("no node serves %s", key)
+	return nil
+}
+
+// commandCalls returns how many times srv ran cmd (INFO commandstats).
+func commandCalls(t *testing.T, srv *redistest.Server, cmd string) int {
+	t.Helper()
+	info := srv.Client().Info(context.Background(), "commandstats").Val()
+	for _, l := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(l, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// TestClusterShardedWakeups: on Redis Cluster a waiter subscribes with
+// SSUBSCRIBE on the master of its lock's slot (one connection per master
+// for the names of several masters), Inspect counts it there, and a
+// release wakes it with SPUBLISH on that master only. WithClassicPubSub
+// goes back to PUBLISH and SUBSCRIBE.
+func TestClusterShardedWakeups(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := listCtx(t)
+	for _, classic := range []bool{false, true} {
+		var opts []redisengine.Option
+		if classic {
+			opts = append(opts, redisengine.WithClassicPubSub())
+		}
+		holder := listEngine(t, cl.Client(), opts...)
+		waiter := listEngine(t, cl.Client(), opts...)
+		masters := map[*redistest.Server]bool{}
+		for i := 0; len(masters) < len(cl.Nodes); i++ {
+			if i > 100 {
+				t.Fatal("100 names did not cover every master")
+			}
+			name := "shard-" + strconv.FormatBool(classic) + "-" + strconv.Itoa(i)
+			key := redisengine.DefaultPrefix + "{" + name + "}"
+			node := nodeOf(t, cl, key)
+			if masters[node] {
+				continue
+			}
+			masters[node] = true
+			listGrant(t, holder, name, "h", time.Minute)
+			sub, err := waiter.Subscribe(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 1 {
+				t.Fatalf("classic %v: inspect counts %d waiters, %v; want 1", classic, info.Waiters, err)
+			}
+			shard := node.Client().PubSubShardNumSub(ctx, key).Val()[key]
+			if want := map[bool]int64{false: 1, true: 0}[classic]; shard != want {
+				t.Fatalf("classic %v: %d sharded subscribers on the slot's master, want %d", classic, shard, want)
+			}
+			spublish, publish := commandCalls(t, node, "spublish"), commandCalls(t, node, "publish")
+			// A waiting acquire marks the lock, so its release publishes.
+			if g, err := waiter.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "w", Attempt: "w", TTL: time.Minute, Waiting: true}); err != nil || g.Acquired {
+				t.Fatalf("waiting acquire: %+v, %v", g, err)
+			}
+			if r, err := holder.Release(ctx, name, "h"); err != nil || r.Status != engine.Released {
+				t.Fatalf("release: %+v, %v", r, err)
+			}
+			select {
+			case <-sub.C():
+			case <-time.After(2 * time.Second):
+				t.Fatalf("classic %v: the release did not wake the waiter", classic)
+			}
+			sub.Close()
+			gotS, gotP := commandCalls(t, node, "spublish")-spublish, commandCalls(t, node, "publish")-publish
+			if classic && (gotP != 1 || gotS != 0) || !classic && (gotS != 1 || gotP != 0) {
+				t.Fatalf("classic %v: release ran SPUBLISH %d and PUBLISH %d times on the slot's master", classic, gotS, gotP)
+			}
+		}
+	}
+}
+
+// TestClusterSlotMoveResubscribes: when the slot of a waited-for lock moves
+// to another master (its keys migrated), the server drops the sharded
+// subscription; the waiter subscribes again on the new master, so the
+// holder's release wakes it at once rather than at the holder's expiry.
+func TestClusterSlotMoveResubscribes(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := listCtx(t)
+	const name = "moving"
+	key := redisengine.DefaultPrefix + "{" + name + "}"
+	slot := int(cl.Client().ClusterKeySlot(ctx, key).Val())
+	from := nodeOf(t, cl, key)
+	to := cl.Nodes[0]
+	if to == from {
+		to = cl.Nodes[1]
+	}
+
+	holder := distlock.New(listEngine(t, cl.Client()))
+	defer holder.Close()
+	waiter := distlock.New(listEngine(t, cl.Client()))
+	defer waiter.Close()
+	l, err := holder.Acquire(ctx, name, distlock.WithTTL(30*time.Second), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		wl, err := waiter.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = wl.Release(ctx)
+	}()
+	waitFor(t, "the waiter's subscription on the old master", func() bool { return from.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+
+	moveSlot(t, cl, slot, from, to, key, key+":fence")
+	waitFor(t, "the waiter's subscription on the new master", func() bool { return to.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+
+	released := time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-got:
+		if ok && at.Sub(released) > time.Second {
+			t.Fatalf("the waiter got the lock %v after the release", at.Sub(released))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by the release on the slot's new master")
+	}
+}
+
+// moveSlot moves slot, with keys, from one master to another, the way
+// redis-cli --cluster reshard does: IMPORTING, MIGRATING, MIGRATE, then
+// SETSLOT NODE on every master.
+func moveSlot(t *testing.T, cl *redistest.Cluster, slot int, from, to *redistest.Server, keys ...string) {
+	t.Helper()
+	ctx := listCtx(t)
+	id := func(s *redistest.Server) string { return s.Client().ClusterMyID(ctx).Val() }
+	fromID, toID := id(from), id(to)
+	do := func(s *redistest.Server, args ...any) {
+		t.Helper()
+		if err := s.Client().Do(ctx, args...).Err(); err != nil && err != goredis.Nil {
+			t.Fatalf("%v on %s: %v", args, s.Addr(), err)
+		}
+	}
+	do(to, "cluster", "setslot", slot, "importing", fromID)
+	do(from, "cluster", "setslot", slot, "migrating", toID)
+	args := []any{"migrate", "127.0.0.1", to.Port(), "", 0, 5000, "keys"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	do(from, args...)
+	for _, s := range cl.Nodes {
+		do(s, "cluster", "setslot", slot, "node", toID)
+	}
+}
