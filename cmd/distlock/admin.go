@@ -90,7 +90,7 @@ func (a *app) cmdStatus(args []string) int {
 	if len(b.nodes) > 1 {
 		fmt.Fprintf(w, "nodes:\t\n")
 		for i, n := range b.nodes {
-			addr := b.rdbs[i].Options().Addr
+			addr := b.addrs[i]
 			ni, err := n.Inspect(ctx, name)
 			switch {
 			case err != nil:

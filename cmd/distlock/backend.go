@@ -32,6 +32,9 @@ const pingTimeout = 5 * time.Second
 const backendHelp = `Backend (every command but demo):
   DISTLOCK_REDIS=redis://[[user]:password@]host:6379[/db]   one Redis server
                  (rediss:// for TLS); --redis URL overrides it.
+  DISTLOCK_REDIS=redis-cluster://host:6379?addr=host2:6379&addr=host3:6379
+                 a Redis Cluster (rediss-cluster:// for TLS): the host and
+                 every addr are seed nodes.
   DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
                  Redlock over N independent Redis nodes (a majority decides).
   DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
@@ -43,8 +46,9 @@ type backend struct {
 	client *distlock.Client
 	eng    engine.Engine   // one node, or the quorum of all nodes
 	nodes  []engine.Engine // the node engines, in the order of rdbs
-	rdbs   []*goredis.Client
-	where  string // for messages: "redis 10.0.0.5:6379"
+	rdbs   []goredis.UniversalClient
+	addrs  []string // of rdbs, for messages: "10.0.0.5:6379" or "cluster a:6379,b:6379"
+	where  string   // for messages: "redis 10.0.0.5:6379"
 }
 
 // connect opens the backend of a one-shot command (see openBackend) with a
@@ -82,9 +86,9 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 	var nodes []engine.Engine
 	var down []string
 	for _, url := range urls {
-		rdb, eng, err := openNode(ctx, url)
+		rdb, addr, eng, err := openNode(ctx, url)
 		if rdb != nil {
-			b.rdbs = append(b.rdbs, rdb)
+			b.rdbs, b.addrs = append(b.rdbs, rdb), append(b.addrs, addr)
 		}
 		if err != nil {
 			if ce, ok := err.(*cliError); !ok || ce.code != exitBackend || len(urls) == 1 {
@@ -99,7 +103,7 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 	}
 	b.nodes = nodes
 	if len(urls) == 1 {
-		b.eng, b.where = nodes[0], "redis "+b.rdbs[0].Options().Addr
+		b.eng, b.where = nodes[0], "redis "+b.addrs[0]
 	} else {
 		if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
 			b.closeConns()
@@ -117,38 +121,62 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 	return b, nil
 }
 
-// openNode connects to one Redis node and checks that it answers. An
-// unreachable node still returns its engine (a quorum tolerates it).
-func openNode(ctx context.Context, url string) (*goredis.Client, engine.Engine, error) {
-	opts, err := goredis.ParseURL(url)
+// openNode connects to one Redis deployment (a server, or a Cluster) and
+// checks that it answers; addr names it in messages. An unreachable node
+// still returns its engine (a quorum tolerates it).
+func openNode(ctx context.Context, url string) (rdb goredis.UniversalClient, addr string, eng engine.Engine, err error) {
+	rdb, addr, err = newRedisClient(url)
 	if err != nil {
-		return nil, nil, usageErr("cannot use %q as a Redis URL: %v.\nUse the form redis://[[user]:password@]host:6379[/db] "+
-			"(rediss:// for TLS).", redactURL(url), err)
+		return nil, "", nil, err
 	}
-	// Honour context deadlines, so a renewal or release that Redis does not
-	// answer is bounded by its own deadline rather than by a socket timeout.
-	opts.ContextTimeoutEnabled = true
-	// Fail fast when nothing listens: fewer dial attempts per command (the
-	// lease and the wait loop retry on their own).
-	if opts.DialerRetries == 0 {
-		opts.DialerRetries = 2
-	}
-	rdb := goredis.NewClient(opts)
-	eng, err := redisengine.New(rdb)
+	eng, err = redisengine.New(rdb)
 	if err != nil {
-		return rdb, nil, &cliError{code: exitFailed, msg: err.Error()}
+		return rdb, addr, nil, &cliError{code: exitFailed, msg: err.Error()}
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	err = rdb.Ping(pctx).Err()
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return rdb, eng, ctx.Err()
+			return rdb, addr, eng, ctx.Err()
 		}
-		return rdb, eng, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
-			"Check that Redis is running there and that %s (or --redis) points at it.", opts.Addr, err, envRedis)}
+		return rdb, addr, eng, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
+			"Check that Redis is running there and that %s (or --redis) points at it.", addr, err, envRedis)}
 	}
-	return rdb, eng, nil
+	return rdb, addr, eng, nil
+}
+
+// newRedisClient makes the go-redis client of url: redis:// or rediss://
+// for one server, redis-cluster:// or rediss-cluster:// for a Redis Cluster
+// (go-redis's cluster URL: the host and every addr parameter are seeds).
+// Context deadlines are honoured, so a renewal or release that Redis does
+// not answer is bounded by its own deadline rather than by a socket
+// timeout; and a node where nothing listens fails fast (fewer dial attempts
+// per command: the lease and the wait loop retry on their own).
+func newRedisClient(url string) (goredis.UniversalClient, string, error) {
+	scheme, rest, _ := strings.Cut(url, "://")
+	if base, ok := strings.CutSuffix(scheme, "-cluster"); ok && (base == "redis" || base == "rediss") {
+		opts, err := goredis.ParseClusterURL(base + "://" + rest)
+		if err != nil {
+			return nil, "", usageErr("cannot use %q as a Redis Cluster URL: %v.\nUse the form "+
+				"redis-cluster://[[user]:password@]host:6379[?addr=host2:6379&addr=host3:6379] (rediss-cluster:// for TLS).", redactURL(url), err)
+		}
+		opts.ContextTimeoutEnabled = true
+		if opts.DialerRetries == 0 {
+			opts.DialerRetries = 2
+		}
+		return goredis.NewClusterClient(opts), "cluster " + strings.Join(opts.Addrs, ","), nil
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, "", usageErr("cannot use %q as a Redis URL: %v.\nUse the form redis://[[user]:password@]host:6379[/db] "+
+			"(rediss:// for TLS, redis-cluster://host:6379 for a Redis Cluster).", redactURL(url), err)
+	}
+	opts.ContextTimeoutEnabled = true
+	if opts.DialerRetries == 0 {
+		opts.DialerRetries = 2
+	}
+	return goredis.NewClient(opts), opts.Addr, nil
 }
 
 // redisURLs picks the Redis URLs to use (several for Redlock), or says why

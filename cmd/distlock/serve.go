@@ -213,7 +213,8 @@ func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *serv
 		}
 	}
 	var (
-		rdbs  []*goredis.Client
+		rdbs  []goredis.UniversalClient
+		addrs []string
 		nodes []engine.Engine
 		down  []string
 	)
@@ -226,9 +227,9 @@ func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *serv
 		}
 	}
 	for _, url := range urls {
-		rdb, eng, err := openNode(ctx, url)
+		rdb, addr, eng, err := openNode(ctx, url)
 		if rdb != nil {
-			rdbs = append(rdbs, rdb)
+			rdbs, addrs = append(rdbs, rdb), append(addrs, addr)
 		}
 		if eng != nil {
 			nodes = append(nodes, eng)
@@ -243,7 +244,7 @@ func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *serv
 		}
 	}
 	if len(urls) == 1 {
-		return nodes[0], closeAll, "redis " + rdbs[0].Options().Addr, nil
+		return nodes[0], closeAll, "redis " + addrs[0], nil
 	}
 	if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
 		closeAll()
