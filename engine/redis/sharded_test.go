@@ -121,42 +121,13 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 		to = cl.Nodes[1]
 	}
 
-	holder := distlock.New(listEngine(t, cl.Client()))
-	defer holder.Close()
-	waiter := distlock.New(listEngine(t, cl.Client()))
-	defer waiter.Close()
-	l, err := holder.Acquire(ctx, name, distlock.WithTTL(30*time.Second), distlock.WithAutoRenew(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan time.Time, 1)
-	go func() {
-		wl, err := waiter.Acquire(ctx, name)
-		if err != nil {
-			t.Error(err)
-			close(got)
-			return
-		}
-		got <- time.Now()
-		_ = wl.Release(ctx)
-	}()
+	l, got := heldWithWaiter(t, cl, name)
 	waitFor(t, "the waiter's subscription on the old master", func() bool { return from.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
 
 	moveSlot(t, cl, slot, from, to, key, key+":fence")
 	waitFor(t, "the waiter's subscription on the new master", func() bool { return to.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
 
-	released := time.Now()
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case at, ok := <-got:
-		if ok && at.Sub(released) > time.Second {
-			t.Fatalf("the waiter got the lock %v after the release", at.Sub(released))
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter was not woken by the release on the slot's new master")
-	}
+	releaseWakes(t, l, got)
 }
 
 // moveSlot moves slot, with keys, from one master to another, the way
@@ -182,5 +153,80 @@ func moveSlot(t *testing.T, cl *redistest.Cluster, slot int, from, to *redistest
 	do(from, args...)
 	for _, s := range cl.Nodes {
 		do(s, "cluster", "setslot", slot, "node", toID)
+	}
+}
+
+// TestClusterMasterRestartKeepsWaiter: the master that serves a waited-for
+// lock is killed and restarted (with persistence, so the lock survives);
+// the waiter's subscription comes back on it, and the holder's release
+// wakes the waiter at once rather than at the holder's expiry.
+func TestClusterMasterRestartKeepsWaiter(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, redistest.WithPersistence())
+	ctx := listCtx(t)
+	const name = "restarting"
+	key := redisengine.DefaultPrefix + "{" + name + "}"
+	node := nodeOf(t, cl, key)
+
+	l, got := heldWithWaiter(t, cl, name)
+	waitFor(t, "the waiter's subscription", func() bool { return node.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+
+	if err := node.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the waiter's connection fails meanwhile
+	if err := node.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	cl.WaitUp(t)
+	waitFor(t, "the waiter's subscription after the restart", func() bool {
+		return node.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1
+	})
+
+	releaseWakes(t, l, got)
+}
+
+// heldWithWaiter has a holder acquire name on cl (ttl 30s, no renewal) and
+// a waiter (another Client, as another process) wait for it; the channel
+// gets the time the waiter was granted the lock, or is closed on its error.
+func heldWithWaiter(t *testing.T, cl *redistest.Cluster, name string) (*distlock.Lease, <-chan time.Time) {
+	t.Helper()
+	ctx := listCtx(t)
+	holder := distlock.New(listEngine(t, cl.Client()))
+	t.Cleanup(func() { _ = holder.Close() })
+	waiter := distlock.New(listEngine(t, cl.Client()))
+	t.Cleanup(func() { _ = waiter.Close() })
+	l, err := holder.Acquire(ctx, name, distlock.WithTTL(30*time.Second), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		wl, err := waiter.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = wl.Release(ctx)
+	}()
+	return l, got
+}
+
+// releaseWakes releases l and checks that the waiter got the lock within a
+// second, not at l's expiry.
+func releaseWakes(t *testing.T, l *distlock.Lease, got <-chan time.Time) {
+	t.Helper()
+	released := time.Now()
+	if err := l.Release(listCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at, ok := <-got:
+		if ok && at.Sub(released) > time.Second {
+			t.Fatalf("the waiter got the lock %v after the release", at.Sub(released))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release did not wake the waiter")
 	}
 }

@@ -33,11 +33,12 @@ type Cluster struct {
 }
 
 // StartCluster starts a Redis Cluster of masters nodes (at least 1), each a
-// Server as by Start with cluster mode on and its cluster bus on a free
-// port of its own, splits the slots evenly among them, joins them and waits
-// until every node reports the cluster up. Everything is cleaned up by
-// t.Cleanup.
-func StartCluster(t testing.TB, masters int) *Cluster {
+// Server as by Start (with opts) with cluster mode on and its cluster bus on
+// a free port of its own, splits the slots evenly among them, joins them and
+// waits until every node reports the cluster up. A node keeps its cluster
+// identity and slots across Restart (nodes.conf in its directory).
+// Everything is cleaned up by t.Cleanup.
+func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	t.Helper()
 	if masters < 1 {
 		t.Fatalf("redistest: a cluster needs at least one master, got %d", masters)
@@ -50,7 +51,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 	errs := make([]error, masters)
 	var wg sync.WaitGroup
 	for i := range masters {
-		wg.Go(func() { c.Nodes[i], buses[i], errs[i] = newClusterNode() })
+		wg.Go(func() { c.Nodes[i], buses[i], errs[i] = newClusterNode(opts) })
 	}
 	wg.Wait()
 	for _, s := range c.Nodes {
@@ -72,14 +73,14 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 
 // newClusterNode starts one server in cluster mode and returns it with its
 // cluster bus port. A bus port taken meanwhile costs a fresh try.
-func newClusterNode() (*Server, int, error) {
+func newClusterNode(opts []Option) (*Server, int, error) {
 	var errs []error
 	for range startAttempts {
 		bus, err := freePort()
 		if err != nil {
 			return nil, 0, err
 		}
-		s, err := New(WithArgs("--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus)))
+		s, err := New(append(opts[:len(opts):len(opts)], WithArgs("--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus)))...)
 		if err == nil {
 			return s, bus, nil
 		}
@@ -89,7 +90,7 @@ func newClusterNode() (*Server, int, error) {
 }
 
 // form assigns the slots, makes every node meet the first one and waits
-// until each node sees all of them and every slot served.
+// until the cluster is up.
 func (c *Cluster) form(ctx context.Context, buses []int) error {
 	n := len(c.Nodes)
 	for i, s := range c.Nodes {
@@ -107,6 +108,23 @@ func (c *Cluster) form(ctx context.Context, buses []int) error {
 			return fmt.Errorf("%s meets %s: %w", s.Addr(), first.Addr(), err)
 		}
 	}
+	return c.waitUp(ctx)
+}
+
+// WaitUp waits until every node reports the cluster up again, for example
+// after a node's Restart, and fails the test after 15 seconds.
+func (c *Cluster) WaitUp(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := c.waitUp(ctx); err != nil {
+		t.Fatalf("redistest: cluster not up: %v", err)
+	}
+}
+
+// waitUp waits until each node sees all of them and every slot served.
+func (c *Cluster) waitUp(ctx context.Context) error {
+	n := len(c.Nodes)
 	want := []string{"cluster_state:ok", "cluster_slots_ok:" + strconv.Itoa(clusterSlots), "cluster_known_nodes:" + strconv.Itoa(n)}
 	for _, s := range c.Nodes {
 		for {
