@@ -249,8 +249,12 @@ func (w *watcher) read(c *subConn) {
 			}
 			// The connection broke: go-redis reconnects and subscribes
 			// again on the next receive. Messages may have been lost, so
-			// every waiter re-checks. A master that stays unreachable may
-			// have failed over: its channels go to whoever serves them now.
+			// every waiter re-checks; answers to our SUNSUBSCRIBEs will not
+			// come. A master that stays unreachable may have failed over:
+			// its channels go to whoever serves them now.
+			w.mu.Lock()
+			clear(c.unsubs)
+			w.mu.Unlock()
 			w.wakeAll()
 			failures++
 			if w.e.sharded != nil && failures == evacuateAfter {
