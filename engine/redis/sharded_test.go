@@ -230,3 +230,68 @@ func releaseWakes(t *testing.T, l *distlock.Lease, got <-chan time.Time) {
 		t.Fatal("the release did not wake the waiter")
 	}
 }
+
+// TestClusterMasterLossMovesSubscription: the master that serves a
+// waited-for channel dies for good and its slots go to another master (a
+// failover, done by hand); the engine gives up the dead connection after a
+// few failed receives and subscribes the channel on the new owner, where a
+// release then wakes the waiter.
+func TestClusterMasterLossMovesSubscription(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx := listCtx(t)
+	const name = "orphaned"
+	key := redisengine.DefaultPrefix + "{" + name + "}"
+	dead := nodeOf(t, cl, key)
+	var heir, other *redistest.Server
+	lo, hi := 0, 0
+	for i, n := range cl.Nodes {
+		switch {
+		case n == dead:
+			lo, hi = i*16384/len(cl.Nodes), (i+1)*16384/len(cl.Nodes)-1
+		case heir == nil:
+			heir = n
+		default:
+			other = n
+		}
+	}
+	heirID := heir.Client().ClusterMyID(ctx).Val()
+
+	waiter := listEngine(t, cl.Client())
+	sub, err := waiter.Subscribe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := dead.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*redistest.Server{heir, other} {
+		_, err := n.Client().Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for slot := lo; slot <= hi; slot++ {
+				p.Do(ctx, "cluster", "setslot", slot, "node", heirID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("give the dead master's slots to %s: %v", heir.Addr(), err)
+		}
+	}
+	waitFor(t, "the subscription on the heir", func() bool { return heir.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+
+	holder := listEngine(t, cl.Client())
+	listGrant(t, holder, name, "h", time.Minute)
+	if g, err := waiter.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "w", Attempt: "w", TTL: time.Minute, Waiting: true}); err != nil || g.Acquired {
+		t.Fatalf("waiting acquire: %+v, %v", g, err)
+	}
+	for len(sub.C()) > 0 { // wake-ups of the failure, before the release
+		<-sub.C()
+	}
+	if r, err := holder.Release(ctx, name, "h"); err != nil || r.Status != engine.Released {
+		t.Fatalf("release: %+v, %v", r, err)
+	}
+	select {
+	case <-sub.C():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the release on the heir did not wake the waiter")
+	}
+}
