@@ -482,12 +482,60 @@ func TestPipelineScriptFlush(t *testing.T) {
 	eng := listEngine(t, rc, redisengine.WithMaxInflight(2))
 	admin := srv.Client()
 	ctx := listCtx(t)
+	ops, flushes := flushUnderLoad(t, eng, func() error { return admin.ScriptFlush(ctx).Err() },
+		func(flushes int) bool { return ah.pipeNoScript.Load() >= 20 && flushes >= 20 })
+	ah.check(t, ops, flushes)
+}
 
+// TestPipelineScriptFlushCluster: the same on a three-master Cluster, with
+// SCRIPT FLUSH on every master: a pipeline is split by node there, and the
+// scripts are loaded again on every master. Every hold is counted once.
+func TestPipelineScriptFlushCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	cc := cl.Client()
+	ah := &appliedHook{applied: make(map[string]int)}
+	cc.AddHook(ah)
+	eng := listEngine(t, cc, redisengine.WithMaxInflight(2))
+	ctx := listCtx(t)
+	ops, flushes := flushUnderLoad(t, eng, func() error {
+		for _, n := range cl.Nodes {
+			if err := n.Client().ScriptFlush(ctx).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(flushes int) bool { return ah.pipeNoScript.Load() >= 20 && flushes >= 20 })
+	ah.check(t, ops, flushes)
+}
+
+// check reports what a flushUnderLoad run did and fails the test when no
+// pipeline met a flushed cache (the run proved nothing) or a command was
+// applied twice.
+func (ah *appliedHook) check(t *testing.T, ops int64, flushes int) {
+	t.Helper()
+	t.Logf("%d calls, %d SCRIPT FLUSH rounds, %d NOSCRIPT replies in pipelines", ops, flushes, ah.pipeNoScript.Load())
+	if ah.pipeNoScript.Load() == 0 {
+		t.Fatal("no pipeline met a flushed script cache: the test proves nothing")
+	}
+	ah.mu.Lock()
+	defer ah.mu.Unlock()
+	if len(ah.twice) > 0 {
+		t.Fatalf("%d commands applied twice, e.g. %s", len(ah.twice), ah.twice[0])
+	}
+}
+
+// flushUnderLoad runs 32 workers that each take a re-entrant lock twice and
+// release it twice, every call with its own attempt or release id, while
+// flush empties the script cache every 5 ms, until enough says so (or 10
+// s). A hold counted twice or lost, or any error, fails the test.
+func flushUnderLoad(t *testing.T, eng *redisengine.Engine, flush func() error, enough func(flushes int) bool) (ops int64, flushes int) {
+	t.Helper()
+	ctx := listCtx(t)
 	const workers = 32
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	var ops atomic.Int64
+	var done atomic.Int64
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -510,17 +558,16 @@ func TestPipelineScriptFlush(t *testing.T) {
 						return
 					}
 				}
-				ops.Add(4)
+				done.Add(4)
 			}
 		}()
 	}
-	flushes := 0
 	for end := time.Now().Add(10 * time.Second); ; flushes++ {
 		time.Sleep(5 * time.Millisecond)
-		if err := admin.ScriptFlush(ctx).Err(); err != nil {
+		if err := flush(); err != nil {
 			t.Fatal(err)
 		}
-		if (ah.pipeNoScript.Load() >= 20 && flushes >= 20) || time.Now().After(end) || len(errs) > 0 {
+		if enough(flushes) || time.Now().After(end) || len(errs) > 0 {
 			break
 		}
 	}
@@ -531,15 +578,7 @@ func TestPipelineScriptFlush(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d calls, %d SCRIPT FLUSH, %d NOSCRIPT replies in pipelines", ops.Load(), flushes, ah.pipeNoScript.Load())
-	if ah.pipeNoScript.Load() == 0 {
-		t.Fatal("no pipeline met a flushed script cache: the test proves nothing")
-	}
-	ah.mu.Lock()
-	defer ah.mu.Unlock()
-	if len(ah.twice) > 0 {
-		t.Fatalf("%d commands applied twice, e.g. %s", len(ah.twice), ah.twice[0])
-	}
+	return done.Load(), flushes
 }
 
 // TestPipelineLoneCaller: one goroutine at a time never waits for or makes a
