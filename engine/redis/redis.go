@@ -72,6 +72,7 @@ type Engine struct {
 	classic  bool                   // WithClassicPubSub
 	publish  string                 // PUBLISH or SPUBLISH
 	inflight int                    // WithMaxInflight
+	floor    string                 // "1" with WithTimeFloor
 	id       string                 // random, names this engine in release ids
 	releases atomic.Uint64          // numbers this engine's releases
 }
@@ -109,6 +110,19 @@ func WithMaxInflight(n int) Option { return func(e *Engine) { e.inflight = n } }
 // way does not hear a release published the other way (it then wakes at the
 // holder's expiry). Without Cluster it changes nothing.
 func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
+
+// WithTimeFloor makes every new token at least the server clock in
+// microseconds: token = max(high-water + 1, server time), as the high-water
+// is only seeded from the clock when it is missing otherwise. Use it where
+// the high-water key can come back stale rather than missing: a failover
+// to a replica that had not received the last grants (Sentinel, or a
+// Cluster with replicas), or a restart from an AOF or RDB file that lags.
+// Without it, the next grants there count up from the stale value and
+// repeat tokens already handed out. It costs a TIME and, usually, a SET
+// inside the acquire script; tokens keep their order as long as the new
+// master's clock is not behind the old one's by more than the time between
+// the grants. See docs/FENCING.md.
+func WithTimeFloor() Option { return func(e *Engine) { e.floor = "1" } }
 
 // New returns an engine that uses client. The client stays the caller's:
 // Close does not close it.
@@ -163,7 +177,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	res, err := e.batch.run(ctx, acquireScript,
 		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting).Result()
+		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting, e.floor).Result()
 	if err != nil {
 		return engine.Grant{}, err
 	}

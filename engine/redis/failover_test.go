@@ -1,0 +1,76 @@
+package redis_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// TestTimeFloorAcrossStaleFailover: a replica is promoted while the old
+// master goes on granting (the grants it never received are what an
+// asynchronous failover loses), and the clients move to it. With
+// WithTimeFloor its next token is above every token the old master handed
+// out; without it (the control) the high-water it inherited is stale and
+// the token repeats one already handed out.
+func TestTimeFloorAcrossStaleFailover(t *testing.T) {
+	for _, floor := range []bool{true, false} {
+		t.Run(map[bool]string{true: "time floor", false: "control"}[floor], func(t *testing.T) {
+			var opts []redisengine.Option
+			if floor {
+				opts = append(opts, redisengine.WithTimeFloor())
+			}
+			srvs := redistest.StartN(t, 2)
+			master, replica := srvs[0], srvs[1]
+			ctx := listCtx(t)
+			if err := master.Client().ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := replica.Client().Do(ctx, "replicaof", "127.0.0.1", master.Port()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the replica's sync", func() bool {
+				return strings.Contains(replica.Client().Info(ctx, "replication").Val(), "master_link_status:up")
+			})
+			old := listEngine(t, master.Client(), opts...)
+			grant := func(e *redisengine.Engine) uint64 {
+				t.Helper()
+				g, err := e.Acquire(ctx, engine.AcquireRequest{Name: "job", Owner: "o", Attempt: "o", TTL: time.Minute})
+				if err != nil || !g.Acquired {
+					t.Fatalf("grant: %+v, %v", g, err)
+				}
+				if _, err := e.Release(ctx, "job", "o"); err != nil {
+					t.Fatal(err)
+				}
+				return g.Token
+			}
+			for range 10 {
+				grant(old)
+			}
+			fence := redisengine.DefaultPrefix + "{job}:fence"
+			waitFor(t, "the replica's copy of the high-water", func() bool {
+				return replica.Client().Get(ctx, fence).Val() == master.Client().Get(ctx, fence).Val()
+			})
+			// The failover: the replica becomes a master; the old master's
+			// grants from now on never reach it.
+			if err := replica.Client().Do(ctx, "replicaof", "no", "one").Err(); err != nil {
+				t.Fatal(err)
+			}
+			var last uint64
+			for range 50 {
+				last = grant(old)
+			}
+			next := grant(listEngine(t, replica.Client(), opts...))
+			switch {
+			case floor && next <= last:
+				t.Fatalf("after the failover token %d, not above the old master's last %d", next, last)
+			case !floor && next > last:
+				t.Fatalf("control: token %d after the failover is above %d: the test shows nothing", next, last)
+			}
+			t.Logf("last token on the old master %d, first on the new one %d", last, next)
+		})
+	}
+}
