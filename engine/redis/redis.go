@@ -65,6 +65,7 @@ type Engine struct {
 	prefix   string
 	fenceTTL time.Duration
 	fenceMS  string // fenceTTL in milliseconds, as sent
+	fenceArg any    // fenceMS, boxed once for the acquire script's arguments
 	addr     string
 	watch    *watcher
 	batch    *batcher               // auto-pipelines Acquire and Release
@@ -141,6 +142,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("distlock/engine/redis: fence ttl %v is too short", e.fenceTTL)
 	}
 	e.fenceMS = ms(e.fenceTTL)
+	e.fenceArg = e.fenceMS
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.id = hex.EncodeToString(b[:])
@@ -175,9 +177,17 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if r.Waiting {
 		waiting = "1"
 	}
+	owner := any(r.Owner) // boxed once: a one-off owner is its own attempt id
+	attempt := owner
+	if r.Attempt != r.Owner {
+		attempt = r.Attempt
+	}
+	args := []any{owner, ms(r.TTL), r.Metadata, e.fenceArg, attempt, waiting}
+	if e.floor != "" { // ARGV[7] only when set: the common grant sends less
+		args = append(args, e.floor)
+	}
 	res, err := e.batch.run(ctx, acquireScript,
-		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
-		r.Owner, ms(r.TTL), r.Metadata, e.fenceMS, r.Attempt, waiting, e.floor).Result()
+		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)}, args...).Result()
 	if err != nil {
 		return engine.Grant{}, err
 	}
