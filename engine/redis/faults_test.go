@@ -16,7 +16,7 @@ import (
 
 func newClient(t *testing.T, srv *redistest.Server) *distlock.Client {
 	t.Helper()
-	c := distlock.New(newEngine(t, srv))
+	c := distlock.New(listEngine(t, srv.Client()))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
