@@ -53,9 +53,11 @@ func (c *Client) observed(ctx context.Context, name string, opts []Option, wait 
 }
 
 func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (_ *Lease, contended bool, _ error) {
-	if err := c.check(ctx, name); err != nil {
+	ctx, end, err := c.begin(ctx, name)
+	if err != nil {
 		return nil, false, err
 	}
+	defer end()
 	o := buildOptions(opts)
 	if err := o.validate(); err != nil {
 		return nil, false, err
@@ -79,7 +81,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		}
 	}
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := ctxErr(ctx); err != nil {
 			return nil, w.contended, w.giveUp(err)
 		}
 		if o.owner == "" {
@@ -95,6 +97,10 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 			if err == nil {
 				return l, w.contended, nil
 			}
+			if errors.Is(err, ErrClosed) {
+				// Close began: the hold was dropped; no further attempt.
+				return nil, w.contended, w.giveUp(ErrClosed)
+			}
 			w.last = err
 		} else if err != nil {
 			// The attempt may have been granted all the same (a lost
@@ -108,7 +114,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 				if w.last == nil {
 					w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 				}
-				return nil, w.contended, w.giveUp(ctx.Err())
+				return nil, w.contended, w.giveUp(ctxErr(ctx))
 			}
 			w.last = &BackendError{Op: "acquire", Name: name, Node: c.node, Err: err}
 		} else {
@@ -180,8 +186,8 @@ func (w *waiter) sleep(holderTTL time.Duration) error {
 		sub, err := w.c.eng.Subscribe(sctx, w.name)
 		cancel()
 		if err != nil {
-			if w.ctx.Err() != nil {
-				return w.giveUp(w.ctx.Err())
+			if err := ctxErr(w.ctx); err != nil {
+				return w.giveUp(err)
 			}
 			w.subFailed = true // poll from now on
 		} else {
@@ -218,7 +224,7 @@ func (w *waiter) sleep(holderTTL time.Duration) error {
 		return nil
 	case <-w.ctx.Done():
 		w.timer.Stop()
-		return w.giveUp(w.ctx.Err())
+		return w.giveUp(ctxErr(w.ctx))
 	}
 }
 
@@ -230,12 +236,14 @@ func (w *waiter) pause(d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-w.ctx.Done():
-		return w.giveUp(w.ctx.Err())
+		return w.giveUp(ctxErr(w.ctx))
 	}
 }
 
-func (w *waiter) giveUp(ctxErr error) error {
-	return &WaitError{Name: w.name, Waited: time.Since(w.start), Ctx: ctxErr, Last: w.last}
+// giveUp is the error of a wait that ended for why: the caller's context
+// error, or ErrClosed when the Client was closed.
+func (w *waiter) giveUp(why error) error {
+	return &WaitError{Name: w.name, Waited: time.Since(w.start), Ctx: why, Last: w.last}
 }
 
 // queue waits for this waiter's turn among the Client's waiters on the
@@ -245,7 +253,7 @@ func (w *waiter) queue() error {
 	release, err := w.c.takeTurn(w.ctx, w.name)
 	if err != nil {
 		w.c.obs.Waiting(w.name, -1)
-		return w.giveUp(err)
+		return w.giveUp(ctxErr(w.ctx))
 	}
 	w.leave = func() {
 		release()

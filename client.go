@@ -18,6 +18,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -43,10 +44,16 @@ type Client struct {
 	// validity: set only by negative-control tests in this package.
 	skipValidity bool
 
+	// closing is cancelled (with cause ErrClosed) by Close: every call in
+	// progress runs under a context that ends with it (see begin).
+	closing     context.Context
+	stopClosing context.CancelCauseFunc
+
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	turns  map[string]*turn
 	closed bool
+	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
 	bg     sync.WaitGroup // best-effort clean-ups
 }
 
@@ -83,6 +90,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	}
 	c.renew = newRenewer(c)
 	c.owners = newOwners()
+	c.closing, c.stopClosing = context.WithCancelCause(context.Background())
 	return c
 }
 
@@ -120,9 +128,12 @@ func (c *Client) ForceRelease(ctx context.Context, name string) (bool, error) {
 	return held, nil
 }
 
-// Close releases every lease the Client still holds and stops the watchdog;
-// later calls fail with ErrClosed. Leases it released report ErrReleased.
-// It does not close the engine. Close is idempotent.
+// Close ends every Acquire, TryAcquire, Attach and Do call still waiting
+// on the Client (they return an error matching ErrClosed), releases every
+// lease the Client still holds and stops the watchdog; later calls fail with
+// ErrClosed. Leases it released report ErrReleased. When Close returns, the
+// Client sends nothing more to the engine. It does not close the engine.
+// Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -130,6 +141,13 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.mu.Unlock()
+	// Wake the calls in progress and wait for them: a call that was granted
+	// meanwhile finds the Client closed and drops its hold (c.bg).
+	c.stopClosing(ErrClosed)
+	c.calls.Wait()
+
+	c.mu.Lock()
 	leases := make([]*Lease, 0, len(c.leases))
 	for l := range c.leases {
 		leases = append(leases, l)
@@ -166,12 +184,45 @@ func (c *Client) check(ctx context.Context, name string) error {
 	return nil
 }
 
+// begin starts a call that Close waits for and ends: it checks ctx, name
+// and the Client like check, and returns ctx joined with the Client's
+// closing (see ctxErr) and the function that ends the call.
+func (c *Client) begin(ctx context.Context, name string) (context.Context, func(), error) {
+	if err := c.check(ctx, name); err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	c.calls.Add(1)
+	c.mu.Unlock()
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
+	return cctx, func() {
+		stop()
+		cancel(nil)
+		c.calls.Done()
+	}, nil
+}
+
+// ctxErr is why a call's context (from begin) ended: ErrClosed when Close
+// ended it, else the caller's context error; nil while it runs.
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
 // backendErr wraps an engine failure; a failure caused by ctx ending is
 // reported as ctx's error (wrapped) so errors.Is(err, context.Canceled)
-// holds.
+// holds, or ErrClosed when Close ended the call.
 func (c *Client) backendErr(ctx context.Context, op, name string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("distlock: %s %q: %w", op, name, ctxErr)
+	if cerr := ctxErr(ctx); cerr != nil {
+		return fmt.Errorf("distlock: %s %q: %w", op, name, cerr)
 	}
 	return &BackendError{Op: op, Name: name, Node: c.node, Err: err}
 }

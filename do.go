@@ -45,9 +45,11 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // renews itself unless WithAutoRenew(false); releasing it drops one hold.
 // WithOwner and WithMetadata are ignored.
 func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option) (*Lease, error) {
-	if err := c.check(ctx, name); err != nil {
+	ctx, end, err := c.begin(ctx, name)
+	if err != nil {
 		return nil, err
 	}
+	defer end()
 	o := buildOptions(opts)
 	o.owner, o.metadata = owner, ""
 	if err := o.validate(); err != nil {
@@ -57,19 +59,16 @@ func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option)
 		return nil, &ArgumentError{Arg: "owner", Reason: "empty"}
 	}
 	sent := time.Now()
-	res, err := c.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: owner, TTL: o.ttl}})
-	if err == nil && len(res) == 1 {
-		err = res[0].Err
-	}
+	res, err := c.extendOne(ctx, engine.ExtendRequest{Name: name, Owner: owner, TTL: o.ttl})
 	if err != nil {
 		return nil, c.backendErr(ctx, "attach", name, err)
 	}
-	switch res[0].Status {
+	switch res.Status {
 	case engine.Extended:
 	case engine.HeldByOther:
 		return nil, fmt.Errorf("%w: %q is held by another owner", ErrNotHeld, name)
 	default:
 		return nil, fmt.Errorf("%w: %q is not held", ErrNotHeld, name)
 	}
-	return c.grant(ctx, name, owner, o, res[0].Token, sent, false)
+	return c.grant(ctx, name, owner, o, res.Token, sent, false)
 }

@@ -141,17 +141,19 @@ func (e *ArgumentError) Error() string {
 // Is matches ErrInvalidArgument.
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
 
-// WaitError reports that Acquire stopped waiting because its context ended.
-// It wraps the context's error (context.Canceled or DeadlineExceeded) and the
-// outcome of the last attempt (a *LockedError or a *BackendError), so both
+// WaitError reports that Acquire stopped waiting because its context ended,
+// or because the Client was closed. It wraps the context's error
+// (context.Canceled or DeadlineExceeded), or ErrClosed, and the outcome of
+// the last attempt (a *LockedError or a *BackendError), so both
 // errors.Is(err, context.DeadlineExceeded) and errors.Is(err, ErrLocked) can
 // hold.
 type WaitError struct {
 	Name string
 	// Waited is how long Acquire waited.
 	Waited time.Duration
-	Ctx    error
-	Last   error
+	// Ctx is the context's error, or ErrClosed when Close ended the wait.
+	Ctx  error
+	Last error
 }
 
 func (e *WaitError) Error() string {

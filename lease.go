@@ -140,14 +140,11 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.eng.Extend(ctx, []engine.ExtendRequest{{Name: l.name, Owner: l.owner, TTL: ttl}})
-	if err == nil && len(res) == 1 {
-		err = res[0].Err
-	}
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
-	l.apply(res[0], sent, ttl, nil)
+	l.apply(res, sent, ttl, nil)
 	return l.heldErr()
 }
 

@@ -180,5 +180,20 @@ func (r *renewer) renew(due []dueLease) {
 	}
 }
 
-// errShortReply: an engine answered fewer extensions than were asked.
-var errShortReply = errors.New("engine answered fewer extensions than asked")
+// errShortReply: an engine answered fewer (or more) extensions than were
+// asked.
+var errShortReply = errors.New("engine answered a different number of extensions than asked")
+
+// extendOne extends one lock and returns its result: an error when the
+// round trip failed, the request failed, or the engine's reply does not
+// have exactly one result.
+func (c *Client) extendOne(ctx context.Context, r engine.ExtendRequest) (engine.ExtendResult, error) {
+	res, err := c.eng.Extend(ctx, []engine.ExtendRequest{r})
+	switch {
+	case err != nil:
+		return engine.ExtendResult{}, err
+	case len(res) != 1:
+		return engine.ExtendResult{}, errShortReply
+	}
+	return res[0], res[0].Err
+}

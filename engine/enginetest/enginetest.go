@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"Do", s.do},
 		{"DoLoss", s.doLoss},
 		{"CloseReleases", s.closeReleases},
+		{"CloseWakesWaiters", s.closeWakesWaiters},
 		{"ForceReleaseWakesWaiter", s.forceRelease},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -150,12 +150,16 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 	}
 }
 
-// TestPausedNodeCostsNothing: with one of five nodes SIGSTOPped and default
-// options, acquire, extend and release do not wait for the stopped node's
-// per-node timeout (50ms with a 10s ttl): their medians stay far below it.
+// TestPausedNodeCostsNothing: with one of five nodes SIGSTOPped, acquire,
+// extend and release do not wait for the stopped node's per-node timeout:
+// their medians stay far below it. The timeout is long (1s) so that a busy
+// machine, where a healthy node can take tens of milliseconds to answer,
+// does not fail the calls: only waiting for the stopped node could bring
+// the median near it.
 func TestPausedNodeCostsNothing(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
-	c := newClient(t, srvs)
+	const nodeTimeout = time.Second
+	c := newClient(t, srvs, quorum.WithNodeTimeout(nodeTimeout))
 	ctx := context.Background()
 	if l, err := c.Acquire(ctx, "paused"); err == nil {
 		_ = l.Release(ctx) // warm the connections
@@ -190,12 +194,13 @@ func TestPausedNodeCostsNothing(t *testing.T) {
 	}
 	slices.Sort(took)
 	slices.Sort(extends)
-	if med := took[len(took)/2]; med > 25*time.Millisecond {
-		t.Fatalf("median acquire+release %v with a paused node, per-node timeout 50ms", med)
+	if med := took[len(took)/2]; med > nodeTimeout/4 {
+		t.Fatalf("median acquire+release %v with a paused node, per-node timeout %v", med, nodeTimeout)
 	}
-	if med := extends[len(extends)/2]; med > 25*time.Millisecond {
-		t.Fatalf("median extend %v with a paused node, per-node timeout 50ms", med)
+	if med := extends[len(extends)/2]; med > nodeTimeout/4 {
+		t.Fatalf("median extend %v with a paused node, per-node timeout %v", med, nodeTimeout)
 	}
+	t.Logf("medians with a paused node: acquire+release %v, extend %v", took[len(took)/2], extends[len(extends)/2])
 }
 
 // TestNextAcquireSeesOwnRelease: release returns once a majority answered,

@@ -210,3 +210,64 @@ func TestWithoutFencing(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 }
+
+// TestMajorityUnreachableIsNotLocked: a lease is held on all five nodes,
+// then three nodes die (or are SIGSTOPped). The two survivors still hold the
+// old grant until it expires, yet what another Client hears is "no quorum"
+// (a backend error with the per-node errors), never "locked": a minority's
+// word cannot decide that the lock is held. The same for a waiting Acquire.
+func TestMajorityUnreachableIsNotLocked(t *testing.T) {
+	for _, fault := range []string{"kill", "stop"} {
+		t.Run(fault, func(t *testing.T) {
+			srvs := redistest.StartN(t, 5)
+			holder, other := newClient(t, srvs), newClient(t, srvs)
+			ctx := context.Background()
+			const ttl = 2 * time.Second
+			l, err := holder.Acquire(ctx, "unreachable", distlock.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Warm the other Client's connections to every node.
+			if _, err := other.TryAcquire(ctx, "unreachable"); !errors.Is(err, distlock.ErrLocked) {
+				t.Fatalf("before the fault: %v, want locked", err)
+			}
+			for _, s := range srvs[2:] {
+				if fault == "kill" {
+					err = s.Kill()
+				} else {
+					err = s.Pause()
+					defer s.Resume()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, distlock.ErrBackend) || !errors.Is(err, quorum.ErrNoQuorum) || errors.Is(err, distlock.ErrLocked) {
+					t.Fatalf("%s with 3 of 5 nodes %s: %v, want no quorum and not locked", what, fault, err)
+				}
+				var nq *quorum.NoQuorumError
+				if !errors.As(err, &nq) || len(nq.Errs) != 3 || nq.Held != 2 {
+					t.Fatalf("%s: %v, want the 3 node errors and the 2 holders as detail", what, err)
+				}
+			}
+			// The survivors still hold the old grant (ttl 2s).
+			for _, s := range srvs[:2] {
+				if s.Client().Exists(ctx, lockKey("unreachable")).Val() != 1 {
+					t.Fatal("the survivors lost the grant: the schedule is wrong")
+				}
+			}
+			_, err = other.TryAcquire(ctx, "unreachable")
+			check("TryAcquire", err)
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			_, err = other.Acquire(wctx, "unreachable")
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("waiting Acquire: %v, want the deadline", err)
+			}
+			check("waiting Acquire", err)
+			_ = l.Release(ctx)
+		})
+	}
+}

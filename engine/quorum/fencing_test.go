@@ -50,7 +50,8 @@ func grantAndRelease(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, n
 }
 
 // TestPhaseTwoOnlyWhenTokensDisagree: phase 2 runs when the majority's
-// phase-1 tokens differ (and raises every granting node to the maximum);
+// phase-1 tokens differ (it is sent to every granting node, and a majority
+// is raised to the maximum before the grant returns);
 // when a majority granted with the grant's token already, it is skipped,
 // and the tokens still strictly increase.
 func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
@@ -76,14 +77,24 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 		if got := grant(owner); got != wantToken {
 			t.Fatalf("%s: token %d, want %d", owner, got, wantToken)
 		}
-		if got := raises.Load(); got != wantRaises {
-			t.Fatalf("%s: %d phase-2 calls, want %d", owner, got, wantRaises)
+		// Phase 2 is sent to every granting node, and the grant returns
+		// once a majority confirmed: the third call may start (and, after
+		// the release, be refused) later. Wait for the calls to be made, so
+		// that none is counted in the next step.
+		if !eventually(5*time.Second, func() bool { return raises.Load() >= wantRaises }) || raises.Load() != wantRaises {
+			t.Fatalf("%s: %d phase-2 calls, want %d", owner, raises.Load(), wantRaises)
 		}
-		for i, s := range srvs {
-			hw, err := s.Client().Get(ctx, fence).Uint64()
-			if err != nil || hw < wantToken {
-				t.Fatalf("%s: node %d high-water %d (%v), want >= %d", owner, i, hw, err, wantToken)
+		// What the grant promises: a majority's high-water is at least the
+		// token when it returns (a minority's raise may come after the
+		// release and be refused: the next majority intersects this one).
+		raised := 0
+		for _, s := range srvs {
+			if hw, err := s.Client().Get(ctx, fence).Uint64(); err == nil && hw >= wantToken {
+				raised++
 			}
+		}
+		if raised < q.Majority() {
+			t.Fatalf("%s: %d nodes with high-water >= %d, want a majority (%d)", owner, raised, wantToken, q.Majority())
 		}
 	}
 	for i := range srvs {

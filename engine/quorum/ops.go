@@ -27,8 +27,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if (e.failFast || exactHold(r)) && len(e.nodes) > 1 {
 		f = &flight{e: e, req: r}
 		stop = func(rs []result[engine.Grant], answered int) bool {
-			granted, refused := countGrants(rs)
-			return granted >= e.majority || refused > len(e.nodes)-e.majority
+			return e.acquireDecided(rs)
 		}
 		late = f.late
 	}
@@ -55,7 +54,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 // nodes that answered.
 func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant], start time.Time) (engine.Grant, error) {
 	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
-	granted, _ := countGrants(rs)
+	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
 		e.releaseAll(ctx, r, rs)
 		g, err := refusal(e, rs)
@@ -141,43 +140,65 @@ func splitBackoff() time.Duration {
 	return time.Millisecond + rand.N(15*time.Millisecond)
 }
 
-// countGrants counts the nodes that granted and the ones that refused
-// (held by another owner, or failed).
-func countGrants(rs []result[engine.Grant]) (granted, refused int) {
-	for _, r := range rs {
-		switch {
-		case !r.done:
-		case r.err == nil && r.v.Acquired:
-			granted++
-		default:
-			refused++
-		}
-	}
-	return granted, refused
-}
-
-// refusal explains a failed grant: no quorum when too many nodes failed for
-// a majority to be possible, otherwise contention (a majority held by other
-// owners, or a split between owners).
-func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
-	failed := 0
-	var g engine.Grant
+// countGrants counts the nodes that granted, the ones that answered that
+// another owner holds the lock, and the ones that failed.
+func countGrants(rs []result[engine.Grant]) (granted, held, failed int) {
 	for _, r := range rs {
 		switch {
 		case !r.done:
 		case r.err != nil:
 			failed++
-		case !r.v.Acquired:
+		case r.v.Acquired:
+			granted++
+		default:
+			held++
+		}
+	}
+	return granted, held, failed
+}
+
+// acquireDecided reports whether the answers so far decide an acquire: a
+// majority granted; or a majority can no longer grant and a majority
+// answered (contention); or a majority can no longer answer (no quorum).
+// Contention is reported only on the word of a majority: a reachable
+// minority that still holds an old grant does not make the lock "locked".
+func (e *Engine) acquireDecided(rs []result[engine.Grant]) bool {
+	granted, held, failed := countGrants(rs)
+	minority := len(e.nodes) - e.majority
+	return granted >= e.majority ||
+		failed > minority ||
+		(held+failed > minority && granted+held >= e.majority)
+}
+
+// refusal explains a failed grant: no quorum when fewer than a majority of
+// the nodes answered (whatever the ones that answered said), otherwise
+// contention (a majority held by other owners, or a split between owners).
+func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
+	_, held, failed := countGrants(rs)
+	var g engine.Grant
+	for _, r := range rs {
+		if r.done && r.err == nil && !r.v.Acquired {
 			// Wait no longer than the earliest expiry among holders.
 			if g.Holder == "" || (r.v.HolderTTL >= 0 && r.v.HolderTTL < g.HolderTTL) {
 				g.Holder, g.HolderTTL = r.v.Holder, r.v.HolderTTL
 			}
 		}
 	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	if answered := len(e.nodes) - failed - unanswered(rs); answered < e.majority {
+		return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: answered, Majority: e.majority, Nodes: len(e.nodes), Held: held, Errs: nodeErrs(rs)}
 	}
 	return g, nil
+}
+
+// unanswered counts the nodes not waited for.
+func unanswered[T any](rs []result[T]) int {
+	n := 0
+	for _, r := range rs {
+		if !r.done {
+			n++
+		}
+	}
+	return n
 }
 
 // raise runs phase 2 on the nodes that granted and returns how many
@@ -467,6 +488,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	}
 	var counts []int
 	var ttls []time.Duration
+	tokens := map[uint64]int{}
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
@@ -474,9 +496,19 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 				info = x.v
 				info.HighWater, info.Waiters = hw, w
 			}
-			info.Token = max(info.Token, x.v.Token)
+			tokens[x.v.Token]++
 			counts = append(counts, x.v.Count)
 			ttls = append(ttls, x.v.TTL)
+		}
+	}
+	// The grant's token is the one most holding nodes report: a majority
+	// recorded it (minted, or raised to it in phase 2). A node whose grant
+	// answered after the decision keeps the token it minted, which may be
+	// higher; it must not change the answer as it comes and goes.
+	info.Token = 0
+	for tok, n := range tokens {
+		if n > tokens[info.Token] || (n == tokens[info.Token] && tok > info.Token) {
+			info.Token = tok
 		}
 	}
 	if len(counts) >= e.majority {

@@ -172,15 +172,23 @@ var ErrNoQuorum = errors.New("no quorum")
 // failed. It wraps every node's error.
 type NoQuorumError struct {
 	Op       string
-	OK       int // nodes that confirmed
+	OK       int // nodes that confirmed (for an acquire: that answered)
 	Majority int
 	Nodes    int
-	Errs     []error // *NodeError per failed node
+	// Held is, for an acquire, how many of the nodes that answered said
+	// another owner holds the lock there: detail only, since a minority's
+	// word cannot decide that the lock is held.
+	Held int
+	Errs []error // *NodeError per failed node
 }
 
 func (e *NoQuorumError) Error() string {
-	return fmt.Sprintf("%s: no quorum: %d of %d nodes confirmed, %d needed: %v",
-		e.Op, e.OK, e.Nodes, e.Majority, errors.Join(e.Errs...))
+	held := ""
+	if e.Held > 0 {
+		held = fmt.Sprintf(" (%d reachable node(s) hold it for another owner)", e.Held)
+	}
+	return fmt.Sprintf("%s: no quorum: %d of %d nodes confirmed, %d needed%s: %v",
+		e.Op, e.OK, e.Nodes, e.Majority, held, errors.Join(e.Errs...))
 }
 
 // Unwrap returns ErrNoQuorum and the node errors.

@@ -1,0 +1,129 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// counting wraps an engine and counts the calls made to it.
+type counting struct {
+	engine.Engine
+	calls atomic.Int64
+}
+
+func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	c.calls.Add(1)
+	return c.Engine.Acquire(ctx, r)
+}
+
+func (c *counting) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	c.calls.Add(1)
+	return c.Engine.Extend(ctx, rs)
+}
+
+func (c *counting) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	c.calls.Add(1)
+	return c.Engine.Release(ctx, name, owner)
+}
+
+func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	c.calls.Add(1)
+	return c.Engine.Subscribe(ctx, name)
+}
+
+// closeWakesWaiters: Close ends the Acquire and Do calls that wait on the
+// Client at once, with ErrClosed (not the context's deadline), and the
+// Client sends nothing to the engine after Close returned: when the lock is
+// released afterwards, nobody of the closed Client takes it, and it is free.
+func (s *suite) closeWakesWaiters(t *testing.T) {
+	eng := &counting{Engine: s.h.New(t)}
+	c := distlock.New(eng)
+	defer c.Close()
+	other, third := s.client(t), s.client(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	own, err := c.Acquire(ctx, name+"-own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const waiters = 5
+	wctx := ctxTimeout(t, 20*time.Second)
+	errs := make(chan error, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i == 0 {
+				errs <- c.Do(wctx, name, func(context.Context) error { return nil })
+				return
+			}
+			l, err := c.Acquire(wctx, name)
+			if err == nil {
+				_ = l.Release(ctx)
+				err = errors.New("granted")
+			}
+			errs <- err
+		}()
+	}
+	// The Client's waiting goroutine is subscribed on the backend (the
+	// others queue behind it in the Client).
+	waitFor(t, 10*time.Second, "a waiter on the backend", func() bool {
+		info, err := other.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+
+	closed := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := eng.calls.Load()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiters still waiting 5s after Close")
+	}
+	took := time.Since(closed)
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, distlock.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			t.Fatalf("a waiter after Close: %v, want ErrClosed alone", err)
+		}
+	}
+	if took > time.Second {
+		t.Fatalf("waiters returned %v after Close", took)
+	}
+	if !errors.Is(own.Err(), distlock.ErrReleased) {
+		t.Fatalf("own lease after Close: %v", own.Err())
+	}
+	if _, err := c.Acquire(ctx, name); !errors.Is(err, distlock.ErrClosed) {
+		t.Fatalf("Acquire after Close: %v", err)
+	}
+
+	// Release the lock: the closed Client must not take it.
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := third.TryAcquire(ctx, name)
+	if err != nil {
+		t.Fatalf("the lock after the closed Client's waiters: %v", err)
+	}
+	_ = l.Release(ctx)
+	if n := eng.calls.Load() - after; n != 0 {
+		t.Fatalf("%d engine calls after Close returned", n)
+	}
+}
