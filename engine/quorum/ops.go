@@ -363,14 +363,13 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 // background. The hold is released when any node released it; the count
 // left is the majority's.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	// Decided when a majority released, a majority says the owner does
+	// not hold it (a second release through another handle of the same
+	// owner must not count a straggler's late hold as released), or a
+	// majority can no longer answer.
 	stop := func(rs []result[engine.ReleaseResult], _ int) bool {
-		ok := 0
-		for _, x := range rs {
-			if x.done && x.err == nil {
-				ok++
-			}
-		}
-		return ok >= e.majority
+		released, notHeld, failed := countReleases(rs)
+		return released >= e.majority || notHeld >= e.majority || failed > len(e.nodes)-e.majority
 	}
 	// One release id on every node and in every retry: a node that did not
 	// answer may apply this release later (a paused node) and the retry
@@ -417,21 +416,26 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			late(i, x)
 		}
 	}
-	var released, notOwner, failed int
-	remaining := 0
+	released, notHeld, failed := countReleases(rs)
+	notOwner, remaining := 0, 0
 	for _, x := range rs {
 		switch {
-		case x.err != nil:
-			failed++
+		case !x.done || x.err != nil:
 		case x.v.Status == engine.Released:
-			released++
 			remaining = max(remaining, x.v.Remaining)
 		case x.v.Status == engine.NotOwner:
 			notOwner++
 		}
 	}
 	switch {
+	case released >= e.majority:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
+	case notHeld >= e.majority && notOwner >= e.majority:
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil
+	case notHeld >= e.majority:
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	case released > 0:
+		// Mixed answers: a hold was dropped somewhere.
 		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
 	case failed >= e.majority:
 		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
@@ -439,6 +443,23 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil
 	}
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+}
+
+// countReleases counts the nodes that released, that answered the owner
+// does not hold the lock (free, or held by another owner), and that failed.
+func countReleases(rs []result[engine.ReleaseResult]) (released, notHeld, failed int) {
+	for _, x := range rs {
+		switch {
+		case !x.done:
+		case x.err != nil:
+			failed++
+		case x.v.Status == engine.Released:
+			released++
+		default:
+			notHeld++
+		}
+	}
+	return released, notHeld, failed
 }
 
 // RaiseFence implements engine.Engine: true when a majority confirmed.
