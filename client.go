@@ -51,7 +51,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	turns  map[string]*turn
+	turns  map[string]*turn // local turns (engines without a queue)
+	queued map[string]int   // waiters in the engine's queue, by name
 	closed bool
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
 	bg     sync.WaitGroup // best-effort clean-ups
@@ -78,6 +79,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 		releaseTimeout: DefaultReleaseTimeout,
 		leases:         make(map[*Lease]struct{}),
 		turns:          make(map[string]*turn),
+		queued:         make(map[string]int),
 	}
 	if s, ok := eng.(fmt.Stringer); ok {
 		c.node = s.String()

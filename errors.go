@@ -35,15 +35,23 @@ var (
 // by Extend and Release after Release. It matches ErrNotHeld.
 var ErrReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
-// LockedError reports that another owner holds the lock.
+// LockedError reports that another owner holds the lock, or that the lock
+// is free but kept for waiters queued before (Queued).
 type LockedError struct {
 	Name string
 	// TTL is the time the holder's lease has left when it was asked
-	// (negative when the lock has no expiry).
+	// (negative when the lock has no expiry); with Queued, the time left of
+	// the reservation for the head of the queue.
 	TTL time.Duration
+	// Queued: the lock is free, but kept for the waiters queued for it (a
+	// fair waiter heads the queue, or a release reserved it for the head).
+	Queued bool
 }
 
 func (e *LockedError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("distlock: %q is free but kept for the waiters queued for it (for %v at least)", e.Name, e.TTL.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("distlock: %q is locked by another owner (lease ends in %v)", e.Name, e.TTL.Round(time.Millisecond))
 }
 
@@ -127,6 +135,28 @@ func (e *BackendError) Is(target error) bool { return target == ErrBackend }
 
 // Unwrap returns the underlying error.
 func (e *BackendError) Unwrap() error { return e.Err }
+
+// UnsupportedError reports that the engine cannot do what a call asked
+// (WithFair on an engine without a waiter queue). It matches
+// ErrInvalidArgument and errors.ErrUnsupported; the call changed nothing.
+type UnsupportedError struct {
+	Feature string
+	Engine  string
+	Reason  string
+}
+
+func (e *UnsupportedError) Error() string {
+	on := ""
+	if e.Engine != "" {
+		on = " on " + e.Engine
+	}
+	return fmt.Sprintf("distlock: %s is not supported%s: %s", e.Feature, on, e.Reason)
+}
+
+// Is matches ErrInvalidArgument and errors.ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool {
+	return target == ErrInvalidArgument || target == errors.ErrUnsupported
+}
 
 // ArgumentError reports bad input. The call that returned it changed nothing.
 type ArgumentError struct {

@@ -29,6 +29,7 @@ type options struct {
 	autoRenew bool
 	owner     string
 	metadata  string
+	fair      bool
 }
 
 func defaultOptions() options {
@@ -55,6 +56,16 @@ func WithOwner(owner string) Option { return func(o *options) { o.owner = owner 
 // WithMetadata attaches a string to the grant (at most 4096 bytes of UTF-8) that
 // Inspect reports, for example who holds the lock and why.
 func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } }
+
+// WithFair makes a waiting Acquire strictly first-come, first-served
+// across every Client and process: it enters the lock's waiter queue in the
+// lock authority, and while a fair waiter heads the queue only it can take
+// the lock; a release reserves the lock for it. Without it the queue still
+// wakes only its head, but a newcomer may take a free lock first (more
+// throughput), until the head has been passed over for a short bound
+// (engine.StarvationBound). Engines without a waiter queue (a quorum) answer
+// an *UnsupportedError. TryAcquire ignores it.
+func WithFair() Option { return func(o *options) { o.fair = true } }
 
 func buildOptions(opts []Option) options {
 	o := defaultOptions()

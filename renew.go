@@ -18,12 +18,13 @@ const minRenewTimeout = 50 * time.Millisecond
 const renewerLinger = 250 * time.Millisecond
 
 // renewer is a Client's watchdog: one goroutine, running only while the
-// Client holds auto-renewed leases, that renews every lease due in one
-// Extend call (one round trip per node).
+// Client holds auto-renewed leases or has waiters in an engine's queue, that
+// renews every lease and waiter heartbeat due in one Extend call (one round
+// trip per node).
 type renewer struct {
 	c       *Client
 	mu      sync.Mutex
-	leases  map[*Lease]struct{}
+	leases  map[renewable]struct{}
 	running bool
 	closed  bool
 	wakeAt  time.Time // when the sleeping loop wakes; zero while busy
@@ -35,13 +36,27 @@ type renewer struct {
 func newRenewer(c *Client) *renewer {
 	return &renewer{
 		c:      c,
-		leases: make(map[*Lease]struct{}),
+		leases: make(map[renewable]struct{}),
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
 }
 
-func (r *renewer) add(l *Lease) {
+// renewable is what the watchdog renews: a *Lease, or a waiter's queue
+// entry (heartbeats).
+type renewable interface {
+	// renewDue reports whether to renew at now, when it is due at the
+	// latest, and the request.
+	renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest)
+	// sending marks a renewal as sent.
+	sending()
+	// Deadline is when the renewal is of no use any more.
+	Deadline() time.Time
+	// apply takes the answer to a renewal sent at sent.
+	apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error)
+}
+
+func (r *renewer) add(l renewable) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -63,7 +78,7 @@ func (r *renewer) add(l *Lease) {
 	}
 }
 
-func (r *renewer) remove(l *Lease) {
+func (r *renewer) remove(l renewable) {
 	r.mu.Lock()
 	delete(r.leases, l)
 	r.mu.Unlock()
@@ -119,7 +134,7 @@ func (r *renewer) loop() {
 }
 
 type dueLease struct {
-	l   *Lease
+	l   renewable
 	req engine.ExtendRequest
 }
 

@@ -83,6 +83,23 @@ type AcquireRequest struct {
 	// for grants that a Waiting request found held; an engine that always
 	// publishes ignores it.
 	Waiting bool
+	// Waiter is the id of the waiting Acquire call this attempt belongs to
+	// (the same on every attempt of the call), for engines that implement
+	// Queuer (others ignore it): a refused attempt enters the name's
+	// waiter queue under this id, and a granted one leaves it. Empty for a
+	// call that does not wait (TryAcquire), which never enters the queue.
+	Waiter string
+	// WaiterTTL is the heartbeat ttl of the queue entry: without a heartbeat
+	// (ExtendRequest.Waiter) the waiter is dropped from the queue after it.
+	WaiterTTL time.Duration
+	// Fair asks for strict FIFO (see Queuer): while a fair waiter is at the
+	// head of the queue, only it can take the lock.
+	Fair bool
+	// Behind asks not to take a free lock ahead of the waiters queued for
+	// it (the request queues behind them instead), without making the
+	// waiter fair: a Client sets it when its own goroutines already wait
+	// for the name, so one that just released cannot overtake them.
+	Behind bool
 }
 
 // Grant is the answer to an AcquireRequest.
@@ -102,13 +119,27 @@ type Grant struct {
 	// instead of waiting for a wake-up: the lock may be free, but the
 	// attempt collided with others (a split vote in a quorum).
 	Retry time.Duration
+	// Queued reports that the request (AcquireRequest.Waiter) is in the
+	// name's waiter queue; Head that it is first in it. A waiter that is not
+	// the head waits for its wake-up or its heartbeat's word (see
+	// ExtendResult.Wake); the head also tries again when HolderTTL runs out.
+	Queued, Head bool
+	// Reserved reports that the lock is free but reserved for (or, in fair
+	// mode, kept for) another waiter; HolderTTL is then the reservation's
+	// time left.
+	Reserved bool
 }
 
-// ExtendRequest asks to set the time to live of a held lock.
+// ExtendRequest asks to set the time to live of a held lock, or, with
+// Waiter, the heartbeat deadline of the waiter Owner in Name's queue.
 type ExtendRequest struct {
 	Name  string
 	Owner string
 	TTL   time.Duration
+	// Waiter makes the request a heartbeat of a queue entry (Queuer): Owner
+	// is the waiter's id. The result is Extended while the waiter is
+	// queued, Missing when it is not (dropped or granted).
+	Waiter bool
 }
 
 // ExtendStatus is the outcome of one extension.
@@ -144,6 +175,10 @@ type ExtendResult struct {
 	// Err is set when this request failed on its own (the status is then
 	// unknown).
 	Err error
+	// Wake, for a waiter's heartbeat, reports that the waiter is the head
+	// of the queue and the lock is free (or reserved for it): it should try
+	// now. This is how a waiter learns that the head before it died.
+	Wake bool
 }
 
 // ReleaseResult is the answer to a release.

@@ -29,6 +29,7 @@ type Engine struct {
 	locks     map[string]*lock
 	fences    map[string]highWater
 	subs      map[string]map[*subscription]struct{}
+	queues    map[string]*waitQueue
 	lastSweep time.Time
 	closed    bool
 	now       func() time.Time
@@ -56,6 +57,7 @@ func New() *Engine {
 		locks:  make(map[string]*lock),
 		fences: make(map[string]highWater),
 		subs:   make(map[string]map[*subscription]struct{}),
+		queues: make(map[string]*waitQueue),
 		now:    time.Now,
 	}
 }
@@ -123,17 +125,27 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	now := e.now()
 	e.sweep(now)
+	q := e.settle(r.Name, now)
 	if l := e.live(r.Name, now); l != nil {
 		if l.owner != r.Owner {
-			return engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}, nil
+			g := engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}
+			if r.Waiter != "" {
+				e.queued(&g, e.enqueue(r, now), r.Waiter)
+			}
+			return g, nil
 		}
 		if l.attempt != r.Attempt {
 			l.count++
 			l.attempt = r.Attempt
 		}
 		l.expires = now.Add(r.TTL)
+		e.granted(r, q)
 		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
 	}
+	if g, ok := e.admit(r, q, now); !ok {
+		return g, nil
+	}
+	e.granted(r, q)
 	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
 	return engine.Grant{Acquired: true, Token: l.token, Count: 1}, nil
@@ -149,6 +161,10 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	now := e.now()
 	out := make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
+		if r.Waiter {
+			out[i] = e.heartbeat(r, now)
+			continue
+		}
 		l := e.live(r.Name, now)
 		switch {
 		case l == nil:
@@ -182,7 +198,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}, nil
 	}
 	delete(e.locks, name)
-	e.notify(name)
+	e.freed(name)
 	return engine.ReleaseResult{Status: engine.Released}, nil
 }
 
@@ -196,7 +212,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	}
 	held := e.live(name, e.now()) != nil
 	delete(e.locks, name)
-	e.notify(name)
+	e.freed(name)
 	return held, nil
 }
 
@@ -208,7 +224,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	now := e.now()
-	info := engine.Info{Name: name, Waiters: len(e.subs[name])}
+	info := engine.Info{Name: name, Waiters: e.queueLen(name, now) + e.plainSubs(name)}
 	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
 		info.HighWater = hw.token
 	}

@@ -9,10 +9,11 @@ import (
 
 // subscription is one waiter's interest in one name.
 type subscription struct {
-	e    *Engine
-	name string
-	c    chan struct{}
-	once sync.Once
+	e      *Engine
+	name   string
+	waiter string // "" for a plain Subscribe: woken by every release
+	c      chan struct{}
+	once   sync.Once
 }
 
 func (s *subscription) C() <-chan struct{} { return s.c }
@@ -31,12 +32,17 @@ func (s *subscription) Close() {
 
 // Subscribe implements engine.Engine.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	return e.SubscribeWaiter(ctx, name, "")
+}
+
+// SubscribeWaiter implements engine.Queuer.
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	s := &subscription{e: e, name: name, c: make(chan struct{}, 1)}
+	s := &subscription{e: e, name: name, waiter: waiter, c: make(chan struct{}, 1)}
 	set := e.subs[name]
 	if set == nil {
 		set = make(map[*subscription]struct{})
@@ -46,12 +52,47 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 	return s, nil
 }
 
-// notify wakes every subscriber of name; the caller holds e.mu.
+// notify wakes every subscriber of name (the engine closes); the caller
+// holds e.mu.
 func (e *Engine) notify(name string) {
 	for s := range e.subs[name] {
-		select {
-		case s.c <- struct{}{}:
-		default:
+		s.wake()
+	}
+}
+
+// notifyWaiter wakes the subscriptions of one waiter; the caller holds e.mu.
+func (e *Engine) notifyWaiter(name, waiter string) {
+	for s := range e.subs[name] {
+		if s.waiter == waiter {
+			s.wake()
 		}
+	}
+}
+
+// freed wakes the waiters of a lock that was just freed: the head of its
+// queue (reserving the lock for it when due), and every plain subscriber,
+// which waits outside the queue. The caller holds e.mu.
+func (e *Engine) freed(name string) {
+	now := e.now()
+	e.wakeHead(name, e.settle(name, now), now, true)
+	e.notifyWaiter(name, "")
+}
+
+// plainSubs counts name's subscribers that wait outside the queue; the
+// caller holds e.mu.
+func (e *Engine) plainSubs(name string) int {
+	n := 0
+	for s := range e.subs[name] {
+		if s.waiter == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *subscription) wake() {
+	select {
+	case s.c <- struct{}{}:
+	default:
 	}
 }

@@ -1,0 +1,219 @@
+package memory
+
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var _ engine.Queuer = (*Engine)(nil)
+
+// waitQueue is one name's waiter queue (see engine.Queuer).
+type waitQueue struct {
+	entries  map[string]*waitEntry
+	order    []*waitEntry // by arrival ticket
+	seq      uint64
+	reserved *waitEntry // the lock is kept for it until reservedUntil
+	until    time.Time
+}
+
+type waitEntry struct {
+	id       string
+	ticket   uint64
+	deadline time.Time // heartbeat deadline
+	fair     bool
+	wokenAt  time.Time // first wake-up as the head; zero before
+}
+
+func (q *waitQueue) head() *waitEntry {
+	if len(q.order) == 0 {
+		return nil
+	}
+	return q.order[0]
+}
+
+func (q *waitQueue) remove(w *waitEntry) {
+	delete(q.entries, w.id)
+	for i, x := range q.order {
+		if x == w {
+			q.order = append(q.order[:i], q.order[i+1:]...)
+			break
+		}
+	}
+	if q.reserved == w {
+		q.reserved = nil
+	}
+}
+
+// settle drops the expired waiters of name's queue and a lapsed
+// reservation (its waiter is skipped: dropped from the queue), and returns
+// the queue, nil when it is empty; the caller holds e.mu.
+func (e *Engine) settle(name string, now time.Time) *waitQueue {
+	q := e.queues[name]
+	if q == nil {
+		return nil
+	}
+	if q.reserved != nil && !now.Before(q.until) {
+		q.remove(q.reserved)
+	}
+	live := q.order[:0]
+	for _, w := range q.order {
+		if now.Before(w.deadline) {
+			live = append(live, w)
+			continue
+		}
+		delete(q.entries, w.id)
+		if q.reserved == w {
+			q.reserved = nil
+		}
+	}
+	clear(q.order[len(live):])
+	q.order = live
+	if len(q.entries) == 0 {
+		delete(e.queues, name)
+		return nil
+	}
+	return q
+}
+
+// enqueue puts the waiter of r in name's queue, or refreshes its deadline;
+// the caller holds e.mu.
+func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
+	q := e.queues[r.Name]
+	if q == nil {
+		q = &waitQueue{entries: make(map[string]*waitEntry)}
+		e.queues[r.Name] = q
+	}
+	w := q.entries[r.Waiter]
+	if w == nil {
+		q.seq++
+		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair}
+		q.entries[r.Waiter] = w
+		q.order = append(q.order, w)
+	}
+	w.deadline = now.Add(r.WaiterTTL)
+	return q
+}
+
+// wakeHead runs when name's lock is free: it reserves the lock for the
+// head when the head is fair or has starved, and wakes the head when it
+// reserved or when wake says so (a release). The caller holds e.mu.
+func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time, wake bool) {
+	if q == nil || q.reserved != nil {
+		return
+	}
+	h := q.head()
+	if h == nil {
+		return
+	}
+	due := h.fair || (!h.wokenAt.IsZero() && now.Sub(h.wokenAt) >= engine.StarvationBound)
+	if due {
+		q.reserved, q.until = h, now.Add(engine.ReserveTTL)
+	}
+	if due || wake {
+		if h.wokenAt.IsZero() {
+			h.wokenAt = now
+		}
+		e.notifyWaiter(name, h.id)
+	}
+}
+
+// admit decides whether the free lock of name may go to r: not when it is
+// reserved for another waiter, nor when another waiter heads the queue and
+// either it or r is fair, or r asks to stay behind (r then queues behind it,
+// and the head is woken).
+// The caller holds e.mu.
+func (e *Engine) admit(r engine.AcquireRequest, q *waitQueue, now time.Time) (engine.Grant, bool) {
+	if q == nil {
+		return engine.Grant{}, true
+	}
+	behind := false
+	if h := q.head(); q.reserved == nil && h != nil && h.id != r.Waiter && (h.fair || r.Fair || r.Behind) {
+		e.wakeHead(r.Name, q, now, true)
+		behind = true
+	}
+	if !behind && (q.reserved == nil || q.reserved.id == r.Waiter) {
+		return engine.Grant{}, true
+	}
+	g := engine.Grant{Reserved: true, HolderTTL: engine.ReserveTTL}
+	if q.reserved != nil {
+		g.HolderTTL = q.until.Sub(now)
+	}
+	if r.Waiter != "" {
+		e.queued(&g, e.enqueue(r, now), r.Waiter)
+	}
+	return g, false
+}
+
+// queued fills in the queue fields of a refusal.
+func (e *Engine) queued(g *engine.Grant, q *waitQueue, waiter string) {
+	g.Queued = true
+	g.Head = q.head() != nil && q.head().id == waiter
+}
+
+// granted takes r's waiter out of the queue after a grant.
+func (e *Engine) granted(r engine.AcquireRequest, q *waitQueue) {
+	if q == nil || r.Waiter == "" {
+		return
+	}
+	if w := q.entries[r.Waiter]; w != nil {
+		q.remove(w)
+		if len(q.entries) == 0 {
+			delete(e.queues, r.Name)
+		}
+	}
+}
+
+// heartbeat answers a waiter's heartbeat; the caller holds e.mu.
+func (e *Engine) heartbeat(r engine.ExtendRequest, now time.Time) engine.ExtendResult {
+	q := e.settle(r.Name, now)
+	if q == nil || q.entries[r.Owner] == nil {
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	w := q.entries[r.Owner]
+	w.deadline = now.Add(r.TTL)
+	free := e.live(r.Name, now) == nil
+	if free {
+		e.wakeHead(r.Name, q, now, false) // a lapsed reservation's successor
+	}
+	return engine.ExtendResult{Status: engine.Extended,
+		Wake: free && q.head() == w && (q.reserved == nil || q.reserved == w)}
+}
+
+// Leave implements engine.Queuer.
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return err
+	}
+	now := e.now()
+	q := e.settle(name, now)
+	if q == nil || q.entries[waiter] == nil {
+		return nil
+	}
+	wasHead := q.head().id == waiter
+	q.remove(q.entries[waiter])
+	if len(q.entries) == 0 {
+		delete(e.queues, name)
+		return nil
+	}
+	if wasHead && e.live(name, now) == nil {
+		e.wakeHead(name, q, now, true)
+	}
+	return nil
+}
+
+// queueLen counts name's live waiters; the caller holds e.mu.
+func (e *Engine) queueLen(name string, now time.Time) int {
+	n := 0
+	if q := e.queues[name]; q != nil {
+		for _, w := range q.order {
+			if now.Before(w.deadline) {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Queuer is implemented by engines that keep each name's waiters in a queue
+// inside the lock authority, so that waiting is quiet and fair across
+// processes, not only inside one Client:
+//
+//   - A waiting acquire (AcquireRequest.Waiter set) that is refused enters
+//     the name's queue with an arrival ticket and a heartbeat deadline of
+//     AcquireRequest.WaiterTTL, both in the authority's time; a grant takes
+//     it out. Heartbeats travel in Extend batches (ExtendRequest.Waiter),
+//     with the Client's lease renewals. A waiter whose deadline passes is
+//     dropped; a live one never is.
+//   - When the lock is freed (release, force-release) the head of the queue,
+//     and only the head, is woken: a message addressed to it, delivered on
+//     its SubscribeWaiter subscription. Nobody else is sent anything.
+//   - A release reserves the lock for the head, in the same atomic step,
+//     when the head is fair (AcquireRequest.Fair) or has been passed over for
+//     longer than StarvationBound since it was first woken: for ReserveTTL
+//     of the authority's time only the head can take it, with its own
+//     acquire (its lease's validity is measured from its own send time: the
+//     wake-up message may come arbitrarily late and proves nothing). A head
+//     that does not confirm in time is dropped from the queue and the next
+//     one is tried.
+//   - While the head is fair, nobody else takes a free lock (strict FIFO);
+//     otherwise a newcomer may take a free, unreserved lock before the head.
+//
+// Every operation that reads the queue first drops expired waiters and
+// lapsed reservations.
+type Queuer interface {
+	// SubscribeWaiter is Subscribe for one waiter: its channel receives the
+	// wake-ups addressed to waiter (and every wake-up after a reconnect,
+	// when messages may have been lost), never those addressed to others.
+	SubscribeWaiter(ctx context.Context, name, waiter string) (Subscription, error)
+
+	// Leave takes waiter out of name's queue (a waiter that gives up). If it
+	// was the head, or the lock was reserved for it, the next head is woken
+	// (and, when due, the lock reserved for it).
+	Leave(ctx context.Context, name, waiter string) error
+}
+
+// Queue timing in the lock authority.
+const (
+	// ReserveTTL is how long a release keeps the lock for the head of the
+	// queue: the wake-up's delivery plus the head's own acquire, with room
+	// for a busy machine. A head that is dead or stopped costs at most this
+	// (plus the time until the next operation on the name notices).
+	ReserveTTL = 250 * time.Millisecond
+
+	// StarvationBound is how long the head may have been passed over (since
+	// it was first woken by a release) before the next release hands the
+	// lock to it instead of letting a newcomer take it first. Go's
+	// sync.Mutex switches to hand-off after 1ms; a hand-off here costs a
+	// round trip of the head's, so the bound is a few times the loopback
+	// round trip: a head is passed over about once, then served.
+	StarvationBound = time.Millisecond
+)
