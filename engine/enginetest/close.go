@@ -12,14 +12,17 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// counting wraps an engine and counts the calls made to it.
+// counting wraps an engine and counts the calls made to it (and its
+// acquires apart). It keeps the engine's waiter queue, if it has one.
 type counting struct {
 	engine.Engine
-	calls atomic.Int64
+	calls    atomic.Int64
+	acquires atomic.Int64
 }
 
 func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	c.calls.Add(1)
+	c.acquires.Add(1)
 	return c.Engine.Acquire(ctx, r)
 }
 
@@ -43,8 +46,8 @@ func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscript
 // Client sends nothing to the engine after Close returned: when the lock is
 // released afterwards, nobody of the closed Client takes it, and it is free.
 func (s *suite) closeWakesWaiters(t *testing.T) {
-	eng := &counting{Engine: s.h.New(t)}
-	c := distlock.New(eng)
+	wrapped, eng := countCalls(s.h.New(t))
+	c := distlock.New(wrapped)
 	defer c.Close()
 	other, third := s.client(t), s.client(t)
 	name := lockName(t)
@@ -126,4 +129,29 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 	if n := eng.calls.Load() - after; n != 0 {
 		t.Fatalf("%d engine calls after Close returned", n)
 	}
+}
+
+// countingQueuer is counting for an engine with a waiter queue.
+type countingQueuer struct {
+	*counting
+	q engine.Queuer
+}
+
+func (c countingQueuer) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	c.calls.Add(1)
+	return c.q.SubscribeWaiter(ctx, name, waiter)
+}
+
+func (c countingQueuer) Leave(ctx context.Context, name, waiter string) error {
+	c.calls.Add(1)
+	return c.q.Leave(ctx, name, waiter)
+}
+
+// countCalls wraps e to count its calls; the result is a Queuer when e is.
+func countCalls(e engine.Engine) (engine.Engine, *counting) {
+	c := &counting{Engine: e}
+	if q, ok := e.(engine.Queuer); ok {
+		return countingQueuer{c, q}, c
+	}
+	return c, c
 }

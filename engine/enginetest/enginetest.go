@@ -71,6 +71,12 @@ func Run(t *testing.T, h Harness) {
 		{"CloseReleases", s.closeReleases},
 		{"CloseWakesWaiters", s.closeWakesWaiters},
 		{"ForceReleaseWakesWaiter", s.forceRelease},
+		{"QueueFairOrder", s.fairOrder},
+		{"QueueOnlyHeadWoken", s.onlyHeadWoken},
+		{"QueueDeadWaiterSkipped", s.deadWaiterSkipped},
+		{"QueueGiveUpLeaves", s.giveUpLeaves},
+		{"QueueReservationLapses", s.reservationLapses},
+		{"QueueUnsupported", s.queueUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

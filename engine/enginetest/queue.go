@@ -1,0 +1,389 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// queuer returns a new engine of the backend as an engine.Queuer, or skips
+// the test on a backend without a waiter queue.
+func (s *suite) queuer(t *testing.T) (engine.Engine, engine.Queuer) {
+	t.Helper()
+	e := s.h.New(t)
+	q, ok := e.(engine.Queuer)
+	if !ok {
+		t.Skip("the engine keeps no waiter queue (engine.Queuer)")
+	}
+	return e, q
+}
+
+// handoffOrder runs workers on Clients made by newClient, each taking
+// name over and over (with opts) until n grants were made, and returns the
+// workers in grant order. A holder asks for the lock again before it
+// releases, and releases once every worker waits (Inspect counts them):
+// so the releaser always arrives last, and strict FIFO hands the lock out
+// in a fixed cycle of all workers.
+func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T) *distlock.Client, name string, workers, n int, opts ...distlock.Option) []int {
+	t.Helper()
+	ctx := ctxTimeout(t, 120*time.Second)
+	watch := s.client(t)
+	opts = append(opts, distlock.WithTTL(10*time.Second))
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	// The first holder keeps the lock until every worker waits.
+	h, err := watch.Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func() bool {
+		info, err := watch.Inspect(ctx, name)
+		return err == nil && info.Waiters >= workers
+	}
+	for w := range workers {
+		c := newClient(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			type result struct {
+				l   *distlock.Lease
+				err error
+			}
+			next := make(chan result, 1)
+			ask := func() {
+				go func() {
+					l, err := c.Acquire(ctx, name, opts...)
+					next <- result{l, err}
+				}()
+			}
+			ask()
+			for {
+				r := <-next
+				if r.err != nil {
+					t.Error(r.err)
+					return
+				}
+				mu.Lock()
+				done := len(order) >= n
+				if !done {
+					order = append(order, w)
+				}
+				mu.Unlock()
+				if done {
+					_ = r.l.Release(ctx)
+					return
+				}
+				ask()
+				waitFor(t, 10*time.Second, "every worker to wait", waiting)
+				_ = r.l.Release(ctx)
+			}
+		}()
+	}
+	waitFor(t, 10*time.Second, "every worker to wait", waiting)
+	_ = h.Release(ctx)
+	wg.Wait()
+	return order
+}
+
+// outOfOrder counts the grants that break the cycle of handoffOrder.
+func outOfOrder(order []int, workers int) int {
+	bad := 0
+	for i := workers; i < len(order); i++ {
+		if order[i] != order[i-workers] {
+			bad++
+		}
+	}
+	return bad
+}
+
+// fairOrder: with WithFair, 1,000 hand-offs among 8 waiters on separate
+// Clients follow arrival order exactly. The control, the same schedule on
+// the same backend with the queue hidden from the Clients (they then wait
+// as on an engine without one: every release wakes every Client, and the
+// first to ask wins), breaks the order.
+func (s *suite) fairOrder(t *testing.T) {
+	s.queuer(t)
+	const workers, n = 8, 1000
+	order := s.handoffOrder(t, func(t *testing.T) *distlock.Client { return s.client(t) }, lockName(t), workers, n, distlock.WithFair())
+	if bad := outOfOrder(order, workers); bad != 0 {
+		for i := workers; i < len(order); i++ {
+			if order[i] != order[i-workers] {
+				t.Logf("first break at grant %d: %v", i, order[max(0, i-16):min(len(order), i+8)])
+				break
+			}
+		}
+		t.Fatalf("fair: %d of %d grants out of arrival order", bad, len(order))
+	}
+	noQueue := func(t *testing.T) *distlock.Client {
+		c := distlock.New(hideQueue{s.h.New(t)})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	const controlN = 200
+	bad := outOfOrder(s.handoffOrder(t, noQueue, lockName(t), workers, controlN), workers)
+	t.Logf("fair: 0 of %d out of order; without the queue: %d of %d", n, bad, controlN)
+	if bad == 0 {
+		t.Fatalf("the control (no queue) kept arrival order over %d grants: the check cannot fail", controlN)
+	}
+}
+
+// hideQueue hides an engine's waiter queue (and every other optional
+// interface) from the Client.
+type hideQueue struct{ engine.Engine }
+
+// onlyHeadWoken: with 6 waiters queued on separate Clients, a release
+// makes one Client send an acquire (the head's), not all of them. The
+// control, with the queue hidden from the Clients, makes every one try.
+func (s *suite) onlyHeadWoken(t *testing.T) {
+	s.queuer(t)
+	const waiters = 6
+	if sent := s.acquiresAfterRelease(t, waiters, false); sent > 2 {
+		t.Fatalf("a release made the %d waiting Clients send %d acquires, want the head's alone", waiters, sent)
+	}
+	if sent := s.acquiresAfterRelease(t, waiters, true); sent < waiters/2 {
+		t.Fatalf("control without the queue: a release made %d waiting Clients send %d acquires: the check cannot fail", waiters, sent)
+	}
+}
+
+// acquiresAfterRelease queues waiters on separate Clients (without the
+// engine's queue if hide), releases the lock and counts the acquires the
+// waiters' Clients send until one of them has it.
+func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64 {
+	name := lockName(t)
+	ctx := ctxTimeout(t, 60*time.Second)
+	holder := s.client(t)
+	var engines []*counting
+	errs := make(chan error, waiters)
+	leases := make(chan *distlock.Lease, waiters)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		wrapped, e := countCalls(s.h.New(t))
+		if hide {
+			wrapped = hideQueue{wrapped}
+		}
+		engines = append(engines, e)
+		c := distlock.New(wrapped)
+		t.Cleanup(func() { _ = c.Close() })
+		go func() {
+			l, err := c.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+			if err != nil {
+				errs <- err
+				return
+			}
+			leases <- l
+		}()
+	}
+	waitFor(t, 10*time.Second, "the waiters", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters >= waiters
+	})
+	acquires := func() int64 {
+		var n int64
+		for _, e := range engines {
+			n += e.acquires.Load()
+		}
+		return n
+	}
+	before := acquires()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-leases:
+		// Give the other waiters time to react to the release (a waiter
+		// woken by it tries at once): until each tried, or for 300ms.
+		end := time.Now().Add(300 * time.Millisecond)
+		for acquires()-before < int64(waiters) && time.Now().Before(end) {
+			time.Sleep(time.Millisecond)
+		}
+		sent := acquires() - before
+		_ = l.Release(ctx)
+		return sent
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter got the lock 10s after the release")
+	}
+	return 0
+}
+
+// deadWaiterSkipped: a waiter that enters the queue and dies (no
+// heartbeat) heads a fair queue; once its heartbeat deadline passes, the
+// live waiter behind it gets the lock.
+func (s *suite) deadWaiterSkipped(t *testing.T) {
+	e, _ := s.queuer(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deadTTL = 500 * time.Millisecond
+	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "dead", Attempt: "dead", TTL: time.Minute,
+		Waiting: true, Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
+	if err != nil || g.Acquired || !g.Queued || !g.Head {
+		t.Fatalf("the dead waiter's entry: %+v, %v", g, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.client(t).Acquire(ctx, name, distlock.WithFair())
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	waitFor(t, 10*time.Second, "the live waiter", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters >= 2
+	})
+	start := time.Now()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The dead head is skipped when its reservation lapses or its
+	// heartbeat deadline passes, and the next heartbeat of the live
+	// waiter (every WaiterTTL/3) or its own expiry watch notices.
+	bound := deadTTL + engine.ReserveTTL + distlock.WaiterTTL/3 + time.Second
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(bound + 5*time.Second):
+		t.Fatalf("the live waiter still waits %v after the release, behind a dead head", time.Since(start))
+	}
+	if took := time.Since(start); took > bound {
+		t.Fatalf("the live waiter got the lock %v after the release, want within %v", took, bound)
+	}
+}
+
+// giveUpLeaves: a waiter whose context ends has left the queue when its
+// Acquire returns, and does not hold up a fair waiter behind it.
+func (s *suite) giveUpLeaves(t *testing.T) {
+	s.queuer(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	quit := make(chan error, 1)
+	go func() {
+		_, err := s.client(t).Acquire(wctx, name, distlock.WithFair())
+		quit <- err
+	}()
+	waitFor(t, 10*time.Second, "the first waiter", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters == 1
+	})
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.client(t).Acquire(ctx, name, distlock.WithFair())
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	waitFor(t, 10*time.Second, "the second waiter", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters == 2
+	})
+	cancel()
+	if err := <-quit; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter that gave up: %v", err)
+	}
+	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 1 {
+		t.Fatalf("after the first waiter gave up: %d waiters (%v), want 1", info.Waiters, err)
+	}
+	start := time.Now()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second waiter did not get the lock")
+	}
+	if took := time.Since(start); took > engine.ReserveTTL {
+		t.Fatalf("the second waiter got the lock %v after the release: the first one's entry held it up", took)
+	}
+}
+
+// reservationLapses: a release reserves the lock for a fair head; nobody
+// else can take it (TryAcquire is told waiters are queued); a head that
+// never confirms is skipped when the reservation lapses, and the lock is
+// free again.
+func (s *suite) reservationLapses(t *testing.T) {
+	e, _ := s.queuer(t)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c := s.client(t)
+	h, err := c.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "ghost", Attempt: "ghost", TTL: time.Minute,
+		Waiting: true, Waiter: "ghost-waiter", WaiterTTL: time.Minute, Fair: true})
+	if err != nil || !g.Queued {
+		t.Fatalf("the ghost's entry: %+v, %v", g, err)
+	}
+	released := time.Now()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.client(t).TryAcquire(ctx, name)
+	var le *distlock.LockedError
+	if !errors.As(err, &le) || !le.Queued {
+		if time.Since(released) < engine.ReserveTTL {
+			t.Fatalf("TryAcquire of a lock reserved for the head: %v, want a LockedError with Queued", err)
+		}
+		t.Skipf("the machine took %v to try: the reservation lapsed already", time.Since(released))
+	}
+	var l *distlock.Lease
+	waitFor(t, 5*time.Second, "the reservation to lapse", func() bool {
+		l, err = s.client(t).TryAcquire(ctx, name)
+		return err == nil
+	})
+	if took := time.Since(released); took < engine.ReserveTTL {
+		t.Fatalf("the lock was granted %v after a release that reserved it for %v", took, engine.ReserveTTL)
+	}
+	_ = l.Release(ctx)
+}
+
+// queueUnsupported: on an engine without a queue, WithFair is refused with
+// an *UnsupportedError and changes nothing.
+func (s *suite) queueUnsupported(t *testing.T) {
+	e := s.h.New(t)
+	if _, ok := e.(engine.Queuer); ok {
+		t.Skip("the engine keeps a waiter queue")
+	}
+	c := distlock.New(e)
+	defer c.Close()
+	ctx := ctxTimeout(t, 10*time.Second)
+	name := lockName(t)
+	_, err := c.Acquire(ctx, name, distlock.WithFair())
+	var ue *distlock.UnsupportedError
+	if !errors.As(err, &ue) || !errors.Is(err, distlock.ErrInvalidArgument) || !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("WithFair without a queue: %v, want an *UnsupportedError", err)
+	}
+	if info, err := c.Inspect(ctx, name); err != nil || info.Held {
+		t.Fatalf("the refused call changed the lock: %+v, %v", info, err)
+	}
+}
