@@ -134,7 +134,8 @@ func (a *attempt) try() (*Lease, error) {
 		if a.ctx.Err() != nil {
 			// The context ended the attempt: the previous attempt's
 			// outcome (say, locked) is the better explanation, if any.
-			if a.last == nil {
+			// (Close's cancellation explains nothing about the backend.)
+			if a.last == nil && ctxErr(a.ctx) != ErrClosed {
 				a.last = &BackendError{Op: "acquire", Name: a.name, Node: c.node, Err: err}
 			}
 			return nil, a.giveUp(ctxErr(a.ctx))

@@ -184,7 +184,14 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 			leases <- l
 		}()
 	}
+	// Each waiter tries once, subscribes, and tries once more (a release
+	// may have come before the subscription) before it sleeps.
 	waitFor(t, 10*time.Second, "the waiters", func() bool {
+		for _, e := range engines {
+			if e.acquires.Load() < 2 {
+				return false
+			}
+		}
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters >= waiters
 	})

@@ -112,7 +112,8 @@ func (s *suite) waiterCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, distlock.ErrLocked) || !errors.As(err, &we) {
 		t.Fatalf("cancelled waiter: %v, want WaitError wrapping context.Canceled and ErrLocked", err)
 	}
-	waitFor(t, 2*time.Second, "the subscription to go", func() bool {
+	// (On a busy machine an UNSUBSCRIBE can take a while to be answered.)
+	waitFor(t, 10*time.Second, "the subscription to go", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})

@@ -161,7 +161,9 @@ func TestNodeRestartedEmpty(t *testing.T) {
 // of nodes down; when a majority goes, the holder is told by its deadline.
 func TestRenewalWithMinorityDown(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
-	c := newClient(t, srvs)
+	// The default node timeout for this ttl is 10ms, which a healthy node
+	// of a busy machine can miss; 100ms is still far below the ttl.
+	c := newClient(t, srvs, quorum.WithNodeTimeout(100*time.Millisecond))
 	ctx := context.Background()
 	const ttl = 500 * time.Millisecond
 	l, err := c.Acquire(ctx, "renew", distlock.WithTTL(ttl))
@@ -187,7 +189,9 @@ func TestRenewalWithMinorityDown(t *testing.T) {
 	case <-time.After(2 * ttl):
 		t.Fatal("loss not signalled with a majority gone")
 	}
-	if late := time.Since(l.Deadline()); late > 25*time.Millisecond {
+	// Timer-driven: late only by the scheduler's delay (generous on a
+	// busy machine); a reply-driven loss would come a renewal later.
+	if late := time.Since(l.Deadline()); late > 100*time.Millisecond {
 		t.Fatalf("loss signalled %v after the deadline", late)
 	}
 	if !errors.Is(l.Err(), distlock.ErrLeaseLost) {

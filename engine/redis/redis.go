@@ -81,6 +81,7 @@ type Engine struct {
 var _ engine.Engine = (*Engine)(nil)
 var _ engine.ForceReleaser = (*Engine)(nil)
 var _ engine.OnceReleaser = (*Engine)(nil)
+var _ engine.Queuer = (*Engine)(nil)
 
 // Option configures an Engine.
 type Option func(*Engine)
@@ -170,6 +171,15 @@ func (e *Engine) String() string {
 func (e *Engine) lockKey(name string) string  { return e.prefix + "{" + name + "}" }
 func (e *Engine) fenceKey(name string) string { return e.prefix + "{" + name + "}:fence" }
 func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "}" }
+func (e *Engine) queueKey(name string) string { return e.prefix + "{" + name + "}:q" }
+
+// keys returns every key of one lock, as the scripts take them: the lock,
+// its fencing high-water, and its waiter queue (the queue, the heartbeat
+// deadlines, the queue's state).
+func (e *Engine) keys(name string) []string {
+	q := e.queueKey(name)
+	return []string{e.lockKey(name), e.fenceKey(name), q, q + "d", q + "s"}
+}
 
 // Acquire implements engine.Engine.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
@@ -183,11 +193,14 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		attempt = r.Attempt
 	}
 	args := []any{owner, ms(r.TTL), r.Metadata, e.fenceArg, attempt, waiting}
-	if e.floor != "" { // ARGV[7] only when set: the common grant sends less
+	if e.floor != "" || r.Waiter != "" { // ARGV[7] only when needed: the common grant sends less
 		args = append(args, e.floor)
 	}
-	res, err := e.batch.run(ctx, acquireScript,
-		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)}, args...).Result()
+	if r.Waiter != "" {
+		args = append(args, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
+			e.publish, queueReserveUS, queueStarveUS)
+	}
+	res, err := e.batch.run(ctx, acquireScript, e.keys(r.Name), args...).Result()
 	if err != nil {
 		return engine.Grant{}, err
 	}
@@ -199,7 +212,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		return engine.Grant{Acquired: true, Token: token, Count: 1}, nil
 	}
 	a, ok := res.([]any)
-	if !ok || len(a) != 3 {
+	if !ok || (len(a) != 3 && len(a) != 6) {
 		return engine.Grant{}, fmt.Errorf("acquire: unexpected reply %v", res)
 	}
 	if a[0] == int64(1) { // re-entered
@@ -216,7 +229,24 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if pttl < 0 {
 		g.HolderTTL = -1
 	}
+	if len(a) == 6 {
+		g.Queued, g.Head, g.Reserved = a[3] == int64(1), a[4] == int64(1), a[5] == int64(1)
+	}
 	return g, nil
+}
+
+// The queue's timing (engine.ReserveTTL, engine.StarvationBound) in
+// microseconds, as the acquire script takes it.
+var (
+	queueReserveUS = strconv.FormatInt(engine.ReserveTTL.Microseconds(), 10)
+	queueStarveUS  = strconv.FormatInt(engine.StarvationBound.Microseconds(), 10)
+)
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return ""
 }
 
 // Extend implements engine.Engine: the extensions go in one pipeline.
@@ -224,11 +254,15 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	run := func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
+			if r.Waiter {
+				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name), r.Owner, ms(r.TTL))
+				continue
+			}
 			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name)}, r.Owner, ms(r.TTL))
 		}
 		return cmds
 	}
-	cmds, err := pipeline(ctx, e.client, extendScript, run)
+	cmds, err := pipeline(ctx, e.client, []*goredis.Script{extendScript, heartbeatScript}, run)
 	if err != nil && allFailed(cmds) {
 		return nil, err
 	}
@@ -239,11 +273,15 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			out[i].Err = err
 			continue
 		}
-		switch res[0] {
-		case int64(1):
+		switch {
+		case rs[i].Waiter && res[0] == int64(1) && len(res) == 2:
+			out[i] = engine.ExtendResult{Status: engine.Extended, Wake: res[1] == int64(1)}
+		case rs[i].Waiter:
+			out[i].Status = engine.Missing
+		case res[0] == int64(1):
 			out[i].Status = engine.Extended
 			out[i].Token, out[i].Err = parseToken(res[1])
-		case int64(0):
+		case res[0] == int64(0):
 			out[i].Status = engine.Missing
 		default:
 			out[i].Status = engine.HeldByOther
@@ -261,7 +299,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.batch.run(ctx, releaseScript, []string{e.lockKey(name)}, owner, e.publish, id).Int64()
+	n, err := e.batch.run(ctx, releaseScript, e.keys(name), owner, e.publish, id).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -275,9 +313,13 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 
 // ForceRelease implements engine.ForceReleaser.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, e.client, []string{e.lockKey(name)},
-		e.channel(name), e.publish).Int64()
+	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name), e.publish).Int64()
 	return n == 1, err
+}
+
+// Leave implements engine.Queuer.
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	return e.batch.run(ctx, leaveScript, e.keys(name), waiter).Err()
 }
 
 // RaiseFence implements engine.Engine.
@@ -299,7 +341,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	info, _, err := r.info(e, name)
-	if err == nil {
+	if err == nil && r.queued.Val() == 0 {
 		err = e.countClassicWaiters(ctx, &info)
 	}
 	return info, err
@@ -325,19 +367,21 @@ func (e *Engine) countClassicWaiters(ctx context.Context, info *engine.Info) err
 
 // lockReads are the commands that read what Inspect reports of one lock.
 type lockReads struct {
-	value *goredis.StringCmd
-	pttl  *goredis.DurationCmd
-	hw    *goredis.StringCmd
-	subs  *goredis.MapStringIntCmd
+	value  *goredis.StringCmd
+	pttl   *goredis.DurationCmd
+	hw     *goredis.StringCmd
+	subs   *goredis.MapStringIntCmd
+	queued *goredis.IntCmd
 }
 
 // readLock queues on p the reads of the lock name.
 func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string) lockReads {
 	return lockReads{
-		value: p.Get(ctx, e.lockKey(name)),
-		pttl:  p.PTTL(ctx, e.lockKey(name)),
-		hw:    p.Get(ctx, e.fenceKey(name)),
-		subs:  e.numSub(ctx, p, name),
+		value:  p.Get(ctx, e.lockKey(name)),
+		pttl:   p.PTTL(ctx, e.lockKey(name)),
+		hw:     p.Get(ctx, e.fenceKey(name)),
+		subs:   e.numSub(ctx, p, name),
+		queued: p.ZCard(ctx, e.queueKey(name)),
 	}
 }
 
@@ -362,7 +406,13 @@ var errNotALock = errors.New("not a distlock lock")
 // A key of another type (WRONGTYPE, a reply error) or a string distlock did
 // not write (errNotALock) is an error.
 func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, err error) {
-	info = engine.Info{Name: name, Waiters: int(r.subs.Val()[e.channel(name)])}
+	// Waiters: the queue's entries (waiters whose heartbeat deadline
+	// passed count until the next operation on the lock drops them); with
+	// no queue, the subscribers (waiters outside a queue).
+	info = engine.Info{Name: name, Waiters: int(r.queued.Val())}
+	if info.Waiters == 0 {
+		info.Waiters = int(r.subs.Val()[e.channel(name)])
+	}
 	if v, err := r.hw.Result(); err == nil {
 		info.HighWater, _ = strconv.ParseUint(v, 10, 64)
 	}

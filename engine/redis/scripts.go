@@ -10,6 +10,8 @@ import (
 var (
 	//go:embed scripts/lock.lua
 	lockSrc string // decode and encode of the lock's value, for the scripts below
+	//go:embed scripts/queue.lua
+	queueSrc string // the waiter queue, for the scripts that touch it
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/extend.lua
@@ -20,28 +22,36 @@ var (
 	forceReleaseSrc string
 	//go:embed scripts/raise_fence.lua
 	raiseFenceSrc string
+	//go:embed scripts/heartbeat.lua
+	heartbeatSrc string
+	//go:embed scripts/leave.lua
+	leaveSrc string
 )
 
 var (
-	acquireScript      = goredis.NewScript(lockSrc + acquireSrc)
+	acquireScript      = goredis.NewScript(lockSrc + queueSrc + acquireSrc)
 	extendScript       = goredis.NewScript(lockSrc + extendSrc)
-	releaseScript      = goredis.NewScript(lockSrc + releaseSrc)
-	forceReleaseScript = goredis.NewScript(forceReleaseSrc)
+	releaseScript      = goredis.NewScript(lockSrc + queueSrc + releaseSrc)
+	forceReleaseScript = goredis.NewScript(queueSrc + forceReleaseSrc)
 	raiseFenceScript   = goredis.NewScript(lockSrc + raiseFenceSrc)
+	heartbeatScript    = goredis.NewScript(queueSrc + heartbeatSrc)
+	leaveScript        = goredis.NewScript(queueSrc + leaveSrc)
 )
 
 // pipeline runs the commands that add queues with EVALSHA in one round trip.
-// When the server does not have the script cached (after a restart or
-// SCRIPT FLUSH), it loads it and runs the pipeline once more.
-func pipeline(ctx context.Context, c goredis.UniversalClient, s *goredis.Script,
+// When the server does not have a script cached (after a restart or
+// SCRIPT FLUSH), it loads the scripts and runs the pipeline once more.
+func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*goredis.Script,
 	add func(goredis.Pipeliner) []*goredis.Cmd) ([]*goredis.Cmd, error) {
 	var cmds []*goredis.Cmd
 	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error { cmds = add(p); return nil })
 	if !noScript(cmds) {
 		return cmds, err
 	}
-	if err := s.Load(ctx, c).Err(); err != nil {
-		return nil, err
+	for _, s := range scripts {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return nil, err
+		}
 	}
 	_, err = c.Pipelined(ctx, func(p goredis.Pipeliner) error { cmds = add(p); return nil })
 	return cmds, err

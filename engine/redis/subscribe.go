@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,10 +65,11 @@ type channelState struct {
 
 // subscription is one waiter's handle.
 type subscription struct {
-	w    *watcher
-	ch   string
-	c    chan struct{}
-	once sync.Once
+	w      *watcher
+	ch     string
+	waiter string // a queue's waiter id; "" for a plain Subscribe
+	c      chan struct{}
+	once   sync.Once
 }
 
 func newWatcher(e *Engine) *watcher {
@@ -88,7 +90,15 @@ func (s *subscription) wake() {
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // the subscription, so no release after it can be missed.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	return e.watch.join(ctx, e.channel(name))
+	return e.watch.join(ctx, e.channel(name), "")
+}
+
+// SubscribeWaiter implements engine.Queuer: the subscription shares the
+// name's channel with every other waiter of the Engine, and is woken by the
+// wake-ups addressed to waiter (a message 'w:<waiter>'), by those for
+// everyone ('released'), and after a reconnect.
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	return e.watch.join(ctx, e.channel(name), waiter)
 }
 
 // nodeOf returns the master that serves channel ch with sharded pub/sub,
@@ -105,7 +115,7 @@ func (w *watcher) nodeOf(ctx context.Context, ch string) (string, *goredis.Clien
 	return c.Options().Addr, c, nil
 }
 
-func (w *watcher) join(ctx context.Context, ch string) (engine.Subscription, error) {
+func (w *watcher) join(ctx context.Context, ch, waiter string) (engine.Subscription, error) {
 	node, nc, err := w.nodeOf(ctx, ch)
 	if err != nil {
 		return nil, err
@@ -115,7 +125,7 @@ func (w *watcher) join(ctx context.Context, ch string) (engine.Subscription, err
 		w.mu.Unlock()
 		return nil, engine.ErrClosed
 	}
-	s := &subscription{w: w, ch: ch, c: make(chan struct{}, 1)}
+	s := &subscription{w: w, ch: ch, waiter: waiter, c: make(chan struct{}, 1)}
 	st := w.chans[ch]
 	if st == nil {
 		st = &channelState{members: make(map[*subscription]struct{}), ready: make(chan struct{})}
@@ -267,7 +277,7 @@ func (w *watcher) read(c *subConn) {
 		failures = 0
 		switch m := msg.(type) {
 		case *goredis.Message:
-			w.wakeChannel(m.Channel, false)
+			w.deliver(m.Channel, m.Payload)
 		case *goredis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
@@ -389,6 +399,23 @@ func (w *watcher) wakeChannel(ch string, confirmation bool) {
 	}
 	for s := range st.members {
 		s.wake()
+	}
+}
+
+// deliver wakes the waiters a message on ch is for: the one it addresses
+// ('w:<waiter id>') and the plain subscribers, or everyone.
+func (w *watcher) deliver(ch, payload string) {
+	to, addressed := strings.CutPrefix(payload, "w:")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.chans[ch]
+	if st == nil {
+		return
+	}
+	for s := range st.members {
+		if !addressed || s.waiter == "" || s.waiter == to {
+			s.wake()
+		}
 	}
 }
 

@@ -1,5 +1,14 @@
--- Frees the lock KEYS[1] whoever holds it and publishes a wake-up on channel
--- ARGV[1] with command ARGV[2]. Returns 1 when it was held, 0 otherwise.
+-- Frees the lock KEYS[1] whoever holds it and wakes its waiters: the head
+-- of its queue (KEYS[3..5], queue.lua) if any, and a wake-up for everyone
+-- on the channel KEYS[1] with command ARGV[1] (PUBLISH or SPUBLISH) when
+-- nobody queues. Returns 1 when it was held, 0 otherwise.
 local held = redis.call('DEL', KEYS[1])
-redis.call(ARGV[2], ARGV[1], 'released')
+if redis.call('EXISTS', Q) == 1 then
+  local now = q_now()
+  q_settle(now)
+  q_wake(now, true)
+end
+if redis.call('EXISTS', Q) == 0 then
+  redis.call(ARGV[1], KEYS[1], 'released')
+end
 return held

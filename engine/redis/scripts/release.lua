@@ -1,11 +1,25 @@
 -- Drops one hold of ARGV[1] on the lock KEYS[1]; frees it when the last
--- hold goes, and then publishes a wake-up on the channel KEYS[1] (with
--- command ARGV[2]: PUBLISH or SPUBLISH) if a waiter marked the lock.
+-- hold goes, and then, if a waiter marked the lock, wakes the head of its
+-- queue (KEYS[3..5], queue.lua), or publishes a wake-up for everyone on the
+-- channel KEYS[1] (with command ARGV[2]: PUBLISH or SPUBLISH) when nobody
+-- queues (waiters that wait outside a queue).
 -- ARGV[3] identifies the release call: a request whose id is the one
 -- recorded is a resent copy of a release already applied (a client library
 -- resends a command whose reply was lost), and does not drop a second hold.
 -- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
 -- another owner does.
+-- freed wakes the waiters of the lock just freed.
+local function freed()
+  if redis.call('EXISTS', Q) == 1 then
+    local now = q_now()
+    q_settle(now)
+    q_wake(now, true)
+  end
+  if redis.call('EXISTS', Q) == 0 then
+    redis.call(ARGV[2], KEYS[1], 'released')
+  end
+end
+
 local v = redis.call('GET', KEYS[1])
 if not v then
   return -1
@@ -17,7 +31,7 @@ if p then -- one hold: the common case, without decoding
   end
   redis.call('DEL', KEYS[1])
   if string.byte(v, p) == 42 then
-    redis.call(ARGV[2], KEYS[1], 'released')
+    freed()
   end
   return 0
 end
@@ -36,6 +50,6 @@ if s.c > 1 then
 end
 redis.call('DEL', KEYS[1])
 if s.w then
-  redis.call(ARGV[2], KEYS[1], 'released')
+  freed()
 end
 return 0

@@ -1,0 +1,22 @@
+-- A waiter's heartbeat: sets the deadline of waiter ARGV[1] in the queue
+-- of the lock KEYS[1] (KEYS[3..5], queue.lua) to ARGV[2] ms from now.
+-- Returns {1, wake} while it is queued, wake = 1 when it heads the queue of
+-- a free lock (not reserved for another); {0} when it is not in the queue.
+-- When the lock is free and unreserved, the head is woken (and the lock
+-- reserved for it) if it is due: so a lapsed reservation's successor is
+-- served even if nobody else touches the lock.
+local now = q_now()
+q_settle(now)
+if not redis.call('ZSCORE', Q, ARGV[1]) then
+  return {0}
+end
+q_touch(ARGV[1], ARGV[2], now)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {1, 0}
+end
+q_wake(now, false)
+local rv = redis.call('HGET', QS, 'rv')
+if q_head() == ARGV[1] and (not rv or rv == ARGV[1]) then
+  return {1, 1}
+end
+return {1, 0}
