@@ -125,6 +125,10 @@ func (a *attempt) try() (*Lease, error) {
 			return nil, a.giveUp(ErrClosed)
 		}
 		a.last = err
+	case errors.Is(err, errors.ErrUnsupported):
+		// The engine cannot do what was asked (WithFair behind a server
+		// whose engine keeps no queue): trying again will not help.
+		return nil, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: err.Error()}
 	case err != nil:
 		// The attempt may have been granted all the same (a lost reply);
 		// with a random owner, releasing by it is always safe.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -82,7 +83,8 @@ func pump[T any](s *Server, r *http.Request, stream *sse, next <-chan T, name st
 // handleLockEvents serves GET /v1/locks/{name}/events: a stream of
 // server-sent events that says "ready" once the server is subscribed to
 // the lock's releases on its engine, then "release" after every release
-// (wake-ups coalesce). The remote engine's waiters wait on it instead of
+// (wake-ups coalesce). With ?waiter=ID (a waiter of the lock's queue, on an
+// engine with one) only the wake-ups addressed to that waiter are sent. The remote engine's waiters wait on it instead of
 // polling. A stream counts against the waiter limits; it ends when the
 // client goes away or the server shuts down.
 func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role, name string) {
@@ -96,8 +98,19 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 		return
 	}
 	defer leave()
+	waiter := r.URL.Query().Get("waiter")
+	if e := validateWaiter(waiter, false); e != nil {
+		writeError(w, e)
+		return
+	}
 	sctx, cancel := context.WithTimeout(r.Context(), engineTimeout)
-	sub, err := s.eng.Subscribe(sctx, name)
+	var sub engine.Subscription
+	var err error
+	if q, ok := s.eng.(engine.Queuer); ok && waiter != "" {
+		sub, err = q.SubscribeWaiter(sctx, name, waiter)
+	} else {
+		sub, err = s.eng.Subscribe(sctx, name)
+	}
 	cancel()
 	if err != nil {
 		if r.Context().Err() == nil {

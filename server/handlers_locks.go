@@ -22,12 +22,25 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 	if e == nil {
 		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
 	}
-	var wait time.Duration
+	var wait, waiterTTL time.Duration
 	if e == nil {
 		wait, e = s.waitFrom(req.WaitMs)
 	}
+	if e == nil {
+		waiterTTL, e = waiterTTLFrom(req.WaiterTTLMs)
+	}
+	if e == nil {
+		e = validateWaiter(req.Waiter, false)
+	}
+	if e == nil && req.Waiter != "" && wait > 0 {
+		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
+	}
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if _, queues := s.eng.(engine.Queuer); req.Fair && !queues {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "fair: this server's engine keeps no waiter queue"))
 		return
 	}
 	// A server-made owner or attempt is this request's own: a grant made
@@ -43,7 +56,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		attempt = newOwner()
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
-		Waiting: req.Waiting || wait > 0}
+		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind}
 	o := s.acquire(r.Context(), ereq, wait)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true
@@ -127,8 +140,12 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 		return
 	}
 	rs := make([]engine.ExtendRequest, len(req.Locks))
+	_, queues := s.eng.(engine.Queuer)
 	for i, l := range req.Locks {
 		ttl, e := ttlFrom(l.TTLMs)
+		if l.Waiter {
+			ttl, e = waiterTTLFrom(l.TTLMs)
+		}
 		e = firstErr(validateName(l.Name), e, validateOwner(l.Owner, true))
 		if e != nil {
 			e.detail.Message = fmt.Sprintf("locks[%d]: %s", i, e.detail.Message)
@@ -136,7 +153,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 			writeError(w, e)
 			return
 		}
-		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl}
+		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter}
 	}
 	out := api.ExtendBatchResponse{Results: make([]api.ExtendResult, len(rs))}
 	if len(rs) == 0 {
@@ -145,10 +162,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.eng.Extend(ctx, rs)
-	if err == nil && len(res) != len(rs) {
-		err = fmt.Errorf("engine answered %d results for %d extensions", len(res), len(rs))
-	}
+	res, err := s.extend(ctx, rs, queues)
 	if err != nil {
 		for _, q := range rs {
 			s.obs.Renewed(q.Name, false)
@@ -158,18 +172,82 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 	}
 	for i, x := range res {
 		if x.Err != nil {
-			s.obs.Renewed(rs[i].Name, false)
+			if !rs[i].Waiter {
+				s.obs.Renewed(rs[i].Name, false)
+			}
 			e := engineErr("extend", x.Err)
 			out.Results[i].Error = &e.detail
 			continue
 		}
-		s.trackExtend(rs[i].Name, rs[i].Owner, rs[i].TTL, x.Status)
 		out.Results[i].Status = extendStatus(x.Status)
+		if rs[i].Waiter {
+			out.Results[i].Wake = x.Wake
+			continue
+		}
+		s.trackExtend(rs[i].Name, rs[i].Owner, rs[i].TTL, x.Status)
 		if x.Status == engine.Extended {
 			out.Results[i].Token = x.Token
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// extend runs a batch of extensions and waiter heartbeats on the engine in
+// one round trip. On an engine without a queue, heartbeats are answered
+// missing without asking it (it would take them for lock extensions).
+func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest, queues bool) ([]engine.ExtendResult, error) {
+	send, at := rs, []int(nil)
+	if !queues {
+		send = nil
+		for i, r := range rs {
+			if !r.Waiter {
+				send = append(send, r)
+				at = append(at, i)
+			}
+		}
+	}
+	var res []engine.ExtendResult
+	var err error
+	if len(send) > 0 {
+		res, err = s.eng.Extend(ctx, send)
+	}
+	if err == nil && len(res) != len(send) {
+		err = fmt.Errorf("engine answered %d results for %d extensions", len(res), len(send))
+	}
+	if err != nil || queues {
+		return res, err
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	for i := range out {
+		out[i].Status = engine.Missing
+	}
+	for j, i := range at {
+		out[i] = res[j]
+	}
+	return out, nil
+}
+
+// handleLeave serves POST /v1/locks/{name}/leave: a waiter leaves the
+// lock's queue (nothing to do on an engine without one).
+func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	var req api.LeaveRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := validateWaiter(req.Waiter, true); e != nil {
+		writeError(w, e)
+		return
+	}
+	if q, ok := s.eng.(engine.Queuer); ok {
+		ctx, cancel := engineContext(r.Context())
+		defer cancel()
+		if err := q.Leave(ctx, name, req.Waiter); err != nil {
+			writeError(w, engineErr("leave", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 // trackExtend reports an extension's answer to the metrics.

@@ -26,7 +26,8 @@ import (
 //	POST   /v1/locks/{name}/extend     extend (write)
 //	POST   /v1/locks/{name}/release    release (write)
 //	POST   /v1/locks/{name}/fence      raise the fencing high-water (write)
-//	GET    /v1/locks/{name}/events     release events, server-sent (write)
+//	GET    /v1/locks/{name}/events     release events, server-sent (write); ?waiter=ID: a queue's waiter
+//	POST   /v1/locks/{name}/leave      a waiter leaves the lock's queue (write)
 func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.EscapedPath()
@@ -117,6 +118,8 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleRelease))
 	case "fence":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleFence))
+	case "leave":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleLeave))
 	case "events":
 		s.route(w, r, http.MethodGet, RoleWrite, named(s.handleLockEvents))
 	default:

@@ -123,3 +123,33 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 	}
 	return nil
 }
+
+// validateWaiter checks a waiter id (the waiter queue): like an owner token,
+// at most 256 bytes of UTF-8.
+func validateWaiter(id string, required bool) *apiError {
+	switch {
+	case id == "" && required:
+		return badRequest("waiter", "invalid waiter: empty")
+	case len(id) > distlock.MaxOwnerLen:
+		return badRequest("waiter", fmt.Sprintf("invalid waiter: longer than %d bytes", distlock.MaxOwnerLen))
+	case !utf8.ValidString(id):
+		return badRequest("waiter", "invalid waiter: not valid UTF-8")
+	}
+	return nil
+}
+
+// maxWaiterTTL bounds a queue entry's heartbeat ttl.
+const maxWaiterTTL = time.Hour
+
+// waiterTTLFrom turns a waiter_ttl_ms field into a heartbeat ttl.
+func waiterTTLFrom(ms int64) (time.Duration, *apiError) {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case ms == 0:
+		return distlock.WaiterTTL, nil
+	case d < distlock.MinTTL || d > maxWaiterTTL:
+		return 0, badRequest("waiter_ttl_ms", fmt.Sprintf("invalid waiter_ttl_ms: %d is not between %d and %d",
+			ms, distlock.MinTTL.Milliseconds(), maxWaiterTTL.Milliseconds()))
+	}
+	return d, nil
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -38,10 +39,29 @@ type acquireOutcome struct {
 // on every wake-up and when the holder's ttl runs out, until the lock is
 // granted, the budget ends, the client goes away (ctx) or the server shuts
 // down. Waiting requests are bounded by the server's waiter limits.
+//
+// On an engine with a waiter queue (engine.Queuer) the request waits in the
+// lock's queue, as a Client does: it enters it on its first refused
+// attempt, is woken only as the head, renews its entry every WaiterTTL/3,
+// and leaves it when it gives up. So HTTP waiters and Clients are served in
+// one arrival order.
 func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration) acquireOutcome {
 	start := time.Now()
 	var o acquireOutcome
 	var lastErr error
+	q, queues := s.eng.(engine.Queuer)
+	own := budget > 0 && queues // the server's own queue entry (the remote engine's is its own)
+	if own {
+		req.Waiter, req.WaiterTTL = newOwner(), distlock.WaiterTTL
+	}
+	queued := false
+	defer func() {
+		if own && queued && !o.grant.Acquired {
+			lctx, cancel := engineContext(ctx)
+			_ = q.Leave(lctx, req.Name, req.Waiter)
+			cancel()
+		}
+	}()
 	try := func() bool {
 		g, err := s.engineAcquire(ctx, req)
 		lastErr = err
@@ -52,6 +72,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		if !g.Acquired {
 			o.contended = true
 		}
+		queued = queued || g.Queued
 		return g.Acquired
 	}
 	done := func() acquireOutcome {
@@ -80,7 +101,13 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	deadline := start.Add(budget)
 	var wake <-chan struct{}
 	sctx, cancel := context.WithTimeout(ctx, min(subscribeTimeout, time.Until(deadline)))
-	sub, err := s.eng.Subscribe(sctx, req.Name)
+	var sub engine.Subscription
+	var err error
+	if req.Waiter != "" {
+		sub, err = q.SubscribeWaiter(sctx, req.Name, req.Waiter)
+	} else {
+		sub, err = s.eng.Subscribe(sctx, req.Name)
+	}
 	cancel()
 	if err == nil {
 		defer sub.Close()
@@ -88,6 +115,8 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	beat := newQueueBeat(s, req)
+	defer beat.stop()
 	for {
 		// Try again first: the lock may have been released before the
 		// subscription, or the wake-up came.
@@ -107,6 +136,8 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 			d = jitter(pollFallback)
 		case o.grant.Retry > 0:
 			d = o.grant.Retry
+		case o.grant.Queued && !o.grant.Head && wake != nil:
+			d = left // not the head: only its wake-up (or heartbeat) calls it
 		case d < 0: // no expiry: only a release ends it
 			d = jitter(10 * pollFallback)
 		case d < time.Millisecond:
@@ -118,6 +149,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		timer.Reset(min(d, left))
 		select {
 		case <-wake:
+		case <-beat.wake:
 		case <-timer.C:
 		case <-ctx.Done():
 			o.gone = true
@@ -147,14 +179,18 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		if ctxErr != nil {
 			msg += fmt.Sprintf("; gave up after waiting %v", o.waited.Round(time.Millisecond))
 		}
+		if o.grant.Reserved {
+			msg = fmt.Sprintf("free, but kept for the waiters queued for it (for %v at least)", o.grant.HolderTTL.Round(time.Millisecond))
+		}
 		o.err = newError(http.StatusConflict, api.CodeLocked, msg)
 		o.err.detail.HolderTTLMs = &ttl
+		o.err.detail.Queued, o.err.detail.Head, o.err.detail.Reserved = o.grant.Queued, o.grant.Head, o.grant.Reserved
 		o.err.detail.HolderID = holderID(o.grant.Holder)
 		o.err.detail.Holder = o.grant.Holder // shown to admins only: see handleAcquire
 		if o.grant.Retry > 0 {
 			o.err.detail.RetryMs = max(1, o.grant.Retry.Milliseconds())
 		}
-		o.failure = &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL}
+		o.failure = &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
 	}
 	if ctxErr != nil {
 		waited := o.waited.Milliseconds()
@@ -214,3 +250,47 @@ func newOwner() string {
 
 // jitter returns a duration uniformly in [d/2, 3d/2).
 func jitter(d time.Duration) time.Duration { return d/2 + mrand.N(d) }
+
+// queueBeat renews a held-open request's entry in the engine's queue every
+// WaiterTTL/3 from its own goroutine, and signals wake when the entry heads
+// the queue of a free lock or was dropped (the request then tries again).
+type queueBeat struct {
+	wake chan struct{}
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newQueueBeat(s *Server, req engine.AcquireRequest) *queueBeat {
+	h := &queueBeat{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	if req.Waiter == "" {
+		return h
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		t := time.NewTicker(req.WaiterTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), req.WaiterTTL/3)
+			res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: req.Name, Owner: req.Waiter, TTL: req.WaiterTTL, Waiter: true}})
+			cancel()
+			if err == nil && len(res) == 1 && res[0].Err == nil && (res[0].Wake || res[0].Status != engine.Extended) {
+				select {
+				case h.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return h
+}
+
+func (h *queueBeat) stop() {
+	close(h.done)
+	h.wg.Wait()
+}

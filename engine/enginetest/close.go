@@ -16,8 +16,9 @@ import (
 // acquires apart). It keeps the engine's waiter queue, if it has one.
 type counting struct {
 	engine.Engine
-	calls    atomic.Int64
-	acquires atomic.Int64
+	calls      atomic.Int64
+	acquires   atomic.Int64
+	subscribes atomic.Int64
 }
 
 func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
@@ -38,6 +39,7 @@ func (c *counting) Release(ctx context.Context, name, owner string) (engine.Rele
 
 func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
 	c.calls.Add(1)
+	c.subscribes.Add(1)
 	return c.Engine.Subscribe(ctx, name)
 }
 
@@ -139,6 +141,7 @@ type countingQueuer struct {
 
 func (c countingQueuer) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
 	c.calls.Add(1)
+	c.subscribes.Add(1)
 	return c.q.SubscribeWaiter(ctx, name, waiter)
 }
 

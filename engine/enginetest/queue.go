@@ -23,13 +23,16 @@ func (s *suite) queuer(t *testing.T) (engine.Engine, engine.Queuer) {
 	return e, q
 }
 
-// handoffOrder runs workers on Clients made by newClient, each taking
-// name over and over (with opts) until n grants were made, and returns the
-// workers in grant order. A holder asks for the lock again before it
-// releases, and releases once every worker waits (Inspect counts them):
-// so the releaser always arrives last, and strict FIFO hands the lock out
-// in a fixed cycle of all workers.
-func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T) *distlock.Client, name string, workers, n int, opts ...distlock.Option) []int {
+// handoffOrder runs workers on Clients made by newClient (on the engines
+// it is given), each taking name over and over (with opts) until n grants
+// were made, and returns the workers in grant order. A holder asks for the
+// lock again before it releases, and releases once its new call waits: it
+// subscribed and tried again after subscribing (counted at the engine), and,
+// with counted, Inspect counts every worker as waiting. So the releaser
+// always arrives last, and strict FIFO hands the lock out in a fixed cycle
+// of all workers.
+func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine.Engine) *distlock.Client, counted bool,
+	name string, workers, n int, opts ...distlock.Option) []int {
 	t.Helper()
 	ctx := ctxTimeout(t, 120*time.Second)
 	watch := s.client(t)
@@ -44,12 +47,31 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T) *distloc
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := func() bool {
+	engines := make([]*counting, workers)
+	clients := make([]*distlock.Client, workers)
+	for w := range workers {
+		var wrapped engine.Engine
+		wrapped, engines[w] = countCalls(s.h.New(t))
+		clients[w] = newClient(t, wrapped)
+	}
+	// asked records a worker's counts when it asks; waits reports whether
+	// that call waits now.
+	type mark struct{ acquires, subscribes int64 }
+	asked := func(w int) mark { return mark{engines[w].acquires.Load(), engines[w].subscribes.Load()} }
+	waits := func(w int, m mark) bool {
+		return engines[w].subscribes.Load() > m.subscribes && engines[w].acquires.Load() >= m.acquires+2
+	}
+	allWait := func() bool {
+		if !counted {
+			return true
+		}
 		info, err := watch.Inspect(ctx, name)
 		return err == nil && info.Waiters >= workers
 	}
+	marks := make([]mark, workers)
 	for w := range workers {
-		c := newClient(t)
+		marks[w] = asked(w)
+		c := clients[w]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -81,16 +103,41 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T) *distloc
 					_ = r.l.Release(ctx)
 					return
 				}
+				m := asked(w)
 				ask()
-				waitFor(t, 10*time.Second, "every worker to wait", waiting)
+				if !waitUntil(10*time.Second, func() bool { return waits(w, m) && allWait() }) {
+					t.Error("a worker's next call did not start waiting within 10s")
+				}
 				_ = r.l.Release(ctx)
 			}
 		}()
 	}
-	waitFor(t, 10*time.Second, "every worker to wait", waiting)
+	if !waitUntil(10*time.Second, func() bool {
+		for w := range workers {
+			if !waits(w, marks[w]) {
+				return false
+			}
+		}
+		return allWait()
+	}) {
+		t.Error("the workers did not all wait within 10s")
+	}
 	_ = h.Release(ctx)
 	wg.Wait()
 	return order
+}
+
+// waitUntil polls cond (test-side only) until it holds or d passes, and
+// reports whether it held.
+func waitUntil(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // outOfOrder counts the grants that break the cycle of handoffOrder.
@@ -112,7 +159,12 @@ func outOfOrder(order []int, workers int) int {
 func (s *suite) fairOrder(t *testing.T) {
 	s.queuer(t)
 	const workers, n = 8, 1000
-	order := s.handoffOrder(t, func(t *testing.T) *distlock.Client { return s.client(t) }, lockName(t), workers, n, distlock.WithFair())
+	withQueue := func(t *testing.T, e engine.Engine) *distlock.Client {
+		c := distlock.New(e)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	order := s.handoffOrder(t, withQueue, true, lockName(t), workers, n, distlock.WithFair())
 	if bad := outOfOrder(order, workers); bad != 0 {
 		for i := workers; i < len(order); i++ {
 			if order[i] != order[i-workers] {
@@ -122,13 +174,15 @@ func (s *suite) fairOrder(t *testing.T) {
 		}
 		t.Fatalf("fair: %d of %d grants out of arrival order", bad, len(order))
 	}
-	noQueue := func(t *testing.T) *distlock.Client {
-		c := distlock.New(hideQueue{s.h.New(t)})
+	noQueue := func(t *testing.T, e engine.Engine) *distlock.Client {
+		c := distlock.New(hideQueue{e})
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
+	// (Inspect cannot count waiters outside a queue everywhere: a server
+	// on Redis has one subscription for all of them.)
 	const controlN = 200
-	bad := outOfOrder(s.handoffOrder(t, noQueue, lockName(t), workers, controlN), workers)
+	bad := outOfOrder(s.handoffOrder(t, noQueue, false, lockName(t), workers, controlN), workers)
 	t.Logf("fair: 0 of %d out of order; without the queue: %d of %d", n, bad, controlN)
 	if bad == 0 {
 		t.Fatalf("the control (no queue) kept arrival order over %d grants: the check cannot fail", controlN)
@@ -188,9 +242,12 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 	// may have come before the subscription) before it sleeps.
 	waitFor(t, 10*time.Second, "the waiters", func() bool {
 		for _, e := range engines {
-			if e.acquires.Load() < 2 {
+			if e.acquires.Load() < 2 || e.subscribes.Load() < 1 {
 				return false
 			}
+		}
+		if hide {
+			return true // (Inspect cannot count waiters outside a queue everywhere)
 		}
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters >= waiters

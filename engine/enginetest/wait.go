@@ -13,7 +13,10 @@ import (
 // handoff measures release-to-grant time over 100 hand-offs; the waiter is
 // woken by notification, so the median must be a few milliseconds at most.
 func (s *suite) handoff(t *testing.T) {
-	holderC, waiterC := s.client(t), s.client(t)
+	holderC := s.client(t)
+	wrapped, counts := countCalls(s.h.New(t))
+	waiterC := distlock.New(wrapped)
+	t.Cleanup(func() { _ = waiterC.Close() })
 	name := lockName(t)
 	ctx := ctxTimeout(t, 60*time.Second)
 	const n = 100
@@ -28,6 +31,7 @@ func (s *suite) handoff(t *testing.T) {
 			err error
 		}
 		got := make(chan result, 1)
+		acquires, subscribes := counts.acquires.Load(), counts.subscribes.Load()
 		go func() {
 			l, err := waiterC.Acquire(ctx, name, distlock.WithTTL(10*time.Second))
 			at := time.Now()
@@ -36,8 +40,12 @@ func (s *suite) handoff(t *testing.T) {
 			}
 			got <- result{at, err}
 		}()
-		// Let the waiter find the lock held and subscribe.
+		// Let the waiter find the lock held, subscribe, and try once more
+		// (as a waiter does after subscribing) before the release.
 		waitFor(t, 5*time.Second, "the waiter", func() bool {
+			if counts.subscribes.Load() == subscribes || counts.acquires.Load() < acquires+2 {
+				return false
+			}
 			info, err := holderC.Inspect(ctx, name)
 			return err == nil && info.Waiters > 0
 		})

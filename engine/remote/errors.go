@@ -24,7 +24,8 @@ func (e *Error) Error() string {
 }
 
 // Is matches the sentinel of the error's code: ErrUnauthorized,
-// ErrForbidden, ErrTooManyWaiters, ErrShuttingDown, ErrUnavailable.
+// ErrForbidden, ErrTooManyWaiters, ErrShuttingDown, ErrUnavailable, and
+// errors.ErrUnsupported for not_supported.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrUnauthorized:
@@ -37,6 +38,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == api.CodeShuttingDown
 	case ErrUnavailable:
 		return e.Code == api.CodeBackendUnavailable
+	case errors.ErrUnsupported:
+		return e.Code == api.CodeNotSupported
 	}
 	return false
 }

@@ -62,6 +62,7 @@ var (
 	_ engine.Engine        = (*Engine)(nil)
 	_ engine.ForceReleaser = (*Engine)(nil)
 	_ engine.Lister        = (*Engine)(nil)
+	_ engine.Queuer        = (*Engine)(nil)
 )
 
 // Option configures an Engine.
@@ -142,7 +143,11 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting}
+	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
+		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind}
+	if r.Waiter != "" {
+		req.WaiterTTLMs = ms(r.WaiterTTL)
+	}
 	var out api.AcquireResponse
 	err := e.do(ctx, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
 	var he *Error
@@ -161,6 +166,10 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		}
 		if he.Detail.RetryMs > 0 {
 			g.Retry = time.Duration(he.Detail.RetryMs) * time.Millisecond
+		}
+		g.Queued, g.Head, g.Reserved = he.Detail.Queued, he.Detail.Head, he.Detail.Reserved
+		if g.Reserved {
+			g.Holder = ""
 		}
 		return g, nil
 	}
@@ -213,7 +222,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out []engine.ExtendResult) error {
 	req := api.ExtendBatchRequest{Locks: make([]api.ExtendRequest, len(rs))}
 	for i, r := range rs {
-		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL)}
+		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter}
 	}
 	var resp api.ExtendBatchResponse
 	if err := e.do(ctx, "extend", http.MethodPost, "/v1/extend", req, &resp); err != nil {
@@ -227,7 +236,7 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 		case r.Error != nil:
 			out[i].Err = &Error{Op: "extend", Status: http.StatusOK, Code: r.Error.Code, Message: r.Error.Message, Detail: *r.Error}
 		case r.Status == api.StatusExtended:
-			out[i] = engine.ExtendResult{Status: engine.Extended, Token: r.Token}
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: r.Token, Wake: r.Wake}
 		case r.Status == api.StatusHeldByOther:
 			out[i].Status = engine.HeldByOther
 		case r.Status == api.StatusMissing:
@@ -237,6 +246,11 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 		}
 	}
 	return nil
+}
+
+// Leave implements engine.Queuer.
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter}, nil)
 }
 
 // Release implements engine.Engine.

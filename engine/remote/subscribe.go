@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,8 @@ const (
 type stream struct {
 	e       *Engine
 	name    string
+	waiter  string // a queue's waiter: the stream is its own, not shared
+	key     string // in e.subs
 	ctx     context.Context
 	cancel  context.CancelFunc
 	ready   chan struct{} // closed when the server first confirmed, or err is set
@@ -68,16 +71,31 @@ func (s *subscription) wake() {
 // the subscription is woken (a release may have been missed) and the stream
 // reopened.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	return e.subscribe(ctx, name, "")
+}
+
+// SubscribeWaiter implements engine.Queuer: a stream of the waiter's own
+// (GET /v1/locks/{name}/events?waiter=ID), which the server feeds with the
+// wake-ups addressed to it.
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	return e.subscribe(ctx, name, waiter)
+}
+
+func (e *Engine) subscribe(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	key := name
+	if waiter != "" {
+		key = name + "\x00" + waiter
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil, engine.ErrClosed
 	}
-	st := e.subs[name]
+	st := e.subs[key]
 	if st == nil {
-		st = &stream{e: e, name: name, ready: make(chan struct{}), members: make(map[*subscription]struct{})}
+		st = &stream{e: e, name: name, waiter: waiter, key: key, ready: make(chan struct{}), members: make(map[*subscription]struct{})}
 		st.ctx, st.cancel = context.WithCancel(e.ctx)
-		e.subs[name] = st
+		e.subs[key] = st
 		e.wg.Add(1)
 		go st.run()
 	}
@@ -112,6 +130,10 @@ func (st *stream) leave(sub *subscription) {
 	if len(st.members) > 0 || st.timer != nil {
 		return
 	}
+	if st.waiter != "" {
+		st.end() // a waiter's own stream: nobody will reuse it
+		return
+	}
 	select {
 	case <-st.ready:
 		if st.err != nil {
@@ -134,8 +156,8 @@ func (st *stream) leave(sub *subscription) {
 
 // end forgets the stream and closes it; e.mu is held.
 func (st *stream) end() {
-	if st.e.subs[st.name] == st {
-		delete(st.e.subs, st.name)
+	if st.e.subs[st.key] == st {
+		delete(st.e.subs, st.key)
 	}
 	st.timer = nil
 	st.cancel()
@@ -193,8 +215,8 @@ func (st *stream) run() {
 func (st *stream) fail(err error) {
 	e := st.e
 	e.mu.Lock()
-	if e.subs[st.name] == st {
-		delete(e.subs, st.name)
+	if e.subs[st.key] == st {
+		delete(e.subs, st.key)
 	}
 	e.mu.Unlock()
 	st.err = err
@@ -207,7 +229,11 @@ func (st *stream) connect(onReady func()) error {
 	ctx, cancel := context.WithCancel(st.ctx)
 	defer cancel()
 	e := st.e
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+lockPath(st.name, "events"), nil)
+	target := e.base + lockPath(st.name, "events")
+	if st.waiter != "" {
+		target += "?waiter=" + url.QueryEscape(st.waiter)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,12 @@ type ErrorDetail struct {
 	Status string `json:"status,omitempty"`
 	// Arg names the bad argument of invalid_argument.
 	Arg string `json:"arg,omitempty"`
+	// Queued and Head (locked): the request is in the lock's waiter queue,
+	// at its head. Reserved (locked): the lock is free but kept for the
+	// queue; HolderTTLMs is then the reservation's time left.
+	Queued   bool `json:"queued,omitempty"`
+	Head     bool `json:"head,omitempty"`
+	Reserved bool `json:"reserved,omitempty"`
 }
 
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire.
@@ -97,6 +103,29 @@ type AcquireRequest struct {
 	// release on GET /v1/locks/{name}/events (engine.AcquireRequest.Waiting):
 	// the release then publishes a wake-up. Implied when WaitMs is above 0.
 	Waiting bool `json:"waiting,omitempty"`
+	// Waiter enters the lock's waiter queue on the server's engine when the
+	// lock is refused (engine.AcquireRequest.Waiter), for a client that
+	// waits itself (the remote engine; WaitMs must be 0): it listens on
+	// GET /v1/locks/{name}/events?waiter=ID, renews the entry with POST
+	// /v1/extend (waiter: true) every WaiterTTLMs/3, and leaves with POST
+	// /v1/locks/{name}/leave. The locked answer says whether it is queued
+	// and at the head. Ignored by an engine without a queue.
+	Waiter string `json:"waiter,omitempty"`
+	// WaiterTTLMs is the queue entry's heartbeat ttl (default 3000).
+	WaiterTTLMs int64 `json:"waiter_ttl_ms,omitempty"`
+	// Fair asks for strict FIFO (distlock.WithFair), for a waiting request
+	// (WaitMs above 0, or Waiter): not_supported on an engine without a
+	// queue.
+	Fair bool `json:"fair,omitempty"`
+	// Behind: do not take a free lock ahead of the queue
+	// (engine.AcquireRequest.Behind).
+	Behind bool `json:"behind,omitempty"`
+}
+
+// LeaveRequest is the body of POST /v1/locks/{name}/leave: the waiter
+// leaves the lock's queue.
+type LeaveRequest struct {
+	Waiter string `json:"waiter"`
 }
 
 // AcquireResponse answers a granted acquire (HTTP 200).
@@ -118,6 +147,10 @@ type ExtendRequest struct {
 	Name  string `json:"name,omitempty"`
 	Owner string `json:"owner"`
 	TTLMs int64  `json:"ttl_ms,omitempty"`
+	// Waiter (POST /v1/extend only) makes the item a heartbeat of the
+	// waiter Owner in the lock's queue: extended while it is queued,
+	// missing when it is not.
+	Waiter bool `json:"waiter,omitempty"`
 }
 
 // ExtendResponse answers POST /v1/locks/{name}/extend (HTTP 200).
@@ -146,6 +179,9 @@ type ExtendResult struct {
 	Status string       `json:"status,omitempty"`
 	Token  uint64       `json:"token,omitempty"`
 	Error  *ErrorDetail `json:"error,omitempty"`
+	// Wake (a waiter's heartbeat): the waiter heads the queue of a free
+	// lock: it should try now.
+	Wake bool `json:"wake,omitempty"`
 }
 
 // ReleaseRequest is the body of POST /v1/locks/{name}/release.
