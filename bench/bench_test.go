@@ -66,12 +66,20 @@ func check(t *testing.T, r record, cfg config) {
 		if m["p50_ms"] <= 0 || m["allocs_per_op"] <= 0 || m["srv_cmds_per_op"] <= 0 {
 			t.Errorf("%s: missing figures: %v", where, m)
 		}
-	case "S3":
+	case idS3, idS3Shared:
 		if m["grants"] == 0 {
 			t.Errorf("%s: no grant (err %q)", where, r.Error)
+			return
 		}
-		if r.Lib == "distlock" && (m["overlaps"] != 0 || m["req_per_acq"] <= 0) {
-			t.Errorf("%s: overlaps=%v req/acq=%v", where, m["overlaps"], m["req_per_acq"])
+		want := 1.0
+		if r.Scenario == idS3 {
+			want = s3Workers
+		}
+		if m["instances"] != want || m["req_per_acq"] <= 0 || m["srv_cmds_per_acq"] <= 0 {
+			t.Errorf("%s: instances=%v req/acq=%v Redis cmds/acq=%v", where, m["instances"], m["req_per_acq"], m["srv_cmds_per_acq"])
+		}
+		if r.Lib == "distlock" && (m["overlaps"] != 0 || m["wait_p99_ms"] <= 0 || m["jain"] <= 0) {
+			t.Errorf("%s: overlaps=%v wait p99=%v jain=%v", where, m["overlaps"], m["wait_p99_ms"], m["jain"])
 		}
 	case "S5":
 		if r.Lib == "distlock" && (r.Hung || m["ops"] == 0) {
@@ -87,6 +95,28 @@ func check(t *testing.T, r record, cfg config) {
 		}
 		if m["requests_per_s"] == 0 {
 			t.Errorf("%s: no renewal seen in the window", where)
+		}
+	case "S7":
+		if r.Error != "" || m["errors"] != 0 {
+			t.Errorf("%s: errors=%v err=%q", where, m["errors"], r.Error)
+		}
+		want := float64(cfg.waitClients * cfg.waitPerClient)
+		// Inspect's Waiters: one per subscribed connection (a Client) on
+		// Redis without a waiter queue; up to one per waiter with one.
+		if m["waiters"] != want || m["subscribers"] < float64(cfg.waitClients) || m["subscribers"] > want || m["early_grants"] != 0 {
+			t.Errorf("%s: waiters=%v Inspect Waiters=%v grants without a release=%v", where, m["waiters"], m["subscribers"], m["early_grants"])
+		}
+		if m["handoffs"] != float64(cfg.handoffs) || m["handoff_p50_ms"] <= 0 || m["srv_cmds_per_handoff"] <= 0 {
+			t.Errorf("%s: handoffs=%v p50=%v Redis cmds/hand-off=%v", where, m["handoffs"], m["handoff_p50_ms"], m["srv_cmds_per_handoff"])
+		}
+		if _, ok := m["heap_inuse_b_per_waiter"]; !ok {
+			t.Errorf("%s: no memory figure", where)
+		}
+		if _, ok := m["redis_b_per_waiter"]; !ok {
+			t.Errorf("%s: no Redis memory figure", where)
+		}
+		if m["goroutines_left"] > 0 {
+			t.Errorf("%s: %v goroutines left after the cell", where, m["goroutines_left"])
 		}
 	}
 }
@@ -104,14 +134,21 @@ func TestRunScript(t *testing.T) {
 
 // TestSelected checks -only.
 func TestSelected(t *testing.T) {
-	var ids []string
-	for _, sc := range selected(quickConfig(), "s1,S5") {
-		ids = append(ids, sc.id)
+	for _, c := range []struct{ only, want string }{
+		{"s1,S5", "S1,S5"},
+		{"S3", "S3,S3-shared"},
+		{"s3-shared, s7", "S3-shared,S7"},
+		{"S3,S7", "S3,S3-shared,S7"},
+	} {
+		var ids []string
+		for _, sc := range selected(quickConfig(), c.only) {
+			ids = append(ids, sc.id)
+		}
+		if got := strings.Join(ids, ","); got != c.want {
+			t.Errorf("-only %s selects %s, want %s", c.only, got, c.want)
+		}
 	}
-	if got := strings.Join(ids, ","); got != "S1,S5" {
-		t.Fatalf("selected = %s", got)
-	}
-	if len(selected(quickConfig(), "")) != 6 {
+	if len(selected(quickConfig(), "")) != len(scenarios(quickConfig())) {
 		t.Fatal("empty -only must select every scenario")
 	}
 }

@@ -25,7 +25,8 @@ type contendConfig struct {
 // whose Acquire returned inside the measured window.
 type contendResult struct {
 	grants    int
-	waits     []time.Duration // from wanting the lock to holding it, sorted
+	waits     []time.Duration // from the start of the granted Acquire call to the grant, sorted
+	wantWaits []time.Duration // from wanting the lock to holding it, across give-ups, sorted
 	gaps      []time.Duration // from the previous holder's release call to the grant, sorted
 	perWorker []int
 	same      int           // grants to the worker that held the lock just before
@@ -45,20 +46,30 @@ type contention struct {
 	lastRelease time.Time
 	from, until time.Time // the measured window
 	res         *contendResult
+	// calling[i] is when worker i's Acquire call started, wanting[i] when
+	// it started wanting the lock (UnixNano; earlier after a give-up), both
+	// 0 while it holds it: at the end of the window, waits still going on
+	// count as samples too (lower bounds), or a starved goroutine would
+	// never show in the wait figures.
+	calling, wanting []atomic.Int64
 }
 
-// granted records a grant to worker w that it wanted since want.
-func (c *contention) granted(w int, want, got time.Time) {
+// granted records a grant to worker w by an Acquire call made at call; the
+// worker wanted the lock since want (earlier when calls gave up).
+func (c *contention) granted(w int, call, want, got time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.holder >= 0 {
 		c.res.overlaps++
 	}
 	c.holder = w
+	c.calling[w].Store(0)
+	c.wanting[w].Store(0)
 	if !got.Before(c.from) && got.Before(c.until) {
 		c.res.grants++
 		c.res.perWorker[w]++
-		c.res.waits = append(c.res.waits, got.Sub(want))
+		c.res.waits = append(c.res.waits, got.Sub(call))
+		c.res.wantWaits = append(c.res.wantWaits, got.Sub(want))
 		if !c.lastRelease.IsZero() {
 			c.res.gaps = append(c.res.gaps, got.Sub(c.lastRelease))
 		}
@@ -87,15 +98,12 @@ func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contend
 	res := contendResult{perWorker: make([]int, cfg.workers)}
 	start := time.Now()
 	c := &contention{holder: -1, last: -1, res: &res,
-		from: start.Add(cfg.warmup), until: start.Add(cfg.warmup + cfg.duration)}
+		from: start.Add(cfg.warmup), until: start.Add(cfg.warmup + cfg.duration),
+		calling: make([]atomic.Int64, cfg.workers), wanting: make([]atomic.Int64, cfg.workers)}
+	calling, wanting := c.calling, c.wanting
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// wanting[i] is when worker i started wanting the lock (UnixNano), 0
-	// while it holds it: at the end of the window, waits still going on
-	// count as samples too (lower bounds), or a starved goroutine would
-	// never show in the wait figures.
-	wanting := make([]atomic.Int64, cfg.workers)
 	var giveUps atomic.Int64
 	var errMu sync.Mutex
 	var wg sync.WaitGroup
@@ -106,8 +114,11 @@ func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contend
 				want := time.Now()
 				wanting[i].Store(want.UnixNano())
 				var h peers.Held
+				var call time.Time
 				for {
 					var err error
+					call = time.Now()
+					calling[i].Store(call.UnixNano())
 					h, err = l.Acquire(ctx, cfg.name)
 					if err == nil {
 						break
@@ -123,8 +134,7 @@ func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contend
 					errMu.Unlock()
 				}
 				got := time.Now()
-				c.granted(i, want, got)
-				wanting[i].Store(0)
+				c.granted(i, call, want, got)
 				time.Sleep(cfg.hold)
 				c.releasing(got)
 				if err := h.Release(context.WithoutCancel(ctx)); err != nil {
@@ -141,10 +151,13 @@ func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contend
 	time.Sleep(time.Until(c.until))
 	c.mu.Lock() // the window's samples are complete once until has passed
 	res.w = p.end(ctx)
-	for i := range wanting {
-		if w := wanting[i].Load(); w != 0 && w < c.until.UnixNano() {
+	for i := range calling {
+		if w := calling[i].Load(); w != 0 && w < c.until.UnixNano() {
 			res.waits = append(res.waits, c.until.Sub(time.Unix(0, w)))
 			res.censored++
+		}
+		if w := wanting[i].Load(); w != 0 && w < c.until.UnixNano() {
+			res.wantWaits = append(res.wantWaits, c.until.Sub(time.Unix(0, w)))
 		}
 	}
 	c.mu.Unlock()
@@ -152,6 +165,7 @@ func runContend(ctx context.Context, lk peers.Locker, nodes []*node, cfg contend
 	wg.Wait()
 	res.giveUps = giveUps.Load()
 	slices.Sort(res.waits)
+	slices.Sort(res.wantWaits)
 	slices.Sort(res.gaps)
 	return res
 }

@@ -133,6 +133,7 @@ func (m machine) header(date, command, pinning, loadStart, loadEnd string, cfg c
 	fmt.Fprintf(&b, "| command | `%s` |\n", command)
 	fmt.Fprintf(&b, "| runs | %d per cell, interleaved run by run (A B C A B C ...); warm-up %v before each window |\n",
 		cfg.runs, cfg.warmup)
-	fmt.Fprintf(&b, "| windows | S1, S2, S4, S5 %v; S3 %v; S6 %v |\n", cfg.cell, cfg.contend, cfg.hold)
+	fmt.Fprintf(&b, "| windows | S1, S2, S4, S5 %v; S3 %v; S6 %v; S7 %v without a release, then %d hand-offs |\n",
+		cfg.cell, cfg.contend, cfg.hold, cfg.waitWindow, cfg.handoffs)
 	return b.String()
 }

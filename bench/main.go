@@ -38,6 +38,8 @@ func main() {
 		contend  = flag.Duration("contend", 0, "measured window of S3")
 		hold     = flag.Duration("hold", 0, "measured window of S6")
 		leases   = flag.Int("leases", 0, "leases held in S6")
+		waitWin  = flag.Duration("waitwindow", 0, "measured window of S7 in which nobody releases")
+		handoffs = flag.Int("handoffs", 0, "hand-offs measured in S7")
 		only     = flag.String("only", "", "comma-separated scenarios to run, e.g. S1,S3 (default: all)")
 		rows     = flag.String("rows", "", "comma-separated substrings: keep only the rows whose name contains one (default: all)")
 		out      = flag.String("out", "results", "directory for the JSON lines and the tables")
@@ -57,13 +59,16 @@ func main() {
 	for _, o := range []struct {
 		flag *time.Duration
 		dst  *time.Duration
-	}{{cell, &cfg.cell}, {contend, &cfg.contend}, {hold, &cfg.hold}} {
+	}{{cell, &cfg.cell}, {contend, &cfg.contend}, {hold, &cfg.hold}, {waitWin, &cfg.waitWindow}} {
 		if *o.flag > 0 {
 			*o.dst = *o.flag
 		}
 	}
 	if *leases > 0 {
 		cfg.leases = *leases
+	}
+	if *handoffs > 0 {
+		cfg.handoffs = *handoffs
 	}
 	cmdline := *command
 	if cmdline == "" {
@@ -134,7 +139,7 @@ func run(cfg config, single string, quorumAddrs []string, only, outDir, command,
 func selected(cfg config, only string) []scenario {
 	var out []scenario
 	for _, sc := range scenarios(cfg) {
-		if only == "" || strings.Contains(","+strings.ToUpper(only)+",", ","+sc.id+",") {
+		if only == "" || selects(only, sc.id) {
 			if cfg.rows != "" {
 				var keep []peers.Variant
 				for _, v := range sc.variants {
@@ -151,6 +156,19 @@ func selected(cfg config, only string) []scenario {
 		}
 	}
 	return out
+}
+
+// selects reports whether the -only list names the scenario id, or its
+// group: "S3" selects S3 and S3-shared, "S3-shared" only the latter.
+func selects(only, id string) bool {
+	group, _, _ := strings.Cut(id, "-")
+	for _, tok := range strings.Split(only, ",") {
+		tok = strings.TrimSpace(tok)
+		if strings.EqualFold(tok, id) || strings.EqualFold(tok, group) {
+			return true
+		}
+	}
+	return false
 }
 
 // runAll runs the selected scenarios in order, reporting every record to

@@ -96,3 +96,21 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// pubsubCommands are the pub/sub commands counted apart in the tables:
+// subscribing and unsubscribing (classic, pattern and sharded) and
+// publishing (a PUBLISH inside a script counts too).
+var pubsubCommands = []string{
+	"subscribe", "unsubscribe", "psubscribe", "punsubscribe",
+	"ssubscribe", "sunsubscribe", "publish", "spublish",
+}
+
+// pubsubCmds returns how many pub/sub commands a window's per-command
+// counts hold.
+func pubsubCmds(calls map[string]int64) int64 {
+	var n int64
+	for _, c := range pubsubCommands {
+		n += calls[c]
+	}
+	return n
+}

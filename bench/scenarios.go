@@ -11,14 +11,19 @@ import (
 
 // config holds the durations of a harness run.
 type config struct {
-	runs      int           // runs per cell, interleaved across libraries
-	warmup    time.Duration // unmeasured operations before each window
-	cell      time.Duration // measured window of S1, S2, S4, S5
-	contend   time.Duration // measured window of S3
-	hold      time.Duration // measured window of S6
-	leases    int           // leases held in S6
-	leaseTTL  time.Duration // ttl of the leases held in S6
-	hangLimit time.Duration // an operation longer than this ends an S5 cell
+	runs     int           // runs per cell, interleaved across libraries
+	warmup   time.Duration // unmeasured operations before each window
+	cell     time.Duration // measured window of S1, S2, S4, S5
+	contend  time.Duration // measured window of S3
+	hold     time.Duration // measured window of S6
+	leases   int           // leases held in S6
+	leaseTTL time.Duration // ttl of the leases held in S6
+	// S7: waitClients instances × waitPerClient goroutines wait for one
+	// name; nobody releases for waitWindow, then handoffs hand-offs.
+	waitClients, waitPerClient int
+	waitWindow                 time.Duration
+	handoffs                   int
+	hangLimit                  time.Duration // an operation longer than this ends an S5 cell
 	// stallLimit: an operation longer than this ends any other cell of
 	// operations (an uncontended acquire+release normally takes < 1 ms).
 	stallLimit time.Duration
@@ -32,6 +37,7 @@ func fullConfig() config {
 		runs: 3, warmup: 300 * time.Millisecond, cell: 2500 * time.Millisecond,
 		contend: 3500 * time.Millisecond, hold: 12 * time.Second, leases: 10000,
 		leaseTTL: 6 * time.Second, hangLimit: 2 * time.Second, stallLimit: 5 * time.Second,
+		waitClients: 50, waitPerClient: 20, waitWindow: 3 * time.Second, handoffs: 100,
 	}
 }
 
@@ -42,6 +48,7 @@ func quickConfig() config {
 		runs: 1, warmup: 50 * time.Millisecond, cell: 200 * time.Millisecond,
 		contend: 400 * time.Millisecond, hold: 1200 * time.Millisecond, leases: 200,
 		leaseTTL: 600 * time.Millisecond, hangLimit: 500 * time.Millisecond, stallLimit: 2 * time.Second,
+		waitClients: 50, waitPerClient: 20, waitWindow: 300 * time.Millisecond, handoffs: 10,
 		quick: true,
 	}
 }
@@ -152,7 +159,8 @@ func brief(r record) string {
 		return "error: " + r.Error
 	}
 	s := ""
-	for _, k := range []string{"p50_ms", "ops_per_s", "acq_per_s", "wait_p99_ms", "jain", "cpu_ms_per_s", "heap_b_per_lease", "errors"} {
+	for _, k := range []string{"p50_ms", "ops_per_s", "acq_per_s", "wait_p99_ms", "jain", "cpu_ms_per_s", "heap_b_per_lease",
+		"heap_inuse_b_per_waiter", "redis_b_per_waiter", "srv_cmds_per_s", "handoff_p50_ms", "handoff_p99_ms", "errors"} {
 		if v, ok := r.Metrics[k]; ok {
 			s += fmt.Sprintf("%s=%.4g ", k, v)
 		}
@@ -166,7 +174,19 @@ func brief(r record) string {
 // build makes the Locker of a cell, and a function that closes it without
 // letting a stuck Close stall the whole run.
 func build(v peers.Variant, t peers.Target) (peers.Locker, func(), error) {
-	lk, err := v.New(t)
+	return buildN(v, t, 1)
+}
+
+// buildN is build with n independent instances of v (peers.Separate), one
+// per worker as n processes would have them, when n > 1.
+func buildN(v peers.Variant, t peers.Target, n int) (peers.Locker, func(), error) {
+	var lk peers.Locker
+	var err error
+	if n > 1 {
+		lk, err = peers.Separate(v, t, n)
+	} else {
+		lk, err = v.New(t)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,7 +204,7 @@ func build(v peers.Variant, t peers.Target) (peers.Locker, func(), error) {
 
 // scenarios returns the scenarios in order.
 func scenarios(cfg config) []scenario {
-	return []scenario{s1(cfg), s2(cfg), s3(cfg), s4(cfg), s5(cfg), s6(cfg)}
+	return []scenario{s1(cfg), s2(cfg), s3(cfg, true), s3(cfg, false), s4(cfg), s5(cfg), s6(cfg), s7(cfg)}
 }
 
 // pick keeps the variants whose names are listed, in the listed order.

@@ -160,6 +160,21 @@ func (n *node) stats(ctx context.Context) (s serverStats, ok bool) {
 	return s, true
 }
 
+// memory reads INFO memory and clients: the server's used_memory (bytes)
+// and its connected_clients.
+func (n *node) memory(ctx context.Context) (used, clients int64, err error) {
+	info, err := n.infoText(ctx, "memory", "clients")
+	if err != nil {
+		return 0, 0, err
+	}
+	used, err = strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("INFO memory: used_memory: %w", err)
+	}
+	clients, _ = strconv.ParseInt(infoField(info, "connected_clients"), 10, 64)
+	return used, clients, nil
+}
+
 // infoField returns the value of field in an INFO reply.
 func infoField(info, field string) string {
 	for _, line := range strings.Split(info, "\r\n") {

@@ -16,7 +16,8 @@ type Held interface {
 }
 
 // Locker is one configured library instance (a client, its connections and
-// its options), shared by every worker goroutine of a benchmark cell.
+// its options), shared by every worker goroutine of a benchmark cell, or
+// (Separate) a set of such instances, one per worker.
 type Locker interface {
 	// Acquire waits until name is granted or ctx ends (uncontended, that is
 	// one attempt).
@@ -26,10 +27,16 @@ type Locker interface {
 }
 
 // PerWorker is implemented by Lockers that give each worker goroutine its own
-// instance, as separate processes would have (for example one distlock
-// Client per goroutine).
+// instance, as separate processes would have (Separate).
 type PerWorker interface {
 	ForWorker(i int) Locker
+}
+
+// Inspector is implemented by Lockers that can say how many waiters the
+// backend sees on a name (distlock: Client.Inspect's Waiters, one per
+// subscribed connection).
+type Inspector interface {
+	Waiters(ctx context.Context, name string) (int, error)
 }
 
 // Kind says what a Variant is in a table.
@@ -52,7 +59,8 @@ type Target struct {
 	TTL time.Duration
 	// Counter, when set, counts the client's requests to Redis.
 	Counter *Counter
-	// Workers is the number of goroutines that will use the Locker.
+	// Workers is the number of goroutines that will use the Locker (for
+	// Separate: that use each instance).
 	Workers int
 }
 
