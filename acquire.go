@@ -62,8 +62,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		return nil, false, err
 	}
 	q, queues := c.eng.(engine.Queuer)
-	if o.fair && !queues {
-		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue"}
+	if o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
+		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
 		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait}}

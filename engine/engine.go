@@ -100,6 +100,11 @@ type AcquireRequest struct {
 	// waiter fair: a Client sets it when its own goroutines already wait
 	// for the name, so one that just released cannot overtake them.
 	Behind bool
+	// NoReserve asks that the lock never be reserved for this waiter: it is
+	// woken as the head, but nobody is kept from taking the lock for it (no
+	// starvation hand-off; Fair must be false). A quorum sets it: per-node
+	// reservations for different heads would split the vote.
+	NoReserve bool
 }
 
 // Grant is the answer to an AcquireRequest.

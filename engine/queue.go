@@ -59,3 +59,30 @@ const (
 	// round trip: a head is passed over about once, then served.
 	StarvationBound = time.Millisecond
 )
+
+// Capabilities are what an engine declares about itself (see Describer).
+type Capabilities struct {
+	// Fair: WithFair (strict FIFO in the engine's queue) is supported.
+	Fair bool
+	// Embedded: the lock authority lives in this process (its locks go
+	// with it).
+	Embedded bool
+	// MinTTL and TTLGranularity: the shortest lease the engine keeps, and
+	// the unit its ttls are kept in (zero: no limit beyond the Client's).
+	MinTTL, TTLGranularity time.Duration
+}
+
+// Describer is implemented by engines that declare their capabilities. An
+// engine without it is taken as not fair, not embedded, with no ttl limits.
+type Describer interface {
+	Capabilities() Capabilities
+}
+
+// CapabilitiesOf returns e's declared capabilities (the zero value for an
+// engine that declares none).
+func CapabilitiesOf(e Engine) Capabilities {
+	if d, ok := e.(Describer); ok {
+		return d.Capabilities()
+	}
+	return Capabilities{}
+}

@@ -39,7 +39,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		writeError(w, e)
 		return
 	}
-	if _, queues := s.eng.(engine.Queuer); req.Fair && !queues {
+	if _, queues := s.eng.(engine.Queuer); req.Fair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "fair: this server's engine keeps no waiter queue"))
 		return
 	}
@@ -56,7 +56,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		attempt = newOwner()
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
-		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind}
+		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve}
 	o := s.acquire(r.Context(), ereq, wait)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true

@@ -36,7 +36,6 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/engine/memory"
 )
 
 // Defaults of the server's limits.
@@ -221,7 +220,7 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 		stopping: make(chan struct{}),
 		bgStop:   make(chan struct{}),
 	}
-	_, s.embedded = eng.(*memory.Engine)
+	s.embedded = engine.CapabilitiesOf(eng).Embedded
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err

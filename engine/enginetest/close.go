@@ -158,3 +158,6 @@ func countCalls(e engine.Engine) (engine.Engine, *counting) {
 	}
 	return c, c
 }
+
+// Capabilities forwards the counted engine's (see engine.Describer).
+func (c *counting) Capabilities() engine.Capabilities { return engine.CapabilitiesOf(c.Engine) }

@@ -19,11 +19,12 @@ type waitQueue struct {
 }
 
 type waitEntry struct {
-	id       string
-	ticket   uint64
-	deadline time.Time // heartbeat deadline
-	fair     bool
-	wokenAt  time.Time // first wake-up as the head; zero before
+	id        string
+	ticket    uint64
+	deadline  time.Time // heartbeat deadline
+	fair      bool
+	noReserve bool
+	wokenAt   time.Time // first wake-up as the head; zero before
 }
 
 func (q *waitQueue) head() *waitEntry {
@@ -88,7 +89,7 @@ func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
 	w := q.entries[r.Waiter]
 	if w == nil {
 		q.seq++
-		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair}
+		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair, noReserve: r.NoReserve}
 		q.entries[r.Waiter] = w
 		q.order = append(q.order, w)
 	}
@@ -107,7 +108,7 @@ func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time, wake bool) {
 	if h == nil {
 		return
 	}
-	due := h.fair || (!h.wokenAt.IsZero() && now.Sub(h.wokenAt) >= engine.StarvationBound)
+	due := h.fair || (!h.noReserve && !h.wokenAt.IsZero() && now.Sub(h.wokenAt) >= engine.StarvationBound)
 	if due {
 		q.reserved, q.until = h, now.Add(engine.ReserveTTL)
 	}
@@ -216,4 +217,9 @@ func (e *Engine) queueLen(name string, now time.Time) int {
 		}
 	}
 	return n
+}
+
+// Capabilities implements engine.Describer: fair, embedded.
+func (e *Engine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Fair: true, Embedded: true}
 }

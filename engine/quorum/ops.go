@@ -21,6 +21,16 @@ import (
 // longer grant. The answers still out are settled when they come (see
 // flight): late grants of a kept lease stay, everything else is released.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if r.Fair {
+		return engine.Grant{}, errFairQuorum
+	}
+	if r.Waiter != "" {
+		// The nodes' queues may disagree on the head. Per-node
+		// reservations for different heads would split the vote, and so
+		// would waiters that each stay behind another node's head: the
+		// nodes wake their heads, and nobody is kept from the lock.
+		r.NoReserve, r.Behind = true, false
+	}
 	var stop func([]result[engine.Grant], int) bool
 	var late func(int, result[engine.Grant])
 	var f *flight
@@ -187,6 +197,15 @@ func refusal(e *Engine, rs []result[engine.Grant]) (engine.Grant, error) {
 	if answered := len(e.nodes) - failed - unanswered(rs); answered < e.majority {
 		return engine.Grant{}, &NoQuorumError{Op: "acquire", OK: answered, Majority: e.majority, Nodes: len(e.nodes), Held: held, Errs: nodeErrs(rs)}
 	}
+	// A waiter is queued where any node queued it (it heartbeats and
+	// leaves everywhere), and watches the holder's expiry as the head of
+	// any node's queue: the nodes may disagree on the order.
+	for _, r := range rs {
+		if r.done && r.err == nil && !r.v.Acquired {
+			g.Queued = g.Queued || r.v.Queued
+			g.Head = g.Head || r.v.Head
+		}
+	}
 	return g, nil
 }
 
@@ -344,7 +363,7 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 		}
 		switch {
 		case extended >= e.majority:
-			out[i] = engine.ExtendResult{Status: engine.Extended, Token: token}
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: token, Wake: reqs[i].Waiter && anyWake(rs, i)}
 		case len(e.nodes)-(missing+other) < e.majority:
 			// A majority says the owner does not hold it: lost.
 			out[i].Status = engine.Missing

@@ -13,9 +13,14 @@ import (
 // It succeeds when at least one node's subscription is ready; the waiter's
 // ttl-bounded waits cover the nodes that are down.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	rs := each(ctx, e, e.timeout(0)*10, func(ctx context.Context, n node) (engine.Subscription, error) {
+	return e.subscribe(ctx, func(ctx context.Context, n node) (engine.Subscription, error) {
 		return n.eng.Subscribe(ctx, name)
-	}, nil, nil)
+	})
+}
+
+// subscribe makes a subscription on every node with sub and merges them.
+func (e *Engine) subscribe(ctx context.Context, sub func(ctx context.Context, n node) (engine.Subscription, error)) (engine.Subscription, error) {
+	rs := each(ctx, e, e.timeout(0)*10, sub, nil, nil)
 	m := &merged{c: make(chan struct{}, 1), stop: make(chan struct{})}
 	for _, x := range rs {
 		if x.err == nil {

@@ -198,7 +198,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	if r.Waiter != "" {
 		args = append(args, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
-			e.publish, queueReserveUS, queueStarveUS)
+			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve))
 	}
 	res, err := e.batch.run(ctx, acquireScript, e.keys(r.Name), args...).Result()
 	if err != nil {
@@ -316,6 +316,9 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name), e.publish).Int64()
 	return n == 1, err
 }
+
+// Capabilities implements engine.Describer: fair waiting is supported.
+func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
 // Leave implements engine.Queuer.
 func (e *Engine) Leave(ctx context.Context, name, waiter string) error {

@@ -144,7 +144,7 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
-		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind}
+		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
 	}
@@ -247,6 +247,11 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 	}
 	return nil
 }
+
+// Capabilities implements engine.Describer: fair waiting is offered (a
+// server whose engine cannot do it answers not_supported, which the Client
+// reports as an *distlock.UnsupportedError).
+func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
 // Leave implements engine.Queuer.
 func (e *Engine) Leave(ctx context.Context, name, waiter string) error {

@@ -118,8 +118,10 @@ type AcquireRequest struct {
 	// queue.
 	Fair bool `json:"fair,omitempty"`
 	// Behind: do not take a free lock ahead of the queue
-	// (engine.AcquireRequest.Behind).
-	Behind bool `json:"behind,omitempty"`
+	// (engine.AcquireRequest.Behind); NoReserve: never reserve the lock for
+	// this waiter (engine.AcquireRequest.NoReserve).
+	Behind    bool `json:"behind,omitempty"`
+	NoReserve bool `json:"no_reserve,omitempty"`
 }
 
 // LeaveRequest is the body of POST /v1/locks/{name}/leave: the waiter

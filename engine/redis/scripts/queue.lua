@@ -3,7 +3,8 @@
 -- channel), KEYS[3] the queue (ZSET waiter -> arrival ticket), KEYS[4] the
 -- heartbeat deadlines (ZSET waiter -> server time in µs), KEYS[5] its state
 -- (HASH: n = last ticket, rv = the waiter the lock is reserved for, ru = the
--- reservation's end in µs, f:<id> = '1' for a fair waiter, w:<id> = when
+-- reservation's end in µs, f:<id> = '1' for a fair waiter, x:<id> = '1' for
+-- a waiter the lock is never reserved for (a quorum's), w:<id> = when
 -- the waiter was first woken as the head, in µs; and, as the waiters'
 -- engines set them, p = PUBLISH or SPUBLISH, r = the reservation's length
 -- and s = the starvation bound, in µs). Every time is the server's. The
@@ -23,7 +24,7 @@ end
 local function q_remove(id)
   redis.call('ZREM', Q, id)
   redis.call('ZREM', QD, id)
-  redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id)
+  redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id)
   if redis.call('HGET', QS, 'rv') == id then
     redis.call('HDEL', QS, 'rv', 'ru')
   end
@@ -59,11 +60,14 @@ end
 -- q_enqueue puts waiter id at the back of the queue (or leaves it where it
 -- is) and sets its heartbeat deadline to ttl ms from now; cfg is {pub,
 -- reserve µs, starve µs} of the waiter's engine.
-local function q_enqueue(id, ttl, fair, now, cfg)
+local function q_enqueue(id, ttl, fair, now, cfg, noreserve)
   if not redis.call('ZSCORE', Q, id) then
     redis.call('ZADD', Q, q_int(redis.call('HINCRBY', QS, 'n', 1)), id)
     if fair then
       redis.call('HSET', QS, 'f:' .. id, '1')
+    end
+    if noreserve then
+      redis.call('HSET', QS, 'x:' .. id, '1')
     end
     redis.call('HSET', QS, 'p', cfg[1], 'r', cfg[2], 's', cfg[3])
   end
@@ -82,9 +86,10 @@ local function q_wake(now, wake)
   if not h then
     return
   end
-  local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's')
+  local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h)
   local woken = cfg[1]
-  local due = cfg[2] == '1' or (woken and now - tonumber(woken) >= tonumber(cfg[5] or 1000))
+  local due = cfg[2] == '1' or
+    (not cfg[6] and woken and now - tonumber(woken) >= tonumber(cfg[5] or 1000))
   if due then
     redis.call('HSET', QS, 'rv', h, 'ru', q_int(now + tonumber(cfg[4] or 250000)))
   end

@@ -1,0 +1,64 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var _ engine.Queuer = (*Engine)(nil)
+
+// errFairQuorum: strict FIFO needs one queue order, and N independent
+// queues can disagree on it (two waiters that enter at once may be queued
+// in different orders on different nodes); reserving the lock for each
+// node's head would then split the vote. See docs/REDLOCK.md.
+var errFairQuorum = fmt.Errorf("quorum: fair waiting needs one queue order, which independent nodes cannot promise: %w", errors.ErrUnsupported)
+
+// The quorum's waiter queue is the nodes' queues: a waiting acquire enters
+// the queue of every node that has one (with NoReserve), each node wakes
+// its own head on a release, heartbeats travel in the Extend batches to
+// every node, and a waiter leaves every node's queue. Wake-ups are for the
+// heads only, but the heads of different nodes may differ: a release wakes
+// at most one waiter per node, never the herd. WithFair is refused.
+
+// SubscribeWaiter implements engine.Queuer: a subscription on every node
+// (addressed to the waiter where the node has a queue), woken by any.
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	return e.subscribe(ctx, func(ctx context.Context, n node) (engine.Subscription, error) {
+		if q, ok := n.eng.(engine.Queuer); ok {
+			return q.SubscribeWaiter(ctx, name, waiter)
+		}
+		return n.eng.Subscribe(ctx, name)
+	})
+}
+
+// Leave implements engine.Queuer: on every node with a queue. It fails
+// only when no node could be told (the others drop the waiter at its
+// heartbeat deadline).
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		if q, ok := n.eng.(engine.Queuer); ok {
+			return true, q.Leave(ctx, name, waiter)
+		}
+		return false, nil
+	}, nil, nil)
+	if errs := nodeErrs(rs); len(errs) == len(e.nodes) {
+		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
+	}
+	return nil
+}
+
+// anyWake reports whether a node told the waiter of request i to try.
+func anyWake(rs []result[[]engine.ExtendResult], i int) bool {
+	for _, x := range rs {
+		if x.done && x.err == nil && i < len(x.v) && x.v[i].Wake {
+			return true
+		}
+	}
+	return false
+}
+
+// Capabilities implements engine.Describer: not fair (see errFairQuorum).
+func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{} }
