@@ -109,7 +109,7 @@ func (a *attempt) try() (*Lease, error) {
 		// A fresh random owner per attempt: a failed attempt's clean-up
 		// (by owner token) can never touch a later attempt's grant.
 		a.req.Owner = c.owners.next()
-		a.req.Attempt = a.req.Owner
+		a.req.Attempt, a.req.OneOff = a.req.Owner, true
 	}
 	sent := time.Now()
 	g, err := c.eng.Acquire(a.ctx, a.req)

@@ -3,6 +3,8 @@ package distlock
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // Defaults and limits.
@@ -119,4 +121,4 @@ func validateName(name string) error {
 
 // drift is the clock-drift allowance subtracted from a lease's validity:
 // 1% of the ttl plus 2ms.
-func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+func drift(ttl time.Duration) time.Duration { return engine.Drift(ttl) }

@@ -21,6 +21,11 @@ type pausing struct {
 	once  *sync.Once
 }
 
+// RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
+func (p pausing) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	return p.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+}
+
 func (p pausing) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := p.Engine.Acquire(ctx, r)
 	p.once.Do(func() { time.Sleep(p.pause) })

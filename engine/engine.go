@@ -43,12 +43,6 @@ type Engine interface {
 	// Inspect reports the state of the lock without changing it.
 	Inspect(ctx context.Context, name string) (Info, error)
 
-	// RaiseFence raises the fencing high-water of name to at least token
-	// and records token as the fencing token of the current grant, but
-	// only while owner holds the lock. It reports whether owner held it.
-	// A quorum of engines uses it to agree on one token for a grant.
-	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
-
 	// Subscribe registers interest in releases of name. The returned
 	// Subscription is ready when Subscribe returns: a release that
 	// happens afterwards is signalled on its channel.
@@ -71,12 +65,14 @@ type AcquireRequest struct {
 	// resend a command whose reply was lost): the engine answers as before
 	// without counting up.
 	//
-	// Attempt == Owner marks a one-off owner that never re-enters (the
-	// Client's random owner tokens): releasing by that owner drops exactly
-	// this grant, so a quorum may release it in the background when its
-	// outcome on a node is unknown. Any other Attempt is an explicit owner
-	// that may hold the lock already; its unknown grants are left to expire.
+	// A one-off owner (OneOff) sends its owner as Attempt.
 	Attempt string
+	// OneOff marks a one-off owner that never re-enters (the Client's
+	// random owner tokens): releasing by that owner drops exactly this
+	// grant, so a quorum may release it in the background when its outcome
+	// on a node is unknown. An explicit owner may hold the lock already;
+	// its unknown grants are left to expire.
+	OneOff bool
 	// Waiting tells the engine that, if the lock is held by another owner,
 	// the caller will wait for a wake-up on a Subscription it holds (or
 	// takes before its next attempt). An engine may publish wake-ups only
@@ -246,6 +242,16 @@ var ErrClosed = errors.New("engine closed")
 // for its background retries.
 type OnceReleaser interface {
 	ReleaseOnce(ctx context.Context, name, owner, id string) (ReleaseResult, error)
+}
+
+// FenceRaiser is implemented by engines that can raise a lock's fencing
+// high-water for a grant: a quorum needs it of its nodes (phase 2 of a
+// grant), and implements it itself.
+type FenceRaiser interface {
+	// RaiseFence raises the fencing high-water of name to at least token
+	// and records token as the fencing token of the current grant, but
+	// only while owner holds the lock. It reports whether owner held it.
+	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
 }
 
 // ForceReleaser is implemented by engines that can free a lock whoever

@@ -56,7 +56,8 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		attempt = newOwner()
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
-		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve}
+		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
+		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner}
 	o := s.acquire(r.Context(), ereq, wait)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true
@@ -307,7 +308,12 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	ok, err := s.eng.RaiseFence(ctx, name, req.Owner, req.Token)
+	fr, ok := s.eng.(engine.FenceRaiser)
+	if !ok {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise fences"))
+		return
+	}
+	ok, err := fr.RaiseFence(ctx, name, req.Owner, req.Token)
 	if err != nil {
 		writeError(w, engineErr("fence", err))
 		return

@@ -49,7 +49,10 @@ type highWater struct {
 	expires time.Time
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine      = (*Engine)(nil)
+	_ engine.FenceRaiser = (*Engine)(nil)
+)
 
 // New returns an empty in-process engine.
 func New() *Engine {

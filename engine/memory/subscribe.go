@@ -12,11 +12,9 @@ type subscription struct {
 	e      *Engine
 	name   string
 	waiter string // "" for a plain Subscribe: woken by every release
-	c      chan struct{}
-	once   sync.Once
+	engine.Signal
+	once sync.Once
 }
-
-func (s *subscription) C() <-chan struct{} { return s.c }
 
 func (s *subscription) Close() {
 	s.once.Do(func() {
@@ -42,7 +40,7 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	s := &subscription{e: e, name: name, waiter: waiter, c: make(chan struct{}, 1)}
+	s := &subscription{e: e, name: name, waiter: waiter, Signal: engine.NewSignal()}
 	set := e.subs[name]
 	if set == nil {
 		set = make(map[*subscription]struct{})
@@ -56,7 +54,7 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 // holds e.mu.
 func (e *Engine) notify(name string) {
 	for s := range e.subs[name] {
-		s.wake()
+		s.Wake()
 	}
 }
 
@@ -64,7 +62,7 @@ func (e *Engine) notify(name string) {
 func (e *Engine) notifyWaiter(name, waiter string) {
 	for s := range e.subs[name] {
 		if s.waiter == waiter {
-			s.wake()
+			s.Wake()
 		}
 	}
 }
@@ -88,11 +86,4 @@ func (e *Engine) plainSubs(name string) int {
 		}
 	}
 	return n
-}
-
-func (s *subscription) wake() {
-	select {
-	case s.c <- struct{}{}:
-	default:
-	}
 }

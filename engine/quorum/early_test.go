@@ -30,6 +30,11 @@ func (s slowAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engi
 	return s.Engine.Acquire(ctx, r)
 }
 
+// RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
+func (s slowAcquire) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+}
+
 // queuedAcquire delays a node's acquires and then applies them whatever
 // became of the caller: a command queued behind a stall, which lands after
 // the caller's per-node timeout.
@@ -41,6 +46,11 @@ type queuedAcquire struct {
 func (s queuedAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	time.Sleep(s.delay)
 	return s.Engine.Acquire(context.WithoutCancel(ctx), r)
+}
+
+// RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
+func (s queuedAcquire) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
 }
 
 // slowQuorum is a quorum over srvs whose last node's engine is made by
@@ -132,7 +142,7 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 	ctx := context.Background()
 	for i := range 5 {
 		owner := "o" + string(rune('a'+i))
-		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "overtaken", Owner: owner, Attempt: owner, TTL: 30 * time.Second})
+		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "overtaken", Owner: owner, Attempt: owner, OneOff: true, TTL: 30 * time.Second})
 		if err != nil || !g.Acquired {
 			t.Fatalf("acquire: %+v, %v", g, err)
 		}

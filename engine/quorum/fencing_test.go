@@ -19,7 +19,7 @@ type countingRaises struct {
 
 func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	c.n.Add(1)
-	return c.Engine.RaiseFence(ctx, name, owner, token)
+	return c.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
 }
 
 // grantAndRelease acquires name for owner on q and releases it, waiting

@@ -182,7 +182,7 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 func (f *flight) align(i int, token uint64) {
 	r := f.req
 	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
-	ok, err := f.e.nodes[i].eng.RaiseFence(ctx, r.Name, r.Owner, token)
+	ok, err := raiseFence(ctx, f.e.nodes[i].eng, r.Name, r.Owner, token)
 	cancel()
 	if err != nil || !ok {
 		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)

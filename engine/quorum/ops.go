@@ -133,7 +133,7 @@ func untilExpiry(d time.Duration) time.Duration {
 // exactHold reports whether a grant's hold is the only one its owner can
 // have: a random owner (the client sets Attempt to Owner) never re-enters,
 // so releasing by it drops exactly that grant.
-func exactHold(r engine.AcquireRequest) bool { return r.Attempt == r.Owner }
+func exactHold(r engine.AcquireRequest) bool { return r.OneOff }
 
 // index returns the position of n among the nodes.
 func (e *Engine) index(n node) int {
@@ -250,7 +250,7 @@ func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint6
 		if !granted[e.index(n)] {
 			return false, nil
 		}
-		return n.eng.RaiseFence(ctx, r.Name, r.Owner, token)
+		return raiseFence(ctx, n.eng, r.Name, r.Owner, token)
 	}, stop, nil)
 	ok := 0
 	var errs []error
@@ -484,7 +484,7 @@ func countReleases(rs []result[engine.ReleaseResult]) (released, notHeld, failed
 // RaiseFence implements engine.Engine: true when a majority confirmed.
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
-		return n.eng.RaiseFence(ctx, name, owner, token)
+		return raiseFence(ctx, n.eng, name, owner, token)
 	}, nil, nil)
 	ok, failed := 0, 0
 	for _, x := range rs {
@@ -563,7 +563,17 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return info, nil
 }
 
+// raiseFence runs phase 2 on one node.
+func raiseFence(ctx context.Context, eng engine.Engine, name, owner string, token uint64) (bool, error) {
+	fr, ok := eng.(engine.FenceRaiser)
+	if !ok {
+		return false, errNoRaiseFence
+	}
+	return fr.RaiseFence(ctx, name, owner, token)
+}
+
 var (
+	errNoRaiseFence   = errors.New("engine cannot raise fences (engine.FenceRaiser): use quorum.WithoutFencing")
 	errNoForceRelease = errors.New("engine does not support force-release")
 	errNoList         = errors.New("engine cannot list")
 )

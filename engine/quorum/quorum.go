@@ -64,6 +64,7 @@ type node struct {
 var (
 	_ engine.Engine        = (*Engine)(nil)
 	_ engine.ForceReleaser = (*Engine)(nil)
+	_ engine.FenceRaiser   = (*Engine)(nil)
 )
 
 // Option configures a quorum Engine.
@@ -128,6 +129,15 @@ func New(engines []engine.Engine, opts ...Option) (*Engine, error) {
 	if e.nodeTimeout < 0 {
 		return nil, fmt.Errorf("distlock/engine/quorum: negative node timeout %v", e.nodeTimeout)
 	}
+	if !e.noFencing {
+		// A wrapper that embeds engine.Engine hides the optional
+		// interface: say so now, not with every grant failing phase 2.
+		for i, n := range e.nodes {
+			if _, ok := n.eng.(engine.FenceRaiser); !ok {
+				return nil, fmt.Errorf("distlock/engine/quorum: engine %d (%s, %T) cannot raise fences (engine.FenceRaiser), which phase-2 fencing needs: implement it (forward it, for a wrapper) or use WithoutFencing", i, n.name, n.eng)
+			}
+		}
+	}
 	if len(engines)%2 == 0 {
 		slog.Warn("distlock: a quorum of an even number of nodes tolerates no more failures than one node fewer",
 			"nodes", len(engines))
@@ -153,8 +163,8 @@ func (e *Engine) timeout(ttl time.Duration) time.Duration {
 	return max(min(ttl/100, DefaultMaxNodeTimeout), MinNodeTimeout)
 }
 
-// drift is the clock-drift allowance: ttl/100 + 2ms.
-func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+// drift is the clock-drift allowance (engine.Drift).
+func drift(ttl time.Duration) time.Duration { return engine.Drift(ttl) }
 
 // NodeError is one node's failure.
 type NodeError struct {

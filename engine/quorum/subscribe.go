@@ -21,7 +21,7 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 // subscribe makes a subscription on every node with sub and merges them.
 func (e *Engine) subscribe(ctx context.Context, sub func(ctx context.Context, n node) (engine.Subscription, error)) (engine.Subscription, error) {
 	rs := each(ctx, e, e.timeout(0)*10, sub, nil, nil)
-	m := &merged{c: make(chan struct{}, 1), stop: make(chan struct{})}
+	m := &merged{Signal: engine.NewSignal(), stop: make(chan struct{})}
 	for _, x := range rs {
 		if x.err == nil {
 			m.subs = append(m.subs, x.v)
@@ -40,23 +40,18 @@ func (e *Engine) subscribe(ctx context.Context, sub func(ctx context.Context, n 
 // merged fans the wake-ups of several node subscriptions into one channel.
 type merged struct {
 	subs []engine.Subscription
-	c    chan struct{}
+	engine.Signal
 	stop chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
 }
-
-func (m *merged) C() <-chan struct{} { return m.c }
 
 func (m *merged) forward(s engine.Subscription) {
 	defer m.wg.Done()
 	for {
 		select {
 		case <-s.C():
-			select {
-			case m.c <- struct{}{}:
-			default:
-			}
+			m.Wake()
 		case <-m.stop:
 			return
 		}

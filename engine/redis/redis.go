@@ -81,6 +81,7 @@ type Engine struct {
 var _ engine.Engine = (*Engine)(nil)
 var _ engine.ForceReleaser = (*Engine)(nil)
 var _ engine.OnceReleaser = (*Engine)(nil)
+var _ engine.FenceRaiser = (*Engine)(nil)
 var _ engine.Queuer = (*Engine)(nil)
 
 // Option configures an Engine.
@@ -189,7 +190,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	owner := any(r.Owner) // boxed once: a one-off owner is its own attempt id
 	attempt := owner
-	if r.Attempt != r.Owner {
+	if !r.OneOff {
 		attempt = r.Attempt
 	}
 	args := []any{owner, ms(r.TTL), r.Metadata, e.fenceArg, attempt, waiting}

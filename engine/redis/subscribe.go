@@ -68,24 +68,15 @@ type subscription struct {
 	w      *watcher
 	ch     string
 	waiter string // a queue's waiter id; "" for a plain Subscribe
-	c      chan struct{}
-	once   sync.Once
+	engine.Signal
+	once sync.Once
 }
 
 func newWatcher(e *Engine) *watcher {
 	return &watcher{e: e, conns: make(map[string]*subConn), chans: make(map[string]*channelState), stop: make(chan struct{})}
 }
 
-func (s *subscription) C() <-chan struct{} { return s.c }
-
 func (s *subscription) Close() { s.once.Do(func() { s.w.leave(s) }) }
-
-func (s *subscription) wake() {
-	select {
-	case s.c <- struct{}{}:
-	default:
-	}
-}
 
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // the subscription, so no release after it can be missed.
@@ -125,7 +116,7 @@ func (w *watcher) join(ctx context.Context, ch, waiter string) (engine.Subscript
 		w.mu.Unlock()
 		return nil, engine.ErrClosed
 	}
-	s := &subscription{w: w, ch: ch, waiter: waiter, c: make(chan struct{}, 1)}
+	s := &subscription{w: w, ch: ch, waiter: waiter, Signal: engine.NewSignal()}
 	st := w.chans[ch]
 	if st == nil {
 		st = &channelState{members: make(map[*subscription]struct{}), ready: make(chan struct{})}
@@ -338,7 +329,7 @@ func (w *watcher) evacuate(c *subConn) {
 // when that is not ""; w.mu is held.
 func (w *watcher) relocate(st *channelState, ch, avoid string) {
 	for s := range st.members {
-		s.wake()
+		s.Wake()
 	}
 	w.readers.Add(1)
 	go func() {
@@ -373,7 +364,7 @@ func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
 		}
 		err = w.subscribe(ctx, st, node, nc, ch)
 		for s := range st.members {
-			s.wake() // a release may have come in between
+			s.Wake() // a release may have come in between
 		}
 		w.mu.Unlock()
 		if err == nil {
@@ -398,7 +389,7 @@ func (w *watcher) wakeChannel(ch string, confirmation bool) {
 		return
 	}
 	for s := range st.members {
-		s.wake()
+		s.Wake()
 	}
 }
 
@@ -414,7 +405,7 @@ func (w *watcher) deliver(ch, payload string) {
 	}
 	for s := range st.members {
 		if !addressed || s.waiter == "" || s.waiter == to {
-			s.wake()
+			s.Wake()
 		}
 	}
 }
@@ -424,7 +415,7 @@ func (w *watcher) wakeAll() {
 	defer w.mu.Unlock()
 	for _, st := range w.chans {
 		for s := range st.members {
-			s.wake()
+			s.Wake()
 		}
 	}
 }
@@ -453,7 +444,7 @@ func (w *watcher) close() {
 	}
 	for _, st := range w.chans {
 		for s := range st.members {
-			s.wake()
+			s.Wake()
 		}
 	}
 	w.mu.Unlock()

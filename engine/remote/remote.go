@@ -63,6 +63,7 @@ var (
 	_ engine.ForceReleaser = (*Engine)(nil)
 	_ engine.Lister        = (*Engine)(nil)
 	_ engine.Queuer        = (*Engine)(nil)
+	_ engine.FenceRaiser   = (*Engine)(nil)
 )
 
 // Option configures an Engine.
@@ -144,7 +145,7 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
-		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve}
+		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
 	}

@@ -47,23 +47,14 @@ type stream struct {
 
 // subscription is one waiter's handle on a stream.
 type subscription struct {
-	s    *stream
-	c    chan struct{}
+	s *stream
+	engine.Signal
 	once sync.Once
 }
-
-func (s *subscription) C() <-chan struct{} { return s.c }
 
 // Close implements engine.Subscription; the stream ends with its last
 // member.
 func (s *subscription) Close() { s.once.Do(func() { s.s.leave(s) }) }
-
-func (s *subscription) wake() {
-	select {
-	case s.c <- struct{}{}:
-	default:
-	}
-}
 
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // that it is subscribed to the lock's releases (the stream's "ready"
@@ -99,7 +90,7 @@ func (e *Engine) subscribe(ctx context.Context, name, waiter string) (engine.Sub
 		e.wg.Add(1)
 		go st.run()
 	}
-	sub := &subscription{s: st, c: make(chan struct{}, 1)}
+	sub := &subscription{s: st, Signal: engine.NewSignal()}
 	st.members[sub] = struct{}{}
 	if st.timer != nil {
 		st.timer.Stop()
@@ -168,7 +159,7 @@ func (st *stream) wakeAll() {
 	st.e.mu.Lock()
 	defer st.e.mu.Unlock()
 	for m := range st.members {
-		m.wake()
+		m.Wake()
 	}
 }
 

@@ -122,6 +122,9 @@ type AcquireRequest struct {
 	// this waiter (engine.AcquireRequest.NoReserve).
 	Behind    bool `json:"behind,omitempty"`
 	NoReserve bool `json:"no_reserve,omitempty"`
+	// OneOff: owner is a one-off owner that never re-enters
+	// (engine.AcquireRequest.OneOff); with it, attempt is the owner.
+	OneOff bool `json:"one_off,omitempty"`
 }
 
 // LeaveRequest is the body of POST /v1/locks/{name}/leave: the waiter
