@@ -52,11 +52,10 @@ func (c *Client) observed(ctx context.Context, name string, opts []Option, wait 
 // the engine's queue when it has one (queuewait.go), else the Client's own
 // turns (localwait.go).
 func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (_ *Lease, contended bool, _ error) {
-	ctx, end, err := c.begin(ctx, name)
-	if err != nil {
+	if err := c.begin(ctx, name); err != nil {
 		return nil, false, err
 	}
-	defer end()
+	defer c.endCall()
 	o := buildOptions(opts)
 	if err := o.validate(); err != nil {
 		return nil, false, err
@@ -70,15 +69,28 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}
+	// One attempt first: an uncontended lock costs nothing more. Not when
+	// goroutines of this Client wait for the name already: a newcomer does
+	// not take the lock ahead of them (Behind, or a local turn first).
 	var l *Lease
-	switch {
-	case !wait:
-		if l, err = a.try(); l == nil && err == nil {
-			err = a.last
+	var err error
+	ahead := wait && o.owner == "" && c.waitsOn(name)
+	if !ahead || queues {
+		a.req.Behind = ahead
+		if l, err = a.try(); l != nil || err != nil {
+			return l, a.contended, err
 		}
-	case queues:
+		if !wait {
+			return nil, a.contended, a.last
+		}
+	}
+	// Refused (or failed): wait, on a context that Close ends.
+	var stop func()
+	a.ctx, stop = c.closable(ctx)
+	defer stop()
+	if queues {
 		l, err = a.waitQueued(q)
-	default:
+	} else {
 		l, err = a.waitLocal()
 	}
 	return l, a.contended, err
@@ -87,7 +99,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 // attempt is the state of one Acquire or TryAcquire call.
 type attempt struct {
 	c         *Client
-	ctx       context.Context // ended by the caller or by Close (see begin)
+	ctx       context.Context // the caller's; while waiting, also ended by Close
 	name      string
 	o         options
 	req       engine.AcquireRequest

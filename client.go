@@ -186,27 +186,38 @@ func (c *Client) check(ctx context.Context, name string) error {
 	return nil
 }
 
-// begin starts a call that Close waits for and ends: it checks ctx, name
-// and the Client like check, and returns ctx joined with the Client's
-// closing (see ctxErr) and the function that ends the call.
-func (c *Client) begin(ctx context.Context, name string) (context.Context, func(), error) {
-	if err := c.check(ctx, name); err != nil {
-		return nil, nil, err
+// begin starts a call that Close waits for (endCall ends it): it checks ctx
+// and name, and that the Client is open.
+func (c *Client) begin(ctx context.Context, name string) error {
+	if ctx == nil {
+		return &ArgumentError{Arg: "context", Reason: "nil"}
+	}
+	if err := validateName(name); err != nil {
+		return err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return nil, nil, ErrClosed
+		return ErrClosed
 	}
 	c.calls.Add(1)
-	c.mu.Unlock()
+	return nil
+}
+
+// endCall ends a call started by begin.
+func (c *Client) endCall() { c.calls.Done() }
+
+// closable returns ctx joined with the Client's closing: it ends when ctx
+// does or when Close is called (ctxErr then says ErrClosed). A call takes it
+// before it waits, so that Close ends the wait at once; a single attempt
+// runs on the caller's context, and Close waits for its round trip.
+func (c *Client) closable(ctx context.Context) (context.Context, func()) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(c.closing, func() { cancel(ErrClosed) })
 	return cctx, func() {
 		stop()
 		cancel(nil)
-		c.calls.Done()
-	}, nil
+	}
 }
 
 // ctxErr is why a call's context (from begin) ended: ErrClosed when Close

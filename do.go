@@ -45,11 +45,10 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // renews itself unless WithAutoRenew(false); releasing it drops one hold.
 // WithOwner and WithMetadata are ignored.
 func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option) (*Lease, error) {
-	ctx, end, err := c.begin(ctx, name)
-	if err != nil {
+	if err := c.begin(ctx, name); err != nil {
 		return nil, err
 	}
-	defer end()
+	defer c.endCall()
 	o := buildOptions(opts)
 	o.owner, o.metadata = owner, ""
 	if err := o.validate(); err != nil {

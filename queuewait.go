@@ -27,11 +27,21 @@ func (a *attempt) waitQueued(q engine.Queuer) (*Lease, error) {
 	w := &queueWaiter{a: a, q: q, id: c.owners.next(), kick: make(chan struct{}, 1)}
 	a.req.Waiter, a.req.WaiterTTL, a.req.Fair = w.id, WaiterTTL, a.o.fair
 	defer w.close()
-	// No barging inside a Client: while goroutines of this Client wait in
-	// the queue for the name, a new waiter does not take the free lock
-	// ahead of them. (Not an explicit owner, which may be re-entering.)
-	a.req.Behind = a.o.owner == "" && c.queuedOn(a.name)
+	// The subscription first, then the attempt that enters the queue: a
+	// wake-up addressed to the waiter cannot go out before it listens.
+	sub, err := subscribe(a, func(ctx context.Context) (engine.Subscription, error) {
+		return q.SubscribeWaiter(ctx, a.name, w.id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.sub = sub // nil: no wake-ups, the waiter polls
 	for {
+		// No barging inside a Client: while goroutines of this Client wait
+		// in the queue for the name, a new waiter does not take the free
+		// lock ahead of them. (Not an explicit owner, which may be
+		// re-entering.)
+		a.req.Behind = a.req.Behind || (a.o.owner == "" && c.queuedOn(a.name))
 		sent := time.Now()
 		l, err := a.try()
 		if l != nil {
@@ -44,18 +54,6 @@ func (a *attempt) waitQueued(q engine.Queuer) (*Lease, error) {
 		if a.g.Queued {
 			w.enter(sent)
 		}
-		if w.sub == nil && !w.subFailed {
-			sub, err := subscribe(a, func(ctx context.Context) (engine.Subscription, error) {
-				return q.SubscribeWaiter(ctx, a.name, w.id)
-			})
-			if err != nil {
-				return nil, err
-			}
-			w.sub, w.subFailed = sub, sub == nil
-			if sub != nil {
-				continue // a wake-up may have gone out before the subscription
-			}
-		}
 		if err := w.sleep(); err != nil {
 			return nil, err
 		}
@@ -65,14 +63,13 @@ func (a *attempt) waitQueued(q engine.Queuer) (*Lease, error) {
 // queueWaiter is one waiting call's entry in an engine's queue. It is also
 // renewable: the watchdog sends its heartbeats.
 type queueWaiter struct {
-	a         *attempt
-	q         engine.Queuer
-	id        string
-	sub       engine.Subscription
-	subFailed bool
-	timer     *time.Timer
-	kick      chan struct{} // the heartbeat's wake-up (head of a free lock, or dropped)
-	granted   bool
+	a       *attempt
+	q       engine.Queuer
+	id      string
+	sub     engine.Subscription // nil when none could be made
+	timer   *time.Timer
+	kick    chan struct{} // the heartbeat's wake-up (head of a free lock, or dropped)
+	granted bool
 
 	mu        sync.Mutex
 	queued    bool      // entered the queue (and registered with the watchdog)
@@ -198,6 +195,14 @@ func (w *queueWaiter) apply(r engine.ExtendResult, sent time.Time, _ time.Durati
 	if batchErr == nil && r.Err == nil && (r.Wake || r.Status != engine.Extended) {
 		w.wake()
 	}
+}
+
+// waitsOn reports whether goroutines of this Client wait for name, in the
+// engine's queue or in local turns.
+func (c *Client) waitsOn(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued[name] > 0 || c.turns[name] != nil
 }
 
 // queuedOn reports whether goroutines of this Client wait in the engine's

@@ -175,11 +175,21 @@ func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "
 func (e *Engine) queueKey(name string) string { return e.prefix + "{" + name + "}:q" }
 
 // keys returns every key of one lock, as the scripts take them: the lock,
-// its fencing high-water, and its waiter queue (the queue, the heartbeat
-// deadlines, the queue's state).
+// its waiter queue (the queue, the heartbeat deadlines, the queue's state),
+// and its fencing high-water (the acquire script's alone: the others take
+// the first four).
 func (e *Engine) keys(name string) []string {
-	q := e.queueKey(name)
-	return []string{e.lockKey(name), e.fenceKey(name), q, q + "d", q + "s"}
+	// One allocation for the five names (substrings of one string) and
+	// one for the slice: this runs on every acquire and release.
+	p := e.prefix
+	all := p + "{" + name + "}" + p + "{" + name + "}:q" + p + "{" + name + "}:qd" +
+		p + "{" + name + "}:qs" + p + "{" + name + "}:fence"
+	n := len(p) + len(name) + 2
+	k := make([]string, 5)
+	for i, extra := range [5]int{0, 2, 3, 3, 6} {
+		k[i], all = all[:n+extra], all[n+extra:]
+	}
+	return k
 }
 
 // Acquire implements engine.Engine.
@@ -194,10 +204,11 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		attempt = r.Attempt
 	}
 	args := []any{owner, ms(r.TTL), r.Metadata, e.fenceArg, attempt, waiting}
-	if e.floor != "" || r.Waiter != "" { // ARGV[7] only when needed: the common grant sends less
+	queue := r.Waiter != "" || r.Behind
+	if e.floor != "" || queue { // ARGV[7] only when needed: the common grant sends less
 		args = append(args, e.floor)
 	}
-	if r.Waiter != "" {
+	if queue {
 		args = append(args, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
 			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve))
 	}
@@ -256,7 +267,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
 			if r.Waiter {
-				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name), r.Owner, ms(r.TTL))
+				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name)[:4], r.Owner, ms(r.TTL))
 				continue
 			}
 			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name)}, r.Owner, ms(r.TTL))
@@ -300,7 +311,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.batch.run(ctx, releaseScript, e.keys(name), owner, e.publish, id).Int64()
+	n, err := e.batch.run(ctx, releaseScript, e.keys(name)[:4], owner, e.publish, id).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -314,7 +325,7 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 
 // ForceRelease implements engine.ForceReleaser.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name), e.publish).Int64()
+	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name)[:4], e.publish).Int64()
 	return n == 1, err
 }
 
@@ -323,7 +334,7 @@ func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities
 
 // Leave implements engine.Queuer.
 func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
-	return e.batch.run(ctx, leaveScript, e.keys(name), waiter).Err()
+	return e.batch.run(ctx, leaveScript, e.keys(name)[:4], waiter).Err()
 }
 
 // RaiseFence implements engine.Engine.

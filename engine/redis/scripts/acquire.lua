@@ -1,5 +1,5 @@
 -- Grants the lock KEYS[1] to ARGV[1] for ARGV[2] ms, or re-enters it.
--- KEYS[2]: fencing high-water; KEYS[3..5]: the waiter queue (queue.lua).
+-- KEYS[2..4]: the waiter queue (queue.lua); KEYS[5]: fencing high-water.
 -- ARGV: owner, ttl ms, metadata, high-water ttl ms, attempt id, waiting
 -- ('1' when the caller waits for a wake-up if the lock is held), time floor
 -- ('1': a token is never below the server clock in microseconds), and for
@@ -67,17 +67,17 @@ if not v then
   -- With the time floor, token = max(high-water + 1, server clock in µs),
   -- which also stays above the tokens a failover to a replica lost (they
   -- were never ahead of the old master's clock).
-  local token = redis.call('INCR', KEYS[2])
+  local token = redis.call('INCR', KEYS[5])
   if token == 1 then
     local t = redis.call('TIME')
     token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[4])
+    redis.call('SET', KEYS[5], string.format('%d', token), 'PX', ARGV[4])
   elseif ARGV[7] == '1' then
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if now > token then
       token = now
-      redis.call('SET', KEYS[2], string.format('%d', token), 'KEEPTTL')
+      redis.call('SET', KEYS[5], string.format('%d', token), 'KEEPTTL')
     end
   end
   token = string.format('%d', token) -- exact: Lua's own rendering is %.14g

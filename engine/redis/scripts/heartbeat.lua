@@ -1,5 +1,5 @@
 -- A waiter's heartbeat: sets the deadline of waiter ARGV[1] in the queue
--- of the lock KEYS[1] (KEYS[3..5], queue.lua) to ARGV[2] ms from now.
+-- of the lock KEYS[1] (KEYS[2..4], queue.lua) to ARGV[2] ms from now.
 -- Returns {1, wake} while it is queued, wake = 1 when it heads the queue of
 -- a free lock (not reserved for another); {0} when it is not in the queue.
 -- When the lock is free and unreserved, the head is woken (and the lock

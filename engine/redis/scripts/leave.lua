@@ -1,4 +1,4 @@
--- Takes waiter ARGV[1] out of the queue of the lock KEYS[1] (KEYS[3..5],
+-- Takes waiter ARGV[1] out of the queue of the lock KEYS[1] (KEYS[2..4],
 -- queue.lua). When it was the head (or the lock was reserved for it) and
 -- the lock is free, the next head is woken. Returns 1 when it was queued.
 local now = q_now()

@@ -1,7 +1,7 @@
 -- The waiter queue of a lock (see engine.Queuer), for the scripts that
 -- touch it. Key layout: KEYS[1] the lock (its name is also the wake-up
--- channel), KEYS[3] the queue (ZSET waiter -> arrival ticket), KEYS[4] the
--- heartbeat deadlines (ZSET waiter -> server time in µs), KEYS[5] its state
+-- channel), KEYS[2] the queue (ZSET waiter -> arrival ticket), KEYS[3] the
+-- heartbeat deadlines (ZSET waiter -> server time in µs), KEYS[4] its state
 -- (HASH: n = last ticket, rv = the waiter the lock is reserved for, ru = the
 -- reservation's end in µs, f:<id> = '1' for a fair waiter, x:<id> = '1' for
 -- a waiter the lock is never reserved for (a quorum's), w:<id> = when
@@ -10,7 +10,7 @@
 -- and s = the starvation bound, in µs). Every time is the server's. The
 -- three keys expire with the longest heartbeat ttl left.
 
-local Q, QD, QS = KEYS[3], KEYS[4], KEYS[5]
+local Q, QD, QS = KEYS[2], KEYS[3], KEYS[4]
 
 local function q_now()
   local t = redis.call('TIME')

@@ -1,6 +1,6 @@
 -- Drops one hold of ARGV[1] on the lock KEYS[1]; frees it when the last
 -- hold goes, and then, if a waiter marked the lock, wakes the head of its
--- queue (KEYS[3..5], queue.lua), or publishes a wake-up for everyone on the
+-- queue (KEYS[2..4], queue.lua), or publishes a wake-up for everyone on the
 -- channel KEYS[1] (with command ARGV[2]: PUBLISH or SPUBLISH) when nobody
 -- queues (waiters that wait outside a queue).
 -- ARGV[3] identifies the release call: a request whose id is the one
