@@ -19,8 +19,8 @@ import (
 //     and only the head, is woken: a message addressed to it, delivered on
 //     its SubscribeWaiter subscription. Nobody else is sent anything.
 //   - A release reserves the lock for the head, in the same atomic step,
-//     when the head is fair (AcquireRequest.Fair) or has been passed over for
-//     longer than StarvationBound since it was first woken: for ReserveTTL
+//     when the head is fair (AcquireRequest.Fair) or has waited longer than
+//     StarvationBound since it entered the queue: for ReserveTTL
 //     of the authority's time only the head can take it, with its own
 //     acquire (its lease's validity is measured from its own send time: the
 //     wake-up message may come arbitrarily late and proves nothing). A head
@@ -51,12 +51,14 @@ const (
 	// (plus the time until the next operation on the name notices).
 	ReserveTTL = 250 * time.Millisecond
 
-	// StarvationBound is how long the head may have been passed over (since
-	// it was first woken by a release) before the next release hands the
-	// lock to it instead of letting a newcomer take it first. Go's
-	// sync.Mutex switches to hand-off after 1ms; a hand-off here costs a
-	// round trip of the head's, so the bound is a few times the loopback
-	// round trip: a head is passed over about once, then served.
+	// StarvationBound is how long the head may wait (since it entered the
+	// queue) before releases hand the lock to it instead of letting a
+	// newcomer take it first: as Go's sync.Mutex, which switches to
+	// hand-off once a waiter has waited 1ms. Under steady contention every
+	// head has waited that long, so the lock goes round in arrival order;
+	// a newcomer still takes a lock whose queue formed less than 1ms ago
+	// (a burst), where a hand-off's extra round trip would cost more than
+	// the wait it spares.
 	StarvationBound = time.Millisecond
 )
 

@@ -24,7 +24,7 @@ type waitEntry struct {
 	deadline  time.Time // heartbeat deadline
 	fair      bool
 	noReserve bool
-	wokenAt   time.Time // first wake-up as the head; zero before
+	since     time.Time // when it entered the queue
 }
 
 func (q *waitQueue) head() *waitEntry {
@@ -89,7 +89,7 @@ func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
 	w := q.entries[r.Waiter]
 	if w == nil {
 		q.seq++
-		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair, noReserve: r.NoReserve}
+		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair, noReserve: r.NoReserve, since: now}
 		q.entries[r.Waiter] = w
 		q.order = append(q.order, w)
 	}
@@ -98,8 +98,9 @@ func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
 }
 
 // wakeHead runs when name's lock is free: it reserves the lock for the
-// head when the head is fair or has starved, and wakes the head when it
-// reserved or when wake says so (a release). The caller holds e.mu.
+// head when the head is fair or has waited StarvationBound or more (since
+// it entered the queue), and wakes the head when it reserved or when wake
+// says so (a release). The caller holds e.mu.
 func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time, wake bool) {
 	if q == nil || q.reserved != nil {
 		return
@@ -108,14 +109,11 @@ func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time, wake bool) {
 	if h == nil {
 		return
 	}
-	due := h.fair || (!h.noReserve && !h.wokenAt.IsZero() && now.Sub(h.wokenAt) >= engine.StarvationBound)
+	due := h.fair || (!h.noReserve && now.Sub(h.since) >= engine.StarvationBound)
 	if due {
 		q.reserved, q.until = h, now.Add(engine.ReserveTTL)
 	}
 	if due || wake {
-		if h.wokenAt.IsZero() {
-			h.wokenAt = now
-		}
 		e.notifyWaiter(name, h.id)
 	}
 }

@@ -5,7 +5,7 @@
 -- (HASH: n = last ticket, rv = the waiter the lock is reserved for, ru = the
 -- reservation's end in µs, f:<id> = '1' for a fair waiter, x:<id> = '1' for
 -- a waiter the lock is never reserved for (a quorum's), w:<id> = when
--- the waiter was first woken as the head, in µs; and, as the waiters'
+-- the waiter entered the queue, in µs; and, as the waiters'
 -- engines set them, p = PUBLISH or SPUBLISH, r = the reservation's length
 -- and s = the starvation bound, in µs). Every time is the server's. The
 -- three keys expire with the longest heartbeat ttl left.
@@ -69,13 +69,13 @@ local function q_enqueue(id, ttl, fair, now, cfg, noreserve)
     if noreserve then
       redis.call('HSET', QS, 'x:' .. id, '1')
     end
-    redis.call('HSET', QS, 'p', cfg[1], 'r', cfg[2], 's', cfg[3])
+    redis.call('HSET', QS, 'p', cfg[1], 'r', cfg[2], 's', cfg[3], 'w:' .. id, q_int(now))
   end
   q_touch(id, ttl, now)
 end
 
 -- q_wake runs when the lock is free: it reserves the lock for the head when
--- the head is fair or was first woken s µs ago or more, and publishes a
+-- the head is fair or entered the queue s µs ago or more, and publishes a
 -- wake-up addressed to the head ('w:<id>' on the lock's channel) when it
 -- reserved or when wake is true (a release).
 local function q_wake(now, wake)
@@ -87,16 +87,13 @@ local function q_wake(now, wake)
     return
   end
   local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h)
-  local woken = cfg[1]
+  local since = cfg[1]
   local due = cfg[2] == '1' or
-    (not cfg[6] and woken and now - tonumber(woken) >= tonumber(cfg[5] or 1000))
+    (not cfg[6] and since and now - tonumber(since) >= tonumber(cfg[5] or 1000))
   if due then
     redis.call('HSET', QS, 'rv', h, 'ru', q_int(now + tonumber(cfg[4] or 250000)))
   end
   if due or wake then
-    if not woken then
-      redis.call('HSET', QS, 'w:' .. h, q_int(now))
-    end
     redis.call(cfg[3] or 'PUBLISH', KEYS[1], 'w:' .. h)
   end
 end
