@@ -171,24 +171,15 @@ func (c *Client) Close() error {
 }
 
 // check validates what every call needs; it changes nothing.
-func (c *Client) check(ctx context.Context, name string) error {
-	if ctx == nil {
-		return &ArgumentError{Arg: "context", Reason: "nil"}
-	}
-	if err := validateName(name); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	return nil
-}
+func (c *Client) check(ctx context.Context, name string) error { return c.enter(ctx, name, false) }
 
-// begin starts a call that Close waits for (endCall ends it): it checks ctx
-// and name, and that the Client is open.
-func (c *Client) begin(ctx context.Context, name string) error {
+// begin starts a call that Close waits for (endCall ends it), after the
+// checks of check.
+func (c *Client) begin(ctx context.Context, name string) error { return c.enter(ctx, name, true) }
+
+// enter checks ctx and name, and that the Client is open; with call it
+// counts a call in progress.
+func (c *Client) enter(ctx context.Context, name string, call bool) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
@@ -200,7 +191,9 @@ func (c *Client) begin(ctx context.Context, name string) error {
 	if c.closed {
 		return ErrClosed
 	}
-	c.calls.Add(1)
+	if call {
+		c.calls.Add(1)
+	}
 	return nil
 }
 

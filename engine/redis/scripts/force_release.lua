@@ -3,12 +3,5 @@
 -- on the channel KEYS[1] with command ARGV[1] (PUBLISH or SPUBLISH) when
 -- nobody queues. Returns 1 when it was held, 0 otherwise.
 local held = redis.call('DEL', KEYS[1])
-if redis.call('EXISTS', Q) == 1 then
-  local now = q_now()
-  q_settle(now)
-  q_wake(now, true)
-end
-if redis.call('EXISTS', Q) == 0 then
-  redis.call(ARGV[1], KEYS[1], 'released')
-end
+q_freed(ARGV[1])
 return held

@@ -97,3 +97,17 @@ local function q_wake(now, wake)
     redis.call(cfg[3] or 'PUBLISH', KEYS[1], 'w:' .. h)
   end
 end
+
+-- q_freed wakes the waiters of a lock just freed: the head of its queue,
+-- or, when nobody queues, everyone waiting outside a queue (a message for
+-- all on the lock's channel, with command pub).
+local function q_freed(pub)
+  if redis.call('EXISTS', Q) == 1 then
+    local now = q_now()
+    q_settle(now)
+    q_wake(now, true)
+  end
+  if redis.call('EXISTS', Q) == 0 then
+    redis.call(pub, KEYS[1], 'released')
+  end
+end

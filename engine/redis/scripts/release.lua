@@ -8,18 +8,6 @@
 -- resends a command whose reply was lost), and does not drop a second hold.
 -- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
 -- another owner does.
--- freed wakes the waiters of the lock just freed.
-local function freed()
-  if redis.call('EXISTS', Q) == 1 then
-    local now = q_now()
-    q_settle(now)
-    q_wake(now, true)
-  end
-  if redis.call('EXISTS', Q) == 0 then
-    redis.call(ARGV[2], KEYS[1], 'released')
-  end
-end
-
 local v = redis.call('GET', KEYS[1])
 if not v then
   return -1
@@ -31,7 +19,7 @@ if p then -- one hold: the common case, without decoding
   end
   redis.call('DEL', KEYS[1])
   if string.byte(v, p) == 42 then
-    freed()
+    q_freed(ARGV[2])
   end
   return 0
 end
@@ -50,6 +38,6 @@ if s.c > 1 then
 end
 redis.call('DEL', KEYS[1])
 if s.w then
-  freed()
+  q_freed(ARGV[2])
 end
 return 0
