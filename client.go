@@ -99,8 +99,9 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 // Info describes a lock as Inspect saw it.
 type Info = engine.Info
 
-// Inspect reports who holds the lock name, its metadata, its time left, its
-// fencing high-water and whether anyone waits for it. It changes nothing.
+// Inspect reports who holds the lock name (Info.Holders lists them), its
+// metadata, its time left, its fencing high-water and how many wait for it.
+// It changes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if err := c.check(ctx, name); err != nil {
 		return Info{}, err
@@ -108,6 +109,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	info, err := c.eng.Inspect(ctx, name)
 	if err != nil {
 		return Info{}, c.backendErr(ctx, "inspect", name, err)
+	}
+	if info.Held && len(info.Holders) == 0 {
+		info.Holders = []engine.Holder{{Owner: info.Owner, Count: info.Count, Token: info.Token, TTL: info.TTL, Metadata: info.Metadata}}
 	}
 	return info, nil
 }

@@ -217,9 +217,25 @@ type Info struct {
 	// HighWater is the highest fencing token minted for the name that the
 	// engine still remembers (0 when it remembers none).
 	HighWater uint64
-	// Waiters is the number of subscribers waiting for the lock, as the
-	// engine can see them (one per waiting client connection on Redis).
+	// Waiters is the number of waiters: the live entries of the lock's
+	// waiter queue on an engine with one (Queuer), else the subscribers
+	// waiting for the lock, as the engine can see them (one per waiting
+	// client connection on Redis).
 	Waiters int
+	// Holders lists who holds the lock: one entry for a mutex (the fields
+	// above), and as many as hold it for the lock kinds that share
+	// (distlock.Client.Inspect fills it in from the fields above when the
+	// engine leaves it empty).
+	Holders []Holder
+}
+
+// Holder is one holder of a lock.
+type Holder struct {
+	Owner    string
+	Count    int
+	Token    uint64
+	TTL      time.Duration
+	Metadata string
 }
 
 // Subscription delivers wake-ups for one lock name.

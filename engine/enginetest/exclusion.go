@@ -287,6 +287,10 @@ func (s *suite) inspect(t *testing.T) {
 		info.TTL <= 3*time.Second || info.TTL > 5*time.Second || info.Name != name {
 		t.Fatalf("Inspect = %+v, lease owner %s token %d", info, l.Owner(), l.Token())
 	}
+	if len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() || info.Holders[0].Token != l.Token() ||
+		info.Holders[0].Count != 1 || info.Holders[0].Metadata != "host-a pid 42" || info.Holders[0].TTL != info.TTL {
+		t.Fatalf("Inspect's holders = %+v, want the one lease", info.Holders)
+	}
 	cancel()
 	waitFor(t, 5*time.Second, "the waiter to leave", func() bool {
 		info, err = c.Inspect(ctx, name)

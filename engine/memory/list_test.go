@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -105,11 +106,11 @@ func TestListInfo(t *testing.T) {
 	}
 	want := engine.Info{Name: "a", Held: true, Owner: "owner-a", Count: 2, Metadata: "host=x",
 		Token: token, TTL: 50 * time.Second, HighWater: token, Waiters: 1}
-	if infos[0] != want {
+	if !reflect.DeepEqual(infos[0], want) {
 		t.Fatalf("List info = %+v\nwant        %+v", infos[0], want)
 	}
 	inspected, err := e.Inspect(context.Background(), "a")
-	if err != nil || inspected != want {
+	if err != nil || !reflect.DeepEqual(inspected, want) {
 		t.Fatalf("Inspect = %+v, %v; List and Inspect disagree", inspected, err)
 	}
 }

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -125,7 +126,7 @@ func TestListLocks(t *testing.T) {
 		t.Errorf("TTL %v, Inspect says %v", got1.TTL, want.TTL)
 	}
 	got1.TTL, want.TTL = 0, 0
-	if got1 != want || got1.Owner != "owner-jobs/a" || got1.Metadata != "meta of jobs/a" || got1.Token == 0 || got1.HighWater != got1.Token {
+	if !reflect.DeepEqual(got1, want) || got1.Owner != "owner-jobs/a" || got1.Metadata != "meta of jobs/a" || got1.Token == 0 || got1.HighWater != got1.Token {
 		t.Errorf("List info %+v\nInspect     %+v", got1, want)
 	}
 }
