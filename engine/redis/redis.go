@@ -356,7 +356,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	info, _, err := r.info(e, name)
-	if err == nil && r.queued.Val() == 0 {
+	if n, _ := r.queued.Int(); err == nil && n == 0 {
 		err = e.countClassicWaiters(ctx, &info)
 	}
 	return info, err
@@ -386,8 +386,15 @@ type lockReads struct {
 	pttl   *goredis.DurationCmd
 	hw     *goredis.StringCmd
 	subs   *goredis.MapStringIntCmd
-	queued *goredis.IntCmd
+	queued *goredis.Cmd
 }
+
+// liveWaitersSrc counts the queue entries whose heartbeat deadline (KEYS[1],
+// server time in µs) has not passed: expired ones stay in the queue until
+// the next script on the lock drops them, and must not be counted. EVAL,
+// not EVALSHA: Inspect is not on the lock path, and the script is short.
+const liveWaitersSrc = `local t = redis.call('TIME')
+return redis.call('ZCOUNT', KEYS[1], string.format('(%d', tonumber(t[1]) * 1000000 + tonumber(t[2])), '+inf')`
 
 // readLock queues on p the reads of the lock name.
 func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string) lockReads {
@@ -396,7 +403,7 @@ func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string)
 		pttl:   p.PTTL(ctx, e.lockKey(name)),
 		hw:     p.Get(ctx, e.fenceKey(name)),
 		subs:   e.numSub(ctx, p, name),
-		queued: p.ZCard(ctx, e.queueKey(name)),
+		queued: p.Eval(ctx, liveWaitersSrc, []string{e.queueKey(name) + "d"}),
 	}
 }
 
@@ -421,10 +428,10 @@ var errNotALock = errors.New("not a distlock lock")
 // A key of another type (WRONGTYPE, a reply error) or a string distlock did
 // not write (errNotALock) is an error.
 func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, err error) {
-	// Waiters: the queue's entries (waiters whose heartbeat deadline
-	// passed count until the next operation on the lock drops them); with
-	// no queue, the subscribers (waiters outside a queue).
-	info = engine.Info{Name: name, Waiters: int(r.queued.Val())}
+	// Waiters: the queue's live entries; with no queue, the subscribers
+	// (waiters outside a queue).
+	queued, _ := r.queued.Int()
+	info = engine.Info{Name: name, Waiters: queued}
 	if info.Waiters == 0 {
 		info.Waiters = int(r.subs.Val()[e.channel(name)])
 	}
