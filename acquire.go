@@ -76,7 +76,9 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	var err error
 	ahead := wait && o.owner == "" && c.waitsOn(name)
 	if !ahead || queues {
-		a.req.Behind = ahead
+		// A fair call never takes a free lock ahead of the queue, even on
+		// its first attempt, which carries no waiter fields yet.
+		a.req.Behind = ahead || (wait && o.fair)
 		if l, err = a.try(); l != nil || err != nil {
 			return l, a.contended, err
 		}

@@ -76,6 +76,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueDeadWaiterSkipped", s.deadWaiterSkipped},
 		{"QueueGiveUpLeaves", s.giveUpLeaves},
 		{"QueueReservationLapses", s.reservationLapses},
+		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

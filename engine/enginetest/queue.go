@@ -447,6 +447,61 @@ func (s *suite) reservationLapses(t *testing.T) {
 	_ = l.Release(ctx)
 }
 
+// fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the
+// queue, even when the head is not fair. A dead fair head's reservation
+// lapses, leaving a default-policy waiter at the head of a free lock; a
+// fair newcomer that comes then waits behind it (its first attempt, before
+// it is queued, asks to stay behind).
+func (s *suite) fairNewcomerQueues(t *testing.T) {
+	e, _ := s.queuer(t, true)
+	name := lockName(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "dead", Attempt: "dead", TTL: time.Minute,
+		Waiting: true, Waiter: "dead-fair-head", WaiterTTL: time.Minute, Fair: true}); err != nil {
+		t.Fatal(err)
+	}
+	type grant struct {
+		who string
+		l   *distlock.Lease
+		err error
+	}
+	got := make(chan grant, 2)
+	acquire := func(who string, opts ...distlock.Option) {
+		l, err := s.client(t).Acquire(ctx, name, opts...)
+		got <- grant{who, l, err}
+	}
+	go acquire("default")
+	waitFor(t, 10*time.Second, "the default-policy waiter", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters >= 2
+	})
+	released := time.Now()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The dead head's reservation lapses; the fair newcomer comes then,
+	// before the default-policy waiter's next heartbeat.
+	time.Sleep(time.Until(released.Add(engine.ReserveTTL + 30*time.Millisecond)))
+	go acquire("fair newcomer", distlock.WithFair())
+	first := <-got
+	if first.err != nil {
+		t.Fatal(first.err)
+	}
+	_ = first.l.Release(ctx)
+	second := <-got
+	if second.err == nil {
+		_ = second.l.Release(ctx)
+	}
+	if first.who != "default" {
+		t.Fatalf("the %s got the lock first, ahead of the waiter queued before it", first.who)
+	}
+}
+
 // queueUnsupported: on an engine without a queue that can be fair,
 // WithFair is refused with an *UnsupportedError and changes nothing.
 func (s *suite) queueUnsupported(t *testing.T) {
