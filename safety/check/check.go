@@ -9,7 +9,11 @@
 //	I5  the fenced resource's history is linearizable (porcupine, fenced
 //	    register model);
 //	I6  loss was signalled to the holder no later than its local deadline;
-//	I7  after faults heal, acquisition works again within ttl + backoff.
+//	I7  after faults heal, acquisition works again within ttl + backoff;
+//	I8  fair order: among live fair waiters, grants follow the order in
+//	    which their calls started (beyond a margin) (queue.go);
+//	I9  liveness: the lock is never free for longer than a bound while a
+//	    live client waits (queue.go).
 //
 // The same checks run on the unfenced control copy of the resource, where
 // violations are expected: they show the checks have teeth.
@@ -37,6 +41,13 @@ type Params struct {
 	// VisualizePath, when set, is where porcupine's HTML visualisation is
 	// written if I5 fails.
 	VisualizePath string
+	// RecoveryBound, when set, replaces I7's ttl + backoff (the queue
+	// scenarios: a dead waiter at the head costs up to QueueBound).
+	RecoveryBound time.Duration
+	// FairMargin is I8's margin (0: DefaultFairMargin); QueueBound is
+	// I9's bound (0: QueueBound).
+	FairMargin time.Duration
+	QueueBound time.Duration
 }
 
 // Result is what a history shows.
@@ -71,6 +82,17 @@ type Result struct {
 	Recoveries []time.Duration
 	Slow       int
 	Unchecked  int
+	// I8: fair-order violations among the waiting calls (Calls) of
+	// clients with a waiting policy; OrderPairs pairs were compared,
+	// OrderExcluded were not (a stopped waiter, a lost queue).
+	Calls         int
+	OutOfOrder    []OrderViolation
+	OrderPairs    int
+	OrderExcluded int
+	// I9: the longest interval in which the lock was free while a live
+	// client waited, and how many exceeded the bound.
+	LongestFree time.Duration
+	FreeOver    int
 
 	Notes []string
 }
@@ -112,6 +134,17 @@ func Run(events []history.Event, p Params) Result {
 	r.Linearizable, r.Visualization = linearizable(h, p)
 	r.Lags, r.Late, r.Excluded = signals(h, p)
 	r.Recoveries, r.Slow, r.Unchecked = recoveries(h, p)
+	cs := calls(h)
+	r.Calls = len(cs)
+	margin, bound := p.FairMargin, p.QueueBound
+	if margin <= 0 {
+		margin = DefaultFairMargin
+	}
+	if bound <= 0 {
+		bound = QueueBound
+	}
+	r.OutOfOrder, r.OrderPairs, r.OrderExcluded = fairOrder(cs, h, margin)
+	r.LongestFree, r.FreeOver = liveness(cs, h, bound)
 	return r
 }
 

@@ -197,3 +197,183 @@ func TestSlowRecoveryDetected(t *testing.T) {
 		t.Fatalf("recoveries %v slow %d", r.Recoveries, r.Slow)
 	}
 }
+
+// wait adds a waiting call of client with policy, started at invoke with a
+// budget until budgetEnd; done adds its outcome (ok: granted as owner, at
+// complete, valid until deadline; else given up).
+func (h *b) wait(client, policy string, invoke, budgetEnd int64) *b {
+	return h.add(history.Event{Kind: history.KindWait, Client: client, Name: "n", Invoke: invoke * ms, Deadline: budgetEnd * ms, Policy: policy})
+}
+
+func (h *b) done(client, policy string, invoke, complete int64, ok bool, owner string, token uint64, deadline int64) *b {
+	e := history.Event{Kind: history.KindAcquire, Client: client, Name: "n", Invoke: invoke * ms, Complete: complete * ms, Policy: policy, Detail: client0Impl}
+	if ok {
+		e.Result, e.Owner, e.Token, e.Deadline = history.OK, owner, token, deadline*ms
+	} else {
+		e.Result = history.Fail
+	}
+	return h.add(e)
+}
+
+// fairRound: a, b and c (fair) start 100 ms apart while x holds the lock,
+// and are granted in that order, each holding 200 ms; d (default policy)
+// starts last and is granted before c, which the fair order allows.
+func fairRound() *b {
+	h := &b{}
+	h.add(history.Event{Kind: history.KindRunStart, At: 0})
+	h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+	h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+	h.wait("c", history.PolicyFair, 300, 5000).wait("d", history.PolicyDefault, 350, 5000)
+	h.done("a", history.PolicyFair, 100, 402, true, "oa", 2, 1300).release("oa", 600)
+	h.done("b", history.PolicyFair, 200, 602, true, "ob", 3, 1500).release("ob", 800)
+	h.done("d", history.PolicyDefault, 350, 802, true, "od", 4, 1700).release("od", 1000)
+	h.done("c", history.PolicyFair, 300, 1002, true, "oc", 5, 1900).release("oc", 1200)
+	h.add(history.Event{Kind: history.KindRunEnd, At: 1300 * ms})
+	return h
+}
+
+func TestFairOrderPasses(t *testing.T) {
+	r := Run(fairRound().ev, params)
+	if r.Calls != 4 || len(r.OutOfOrder) != 0 || r.OrderPairs != 3 || r.OrderExcluded != 0 {
+		t.Fatalf("calls %d out of order %+v pairs %d excluded %d", r.Calls, r.OutOfOrder, r.OrderPairs, r.OrderExcluded)
+	}
+	if r.FreeOver != 0 || r.LongestFree > 5*time.Millisecond {
+		t.Fatalf("liveness: longest free %v, over %d", r.LongestFree, r.FreeOver)
+	}
+}
+
+func TestFairOrderViolationDetected(t *testing.T) {
+	// b started 100 ms after a and is granted first.
+	h := &b{}
+	h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+	h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+	h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+	h.done("a", history.PolicyFair, 100, 602, true, "oa", 3, 1500).release("oa", 800)
+	r := Run(h.ev, params)
+	if len(r.OutOfOrder) != 1 || r.OutOfOrder[0].Earlier.Client != "a" || r.OutOfOrder[0].Later.Client != "b" ||
+		r.OutOfOrder[0].Lead != 100*time.Millisecond {
+		t.Fatalf("out of order: %+v", r.OutOfOrder)
+	}
+	// a gave up (its budget ended) after b was granted: still overtaken.
+	h = &b{}
+	h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+	h.wait("a", history.PolicyFair, 100, 700).wait("b", history.PolicyFair, 200, 5000)
+	h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 1000)
+	h.done("a", history.PolicyFair, 100, 710, false, "", 0, 0)
+	if r := Run(h.ev, params); len(r.OutOfOrder) != 1 {
+		t.Fatalf("overtaken call that gave up: %+v", r.OutOfOrder)
+	}
+	// A killed waiter (no completion) overtaken before it died.
+	h = &b{}
+	h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+	h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+	h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+	h.add(history.Event{Kind: history.KindClientExit, Client: "a", At: 500 * ms})
+	if r := Run(h.ev, params); len(r.OutOfOrder) != 1 {
+		t.Fatalf("killed waiter overtaken while alive: %+v", r.OutOfOrder)
+	}
+}
+
+func TestFairOrderNotViolated(t *testing.T) {
+	base := func() *b {
+		h := &b{}
+		h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+		return h
+	}
+	cases := map[string]func(h *b){
+		// Started within the margin (50 ms) of each other: either order.
+		"within margin": func(h *b) {
+			h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 140, 5000)
+			h.done("b", history.PolicyFair, 140, 402, true, "ob", 2, 1300).release("ob", 600)
+			h.done("a", history.PolicyFair, 100, 602, true, "oa", 3, 1500).release("oa", 800)
+		},
+		// a gave up before b was granted.
+		"gave up first": func(h *b) {
+			h.wait("a", history.PolicyFair, 100, 300).wait("b", history.PolicyFair, 200, 5000)
+			h.done("a", history.PolicyFair, 100, 301, false, "", 0, 0)
+			h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+		},
+		// a was killed before b was granted.
+		"killed first": func(h *b) {
+			h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+			h.add(history.Event{Kind: history.KindClientExit, Client: "a", At: 300 * ms})
+			h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+		},
+		// a is the default-policy client: not in the fair order.
+		"default policy": func(h *b) {
+			h.wait("a", history.PolicyDefault, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+			h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+			h.done("a", history.PolicyDefault, 100, 602, true, "oa", 3, 1500).release("oa", 800)
+		},
+	}
+	for name, f := range cases {
+		h := base()
+		f(h)
+		if r := Run(h.ev, params); len(r.OutOfOrder) != 0 {
+			t.Errorf("%s: %+v", name, r.OutOfOrder)
+		}
+	}
+	// Excluded: a was stopped while waiting, or the queue was lost.
+	for _, f := range []history.Event{
+		{Kind: history.KindFault, Class: ClassStopHeadWaiter, Target: "a", Start: 150 * ms, End: 350 * ms},
+		{Kind: history.KindFault, Class: ClassRestartQueue, Target: "node0", Start: 300 * ms, End: 310 * ms},
+	} {
+		h := base()
+		h.wait("a", history.PolicyFair, 100, 5000).wait("b", history.PolicyFair, 200, 5000)
+		h.add(f)
+		h.done("b", history.PolicyFair, 200, 402, true, "ob", 2, 1300).release("ob", 600)
+		h.done("a", history.PolicyFair, 100, 602, true, "oa", 3, 1500).release("oa", 800)
+		if r := Run(h.ev, params); len(r.OutOfOrder) != 0 || r.OrderExcluded != 1 || r.OrderPairs != 0 {
+			t.Errorf("fault class %d: out of order %+v, excluded %d, pairs %d", f.Class, r.OutOfOrder, r.OrderExcluded, r.OrderPairs)
+		}
+	}
+}
+
+func TestLivenessDetected(t *testing.T) {
+	// a waits from 100 ms; the holder released at 400 ms and nobody got
+	// the lock until a's grant at 6 s: free for 5.6 s while a waited.
+	h := &b{}
+	h.add(history.Event{Kind: history.KindRunStart, At: 0})
+	h.grant("x", "ox", 1, 0, 1, 900).release("ox", 400)
+	h.wait("a", history.PolicyFair, 100, 9000)
+	h.done("a", history.PolicyFair, 100, 6000, true, "oa", 2, 6900).release("oa", 6500)
+	h.add(history.Event{Kind: history.KindRunEnd, At: 8000 * ms})
+	r := Run(h.ev, params)
+	if r.FreeOver != 1 || r.LongestFree != 5600*time.Millisecond {
+		t.Fatalf("longest free %v, over %d", r.LongestFree, r.FreeOver)
+	}
+	// The same while a was stopped for most of it: a stopped waiter is
+	// not a live one (free while live: 400-1000 ms and 5.5-6 s).
+	h.add(history.Event{Kind: history.KindFault, Class: ClassStopHeadWaiter, Target: "a", Start: 1000 * ms, End: 5500 * ms})
+	r = Run(h.ev, params)
+	if r.FreeOver != 0 || r.LongestFree != 600*time.Millisecond {
+		t.Fatalf("stopped waiter: longest free %v, over %d", r.LongestFree, r.FreeOver)
+	}
+	// A waiter that never completes (killed) waits until its exit.
+	h = &b{}
+	h.add(history.Event{Kind: history.KindRunStart, At: 0})
+	h.wait("a", history.PolicyFair, 100, 9000)
+	h.add(history.Event{Kind: history.KindClientExit, Client: "a", At: 5000 * ms})
+	h.add(history.Event{Kind: history.KindRunEnd, At: 8000 * ms})
+	if r := Run(h.ev, params); r.FreeOver != 1 || r.LongestFree != 4900*time.Millisecond {
+		t.Fatalf("killed waiter: longest free %v, over %d", r.LongestFree, r.FreeOver)
+	}
+}
+
+func TestQueueRecoveryBound(t *testing.T) {
+	// A heal followed by a grant 2.1 s later is slow by ttl + backoff and
+	// fine by the queue scenarios' bound.
+	h := &b{}
+	h.add(history.Event{Kind: history.KindRunStart, At: 0})
+	h.add(history.Event{Kind: history.KindFault, Class: 15, Start: 100 * ms, End: 100 * ms})
+	h.grant("c", "oc", 30, 1400, 2200, 3100).release("oc", 2300)
+	h.add(history.Event{Kind: history.KindRunEnd, At: 5000 * ms})
+	if r := Run(h.ev, params); r.Slow != 1 {
+		t.Fatalf("slow %d", r.Slow)
+	}
+	p := params
+	p.RecoveryBound = QueueBound
+	if r := Run(h.ev, p); r.Slow != 0 {
+		t.Fatalf("queue bound: slow %d", r.Slow)
+	}
+}

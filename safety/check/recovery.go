@@ -10,6 +10,9 @@ import (
 // end of the leases legitimately held at the heal (I7).
 func recoveries(h *hist, p Params) (rec []time.Duration, slow, unchecked int) {
 	bound := int64(p.TTL + p.Backoff)
+	if p.RecoveryBound > 0 {
+		bound = int64(p.RecoveryBound)
+	}
 	var ivs [][2]int64
 	for _, f := range h.faults {
 		ivs = append(ivs, [2]int64{f.Start, max(f.End, f.Start)})

@@ -10,12 +10,13 @@ import (
 // minus the local deadline the lease had. A lease whose holder found it
 // still valid after its deadline (a "checked" event past it) counts as late
 // too. Holders stopped by SIGSTOP around the deadline are excluded: a
-// stopped process cannot be told anything.
+// stopped process cannot be told anything (classes 1, 13 and 14: a waiter
+// stopped as the head may have been granted just before).
 func signals(h *hist, p Params) (lags []time.Duration, late, excluded int) {
 	limit := Drift(p.TTL) + p.SignalTolerance
 	stopped := func(cl string, from, to int64) bool {
 		for _, f := range h.faults {
-			if f.Class == 1 && f.Target == cl && f.Start <= to && f.End >= from {
+			if stopsClient(f.Class) && f.Target == cl && f.Start <= to && f.End >= from {
 				return true
 			}
 		}

@@ -55,6 +55,19 @@ type Config struct {
 	OpTimeout time.Duration `json:"op_timeout"` // one resource call
 	Budget    time.Duration `json:"budget"`     // one Acquire's wait budget
 	Seed      uint64        `json:"seed"`
+
+	// Queue lets the Client see the engine's waiter queue (engine.Queuer,
+	// single-node mode only): a waiting Acquire enters the lock's queue in
+	// Redis. Without it the lab's engine wrapper hides the queue (it
+	// embeds engine.Engine only) and waiters wait by subscription, as on
+	// an engine without a queue.
+	Queue bool `json:"queue,omitempty"`
+	// Policy is the client's waiting policy in the queue scenarios
+	// (history.PolicyFair or PolicyDefault), recorded on its waiting
+	// calls; a fair client passes distlock.WithFair when it sees the
+	// queue (Queue), and waits without it otherwise (the queue-hidden
+	// control). Empty for the other scenarios.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Marshal renders c as JSON.

@@ -13,6 +13,7 @@ import (
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/safety/history"
 )
 
 // Lease is what the client loop needs of a held lock.
@@ -50,11 +51,14 @@ func redisOptions(addr string) *goredis.Options {
 }
 
 // newEngine builds the client's lock engine: one Redis node, or a quorum
-// over every node, each node wrapped with slow. It returns the go-redis
+// over every node, each node wrapped with slow. The wrappers hide the
+// engine's waiter queue unless cfg.Queue (single-node mode), where entered
+// hears of each waiting call's entry into it. It returns the go-redis
 // clients to close after the engine.
-func newEngine(cfg Config, slow *Slow) (engine.Engine, []*goredis.Client, error) {
+func newEngine(cfg Config, slow *Slow, entered func(waiter string, sent, reply time.Time, head bool)) (engine.Engine, []*goredis.Client, error) {
 	var rdbs []*goredis.Client
 	var nodes []engine.Engine
+	var queues []engine.Queuer
 	for _, addr := range cfg.Nodes {
 		rdb := goredis.NewClient(redisOptions(addr))
 		rdbs = append(rdbs, rdb)
@@ -63,12 +67,22 @@ func newEngine(cfg Config, slow *Slow) (engine.Engine, []*goredis.Client, error)
 			return nil, rdbs, err
 		}
 		nodes = append(nodes, slowNode{Engine: e, s: slow, name: e.String()})
+		queues = append(queues, e)
+	}
+	if cfg.Queue && cfg.Redlock {
+		return nil, rdbs, errors.New("the lab waits in the queue in single-node mode only (a quorum's queue is not fair)")
 	}
 	if !cfg.Redlock {
 		if len(nodes) != 1 {
 			return nil, rdbs, fmt.Errorf("single-node mode with %d nodes", len(nodes))
 		}
-		return slowTop{Engine: nodes[0], s: slow, name: nodes[0].(fmt.Stringer).String()}, rdbs, nil
+		top := slowTop{Engine: nodes[0], s: slow, name: nodes[0].(fmt.Stringer).String()}
+		if cfg.Queue {
+			qt := &queueTop{slowTop: top, q: queues[0], entered: entered}
+			qt.d, _ = queues[0].(engine.Describer)
+			return qt, rdbs, nil
+		}
+		return top, rdbs, nil
 	}
 	var opts []quorum.Option
 	if cfg.NodeTimeout > 0 {
@@ -87,9 +101,11 @@ func newEngine(cfg Config, slow *Slow) (engine.Engine, []*goredis.Client, error)
 	return slowTop{Engine: q, s: slow, name: q.String()}, rdbs, nil
 }
 
-// NewLocker builds the Locker of cfg.Impl on a fresh engine.
-func NewLocker(cfg Config, slow *Slow) (Locker, error) {
-	eng, rdbs, err := newEngine(cfg, slow)
+// NewLocker builds the Locker of cfg.Impl on a fresh engine. With
+// cfg.Queue, entered (may be nil) hears of each waiting call's entry into
+// the lock's queue.
+func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply time.Time, head bool)) (Locker, error) {
+	eng, rdbs, err := newEngine(cfg, slow, entered)
 	closeAll := func() {
 		for _, r := range rdbs {
 			_ = r.Close()
@@ -101,7 +117,11 @@ func NewLocker(cfg Config, slow *Slow) (Locker, error) {
 	}
 	switch cfg.Impl {
 	case ImplLibrary, "":
-		return &libLocker{c: distlock.New(eng), eng: eng, ttl: cfg.TTL, closeConns: closeAll}, nil
+		l := &libLocker{c: distlock.New(eng), eng: eng, ttl: cfg.TTL, closeConns: closeAll}
+		if cfg.Queue && cfg.Policy == history.PolicyFair {
+			l.fair = true
+		}
+		return l, nil
 	case ImplNoValidity, ImplFromReply:
 		return newNaive(eng, cfg, closeAll), nil
 	}
@@ -115,6 +135,7 @@ type libLocker struct {
 	c          *distlock.Client
 	eng        engine.Engine
 	ttl        time.Duration
+	fair       bool // waiting calls pass WithFair
 	closeConns func()
 }
 
@@ -124,7 +145,11 @@ func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease,
 		err   error
 	)
 	if wait {
-		lease, err = l.c.Acquire(ctx, name, distlock.WithTTL(l.ttl))
+		opts := []distlock.Option{distlock.WithTTL(l.ttl)}
+		if l.fair {
+			opts = append(opts, distlock.WithFair())
+		}
+		lease, err = l.c.Acquire(ctx, name, opts...)
 	} else {
 		lease, err = l.c.TryAcquire(ctx, name, distlock.WithTTL(l.ttl))
 	}

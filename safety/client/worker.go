@@ -33,7 +33,15 @@ func NewWorker(cfg Config, rec func(history.Event)) (*Worker, error) {
 		rec(history.Event{Kind: history.KindFault, Class: 2, Target: cfg.ID, Start: history.Mono(start),
 			End: history.Mono(end), Detail: kind})
 	})
-	l, err := NewLocker(cfg, w.slow)
+	entered := func(waiter string, sent, reply time.Time, head bool) {
+		ev := history.Event{Kind: history.KindQueued, Client: cfg.ID, Name: cfg.Name, Waiter: waiter,
+			Invoke: history.Mono(sent), At: history.Mono(reply), Policy: cfg.Policy}
+		if head {
+			ev.Detail = "head"
+		}
+		rec(ev)
+	}
+	l, err := NewLocker(cfg, w.slow, entered)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +73,14 @@ func (w *Worker) hold(ctx context.Context) {
 	cfg := w.cfg
 	ev := history.Event{Kind: history.KindAcquire, Client: cfg.ID, Name: cfg.Name, Invoke: history.Now(), TTL: int64(cfg.TTL), Detail: cfg.Impl}
 	actx, cancel := context.WithTimeout(ctx, cfg.Budget)
+	if cfg.Style == StyleWait && cfg.Policy != "" {
+		// The queue scenarios: the call's start, before its first attempt
+		// (the fair-order check compares these), and when its budget ends.
+		ev.Policy = cfg.Policy
+		dl, _ := actx.Deadline()
+		w.rec(history.Event{Kind: history.KindWait, Client: cfg.ID, Name: cfg.Name, Invoke: ev.Invoke,
+			Deadline: history.Mono(dl), Policy: cfg.Policy})
+	}
 	lease, err := w.locker.Acquire(actx, cfg.Name, cfg.Style == StyleWait)
 	cancel()
 	ev.Complete = history.Now()

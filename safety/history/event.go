@@ -32,6 +32,15 @@ const (
 	// clients can be killed).
 	KindClientStart = "client-start"
 	KindClientExit  = "client-exit"
+	// KindWait is the start (Invoke) of a waiting Acquire call of a client
+	// with a waiting Policy (the queue scenarios); Deadline is the end of
+	// its wait budget. Its KindAcquire has the same Client and Invoke.
+	KindWait = "wait"
+	// KindQueued is a waiting call's first attempt that the lock authority
+	// answered Queued (the call entered the waiter queue under Waiter):
+	// Invoke is the attempt's send, At its reply; Detail "head" when it
+	// entered at the head. Only clients that see the queue record it.
+	KindQueued = "queued"
 	// KindRunStart and KindRunEnd frame a run (At); Detail describes it.
 	// The run ends when the clients are told to stop.
 	KindRunStart = "run-start"
@@ -92,4 +101,20 @@ type Event struct {
 	Start  int64  `json:"start,omitempty"`
 	End    int64  `json:"end,omitempty"`
 	Detail string `json:"detail,omitempty"`
+
+	// Policy is the waiting policy of a waiting call (wait, acquire) in
+	// the queue scenarios: PolicyFair or PolicyDefault (the role the run
+	// gives the client, also under the queue-hidden control).
+	Policy string `json:"policy,omitempty"`
+	// Waiter is the waiter id of a call in the lock's queue (queued).
+	Waiter string `json:"waiter,omitempty"`
 }
+
+// Waiting policies (Event.Policy).
+const (
+	// PolicyFair: the call waits with distlock.WithFair (strict FIFO).
+	PolicyFair = "fair"
+	// PolicyDefault: the call waits with the default policy (only the
+	// head is woken, a newcomer may take a free lock first).
+	PolicyDefault = "default"
+)

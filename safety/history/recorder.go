@@ -18,6 +18,7 @@ type Recorder struct {
 	enc      *json.Encoder
 	err      error
 	watchers []*watcher
+	taps     []func(Event)
 }
 
 type watcher struct {
@@ -43,6 +44,9 @@ func (r *Recorder) Add(e Event) {
 	if r.enc != nil && r.err == nil {
 		r.err = r.enc.Encode(e)
 	}
+	for _, t := range r.taps {
+		t(e)
+	}
 	kept := r.watchers[:0]
 	for _, w := range r.watchers {
 		if w.match(e) {
@@ -64,6 +68,15 @@ func (r *Recorder) Watch(match func(Event) bool) <-chan Event {
 	r.watchers = append(r.watchers, w)
 	r.mu.Unlock()
 	return w.ch
+}
+
+// Tap calls f with every event recorded from now on, in order. f runs
+// under the Recorder's lock: it must be quick and must not call the
+// Recorder.
+func (r *Recorder) Tap(f func(Event)) {
+	r.mu.Lock()
+	r.taps = append(r.taps, f)
+	r.mu.Unlock()
 }
 
 // Events returns a copy of the events recorded so far.

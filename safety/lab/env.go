@@ -29,6 +29,11 @@ type env struct {
 	slots    []*slot
 	exe      []string
 	logf     func(string, ...any)
+
+	// The queue scenarios: each client's waiting call in progress, kept
+	// from the history as it is recorded (see trackWaits).
+	wmu     sync.Mutex
+	waiting map[string]*waitCall
 }
 
 // slot is one client position; a process slot gets a new process (and id)
@@ -90,10 +95,24 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		opt := &goredis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: 2}
 		e.admin = append(e.admin, goredis.NewClient(opt))
 	}
-	styles := []struct {
-		proc  bool
-		style string
-	}{{true, client.StyleWait}, {false, client.StyleWait}, {false, client.StylePoll}}
+	type style struct {
+		proc          bool
+		style, policy string
+	}
+	styles := []style{{true, client.StyleWait, ""}, {false, client.StyleWait, ""}, {false, client.StylePoll, ""}}
+	if spec.Scenario.Queue {
+		if spec.Mode.Redlock {
+			e.teardown()
+			return nil, fmt.Errorf("scenario %d: the waiter queue is single-node only", spec.Scenario.ID)
+		}
+		styles = []style{
+			{true, client.StyleWait, history.PolicyFair},
+			{true, client.StyleWait, history.PolicyFair},
+			{false, client.StyleWait, history.PolicyFair},
+			{true, client.StyleWait, history.PolicyDefault},
+		}
+		e.trackWaits()
+	}
 	for i, st := range styles {
 		s := &slot{base: fmt.Sprintf("c%d", i)}
 		cfg := clientParams(spec.TTL)
@@ -101,6 +120,10 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		cfg.Seed = spec.Seed*31 + uint64(i)
 		cfg.MinHold = time.Duration(max(spec.Scenario.MinHold, 1)) * spec.TTL
 		cfg.Impl = client.ImplLibrary
+		if spec.Scenario.Queue {
+			cfg.Policy, cfg.Queue = st.policy, spec.Control != NoQueue
+			cfg.MinHold, cfg.MaxOps, cfg.Budget = spec.TTL/2, 4, 10*spec.TTL
+		}
 		switch spec.Control {
 		case NoValidity:
 			cfg.Impl, cfg.NoQuorumValidity, cfg.NoFencing = client.ImplNoValidity, true, true

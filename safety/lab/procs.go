@@ -96,6 +96,13 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// killNow SIGKILLs the process, stopped or not (SIGKILL needs no SIGCONT,
+// so a stopped process never runs again), and waits.
+func (p *proc) killNow() {
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
 // stop asks the process to finish its hold and exit, and kills it after
 // grace.
 func (p *proc) stop(grace time.Duration) {

@@ -23,7 +23,17 @@ func Summary(o *Outcome) string {
 		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
 		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
 		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
-		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), verdict)
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+verdict)
+}
+
+// queueSummary is the queue checks' part of Summary.
+func queueSummary(o *Outcome) string {
+	if !o.Spec.Scenario.Queue {
+		return ""
+	}
+	r := o.Result
+	return fmt.Sprintf("I8 out of order %d of %d pairs (%d excluded, %d calls) I9 longest free %v (over %d) | ",
+		len(r.OutOfOrder), r.OrderPairs, r.OrderExcluded, r.Calls, r.LongestFree.Round(time.Millisecond), r.FreeOver)
 }
 
 func maxDur(ds []time.Duration) time.Duration {
@@ -78,6 +88,53 @@ func Markdown(outs []*Outcome) string {
 			s.Scenario.ID, name, s.Mode.Name, r.Grants.Attempted, r.Grants.OK, r.Grants.Failed, r.Grants.Unknown, r.Faults,
 			i1, r.StaleFenced, r.StaleControl, r.TokenInversions, r.LostFenced, r.LostControl, r.AckFenced, r.Linearizable,
 			i6, i7, verdict)
+	}
+	if q := queueMarkdown(outs); q != "" {
+		b.WriteString("\n" + q)
+	}
+	return b.String()
+}
+
+// queueMarkdown renders the queue checks of the queue runs (I8, I9), with
+// the first fair-order violations of each run.
+func queueMarkdown(outs []*Outcome) string {
+	var b strings.Builder
+	for _, o := range outs {
+		if !o.Spec.Scenario.Queue {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| # | scenario | control | waiting calls | grants ok | faults | I8 out of order / pairs compared (excluded) | I9 longest free while waiting ms (over bound) | I7 recovery max ms (slow) | verdict |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		}
+		r, s := o.Result, o.Spec
+		ctl := "-"
+		if s.Control != NoControl {
+			ctl = "**NC: " + string(s.Control) + "**"
+		}
+		verdict := "pass"
+		if len(o.Problems) > 0 {
+			verdict = "**FAIL**: " + strings.Join(o.Problems, "; ")
+		} else if s.Control != NoControl {
+			verdict = "pass (detected: " + s.Control.Expect() + ")"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %d | %d | %d / %d (%d) | %s (%d) | %.0f (%d) | %s |\n",
+			s.Scenario.ID, s.Scenario.Key, ctl, r.Calls, r.Grants.OK, r.Faults, len(r.OutOfOrder), r.OrderPairs, r.OrderExcluded,
+			ms(r.LongestFree), r.FreeOver, float64(maxDur(r.Recoveries))/float64(time.Millisecond), r.Slow, verdict)
+	}
+	return b.String()
+}
+
+// OrderDetails lists an outcome's first n fair-order violations.
+func OrderDetails(o *Outcome, n int) string {
+	var b strings.Builder
+	for i, v := range o.Result.OutOfOrder {
+		if i == n {
+			fmt.Fprintf(&b, "  ... and %d more\n", len(o.Result.OutOfOrder)-n)
+			break
+		}
+		fmt.Fprintf(&b, "  %s (started %v earlier) still waited when %s was granted (%v after its start)\n",
+			v.Earlier.Client, v.Lead.Round(time.Millisecond), v.Later.Client, time.Duration(v.Later.Complete-v.Later.Invoke).Round(time.Millisecond))
 	}
 	return b.String()
 }

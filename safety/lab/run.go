@@ -86,13 +86,19 @@ func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
 	if err := rec.Flush(); err != nil {
 		return nil, fmt.Errorf("%s: history: %w", spec.Key(), err)
 	}
-	res := check.Run(rec.Events(), check.Params{
+	params := check.Params{
 		TTL:              spec.TTL,
 		SignalTolerance:  o.SignalTolerance,
 		Backoff:          o.Backoff,
 		LinearizeTimeout: 20 * time.Second,
 		VisualizePath:    filepath.Join(o.Dir, spec.Key()+"-porcupine.html"),
-	})
+	}
+	if spec.Scenario.Queue {
+		// A dead or stopped waiter at the head costs up to I9's bound
+		// before the next grant.
+		params.RecoveryBound = max(check.QueueBound, spec.TTL+o.Backoff)
+	}
+	res := check.Run(rec.Events(), params)
 	out := &Outcome{Spec: spec, Result: res, History: path, Took: time.Since(began)}
 	out.Problems = judge(spec, res)
 	return out, nil
@@ -131,6 +137,17 @@ func judge(spec RunSpec, r check.Result) []string {
 		if spec.Scenario.Teeth && r.LostControl == 0 && len(r.Overlaps) == 0 {
 			add("no teeth: the unfenced control shows no lost update and no overlapping window")
 		}
+		if spec.Scenario.Queue {
+			if n := len(r.OutOfOrder); n > 0 {
+				add("I8: %d fair-order violations (a fair call granted while one started more than %v earlier still waited)", n, check.DefaultFairMargin)
+			}
+			if r.FreeOver > 0 {
+				add("I9: the lock was free for longer than %v while a live client waited, %d times (longest %v)", check.QueueBound, r.FreeOver, r.LongestFree.Round(time.Millisecond))
+			}
+			if r.OrderPairs == 0 && !spec.Scenario.LosesQueue {
+				add("I8 compared no pair of calls")
+			}
+		}
 	case NoValidity, FromReply:
 		if len(r.Overlaps) == 0 {
 			add("negative control %s: no overlapping window detected", spec.Control)
@@ -138,6 +155,10 @@ func judge(spec RunSpec, r check.Result) []string {
 	case NoFencing:
 		if r.TokenInversions == 0 {
 			add("negative control %s: no token inversion detected", spec.Control)
+		}
+	case NoQueue:
+		if len(r.OutOfOrder) == 0 {
+			add("negative control %s: no fair-order violation detected (%d pairs compared)", spec.Control, r.OrderPairs)
 		}
 	}
 	return p

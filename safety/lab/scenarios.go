@@ -23,6 +23,15 @@ type Scenario struct {
 	// 1: every hold renews at least twice); scenario 2 uses longer jobs, so
 	// that delayed renewals come back while the job runs.
 	MinHold int
+	// Queue: the waiter-queue scenarios (single-node mode). The clients
+	// are four waiters on the engine's queue: c0 and c1 processes and c2 a
+	// goroutine, all with WithFair, and c3 a process with the default
+	// policy (the signals target the processes, c3 too); holds are shorter (at least ttl/2, at most 4 writes) and
+	// waits longer (10 ttl), and I8 (fair order) and I9 (liveness) apply.
+	Queue bool
+	// LosesQueue: the scenario loses the lock's queue, and I8 rightly
+	// excludes most pairs of calls (none need be compared).
+	LosesQueue bool
 }
 
 func always(Mode) bool { return true }
@@ -66,6 +75,18 @@ var Scenarios = []*Scenario{
 	{ID: 12, Key: "kill-holder", Title: "holder killed (-9)", Single: true, Redlock: true,
 		Excludes: always, Inject: killHolder,
 		Schedule: "process client c0 SIGKILLed right after its lease check; a new process takes its place"},
+	{ID: 13, Key: "kill-head-waiter", Title: "queue: the head waiter killed (-9), on its reservation", Single: true, Queue: true,
+		Excludes: always, Inject: killHeadWaiter,
+		Schedule: "a process waiter (c0, c1 or the default-policy c3) found at the head of the queue in Redis while the lock is held; either SIGSTOPped there and SIGKILLed as soon as a release has reserved the lock for it (the lab polls the queue's state every 5 ms), or SIGKILLed at once; a new process takes its place 200-700 ms later, around the lapse of the dead head's reservation (a newcomer then races the hand-over to the next head)"},
+	{ID: 14, Key: "stop-head-waiter", Title: "queue: the head waiter paused (SIGSTOP) past its reservation and WaiterTTL", Single: true, Queue: true,
+		Excludes: always, Inject: stopHeadWaiter,
+		Schedule: "a process waiter found at the head of the queue while the lock is held, SIGSTOPped for WaiterTTL + 0.5-1.5 s (3.5-4.5 s), then SIGCONT"},
+	{ID: 15, Key: "kill-waiters", Title: "queue: waiters that are not the head killed (-9)", Single: true, Queue: true,
+		Excludes: always, Inject: killWaiters,
+		Schedule: "a process waiter found behind the head in the queue SIGKILLed, and the other process waiter too if it is queued behind the head then; new processes ttl/2 later; the dead entries stay until WaiterTTL (3 s), and the next kill waits that long"},
+	{ID: 16, Key: "restart-queue", Title: "queue: the lock node restarted empty while several clients wait", Single: true, Queue: true,
+		Excludes: never, Inject: restartQueue, LosesQueue: true,
+		Schedule: "the node killed and restarted at once without persistence while the lock is held and 2 or more waiters are queued (lock, fence and queue lost); the next restart at least WaiterTTL (3 s) later"},
 }
 
 // ScenarioByID returns scenario id, or nil.

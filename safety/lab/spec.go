@@ -39,6 +39,11 @@ const (
 	NoFencing Control = "phase2-fencing-off"
 	// FromReply: renewal validity is measured from the reply.
 	FromReply Control = "renew-from-reply"
+	// NoQueue: the queue scenarios' clients, without WithFair and with the
+	// waiter queue hidden from their Clients (the engine wrapper embeds
+	// engine.Engine only): they wait by subscription, and every release
+	// lets them race.
+	NoQueue Control = "queue-hidden"
 )
 
 // Expect returns what the control must show.
@@ -48,6 +53,8 @@ func (c Control) Expect() string {
 		return "I1 overlapping windows"
 	case NoFencing:
 		return "I3 token inversions"
+	case NoQueue:
+		return "I8 fair-order violations"
 	}
 	return ""
 }

@@ -15,6 +15,7 @@ type Suite struct {
 // QuickSuite is the CI suite: the scenarios whose controls must have teeth
 // (1, 4, 8, 10) and the killed holder (12) in single-node mode, 1, 8 and 10
 // in Redlock mode, and the three negative controls; a few seconds each.
+// Then the waiter-queue scenarios 13-16 and their control (queue hidden).
 func QuickSuite(seed uint64) Suite {
 	const ttl, d = 500 * time.Millisecond, 6 * time.Second
 	var runs []RunSpec
@@ -32,11 +33,23 @@ func QuickSuite(seed uint64) Suite {
 		RunSpec{Scenario: ScenarioByID(6), Mode: Redlock, Control: NoFencing, TTL: ttl, Duration: nc, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: FromReply, TTL: ttl, Duration: nc, Seed: seed},
 	)
+	// The waiter queue (single-node mode): each fault class once, and its
+	// negative control. WaiterTTL (3 s) and ReserveTTL (250 ms) do not
+	// scale with the ttl: the paused head (14) needs room for a 3.5-4.5 s
+	// pause.
+	for _, q := range []struct {
+		id int
+		d  time.Duration
+	}{{13, 8 * time.Second}, {14, 10 * time.Second}, {15, 8 * time.Second}, {16, 6 * time.Second}} {
+		runs = append(runs, RunSpec{Scenario: ScenarioByID(q.id), Mode: Single, TTL: ttl, Duration: q.d, Seed: seed})
+	}
+	runs = append(runs, RunSpec{Scenario: ScenarioByID(15), Mode: Single, Control: NoQueue, TTL: ttl, Duration: 8 * time.Second, Seed: seed})
 	return Suite{Name: "quick", Runs: runs}
 }
 
-// FullSuite is every scenario in every mode it applies to, plus the
-// negative controls, with ttl 1s and per-run duration d.
+// FullSuite is every scenario in every mode it applies to (the queue
+// scenarios 13-16 in single-node mode), plus the negative controls, with
+// ttl 1s and per-run duration d.
 func FullSuite(seed uint64, d time.Duration) Suite {
 	const ttl = time.Second
 	var runs []RunSpec
@@ -53,6 +66,7 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(6), Mode: Redlock, Control: NoFencing, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(15), Mode: Single, Control: NoQueue, TTL: ttl, Duration: d, Seed: seed},
 	)
 	return Suite{Name: "full", Runs: runs}
 }
@@ -85,6 +99,9 @@ func (s Suite) Execute(ctx context.Context, o Options) ([]*Outcome, error) {
 		}
 		if o.Logf != nil {
 			o.Logf("    %s", Summary(res))
+			if len(res.Result.OutOfOrder) > 0 {
+				o.Logf("    fair order:\n%s", OrderDetails(res, 3))
+			}
 		}
 		out = append(out, res)
 	}
