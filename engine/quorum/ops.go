@@ -336,7 +336,7 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
 		var extended, missing, other int
-		var token uint64
+		tokens := map[uint64]int{}
 		var errs []error
 		for _, x := range rs {
 			var one engine.ExtendResult
@@ -354,7 +354,7 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 				errs = append(errs, one.Err)
 			case one.Status == engine.Extended:
 				extended++
-				token = max(token, one.Token)
+				tokens[one.Token]++
 			case one.Status == engine.HeldByOther:
 				other++
 			default:
@@ -363,7 +363,7 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 		}
 		switch {
 		case extended >= e.majority:
-			out[i] = engine.ExtendResult{Status: engine.Extended, Token: token, Wake: reqs[i].Waiter && anyWake(rs, i)}
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: grantToken(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
 		case len(e.nodes)-(missing+other) < e.majority:
 			// A majority says the owner does not hold it: lost.
 			out[i].Status = engine.Missing
@@ -464,6 +464,22 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
 }
 
+// grantToken returns the token of a grant from the tokens its holding nodes
+// report (token -> nodes): the one most of them report, since a majority
+// recorded it (minted, or raised to it in phase 2). A node whose grant
+// answered after the decision keeps the token it minted, which may be
+// higher; it must not change the answer as it comes and goes. Ties (no
+// majority answered) go to the highest.
+func grantToken(tokens map[uint64]int) uint64 {
+	var best uint64
+	for tok, n := range tokens {
+		if n > tokens[best] || (n == tokens[best] && tok > best) {
+			best = tok
+		}
+	}
+	return best
+}
+
 // countReleases counts the nodes that released, that answered the owner
 // does not hold the lock (free, or held by another owner), and that failed.
 func countReleases(rs []result[engine.ReleaseResult]) (released, notHeld, failed int) {
@@ -541,16 +557,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 			ttls = append(ttls, x.v.TTL)
 		}
 	}
-	// The grant's token is the one most holding nodes report: a majority
-	// recorded it (minted, or raised to it in phase 2). A node whose grant
-	// answered after the decision keeps the token it minted, which may be
-	// higher; it must not change the answer as it comes and goes.
-	info.Token = 0
-	for tok, n := range tokens {
-		if n > tokens[info.Token] || (n == tokens[info.Token] && tok > info.Token) {
-			info.Token = tok
-		}
-	}
+	info.Token = grantToken(tokens)
 	if len(counts) >= e.majority {
 		// The holds and the time left that a majority confirms: a
 		// release, re-entry or extension may not have reached a minority
