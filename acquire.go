@@ -61,7 +61,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		return nil, false, err
 	}
 	q, queues := c.eng.(engine.Queuer)
-	if o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
+	if wait && o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
