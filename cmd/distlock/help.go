@@ -48,6 +48,7 @@ Flags (before NAME, or anywhere before --):
                      50ms to 24h). Loss is detected within one ttl.
   --wait DURATION    how long to wait for the lock (default 10s); 0 makes one
                      attempt and exits 75 at once if the lock is busy
+  --fair             wait first-come, first-served across every process
   --grace DURATION   on lock loss, time between SIGTERM and SIGKILL (default 5s)
   --metadata TEXT    shown by 'distlock status' (default: host, pid and command)
   --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
@@ -91,6 +92,7 @@ or, with --json: {"name", "owner", "fence", "ttl_ms"}.
 Flags:
   --ttl DURATION    time to live of the lock (default 30s; 50ms to 24h)
   --wait DURATION   how long to wait for the lock (default 10s); 0 = one attempt
+  --fair            wait first-come, first-served across every process
   --metadata TEXT   shown by 'distlock status' (default: host and pid)
   --json            print JSON
   --redis URL       the Redis to use (default: $DISTLOCK_REDIS)

@@ -35,6 +35,7 @@ func (a *app) cmdAcquire(args []string) int {
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis")
 	asJSON := boolFlag(fs, "json")
+	fair := boolFlag(fs, "fair")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
@@ -54,7 +55,7 @@ func (a *app) cmdAcquire(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
-		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false))
+		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false), fairOption(*fair))
 	if lease == nil {
 		return code
 	}
@@ -62,6 +63,14 @@ func (a *app) cmdAcquire(args []string) int {
 	defer b.close(true)
 	a.printGrant(name, lease.Owner(), lease.Token(), *ttl, *asJSON)
 	return exitOK
+}
+
+// fairOption is WithFair when --fair was given.
+func fairOption(fair bool) distlock.Option {
+	if fair {
+		return distlock.WithFair()
+	}
+	return nil
 }
 
 // printGrant prints a grant as shell assignments (for eval) or JSON.

@@ -38,6 +38,7 @@ func (a *app) cmdRun(args []string) int {
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis")
 	verbose := boolFlag(fs, "v", "verbose")
+	fair := boolFlag(fs, "fair")
 	var limit int
 	fs.IntVar(&limit, "n", 0, "")
 	fs.IntVar(&limit, "limit", 0, "")
@@ -69,7 +70,7 @@ func (a *app) cmdRun(args []string) int {
 	defer signal.Stop(sigs)
 
 	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
-		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata))
+		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
 	if lease == nil {
 		return code
 	}

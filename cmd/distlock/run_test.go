@@ -31,7 +31,11 @@ func TestRunMutualExclusion(t *testing.T) {
 	results := make([]result, n)
 	for i := range n {
 		wg.Go(func() {
-			results[i] = c.run(t, "run", "--wait", "20s", "--ttl", "2s", "exclusive", "--", "sh", "-c", script)
+			args := []string{"run", "--wait", "20s", "--ttl", "2s"}
+			if i%2 == 1 {
+				args = append(args, "--fair") // fair and default waiters in one queue
+			}
+			results[i] = c.run(t, append(args, "exclusive", "--", "sh", "-c", script)...)
 		})
 	}
 	wg.Wait()
