@@ -43,6 +43,7 @@ func (a *attempt) waitQueued(q engine.Queuer) (*Lease, error) {
 		// re-entering.)
 		a.req.Behind = a.req.Behind || (a.o.owner == "" && c.queuedOn(a.name))
 		sent := time.Now()
+		w.sent = true
 		l, err := a.try()
 		if l != nil {
 			w.granted = true
@@ -70,6 +71,7 @@ type queueWaiter struct {
 	timer   *time.Timer
 	kick    chan struct{} // the heartbeat's wake-up (head of a free lock, or dropped)
 	granted bool
+	sent    bool // an attempt that may enter the queue was sent
 
 	mu        sync.Mutex
 	queued    bool      // entered the queue (and registered with the watchdog)
@@ -129,8 +131,8 @@ func (w *queueWaiter) sleep() error {
 	return sleepFor(a, &w.timer, d, wake, w.kick)
 }
 
-// close leaves the queue unless granted, stops the heartbeats and ends the
-// subscription.
+// close leaves the queue unless granted (or never asked to enter it),
+// stops the heartbeats and ends the subscription.
 func (w *queueWaiter) close() {
 	a := w.a
 	w.mu.Lock()
@@ -140,11 +142,14 @@ func (w *queueWaiter) close() {
 		a.c.renew.remove(w)
 		a.c.countQueued(a.name, -1)
 		a.c.obs.Waiting(a.name, -1)
-		if !w.granted {
-			ctx, cancel := a.c.releaseContext(a.ctx)
-			_ = w.q.Leave(ctx, a.name, w.id)
-			cancel()
-		}
+	}
+	// Leave even when no attempt's answer said queued: an attempt whose
+	// answer was cut short (the context ended, Close) may still have
+	// entered the queue.
+	if w.sent && !w.granted {
+		ctx, cancel := a.c.releaseContext(a.ctx)
+		_ = w.q.Leave(ctx, a.name, w.id)
+		cancel()
 	}
 	if w.sub != nil {
 		w.sub.Close()

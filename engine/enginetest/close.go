@@ -119,14 +119,21 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 
-	// Release the lock: the closed Client must not take it.
+	// Release the lock: the closed Client must not take it, nor hold
+	// anything. (Its waiters left the queue; one whose last attempt was
+	// cut short by Close may still have entered it, if its Leave overtook
+	// that attempt: then the entry lapses like a dead waiter's.)
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := third.TryAcquire(ctx, name)
-	if err != nil {
-		t.Fatalf("the lock after the closed Client's waiters: %v", err)
+	if info, err := third.Inspect(ctx, name); err != nil || info.Held {
+		t.Fatalf("the lock after the closed Client's waiters: %+v, %v", info, err)
 	}
+	var l *distlock.Lease
+	waitFor(t, distlock.WaiterTTL+2*time.Second, "the lock to be free for another Client", func() bool {
+		l, err = third.TryAcquire(ctx, name)
+		return err == nil
+	})
 	_ = l.Release(ctx)
 	if n := eng.calls.Load() - after; n != 0 {
 		t.Fatalf("%d engine calls after Close returned", n)
