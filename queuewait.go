@@ -73,12 +73,11 @@ type queueWaiter struct {
 	granted bool
 	sent    bool // an attempt that may enter the queue was sent
 
-	mu        sync.Mutex
-	queued    bool      // entered the queue (and registered with the watchdog)
-	lastSent  time.Time // send time of the last confirmed heartbeat or attempt
-	nextBeat  time.Time
-	beatFrom  time.Time
-	beatRetry bool // the last heartbeat failed: retry at nextBeat
+	mu       sync.Mutex
+	queued   bool      // entered the queue (and registered with the watchdog)
+	lastSent time.Time // send time of the last confirmed heartbeat or attempt
+	nextBeat time.Time
+	beatFrom time.Time
 }
 
 // enter records that an attempt sent at sent put (or kept) the waiter in
@@ -106,7 +105,6 @@ func (w *queueWaiter) confirmLocked(sent time.Time) {
 	w.lastSent = sent
 	w.nextBeat = sent.Add(WaiterTTL / 3)
 	w.beatFrom = sent.Add(WaiterTTL / 6)
-	w.beatRetry = false
 }
 
 // sleep waits for the next attempt.
@@ -192,7 +190,6 @@ func (w *queueWaiter) apply(r engine.ExtendResult, sent time.Time, _ time.Durati
 	case batchErr != nil || r.Err != nil:
 		w.nextBeat = time.Now().Add(jitter(min(WaiterTTL/10, time.Second)))
 		w.beatFrom = w.nextBeat
-		w.beatRetry = true
 	default:
 		w.confirmLocked(sent)
 	}

@@ -69,13 +69,10 @@ type Capabilities struct {
 	// Embedded: the lock authority lives in this process (its locks go
 	// with it).
 	Embedded bool
-	// MinTTL and TTLGranularity: the shortest lease the engine keeps, and
-	// the unit its ttls are kept in (zero: no limit beyond the Client's).
-	MinTTL, TTLGranularity time.Duration
 }
 
 // Describer is implemented by engines that declare their capabilities. An
-// engine without it is taken as not fair, not embedded, with no ttl limits.
+// engine without it is taken as not fair and not embedded.
 type Describer interface {
 	Capabilities() Capabilities
 }

@@ -27,6 +27,28 @@ func (s *suite) queuer(t *testing.T, fair bool) (engine.Engine, engine.Queuer) {
 	return e, q
 }
 
+// heldWithGhost makes a Client hold a new lock name, then puts a ghost in
+// its queue: a waiter entered straight on an engine of the backend (ghost's
+// Name, Owner, Attempt, TTL and Waiting are filled in), which never
+// heartbeats, confirms or leaves, as a waiter whose process died. It skips
+// the test on an engine without a fair queue.
+func (s *suite) heldWithGhost(t *testing.T, ctx context.Context, ghost engine.AcquireRequest) (name string, holder *distlock.Client, h *distlock.Lease) {
+	t.Helper()
+	e, _ := s.queuer(t, true)
+	name = lockName(t)
+	holder = s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost.Name, ghost.Owner, ghost.Attempt, ghost.TTL, ghost.Waiting = name, "ghost", "ghost", time.Minute, true
+	g, err := e.Acquire(ctx, ghost)
+	if err != nil || g.Acquired || !g.Queued || !g.Head {
+		t.Fatalf("the ghost's entry: %+v, %v", g, err)
+	}
+	return name, holder, h
+}
+
 // handoffOrder runs workers on Clients made by newClient (on the engines
 // it is given), each taking name over and over (with opts) until n grants
 // were made, and returns the workers in grant order. A holder asks for the
@@ -298,20 +320,9 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 // heartbeat) heads a fair queue; once its heartbeat deadline passes, the
 // live waiter behind it gets the lock.
 func (s *suite) deadWaiterSkipped(t *testing.T) {
-	e, _ := s.queuer(t, true)
-	name := lockName(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const deadTTL = 500 * time.Millisecond
-	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "dead", Attempt: "dead", TTL: time.Minute,
-		Waiting: true, Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
-	if err != nil || g.Acquired || !g.Queued || !g.Head {
-		t.Fatalf("the dead waiter's entry: %+v, %v", g, err)
-	}
+	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
 	got := make(chan error, 1)
 	go func() {
 		l, err := s.client(t).Acquire(ctx, name, distlock.WithFair())
@@ -411,24 +422,13 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 // never confirms is skipped when the reservation lapses, and the lock is
 // free again.
 func (s *suite) reservationLapses(t *testing.T) {
-	e, _ := s.queuer(t, true)
-	name := lockName(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	c := s.client(t)
-	h, err := c.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "ghost", Attempt: "ghost", TTL: time.Minute,
-		Waiting: true, Waiter: "ghost-waiter", WaiterTTL: time.Minute, Fair: true})
-	if err != nil || !g.Queued {
-		t.Fatalf("the ghost's entry: %+v, %v", g, err)
-	}
+	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "ghost-waiter", WaiterTTL: time.Minute, Fair: true})
 	released := time.Now()
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.client(t).TryAcquire(ctx, name)
+	_, err := s.client(t).TryAcquire(ctx, name)
 	var le *distlock.LockedError
 	if !errors.As(err, &le) || !le.Queued {
 		if time.Since(released) < engine.ReserveTTL {
@@ -448,58 +448,35 @@ func (s *suite) reservationLapses(t *testing.T) {
 }
 
 // fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the
-// queue, even when the head is not fair. A dead fair head's reservation
-// lapses, leaving a default-policy waiter at the head of a free lock; a
-// fair newcomer that comes then waits behind it (its first attempt, before
-// it is queued, asks to stay behind).
+// queue, even when the head is not fair. The head here is a dead waiter
+// that is never reserved for (NoReserve, as a quorum's): the release wakes
+// it and leaves the lock free. A fair newcomer must then wait behind it
+// (its first attempt, made before it is queued, asks to stay behind),
+// while a default-policy newcomer may take the free lock at once: the
+// control, which shows that only fairness kept the fair one out.
 func (s *suite) fairNewcomerQueues(t *testing.T) {
-	e, _ := s.queuer(t, true)
-	name := lockName(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "dead", Attempt: "dead", TTL: time.Minute,
-		Waiting: true, Waiter: "dead-fair-head", WaiterTTL: time.Minute, Fair: true}); err != nil {
-		t.Fatal(err)
-	}
-	type grant struct {
-		who string
-		l   *distlock.Lease
-		err error
-	}
-	got := make(chan grant, 2)
-	acquire := func(who string, opts ...distlock.Option) {
-		l, err := s.client(t).Acquire(ctx, name, opts...)
-		got <- grant{who, l, err}
-	}
-	go acquire("default")
-	waitFor(t, 10*time.Second, "the default-policy waiter", func() bool {
-		info, err := holder.Inspect(ctx, name)
-		return err == nil && info.Waiters >= 2
-	})
-	released := time.Now()
+	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-head", WaiterTTL: time.Minute, NoReserve: true})
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The dead head's reservation lapses; the fair newcomer comes then,
-	// before the default-policy waiter's next heartbeat.
-	time.Sleep(time.Until(released.Add(engine.ReserveTTL + 30*time.Millisecond)))
-	go acquire("fair newcomer", distlock.WithFair())
-	first := <-got
-	if first.err != nil {
-		t.Fatal(first.err)
+	if info, err := holder.Inspect(ctx, name); err != nil || info.Held {
+		t.Fatalf("after the release: %+v, %v; want free", info, err)
 	}
-	_ = first.l.Release(ctx)
-	second := <-got
-	if second.err == nil {
-		_ = second.l.Release(ctx)
+	// The budget ends the fair call: it must still be waiting then.
+	fctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if l, err := s.client(t).Acquire(fctx, name, distlock.WithFair()); err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("a fair newcomer took the free lock ahead of the waiter queued before it")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the fair newcomer: %v, want it to wait out its budget", err)
 	}
-	if first.who != "default" {
-		t.Fatalf("the %s got the lock first, ahead of the waiter queued before it", first.who)
+	l, err := s.client(t).TryAcquire(ctx, name)
+	if err != nil {
+		t.Fatalf("control: a default-policy newcomer could not take the free lock: %v", err)
 	}
+	_ = l.Release(ctx)
 }
 
 // queueUnsupported: on an engine without a queue that can be fair,

@@ -133,7 +133,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		if l.owner != r.Owner {
 			g := engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}
 			if r.Waiter != "" {
-				e.queued(&g, e.enqueue(r, now), r.Waiter)
+				e.enqueue(r, now).mark(&g, r.Waiter)
 			}
 			return g, nil
 		}

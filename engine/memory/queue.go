@@ -140,13 +140,13 @@ func (e *Engine) admit(r engine.AcquireRequest, q *waitQueue, now time.Time) (en
 		g.HolderTTL = q.until.Sub(now)
 	}
 	if r.Waiter != "" {
-		e.queued(&g, e.enqueue(r, now), r.Waiter)
+		e.enqueue(r, now).mark(&g, r.Waiter)
 	}
 	return g, false
 }
 
-// queued fills in the queue fields of a refusal.
-func (e *Engine) queued(g *engine.Grant, q *waitQueue, waiter string) {
+// mark fills in the queue fields of a refusal of waiter.
+func (q *waitQueue) mark(g *engine.Grant, waiter string) {
 	g.Queued = true
 	g.Head = q.head() != nil && q.head().id == waiter
 }
