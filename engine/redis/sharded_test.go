@@ -124,8 +124,18 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 	l, got := heldWithWaiter(t, cl, name)
 	waitFor(t, "the waiter's subscription on the old master", func() bool { return from.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
 
-	moveSlot(t, cl, slot, from, to, key, key+":fence")
-	waitFor(t, "the waiter's subscription on the new master", func() bool { return to.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+	// Every key of the lock: the lock, its fencing high-water, and its
+	// waiter queue (there once the waiter's queued attempt landed; MIGRATE
+	// skips the keys that do not exist).
+	moveSlot(t, cl, slot, from, to, key, key+":fence", key+":q", key+":qd", key+":qs")
+	// The channel moves once go-redis's view of the cluster names the new
+	// master (refreshed after a MOVED); the watcher tries for moveTimeout
+	// (10s), so wait as long: a busy machine's refresh can take seconds.
+	for end := time.Now().Add(12 * time.Second); to.Client().PubSubShardNumSub(ctx, key).Val()[key] != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("timed out waiting for the waiter's subscription on the new master")
+		}
+	}
 
 	releaseWakes(t, l, got)
 }
