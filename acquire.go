@@ -86,15 +86,14 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 			return nil, a.contended, a.last
 		}
 	}
+	if ahead && !queues {
+		a.contended = true // others of this Client wait for it: take a turn first
+	}
 	// Refused (or failed): wait, on a context that Close ends.
 	var stop func()
 	a.ctx, stop = c.closable(ctx)
 	defer stop()
-	if queues {
-		l, err = a.waitQueued(q)
-	} else {
-		l, err = a.waitLocal()
-	}
+	l, err = a.wait(q)
 	return l, a.contended, err
 }
 
@@ -139,6 +138,10 @@ func (a *attempt) try() (*Lease, error) {
 			return nil, a.giveUp(ErrClosed)
 		}
 		a.last = err
+	case isArgument(err):
+		// A rule of the engine's (a server's) refused the input: nothing
+		// changed, and trying again will not help.
+		return nil, argumentFrom(err)
 	case errors.Is(err, errors.ErrUnsupported):
 		// The engine cannot do what was asked (WithFair behind a server
 		// whose engine keeps no queue): trying again will not help.
@@ -170,26 +173,6 @@ func (a *attempt) try() (*Lease, error) {
 // error, or ErrClosed when the Client was closed.
 func (a *attempt) giveUp(why error) error {
 	return &WaitError{Name: a.name, Waited: time.Since(a.start), Ctx: why, Last: a.last}
-}
-
-// nextTry is how long a waiter sleeps after a refusal or failure when no
-// wake-up comes: the holder's time left (at least 1ms), a jittered poll
-// after a backend error, the engine's Retry after a split vote; negative
-// for no limit (a holder without expiry, as far as wake-ups go, is waited
-// for by polling slowly).
-func (a *attempt) nextTry() time.Duration {
-	d := a.g.HolderTTL
-	switch {
-	case errors.Is(a.last, ErrBackend):
-		return jitter(pollFallback)
-	case a.g.Retry > 0:
-		return a.g.Retry
-	case d < 0: // no expiry on the lock: only a release ends it
-		return jitter(10 * pollFallback)
-	case d < time.Millisecond:
-		return time.Millisecond
-	}
-	return d
 }
 
 // grant turns a confirmed grant (or, for Attach, extension) sent at sent into

@@ -190,6 +190,9 @@ func (c *Client) enter(ctx context.Context, name string, call bool) error {
 	if err := validateName(name); err != nil {
 		return err
 	}
+	if err := engine.CheckName(c.eng, name); err != nil {
+		return argumentFrom(err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -233,6 +236,9 @@ func ctxErr(ctx context.Context) error {
 func (c *Client) backendErr(ctx context.Context, op, name string, err error) error {
 	if cerr := ctxErr(ctx); cerr != nil {
 		return fmt.Errorf("distlock: %s %q: %w", op, name, cerr)
+	}
+	if isArgument(err) {
+		return argumentFrom(err) // refused by a rule of the engine's (a server's)
 	}
 	return &BackendError{Op: op, Name: name, Node: c.node, Err: err}
 }

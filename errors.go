@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // The error vocabulary. Every error distlock returns matches at most one of
@@ -170,6 +172,23 @@ func (e *ArgumentError) Error() string {
 
 // Is matches ErrInvalidArgument.
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// isArgument reports whether an engine refused its input
+// (*engine.ArgumentError), which no retry can mend.
+func isArgument(err error) bool {
+	var ae *engine.ArgumentError
+	return errors.As(err, &ae)
+}
+
+// argumentFrom turns an engine's refusal of its input into an
+// *ArgumentError.
+func argumentFrom(err error) error {
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) {
+		return &ArgumentError{Arg: ae.Arg, Reason: ae.Reason}
+	}
+	return &ArgumentError{Arg: "name", Reason: err.Error()}
+}
 
 // WaitError reports that Acquire stopped waiting because its context ended,
 // or because the Client was closed. It wraps the context's error

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
 )
 
 // Lease is one hold of a lock. It knows a local validity deadline on the
@@ -261,7 +262,7 @@ func (l *Lease) renewFailed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastErr = err
-	l.nextRenew = time.Now().Add(jitter(min(l.ttl/10, time.Second)))
+	l.nextRenew = time.Now().Add(waiting.Jitter(min(l.ttl/10, time.Second)))
 	l.renewFrom = l.nextRenew
 }
 

@@ -1,6 +1,7 @@
 package distlock
 
 import (
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -80,29 +81,60 @@ func buildOptions(opts []Option) options {
 }
 
 func (o *options) validate() error {
+	if err := ValidateTTL(o.ttl); err != nil {
+		return err
+	}
+	if err := ValidateOwner(o.owner); err != nil {
+		return err
+	}
+	return ValidateMetadata(o.metadata)
+}
+
+// ValidateTTL checks a lease ttl as every call does: from MinTTL to MaxTTL.
+// It returns an *ArgumentError. Like ValidateName, it is the one copy of
+// the rule that servers and tools apply too.
+func ValidateTTL(ttl time.Duration) error {
 	switch {
-	case o.ttl <= 0:
-		return &ArgumentError{Arg: "ttl", Reason: "must be positive, got " + o.ttl.String()}
-	case o.ttl < MinTTL:
-		return &ArgumentError{Arg: "ttl", Reason: o.ttl.String() + " is too short to renew; the minimum is " + MinTTL.String()}
-	case o.ttl > MaxTTL:
-		return &ArgumentError{Arg: "ttl", Reason: o.ttl.String() + " is above the maximum of " + MaxTTL.String()}
-	case len(o.owner) > MaxOwnerLen:
-		return &ArgumentError{Arg: "owner", Reason: "longer than 256 bytes"}
-	case !utf8.ValidString(o.owner):
+	case ttl <= 0:
+		return &ArgumentError{Arg: "ttl", Reason: "must be positive, got " + ttl.String()}
+	case ttl < MinTTL:
+		return &ArgumentError{Arg: "ttl", Reason: ttl.String() + " is too short to renew; the minimum is " + MinTTL.String()}
+	case ttl > MaxTTL:
+		return &ArgumentError{Arg: "ttl", Reason: ttl.String() + " is above the maximum of " + MaxTTL.String()}
+	}
+	return nil
+}
+
+// ValidateOwner checks an owner token (WithOwner): at most MaxOwnerLen
+// bytes of UTF-8; empty means a fresh random owner. It returns an
+// *ArgumentError.
+func ValidateOwner(owner string) error {
+	switch {
+	case len(owner) > MaxOwnerLen:
+		return &ArgumentError{Arg: "owner", Reason: fmt.Sprintf("longer than %d bytes", MaxOwnerLen)}
+	case !utf8.ValidString(owner):
 		return &ArgumentError{Arg: "owner", Reason: "not valid UTF-8"}
-	case len(o.metadata) > MaxMetadataLen:
-		return &ArgumentError{Arg: "metadata", Reason: "longer than 4096 bytes"}
-	case !utf8.ValidString(o.metadata):
+	}
+	return nil
+}
+
+// ValidateMetadata checks a lease's metadata (WithMetadata): at most
+// MaxMetadataLen bytes of UTF-8. It returns an *ArgumentError.
+func ValidateMetadata(m string) error {
+	switch {
+	case len(m) > MaxMetadataLen:
+		return &ArgumentError{Arg: "metadata", Reason: fmt.Sprintf("longer than %d bytes", MaxMetadataLen)}
+	case !utf8.ValidString(m):
 		return &ArgumentError{Arg: "metadata", Reason: "not valid UTF-8"}
 	}
 	return nil
 }
 
-// ValidateName checks a lock name as every call does: 1 to 512 bytes of
-// UTF-8 that does not start with '}' (the name is a Redis Cluster hash tag).
-// It returns an *ArgumentError. Servers and tools use it to reject a name
-// before doing anything with it.
+// ValidateName checks a lock name with distlock's own rule, which every
+// call applies: 1 to 512 bytes of UTF-8. It returns an *ArgumentError.
+// Servers and tools use it to reject a name before doing anything with it.
+// An engine may add rules of its own (engine.NameChecker: Redis refuses a
+// leading '}'), which every Client call checks as well.
 func ValidateName(name string) error { return validateName(name) }
 
 func validateName(name string) error {
@@ -113,8 +145,6 @@ func validateName(name string) error {
 		return &ArgumentError{Arg: "name", Reason: "longer than 512 bytes"}
 	case !utf8.ValidString(name):
 		return &ArgumentError{Arg: "name", Reason: "not valid UTF-8"}
-	case name[0] == '}':
-		return &ArgumentError{Arg: "name", Reason: "must not start with '}'"}
 	}
 	return nil
 }

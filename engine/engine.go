@@ -276,3 +276,33 @@ type FenceRaiser interface {
 type ForceReleaser interface {
 	ForceRelease(ctx context.Context, name string) (bool, error)
 }
+
+// NameChecker is implemented by engines with rules of their own for lock
+// names, beyond distlock's (1 to 512 bytes of UTF-8): Redis refuses names
+// that start with '}', which would break the hash tag that keeps a lock's
+// keys in one Cluster slot. distlock.Client checks every name with it
+// before any call, and so does the server before it answers; a name it
+// refuses changes nothing.
+type NameChecker interface {
+	// CheckName returns an *ArgumentError when name breaks a rule of the
+	// engine, nil otherwise.
+	CheckName(name string) error
+}
+
+// ArgumentError reports input an engine cannot take (a rule of its own,
+// see NameChecker). Nothing was changed.
+type ArgumentError struct {
+	Arg    string // the argument: "name"
+	Reason string // what is wrong with it
+}
+
+func (e *ArgumentError) Error() string { return "invalid " + e.Arg + ": " + e.Reason }
+
+// CheckName checks name with eng's own rules, when it has any
+// (NameChecker).
+func CheckName(eng Engine, name string) error {
+	if nc, ok := eng.(NameChecker); ok {
+		return nc.CheckName(name)
+	}
+	return nil
+}

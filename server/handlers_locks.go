@@ -147,7 +147,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 		if l.Waiter {
 			ttl, e = waiterTTLFrom(l.TTLMs)
 		}
-		e = firstErr(validateName(l.Name), e, validateOwner(l.Owner, true))
+		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner, true))
 		if e != nil {
 			e.detail.Message = fmt.Sprintf("locks[%d]: %s", i, e.detail.Message)
 			e.detail.Arg = fmt.Sprintf("locks[%d].%s", i, e.detail.Arg)

@@ -90,7 +90,7 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 	}
 	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, role Role) {
-			if e := validateName(name); e != nil {
+			if e := s.validateName(name); e != nil {
 				writeError(w, e)
 				return
 			}

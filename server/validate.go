@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -19,50 +21,58 @@ import (
 // limits of package distlock (engines assume validated input).
 
 // validateName checks a lock name with distlock's own rule
-// (distlock.ValidateName), so the two cannot drift.
-func validateName(name string) *apiError {
+// (distlock.ValidateName) and the engine's (engine.NameChecker), as a
+// Client does, so the two cannot drift.
+func (s *Server) validateName(name string) *apiError {
 	var ae *distlock.ArgumentError
 	if err := distlock.ValidateName(name); errors.As(err, &ae) {
 		return badRequest("name", "invalid name: "+ae.Reason)
 	}
+	var ee *engine.ArgumentError
+	if err := engine.CheckName(s.eng, name); errors.As(err, &ee) {
+		return badRequest("name", "invalid name: "+ee.Reason)
+	} else if err != nil {
+		return badRequest("name", "invalid name: "+err.Error())
+	}
 	return nil
 }
 
-// ttlFrom turns a ttl_ms field into a ttl: 0 means the default.
+// ttlFrom turns a ttl_ms field into a ttl: 0 means the default. The rule
+// is distlock's (distlock.ValidateTTL).
 func ttlFrom(ms int64) (time.Duration, *apiError) {
 	if ms == 0 {
 		return distlock.DefaultTTL, nil
 	}
-	ttl := time.Duration(ms) * time.Millisecond
-	switch {
-	case ms < 0:
-		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: must be positive, got %d", ms))
-	case ttl < distlock.MinTTL:
-		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: %d is too short to renew; the minimum is %d", ms, distlock.MinTTL.Milliseconds()))
-	case ms > distlock.MaxTTL.Milliseconds():
-		return 0, badRequest("ttl_ms", fmt.Sprintf("invalid ttl_ms: %d is above the maximum of %d", ms, distlock.MaxTTL.Milliseconds()))
+	// (Clamped so that an absurd value cannot overflow into a valid one.)
+	ttl := time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
+	if e := argErr("ttl_ms", distlock.ValidateTTL(ttl)); e != nil {
+		return 0, e
 	}
 	return ttl, nil
 }
 
-// validateOwner checks an owner token; required says whether it may be empty.
+// validateOwner checks an owner token with distlock's rule
+// (distlock.ValidateOwner); required says whether it may be empty.
 func validateOwner(owner string, required bool) *apiError {
-	switch {
-	case owner == "" && required:
+	if owner == "" && required {
 		return badRequest("owner", "invalid owner: empty")
-	case len(owner) > distlock.MaxOwnerLen:
-		return badRequest("owner", fmt.Sprintf("invalid owner: longer than %d bytes", distlock.MaxOwnerLen))
-	case !utf8.ValidString(owner):
-		return badRequest("owner", "invalid owner: not valid UTF-8")
 	}
-	return nil
+	return argErr("owner", distlock.ValidateOwner(owner))
 }
 
+// validateMetadata checks metadata with distlock's rule
+// (distlock.ValidateMetadata).
 func validateMetadata(m string) *apiError {
-	if len(m) > distlock.MaxMetadataLen {
-		return badRequest("metadata", fmt.Sprintf("invalid metadata: longer than %d bytes", distlock.MaxMetadataLen))
+	return argErr("metadata", distlock.ValidateMetadata(m))
+}
+
+// argErr answers distlock's *ArgumentError for the request field field.
+func argErr(field string, err error) *apiError {
+	var ae *distlock.ArgumentError
+	if !errors.As(err, &ae) {
+		return nil
 	}
-	return nil
+	return badRequest(field, "invalid "+field+": "+ae.Reason)
 }
 
 func validateAttempt(a string) *apiError {

@@ -6,22 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
 	"github.com/distlock/distlock/server/api"
-)
-
-// Waiting tunables, as in package distlock: the polling interval when no
-// wake-up can be received or the engine failed, and how long a
-// subscription may take.
-const (
-	pollFallback     = 100 * time.Millisecond
-	subscribeTimeout = time.Second
 )
 
 // acquireOutcome is what a (possibly waiting) acquire came to.
@@ -35,131 +26,82 @@ type acquireOutcome struct {
 }
 
 // acquire tries to acquire for req; with a wait budget it holds the request
-// open: it subscribes to the lock's releases on the engine and tries again
-// on every wake-up and when the holder's ttl runs out, until the lock is
-// granted, the budget ends, the client goes away (ctx) or the server shuts
-// down. Waiting requests are bounded by the server's waiter limits.
-//
-// On an engine with a waiter queue (engine.Queuer) the request waits in the
-// lock's queue, as a Client does: it enters it on its first refused
-// attempt, is woken only as the head, renews its entry every WaiterTTL/3,
-// and leaves it when it gives up. So HTTP waiters and Clients are served in
-// one arrival order.
+// open and waits in the wait loop the Client uses (internal/waiting): on an
+// engine with a waiter queue (engine.Queuer) the request enters the lock's
+// queue on its first refused attempt, is woken only as the head, renews its
+// entry every WaiterTTL/3, and leaves it when it gives up, so HTTP waiters
+// and Clients are served in one arrival order; elsewhere it subscribes to
+// the lock's releases. It tries again on every wake-up and when the
+// holder's ttl runs out, until the lock is granted, the budget ends, the
+// client goes away (ctx) or the server shuts down. Waiting requests are
+// bounded by the server's waiter limits.
 func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration) acquireOutcome {
 	start := time.Now()
 	var o acquireOutcome
 	var lastErr error
-	q, queues := s.eng.(engine.Queuer)
-	own := budget > 0 && queues // the server's own queue entry (the remote engine's is its own)
-	if own {
-		req.Waiter, req.WaiterTTL = newOwner(), distlock.WaiterTTL
-	}
-	queued := false
-	defer func() {
-		if own && queued && !o.grant.Acquired {
-			lctx, cancel := engineContext(ctx)
-			_ = q.Leave(lctx, req.Name, req.Waiter)
-			cancel()
-		}
-	}()
-	try := func() bool {
+	try := func() waiting.Answer {
 		g, err := s.engineAcquire(ctx, req)
 		lastErr = err
 		if err != nil {
-			return false
+			// A closed engine: the server is shutting down.
+			return waiting.Answer{Failed: true, Done: errors.Is(err, engine.ErrClosed)}
 		}
 		o.grant = g
 		if !g.Acquired {
 			o.contended = true
 		}
-		queued = queued || g.Queued
-		return g.Acquired
+		return waiting.Answer{Grant: g, Done: g.Acquired}
 	}
-	done := func() acquireOutcome {
-		o.waited = time.Since(start)
-		return o
-	}
-	if try() {
-		return done()
-	}
-	if budget == 0 {
-		return s.notGranted(&o, req.Name, start, lastErr, nil)
+	if try().Done || budget == 0 {
+		return s.finish(&o, req.Name, start, lastErr, nil)
 	}
 	if s.isStopping() {
 		o.err, o.failure = shuttingDown(), distlock.ErrClosed
-		return done()
+		return s.finish(&o, req.Name, start, nil, nil)
 	}
 	leave, e := s.limits.enter(req.Name)
 	if e != nil {
 		o.err, o.failure = e, errTooManyWaiters
-		return done()
+		return s.finish(&o, req.Name, start, nil, nil)
 	}
 	defer leave()
 	s.obs.Waiting(req.Name, 1)
 	defer s.obs.Waiting(req.Name, -1)
 
-	deadline := start.Add(budget)
-	var wake <-chan struct{}
-	sctx, cancel := context.WithTimeout(ctx, min(subscribeTimeout, time.Until(deadline)))
-	var sub engine.Subscription
-	var err error
-	if req.Waiter != "" {
-		sub, err = q.SubscribeWaiter(sctx, req.Name, req.Waiter)
-	} else {
-		sub, err = s.eng.Subscribe(sctx, req.Name)
+	loop := waiting.Loop{Engine: s.eng, Name: req.Name, Stop: s.stopping, Detached: engineContext,
+		Try: func(context.Context) waiting.Answer { return try() }}
+	if q, ok := s.eng.(engine.Queuer); ok {
+		// The server's own queue entry, with its own heartbeat: the
+		// request's (the remote engine's waiter is the remote side's).
+		req.Waiter, req.WaiterTTL = newOwner(), distlock.WaiterTTL
+		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
+		defer beat.Stop()
+		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
 	}
-	cancel()
-	if err == nil {
-		defer sub.Close()
-		wake = sub.C()
+	wctx, cancel := context.WithDeadline(ctx, start.Add(budget))
+	defer cancel()
+	switch err := loop.Run(wctx); {
+	case err == nil:
+		return s.finish(&o, req.Name, start, lastErr, nil)
+	case errors.Is(err, waiting.ErrStopped):
+		o.err, o.failure = shuttingDown(), distlock.ErrClosed
+		return s.finish(&o, req.Name, start, nil, nil)
+	case ctx.Err() != nil:
+		o.gone = true
+		o.failure = &distlock.WaitError{Name: req.Name, Waited: time.Since(start), Ctx: ctx.Err(), Last: lastErrOrLocked(&o, lastErr)}
+		return s.finish(&o, req.Name, start, nil, nil)
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	beat := newQueueBeat(s, req)
-	defer beat.stop()
-	for {
-		// Try again first: the lock may have been released before the
-		// subscription, or the wake-up came.
-		if try() {
-			return done()
-		}
-		left := time.Until(deadline)
-		if errors.Is(lastErr, engine.ErrClosed) {
-			return s.notGranted(&o, req.Name, start, lastErr, nil)
-		}
-		if left <= 0 {
-			return s.notGranted(&o, req.Name, start, lastErr, context.DeadlineExceeded)
-		}
-		d := o.grant.HolderTTL
-		switch {
-		case lastErr != nil:
-			d = jitter(pollFallback)
-		case o.grant.Retry > 0:
-			d = o.grant.Retry
-		case o.grant.Queued && !o.grant.Head && wake != nil:
-			d = left // not the head: only its wake-up (or heartbeat) calls it
-		case d < 0: // no expiry: only a release ends it
-			d = jitter(10 * pollFallback)
-		case d < time.Millisecond:
-			d = time.Millisecond
-		}
-		if wake == nil && d > pollFallback {
-			d = jitter(pollFallback)
-		}
-		timer.Reset(min(d, left))
-		select {
-		case <-wake:
-		case <-beat.wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			o.gone = true
-			o.failure = &distlock.WaitError{Name: req.Name, Waited: time.Since(start), Ctx: ctx.Err(), Last: lastErrOrLocked(&o, lastErr)}
-			return done()
-		case <-s.stopping:
-			o.err, o.failure = shuttingDown(), distlock.ErrClosed
-			return done()
-		}
+	return s.finish(&o, req.Name, start, lastErr, context.DeadlineExceeded)
+}
+
+// finish completes the outcome: granted, an answer already set, or not
+// granted (see notGranted).
+func (s *Server) finish(o *acquireOutcome, name string, start time.Time, lastErr, ctxErr error) acquireOutcome {
+	if o.grant.Acquired && lastErr == nil || o.err != nil || o.gone {
+		o.waited = time.Since(start)
+		return *o
 	}
+	return s.notGranted(o, name, start, lastErr, ctxErr)
 }
 
 // notGranted fills in the answer of an acquire that gave up: locked, or
@@ -246,51 +188,4 @@ func newOwner() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// jitter returns a duration uniformly in [d/2, 3d/2).
-func jitter(d time.Duration) time.Duration { return d/2 + mrand.N(d) }
-
-// queueBeat renews a held-open request's entry in the engine's queue every
-// WaiterTTL/3 from its own goroutine, and signals wake when the entry heads
-// the queue of a free lock or was dropped (the request then tries again).
-type queueBeat struct {
-	wake chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-func newQueueBeat(s *Server, req engine.AcquireRequest) *queueBeat {
-	h := &queueBeat{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	if req.Waiter == "" {
-		return h
-	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		t := time.NewTicker(req.WaiterTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.done:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), req.WaiterTTL/3)
-			res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: req.Name, Owner: req.Waiter, TTL: req.WaiterTTL, Waiter: true}})
-			cancel()
-			if err == nil && len(res) == 1 && res[0].Err == nil && (res[0].Wake || res[0].Status != engine.Extended) {
-				select {
-				case h.wake <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return h
-}
-
-func (h *queueBeat) stop() {
-	close(h.done)
-	h.wg.Wait()
 }

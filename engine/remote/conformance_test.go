@@ -43,9 +43,10 @@ func TestConformanceEmbedded(t *testing.T) {
 	})
 }
 
-// TestConformanceRedis: the remote engine against a server on a real
-// redis-server.
-func TestConformanceRedis(t *testing.T) {
+// startRedisServer serves the Redis engine on a new redis-server until the
+// test ends, and returns the redis-server and the server's URL.
+func startRedisServer(t *testing.T) (*redistest.Server, string) {
+	t.Helper()
 	rs := redistest.Start(t)
 	eng, err := redisengine.New(rs.Client())
 	if err != nil {
@@ -53,6 +54,13 @@ func TestConformanceRedis(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	_, url := startServer(t, eng, server.WithLogger(quietLogger()))
+	return rs, url
+}
+
+// TestConformanceRedis: the remote engine against a server on a real
+// redis-server.
+func TestConformanceRedis(t *testing.T) {
+	rs, url := startRedisServer(t)
 	enginetest.Run(t, enginetest.Harness{
 		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
 		Delete: func(t *testing.T, name string) {

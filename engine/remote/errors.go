@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -42,6 +44,20 @@ func (e *Error) Is(target error) bool {
 		return e.Code == api.CodeNotSupported
 	}
 	return false
+}
+
+// Unwrap makes an invalid_argument answer (bad input: the server changed
+// nothing) an *engine.ArgumentError, so that distlock.Client reports it as
+// bad input, not as a failed backend; other answers wrap nothing.
+func (e *Error) Unwrap() error {
+	if e.Code != api.CodeInvalidArgument {
+		return nil
+	}
+	arg := e.Detail.Arg
+	if arg == "" {
+		arg = "argument"
+	}
+	return &engine.ArgumentError{Arg: arg, Reason: strings.TrimPrefix(e.Message, "invalid "+arg+": ")}
 }
 
 // Sentinels for errors.Is on an *Error.

@@ -1,0 +1,68 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
+)
+
+// wait waits for the name after a first attempt was refused (or skipped),
+// in the wait loop it shares with the server (internal/waiting).
+//
+// On an engine with a waiter queue (q not nil) the first refused attempt
+// enters the queue; the waiter then sleeps until a wake-up addressed to it,
+// its heartbeat's word that it heads the queue of a free lock, or (as the
+// head) the holder's expiry. Nobody but the head is woken by a release. A
+// waiter that gives up leaves the queue before the call returns.
+//
+// On an engine without one, the waiter subscribes to the lock's releases,
+// and goroutines of one Client take turns (turn.go), so that a release
+// wakes one contender per Client. Across Clients there is no order: the
+// first to ask after a release wins.
+func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
+	c := a.c
+	var lease *Lease
+	var fatal error
+	loop := waiting.Loop{Engine: c.eng, Name: a.name, Detached: c.releaseContext}
+	if q != nil {
+		w := &queueWaiter{a: a, id: c.owners.next(), kick: make(chan struct{}, 1)}
+		defer w.close()
+		a.req.Waiter, a.req.WaiterTTL, a.req.Fair = w.id, WaiterTTL, a.o.fair
+		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, w.id, w.enter, w.kick
+	} else {
+		loop.Turn = a.takeTurn
+	}
+	loop.Try = func(context.Context) waiting.Answer {
+		if q != nil {
+			// No barging inside a Client: while goroutines of this Client
+			// wait in the queue for the name, a new waiter does not take
+			// the free lock ahead of them. (Not an explicit owner, which
+			// may be re-entering.)
+			a.req.Behind = a.req.Behind || (a.o.owner == "" && c.queuedOn(a.name))
+		}
+		lease, fatal = a.try()
+		return waiting.Answer{Grant: a.g, Failed: errors.Is(a.last, ErrBackend), Done: lease != nil || fatal != nil}
+	}
+	if err := loop.Run(a.ctx); err != nil {
+		return nil, a.giveUp(ctxErr(a.ctx))
+	}
+	return lease, fatal
+}
+
+// takeTurn waits for this waiter's turn among the Client's waiters on the
+// name (turn.go), and counts it as waiting while it lasts.
+func (a *attempt) takeTurn(ctx context.Context) (func(), error) {
+	c := a.c
+	c.obs.Waiting(a.name, 1)
+	release, err := c.takeTurn(ctx, a.name)
+	if err != nil {
+		c.obs.Waiting(a.name, -1)
+		return nil, err
+	}
+	return func() {
+		release()
+		c.obs.Waiting(a.name, -1)
+	}, nil
+}
