@@ -57,7 +57,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	}
 	defer c.endCall()
 	o := buildOptions(opts)
-	if err := o.validate(); err != nil {
+	if err := c.checkOptions(&o); err != nil {
 		return nil, false, err
 	}
 	q, queues := c.eng.(engine.Queuer)

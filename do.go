@@ -51,7 +51,7 @@ func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option)
 	defer c.endCall()
 	o := buildOptions(opts)
 	o.owner, o.metadata = owner, ""
-	if err := o.validate(); err != nil {
+	if err := c.checkOptions(&o); err != nil {
 		return nil, err
 	}
 	if owner == "" {

@@ -134,9 +134,10 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
 	o := options{ttl: ttl}
-	if err := o.validate(); err != nil {
+	if err := l.c.checkOptions(&o); err != nil {
 		return err
 	}
+	ttl = o.ttl
 	if err := l.heldErr(); err != nil {
 		return err
 	}

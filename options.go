@@ -80,6 +80,16 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
+// checkOptions validates o, and fits its ttl to the engine's (see
+// engine.Capabilities.FitTTL: etcd's whole seconds).
+func (c *Client) checkOptions(o *options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	o.ttl = engine.CapabilitiesOf(c.eng).FitTTL(o.ttl)
+	return nil
+}
+
 func (o *options) validate() error {
 	if err := ValidateTTL(o.ttl); err != nil {
 		return err

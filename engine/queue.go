@@ -69,6 +69,21 @@ type Capabilities struct {
 	// Embedded: the lock authority lives in this process (its locks go
 	// with it).
 	Embedded bool
+	// MinTTL is the shortest lease ttl the engine can keep (0: no minimum
+	// of its own), and TTLGranularity, when positive, the unit its ttls come
+	// in: etcd's leases are whole seconds, at least about 2 s. distlock
+	// rounds every ttl up to fit (FitTTL) before it asks the engine, and
+	// Lease.TTL reports the ttl in effect; so does the server.
+	MinTTL, TTLGranularity time.Duration
+}
+
+// FitTTL returns ttl rounded up to a multiple of c.TTLGranularity and
+// raised to c.MinTTL: the ttl the engine will keep.
+func (c Capabilities) FitTTL(ttl time.Duration) time.Duration {
+	if g := c.TTLGranularity; g > 0 && ttl%g != 0 {
+		ttl += g - ttl%g
+	}
+	return max(ttl, c.MinTTL)
 }
 
 // Describer is implemented by engines that declare their capabilities. An

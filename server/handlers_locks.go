@@ -18,7 +18,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		writeError(w, e)
 		return
 	}
-	ttl, e := ttlFrom(req.TTLMs)
+	ttl, e := s.ttlFrom(req.TTLMs)
 	if e == nil {
 		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
 	}
@@ -98,7 +98,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 		writeError(w, badRequest("name", "invalid name: the body names another lock than the path"))
 		return
 	}
-	ttl, e := ttlFrom(req.TTLMs)
+	ttl, e := s.ttlFrom(req.TTLMs)
 	if e == nil {
 		e = validateOwner(req.Owner, true)
 	}
@@ -143,7 +143,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 	rs := make([]engine.ExtendRequest, len(req.Locks))
 	_, queues := s.eng.(engine.Queuer)
 	for i, l := range req.Locks {
-		ttl, e := ttlFrom(l.TTLMs)
+		ttl, e := s.ttlFrom(l.TTLMs)
 		if l.Waiter {
 			ttl, e = waiterTTLFrom(l.TTLMs)
 		}

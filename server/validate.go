@@ -38,17 +38,19 @@ func (s *Server) validateName(name string) *apiError {
 }
 
 // ttlFrom turns a ttl_ms field into a ttl: 0 means the default. The rule
-// is distlock's (distlock.ValidateTTL).
-func ttlFrom(ms int64) (time.Duration, *apiError) {
+// is distlock's (distlock.ValidateTTL); the ttl is then fitted to the
+// engine's (engine.Capabilities.FitTTL), as a Client does, and the answer's
+// ttl_ms says what was kept.
+func (s *Server) ttlFrom(ms int64) (time.Duration, *apiError) {
 	if ms == 0 {
-		return distlock.DefaultTTL, nil
+		return engine.CapabilitiesOf(s.eng).FitTTL(distlock.DefaultTTL), nil
 	}
 	// (Clamped so that an absurd value cannot overflow into a valid one.)
 	ttl := time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	if e := argErr("ttl_ms", distlock.ValidateTTL(ttl)); e != nil {
 		return 0, e
 	}
-	return ttl, nil
+	return engine.CapabilitiesOf(s.eng).FitTTL(ttl), nil
 }
 
 // validateOwner checks an owner token with distlock's rule

@@ -60,5 +60,14 @@ func anyWake(rs []result[[]engine.ExtendResult], i int) bool {
 	return false
 }
 
-// Capabilities implements engine.Describer: not fair (see errFairQuorum).
-func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{} }
+// Capabilities implements engine.Describer: not fair (see errFairQuorum);
+// the ttl limits of the strictest node (the largest minimum and the
+// coarsest granularity).
+func (e *Engine) Capabilities() engine.Capabilities {
+	var c engine.Capabilities
+	for _, n := range e.nodes {
+		nc := engine.CapabilitiesOf(n.eng)
+		c.MinTTL, c.TTLGranularity = max(c.MinTTL, nc.MinTTL), max(c.TTLGranularity, nc.TTLGranularity)
+	}
+	return c
+}
