@@ -65,7 +65,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
-		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait}}
+		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce}}
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}

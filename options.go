@@ -33,6 +33,7 @@ type options struct {
 	owner     string
 	metadata  string
 	fair      bool
+	announce  bool // an election's campaign (engine.AcquireRequest.Announce)
 }
 
 func defaultOptions() options {

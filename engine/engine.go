@@ -101,6 +101,12 @@ type AcquireRequest struct {
 	// starvation hand-off; Fair must be false). A quorum sets it: per-node
 	// reservations for different heads would split the vote.
 	NoReserve bool
+	// Announce asks that the grant be signalled to the name's
+	// subscribers (Subscribe), and its release later too, whether or not
+	// anyone waits: an election's campaign sets it, so that observers learn
+	// of a new leader by notification. Engines that signal every grant
+	// anyway ignore it.
+	Announce bool
 }
 
 // Grant is the answer to an AcquireRequest.
@@ -305,4 +311,15 @@ func CheckName(eng Engine, name string) error {
 		return nc.CheckName(name)
 	}
 	return nil
+}
+
+// MetadataSetter is implemented by engines that can change the metadata of
+// a held lock in place (an election's Proclaim: the leader's new value,
+// without a new election).
+type MetadataSetter interface {
+	// SetMetadata sets the metadata of name to metadata while owner holds
+	// it, without touching its ttl, token or count, and signals the name's
+	// subscribers. It returns Extended when it did, Missing or HeldByOther
+	// when owner does not hold the lock (and nothing changed).
+	SetMetadata(ctx context.Context, name, owner, metadata string) (ExtendStatus, error)
 }

@@ -50,8 +50,9 @@ type highWater struct {
 }
 
 var (
-	_ engine.Engine      = (*Engine)(nil)
-	_ engine.FenceRaiser = (*Engine)(nil)
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.FenceRaiser    = (*Engine)(nil)
+	_ engine.MetadataSetter = (*Engine)(nil)
 )
 
 // New returns an empty in-process engine.
@@ -151,6 +152,9 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	e.granted(r, q)
 	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
+	if r.Announce {
+		e.notifyWaiter(r.Name, "") // the plain subscribers: an election's observers
+	}
 	return engine.Grant{Acquired: true, Token: l.token, Count: 1}, nil
 }
 
@@ -217,6 +221,25 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	delete(e.locks, name)
 	e.freed(name)
 	return held, nil
+}
+
+// SetMetadata implements engine.MetadataSetter.
+func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	l := e.live(name, e.now())
+	switch {
+	case l == nil:
+		return engine.Missing, nil
+	case l.owner != owner:
+		return engine.HeldByOther, nil
+	}
+	l.metadata = metadata
+	e.notifyWaiter(name, "")
+	return engine.Extended, nil
 }
 
 // Inspect implements engine.Engine.

@@ -1,0 +1,180 @@
+package enginetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+)
+
+// electionHandover: one leader at a time; a second campaigner waits, is
+// elected when the first resigns, with a greater term; Leader and an
+// observer on a third Client follow by notification.
+func (s *suite) electionHandover(t *testing.T) {
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	a, b, o := s.client(t), s.client(t), s.client(t)
+	if _, err := o.Leader(ctx, name); !errors.Is(err, distlock.ErrNoLeader) {
+		t.Fatalf("Leader before any campaign: %v, want ErrNoLeader", err)
+	}
+	changes, err := o.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string, ok func(distlock.Leader) bool) distlock.Leader {
+		t.Helper()
+		for {
+			select {
+			case st, open := <-changes:
+				if !open {
+					t.Fatalf("%s: the observer's channel closed", what)
+				}
+				if ok(st) {
+					return st
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s: not observed", what)
+			}
+		}
+	}
+	next("no leader", func(st distlock.Leader) bool { return !st.Elected() })
+	la, err := a.Campaign(ctx, name, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := next("a elected", func(st distlock.Leader) bool { return st.Value == "a" })
+	if seen.Term != la.Term() {
+		t.Fatalf("observed term %d, leader's %d", seen.Term, la.Term())
+	}
+	got := make(chan *distlock.Leadership, 1)
+	go func() {
+		lb, err := b.Campaign(ctx, name, "b")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lb
+	}()
+	waitFor(t, 10*time.Second, "b to wait", func() bool {
+		info, err := o.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+	if l, err := o.Leader(ctx, name); err != nil || l.Value != "a" || l.Term != la.Term() {
+		t.Fatalf("Leader while a leads: %+v, %v", l, err)
+	}
+	if err := la.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lb := <-got
+	if lb == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { _ = lb.Resign(ctx) })
+	if lb.Term() <= la.Term() {
+		t.Fatalf("term %d after term %d", lb.Term(), la.Term())
+	}
+	seen = next("b elected", func(st distlock.Leader) bool { return st.Value == "b" })
+	if seen.Term != lb.Term() {
+		t.Fatalf("observed term %d, leader's %d", seen.Term, lb.Term())
+	}
+	if la.Err() == nil {
+		t.Fatal("a resigned but its leadership is not over")
+	}
+}
+
+// electionProclaim: a new value without a new election reaches observers;
+// a deposed leader's Proclaim is refused and changes nothing; bad values
+// are refused.
+func (s *suite) electionProclaim(t *testing.T) {
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	c, o := s.client(t), s.client(t)
+	l, err := c.Campaign(ctx, name, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := o.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := <-changes; st.Value != "v1" {
+		t.Fatalf("first state %+v", st)
+	}
+	if err := l.Proclaim(ctx, "v2"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-changes:
+		if st.Value != "v2" || st.Term != l.Term() {
+			t.Fatalf("after Proclaim: %+v, want v2 in term %d", st, l.Term())
+		}
+	case <-ctx.Done():
+		t.Fatal("Proclaim not observed")
+	}
+	for _, bad := range []string{"", string(make([]byte, distlock.MaxMetadataLen+1))} {
+		if err := l.Proclaim(ctx, bad); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("Proclaim(%d bytes): %v, want ErrInvalidArgument", len(bad), err)
+		}
+		if _, err := c.Campaign(ctx, name+"-x", bad); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("Campaign(%d bytes): %v, want ErrInvalidArgument", len(bad), err)
+		}
+	}
+	// Deposed behind its back: its Proclaim is refused, and the lease ends.
+	s.delete(t, c, name)
+	other, err := o.Campaign(ctx, name, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Proclaim(ctx, "late"); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("deposed Proclaim: %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-l.Done():
+	case <-ctx.Done():
+		t.Fatal("the deposed leadership did not end")
+	}
+	if st, err := o.Leader(ctx, name); err != nil || st.Value != "other" || st.Term != other.Term() {
+		t.Fatalf("after the deposed Proclaim: %+v, %v", st, err)
+	}
+	if err := l.Resign(ctx); err == nil {
+		t.Fatal("a deposed leader resigned without error")
+	}
+	if st, err := o.Leader(ctx, name); err != nil || st.Value != "other" {
+		t.Fatalf("the deposed Resign changed the leader: %+v, %v", st, err)
+	}
+}
+
+// electionExpiry: a leader that stops renewing is replaced after its ttl;
+// its leadership ends first, and observers see the new leader.
+func (s *suite) electionExpiry(t *testing.T) {
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	a, b := s.client(t), s.client(t)
+	la, err := a.Campaign(ctx, name, "a", distlock.WithTTL(300*time.Millisecond), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := b.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Campaign(ctx, name, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lb.Resign(ctx) })
+	if elected := time.Now(); !la.Lease().Deadline().Before(elected) {
+		t.Fatalf("b was elected while a's leadership was still valid (until %v)", la.Lease().Deadline().Sub(elected))
+	}
+	select {
+	case <-la.Done():
+	case <-ctx.Done():
+		t.Fatal("a's leadership never ended")
+	}
+	for st := range changes {
+		if st.Value == "b" && st.Term == lb.Term() {
+			return
+		}
+	}
+	t.Fatal("the observer never saw b")
+}
