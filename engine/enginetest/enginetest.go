@@ -78,6 +78,14 @@ func Run(t *testing.T, h Harness) {
 		{"QueueReservationLapses", s.reservationLapses},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
+		{"RaiseFenceHolder", s.raiseFenceHolder},
+		{"RaiseFenceNotHolder", s.raiseFenceNotHolder},
+		{"RaiseFenceNeverLowers", s.raiseFenceNeverLowers},
+		{"RaiseFenceNextGrant", s.raiseFenceNextGrant},
+		{"ReleaseOnceReplay", s.releaseOnceReplay},
+		{"AttemptReplay", s.attemptReplay},
+		{"AttemptReplayOneOff", s.attemptReplayOneOff},
+		{"WaitingWakesSubscriber", s.waitingWakesSubscriber},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
