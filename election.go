@@ -109,6 +109,9 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	}
 	sent := time.Now()
 	st, err := ms.SetMetadata(ctx, l.lease.name, l.lease.owner, value)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return &UnsupportedError{Feature: "Proclaim", Engine: c.node, Reason: err.Error()}
+	}
 	if err != nil {
 		return c.backendErr(ctx, "proclaim", l.lease.name, err)
 	}

@@ -65,16 +65,17 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request, path strin
 
 // snapshot is one event of the dashboard stream.
 type snapshot struct {
-	Engine    string         `json:"engine"`
-	Embedded  bool           `json:"embedded"`
-	Version   string         `json:"version"`
-	NowMs     int64          `json:"now_ms"`
-	Locks     []api.LockInfo `json:"locks"`
-	Truncated bool           `json:"truncated,omitempty"`
-	ListError string         `json:"list_error,omitempty"`
-	Waiting   int            `json:"waiting"`
-	Holders   int            `json:"holders"`
-	Timeline  timelineJSON   `json:"timeline"`
+	Engine    string           `json:"engine"`
+	Embedded  bool             `json:"embedded"`
+	Version   string           `json:"version"`
+	NowMs     int64            `json:"now_ms"`
+	Locks     []api.LockInfo   `json:"locks"`
+	Elections []api.LeaderInfo `json:"elections"`
+	Truncated bool             `json:"truncated,omitempty"`
+	ListError string           `json:"list_error,omitempty"`
+	Waiting   int              `json:"waiting"`
+	Holders   int              `json:"holders"`
+	Timeline  timelineJSON     `json:"timeline"`
 }
 
 // dashboardHub builds snapshots while someone watches and hands them to
@@ -195,6 +196,9 @@ func (h *dashboardHub) build() []byte {
 	} else {
 		snap.ListError = "this engine cannot list locks"
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	snap.Elections = s.electionsSnapshot(ctx)
+	cancel()
 	data, _ := json.Marshal(snap)
 	return data
 }

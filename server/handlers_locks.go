@@ -18,6 +18,12 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		writeError(w, e)
 		return
 	}
+	s.serveAcquire(w, r, role, name, req)
+}
+
+// serveAcquire answers an acquire (or an election's campaign) once its
+// body is decoded.
+func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role, name string, req api.AcquireRequest) {
 	ttl, e := s.ttlFrom(req.TTLMs)
 	if e == nil {
 		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
@@ -57,7 +63,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
 		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
-		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner}
+		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner, Announce: req.Announce}
 	o := s.acquire(r.Context(), ereq, wait)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true
@@ -81,6 +87,9 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 		return
 	}
 	s.holds.granted(name, owner, o.grant.Count, ttl, o.waited, o.contended)
+	if req.Announce {
+		s.elections.seen(name, o.grant.Token)
+	}
 	writeJSON(w, http.StatusOK, api.AcquireResponse{
 		Name: name, Owner: owner, Token: o.grant.Token, Count: o.grant.Count,
 		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
@@ -288,6 +297,42 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	default:
 		s.holds.released(name, req.Owner, false, 0, distlock.Expired)
 		writeError(w, notHeld(name, engine.Missing))
+	}
+}
+
+// handleMetadata serves POST /v1/locks/{name}/metadata
+// (engine.MetadataSetter).
+func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	var req api.MetadataRequest
+	if e := s.decode(w, r, &req, false); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := firstErr(validateOwner(req.Owner, true), validateMetadata(req.Metadata)); e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	s.setMetadata(ctx, w, "metadata", name, req.Owner, req.Metadata)
+}
+
+// setMetadata sets a held lock's metadata (engine.MetadataSetter) and
+// answers; op names the request in errors.
+func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op, name, owner, metadata string) {
+	ms, ok := s.eng.(engine.MetadataSetter)
+	if !ok {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, op+": this server's engine cannot change a lock's metadata in place"))
+		return
+	}
+	st, err := ms.SetMetadata(ctx, name, owner, metadata)
+	switch {
+	case err != nil:
+		writeError(w, engineErr(op, err))
+	case st != engine.Extended:
+		writeError(w, notHeld(name, st))
+	default:
+		writeJSON(w, http.StatusOK, api.MetadataResponse{Name: name, Metadata: metadata})
 	}
 }
 

@@ -28,12 +28,16 @@ import (
 //	POST   /v1/locks/{name}/fence      raise the fencing high-water (write)
 //	GET    /v1/locks/{name}/events     release events, server-sent (write); ?waiter=ID: a queue's waiter
 //	POST   /v1/locks/{name}/leave      a waiter leaves the lock's queue (write)
+//	POST   /v1/locks/{name}/metadata   set a held lock's metadata in place (write)
+//	...    /v1/elections/{name}[/...]  elections: see elections.go
 func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.EscapedPath()
 		switch {
 		case strings.HasPrefix(path, "/v1/locks/"):
 			s.lockRoute(w, r, strings.TrimPrefix(path, "/v1/locks/"))
+		case strings.HasPrefix(path, "/v1/elections/"):
+			s.electionsRoute(w, r, strings.TrimPrefix(path, "/v1/elections/"))
 		case path == "/v1/locks":
 			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
 		case path == "/v1/extend":
@@ -74,29 +78,52 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, method string, ne
 	h(w, r, role)
 }
 
-// lockRoute routes /v1/locks/{name}[/{action}]; rest is the escaped path
-// after /v1/locks/.
-func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) {
+// electionsRoute routes /v1/elections/{name}[/{action}]; rest is the
+// escaped path after /v1/elections/.
+func (s *Server) electionsRoute(w http.ResponseWriter, r *http.Request, rest string) {
+	name, action, ok := splitNamed(w, rest)
+	if ok {
+		s.electionRoute(w, r, name, action)
+	}
+}
+
+// splitNamed splits {name}[/{action}] (name percent-encoded); it answers
+// the request itself when it cannot.
+func splitNamed(w http.ResponseWriter, rest string) (name, action string, ok bool) {
 	escName, action, _ := strings.Cut(rest, "/")
 	name, err := url.PathUnescape(escName)
 	if err != nil {
 		writeError(w, badRequest("name", "invalid name: bad percent-encoding in the path"))
-		return
+		return "", "", false
 	}
 	if strings.Contains(action, "/") {
 		writeError(w, newError(http.StatusNotFound, api.CodeNotFound,
 			"no such endpoint; a '/' in a lock name must be percent-encoded as %2F"))
+		return "", "", false
+	}
+	return name, action, true
+}
+
+// named makes a handler of h for the lock (or election) name, which it
+// validates first.
+func (s *Server) named(name string, h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, role Role) {
+		if e := s.validateName(name); e != nil {
+			writeError(w, e)
+			return
+		}
+		h(w, r, role, name)
+	}
+}
+
+// lockRoute routes /v1/locks/{name}[/{action}]; rest is the escaped path
+// after /v1/locks/.
+func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) {
+	name, action, ok := splitNamed(w, rest)
+	if !ok {
 		return
 	}
-	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc {
-		return func(w http.ResponseWriter, r *http.Request, role Role) {
-			if e := s.validateName(name); e != nil {
-				writeError(w, e)
-				return
-			}
-			h(w, r, role, name)
-		}
-	}
+	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc { return s.named(name, h) }
 	switch action {
 	case "":
 		switch r.Method {
@@ -118,6 +145,8 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleRelease))
 	case "fence":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleFence))
+	case "metadata":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleMetadata))
 	case "leave":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleLeave))
 	case "events":

@@ -86,6 +86,8 @@ type Server struct {
 	obs            *fanout
 	timeline       *timeline
 	holds          *holdTracker
+	elections      *electionBook
+	watcher        *distlock.Client // observes elections (watch); closed at shutdown
 	dash           *dashboardHub
 	log            *slog.Logger
 	handler        http.Handler
@@ -247,6 +249,8 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	s.dash = newDashboardHub(s, DefaultDashboardStreams)
 	s.obs = &fanout{m: m, tl: s.timeline, changed: s.dash.changed}
 	s.holds = newHoldTracker(s.obs)
+	s.elections = newElectionBook()
+	s.watcher = distlock.New(s.eng)
 	s.metricsHandler = s.newMetricsHandler()
 	s.handler = s.routes()
 	s.bg.Add(1)

@@ -33,6 +33,7 @@ func (s *Server) stopBackground() {
 	s.bgOnce.Do(func() {
 		s.dash.stop()
 		close(s.bgStop)
+		_ = s.watcher.Close() // ends the election watches
 	})
 	s.bg.Wait()
 }

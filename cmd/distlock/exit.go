@@ -15,7 +15,7 @@ import (
 // tell them apart should have their command avoid 64-76.
 const (
 	exitOK      = 0
-	exitFailed  = 1   // leaks found, demo check failed, force-release not confirmed
+	exitFailed  = 1   // leaks found, demo check failed, force-release not confirmed, no leader
 	exitUsage   = 64  // bad flags or arguments, no backend configured
 	exitBackend = 69  // the lock backend is unreachable or failing
 	exitBusy    = 75  // another owner holds the lock (the wait expired)

@@ -291,10 +291,63 @@ Example:
 `
 
 // helpFor returns the help text of a command.
+const electHelp = `Usage: ` + electSynopsis + `
+
+Campaigns for the election NAME and runs COMMAND only while this process is
+the leader. Campaigners wait in the lock's queue, in arrival order; the leader
+is the holder of the lock NAME, its value is shown by 'distlock leader'.
+
+COMMAND starts in a process group of its own, with these in its environment:
+  DISTLOCK_NAME    the election's name
+  DISTLOCK_TERM    the term: a decimal integer, higher for every later leader.
+                   Send it with each write the leader makes, and have the
+                   resource reject a term lower than the highest it has seen:
+                   a deposed leader's late writes are then refused.
+  DISTLOCK_FENCE   the same number (as distlock run names it)
+  DISTLOCK_OWNER   the owner token of the leadership
+
+The leadership renews itself every ttl/3. If it is lost, distlock sends
+SIGTERM to COMMAND's process group, SIGKILL --grace later, and campaigns
+again (with --once it exits 76 instead). COMMAND is never running while this
+process is not the leader, except for the --grace it is given to stop. When
+COMMAND exits on its own, distlock resigns at once (the next campaigner is
+elected) and exits with COMMAND's code.
+
+Flags (before NAME, or anywhere before --):
+  --value TEXT       the leader's value, shown to observers (default: host and pid)
+  --ttl DURATION     the leadership's lease, renewed every ttl/3 (default 30s):
+                     a dead leader is replaced within about one ttl
+  --grace DURATION   on loss, time between SIGTERM and SIGKILL (default 5s)
+  --once             do not campaign again after a loss
+  --fair             strict arrival order among campaigners
+  --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
+  -v, --verbose      report elections and resignations on standard error
+
+Example:
+  distlock elect --value "$(hostname)" scheduler -- ./scheduler --term "$DISTLOCK_TERM"
+`
+
+const leaderHelp = `Usage: distlock leader [flags] NAME
+
+Prints the leader of the election NAME: its value, term and lease time left.
+Exits 0 when somebody leads, 1 when nobody does. With --watch it follows the
+leader's changes (by notification, not polling) until interrupted, one line
+per change; a slow terminal sees the latest state, never a stale one.
+
+Flags:
+  --watch, -w   follow the changes
+  --json        one JSON object per line: {"name","elected","value","term","ttl_ms"}
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+`
+
 func helpFor(cmd string) (string, bool) {
 	switch cmd {
 	case "run":
 		return runHelp, true
+	case "elect":
+		return electHelp, true
+	case "leader":
+		return leaderHelp, true
 	case "acquire":
 		return acquireHelp, true
 	case "extend":

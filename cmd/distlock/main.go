@@ -59,6 +59,8 @@ type command struct {
 func (a *app) commands() []command {
 	return []command{
 		{"run", "run a command while holding a lock; stop it if the lock is lost", a.cmdRun},
+		{"elect", "run a command only while elected leader; campaign again after a loss", a.cmdElect},
+		{"leader", "show the leader of an election, or follow its changes", a.cmdLeader},
 		{"acquire", "take a lock for a shell script and print its tokens", a.cmdAcquire},
 		{"extend", "extend a lock taken with acquire", a.cmdExtend},
 		{"release", "release a lock taken with acquire", a.cmdRelease},

@@ -95,7 +95,7 @@ func (a *app) cmdRun(args []string) int {
 			name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
 	}
 
-	code, lost := a.supervise(ch, lease, name, *grace, sigs)
+	code, lost := a.supervise(cmd, ch, lease, name, *grace, sigs, "it will not be restarted")
 	if lost {
 		// The lock is not ours any more: nothing to release.
 		return exitLost
@@ -153,6 +153,16 @@ func flagGiven(fs *flag.FlagSet, names ...string) bool {
 // it reports the error and returns a nil lease and the exit code.
 func (a *app) runAcquire(cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
 	opts ...distlock.Option) (*backend, *distlock.Lease, int) {
+	return a.acquireWith(cmd, name, redisURL, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+		return acquireLease(ctx, c, name, wait, opts...)
+	})
+}
+
+// acquireWith connects to the backend and takes a lease on name with take.
+// A signal in sigs interrupts it. On failure it reports the error and
+// returns a nil lease and the exit code.
+func (a *app) acquireWith(cmd, name, redisURL string, sigs <-chan os.Signal,
+	take func(context.Context, *distlock.Client) (*distlock.Lease, error)) (*backend, *distlock.Lease, int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -167,7 +177,7 @@ func (a *app) runAcquire(cmd, name, redisURL string, wait time.Duration, sigs <-
 			done <- result{err: err}
 			return
 		}
-		lease, err := acquireLease(ctx, b.client, name, wait, opts...)
+		lease, err := take(ctx, b.client)
 		done <- result{b, lease, err}
 	}()
 	var r result
@@ -210,8 +220,10 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 // supervise waits for the command to exit while the lease holds. When the
 // lease is lost it stops the command's process group (SIGTERM, then SIGKILL
 // after grace) and reports lost; it never restarts the command. Signals in
-// sigs are passed on to the group. It returns the command's exit status.
-func (a *app) supervise(ch *child, lease *distlock.Lease, name string, grace time.Duration, sigs <-chan os.Signal) (code int, lost bool) {
+// sigs are passed on to the group; next says what happens after a loss
+// (cmd is the command name, for messages). It returns the command's exit
+// status.
+func (a *app) supervise(cmd string, ch *child, lease *distlock.Lease, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	defer ch.restoreTerminal()
@@ -230,9 +242,9 @@ func (a *app) supervise(ch *child, lease *distlock.Lease, name string, grace tim
 	}()
 	loseAt := func(now time.Time) {
 		lost, lostAt, leaseDone = true, now, nil
-		fmt.Fprintf(a.stderr, "distlock run: %v\n"+
-			"distlock run: stopping the command: SIGTERM to its process group now, SIGKILL in %v; it will not be restarted\n",
-			strings.TrimPrefix(lease.Err().Error(), "distlock: "), grace)
+		fmt.Fprintf(a.stderr, "distlock %s: %v\n"+
+			"distlock %s: stopping the command: SIGTERM to its process group now, SIGKILL in %v; %s\n",
+			cmd, strings.TrimPrefix(lease.Err().Error(), "distlock: "), cmd, grace, next)
 		ch.terminate()
 		termSent = true
 	}
@@ -251,8 +263,8 @@ func (a *app) supervise(ch *child, lease *distlock.Lease, name string, grace tim
 				return exitLost, true
 			}
 			if ch.groupAlive() {
-				fmt.Fprintf(a.stderr, "distlock run: the command exited but left processes in its process group; "+
-					"stopping them (SIGTERM, SIGKILL in %v) before releasing %q\n", grace, name)
+				fmt.Fprintf(a.stderr, "distlock %s: the command exited but left processes in its process group; "+
+					"stopping them (SIGTERM, SIGKILL in %v) before releasing %q\n", cmd, grace, name)
 				ch.terminate()
 				a.stopGroup(ch, time.Now().Add(grace))
 			}
@@ -267,7 +279,7 @@ func (a *app) supervise(ch *child, lease *distlock.Lease, name string, grace tim
 			kill = killTimer.C
 		case <-kill:
 			kill = nil
-			fmt.Fprintf(a.stderr, "distlock run: the command still runs %v after SIGTERM: SIGKILL to its process group\n", grace)
+			fmt.Fprintf(a.stderr, "distlock %s: the command still runs %v after SIGTERM: SIGKILL to its process group\n", cmd, grace)
 			ch.kill()
 		case sig := <-sigs:
 			ch.signal(sig)

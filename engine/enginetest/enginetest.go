@@ -86,6 +86,9 @@ func Run(t *testing.T, h Harness) {
 		{"AttemptReplay", s.attemptReplay},
 		{"AttemptReplayOneOff", s.attemptReplayOneOff},
 		{"WaitingWakesSubscriber", s.waitingWakesSubscriber},
+		{"ElectionHandover", s.electionHandover},
+		{"ElectionProclaim", s.electionProclaim},
+		{"ElectionExpiry", s.electionExpiry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -56,6 +56,9 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if f != nil {
 		f.decide(rs, g.Acquired, g.Token)
 	}
+	if err == nil && g.Acquired && r.Announce {
+		e.announce(ctx, r)
+	}
 	return g, err
 }
 
@@ -436,15 +439,28 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		}
 	}
 	released, notHeld, failed := countReleases(rs)
-	notOwner, remaining := 0, 0
+	notOwner := 0
+	var left []int // the holds left on each node that answered (0: freed there)
 	for _, x := range rs {
 		switch {
 		case !x.done || x.err != nil:
 		case x.v.Status == engine.Released:
-			remaining = max(remaining, x.v.Remaining)
+			left = append(left, x.v.Remaining)
 		case x.v.Status == engine.NotOwner:
 			notOwner++
+		case x.v.Status == engine.NotHeld:
+			left = append(left, 0)
 		}
+	}
+	// The holds left that a majority confirms, as Inspect counts them: a
+	// node that applied a late copy of an earlier release first may
+	// answer one hold more.
+	slices.Sort(left)
+	remaining := 0
+	if len(left) >= e.majority {
+		remaining = left[len(left)-e.majority]
+	} else if len(left) > 0 {
+		remaining = left[0]
 	}
 	switch {
 	case released >= e.majority:
@@ -545,8 +561,10 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	var counts []int
 	var ttls []time.Duration
 	tokens := map[uint64]int{}
+	metadata := map[string]int{}
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
+			metadata[x.v.Metadata]++
 			if !info.Held {
 				hw, w := info.HighWater, info.Waiters
 				info = x.v
@@ -558,6 +576,9 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		}
 	}
 	info.Token = grantToken(tokens)
+	if info.Held {
+		info.Metadata = commonMetadata(metadata)
+	}
 	if len(counts) >= e.majority {
 		// The holds and the time left that a majority confirms: a
 		// release, re-entry or extension may not have reached a minority

@@ -145,7 +145,8 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
-		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff}
+		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
+		Announce: r.Announce}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
 	}
@@ -284,6 +285,23 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	return fromLockInfo(out), nil
+}
+
+// SetMetadata implements engine.MetadataSetter.
+func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+	var out api.MetadataResponse
+	err := e.do(ctx, "metadata", http.MethodPost, lockPath(name, "metadata"), api.MetadataRequest{Owner: owner, Metadata: metadata}, &out)
+	var he *Error
+	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
+		if he.Detail.Status == api.StatusHeldByOther {
+			return engine.HeldByOther, nil
+		}
+		return engine.Missing, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return engine.Extended, nil
 }
 
 // RaiseFence implements engine.Engine.

@@ -42,6 +42,8 @@ const (
 	// CodeNotSupported: the server's engine cannot do this (HTTP 501), for
 	// example list on an engine without a listing.
 	CodeNotSupported = "not_supported"
+	// CodeNoLeader: nobody leads the election (HTTP 404).
+	CodeNoLeader = "no_leader"
 )
 
 // Not-held statuses (ErrorDetail.Status of a not_held error, and
@@ -125,6 +127,25 @@ type AcquireRequest struct {
 	// OneOff: owner is a one-off owner that never re-enters
 	// (engine.AcquireRequest.OneOff); with it, attempt is the owner.
 	OneOff bool `json:"one_off,omitempty"`
+	// Announce: the grant is signalled to the lock's event streams, and
+	// so is its release (engine.AcquireRequest.Announce): an election's
+	// campaign.
+	Announce bool `json:"announce,omitempty"`
+}
+
+// MetadataRequest is the body of POST /v1/locks/{name}/metadata: set the
+// metadata of a lock the owner holds, in place (an election's Proclaim;
+// engine.MetadataSetter). Answered with a MetadataResponse, or not_held
+// (its detail's status says missing or held_by_other), or not_supported.
+type MetadataRequest struct {
+	Owner    string `json:"owner"`
+	Metadata string `json:"metadata"`
+}
+
+// MetadataResponse answers a metadata change that was made.
+type MetadataResponse struct {
+	Name     string `json:"name"`
+	Metadata string `json:"metadata"`
 }
 
 // LeaveRequest is the body of POST /v1/locks/{name}/leave: the waiter
@@ -269,4 +290,43 @@ const (
 	EventReady = "ready"
 	// EventRelease: the lock was released (or may have been): try again.
 	EventRelease = "release"
+	// EventLeader (GET /v1/elections/{name}/watch): the election's state,
+	// a LeaderInfo; the first one at once, then every change.
+	EventLeader = "leader"
 )
+
+// CampaignRequest is the body of POST /v1/elections/{name}/campaign: wait
+// up to WaitMs to be elected leader with Value. An election is a lock whose
+// metadata is the leader's value and whose fencing token is the term; the
+// answer is an AcquireResponse (its token is the term), and the leader
+// keeps its term with POST /v1/locks/{name}/extend like any holder.
+type CampaignRequest struct {
+	Value  string `json:"value"`
+	Owner  string `json:"owner,omitempty"`
+	TTLMs  int64  `json:"ttl_ms,omitempty"`
+	WaitMs int64  `json:"wait_ms,omitempty"`
+}
+
+// TermRequest is the body of POST /v1/elections/{name}/resign and
+// .../proclaim (with Value): the leader's owner and term. A term that is not
+// the current one is answered not_held, and nothing changes.
+type TermRequest struct {
+	Owner string `json:"owner"`
+	Term  uint64 `json:"term"`
+	Value string `json:"value,omitempty"`
+}
+
+// LeaderInfo is an election's state: GET /v1/elections/{name} (not_found
+// with code no_leader when nobody leads), the watch stream's events, and
+// the dashboard's elections.
+type LeaderInfo struct {
+	Name    string `json:"name"`
+	Elected bool   `json:"elected"`
+	Value   string `json:"value,omitempty"`
+	Term    uint64 `json:"term,omitempty"`
+	TTLMs   int64  `json:"ttl_ms,omitempty"`
+	// SinceMs is when this server first saw the term (Unix ms; dashboard).
+	SinceMs int64 `json:"since_ms,omitempty"`
+	// Followers is the number of campaigners waiting (dashboard).
+	Followers int `json:"followers"`
+}

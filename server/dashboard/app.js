@@ -106,6 +106,7 @@
     $("stat-acq").textContent = String(sum(s.timeline.acquired));
     $("stat-lost").textContent = String(sum(s.timeline.lost));
     renderLocks(s);
+    renderElections(s);
     renderChart(s.timeline);
   }
 
@@ -152,6 +153,29 @@
     }
     $("locks-note").textContent = s.truncated ? "showing the first " + s.locks.length + " locks by name" : "";
     tick();
+  }
+
+  function renderElections(s) {
+    const body = $("elections-body");
+    body.textContent = "";
+    const list = s.elections || [];
+    if (list.length === 0) {
+      const tr = document.createElement("tr");
+      tr.className = "empty";
+      cell(tr, "", "no election seen").colSpan = 5;
+      body.appendChild(tr);
+    }
+    for (const e of list) {
+      const tr = document.createElement("tr");
+      tr.dataset.name = e.name;
+      cell(tr, "name", e.name);
+      cell(tr, "meta", e.elected ? e.value : "(no leader)");
+      cell(tr, "num token", e.term ? String(e.term) : "");
+      cell(tr, "since", e.since_ms ? fmtDuration(s.now_ms - e.since_ms) + " ago" : "",
+        e.since_ms ? new Date(e.since_ms).toISOString() : "");
+      cell(tr, "num", String(e.followers));
+      body.appendChild(tr);
+    }
   }
 
   // tick counts the ttls down between snapshots.

@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// Elections (distlock.Client.Campaign over HTTP). An election is a lock
+// whose metadata is the leader's value and whose fencing token is the term:
+//
+//	GET    /v1/elections/{name}            the leader, or 404 no_leader (read)
+//	POST   /v1/elections/{name}/campaign   wait to be elected (write)
+//	POST   /v1/elections/{name}/proclaim   a new value, same term (write)
+//	POST   /v1/elections/{name}/resign     hand over at once (write)
+//	GET    /v1/elections/{name}/watch      leader changes, server-sent (read)
+
+// maxElections is how many elections the server remembers for its
+// dashboard.
+const maxElections = 1000
+
+// electionBook remembers the elections this server has seen a campaign of,
+// and since when each term has been known, for the dashboard.
+type electionBook struct {
+	mu sync.Mutex
+	m  map[string]termSeen
+}
+
+type termSeen struct {
+	term  uint64
+	since time.Time
+}
+
+func newElectionBook() *electionBook { return &electionBook{m: make(map[string]termSeen)} }
+
+// seen records term as name's current term; it returns since when the
+// server has known it.
+func (b *electionBook) seen(name string, term uint64) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.m[name]
+	if ok && t.term == term {
+		return t.since
+	}
+	if !ok && len(b.m) >= maxElections {
+		return time.Now()
+	}
+	t = termSeen{term: term, since: time.Now()}
+	b.m[name] = t
+	return t.since
+}
+
+// names lists the elections seen, sorted.
+func (b *electionBook) names() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.m))
+	for n := range b.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// electionRoute routes /v1/elections/{name}[/{action}].
+func (s *Server) electionRoute(w http.ResponseWriter, r *http.Request, name, action string) {
+	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc { return s.named(name, h) }
+	switch action {
+	case "":
+		s.route(w, r, http.MethodGet, RoleRead, named(s.handleLeader))
+	case "campaign":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleCampaign))
+	case "proclaim":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleProclaim))
+	case "resign":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleResign))
+	case "watch":
+		s.route(w, r, http.MethodGet, RoleRead, named(s.handleWatch))
+	default:
+		writeError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such endpoint: /v1/elections/{name}/"+action))
+	}
+}
+
+// validateValue checks a leader's value with distlock's rule.
+func validateValue(v string) *apiError {
+	if v == "" {
+		return badRequest("value", "invalid value: empty")
+	}
+	return argErr("value", distlock.ValidateMetadata(v))
+}
+
+// handleCampaign serves POST /v1/elections/{name}/campaign: an acquire
+// with the value as metadata, announced to observers.
+func (s *Server) handleCampaign(w http.ResponseWriter, r *http.Request, role Role, name string) {
+	var req api.CampaignRequest
+	if e := s.decode(w, r, &req, true); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := validateValue(req.Value); e != nil {
+		writeError(w, e)
+		return
+	}
+	s.serveAcquire(w, r, role, name, api.AcquireRequest{Owner: req.Owner, TTLMs: req.TTLMs, WaitMs: req.WaitMs,
+		Metadata: req.Value, Announce: true})
+}
+
+// checkTerm answers whether owner leads name in term; a not_held answer
+// when it does not.
+func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest) *apiError {
+	if e := validateOwner(req.Owner, true); e != nil {
+		return e
+	}
+	if req.Term == 0 {
+		return badRequest("term", "invalid term: must be positive")
+	}
+	info, err := s.eng.Inspect(ctx, name)
+	switch {
+	case err != nil:
+		return engineErr("inspect", err)
+	case !info.Held:
+		return notHeld(name, engine.Missing)
+	case info.Owner != req.Owner:
+		return notHeld(name, engine.HeldByOther)
+	case info.Token != req.Term:
+		e := newError(http.StatusConflict, api.CodeNotHeld, fmt.Sprintf("term %d is not the current term of %q (%d)", req.Term, name, info.Token))
+		e.detail.Status = api.StatusHeldByOther
+		return e
+	}
+	return nil
+}
+
+// termRequest decodes a TermRequest and checks it against the current
+// term; it answers the request itself and returns false when it fails.
+func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, name string, value bool) (api.TermRequest, bool) {
+	var req api.TermRequest
+	e := s.decode(w, r, &req, false)
+	if e == nil && value {
+		e = validateValue(req.Value)
+	}
+	if e == nil {
+		e = s.checkTerm(ctx, name, req)
+	}
+	if e != nil {
+		writeError(w, e)
+		return req, false
+	}
+	return req, true
+}
+
+// handleProclaim serves POST /v1/elections/{name}/proclaim.
+func (s *Server) handleProclaim(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	if req, ok := s.termRequest(ctx, w, r, name, true); ok {
+		s.setMetadata(ctx, w, "proclaim", name, req.Owner, req.Value)
+	}
+}
+
+// handleResign serves POST /v1/elections/{name}/resign.
+func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	req, ok := s.termRequest(ctx, w, r, name, false)
+	if !ok {
+		return
+	}
+	res, err := s.eng.Release(ctx, name, req.Owner)
+	switch {
+	case err != nil:
+		writeError(w, engineErr("resign", err))
+	case res.Status != engine.Released:
+		writeError(w, notHeld(name, engine.Missing))
+	default:
+		s.holds.released(name, req.Owner, true, res.Remaining, 0)
+		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
+	}
+}
+
+// leaderInfo renders an election's state.
+func (s *Server) leaderInfo(l distlock.Leader, followers int) api.LeaderInfo {
+	j := api.LeaderInfo{Name: l.Name, Elected: l.Elected(), Followers: followers}
+	if l.Elected() {
+		j.Value, j.Term, j.TTLMs = l.Value, l.Term, holderTTLms(l.TTL)
+		j.SinceMs = s.elections.seen(l.Name, l.Term).UnixMilli()
+	}
+	return j
+}
+
+// handleLeader serves GET /v1/elections/{name}.
+func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	info, err := s.eng.Inspect(ctx, name)
+	if err != nil {
+		writeError(w, engineErr("inspect", err))
+		return
+	}
+	if !info.Held {
+		writeError(w, newError(http.StatusNotFound, api.CodeNoLeader, fmt.Sprintf("nobody leads %q", name)))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.leaderInfo(leaderOf(info), info.Waiters))
+}
+
+// leaderOf reads an election's state from its lock.
+func leaderOf(info engine.Info) distlock.Leader {
+	if !info.Held {
+		return distlock.Leader{Name: info.Name}
+	}
+	return distlock.Leader{Name: info.Name, Value: info.Metadata, Term: info.Token, TTL: info.TTL}
+}
+
+// handleWatch serves GET /v1/elections/{name}/watch: the election's state
+// at once, then every change (distlock.Client.Observe on the server's
+// engine: by notification, coalescing).
+func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	if s.isStopping() {
+		writeError(w, shuttingDown())
+		return
+	}
+	leave, e := s.limits.enter(name)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	defer leave()
+	ch, err := s.watcher.Observe(r.Context(), name)
+	if err != nil {
+		if !errors.Is(err, distlock.ErrClosed) {
+			writeError(w, engineErr("watch", err))
+		} else {
+			writeError(w, shuttingDown())
+		}
+		return
+	}
+	stream, ok := startSSE(w)
+	if !ok {
+		return
+	}
+	pump(s, r, stream, ch, api.EventLeader, func(l distlock.Leader) string {
+		data, _ := json.Marshal(s.leaderInfo(l, 0))
+		return string(data)
+	})
+}
+
+// electionsSnapshot lists the elections seen, for the dashboard.
+func (s *Server) electionsSnapshot(ctx context.Context) []api.LeaderInfo {
+	out := []api.LeaderInfo{}
+	for _, name := range s.elections.names() {
+		info, err := s.eng.Inspect(ctx, name)
+		if err != nil {
+			continue
+		}
+		info.Name = name
+		out = append(out, s.leaderInfo(leaderOf(info), info.Waiters))
+	}
+	return out
+}
