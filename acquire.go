@@ -3,6 +3,7 @@ package distlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -61,7 +62,15 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		return nil, false, err
 	}
 	q, queues := c.eng.(engine.Queuer)
-	if wait && o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
+	if o.shared() {
+		s, ok := c.eng.(engine.Sharer)
+		if !ok {
+			return nil, false, &UnsupportedError{Feature: o.kind.String(), Engine: c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
+		}
+		if queues {
+			q = sharedQueue{q, s}
+		}
+	} else if wait && o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
@@ -125,7 +134,7 @@ func (a *attempt) try() (*Lease, error) {
 		a.req.Attempt, a.req.OneOff = a.req.Owner, true
 	}
 	sent := time.Now()
-	g, err := c.eng.Acquire(a.ctx, a.req)
+	g, err := a.send()
 	a.g = g
 	switch {
 	case err == nil && g.Acquired:
@@ -138,6 +147,8 @@ func (a *attempt) try() (*Lease, error) {
 			return nil, a.giveUp(ErrClosed)
 		}
 		a.last = err
+	case errors.Is(err, engine.ErrUpgrade):
+		return nil, fmt.Errorf("%w (%q)", ErrUpgrade, a.name)
 	case isArgument(err):
 		// A rule of the engine's (a server's) refused the input: nothing
 		// changed, and trying again will not help.
@@ -150,7 +161,7 @@ func (a *attempt) try() (*Lease, error) {
 		// The attempt may have been granted all the same (a lost reply);
 		// with a random owner, releasing by it is always safe.
 		if a.o.owner == "" {
-			c.cleanup(a.name, a.req.Owner)
+			c.cleanup(a.name, a.req.Owner, a.o.shared())
 		}
 		if a.ctx.Err() != nil {
 			// The context ended the attempt: the previous attempt's
@@ -169,6 +180,19 @@ func (a *attempt) try() (*Lease, error) {
 	return nil, nil
 }
 
+// send sends the attempt's request: to the engine's Acquire, or for a
+// shared lock to its AcquireShared.
+func (a *attempt) send() (engine.Grant, error) {
+	if !a.o.shared() {
+		return a.c.eng.Acquire(a.ctx, a.req)
+	}
+	s, ok := a.c.eng.(engine.Sharer)
+	if !ok { // checked by acquire; an engine may not change its kind
+		return engine.Grant{}, errors.ErrUnsupported
+	}
+	return s.AcquireShared(a.ctx, engine.SharedRequest{AcquireRequest: a.req, Kind: a.o.kind, Limit: a.o.limit, Weight: a.o.weight})
+}
+
 // giveUp is the error of a wait that ended for why: the caller's context
 // error, or ErrClosed when the Client was closed.
 func (a *attempt) giveUp(why error) error {
@@ -182,7 +206,7 @@ func (a *attempt) giveUp(why error) error {
 func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, own bool) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
 		if own {
-			c.cleanup(name, owner)
+			c.cleanup(name, owner, o.shared())
 		}
 		return nil, err
 	}

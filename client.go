@@ -268,13 +268,23 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 }
 
 // cleanup releases a grant whose outcome was ambiguous (the reply was lost),
-// in the background, bounded by the release timeout.
-func (c *Client) cleanup(name, owner string) {
+// in the background, bounded by the release timeout; shared: a shared
+// lock's grant.
+func (c *Client) cleanup(name, owner string, shared bool) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		ctx, cancel := c.releaseContext(context.Background())
 		defer cancel()
-		_, _ = c.eng.Release(ctx, name, owner)
+		_, _ = c.release(ctx, name, owner, shared)
 	}()
+}
+
+// release drops one hold of owner on name: a mutex's, or (shared) a shared
+// lock's.
+func (c *Client) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+	if s, ok := c.eng.(engine.Sharer); ok && shared {
+		return s.ReleaseShared(ctx, name, owner)
+	}
+	return c.eng.Release(ctx, name, owner)
 }

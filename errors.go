@@ -173,6 +173,12 @@ func (e *ArgumentError) Error() string {
 // Is matches ErrInvalidArgument.
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
 
+// ErrUpgrade is returned when the owner of a read lease of an RWMutex asks
+// for the write side (with WithOwner): refused by design, since two
+// readers upgrading at once would wait for each other forever. Release the
+// read lease, then Lock. It matches ErrInvalidArgument too.
+var ErrUpgrade = fmt.Errorf("%w: read-to-write upgrade refused; release the read lease, then Lock", ErrInvalidArgument)
+
 // isArgument reports whether an engine refused its input
 // (*engine.ArgumentError), which no retry can mend.
 func isArgument(err error) bool {

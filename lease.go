@@ -31,6 +31,7 @@ type Lease struct {
 	owner     string
 	token     uint64
 	autoRenew bool
+	shared    bool      // a shared lock's (engine.Sharer): a permit or a reader's or writer's lease
 	granted   time.Time // when the grant was sent
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
@@ -51,7 +52,7 @@ type Lease struct {
 
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
 	l := &Lease{
-		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew,
+		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew, shared: o.shared(),
 		granted: sent,
 		done:    make(chan struct{}),
 		ttl:     o.ttl,
@@ -142,7 +143,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl})
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl, Shared: l.shared})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -174,7 +175,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
-	res, err := l.c.eng.Release(rctx, l.name, l.owner)
+	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
 	if err != nil {
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}
@@ -328,7 +329,7 @@ func (l *Lease) end(why error) {
 func (l *Lease) renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !now.Before(l.renewFrom), l.nextRenew, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl}
+	return !now.Before(l.renewFrom), l.nextRenew, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Shared: l.shared}
 }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.

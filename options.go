@@ -34,7 +34,15 @@ type options struct {
 	metadata  string
 	fair      bool
 	announce  bool // an election's campaign (engine.AcquireRequest.Announce)
+	weight    int  // WithWeight; 0: not given
+	weightRW  bool // WithWeight was given to an RWMutex
+	// A shared lock's call (Semaphore, RWMutex): its kind and limit.
+	kind  engine.SharedKind
+	limit int
 }
+
+// shared reports whether the call is a shared lock's.
+func (o *options) shared() bool { return o.kind != 0 }
 
 func defaultOptions() options {
 	return options{ttl: DefaultTTL, autoRenew: true}
@@ -71,6 +79,12 @@ func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } 
 // an *UnsupportedError. TryAcquire ignores it.
 func WithFair() Option { return func(o *options) { o.fair = true } }
 
+// WithWeight takes n permits of a Semaphore at once (default 1; at most
+// the limit). Waiters are served in arrival order with their weights, so a
+// large request at the head is not overtaken by later small ones. Only
+// Semaphore.Acquire and TryAcquire take it.
+func WithWeight(n int) Option { return func(o *options) { o.weight = n } }
+
 func buildOptions(opts []Option) options {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -94,6 +108,14 @@ func (c *Client) checkOptions(o *options) error {
 func (o *options) validate() error {
 	if err := ValidateTTL(o.ttl); err != nil {
 		return err
+	}
+	switch {
+	case o.weightRW || o.weight != 0 && o.kind == 0:
+		return &ArgumentError{Arg: "weight", Reason: "WithWeight is for semaphores"}
+	case o.kind == engine.Semaphore && (o.limit < 1 || o.limit >= engine.RWPermits):
+		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", o.limit, engine.RWPermits-1)}
+	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight > o.limit):
+		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", o.weight, o.limit)}
 	}
 	if err := ValidateOwner(o.owner); err != nil {
 		return err

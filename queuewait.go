@@ -81,7 +81,7 @@ func (w *queueWaiter) renewDue(now time.Time) (bool, time.Time, engine.ExtendReq
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !now.Before(w.beatFrom), w.nextBeat,
-		engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true}
+		engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true, Shared: w.a.o.shared()}
 }
 
 func (w *queueWaiter) sending() {}

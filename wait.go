@@ -51,6 +51,18 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	return lease, fatal
 }
 
+// sharedQueue is a shared lock's queue as the wait loop sees it: the
+// engine's waiter subscriptions, and its LeaveShared.
+type sharedQueue struct {
+	engine.Queuer
+	s engine.Sharer
+}
+
+// Leave implements engine.Queuer.
+func (q sharedQueue) Leave(ctx context.Context, name, waiter string) error {
+	return q.s.LeaveShared(ctx, name, waiter)
+}
+
 // takeTurn waits for this waiter's turn among the Client's waiters on the
 // name (turn.go), and counts it as waiting while it lasts.
 func (a *attempt) takeTurn(ctx context.Context) (func(), error) {

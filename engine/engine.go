@@ -147,6 +147,9 @@ type ExtendRequest struct {
 	// is the waiter's id. The result is Extended while the waiter is
 	// queued, Missing when it is not (dropped or granted).
 	Waiter bool
+	// Shared: the lock (or the waiter's queue) is a shared lock's
+	// (Sharer): a semaphore or a reader-writer lock.
+	Shared bool
 }
 
 // ExtendStatus is the outcome of one extension.
@@ -233,6 +236,10 @@ type Info struct {
 	// (distlock.Client.Inspect fills it in from the fields above when the
 	// engine leaves it empty).
 	Holders []Holder
+	// Kind is the kind of a shared lock (Sharer.InspectShared); zero for
+	// a mutex. Limit is its number of permits.
+	Kind  SharedKind
+	Limit int
 }
 
 // Holder is one holder of a lock.
@@ -242,6 +249,9 @@ type Holder struct {
 	Token    uint64
 	TTL      time.Duration
 	Metadata string
+	// Weight is the number of permits the holder has of a shared lock
+	// (a reader-writer lock's writer has RWPermits); 1 for a mutex.
+	Weight int
 }
 
 // Subscription delivers wake-ups for one lock name.

@@ -89,6 +89,14 @@ func Run(t *testing.T, h Harness) {
 		{"ElectionHandover", s.electionHandover},
 		{"ElectionProclaim", s.electionProclaim},
 		{"ElectionExpiry", s.electionExpiry},
+		{"SemaphoreLimit", s.semaphoreLimit},
+		{"SemaphoreExpiry", s.semaphoreExpiry},
+		{"SemaphoreFIFO", s.semaphoreFIFO},
+		{"SemaphoreLimitStored", s.semaphoreLimitStored},
+		{"RWReadersShare", s.rwReadersShare},
+		{"RWNoWriterStarvation", s.rwNoWriterStarvation},
+		{"RWUpgradeRefused", s.rwUpgradeRefused},
+		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

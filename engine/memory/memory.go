@@ -9,6 +9,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type Engine struct {
 	fences    map[string]highWater
 	subs      map[string]map[*subscription]struct{}
 	queues    map[string]*waitQueue
+	shared    map[string]*sharedLock // semaphores and reader-writer locks
 	lastSweep time.Time
 	closed    bool
 	now       func() time.Time
@@ -62,6 +64,7 @@ func New() *Engine {
 		fences: make(map[string]highWater),
 		subs:   make(map[string]map[*subscription]struct{}),
 		queues: make(map[string]*waitQueue),
+		shared: make(map[string]*sharedLock),
 		now:    time.Now,
 	}
 }
@@ -129,6 +132,9 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	now := e.now()
 	e.sweep(now)
+	if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
+		return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a mutex", r.Name, sl.kind)}
+	}
 	q := e.settle(r.Name, now)
 	if l := e.live(r.Name, now); l != nil {
 		if l.owner != r.Owner {
@@ -168,6 +174,10 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	now := e.now()
 	out := make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
+		if r.Shared {
+			out[i] = e.extendShared(r, now)
+			continue
+		}
 		if r.Waiter {
 			out[i] = e.heartbeat(r, now)
 			continue

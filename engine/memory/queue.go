@@ -25,6 +25,7 @@ type waitEntry struct {
 	fair      bool
 	noReserve bool
 	since     time.Time // when it entered the queue
+	weight    int       // a shared lock's waiter: the permits it asks for
 }
 
 func (q *waitQueue) head() *waitEntry {
@@ -55,6 +56,15 @@ func (e *Engine) settle(name string, now time.Time) *waitQueue {
 	if q == nil {
 		return nil
 	}
+	if q = settleQueue(q, now); q == nil {
+		delete(e.queues, name)
+	}
+	return q
+}
+
+// settleQueue drops q's expired waiters and a lapsed reservation; it
+// returns q, or nil when it is empty.
+func settleQueue(q *waitQueue, now time.Time) *waitQueue {
 	if q.reserved != nil && !now.Before(q.until) {
 		q.remove(q.reserved)
 	}
@@ -72,7 +82,6 @@ func (e *Engine) settle(name string, now time.Time) *waitQueue {
 	clear(q.order[len(live):])
 	q.order = live
 	if len(q.entries) == 0 {
-		delete(e.queues, name)
 		return nil
 	}
 	return q
@@ -86,15 +95,22 @@ func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
 		q = &waitQueue{entries: make(map[string]*waitEntry)}
 		e.queues[r.Name] = q
 	}
-	w := q.entries[r.Waiter]
+	w := enqueueIn(q, r.Waiter, r.WaiterTTL, now)
+	w.fair, w.noReserve = w.fair || r.Fair, w.noReserve || r.NoReserve
+	return q
+}
+
+// enqueueIn puts waiter id at the end of q, or refreshes its deadline.
+func enqueueIn(q *waitQueue, id string, ttl time.Duration, now time.Time) *waitEntry {
+	w := q.entries[id]
 	if w == nil {
 		q.seq++
-		w = &waitEntry{id: r.Waiter, ticket: q.seq, fair: r.Fair, noReserve: r.NoReserve, since: now}
-		q.entries[r.Waiter] = w
+		w = &waitEntry{id: id, ticket: q.seq, since: now}
+		q.entries[id] = w
 		q.order = append(q.order, w)
 	}
-	w.deadline = now.Add(r.WaiterTTL)
-	return q
+	w.deadline = now.Add(ttl)
+	return w
 }
 
 // wakeHead runs when name's lock is free: it reserves the lock for the

@@ -1,0 +1,299 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var _ engine.Sharer = (*Engine)(nil)
+
+// sharedLock is one name's semaphore or reader-writer lock (engine.Sharer).
+type sharedLock struct {
+	kind    engine.SharedKind
+	limit   int
+	holders map[string]*sharedHolder // by owner
+	q       *waitQueue               // nil when nobody waits
+	forget  time.Time                // when an unused lock's limit is forgotten
+}
+
+type sharedHolder struct {
+	weight, count int
+	token         uint64
+	metadata      string
+	attempt       string
+	expires       time.Time
+}
+
+// used counts the permits held.
+func (s *sharedLock) used() int {
+	n := 0
+	for _, h := range s.holders {
+		n += h.weight
+	}
+	return n
+}
+
+// fits reports whether weight permits are free.
+func (s *sharedLock) fits(weight int) bool { return weight <= s.limit-s.used() }
+
+// soonest is the time left of the holder that expires first (ReserveTTL
+// when nobody holds it: the head of the queue is due to take it).
+func (s *sharedLock) soonest(now time.Time) time.Duration {
+	d := time.Duration(-1)
+	for _, h := range s.holders {
+		if left := h.expires.Sub(now); d < 0 || left < d {
+			d = left
+		}
+	}
+	if d < 0 {
+		return engine.ReserveTTL
+	}
+	return d
+}
+
+// anyHolder returns the owner of one holder (the oldest grant).
+func (s *sharedLock) anyHolder() string {
+	owner, token := "", uint64(0)
+	for o, h := range s.holders {
+		if owner == "" || h.token < token {
+			owner, token = o, h.token
+		}
+	}
+	return owner
+}
+
+// sharedState returns name's shared lock with its expired holders and
+// waiters dropped, or nil; the caller holds e.mu.
+func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
+	s := e.shared[name]
+	if s == nil {
+		return nil
+	}
+	for o, h := range s.holders {
+		if !now.Before(h.expires) {
+			delete(s.holders, o)
+		}
+	}
+	if s.q != nil {
+		s.q = settleQueue(s.q, now)
+	}
+	if len(s.holders) == 0 && s.q == nil && !now.Before(s.forget) {
+		delete(e.shared, name)
+		return nil
+	}
+	s.forget = now.Add(fenceMemory)
+	return s
+}
+
+// wakeShared wakes the head of s's queue when its weight fits; the caller
+// holds e.mu.
+func (e *Engine) wakeShared(name string, s *sharedLock) {
+	if s.q == nil {
+		return
+	}
+	if h := s.q.head(); h != nil && s.fits(h.weight) {
+		e.notifyWaiter(name, h.id)
+	}
+}
+
+// checkKind refuses a request for a lock of another kind or limit.
+func (s *sharedLock) checkKind(r engine.SharedRequest) error {
+	switch {
+	case s.kind != r.Kind:
+		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", r.Name, s.kind, r.Kind)}
+	case s.limit != r.Limit && r.Kind == engine.Semaphore:
+		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", r.Name, s.limit, r.Limit)}
+	case r.Weight < 1 || r.Weight > s.limit:
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", r.Weight, s.limit)}
+	}
+	return nil
+}
+
+// AcquireShared implements engine.Sharer.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.Grant{}, err
+	}
+	now := e.now()
+	e.sweep(now)
+	if e.live(r.Name, now) != nil {
+		return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", r.Name, r.Kind)}
+	}
+	s := e.sharedState(r.Name, now)
+	if s == nil {
+		s = &sharedLock{kind: r.Kind, limit: r.Limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
+		e.shared[r.Name] = s
+	}
+	if err := s.checkKind(r); err != nil {
+		return engine.Grant{}, err
+	}
+	if h := s.holders[r.Owner]; h != nil { // re-entry
+		if h.weight != r.Weight {
+			if s.kind == engine.RWLock {
+				return engine.Grant{}, engine.ErrUpgrade
+			}
+			return engine.Grant{}, &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", h.weight, r.Name, r.Weight)}
+		}
+		if h.attempt != r.Attempt {
+			h.count++
+			h.attempt = r.Attempt
+		}
+		h.expires = now.Add(r.TTL)
+		e.leaveShared(s, r.Waiter)
+		return engine.Grant{Acquired: true, Token: h.token, Count: h.count}, nil
+	}
+	ahead := s.q != nil && s.q.head() != nil && s.q.head().id != r.Waiter
+	if !ahead && s.fits(r.Weight) {
+		e.leaveShared(s, r.Waiter)
+		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+		s.holders[r.Owner] = h
+		e.wakeShared(r.Name, s) // the next head, if it fits too
+		return engine.Grant{Acquired: true, Token: h.token, Count: 1}, nil
+	}
+	g := engine.Grant{Holder: s.anyHolder(), HolderTTL: s.soonest(now)}
+	if len(s.holders) == 0 || s.fits(r.Weight) {
+		g.Holder, g.Reserved = "", true // free enough, but kept for the queue
+	}
+	if r.Waiter != "" {
+		if s.q == nil {
+			s.q = &waitQueue{entries: make(map[string]*waitEntry)}
+		}
+		w := enqueueIn(s.q, r.Waiter, r.WaiterTTL, now)
+		w.weight = r.Weight
+		s.q.mark(&g, r.Waiter)
+		e.wakeShared(r.Name, s) // the head may fit (a head that died)
+	}
+	return g, nil
+}
+
+// leaveShared takes waiter out of s's queue; the caller holds e.mu.
+func (e *Engine) leaveShared(s *sharedLock, waiter string) {
+	if s.q == nil || waiter == "" {
+		return
+	}
+	if w := s.q.entries[waiter]; w != nil {
+		s.q.remove(w)
+		if len(s.q.entries) == 0 {
+			s.q = nil
+		}
+	}
+}
+
+// ReleaseShared implements engine.Sharer.
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	s := e.sharedState(name, e.now())
+	if s == nil || s.holders[owner] == nil {
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	}
+	h := s.holders[owner]
+	if h.count--; h.count > 0 {
+		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
+	}
+	delete(s.holders, owner)
+	e.wakeShared(name, s)
+	e.notifyWaiter(name, "") // plain subscribers (observers, waiters outside a queue)
+	return engine.ReleaseResult{Status: engine.Released}, nil
+}
+
+// InspectShared implements engine.Sharer.
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.Info{}, err
+	}
+	now := e.now()
+	info := engine.Info{Name: name}
+	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
+		info.HighWater = hw.token
+	}
+	s := e.sharedState(name, now)
+	if s == nil {
+		return info, nil
+	}
+	info.Kind, info.Limit = s.kind, s.limit
+	for o, h := range s.holders {
+		info.Holders = append(info.Holders, engine.Holder{Owner: o, Count: h.count, Token: h.token,
+			TTL: h.expires.Sub(now), Metadata: h.metadata, Weight: h.weight})
+		info.Token = max(info.Token, h.token)
+	}
+	slices.SortFunc(info.Holders, func(a, b engine.Holder) int { return cmp.Compare(a.Token, b.Token) })
+	info.Held = len(info.Holders) > 0
+	if s.q != nil {
+		info.Waiters = len(s.q.entries)
+	}
+	return info, nil
+}
+
+// SetLimit implements engine.Sharer.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	now := e.now()
+	if e.live(name, now) != nil {
+		return 0, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a semaphore", name)}
+	}
+	s := e.sharedState(name, now)
+	if s == nil {
+		e.shared[name] = &sharedLock{kind: engine.Semaphore, limit: limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
+		return 0, nil
+	}
+	if s.kind != engine.Semaphore {
+		return 0, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a semaphore", name, s.kind)}
+	}
+	prev := s.limit
+	s.limit = limit
+	e.wakeShared(name, s)
+	return prev, nil
+}
+
+// LeaveShared implements engine.Sharer.
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return err
+	}
+	s := e.sharedState(name, e.now())
+	if s == nil {
+		return nil
+	}
+	e.leaveShared(s, waiter)
+	e.wakeShared(name, s)
+	return nil
+}
+
+// extendShared answers an ExtendRequest for a shared lock (a holder's
+// renewal or a waiter's heartbeat); the caller holds e.mu.
+func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.ExtendResult {
+	s := e.sharedState(r.Name, now)
+	if r.Waiter {
+		if s == nil || s.q == nil || s.q.entries[r.Owner] == nil {
+			return engine.ExtendResult{Status: engine.Missing}
+		}
+		w := s.q.entries[r.Owner]
+		w.deadline = now.Add(r.TTL)
+		return engine.ExtendResult{Status: engine.Extended, Wake: s.q.head() == w && s.fits(w.weight)}
+	}
+	if s == nil || s.holders[r.Owner] == nil {
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	h := s.holders[r.Owner]
+	h.expires = now.Add(r.TTL)
+	return engine.ExtendResult{Status: engine.Extended, Token: h.token}
+}

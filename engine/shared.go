@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// Shared locks: semaphores and reader-writer locks. An engine that keeps
+// them implements Sharer. A shared lock has a number of permits (its
+// limit), stored per name; each holder takes a weight of them, with a lease
+// of its own that expires on its own in the authority's time, and a fencing
+// token from the name's one counter. A reader-writer lock is the same
+// thing with RWPermits permits: a reader takes one, a writer all.
+//
+// Waiting is strictly first come, first served, with weights (the rule of
+// golang.org/x/sync/semaphore.Weighted): a request is granted only when its
+// weight fits in the free permits and nobody is queued ahead of it, so a
+// large request at the head is never overtaken by later small ones, and a
+// waiting writer is never starved by a stream of readers. The queue is the
+// one of Queuer (waiter ids, heartbeats with ExtendRequest.Waiter and
+// Shared, head-only wake-ups on SubscribeWaiter), kept per name.
+
+// SharedKind is the kind of a shared lock.
+type SharedKind uint8
+
+const (
+	// Semaphore: Limit permits, each holder takes Weight of them.
+	Semaphore SharedKind = iota + 1
+	// RWLock: a reader takes one of RWPermits permits, a writer all.
+	RWLock
+)
+
+// String returns the kind's name.
+func (k SharedKind) String() string {
+	switch k {
+	case Semaphore:
+		return "semaphore"
+	case RWLock:
+		return "rwlock"
+	}
+	return "mutex"
+}
+
+// RWPermits is the number of permits of a reader-writer lock.
+const RWPermits = 1 << 30
+
+// ErrUpgrade is returned when an owner that holds the read side of a
+// reader-writer lock asks for the write side (or the other way round):
+// refused, as upgrades deadlock when two readers try at once. Release the
+// read lease and Lock.
+var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read lock, then take the write lock")
+
+// SharedRequest asks for a weight of a shared lock's permits.
+type SharedRequest struct {
+	// The grant's fields (Name, Owner, TTL, Metadata, Attempt, OneOff,
+	// Waiting, and for a waiting call Waiter and WaiterTTL). Fair, Behind
+	// and NoReserve are ignored: a shared lock's queue is always strict
+	// FIFO.
+	AcquireRequest
+	// Kind and Limit describe the lock: a lock that exists with another
+	// kind or limit is refused with an *ArgumentError that says which
+	// (SetLimit changes a semaphore's limit). RWLock has RWPermits.
+	Kind  SharedKind
+	Limit int
+	// Weight is the number of permits taken: 1 to Limit (for RWLock, 1
+	// reads and RWPermits writes).
+	Weight int
+}
+
+// Sharer is implemented by engines that keep shared locks. Extend renews
+// their holders and their waiters' heartbeats (ExtendRequest.Shared).
+type Sharer interface {
+	// AcquireShared grants r.Weight permits to r.Owner when they are free
+	// and nobody waits ahead of it (r.Waiter at the head is not ahead of
+	// itself), or re-enters when r.Owner holds the lock already with the
+	// same weight (the hold count goes up; a replayed Attempt does not).
+	// A refusal reports the soonest holder's time left (HolderTTL: when
+	// permits may come back without a release) and, for a waiter, that it
+	// is queued. An owner that holds another weight is refused with
+	// ErrUpgrade (a reader asking to write) or an *ArgumentError.
+	AcquireShared(ctx context.Context, r SharedRequest) (Grant, error)
+	// ReleaseShared drops one hold of owner; its permits come back when
+	// its last hold goes, and the head of the queue is woken if it fits.
+	ReleaseShared(ctx context.Context, name, owner string) (ReleaseResult, error)
+	// InspectShared describes the shared lock: Kind, Limit, and Holders
+	// (owner, weight in Count, token, time left, metadata). Held reports
+	// that anyone holds it; Token is the highest holder token.
+	InspectShared(ctx context.Context, name string) (Info, error)
+	// SetLimit changes a semaphore's limit (creating it when it does not
+	// exist). Holders above a smaller limit keep their permits; new ones
+	// are granted when they fit under it. It returns the previous limit (0
+	// for a new semaphore).
+	SetLimit(ctx context.Context, name string, limit int) (int, error)
+	// LeaveShared takes a waiter out of the shared lock's queue.
+	LeaveShared(ctx context.Context, name, waiter string) error
+}

@@ -1,0 +1,109 @@
+package distlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Semaphore is a handle on the counting semaphore name with limit permits,
+// in the style of golang.org/x/sync/semaphore.Weighted, across processes.
+// Each grant is a *Lease of its own: its own owner token, watchdog, loss
+// signal and fencing token, and its permits expire on their own in the
+// lock authority's time, so a holder that crashes frees exactly its own
+// permits after its ttl.
+//
+// Waiters are served strictly in arrival order, with their weights: a
+// request is granted only when its weight fits in the free permits and
+// nobody is queued ahead of it, so a large request at the head is not
+// overtaken by later small ones. Only the head is woken.
+//
+// The limit is stored with the lock: a call with another limit is refused
+// with an *ArgumentError that says both, unless the limit is changed with
+// SetLimit. A Semaphore is cheap; make one per use or keep it.
+type Semaphore struct {
+	c     *Client
+	name  string
+	limit int
+}
+
+// Semaphore returns a handle on the semaphore name with limit permits.
+// Nothing is sent until a call; a limit below 1 makes every call fail
+// with an *ArgumentError.
+func (c *Client) Semaphore(name string, limit int) *Semaphore {
+	return &Semaphore{c: c, name: name, limit: limit}
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.name }
+
+// Limit returns the limit the handle was made with (SetLimit changes it).
+func (s *Semaphore) Limit() int { return s.limit }
+
+// Acquire waits until the permits are granted (one, or WithWeight's) or
+// ctx ends, and returns their lease. Options are Acquire's (WithTTL,
+// WithOwner, WithMetadata, WithAutoRenew) and WithWeight; WithFair changes
+// nothing: a semaphore is always first come, first served.
+func (s *Semaphore) Acquire(ctx context.Context, opts ...Option) (*Lease, error) {
+	return s.c.observed(ctx, s.name, s.options(opts), true)
+}
+
+// TryAcquire makes one attempt. When the permits are not free, or others
+// wait for them (LockedError.Queued), it returns a *LockedError.
+func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lease, error) {
+	return s.c.observed(ctx, s.name, s.options(opts), false)
+}
+
+// options adds the semaphore's kind and limit, and the default weight.
+func (s *Semaphore) options(opts []Option) []Option {
+	return append(opts[:len(opts):len(opts)], func(o *options) {
+		o.kind, o.limit = engine.Semaphore, s.limit
+		if o.weight == 0 {
+			o.weight = 1
+		}
+	})
+}
+
+// SetLimit changes the semaphore's stored limit (and the handle's). A
+// smaller limit never evicts a holder: new permits are granted once they fit
+// under it. The handles of other Clients keep their limit and are refused
+// until they use the new one.
+func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
+	if err := s.c.check(ctx, s.name); err != nil {
+		return err
+	}
+	if limit < 1 || limit >= engine.RWPermits {
+		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits-1)}
+	}
+	sh, ok := s.c.eng.(engine.Sharer)
+	if !ok {
+		return &UnsupportedError{Feature: "semaphore", Engine: s.c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
+	}
+	if _, err := sh.SetLimit(ctx, s.name, limit); err != nil {
+		return s.c.backendErr(ctx, "set-limit", s.name, err)
+	}
+	s.limit = limit
+	return nil
+}
+
+// Inspect lists the semaphore's holders (Info.Holders: owner, weight,
+// token, time left), its stored limit (Info.Limit, 0 when it does not
+// exist) and its waiters. It changes nothing.
+func (s *Semaphore) Inspect(ctx context.Context) (Info, error) { return s.c.inspectShared(ctx, s.name) }
+
+// inspectShared reports a shared lock.
+func (c *Client) inspectShared(ctx context.Context, name string) (Info, error) {
+	if err := c.check(ctx, name); err != nil {
+		return Info{}, err
+	}
+	sh, ok := c.eng.(engine.Sharer)
+	if !ok {
+		return Info{}, &UnsupportedError{Feature: "shared locks", Engine: c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
+	}
+	info, err := sh.InspectShared(ctx, name)
+	if err != nil {
+		return Info{}, c.backendErr(ctx, "inspect", name, err)
+	}
+	return info, nil
+}
