@@ -1,0 +1,280 @@
+package etcd
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Acquire implements engine.Engine. A grant is one transaction that puts the
+// lock key on a lease of the request's ttl, under the condition that the
+// lock, its reservation and the head of its queue are as read; the lease
+// was granted or renewed after the call began, so etcd keeps the key at
+// least ttl after the send time the Client counts from. The token is the
+// key's CreateRevision.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.Grant{}, err
+	}
+	ttl := leaseSeconds(r.TTL)
+	// The lease of a new grant is obtained while the state is read.
+	lease := newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
+	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) })
+	for range maxConflicts {
+		st, err := e.read(ctx, r.Name)
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		if len(st.lapse) > 0 {
+			if err := e.settle(ctx, st); err != nil {
+				return engine.Grant{}, err
+			}
+			continue
+		}
+		var g engine.Grant
+		var ok bool
+		switch {
+		case st.lock != nil && st.hold.Owner != r.Owner:
+			g, ok, err = e.refuse(ctx, st, r, engine.Grant{Holder: st.hold.Owner}, nil)
+		case st.lock != nil:
+			g, ok, err = e.reenter(ctx, st, r, ttl, lease)
+		default:
+			g, ok, err = e.admit(ctx, st, r, ttl, lease)
+		}
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		if ok {
+			e.noteGrant(r, g)
+			return g, nil
+		}
+	}
+	return engine.Grant{}, conflict("acquire", r.Name)
+}
+
+// noteGrant keeps the engine's view of its waiters in step with an answer.
+func (e *Engine) noteGrant(r engine.AcquireRequest, g engine.Grant) {
+	if r.Waiter == "" {
+		return
+	}
+	switch {
+	case g.Acquired:
+		e.heads.remove(r.Name, r.Waiter)
+		e.dropWaiter(r.Name, r.Waiter)
+	case g.Head:
+		e.heads.add(r.Name, r.Waiter)
+	}
+}
+
+// admit decides on a free lock as engine/memory does: not when it is
+// reserved for another waiter, nor when another waiter heads the queue and
+// either it or r is fair, or r asks to stay behind (r then queues behind
+// it, and the head is woken and, when due, reserved for). ok is false when
+// the state changed under the transaction.
+func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, ttl int64, lease *pending) (engine.Grant, bool, error) {
+	head, res := st.head(), st.reservedFor()
+	behind := res == "" && head != nil && head.id != r.Waiter && (head.Fair || r.Fair || r.Behind)
+	if behind || (res != "" && res != r.Waiter) {
+		g := engine.Grant{Reserved: true, HolderTTL: reserveTTL * time.Second}
+		var ops []clientv3.Op
+		if behind {
+			var err error
+			if ops, err = e.wakeHead(ctx, st, true); err != nil {
+				return engine.Grant{}, false, err
+			}
+		}
+		return e.refuse(ctx, st, r, g, ops)
+	}
+	id, err := lease.get()
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
+	cmps := append(st.unchanged(e, r.Waiter),
+		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0))
+	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+		e.grantedOps(st, r.Waiter)...)
+	resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+	}
+	if !resp.Succeeded {
+		return engine.Grant{}, false, nil
+	}
+	lease.take()
+	e.setLockLease(r.Name, r.Owner, id)
+	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
+}
+
+// reenter counts up a hold of the owner that holds the lock (unless the
+// request repeats the attempt of its last grant) and renews its lease, or
+// moves the key to a lease of the new ttl.
+func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest, ttl int64, lease *pending) (engine.Grant, bool, error) {
+	h := st.hold
+	if h.Attempt != r.Attempt {
+		h.Count++
+		h.Attempt = r.Attempt
+	}
+	old := clientv3.LeaseID(st.lock.Lease)
+	id := old
+	if h.TTL != ttl {
+		var err error
+		if id, err = lease.get(); err != nil {
+			return engine.Grant{}, false, err
+		}
+		h.TTL = ttl
+	}
+	sent := time.Now()
+	var kept []int64
+	var kerr error
+	renew := func() {
+		if id == old {
+			kept, kerr = e.keepAlive(ctx, []clientv3.LeaseID{id})
+		}
+	}
+	var resp *clientv3.TxnResponse
+	var err error
+	both(renew, func() {
+		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+			e.grantedOps(st, r.Waiter)...)
+		resp, err = e.cli.Txn(ctx).If(st.unchanged(e, r.Waiter)...).Then(ops...).Commit()
+	})
+	if err != nil {
+		return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+	}
+	if !resp.Succeeded {
+		return engine.Grant{}, false, nil
+	}
+	if id == old {
+		if kerr != nil {
+			return engine.Grant{}, false, kerr
+		}
+		if kept[0] <= 0 {
+			return engine.Grant{}, false, nil // the lease expired: read again
+		}
+		e.noteKept(id, ttl, sent)
+	} else {
+		lease.take()
+		e.recycle(old, st.hold.TTL)
+	}
+	e.setLockLease(r.Name, r.Owner, id)
+	return engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}, true, nil
+}
+
+// grantedOps takes waiter out of the queue after a grant: its entry, and a
+// reservation or wake-up addressed to it.
+func (e *Engine) grantedOps(st *state, waiter string) []clientv3.Op {
+	if waiter == "" {
+		return nil
+	}
+	var ops []clientv3.Op
+	if st.waiter(waiter) != nil {
+		ops = append(ops, clientv3.OpDelete(e.keys.waiter(st.name, waiter)))
+	}
+	if st.reservedFor() == waiter {
+		ops = append(ops, clientv3.OpDelete(e.keys.res(st.name)))
+	}
+	if st.wake != nil && string(st.wake.Value) == waiter {
+		ops = append(ops, clientv3.OpDelete(e.keys.wake(st.name)))
+	}
+	return ops
+}
+
+// refuse answers a refused request: g with the holder's time left (when
+// held), after putting r's waiter in the queue (or renewing its entry) in
+// one transaction with ops.
+func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest, g engine.Grant, ops []clientv3.Op) (engine.Grant, bool, error) {
+	if st.lock != nil {
+		left, err := e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease))
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		g.HolderTTL = max(left, 0)
+	}
+	if r.Waiter == "" && len(ops) == 0 {
+		return g, true, nil
+	}
+	own := st.waiter(r.Waiter)
+	if r.Waiter != "" {
+		if own != nil {
+			sent := time.Now()
+			kept, err := e.keepAlive(ctx, []clientv3.LeaseID{clientv3.LeaseID(own.kv.Lease)})
+			if err != nil {
+				return engine.Grant{}, false, err
+			}
+			if kept[0] <= 0 {
+				return engine.Grant{}, false, nil // expired: read again, re-enter
+			}
+			e.noteKept(clientv3.LeaseID(own.kv.Lease), kept[0], sent)
+		} else {
+			id, err := e.waiterLease(ctx, r.Name, r.Waiter, leaseSeconds(r.WaiterTTL))
+			if err != nil {
+				return engine.Grant{}, false, err
+			}
+			ops = append(ops, clientv3.OpPut(e.keys.waiter(r.Name, r.Waiter),
+				mustJSON(entry{Fair: r.Fair, NoReserve: r.NoReserve}), clientv3.WithLease(id)))
+		}
+		g.Queued = true
+		g.Head = st.head() == nil || st.head().id == r.Waiter
+	}
+	if len(ops) > 0 {
+		resp, err := e.cli.Txn(ctx).If(st.unchanged(e, r.Waiter)...).Then(ops...).Commit()
+		if err != nil {
+			return engine.Grant{}, false, backendErr("queue on "+r.Name, err)
+		}
+		if !resp.Succeeded {
+			return engine.Grant{}, false, nil
+		}
+	}
+	return g, true, nil
+}
+
+// wakeHead returns the operations that wake the head of a free lock's
+// queue: a wake-up addressed to it, and, when it is due, a reservation
+// (reserveTTL) that keeps the lock for it. On etcd every head is due unless
+// it asked for no reservation (NoReserve): it has waited at least the Raft
+// commit of its entry and the one that frees the lock, which is more than
+// engine.StarvationBound on any real cluster. With wake false only a due
+// head is woken.
+func (e *Engine) wakeHead(ctx context.Context, st *state, wake bool) ([]clientv3.Op, error) {
+	h := st.head()
+	if h == nil || st.res != nil || h.kv.Lease == 0 {
+		return nil, nil
+	}
+	due := h.Fair || !h.NoReserve
+	if !due && !wake {
+		return nil, nil
+	}
+	lease := clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))
+	ops := []clientv3.Op{clientv3.OpPut(e.keys.wake(st.name), h.id, lease)}
+	if due {
+		id, err := e.obtain(ctx, reserveTTL)
+		if err != nil {
+			return nil, err
+		}
+		reserved := h.entry
+		reserved.Reserved = true
+		ops = append(ops,
+			clientv3.OpPut(e.keys.res(st.name), h.id, clientv3.WithLease(id)),
+			clientv3.OpPut(string(h.kv.Key), mustJSON(reserved), lease))
+	}
+	return ops, nil
+}
+
+// settle drops the waiters whose reservation lapsed (the head did not take
+// the lock in time), as every engine's queue does before it is read.
+func (e *Engine) settle(ctx context.Context, st *state) error {
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, w := range st.lapse {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(w.kv.Key)), "=", w.kv.ModRevision))
+		ops = append(ops, clientv3.OpDelete(string(w.kv.Key)))
+	}
+	if _, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit(); err != nil {
+		return backendErr("settle "+st.name, err)
+	}
+	return nil
+}

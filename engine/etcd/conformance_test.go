@@ -1,0 +1,23 @@
+package etcd_test
+
+import (
+	"testing"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	etcdengine "github.com/distlock/distlock/engine/etcd"
+	"github.com/distlock/distlock/engine/etcd/internal/etcdtest"
+)
+
+// TestConformance runs the suite on one etcd member, every engine on an
+// etcd client of its own, like a separate process.
+func TestConformance(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	enginetest.Run(t, enginetest.Harness{
+		New: func(t *testing.T) engine.Engine {
+			e := etcdengine.New(cl.Client(t))
+			t.Cleanup(func() { _ = e.Close() })
+			return e
+		},
+	})
+}

@@ -1,0 +1,143 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// MinTTL is the shortest lease ttl the engine declares: etcd raises shorter
+// lease ttls to 1.5 election timeouts, 2 s with etcd's default 1 s election
+// timeout. A cluster with a longer election timeout needs WithMinTTL.
+const MinTTL = 2 * time.Second
+
+// reserveTTL is how long a release keeps the lock for the head of the
+// queue: engine.ReserveTTL, raised to the shortest lease etcd keeps.
+const reserveTTL = 2 // seconds
+
+// maxConflicts bounds the transactions one call retries after another
+// client changed the name between its read and its write.
+const maxConflicts = 64
+
+// Engine is a lock authority on an etcd cluster. It is safe for concurrent
+// use. The zero value is not usable; call New.
+type Engine struct {
+	cli    *clientv3.Client
+	keys   keyspace
+	minTTL time.Duration
+
+	pool    leasePool
+	leaseMu sync.Mutex
+	kept    map[clientv3.LeaseID]time.Time // lease -> expiry at the latest renewal sent
+
+	heads   heads        // the waiters of this engine believed to head their queue
+	waiters waiterLeases // the leases of this engine's waiters
+	locks   lockLeases   // the leases of the locks this engine granted or renewed
+
+	watch watcher
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.Queuer         = (*Engine)(nil)
+	_ engine.Describer      = (*Engine)(nil)
+	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.MetadataSetter = (*Engine)(nil)
+	_ engine.Lister         = (*Engine)(nil)
+	_ engine.LeakFinder     = (*Engine)(nil)
+)
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithPrefix sets the prefix of every key the engine writes (default
+// DefaultPrefix). Engines that share locks must use the same prefix.
+func WithPrefix(prefix string) Option { return func(e *Engine) { e.keys.root = prefix } }
+
+// WithMinTTL declares a minimum lease ttl above MinTTL, for a cluster whose
+// election timeout is longer than etcd's default 1 s (etcd raises every lease
+// ttl to 1.5 election timeouts): distlock then rounds ttls up to it.
+func WithMinTTL(d time.Duration) Option {
+	return func(e *Engine) { e.minTTL = max(d, MinTTL) }
+}
+
+// New returns an engine on the etcd cluster that cli talks to. The engine
+// does not close cli.
+func New(cli *clientv3.Client, opts ...Option) *Engine {
+	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL,
+		kept: make(map[clientv3.LeaseID]time.Time)}
+	for _, o := range opts {
+		o(e)
+	}
+	e.watch.init(e)
+	return e
+}
+
+// Capabilities implements engine.Describer: fair waiting (the queue is in
+// etcd, in arrival order), and ttls in whole seconds of at least MinTTL.
+func (e *Engine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Fair: true, MinTTL: e.minTTL, TTLGranularity: time.Second}
+}
+
+// Close stops the engine's watches and ends its subscriptions. It does not
+// close the etcd client. Leases the engine keeps for reuse expire on their
+// own within their ttl.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.watch.close()
+	return nil
+}
+
+// check fails after Close and when ctx is done.
+func (e *Engine) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// BackendError reports a failed request to etcd: the outcome of the
+// operation is unknown. It unwraps to the etcd client's error.
+type BackendError struct {
+	Op  string // what the engine was doing
+	Err error
+}
+
+func (e *BackendError) Error() string { return "etcd: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the etcd client's error.
+func (e *BackendError) Unwrap() error { return e.Err }
+
+func backendErr(op string, err error) error {
+	var be *BackendError
+	if errors.As(err, &be) {
+		return err
+	}
+	return &BackendError{Op: op, Err: err}
+}
+
+// ErrConflict is reported when a call lost its transaction to other
+// clients' changes maxConflicts times in a row.
+var ErrConflict = errors.New("etcd: too many conflicting changes")
+
+func conflict(op, name string) error { return fmt.Errorf("%s %q: %w", op, name, ErrConflict) }

@@ -1,0 +1,250 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// maxTxnOps is etcd's default limit of operations in one transaction.
+const maxTxnOps = 128
+
+// Extend implements engine.Engine. One read transaction fetches every
+// listed lock (and, for a waiter's heartbeat, its name's queue) while the
+// leases this engine knows for them are renewed on one keepalive stream: one
+// round trip for the batch. A lease the engine did not know (a lease
+// attached elsewhere) is renewed in a second round trip; a new ttl moves the
+// key to a new lease (the token, its CreateRevision, stays).
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	sent := time.Now()
+	// Leases renewed in the first round trip: the ones this engine knows.
+	guess := make([]clientv3.LeaseID, len(rs))
+	var known []clientv3.LeaseID
+	for i, r := range rs {
+		if r.Waiter {
+			if l, ok := e.waiters.get(waiterRef{r.Name, r.Owner}); ok {
+				guess[i] = l.id
+			}
+		} else {
+			guess[i] = e.lockLease(r.Name, r.Owner)
+		}
+		if guess[i] != clientv3.NoLease {
+			known = append(known, guess[i])
+		}
+	}
+	var kvs [][]*mvccpb.KeyValue
+	var revs []int64
+	var rerr, kerr error
+	kept := map[clientv3.LeaseID]int64{}
+	both(func() {
+		ttls, err := e.keepAlive(ctx, known)
+		kerr = err
+		for i, id := range known {
+			if err == nil {
+				kept[id] = ttls[i]
+			}
+		}
+	}, func() { kvs, revs, rerr = e.readMany(ctx, rs) })
+	if rerr != nil {
+		return nil, rerr
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	var late []int // requests whose lease must be renewed now
+	for i, r := range rs {
+		if r.Waiter {
+			out[i] = e.heartbeat(r, revs[i], kvs[i])
+			if out[i].Status == engine.Extended {
+				late = append(late, i)
+			}
+			continue
+		}
+		out[i] = e.checkHold(r, kvs[i])
+		if out[i].Status == engine.Extended {
+			late = append(late, i)
+		}
+	}
+	// Renew each lease: from the first round trip when it was the right
+	// one, else now.
+	var again []clientv3.LeaseID
+	for _, i := range late {
+		id := leaseOf(rs[i], kvs[i], e)
+		if _, ok := kept[id]; !ok || kerr != nil {
+			again = append(again, id)
+		}
+	}
+	if len(again) > 0 {
+		sent2 := time.Now()
+		ttls, err := e.keepAlive(ctx, again)
+		if err != nil {
+			for _, i := range late {
+				if _, ok := kept[leaseOf(rs[i], kvs[i], e)]; !ok || kerr != nil {
+					out[i] = engine.ExtendResult{Err: err}
+				}
+			}
+		} else {
+			for j, id := range again {
+				kept[id] = ttls[j]
+				e.noteKept(id, ttls[j], sent2)
+			}
+		}
+	}
+	for _, i := range late {
+		if out[i].Err != nil {
+			continue
+		}
+		r := rs[i]
+		id := leaseOf(r, kvs[i], e)
+		ttl := kept[id]
+		switch {
+		case ttl <= 0:
+			out[i] = engine.ExtendResult{Status: engine.Missing} // the lease, and so the key, is gone
+		case !r.Waiter && heldTTL(kvs[i]) != leaseSeconds(r.TTL):
+			out[i] = e.moveLease(ctx, r, kvs[i][0])
+		default:
+			e.noteKept(id, ttl, sent)
+			if !r.Waiter {
+				e.setLockLease(r.Name, r.Owner, id)
+			}
+		}
+	}
+	return out, nil
+}
+
+// leaseOf returns the lease of the key an extension read.
+func leaseOf(r engine.ExtendRequest, kvs []*mvccpb.KeyValue, e *Engine) clientv3.LeaseID {
+	if !r.Waiter {
+		return clientv3.LeaseID(kvs[0].Lease)
+	}
+	for _, kv := range kvs {
+		if string(kv.Key) == e.keys.waiter(r.Name, r.Owner) {
+			return clientv3.LeaseID(kv.Lease)
+		}
+	}
+	return clientv3.NoLease
+}
+
+// readMany reads, in transactions of at most maxTxnOps reads sent at once,
+// the lock key of each lock request and the whole prefix of each waiter's
+// name.
+func (e *Engine) readMany(ctx context.Context, rs []engine.ExtendRequest) ([][]*mvccpb.KeyValue, []int64, error) {
+	kvs := make([][]*mvccpb.KeyValue, len(rs))
+	revs := make([]int64, len(rs))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for lo := 0; lo < len(rs); lo += maxTxnOps {
+		hi := min(lo+maxTxnOps, len(rs))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ops := make([]clientv3.Op, 0, hi-lo)
+			for _, r := range rs[lo:hi] {
+				if r.Waiter {
+					ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
+				} else {
+					ops = append(ops, clientv3.OpGet(e.keys.lock(r.Name)))
+				}
+			}
+			resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+			if err != nil {
+				mu.Lock()
+				first = backendErr("read for extend", err)
+				mu.Unlock()
+				return
+			}
+			for j, rr := range resp.Responses {
+				kvs[lo+j] = rr.GetResponseRange().Kvs
+				revs[lo+j] = resp.Header.Revision
+			}
+		}()
+	}
+	wg.Wait()
+	return kvs, revs, first
+}
+
+// checkHold judges a lock extension by the lock key read: Extended (the
+// lease is renewed afterwards) when owner holds it.
+func (e *Engine) checkHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue) engine.ExtendResult {
+	if len(kvs) == 0 {
+		e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	st, err := e.decode(r.Name, 0, kvs)
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	if st.hold.Owner != r.Owner {
+		e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
+		return engine.ExtendResult{Status: engine.HeldByOther}
+	}
+	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kvs[0].CreateRevision)}
+}
+
+// heartbeat judges a waiter's heartbeat by its name's keys: Extended while
+// it is queued (its lease is renewed afterwards), with Wake when it heads
+// the queue of a free lock that is not reserved for another waiter.
+func (e *Engine) heartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyValue) engine.ExtendResult {
+	st, err := e.decode(r.Name, rev, kvs)
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	if st.waiter(r.Owner) == nil {
+		e.heads.remove(r.Name, r.Owner)
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	res := st.reservedFor()
+	head := st.head().id == r.Owner
+	if head {
+		e.heads.add(r.Name, r.Owner)
+	}
+	return engine.ExtendResult{Status: engine.Extended, Wake: st.lock == nil && head && (res == "" || res == r.Owner)}
+}
+
+// moveLease sets a new ttl on a held lock: its key is put again, on a new
+// lease of that ttl, if it is unchanged since it was read.
+func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvccpb.KeyValue) engine.ExtendResult {
+	st, err := e.decode(r.Name, 0, []*mvccpb.KeyValue{kv})
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	ttl := leaseSeconds(r.TTL)
+	id, err := e.obtain(ctx, ttl)
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	h := st.hold
+	h.TTL = ttl
+	ok, err := e.commit(ctx, "extend "+r.Name,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
+		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	if !ok {
+		e.recycle(id, ttl)
+		// Changed since the read: a re-entry, a release, another owner.
+		// The next renewal judges it again.
+		return engine.ExtendResult{Err: conflict("extend", r.Name)}
+	}
+	e.recycle(clientv3.LeaseID(kv.Lease), st.hold.TTL)
+	e.setLockLease(r.Name, r.Owner, id)
+	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
+}
+
+// heldTTL returns the ttl in seconds recorded in a lock key read.
+func heldTTL(kvs []*mvccpb.KeyValue) int64 {
+	var h hold
+	if len(kvs) == 0 || json.Unmarshal(kvs[0].Value, &h) != nil {
+		return 0
+	}
+	return h.TTL
+}

@@ -1,0 +1,141 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Inspect implements engine.Engine: one read of the name's keys, and the
+// holder's lease time to live (whole seconds, so TTL is rounded up to the
+// next second and capped at the lease's ttl). HighWater is the holder's
+// token: tokens are revisions of the whole cluster, so no per-name
+// high-water key is kept, and none is remembered after a release.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.Info{}, err
+	}
+	st, err := e.read(ctx, name)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return e.info(ctx, st)
+}
+
+func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
+	info := engine.Info{Name: st.name, Waiters: len(st.queue)}
+	if st.lock == nil {
+		return info, nil
+	}
+	left, err := e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease))
+	if err != nil {
+		return engine.Info{}, err
+	}
+	if left < 0 { // expired between the two reads
+		return engine.Info{Name: st.name, Waiters: len(st.queue)}, nil
+	}
+	info.Held = true
+	info.Owner, info.Count, info.Metadata = st.hold.Owner, st.hold.Count, st.hold.Metadata
+	info.Token = uint64(st.lock.CreateRevision)
+	info.HighWater = info.Token
+	info.TTL = left
+	return info, nil
+}
+
+// List implements engine.Lister: a range read over the keys of the names
+// that start with prefix, in key order, limit*4 keys a page (a name's
+// waiters are keys too, so a page may hold fewer locks, even none). The
+// cursor is the last key read.
+func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, "", err
+	}
+	resp, next, err := e.page(ctx, prefix, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var infos []engine.Info
+	for _, kv := range resp.Kvs {
+		name, rest, ok := e.keys.parse(string(kv.Key))
+		if !ok || rest != lockSuffix {
+			continue
+		}
+		st := &state{name: name, rev: resp.Header.Revision}
+		var h hold
+		if err := json.Unmarshal(kv.Value, &h); err != nil {
+			continue
+		}
+		st.lock, st.hold = kv, h
+		info, err := e.info(ctx, st)
+		if err != nil {
+			return nil, "", err
+		}
+		if info.Held {
+			infos = append(infos, info)
+		}
+	}
+	return infos, next, nil
+}
+
+// page reads one page of keys under the names that start with prefix.
+func (e *Engine) page(ctx context.Context, prefix, cursor string, limit int) (*clientv3.GetResponse, string, error) {
+	from := e.keys.root + escape(prefix)
+	end := rangeEnd(from)
+	if cursor != "" {
+		if !strings.HasPrefix(cursor, from) {
+			return nil, "", &engine.ArgumentError{Arg: "cursor", Reason: "not a cursor of this listing"}
+		}
+		from = cursor + "\x00"
+	}
+	resp, err := e.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(max(limit, 1)*4)))
+	if err != nil {
+		return nil, "", backendErr("list", err)
+	}
+	next := ""
+	if resp.More && len(resp.Kvs) > 0 {
+		next = string(resp.Kvs[len(resp.Kvs)-1].Key)
+	}
+	return resp, next, nil
+}
+
+// Leaks implements engine.LeakFinder: keys under the engine's prefix with
+// no lease (distlock puts every key on one, so such a key was written by
+// someone else and never goes away), and lock keys whose lease ttl is longer
+// than maxTTL.
+func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, "", err
+	}
+	resp, next, err := e.page(ctx, prefix, cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var leaks []engine.Leak
+	for _, kv := range resp.Kvs {
+		name, rest, ok := e.keys.parse(string(kv.Key))
+		kind := engine.LeakOther
+		if ok && rest == lockSuffix {
+			kind = engine.LeakLock
+		} else {
+			name = ""
+		}
+		if kv.Lease == 0 {
+			leaks = append(leaks, engine.Leak{Key: string(kv.Key), Name: name, Kind: kind, Type: "key", TTL: -1})
+			continue
+		}
+		if kind != engine.LeakLock {
+			continue
+		}
+		var h hold
+		if json.Unmarshal(kv.Value, &h) == nil && time.Duration(h.TTL)*time.Second > maxTTL {
+			leaks = append(leaks, engine.Leak{Key: string(kv.Key), Name: name, Kind: kind, Type: "key",
+				TTL: time.Duration(h.TTL) * time.Second})
+		}
+	}
+	return leaks, next, nil
+}

@@ -1,0 +1,176 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// poolCap is how many unused leases of one ttl an engine keeps for reuse.
+const poolCap = 8
+
+// leasePool keeps leases this engine granted and no longer uses (a refused
+// attempt's, a released lock's), so that the next grant of the same ttl
+// skips a LeaseGrant round trip. A pooled lease is always renewed before it
+// carries a key again: its expiry then counts from a time after the call
+// that uses it began.
+type leasePool struct {
+	mu   sync.Mutex
+	free map[int64][]pooled // by ttl in seconds
+}
+
+type pooled struct {
+	id     clientv3.LeaseID
+	expiry time.Time // local estimate, from the send time of its last renewal
+}
+
+// take returns a pooled lease of ttl seconds that should still be alive.
+func (p *leasePool) take(ttl int64) (clientv3.LeaseID, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	list := p.free[ttl]
+	for len(list) > 0 {
+		last := list[len(list)-1]
+		list = list[:len(list)-1]
+		if now.Add(500 * time.Millisecond).Before(last.expiry) {
+			p.free[ttl] = list
+			return last.id, true
+		}
+	}
+	delete(p.free, ttl)
+	return 0, false
+}
+
+// put offers a lease with no key attached for reuse.
+func (p *leasePool) put(id clientv3.LeaseID, ttl int64, expiry time.Time) {
+	if id == clientv3.NoLease || time.Until(expiry) < time.Second {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.free == nil {
+		p.free = make(map[int64][]pooled)
+	}
+	if len(p.free[ttl]) < poolCap {
+		p.free[ttl] = append(p.free[ttl], pooled{id, expiry})
+	}
+}
+
+// leaseSeconds returns the etcd lease ttl that keeps d: whole seconds,
+// rounded up (etcd raises ttls under its minimum itself).
+func leaseSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// obtain returns a lease of ttl seconds whose expiry is at least ttl after
+// the moment obtain was called: a pooled lease renewed now, or a new one.
+func (e *Engine) obtain(ctx context.Context, ttl int64) (clientv3.LeaseID, error) {
+	sent := time.Now()
+	if id, ok := e.pool.take(ttl); ok {
+		ttls, err := e.keepAlive(ctx, []clientv3.LeaseID{id})
+		if err == nil && ttls[0] > 0 {
+			e.noteKept(id, ttl, sent)
+			return id, nil
+		}
+	}
+	resp, err := e.cli.Grant(ctx, ttl)
+	if err != nil {
+		return 0, backendErr("grant a lease", err)
+	}
+	e.noteKept(resp.ID, ttl, sent)
+	return resp.ID, nil
+}
+
+// noteKept records that lease id was granted or renewed by a request sent
+// at sent: it lives until at least sent + ttl.
+func (e *Engine) noteKept(id clientv3.LeaseID, ttl int64, sent time.Time) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	if len(e.kept) >= 1024 && len(e.kept)%1024 == 0 {
+		for k, exp := range e.kept { // leases that expired on their own
+			if exp.Before(sent) {
+				delete(e.kept, k)
+			}
+		}
+	}
+	e.kept[id] = sent.Add(time.Duration(ttl) * time.Second)
+}
+
+// recycle offers lease id, which no key uses any more, to the pool.
+func (e *Engine) recycle(id clientv3.LeaseID, ttl int64) {
+	e.leaseMu.Lock()
+	expiry, ok := e.kept[id]
+	delete(e.kept, id)
+	e.leaseMu.Unlock()
+	if ok {
+		e.pool.put(id, ttl, expiry)
+	}
+}
+
+// forget drops what the engine knows of lease id (its key is gone).
+func (e *Engine) forget(id clientv3.LeaseID) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	delete(e.kept, id)
+}
+
+// keepAlive renews every lease of ids in one round trip (pipelined on one
+// keepalive stream) and returns each lease's ttl in seconds as the leader
+// renewed it, 0 for a lease that no longer exists.
+func (e *Engine) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := pb.NewLeaseClient(e.cli.ActiveConnection()).LeaseKeepAlive(sctx)
+	if err != nil {
+		return nil, backendErr("keepalive", err)
+	}
+	for _, id := range ids {
+		if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
+			return nil, backendErr("keepalive", err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		return nil, backendErr("keepalive", err)
+	}
+	got := make(map[int64]int64, len(ids))
+	for range ids {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, backendErr("keepalive", fmt.Errorf("stream ended after %d of %d answers", len(got), len(ids)))
+		}
+		if err != nil {
+			return nil, backendErr("keepalive", err)
+		}
+		got[resp.ID] = resp.TTL
+	}
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		out[i] = got[int64(id)]
+	}
+	return out, nil
+}
+
+// timeLeft returns the time lease id has left, as etcd reports it (whole
+// seconds, rounded down; one second is added, capped at the granted ttl),
+// and -1 when the lease is gone.
+func (e *Engine) timeLeft(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
+	resp, err := e.cli.TimeToLive(ctx, id)
+	if err != nil {
+		return 0, backendErr("lease time to live", err)
+	}
+	if resp.TTL < 0 {
+		return -1, nil
+	}
+	return time.Duration(min(resp.TTL+1, resp.GrantedTTL)) * time.Second, nil
+}

@@ -1,0 +1,55 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// pending is a lease being obtained while the call goes on. Its goroutine
+// never outlives the call: release waits for it.
+type pending struct {
+	done  chan struct{}
+	id    clientv3.LeaseID
+	err   error
+	taken bool
+}
+
+func newPending(ctx context.Context, f func(context.Context) (clientv3.LeaseID, error)) *pending {
+	p := &pending{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.id, p.err = f(ctx)
+	}()
+	return p
+}
+
+// get waits for the lease.
+func (p *pending) get() (clientv3.LeaseID, error) {
+	<-p.done
+	return p.id, p.err
+}
+
+// take marks the lease as used by a key.
+func (p *pending) take() { p.taken = true }
+
+// release waits for the lease and hands it to unused unless it was taken.
+func (p *pending) release(unused func(clientv3.LeaseID)) {
+	<-p.done
+	if !p.taken && p.err == nil {
+		unused(p.id)
+	}
+}
+
+// both runs f and g concurrently and returns when both returned.
+func both(f, g func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
+	}()
+	g()
+	wg.Wait()
+}

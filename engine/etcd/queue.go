@@ -1,0 +1,202 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// waiterRef names one waiter of one lock.
+type waiterRef struct{ name, waiter string }
+
+// waiterLeases remembers the lease of each of this engine's waiters, so
+// that a heartbeat renews it while it reads the queue.
+type waiterLeases struct {
+	mu sync.Mutex
+	m  map[waiterRef]waiterLease
+}
+
+type waiterLease struct {
+	id  clientv3.LeaseID
+	ttl int64
+}
+
+func (w *waiterLeases) get(ref waiterRef) (waiterLease, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, ok := w.m[ref]
+	return l, ok
+}
+
+func (w *waiterLeases) set(ref waiterRef, l waiterLease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = make(map[waiterRef]waiterLease)
+	}
+	w.m[ref] = l
+}
+
+func (w *waiterLeases) drop(ref waiterRef) (waiterLease, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, ok := w.m[ref]
+	delete(w.m, ref)
+	return l, ok
+}
+
+// waiterLease returns a lease for waiter's queue entry: the one it had, if it
+// still lives for a while, else a new one.
+func (e *Engine) waiterLease(ctx context.Context, name, waiter string, ttl int64) (clientv3.LeaseID, error) {
+	ref := waiterRef{name, waiter}
+	if l, ok := e.waiters.get(ref); ok && l.ttl == ttl && e.alive(l.id, time.Second) {
+		return l.id, nil
+	}
+	id, err := e.obtain(ctx, ttl)
+	if err != nil {
+		return 0, err
+	}
+	e.waiters.set(ref, waiterLease{id, ttl})
+	return id, nil
+}
+
+// alive reports whether lease id lives at least margin longer, as far as
+// this engine renewed it.
+func (e *Engine) alive(id clientv3.LeaseID, margin time.Duration) bool {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	exp, ok := e.kept[id]
+	return ok && time.Now().Add(margin).Before(exp)
+}
+
+// dropWaiter forgets a waiter that left the queue and recycles its lease.
+func (e *Engine) dropWaiter(name, waiter string) {
+	if l, ok := e.waiters.drop(waiterRef{name, waiter}); ok {
+		e.recycle(l.id, l.ttl)
+	}
+}
+
+// Leave implements engine.Queuer: the waiter's entry is deleted; if it
+// headed the queue of a free lock, the next head is woken (and reserved
+// for when due) in the same transaction.
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	if err := e.check(ctx); err != nil {
+		return err
+	}
+	e.heads.remove(name, waiter)
+	for range maxConflicts {
+		st, err := e.read(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(st.lapse) > 0 {
+			if err := e.settle(ctx, st); err != nil {
+				return err
+			}
+			continue
+		}
+		own := st.waiter(waiter)
+		if own == nil {
+			e.dropWaiter(name, waiter)
+			return nil
+		}
+		ops := []clientv3.Op{clientv3.OpDelete(string(own.kv.Key))}
+		if st.reservedFor() == waiter {
+			ops = append(ops, clientv3.OpDelete(e.keys.res(name)))
+		}
+		if st.wake != nil && string(st.wake.Value) == waiter {
+			ops = append(ops, clientv3.OpDelete(e.keys.wake(name)))
+		}
+		cmps := st.unchanged(e, waiter)
+		if st.head().id == waiter && st.lock == nil {
+			next := *st
+			next.queue = st.queue[1:]
+			next.res = nil
+			more, err := e.wakeHead(ctx, &next, true)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, more...)
+			if h := next.head(); h != nil {
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(h.kv.Key)), "=", h.kv.ModRevision))
+			}
+		}
+		ok, err := e.commit(ctx, "leave the queue of "+name, cmps, ops...)
+		if err != nil {
+			return err
+		}
+		if ok {
+			e.dropWaiter(name, waiter)
+			return nil
+		}
+	}
+	return conflict("leave the queue of", name)
+}
+
+// heads are the waiters of this engine that were told they head their
+// queue: a deletion of the lock key (a release, or the holder's expiry)
+// wakes them, as the head watches the holder in etcd's own lock recipe.
+type heads struct {
+	mu sync.Mutex
+	m  map[string]map[string]struct{}
+}
+
+func (h *heads) add(name, waiter string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]map[string]struct{})
+	}
+	if h.m[name] == nil {
+		h.m[name] = make(map[string]struct{})
+	}
+	h.m[name][waiter] = struct{}{}
+}
+
+func (h *heads) remove(name, waiter string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m[name], waiter)
+	if len(h.m[name]) == 0 {
+		delete(h.m, name)
+	}
+}
+
+func (h *heads) has(name, waiter string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[name][waiter]
+	return ok
+}
+
+// lockLeases remembers the lease of each lock this engine granted or
+// renewed, so that a renewal renews it while it reads the lock.
+type lockLeases struct {
+	mu sync.Mutex
+	m  map[waiterRef]clientv3.LeaseID // (name, owner) -> lease
+}
+
+// lockLease returns the lease this engine last knew for owner's hold of
+// name, NoLease when none.
+func (e *Engine) lockLease(name, owner string) clientv3.LeaseID {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	return e.locks.m[waiterRef{name, owner}]
+}
+
+// setLockLease records (or, with NoLease, forgets) the lease of owner's
+// hold of name.
+func (e *Engine) setLockLease(name, owner string, id clientv3.LeaseID) {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	if id == clientv3.NoLease {
+		delete(e.locks.m, waiterRef{name, owner})
+		return
+	}
+	if e.locks.m == nil {
+		e.locks.m = make(map[waiterRef]clientv3.LeaseID)
+	}
+	e.locks.m[waiterRef{name, owner}] = id
+}

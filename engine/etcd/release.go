@@ -1,0 +1,133 @@
+package etcd
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Release implements engine.Engine: one hold of owner is dropped; the last
+// one deletes the lock key in the transaction that wakes the head of the
+// queue (and reserves the lock for it when due).
+func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	for range maxConflicts {
+		st, err := e.read(ctx, name)
+		if err != nil {
+			return engine.ReleaseResult{}, err
+		}
+		switch {
+		case st.lock == nil:
+			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		case st.hold.Owner != owner:
+			return engine.ReleaseResult{Status: engine.NotOwner}, nil
+		}
+		if st.hold.Count > 1 {
+			h := st.hold
+			h.Count--
+			ok, err := e.commit(ctx, "release "+name, st.unchanged(e, ""),
+				clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+			if err != nil {
+				return engine.ReleaseResult{}, err
+			}
+			if ok {
+				return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
+			}
+			continue
+		}
+		ok, err := e.free(ctx, st)
+		if err != nil {
+			return engine.ReleaseResult{}, err
+		}
+		if ok {
+			e.setLockLease(name, owner, clientv3.NoLease)
+			e.recycle(clientv3.LeaseID(st.lock.Lease), st.hold.TTL)
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		}
+	}
+	return engine.ReleaseResult{}, conflict("release", name)
+}
+
+// ForceRelease implements engine.ForceReleaser: the lock is freed whoever
+// holds it, and the head of its queue is woken. The holder learns of it at
+// its next renewal (answered Missing).
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	for range maxConflicts {
+		st, err := e.read(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if st.lock == nil {
+			return false, nil
+		}
+		ok, err := e.free(ctx, st)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, conflict("force-release", name)
+}
+
+// free deletes the lock key of st and wakes the head of the queue, in one
+// transaction; ok is false when the state changed under it.
+func (e *Engine) free(ctx context.Context, st *state) (bool, error) {
+	if len(st.lapse) > 0 {
+		if err := e.settle(ctx, st); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	ops, err := e.wakeHead(ctx, st, true)
+	if err != nil {
+		return false, err
+	}
+	ops = append([]clientv3.Op{clientv3.OpDelete(e.keys.lock(st.name))}, ops...)
+	return e.commit(ctx, "release "+st.name, st.unchanged(e, ""), ops...)
+}
+
+// SetMetadata implements engine.MetadataSetter. The lock key keeps its
+// lease, so its ttl is untouched; the put wakes the name's subscribers.
+func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	for range maxConflicts {
+		st, err := e.read(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case st.lock == nil:
+			return engine.Missing, nil
+		case st.hold.Owner != owner:
+			return engine.HeldByOther, nil
+		}
+		h := st.hold
+		h.Metadata = metadata
+		ok, err := e.commit(ctx, "set metadata of "+name, st.unchanged(e, ""),
+			clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return engine.Extended, nil
+		}
+	}
+	return 0, conflict("set metadata", name)
+}
+
+// commit runs ops if every comparison holds, and reports whether they did.
+func (e *Engine) commit(ctx context.Context, op string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
+	resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, backendErr(op, err)
+	}
+	return resp.Succeeded, nil
+}

@@ -1,0 +1,163 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// hold is the value of a lock key.
+type hold struct {
+	Owner    string `json:"o"`
+	Count    int    `json:"c"`
+	Attempt  string `json:"a,omitempty"`
+	Metadata string `json:"m,omitempty"`
+	TTL      int64  `json:"t"` // the ttl of the key's lease, in seconds
+}
+
+// entry is the value of a waiter's key in the queue.
+type entry struct {
+	Fair      bool `json:"f,omitempty"`
+	NoReserve bool `json:"n,omitempty"`
+	// Reserved marks a waiter the lock was reserved for: once the
+	// reservation key is gone (or names another waiter) and the waiter
+	// did not take the lock, its reservation lapsed and it leaves the
+	// queue.
+	Reserved bool `json:"v,omitempty"`
+}
+
+// waiterKV is one waiter of a name's queue.
+type waiterKV struct {
+	id string
+	kv *mvccpb.KeyValue
+	entry
+}
+
+// state is everything stored under one name's prefix, as of one revision.
+type state struct {
+	name  string
+	rev   int64
+	lock  *mvccpb.KeyValue // nil when free
+	hold  hold
+	queue []waiterKV       // live waiters, by arrival (CreateRevision)
+	lapse []waiterKV       // waiters whose reservation lapsed: to be dropped
+	res   *mvccpb.KeyValue // the reservation, nil when none
+	wake  *mvccpb.KeyValue
+}
+
+// read returns name's state in one linearizable range read.
+func (e *Engine) read(ctx context.Context, name string) (*state, error) {
+	resp, err := e.cli.Get(ctx, e.keys.name(name), clientv3.WithPrefix())
+	if err != nil {
+		return nil, backendErr("read "+name, err)
+	}
+	return e.decode(name, resp.Header.Revision, resp.Kvs)
+}
+
+// decode builds a state from the keys under name's prefix.
+func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state, error) {
+	st := &state{name: name, rev: rev}
+	var queue []waiterKV
+	for _, kv := range kvs {
+		_, rest, ok := e.keys.parse(string(kv.Key))
+		if !ok {
+			continue
+		}
+		switch {
+		case rest == lockSuffix:
+			if err := json.Unmarshal(kv.Value, &st.hold); err != nil {
+				return nil, fmt.Errorf("etcd: lock %q: bad value %q: %w", name, kv.Value, err)
+			}
+			st.lock = kv
+		case rest == resSuffix:
+			st.res = kv
+		case rest == wakeSuffix:
+			st.wake = kv
+		case strings.HasPrefix(rest, queueSuffix):
+			w := waiterKV{id: unescape(rest[len(queueSuffix):]), kv: kv}
+			if err := json.Unmarshal(kv.Value, &w.entry); err != nil {
+				return nil, fmt.Errorf("etcd: waiter %q of %q: bad value %q: %w", w.id, name, kv.Value, err)
+			}
+			queue = append(queue, w)
+		}
+	}
+	slices.SortFunc(queue, func(a, b waiterKV) int { return int(a.kv.CreateRevision - b.kv.CreateRevision) })
+	for _, w := range queue {
+		if w.Reserved && (st.res == nil || string(st.res.Value) != w.id) {
+			st.lapse = append(st.lapse, w)
+			continue
+		}
+		st.queue = append(st.queue, w)
+	}
+	return st, nil
+}
+
+// head returns the first waiter, nil when nobody waits.
+func (st *state) head() *waiterKV {
+	if len(st.queue) == 0 {
+		return nil
+	}
+	return &st.queue[0]
+}
+
+// waiter returns the live entry of id, nil when it is not queued.
+func (st *state) waiter(id string) *waiterKV {
+	for i := range st.queue {
+		if st.queue[i].id == id {
+			return &st.queue[i]
+		}
+	}
+	return nil
+}
+
+// reservedFor returns the waiter the lock is reserved for, "" when none.
+func (st *state) reservedFor() string {
+	if st.res == nil {
+		return ""
+	}
+	return string(st.res.Value)
+}
+
+// unchanged returns the comparisons that hold while the parts of the state
+// a decision rests on are unchanged: the lock, the reservation and the head
+// of the queue (and the waiter's own entry, when given).
+func (st *state) unchanged(e *Engine, waiter string) []clientv3.Cmp {
+	cmps := []clientv3.Cmp{
+		clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", modRev(st.lock)),
+		clientv3.Compare(clientv3.ModRevision(e.keys.res(st.name)), "=", modRev(st.res)),
+	}
+	if h := st.head(); h != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(h.kv.Key)), "=", h.kv.ModRevision))
+	}
+	if waiter != "" {
+		var own *mvccpb.KeyValue
+		if w := st.waiter(waiter); w != nil {
+			own = w.kv
+		}
+		if h := st.head(); own != nil && h != nil && h.id == waiter {
+			return cmps
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.keys.waiter(st.name, waiter)), "=", modRev(own)))
+	}
+	return cmps
+}
+
+func modRev(kv *mvccpb.KeyValue) int64 {
+	if kv == nil {
+		return 0
+	}
+	return kv.ModRevision
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs of strings, ints and bools
+	}
+	return string(b)
+}

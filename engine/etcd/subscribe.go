@@ -1,0 +1,207 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// readyTimeout bounds the wait for a new watch to be created: a
+// subscription that cannot be made in time is an error (the Client then
+// polls).
+const readyTimeout = 5 * time.Second
+
+// watcher keeps one etcd watch per name that this engine's subscribers
+// wait on (the etcd client multiplexes them on one gRPC stream), and wakes
+// the subscribers its events concern.
+type watcher struct {
+	e      *Engine
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	names  map[string]*watched
+	closed bool
+}
+
+// watched is the watch of one name and its subscribers.
+type watched struct {
+	subs   map[*subscription]struct{}
+	cancel context.CancelFunc
+	ready  chan struct{} // closed once the watch is created
+}
+
+// subscription is one subscriber's interest in one name.
+type subscription struct {
+	w      *watcher
+	name   string
+	waiter string // "" for a plain Subscribe: woken by every change of the lock
+	engine.Signal
+	once sync.Once
+}
+
+func (w *watcher) init(e *Engine) {
+	w.e = e
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.names = make(map[string]*watched)
+}
+
+// Subscribe implements engine.Engine: the subscription is woken whenever
+// the lock key changes (a release, an expiry, a grant or new metadata).
+func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	return e.watch.subscribe(ctx, name, "")
+}
+
+// SubscribeWaiter implements engine.Queuer: the subscription is woken by a
+// wake-up or a reservation addressed to waiter, and, while waiter heads the
+// queue, by the deletion of the lock key (a release or the holder's expiry).
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	return e.watch.subscribe(ctx, name, waiter)
+}
+
+func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, engine.ErrClosed
+	}
+	s := &subscription{w: w, name: name, waiter: waiter, Signal: engine.NewSignal()}
+	wn := w.names[name]
+	if wn == nil {
+		wctx, cancel := context.WithCancel(w.ctx)
+		wn = &watched{subs: make(map[*subscription]struct{}), cancel: cancel, ready: make(chan struct{})}
+		w.names[name] = wn
+		w.wg.Add(1)
+		go w.run(wctx, name, wn)
+	}
+	wn.subs[s] = struct{}{}
+	w.mu.Unlock()
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case <-wn.ready:
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, ctx.Err()
+	case <-t.C:
+		s.Close()
+		return nil, backendErr("watch "+name, errors.New("watch not created within 5s"))
+	}
+}
+
+// run keeps the watch of name until ctx ends, and wakes every subscriber
+// whenever the watch had to be made again (events may have been missed).
+func (w *watcher) run(ctx context.Context, name string, wn *watched) {
+	defer w.wg.Done()
+	var once sync.Once
+	ready := func() { once.Do(func() { close(wn.ready) }) }
+	prefix := w.e.keys.name(name)
+	for ctx.Err() == nil {
+		ch := w.e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+		for resp := range ch {
+			if resp.Created {
+				ready()
+			}
+			if resp.Canceled || resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				w.event(name, ev)
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.wakeAll(name) // events may have been missed
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// event wakes the subscribers one change concerns.
+func (w *watcher) event(name string, ev *clientv3.Event) {
+	_, rest, ok := w.e.keys.parse(string(ev.Kv.Key))
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wn := w.names[name]
+	if wn == nil {
+		return
+	}
+	switch rest {
+	case lockSuffix:
+		for s := range wn.subs {
+			if s.waiter == "" || (ev.Type == mvccpb.DELETE && w.e.heads.has(name, s.waiter)) {
+				s.Wake()
+			}
+		}
+	case wakeSuffix, resSuffix:
+		if ev.Type != mvccpb.PUT {
+			return
+		}
+		for s := range wn.subs {
+			if s.waiter != "" && s.waiter == string(ev.Kv.Value) {
+				s.Wake()
+			}
+		}
+	}
+}
+
+// wakeAll wakes every subscriber of name.
+func (w *watcher) wakeAll(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wn := w.names[name]; wn != nil {
+		for s := range wn.subs {
+			s.Wake()
+		}
+	}
+}
+
+// close ends every watch and wakes every subscriber.
+func (w *watcher) close() {
+	w.mu.Lock()
+	w.closed = true
+	for _, wn := range w.names {
+		for s := range wn.subs {
+			s.Wake()
+		}
+	}
+	w.mu.Unlock()
+	w.cancel()
+	w.wg.Wait()
+}
+
+// Close implements engine.Subscription.
+func (s *subscription) Close() {
+	s.once.Do(func() {
+		w := s.w
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		wn := w.names[s.name]
+		if wn == nil {
+			return
+		}
+		delete(wn.subs, s)
+		if len(wn.subs) == 0 {
+			wn.cancel()
+			delete(w.names, s.name)
+		}
+	})
+}
