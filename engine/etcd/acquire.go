@@ -20,21 +20,28 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		return engine.Grant{}, err
 	}
 	ttl := leaseSeconds(r.TTL)
-	// The lease of a new grant is obtained while the state is read.
-	lease := newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
+	g, st, lease, err := e.fastAcquire(ctx, r, ttl)
+	if err != nil || g.Acquired {
+		return g, err
+	}
+	if lease == nil {
+		// The lease of a new grant is obtained while the state is read.
+		lease = newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
+	}
 	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) })
 	for range maxConflicts {
-		st, err := e.read(ctx, r.Name)
-		if err != nil {
-			return engine.Grant{}, err
+		if st == nil {
+			if st, err = e.read(ctx, r.Name); err != nil {
+				return engine.Grant{}, err
+			}
 		}
 		if len(st.lapse) > 0 {
 			if err := e.settle(ctx, st); err != nil {
 				return engine.Grant{}, err
 			}
+			st = nil
 			continue
 		}
-		var g engine.Grant
 		var ok bool
 		switch {
 		case st.lock != nil && st.hold.Owner != r.Owner:
@@ -51,21 +58,16 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 			e.noteGrant(r, g)
 			return g, nil
 		}
+		st = nil
 	}
 	return engine.Grant{}, conflict("acquire", r.Name)
 }
 
-// noteGrant keeps the engine's view of its waiters in step with an answer.
+// noteGrant keeps the engine's view of its waiters in step with a grant.
 func (e *Engine) noteGrant(r engine.AcquireRequest, g engine.Grant) {
-	if r.Waiter == "" {
-		return
-	}
-	switch {
-	case g.Acquired:
+	if r.Waiter != "" && g.Acquired {
 		e.heads.remove(r.Name, r.Waiter)
 		e.dropWaiter(r.Name, r.Waiter)
-	case g.Head:
-		e.heads.add(r.Name, r.Waiter)
 	}
 }
 
@@ -105,7 +107,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		return engine.Grant{}, false, nil
 	}
 	lease.take()
-	e.setLockLease(r.Name, r.Owner, id)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
 	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
 }
 
@@ -160,7 +162,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 		lease.take()
 		e.recycle(old, st.hold.TTL)
 	}
-	e.setLockLease(r.Name, r.Owner, id)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, ttl)
 	return engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}, true, nil
 }
 
@@ -174,7 +176,7 @@ func (e *Engine) grantedOps(st *state, waiter string) []clientv3.Op {
 	if st.waiter(waiter) != nil {
 		ops = append(ops, clientv3.OpDelete(e.keys.waiter(st.name, waiter)))
 	}
-	if st.reservedFor() == waiter {
+	if st.resKV != nil { // ours, or void: no reservation is in effect for another
 		ops = append(ops, clientv3.OpDelete(e.keys.res(st.name)))
 	}
 	if st.wake != nil && string(st.wake.Value) == waiter {
@@ -218,9 +220,12 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 				mustJSON(entry{Fair: r.Fair, NoReserve: r.NoReserve}), clientv3.WithLease(id)))
 		}
 		g.Queued = true
-		g.Head = st.head() == nil || st.head().id == r.Waiter
 	}
+	after := st
 	if len(ops) > 0 {
+		if r.Waiter != "" { // where the waiter stands, as of the transaction
+			ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
+		}
 		resp, err := e.cli.Txn(ctx).If(st.unchanged(e, r.Waiter)...).Then(ops...).Commit()
 		if err != nil {
 			return engine.Grant{}, false, backendErr("queue on "+r.Name, err)
@@ -228,6 +233,20 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 		if !resp.Succeeded {
 			return engine.Grant{}, false, nil
 		}
+		if r.Waiter != "" {
+			rr := resp.Responses[len(resp.Responses)-1].GetResponseRange()
+			if after, err = e.decode(r.Name, resp.Header.Revision, rr.Kvs); err != nil {
+				return engine.Grant{}, false, err
+			}
+		}
+	}
+	if r.Waiter != "" {
+		pred, queued := after.position(r.Waiter)
+		if !queued {
+			return engine.Grant{}, false, nil // dropped meanwhile: read again
+		}
+		g.Head = pred == ""
+		e.heads.set(r.Name, r.Waiter, pred)
 	}
 	return g, true, nil
 }
@@ -251,7 +270,7 @@ func (e *Engine) wakeHead(ctx context.Context, st *state, wake bool) ([]clientv3
 	lease := clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))
 	ops := []clientv3.Op{clientv3.OpPut(e.keys.wake(st.name), h.id, lease)}
 	if due {
-		id, err := e.obtain(ctx, reserveTTL)
+		id, err := e.reservationLease(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -42,6 +42,11 @@ type Engine struct {
 
 	watch watcher
 
+	spare spareLease
+	bgCtx context.Context // ends at Close: the engine's own background requests
+	bgEnd context.CancelFunc
+	bg    sync.WaitGroup
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -78,6 +83,7 @@ func New(cli *clientv3.Client, opts ...Option) *Engine {
 	for _, o := range opts {
 		o(e)
 	}
+	e.bgCtx, e.bgEnd = context.WithCancel(context.Background())
 	e.watch.init(e)
 	return e
 }
@@ -100,6 +106,8 @@ func (e *Engine) Close() error {
 	e.closed = true
 	e.mu.Unlock()
 	e.watch.close()
+	e.bgEnd()
+	e.bg.Wait()
 	return nil
 }
 
@@ -139,5 +147,8 @@ func backendErr(op string, err error) error {
 // ErrConflict is reported when a call lost its transaction to other
 // clients' changes maxConflicts times in a row.
 var ErrConflict = errors.New("etcd: too many conflicting changes")
+
+// errLeaseLost reports a lease that could not be renewed after a grant.
+var errLeaseLost = errors.New("the grant's lease could not be renewed")
 
 func conflict(op, name string) error { return fmt.Errorf("%s %q: %w", op, name, ErrConflict) }

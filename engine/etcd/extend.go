@@ -197,15 +197,14 @@ func (e *Engine) heartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyV
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
-	if st.waiter(r.Owner) == nil {
+	pred, queued := st.position(r.Owner)
+	if !queued {
 		e.heads.remove(r.Name, r.Owner)
 		return engine.ExtendResult{Status: engine.Missing}
 	}
 	res := st.reservedFor()
-	head := st.head().id == r.Owner
-	if head {
-		e.heads.add(r.Name, r.Owner)
-	}
+	head := pred == ""
+	e.heads.set(r.Name, r.Owner, pred)
 	return engine.ExtendResult{Status: engine.Extended, Wake: st.lock == nil && head && (res == "" || res == r.Owner)}
 }
 

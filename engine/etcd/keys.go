@@ -50,7 +50,7 @@ func unescape(s string) string {
 // name returns the prefix of every key of the lock name.
 func (k keyspace) name(name string) string { return k.root + escape(name) + "/" }
 
-func (k keyspace) lock(name string) string { return k.name(name) + lockSuffix }
+func (k keyspace) lock(name string) string  { return k.name(name) + lockSuffix }
 func (k keyspace) queue(name string) string { return k.name(name) + queueSuffix }
 func (k keyspace) waiter(name, waiter string) string {
 	return k.queue(name) + escape(waiter)

@@ -53,3 +53,10 @@ func both(f, g func()) {
 	g()
 	wg.Wait()
 }
+
+// resolved returns a pending lease that is at hand already.
+func resolved(id clientv3.LeaseID) *pending {
+	p := &pending{done: make(chan struct{}), id: id}
+	close(p.done)
+	return p
+}

@@ -135,24 +135,28 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return conflict("leave the queue of", name)
 }
 
-// heads are the waiters of this engine that were told they head their
-// queue: a deletion of the lock key (a release, or the holder's expiry)
-// wakes them, as the head watches the holder in etcd's own lock recipe.
+// heads knows where this engine's waiters stand in their queues: the key
+// of the waiter before each one ("" for the head). As in etcd's own lock
+// recipe, a waiter is woken when the key before it is deleted (that waiter
+// left or died), and the head when the lock key is deleted (a release or
+// the holder's expiry); a release that reserves the lock or wakes the head
+// addresses it by name besides.
 type heads struct {
 	mu sync.Mutex
-	m  map[string]map[string]struct{}
+	m  map[string]map[string]string // name -> waiter -> key before it
 }
 
-func (h *heads) add(name, waiter string) {
+// set records the key before waiter ("" when it heads the queue).
+func (h *heads) set(name, waiter, pred string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.m == nil {
-		h.m = make(map[string]map[string]struct{})
+		h.m = make(map[string]map[string]string)
 	}
 	if h.m[name] == nil {
-		h.m[name] = make(map[string]struct{})
+		h.m[name] = make(map[string]string)
 	}
-	h.m[name][waiter] = struct{}{}
+	h.m[name][waiter] = pred
 }
 
 func (h *heads) remove(name, waiter string) {
@@ -164,18 +168,43 @@ func (h *heads) remove(name, waiter string) {
 	}
 }
 
+// has reports whether waiter is known to head its queue.
 func (h *heads) has(name, waiter string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, ok := h.m[name][waiter]
-	return ok
+	pred, ok := h.m[name][waiter]
+	return ok && pred == ""
 }
 
-// lockLeases remembers the lease of each lock this engine granted or
-// renewed, so that a renewal renews it while it reads the lock.
+// deleted records that key left name's queue and returns the waiters it
+// stood before: they may head the queue now.
+func (h *heads) deleted(name, key string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for w, pred := range h.m[name] {
+		if pred == key {
+			h.m[name][w] = ""
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// lockLeases remembers the locks this engine granted or renewed: the lease,
+// so that a renewal renews it while it reads the lock, and the revision and
+// hold count of the engine's last write, so that a release of a lock
+// nobody waits for is one transaction.
 type lockLeases struct {
 	mu sync.Mutex
-	m  map[waiterRef]clientv3.LeaseID // (name, owner) -> lease
+	m  map[waiterRef]lockRef // (name, owner) -> the lock
+}
+
+type lockRef struct {
+	lease clientv3.LeaseID
+	rev   int64 // ModRevision of this engine's last write of the lock key, 0 unknown
+	count int
+	ttl   int64 // the lease's ttl in seconds
 }
 
 // lockLease returns the lease this engine last knew for owner's hold of
@@ -183,7 +212,15 @@ type lockLeases struct {
 func (e *Engine) lockLease(name, owner string) clientv3.LeaseID {
 	e.locks.mu.Lock()
 	defer e.locks.mu.Unlock()
-	return e.locks.m[waiterRef{name, owner}]
+	return e.locks.m[waiterRef{name, owner}].lease
+}
+
+// lockWrite returns what this engine knows of owner's hold of name.
+func (e *Engine) lockWrite(name, owner string) (lockRef, bool) {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	l, ok := e.locks.m[waiterRef{name, owner}]
+	return l, ok && l.rev != 0
 }
 
 // setLockLease records (or, with NoLease, forgets) the lease of owner's
@@ -191,12 +228,27 @@ func (e *Engine) lockLease(name, owner string) clientv3.LeaseID {
 func (e *Engine) setLockLease(name, owner string, id clientv3.LeaseID) {
 	e.locks.mu.Lock()
 	defer e.locks.mu.Unlock()
+	ref := waiterRef{name, owner}
 	if id == clientv3.NoLease {
-		delete(e.locks.m, waiterRef{name, owner})
+		delete(e.locks.m, ref)
 		return
 	}
 	if e.locks.m == nil {
-		e.locks.m = make(map[waiterRef]clientv3.LeaseID)
+		e.locks.m = make(map[waiterRef]lockRef)
 	}
-	e.locks.m[waiterRef{name, owner}] = id
+	l := e.locks.m[ref]
+	if l.lease != id {
+		l = lockRef{lease: id}
+	}
+	e.locks.m[ref] = l
+}
+
+// wrote records this engine's write of owner's hold of name.
+func (e *Engine) wrote(name, owner string, id clientv3.LeaseID, rev int64, count int, ttl int64) {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	if e.locks.m == nil {
+		e.locks.m = make(map[waiterRef]lockRef)
+	}
+	e.locks.m[waiterRef{name, owner}] = lockRef{lease: id, rev: rev, count: count, ttl: ttl}
 }

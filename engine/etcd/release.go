@@ -15,10 +15,18 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	st, done, err := e.fastRelease(ctx, name, owner)
+	if err != nil || done {
+		if done {
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		}
+		return engine.ReleaseResult{}, err
+	}
 	for range maxConflicts {
-		st, err := e.read(ctx, name)
-		if err != nil {
-			return engine.ReleaseResult{}, err
+		if st == nil {
+			if st, err = e.read(ctx, name); err != nil {
+				return engine.ReleaseResult{}, err
+			}
 		}
 		switch {
 		case st.lock == nil:
@@ -37,6 +45,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			if ok {
 				return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 			}
+			st = nil
 			continue
 		}
 		ok, err := e.free(ctx, st)
@@ -48,6 +57,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			e.recycle(clientv3.LeaseID(st.lock.Lease), st.hold.TTL)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
+		st = nil
 	}
 	return engine.ReleaseResult{}, conflict("release", name)
 }

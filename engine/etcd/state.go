@@ -46,7 +46,8 @@ type state struct {
 	hold  hold
 	queue []waiterKV       // live waiters, by arrival (CreateRevision)
 	lapse []waiterKV       // waiters whose reservation lapsed: to be dropped
-	res   *mvccpb.KeyValue // the reservation, nil when none
+	res   *mvccpb.KeyValue // the reservation in effect, nil when none
+	resKV *mvccpb.KeyValue // the reservation key, also when void (its waiter left)
 	wake  *mvccpb.KeyValue
 }
 
@@ -75,7 +76,7 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 			}
 			st.lock = kv
 		case rest == resSuffix:
-			st.res = kv
+			st.res, st.resKV = kv, kv
 		case rest == wakeSuffix:
 			st.wake = kv
 		case strings.HasPrefix(rest, queueSuffix):
@@ -93,6 +94,9 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 			continue
 		}
 		st.queue = append(st.queue, w)
+	}
+	if st.res != nil && st.waiter(string(st.res.Value)) == nil {
+		st.res = nil // its waiter left the queue: void, as engine/memory drops it
 	}
 	return st, nil
 }
@@ -129,7 +133,7 @@ func (st *state) reservedFor() string {
 func (st *state) unchanged(e *Engine, waiter string) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", modRev(st.lock)),
-		clientv3.Compare(clientv3.ModRevision(e.keys.res(st.name)), "=", modRev(st.res)),
+		clientv3.Compare(clientv3.ModRevision(e.keys.res(st.name)), "=", modRev(st.resKV)),
 	}
 	if h := st.head(); h != nil {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(h.kv.Key)), "=", h.kv.ModRevision))
@@ -140,7 +144,7 @@ func (st *state) unchanged(e *Engine, waiter string) []clientv3.Cmp {
 			own = w.kv
 		}
 		if h := st.head(); own != nil && h != nil && h.id == waiter {
-			return cmps
+			return cmps // compared as the head already
 		}
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.keys.waiter(st.name, waiter)), "=", modRev(own)))
 	}
@@ -160,4 +164,18 @@ func mustJSON(v any) string {
 		panic(err) // plain structs of strings, ints and bools
 	}
 	return string(b)
+}
+
+// position returns the key of the waiter before waiter in st's queue ("" when
+// waiter heads it), and whether waiter is queued at all.
+func (st *state) position(waiter string) (pred string, queued bool) {
+	for i, w := range st.queue {
+		if w.id == waiter {
+			if i == 0 {
+				return "", true
+			}
+			return string(st.queue[i-1].kv.Key), true
+		}
+	}
+	return "", false
 }

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,9 +117,7 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 			if resp.Canceled || resp.Err() != nil {
 				break
 			}
-			for _, ev := range resp.Events {
-				w.event(name, ev)
-			}
+			w.events(name, resp.Events)
 		}
 		if ctx.Err() != nil {
 			return
@@ -132,11 +131,17 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	}
 }
 
-// event wakes the subscribers one change concerns.
-func (w *watcher) event(name string, ev *clientv3.Event) {
-	_, rest, ok := w.e.keys.parse(string(ev.Kv.Key))
-	if !ok {
-		return
+// events wakes the subscribers that changes concern: plain subscribers on
+// every change of the lock key; a waiter when a wake-up or a reservation
+// names it, when it heads the queue and the lock key is deleted, and when
+// the key before it in the queue is deleted other than by a grant (that
+// waiter left or died: it may head the queue now).
+func (w *watcher) events(name string, evs []*clientv3.Event) {
+	grants := map[int64]bool{} // revisions that put the lock key
+	for _, ev := range evs {
+		if _, rest, ok := w.e.keys.parse(string(ev.Kv.Key)); ok && rest == lockSuffix && ev.Type == mvccpb.PUT {
+			grants[ev.Kv.ModRevision] = true
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -144,20 +149,34 @@ func (w *watcher) event(name string, ev *clientv3.Event) {
 	if wn == nil {
 		return
 	}
-	switch rest {
-	case lockSuffix:
+	wake := func(waiter string) {
 		for s := range wn.subs {
-			if s.waiter == "" || (ev.Type == mvccpb.DELETE && w.e.heads.has(name, s.waiter)) {
+			if s.waiter != "" && s.waiter == waiter {
 				s.Wake()
 			}
 		}
-	case wakeSuffix, resSuffix:
-		if ev.Type != mvccpb.PUT {
-			return
+	}
+	for _, ev := range evs {
+		_, rest, ok := w.e.keys.parse(string(ev.Kv.Key))
+		if !ok {
+			continue
 		}
-		for s := range wn.subs {
-			if s.waiter != "" && s.waiter == string(ev.Kv.Value) {
-				s.Wake()
+		switch {
+		case rest == lockSuffix:
+			for s := range wn.subs {
+				if s.waiter == "" || (ev.Type == mvccpb.DELETE && w.e.heads.has(name, s.waiter)) {
+					s.Wake()
+				}
+			}
+		case rest == wakeSuffix || rest == resSuffix:
+			if ev.Type == mvccpb.PUT {
+				wake(string(ev.Kv.Value))
+			}
+		case strings.HasPrefix(rest, queueSuffix) && ev.Type == mvccpb.DELETE:
+			for _, waiter := range w.e.heads.deleted(name, string(ev.Kv.Key)) {
+				if !grants[ev.Kv.ModRevision] {
+					wake(waiter)
+				}
 			}
 		}
 	}

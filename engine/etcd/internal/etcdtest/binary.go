@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"testing"
 )
 
 // Version is the etcd server version the tests run.
@@ -31,7 +30,7 @@ var (
 // builds first when missing (go build of go.etcd.io/etcd/server/v3 at
 // Version in a temporary module: about a minute; a file lock keeps
 // concurrent test binaries from building twice).
-func Binary(t testing.TB) string {
+func Binary(t TB) string {
 	t.Helper()
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,7 +18,7 @@ import (
 // Cluster is a set of etcd members on loopback, stopped at the end of the
 // test that started it.
 type Cluster struct {
-	t       testing.TB
+	t       TB
 	Members []*Member
 }
 
@@ -40,7 +39,7 @@ type Member struct {
 // Start starts a cluster of n members and waits until every member
 // answers and the cluster has a leader. Every process is killed when the
 // test ends.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
 	c := &Cluster{t: t}
@@ -62,7 +61,7 @@ func Start(t testing.TB, n int) *Cluster {
 }
 
 // freeAddr returns a loopback address with a port free right now.
-func freeAddr(t testing.TB) string {
+func freeAddr(t TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +117,14 @@ func (c *Cluster) Endpoints() []string {
 
 // Client returns a new etcd client of every member, closed when the test
 // ends.
-func (c *Cluster) Client(t testing.TB) *clientv3.Client {
+func (c *Cluster) Client(t TB) *clientv3.Client {
 	t.Helper()
 	return c.ClientOf(t, c.Endpoints()...)
 }
 
 // ClientOf returns a new etcd client of the given endpoints, closed when
 // the test ends.
-func (c *Cluster) ClientOf(t testing.TB, endpoints ...string) *clientv3.Client {
+func (c *Cluster) ClientOf(t TB, endpoints ...string) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,

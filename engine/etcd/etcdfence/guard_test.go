@@ -1,0 +1,115 @@
+package etcdfence_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine/etcd/etcdfence"
+)
+
+func client(t *testing.T) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{os.Getenv("ETCD_ENDPOINT")}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// TestRule: the first write, a higher token and a tie from the same holder
+// are accepted; a lower token and a tie from another holder are refused
+// with a *StaleError and change nothing; bad input is refused unsent.
+func TestRule(t *testing.T) {
+	ctx := context.Background()
+	cli := client(t)
+	g := etcdfence.New(cli)
+	key := fmt.Sprintf("test/rule/%x", rand.Uint64())
+	steps := []struct {
+		value  string
+		token  uint64
+		holder string
+		ok     bool
+	}{
+		{"a1", 100, "A", true},
+		{"a2", 100, "A", true},  // tie, same holder
+		{"b1", 100, "B", false}, // tie, other holder
+		{"c1", 99, "C", false},  // lower
+		{"d1", 1000, "D", true}, // higher (and longer in digits)
+		{"a3", 100, "A", false},
+	}
+	want := ""
+	for _, s := range steps {
+		err := g.Put(ctx, key, s.value, s.token, s.holder)
+		var stale *etcdfence.StaleError
+		switch {
+		case s.ok && err != nil:
+			t.Fatalf("%s: %v, want accepted", s.value, err)
+		case !s.ok && (!errors.As(err, &stale) || !errors.Is(err, etcdfence.ErrStale)):
+			t.Fatalf("%s: %v, want a *StaleError", s.value, err)
+		case s.ok:
+			want = s.value
+		}
+		resp, err := cli.Get(ctx, key)
+		if err != nil || string(resp.Kvs[0].Value) != want {
+			t.Fatalf("after %s: %v %v, want %q", s.value, resp, err, want)
+		}
+	}
+	if h, err := g.Highest(ctx, etcdfence.FenceKeyFor(key)); err != nil || h != 1000 {
+		t.Fatalf("Highest = %d, %v", h, err)
+	}
+	for _, bad := range []error{
+		g.Put(ctx, "", "x", 1, "A"), g.Put(ctx, key, "x", 0, "A"), g.Put(ctx, key, "x", 5000, ""),
+	} {
+		if !errors.Is(bad, etcdfence.ErrInvalidArgument) {
+			t.Fatalf("bad input: %v", bad)
+		}
+	}
+}
+
+// TestConcurrentWriters: writers with increasing tokens race; the stored
+// value is always the highest accepted token's, never overwritten by a
+// lower one.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	g := etcdfence.New(client(t))
+	key := fmt.Sprintf("test/race/%x", rand.Uint64())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[uint64]bool{}
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				token := uint64(i*8 + w + 1)
+				if err := g.Put(ctx, key, fmt.Sprint(token), token, fmt.Sprint("w", w)); err == nil {
+					mu.Lock()
+					accepted[token] = true
+					mu.Unlock()
+				} else if !errors.Is(err, etcdfence.ErrStale) {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var max uint64
+	for tok := range accepted {
+		max = builtinMax(max, tok)
+	}
+	resp, err := client(t).Get(ctx, key)
+	if err != nil || string(resp.Kvs[0].Value) != fmt.Sprint(max) {
+		t.Fatalf("stored %v (%v), want the highest accepted %d", resp.Kvs, err, max)
+	}
+}
+
+func builtinMax(a, b uint64) uint64 { return max(a, b) }

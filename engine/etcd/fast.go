@@ -1,0 +1,113 @@
+package etcd
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// fastAcquire tries a grant in one round trip, when the engine has a lease
+// of the ttl at hand (renewed in the same round trip): a transaction that
+// puts the lock key if the lock is free and either nobody waits or, for a
+// waiter that heads the queue, the lock is reserved for it. Otherwise the
+// transaction reads the name's keys, which it returns as st for the full
+// decision, with the lease (nil when none was at hand).
+func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
+	id, ok := e.pool.take(ttl)
+	if !ok {
+		return engine.Grant{}, nil, nil, nil
+	}
+	lockKey := e.keys.lock(r.Name)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
+	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
+	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
+	if r.Waiter != "" && e.heads.has(r.Name, r.Waiter) {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.keys.res(r.Name)), "=", r.Waiter))
+		ops = append(ops, clientv3.OpDelete(e.keys.waiter(r.Name, r.Waiter)),
+			clientv3.OpDelete(e.keys.res(r.Name)), clientv3.OpDelete(e.keys.wake(r.Name)))
+	} else {
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.Version(e.keys.queue(r.Name)), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+	}
+	sent := time.Now()
+	var kept []int64
+	var kerr error
+	var resp *clientv3.TxnResponse
+	var err error
+	both(func() { kept, kerr = e.keepAlive(ctx, []clientv3.LeaseID{id}) }, func() {
+		resp, err = e.cli.Txn(ctx).If(cmps...).Then(ops...).
+			Else(clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix())).Commit()
+	})
+	leaseAlive := kerr == nil && kept[0] > 0
+	if leaseAlive {
+		e.noteKept(id, kept[0], sent)
+	}
+	if err != nil {
+		if leaseAlive {
+			e.recycle(id, ttl)
+		}
+		return engine.Grant{}, nil, nil, backendErr("acquire "+r.Name, err)
+	}
+	if !resp.Succeeded {
+		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		if err != nil {
+			return engine.Grant{}, nil, nil, err
+		}
+		if !leaseAlive {
+			return engine.Grant{}, st, nil, nil
+		}
+		return engine.Grant{}, st, resolved(id), nil
+	}
+	if kerr != nil { // granted, but the renewal's answer was lost: renew again
+		sent = time.Now()
+		kept, kerr = e.keepAlive(ctx, []clientv3.LeaseID{id})
+		if kerr == nil && kept[0] > 0 {
+			e.noteKept(id, kept[0], sent)
+		}
+	}
+	if kerr != nil || kept[0] <= 0 {
+		// The lease may expire before the time the Client counts on:
+		// undo the grant (best effort; it expires with the lease anyway).
+		_, _ = e.commit(ctx, "undo acquire "+r.Name,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lockKey), "=", resp.Header.Revision)},
+			clientv3.OpDelete(lockKey))
+		if kerr == nil {
+			kerr = backendErr("acquire "+r.Name, errLeaseLost)
+		}
+		return engine.Grant{}, nil, nil, kerr
+	}
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
+	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}
+	e.noteGrant(r, g)
+	return g, nil, nil, nil
+}
+
+// fastRelease frees a lock this engine granted, that nobody waits for, in
+// one transaction; otherwise the transaction reads the name's keys, which
+// it returns as st for the full decision.
+func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, err error) {
+	l, ok := e.lockWrite(name, owner)
+	if !ok || l.count != 1 {
+		return nil, false, nil
+	}
+	lockKey := e.keys.lock(name)
+	resp, err := e.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev),
+		clientv3.Compare(clientv3.Version(e.keys.queue(name)), "=", 0).WithPrefix(),
+		clientv3.Compare(clientv3.CreateRevision(e.keys.res(name)), "=", 0),
+	).Then(clientv3.OpDelete(lockKey)).Else(clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, false, backendErr("release "+name, err)
+	}
+	if resp.Succeeded {
+		e.setLockLease(name, owner, clientv3.NoLease)
+		e.recycle(l.lease, l.ttl)
+		return nil, true, nil
+	}
+	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+	return st, false, err
+}
