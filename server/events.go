@@ -57,15 +57,16 @@ func (e *sse) comment(text string) error {
 
 // pump sends an event named name, with data(v) as its data, for every value
 // v from next, and a heartbeat comment when idle, until the client goes
-// away, a write fails, or the server shuts down (a last "shutdown" event).
+// away, next is closed, a write fails, or the server shuts down (a last
+// "shutdown" event).
 func pump[T any](s *Server, r *http.Request, stream *sse, next <-chan T, name string, data func(T) string) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		select {
-		case v := <-next:
-			if stream.event(name, data(v)) != nil {
-				return
+		case v, ok := <-next:
+			if !ok || stream.event(name, data(v)) != nil {
+				return // the source ended (an election watch: its Client closed), or the write failed
 			}
 		case <-tick.C:
 			if stream.comment("ping") != nil {
