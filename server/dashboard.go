@@ -185,10 +185,15 @@ func (h *dashboardHub) build() []byte {
 	if lister, ok := s.eng.(engine.Lister); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		infos, truncated, err := listSome(ctx, lister, dashboardMaxLocks)
-		cancel()
 		if err != nil {
 			snap.ListError = err.Error()
+		} else {
+			infos = s.withShared(ctx, infos, "", "", "")
+			if len(infos) > dashboardMaxLocks {
+				infos, truncated = infos[:dashboardMaxLocks], true
+			}
 		}
+		cancel()
 		for _, i := range infos {
 			snap.Locks = append(snap.Locks, lockInfo(i, RoleRead))
 		}

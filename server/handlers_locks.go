@@ -41,11 +41,21 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if e == nil && req.Waiter != "" && wait > 0 {
 		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
 	}
+	var sh *sharedSpec
+	if e == nil {
+		sh, e = sharedFrom(req)
+	}
+	if e == nil && sh != nil && req.Announce {
+		e = badRequest("announce", "invalid announce: an election is a mutex, not a "+req.Kind)
+	}
+	if e == nil && sh != nil {
+		_, e = s.sharer("acquire")
+	}
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	if _, queues := s.eng.(engine.Queuer); req.Fair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
+	if _, queues := s.eng.(engine.Queuer); sh == nil && req.Fair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "fair: this server's engine keeps no waiter queue"))
 		return
 	}
@@ -64,7 +74,12 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
 		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
 		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner, Announce: req.Announce}
-	o := s.acquire(r.Context(), ereq, wait)
+	if sh != nil {
+		// A shared lock's queue is always first come, first served.
+		ereq.Fair, ereq.Behind, ereq.NoReserve = false, false, false
+		s.shared.seen(name)
+	}
+	o := s.acquire(r.Context(), ereq, wait, sh)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
 		o.gone = true
 		o.failure = context.Cause(r.Context())
@@ -73,7 +88,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	case o.gone:
 		if o.grant.Acquired && own {
 			ctx, cancel := engineContext(r.Context())
-			_, _ = s.eng.Release(ctx, name, owner)
+			_, _ = s.release(ctx, name, owner, sh != nil)
 			cancel()
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
@@ -90,10 +105,30 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if req.Announce {
 		s.elections.seen(name, o.grant.Token)
 	}
-	writeJSON(w, http.StatusOK, api.AcquireResponse{
+	resp := api.AcquireResponse{
 		Name: name, Owner: owner, Token: o.grant.Token, Count: o.grant.Count,
 		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
-	})
+	}
+	if sh != nil {
+		resp.Kind, resp.Weight = kindName(sh.kind), sh.weight
+		if sh.kind == engine.RWLock {
+			resp.Mode = modeOf(sh.weight)
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// release drops one hold of owner on name: a mutex's, or (shared) a
+// shared lock's permits.
+func (s *Server) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+	if shared {
+		sh, ok := s.eng.(engine.Sharer)
+		if !ok {
+			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		}
+		return sh.ReleaseShared(ctx, name, owner)
+	}
+	return s.eng.Release(ctx, name, owner)
 }
 
 // handleExtend serves POST /v1/locks/{name}/extend.
@@ -111,13 +146,19 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 	if e == nil {
 		e = validateOwner(req.Owner, true)
 	}
+	if e == nil && req.Waiter {
+		e = badRequest("waiter", "invalid waiter: heartbeats go to POST /v1/extend")
+	}
+	if e == nil && req.Shared {
+		_, e = s.sharer("extend")
+	}
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: req.Owner, TTL: ttl}})
+	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: req.Owner, TTL: ttl, Shared: req.Shared}})
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("engine answered %d results for 1 extension", len(res))
 	}
@@ -150,7 +191,6 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 		return
 	}
 	rs := make([]engine.ExtendRequest, len(req.Locks))
-	_, queues := s.eng.(engine.Queuer)
 	for i, l := range req.Locks {
 		ttl, e := s.ttlFrom(l.TTLMs)
 		if l.Waiter {
@@ -163,7 +203,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 			writeError(w, e)
 			return
 		}
-		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter}
+		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter, Shared: l.Shared}
 	}
 	out := api.ExtendBatchResponse{Results: make([]api.ExtendResult, len(rs))}
 	if len(rs) == 0 {
@@ -172,7 +212,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.extend(ctx, rs, queues)
+	res, err := s.extend(ctx, rs)
 	if err != nil {
 		for _, q := range rs {
 			s.obs.Renewed(q.Name, false)
@@ -204,13 +244,22 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 
 // extend runs a batch of extensions and waiter heartbeats on the engine in
 // one round trip. On an engine without a queue, heartbeats are answered
-// missing without asking it (it would take them for lock extensions).
-func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest, queues bool) ([]engine.ExtendResult, error) {
+// missing without asking it (it would take them for lock extensions), and
+// so are a shared lock's items on an engine that keeps none.
+func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	_, queues := s.eng.(engine.Queuer)
+	_, shares := s.eng.(engine.Sharer)
+	all := true
+	for _, r := range rs {
+		if r.Waiter && !queues || r.Shared && !shares {
+			all = false
+		}
+	}
 	send, at := rs, []int(nil)
-	if !queues {
+	if !all {
 		send = nil
 		for i, r := range rs {
-			if !r.Waiter {
+			if !(r.Waiter && !queues || r.Shared && !shares) {
 				send = append(send, r)
 				at = append(at, i)
 			}
@@ -224,7 +273,7 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest, queues b
 	if err == nil && len(res) != len(send) {
 		err = fmt.Errorf("engine answered %d results for %d extensions", len(res), len(send))
 	}
-	if err != nil || queues {
+	if err != nil || all {
 		return res, err
 	}
 	out := make([]engine.ExtendResult, len(rs))
@@ -252,7 +301,13 @@ func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, nam
 	if q, ok := s.eng.(engine.Queuer); ok {
 		ctx, cancel := engineContext(r.Context())
 		defer cancel()
-		if err := q.Leave(ctx, name, req.Waiter); err != nil {
+		leave := q.Leave
+		if sh, ok := s.eng.(engine.Sharer); ok && req.Shared {
+			leave = sh.LeaveShared
+		} else if req.Shared {
+			leave = func(context.Context, string, string) error { return nil }
+		}
+		if err := leave(ctx, name, req.Waiter); err != nil {
 			writeError(w, engineErr("leave", err))
 			return
 		}
@@ -276,13 +331,17 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		writeError(w, e)
 		return
 	}
-	if e := validateOwner(req.Owner, true); e != nil {
+	e := validateOwner(req.Owner, true)
+	if e == nil && req.Shared {
+		_, e = s.sharer("release")
+	}
+	if e != nil {
 		writeError(w, e)
 		return
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.eng.Release(ctx, name, req.Owner)
+	res, err := s.release(ctx, name, req.Owner, req.Shared)
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return
@@ -366,11 +425,16 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 	writeJSON(w, http.StatusOK, api.FenceResponse{Raised: ok})
 }
 
-// handleStatus serves GET /v1/locks/{name}.
+// handleStatus serves GET /v1/locks/{name}[?kind=mutex|shared].
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role, name string) {
-	info, err := s.eng.Inspect(r.Context(), name)
-	if err != nil {
-		writeError(w, engineErr("inspect", err))
+	kind := r.URL.Query().Get("kind")
+	if kind != "" && kind != api.KindMutex && kind != "shared" {
+		writeError(w, badRequest("kind", fmt.Sprintf("invalid kind: %q is not mutex or shared", kind)))
+		return
+	}
+	info, e := s.inspectAny(r.Context(), name, kind)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, lockInfo(info, role))
@@ -419,6 +483,9 @@ func extendStatus(st engine.ExtendStatus) string {
 // lockInfo renders a lock's state for a caller with role: owner tokens
 // only for admins.
 func lockInfo(i engine.Info, role Role) api.LockInfo {
+	if i.Kind != 0 {
+		return sharedLockInfo(i, role)
+	}
 	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters}
 	if i.Held {
 		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)

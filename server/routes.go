@@ -29,6 +29,7 @@ import (
 //	GET    /v1/locks/{name}/events     release events, server-sent (write); ?waiter=ID: a queue's waiter
 //	POST   /v1/locks/{name}/leave      a waiter leaves the lock's queue (write)
 //	POST   /v1/locks/{name}/metadata   set a held lock's metadata in place (write)
+//	POST   /v1/locks/{name}/limit      set a semaphore's limit (write); shared locks: see shared.go
 //	...    /v1/elections/{name}[/...]  elections: see elections.go
 func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -149,6 +150,8 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleMetadata))
 	case "leave":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleLeave))
+	case "limit":
+		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleSetLimit))
 	case "events":
 		s.route(w, r, http.MethodGet, RoleWrite, named(s.handleLockEvents))
 	default:

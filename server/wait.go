@@ -23,6 +23,7 @@ type acquireOutcome struct {
 	err       *apiError // the answer when not granted
 	failure   error     // for the observer, when not granted
 	gone      bool      // the client went away while waiting
+	shared    bool      // a shared lock's permits were asked for
 }
 
 // acquire tries to acquire for req; with a wait budget it holds the request
@@ -35,16 +36,20 @@ type acquireOutcome struct {
 // holder's ttl runs out, until the lock is granted, the budget ends, the
 // client goes away (ctx) or the server shuts down. Waiting requests are
 // bounded by the server's waiter limits.
-func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration) acquireOutcome {
+//
+// With sh, the request is for a shared lock's permits
+// (engine.Sharer.AcquireShared), and waits in its queue.
+func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec) acquireOutcome {
 	start := time.Now()
-	var o acquireOutcome
+	o := acquireOutcome{shared: sh != nil}
 	var lastErr error
 	try := func() waiting.Answer {
-		g, err := s.engineAcquire(ctx, req)
+		g, err := s.engineAcquire(ctx, req, sh)
 		lastErr = err
 		if err != nil {
-			// A closed engine: the server is shutting down.
-			return waiting.Answer{Failed: true, Done: errors.Is(err, engine.ErrClosed)}
+			// A closed engine: the server is shutting down. Refused input
+			// (another kind, limit or weight; an upgrade) stays refused.
+			return waiting.Answer{Failed: true, Done: errors.Is(err, engine.ErrClosed) || refusal(err)}
 		}
 		o.grant = g
 		if !g.Acquired {
@@ -75,6 +80,10 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		// request's (the remote engine's waiter is the remote side's).
 		req.Waiter, req.WaiterTTL = newOwner(), distlock.WaiterTTL
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
+		if sh != nil {
+			// A shared lock's queue: its own leave and heartbeats.
+			q, beat.Shared = sharedQueue{q, s.eng.(engine.Sharer)}, true
+		}
 		defer beat.Stop()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
 	}
@@ -115,6 +124,9 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 	} else {
 		ttl := holderTTLms(o.grant.HolderTTL)
 		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
+		if o.shared {
+			msg = fmt.Sprintf("not enough permits free, or others queued first (the soonest holder's lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
+		}
 		if o.grant.HolderTTL < 0 {
 			msg = "held by another owner, with no expiry (a leaked lock: see force-release)"
 		}
@@ -154,9 +166,12 @@ var errTooManyWaiters = errors.New("too many waiters")
 
 // engineAcquire makes one engine attempt, detached from the request's
 // cancellation so that its outcome is always known.
-func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest) (engine.Grant, error) {
+func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest, sh *sharedSpec) (engine.Grant, error) {
 	ectx, cancel := engineContext(ctx)
 	defer cancel()
+	if sh != nil {
+		return s.eng.(engine.Sharer).AcquireShared(ectx, engine.SharedRequest{AcquireRequest: req, Kind: sh.kind, Limit: sh.limit, Weight: sh.weight})
+	}
 	return s.eng.Acquire(ectx, req)
 }
 
@@ -176,11 +191,27 @@ func holderTTLms(d time.Duration) int64 {
 
 // engineErr answers an engine failure; a closed engine means the server
 // is shutting down.
+// Input the engine refused (an *engine.ArgumentError: a lock of another
+// kind, limit or weight) is invalid_argument, and an upgrade of a
+// reader-writer lock's side upgrade_refused: nothing changed.
 func engineErr(op string, err error) *apiError {
-	if errors.Is(err, engine.ErrClosed) {
+	var ae *engine.ArgumentError
+	switch {
+	case errors.Is(err, engine.ErrClosed):
 		return shuttingDown()
+	case errors.Is(err, engine.ErrUpgrade):
+		return newError(http.StatusConflict, api.CodeUpgradeRefused, err.Error())
+	case errors.As(err, &ae):
+		return badRequest(ae.Arg, ae.Error())
 	}
 	return backendUnavailable(op, err)
+}
+
+// refusal reports an engine error that refused the input: trying again
+// cannot help.
+func refusal(err error) bool {
+	var ae *engine.ArgumentError
+	return errors.Is(err, engine.ErrUpgrade) || errors.As(err, &ae)
 }
 
 // newOwner returns a fresh random owner token (128 bits, hex).

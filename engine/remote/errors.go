@@ -49,7 +49,12 @@ func (e *Error) Is(target error) bool {
 // Unwrap makes an invalid_argument answer (bad input: the server changed
 // nothing) an *engine.ArgumentError, so that distlock.Client reports it as
 // bad input, not as a failed backend; other answers wrap nothing.
+//
+// An upgrade_refused answer wraps engine.ErrUpgrade.
 func (e *Error) Unwrap() error {
+	if e.Code == api.CodeUpgradeRefused {
+		return engine.ErrUpgrade
+	}
 	if e.Code != api.CodeInvalidArgument {
 		return nil
 	}

@@ -64,6 +64,7 @@ var (
 	_ engine.Lister        = (*Engine)(nil)
 	_ engine.Queuer        = (*Engine)(nil)
 	_ engine.FenceRaiser   = (*Engine)(nil)
+	_ engine.Sharer        = (*Engine)(nil)
 )
 
 // Option configures an Engine.
@@ -144,11 +145,30 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return e.acquire(ctx, r, nil)
+}
+
+// acquire makes one attempt: at a mutex, or with sh at a shared lock.
+func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engine.SharedRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
 		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
 		Announce: r.Announce}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
+	}
+	if sh != nil {
+		req.Fair, req.Behind, req.NoReserve, req.Announce = false, false, false, false
+		switch sh.Kind {
+		case engine.Semaphore:
+			req.Kind, req.Limit, req.Weight = api.KindSemaphore, sh.Limit, sh.Weight
+		case engine.RWLock:
+			req.Kind, req.Mode = api.KindRWLock, api.ModeRead
+			if sh.Weight >= engine.RWPermits {
+				req.Mode = api.ModeWrite
+			}
+		default:
+			return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("unknown shared lock kind %d", sh.Kind)}
+		}
 	}
 	var out api.AcquireResponse
 	err := e.do(ctx, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
@@ -224,7 +244,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out []engine.ExtendResult) error {
 	req := api.ExtendBatchRequest{Locks: make([]api.ExtendRequest, len(rs))}
 	for i, r := range rs {
-		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter}
+		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Shared}
 	}
 	var resp api.ExtendBatchResponse
 	if err := e.do(ctx, "extend", http.MethodPost, "/v1/extend", req, &resp); err != nil {
@@ -262,8 +282,12 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 
 // Release implements engine.Engine.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	return e.release(ctx, name, owner, false)
+}
+
+func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
 	var out api.ReleaseResponse
-	err := e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner}, &out)
+	err := e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner, Shared: shared}, &out)
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
 		if he.Detail.Status == api.StatusHeldByOther {
@@ -281,8 +305,11 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // only when the token's role is admin (or the server has no tokens).
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=mutex", nil, &out); err != nil {
 		return engine.Info{}, err
+	}
+	if out.Kind != "" { // a server that did not know kind=mutex
+		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
 	}
 	return fromLockInfo(out), nil
 }
@@ -460,6 +487,9 @@ func escapeName(name string) string {
 
 func fromLockInfo(l api.LockInfo) engine.Info {
 	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters}
+	if l.Kind != "" {
+		return fromSharedInfo(l)
+	}
 	if l.Held {
 		i.Owner, i.Count, i.Metadata, i.Token = l.Owner, l.Count, l.Metadata, l.Token
 		i.TTL = time.Duration(l.TTLMs) * time.Millisecond

@@ -44,6 +44,20 @@ const (
 	CodeNotSupported = "not_supported"
 	// CodeNoLeader: nobody leads the election (HTTP 404).
 	CodeNoLeader = "no_leader"
+	// CodeUpgradeRefused: the owner holds the read side of a reader-writer
+	// lock and asked for the write side, or the other way round (HTTP 409;
+	// engine.ErrUpgrade): release the held side first. Nothing changed.
+	CodeUpgradeRefused = "upgrade_refused"
+)
+
+// Lock kinds (AcquireRequest.Kind, LockInfo.Kind) and a reader-writer
+// lock's modes (AcquireRequest.Mode, HolderInfo.Mode).
+const (
+	KindMutex     = "mutex"
+	KindSemaphore = "semaphore"
+	KindRWLock    = "rwlock"
+	ModeRead      = "read"
+	ModeWrite     = "write"
 )
 
 // Not-held statuses (ErrorDetail.Status of a not_held error, and
@@ -131,6 +145,20 @@ type AcquireRequest struct {
 	// so is its release (engine.AcquireRequest.Announce): an election's
 	// campaign.
 	Announce bool `json:"announce,omitempty"`
+	// Kind is the lock's kind: empty or "mutex" for the exclusive lock,
+	// "semaphore" or "rwlock" for a shared lock (engine.Sharer;
+	// not_supported when the server's engine keeps none). A shared lock's
+	// queue is always first come, first served: Fair, Behind and NoReserve
+	// are ignored, and Announce is refused.
+	Kind string `json:"kind,omitempty"`
+	// Limit (semaphore) is the number of permits, 1 to 2^30-1, stored with
+	// the lock: another limit is refused with invalid_argument (see POST
+	// /v1/locks/{name}/limit). Weight (semaphore) is the number of permits
+	// taken, 1 (the default) to Limit.
+	Limit  int `json:"limit,omitempty"`
+	Weight int `json:"weight,omitempty"`
+	// Mode (rwlock) is "read" (the default) or "write".
+	Mode string `json:"mode,omitempty"`
 }
 
 // MetadataRequest is the body of POST /v1/locks/{name}/metadata: set the
@@ -152,6 +180,8 @@ type MetadataResponse struct {
 // leaves the lock's queue.
 type LeaveRequest struct {
 	Waiter string `json:"waiter"`
+	// Shared: the waiter is in a shared lock's queue.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // AcquireResponse answers a granted acquire (HTTP 200).
@@ -164,6 +194,11 @@ type AcquireResponse struct {
 	Count    int   `json:"count"`
 	TTLMs    int64 `json:"ttl_ms"`
 	WaitedMs int64 `json:"waited_ms"`
+	// Kind, Weight and Mode echo a shared lock's grant (empty for a mutex):
+	// the permits held, and for a reader-writer lock the side.
+	Kind   string `json:"kind,omitempty"`
+	Weight int    `json:"weight,omitempty"`
+	Mode   string `json:"mode,omitempty"`
 }
 
 // ExtendRequest asks to set the time to live of one held lock: the body of
@@ -177,6 +212,9 @@ type ExtendRequest struct {
 	// waiter Owner in the lock's queue: extended while it is queued,
 	// missing when it is not.
 	Waiter bool `json:"waiter,omitempty"`
+	// Shared: the lock (or the waiter's queue) is a shared lock's, a
+	// semaphore or a reader-writer lock (engine.ExtendRequest.Shared).
+	Shared bool `json:"shared,omitempty"`
 }
 
 // ExtendResponse answers POST /v1/locks/{name}/extend (HTTP 200).
@@ -213,6 +251,8 @@ type ExtendResult struct {
 // ReleaseRequest is the body of POST /v1/locks/{name}/release.
 type ReleaseRequest struct {
 	Owner string `json:"owner"`
+	// Shared: drop one hold of the owner's permits of a shared lock.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // ReleaseResponse answers a release that dropped a hold (HTTP 200).
@@ -259,6 +299,47 @@ type LockInfo struct {
 	// Waiters is the number of waiters the engine sees (on Redis: client
 	// connections subscribed to the lock, one per server).
 	Waiters int `json:"waiters"`
+	// Kind is "semaphore" or "rwlock" for a shared lock, empty for a
+	// mutex. A shared lock's holders are in Holders (the fields Owner to
+	// TTLMs above stay empty, but Token is the highest holder token); Limit
+	// is a semaphore's stored limit, and Mode a held reader-writer lock's
+	// side: "read" or "write".
+	Kind    string       `json:"kind,omitempty"`
+	Limit   int          `json:"limit,omitempty"`
+	Mode    string       `json:"mode,omitempty"`
+	Holders []HolderInfo `json:"holders,omitempty"`
+}
+
+// HolderInfo is one holder of a shared lock.
+type HolderInfo struct {
+	// Owner is shown to the admin role only; HolderID to every role (see
+	// LockInfo).
+	Owner    string `json:"owner,omitempty"`
+	HolderID string `json:"holder_id"`
+	// Weight is the number of permits held (a reader-writer lock's writer
+	// holds all 2^30 of them, a reader 1); Mode, for a reader-writer lock,
+	// is "read" or "write".
+	Weight   int    `json:"weight"`
+	Mode     string `json:"mode,omitempty"`
+	Count    int    `json:"count"`
+	Token    uint64 `json:"token"`
+	TTLMs    int64  `json:"ttl_ms"`
+	Metadata string `json:"metadata,omitempty"`
+}
+
+// LimitRequest is the body of POST /v1/locks/{name}/limit: set a
+// semaphore's stored limit (creating it when it does not exist). A smaller
+// limit evicts no holder.
+type LimitRequest struct {
+	Limit int `json:"limit"`
+}
+
+// LimitResponse answers POST /v1/locks/{name}/limit: the limit now and the
+// one before (0 for a new semaphore).
+type LimitResponse struct {
+	Name     string `json:"name"`
+	Limit    int    `json:"limit"`
+	Previous int    `json:"previous"`
 }
 
 // ListResponse answers GET /v1/locks.

@@ -128,18 +128,31 @@
       const tr = document.createElement("tr");
       tr.className = "empty";
       const td = cell(tr, "", s.list_error ? "cannot list: " + s.list_error : "no lock is held");
-      td.colSpan = 7;
+      td.colSpan = 8;
       body.appendChild(tr);
     }
     for (const l of s.locks) {
       const tr = document.createElement("tr");
       tr.dataset.name = l.name;
       cell(tr, "name", l.name);
-      cell(tr, "holder", l.holder_id || "", "holder id (a fingerprint of the owner token)" + (l.count > 1 ? "; holds: " + l.count : ""));
-      cell(tr, "meta", l.metadata || "");
+      const holders = l.holders || [];
+      let ttlMs = l.ttl_ms === undefined ? 0 : l.ttl_ms;
+      if (l.kind) {
+        // A shared lock: every holder with its weight (semaphore) or side
+        // (reader-writer lock); the ttl is the soonest holder's.
+        cell(tr, "kind", kindText(l), l.kind === "semaphore" ? "permits held / limit" : "reader-writer lock: its current mode");
+        const who = holders.map((h) => l.kind === "rwlock" ? h.holder_id + " (" + h.mode + ")" : h.holder_id + " \u00d7" + h.weight);
+        cell(tr, "holder", who.join(", "), "holder ids (fingerprints of the owner tokens)" + (l.kind === "semaphore" ? " \u00d7 permits held" : " and their mode"));
+        cell(tr, "meta", [...new Set(holders.map((h) => h.metadata || "").filter((m) => m))].join("; "));
+        ttlMs = holders.length ? Math.min(...holders.map((h) => h.ttl_ms)) : 0;
+      } else {
+        cell(tr, "kind", "mutex");
+        cell(tr, "holder", l.holder_id || "", "holder id (a fingerprint of the owner token)" + (l.count > 1 ? "; holds: " + l.count : ""));
+        cell(tr, "meta", l.metadata || "");
+      }
       const ttl = cell(tr, "ttl", "");
-      ttl.dataset.ttl = String(l.ttl_ms === undefined ? 0 : l.ttl_ms);
-      ttl.dataset.full = String(l.ttl_ms || 0);
+      ttl.dataset.ttl = String(ttlMs);
+      ttl.dataset.full = String(ttlMs || 0);
       const text = document.createElement("span");
       ttl.appendChild(text);
       const bar = document.createElement("div");
@@ -153,6 +166,18 @@
     }
     $("locks-note").textContent = s.truncated ? "showing the first " + s.locks.length + " locks by name" : "";
     tick();
+  }
+
+  // kindText describes a shared lock: a semaphore's permits in use, a
+  // reader-writer lock's mode and readers.
+  function kindText(l) {
+    const holders = l.holders || [];
+    if (l.kind === "semaphore") {
+      return "semaphore " + sum(holders.map((h) => h.weight)) + "/" + l.limit;
+    }
+    if (!l.held) return "rwlock (free)";
+    if (l.mode === "write") return "rwlock (write)";
+    return "rwlock (read \u00d7" + holders.length + ")";
   }
 
   function renderElections(s) {

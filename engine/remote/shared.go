@@ -1,0 +1,76 @@
+package remote
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// Shared locks (engine.Sharer) over the server's lock endpoints: the
+// acquire's kind, limit, weight and mode fields, release, leave and extend
+// with shared, GET /v1/locks/{name}?kind=shared and POST
+// /v1/locks/{name}/limit. A server whose engine keeps no shared locks
+// answers not_supported (errors.ErrUnsupported).
+
+// AcquireShared implements engine.Sharer: one attempt, no waiting on the
+// server.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	return e.acquire(ctx, r.AcquireRequest, &r)
+}
+
+// ReleaseShared implements engine.Sharer.
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	return e.release(ctx, name, owner, true)
+}
+
+// InspectShared implements engine.Sharer. Holders' owner tokens are
+// reported only when the token's role is admin (or the server has no
+// tokens); otherwise an owner is "holder:" and the holder's id.
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	var out api.LockInfo
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=shared", nil, &out); err != nil {
+		return engine.Info{}, err
+	}
+	if out.Kind == "" {
+		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
+	}
+	return fromSharedInfo(out), nil
+}
+
+// SetLimit implements engine.Sharer.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	var out api.LimitResponse
+	err := e.do(ctx, "limit", http.MethodPost, lockPath(name, "limit"), api.LimitRequest{Limit: limit}, &out)
+	return out.Previous, err
+}
+
+// LeaveShared implements engine.Sharer.
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter, Shared: true}, nil)
+}
+
+// fromSharedInfo reads a shared lock's state.
+func fromSharedInfo(l api.LockInfo) engine.Info {
+	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Token: l.Token, Limit: l.Limit}
+	switch l.Kind {
+	case api.KindSemaphore:
+		i.Kind = engine.Semaphore
+	case api.KindRWLock:
+		i.Kind, i.Limit = engine.RWLock, engine.RWPermits
+	}
+	for _, h := range l.Holders {
+		owner := h.Owner
+		if owner == "" {
+			owner = "holder:" + h.HolderID
+		}
+		ttl := time.Duration(h.TTLMs) * time.Millisecond
+		if h.TTLMs < 0 {
+			ttl = -1
+		}
+		i.Holders = append(i.Holders, engine.Holder{Owner: owner, Count: h.Count, Token: h.Token, TTL: ttl, Metadata: h.Metadata, Weight: h.Weight})
+	}
+	return i
+}
