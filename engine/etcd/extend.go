@@ -25,6 +25,29 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
+	// An extension is idempotent, so an attempt that hangs (its requests
+	// went to a member that is stopped but still accepts connections) is
+	// abandoned after a third of the time left and sent again: the etcd
+	// client balances requests round-robin, so the next attempt goes to
+	// other members. A later attempt only makes the leases live longer.
+	for {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			actx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/3, minAttempt))
+		}
+		out, err := e.extendOnce(actx, rs)
+		hung := err != nil && actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if !hung {
+			return out, err
+		}
+	}
+}
+
+// minAttempt is the least time an extension attempt is given.
+const minAttempt = 100 * time.Millisecond
+
+func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	sent := time.Now()
 	// Leases renewed in the first round trip: the ones this engine knows.
 	guess := make([]clientv3.LeaseID, len(rs))
