@@ -13,7 +13,10 @@
 //	I8  fair order: among live fair waiters, grants follow the order in
 //	    which their calls started (beyond a margin) (queue.go);
 //	I9  liveness: the lock is never free for longer than a bound while a
-//	    live client waits (queue.go).
+//	    live client waits (queue.go);
+//	I10 one leader at a time: no two leaderships of an election overlap
+//	    in real time (election.go);
+//	I11 terms strictly increase in the order of election (election.go).
 //
 // The same checks run on the unfenced control copy of the resource, where
 // violations are expected: they show the checks have teeth.
@@ -48,6 +51,9 @@ type Params struct {
 	// I9's bound (0: QueueBound).
 	FairMargin time.Duration
 	QueueBound time.Duration
+	// Election: the run's grants are leaderships (Campaign); I10 and I11
+	// apply.
+	Election bool
 }
 
 // Result is what a history shows.
@@ -93,6 +99,14 @@ type Result struct {
 	// client waited, and how many exceeded the bound.
 	LongestFree time.Duration
 	FreeOver    int
+	// I10, I11 (the election scenarios): the leaderships, those with no
+	// recorded end (Unended), pairs that overlap, terms not above every
+	// earlier one, and the writes leaders sent after their window.
+	Leaderships    []Leadership
+	Unended        int
+	LeaderOverlaps []LeaderOverlap
+	TermInversions int
+	Deposed        Deposed
 
 	Notes []string
 }
@@ -145,6 +159,12 @@ func Run(events []history.Event, p Params) Result {
 	}
 	r.OutOfOrder, r.OrderPairs, r.OrderExcluded = fairOrder(cs, h, margin)
 	r.LongestFree, r.FreeOver = liveness(cs, h, bound)
+	if p.Election {
+		r.Leaderships, r.Unended = leaderships(h)
+		r.LeaderOverlaps = leaderOverlaps(r.Leaderships)
+		r.TermInversions = termInversions(r.Leaderships)
+		r.Deposed = deposedWrites(h, r.Leaderships)
+	}
 	return r
 }
 

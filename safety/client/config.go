@@ -20,6 +20,10 @@ const (
 	// ImplFromReply is a naive lease for a negative control: validity is
 	// measured from the reply of an acquire or renewal, not from its send.
 	ImplFromReply = "naive-from-reply"
+	// ImplIgnoreLoss is the election scenarios' negative control: the real
+	// Client and Campaign, but a leader that ignores its leadership's loss
+	// signal (Done/Context) and keeps acting for one more ttl after it.
+	ImplIgnoreLoss = "leader-ignores-loss"
 )
 
 // Styles of acquiring.
@@ -68,6 +72,12 @@ type Config struct {
 	// queue (Queue), and waits without it otherwise (the queue-hidden
 	// control). Empty for the other scenarios.
 	Policy string `json:"policy,omitempty"`
+	// Elect makes the client a campaigner (the election scenarios): each
+	// hold is a leadership of the election Name, won with
+	// distlock.Client.Campaign (value: the client's id), its term the
+	// token of every resource apply; it ends with Resign, and the leader
+	// records a KindLeaderEnd event when it stops acting.
+	Elect bool `json:"elect,omitempty"`
 }
 
 // Marshal renders c as JSON.

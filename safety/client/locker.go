@@ -116,10 +116,19 @@ func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 		return nil, err
 	}
 	switch cfg.Impl {
-	case ImplLibrary, "":
+	case ImplLibrary, "", ImplIgnoreLoss:
+		if cfg.Impl == ImplIgnoreLoss && !cfg.Elect {
+			break
+		}
 		l := &libLocker{c: distlock.New(eng), eng: eng, ttl: cfg.TTL, closeConns: closeAll}
 		if cfg.Queue && cfg.Policy == history.PolicyFair {
 			l.fair = true
+		}
+		if cfg.Elect {
+			l.elect, l.value = true, cfg.ID
+			if cfg.Impl == ImplIgnoreLoss {
+				l.ignore = cfg.TTL
+			}
 		}
 		return l, nil
 	case ImplNoValidity, ImplFromReply:
@@ -137,6 +146,11 @@ type libLocker struct {
 	ttl        time.Duration
 	fair       bool // waiting calls pass WithFair
 	closeConns func()
+	// elect: Acquire campaigns (Config.Elect) with value; ignore > 0 is
+	// the control leader's time acting past its loss (ImplIgnoreLoss).
+	elect  bool
+	value  string
+	ignore time.Duration
 }
 
 func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease, error) {
@@ -144,6 +158,9 @@ func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease,
 		lease *distlock.Lease
 		err   error
 	)
+	if l.elect {
+		return l.campaign(ctx, name)
+	}
 	if wait {
 		opts := []distlock.Option{distlock.WithTTL(l.ttl)}
 		if l.fair {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -99,6 +100,19 @@ func (w *Worker) hold(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.watch(lease, stop) }()
+	leader, elected := lease.(Leader)
+	var ended atomic.Int64 // when the leadership's Done closed, as the leader saw it
+	if elected {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-lease.Done():
+				ended.Store(history.Now())
+			case <-stop:
+			}
+		}()
+	}
 
 	n := 1 + w.rng.IntN(max(cfg.MaxOps, 1))
 	until := time.Now().Add(cfg.MinHold)
@@ -109,6 +123,9 @@ func (w *Worker) hold(ctx context.Context) {
 		sleepCtx(ctx, jitterDur(cfg.Think))
 	}
 
+	if elected {
+		w.leaderEnd(leader, ev.Complete, ended.Load())
+	}
 	rel := history.Event{Kind: history.KindRelease, Client: cfg.ID, Name: cfg.Name, Owner: lease.Owner(), Token: lease.Token(), Invoke: history.Now()}
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*cfg.TTL)
 	err = lease.Release(rctx)
@@ -125,6 +142,29 @@ func (w *Worker) hold(ctx context.Context) {
 	close(stop)
 	wg.Wait()
 	w.rec(rel)
+}
+
+// leaderEnd records the end of a leadership elected at elected (history
+// time): the leader stops acting now (it is about to resign), or stopped
+// when its leadership's Done closed (ended, 0 if it has not), whichever
+// came first; a leader that ignores its loss signal stopped now.
+func (w *Worker) leaderEnd(l Leader, elected, ended int64) {
+	now := history.Now()
+	ev := history.Event{Kind: history.KindLeaderEnd, Client: w.cfg.ID, Name: w.cfg.Name, Owner: l.Owner(), Token: l.Token(),
+		Invoke: elected, At: now, Cause: "resigned"}
+	at, cause, lost := l.Loss()
+	if lost {
+		ev.Cause = "lost: " + cause
+	}
+	if l.Honours() {
+		ev.Deadline = history.Mono(l.Deadline())
+		if ended > 0 && ended < now {
+			ev.At = ended
+		}
+	} else if lost {
+		ev.Cause += fmt.Sprintf(", acted %v past it", time.Since(at).Round(time.Millisecond))
+	}
+	w.rec(ev)
 }
 
 // watch records the lease's validity as it is renewed, and its loss.

@@ -41,6 +41,15 @@ const (
 	// Invoke is the attempt's send, At its reply; Detail "head" when it
 	// entered at the head. Only clients that see the queue record it.
 	KindQueued = "queued"
+	// KindLeaderEnd is the end of a leadership (the election scenarios),
+	// recorded by the leader when it stopped acting: Invoke is when it was
+	// elected (Campaign returned; its KindAcquire has the same Owner), At
+	// the moment it stopped acting (its leadership's Done/Context ended, or
+	// it resigned, whichever came first), Token its term, Deadline the last
+	// local validity deadline it honoured (0 for a leader that ignores its
+	// loss signal: the negative control), Cause why it stopped. A killed
+	// leader records none (its KindClientExit says when it stopped).
+	KindLeaderEnd = "leader-end"
 	// KindRunStart and KindRunEnd frame a run (At); Detail describes it.
 	// The run ends when the clients are told to stop.
 	KindRunStart = "run-start"

@@ -113,6 +113,11 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		}
 		e.trackWaits()
 	}
+	if spec.Scenario.Elect {
+		// Three campaigners, all processes: any leader can be stopped,
+		// killed or cut off.
+		styles = []style{{true, client.StyleWait, ""}, {true, client.StyleWait, ""}, {true, client.StyleWait, ""}}
+	}
 	for i, st := range styles {
 		s := &slot{base: fmt.Sprintf("c%d", i)}
 		cfg := clientParams(spec.TTL)
@@ -124,7 +129,14 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.Policy, cfg.Queue = st.policy, spec.Control != NoQueue
 			cfg.MinHold, cfg.MaxOps, cfg.Budget = spec.TTL/2, 4, 10*spec.TTL
 		}
+		if spec.Scenario.Elect {
+			// A leadership lasts at least 2 ttl (renewed 5 times), then
+			// the leader resigns; a campaign waits up to 10 ttl.
+			cfg.Elect, cfg.MinHold, cfg.Budget = true, 2*spec.TTL, 10*spec.TTL
+		}
 		switch spec.Control {
+		case IgnoreLoss:
+			cfg.Impl = client.ImplIgnoreLoss
 		case NoValidity:
 			cfg.Impl, cfg.NoQuorumValidity, cfg.NoFencing = client.ImplNoValidity, true, true
 		case FromReply:

@@ -23,7 +23,70 @@ func Summary(o *Outcome) string {
 		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
 		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
 		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
-		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+verdict)
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+electSummary(o)+verdict)
+}
+
+// electSummary is the election checks' part of Summary.
+func electSummary(o *Outcome) string {
+	if !o.Spec.Scenario.Elect {
+		return ""
+	}
+	r := o.Result
+	d := r.Deposed
+	return fmt.Sprintf("leaderships %d (unended %d) I10 overlaps %d (max %v) I11 inversions %d deposed writes fenced %d (rejected %d, accepted %d) control %d (accepted %d) | ",
+		len(r.Leaderships), r.Unended, len(r.LeaderOverlaps), maxOverlap(r.LeaderOverlaps).Round(time.Millisecond), r.TermInversions,
+		d.Fenced, d.FencedRejected, d.FencedAccepted, d.Control, d.ControlAccepted)
+}
+
+func maxOverlap(os []check.LeaderOverlap) time.Duration {
+	var m time.Duration
+	for _, o := range os {
+		m = max(m, o.Duration)
+	}
+	return m
+}
+
+// electMarkdown renders the election checks of the election runs (I10,
+// I11, the deposed leaders' writes).
+func electMarkdown(outs []*Outcome) string {
+	var b strings.Builder
+	for _, o := range outs {
+		if !o.Spec.Scenario.Elect {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("| # | scenario | mode | control | leaderships (killed) | faults | I10 overlapping pairs (longest ms) | I11 term inversions | deposed writes: fenced rejected / accepted | control accepted | I2 stale fenced / control | I6 lag ms p99 (late of n) | I7 recovery max ms (slow) | verdict |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		}
+		r, s := o.Result, o.Spec
+		ctl := "-"
+		if s.Control != NoControl {
+			ctl = "**NC: " + string(s.Control) + "**"
+		}
+		verdict := "pass"
+		if len(o.Problems) > 0 {
+			verdict = "**FAIL**: " + strings.Join(o.Problems, "; ")
+		} else if s.Control != NoControl {
+			verdict = "pass (detected: " + s.Control.Expect() + ")"
+		}
+		killed := 0
+		for _, l := range r.Leaderships {
+			if l.Killed {
+				killed++
+			}
+		}
+		i6 := "n/a"
+		if len(r.Lags) > 0 {
+			i6 = fmt.Sprintf("%s (%d of %d)", ms(check.Percentile(r.Lags, .99)), r.Late, len(r.Lags))
+		}
+		d := r.Deposed
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d (%d) | %d | %d (%s) | %d | %d / %d of %d | %d of %d | %d / %d | %s | %.0f (%d) | %s |\n",
+			s.Scenario.ID, s.Scenario.Key, s.Mode.Name, ctl, len(r.Leaderships), killed, r.Faults,
+			len(r.LeaderOverlaps), ms(maxOverlap(r.LeaderOverlaps)), r.TermInversions,
+			d.FencedRejected, d.FencedAccepted, d.Fenced, d.ControlAccepted, d.Control,
+			r.StaleFenced, r.StaleControl, i6, float64(maxDur(r.Recoveries))/float64(time.Millisecond), r.Slow, verdict)
+	}
+	return b.String()
 }
 
 // queueSummary is the queue checks' part of Summary.
@@ -90,6 +153,9 @@ func Markdown(outs []*Outcome) string {
 			i6, i7, verdict)
 	}
 	if q := queueMarkdown(outs); q != "" {
+		b.WriteString("\n" + q)
+	}
+	if q := electMarkdown(outs); q != "" {
 		b.WriteString("\n" + q)
 	}
 	return b.String()

@@ -93,6 +93,7 @@ func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
 		LinearizeTimeout: 20 * time.Second,
 		VisualizePath:    filepath.Join(o.Dir, spec.Key()+"-porcupine.html"),
 	}
+	params.Election = spec.Scenario.Elect
 	if spec.Scenario.Queue {
 		// A dead or stopped waiter at the head costs up to I9's bound
 		// before the next grant.
@@ -148,6 +149,17 @@ func judge(spec RunSpec, r check.Result) []string {
 				add("I8 compared no pair of calls")
 			}
 		}
+		if spec.Scenario.Elect {
+			if n := len(r.LeaderOverlaps); n > 0 {
+				add("I10: %d pairs of leaderships overlap", n)
+			}
+			if r.TermInversions > 0 {
+				add("I11: %d terms not above every earlier term", r.TermInversions)
+			}
+			if len(r.Leaderships) < 2 {
+				add("fewer than 2 leaderships (%d)", len(r.Leaderships))
+			}
+		}
 	case NoValidity, FromReply:
 		if len(r.Overlaps) == 0 {
 			add("negative control %s: no overlapping window detected", spec.Control)
@@ -155,6 +167,10 @@ func judge(spec RunSpec, r check.Result) []string {
 	case NoFencing:
 		if r.TokenInversions == 0 {
 			add("negative control %s: no token inversion detected", spec.Control)
+		}
+	case IgnoreLoss:
+		if len(r.LeaderOverlaps) == 0 {
+			add("negative control %s: no overlapping leaderships detected (%d leaderships)", spec.Control, len(r.Leaderships))
 		}
 	case NoQueue:
 		if len(r.OutOfOrder) == 0 {

@@ -32,12 +32,19 @@ type Scenario struct {
 	// LosesQueue: the scenario loses the lock's queue, and I8 rightly
 	// excludes most pairs of calls (none need be compared).
 	LosesQueue bool
+	// Elect: the election scenarios. The clients are three campaigner
+	// processes on one election (Campaign, value: the client id; a
+	// leadership's term is the token of its resource applies); a leader
+	// acts for at least 2 ttl and then resigns; I10 (one leader at a time)
+	// and I11 (terms strictly increase) apply.
+	Elect bool
 }
 
 func always(Mode) bool { return true }
 func never(Mode) bool  { return false }
 
-// Scenarios are the twelve fault classes of the lab.
+// Scenarios are the lab's fault classes: twelve on one lock, four on its
+// waiter queue, one on an election.
 var Scenarios = []*Scenario{
 	{ID: 1, Key: "pause-holder", Title: "client paused (SIGSTOP) past its ttl after acquiring", Single: true, Redlock: true,
 		Excludes: always, Teeth: true, Inject: pauseHolder,
@@ -87,6 +94,9 @@ var Scenarios = []*Scenario{
 	{ID: 16, Key: "restart-queue", Title: "queue: the lock node restarted empty while several clients wait", Single: true, Queue: true,
 		Excludes: never, Inject: restartQueue, LosesQueue: true,
 		Schedule: "the node killed and restarted at once without persistence while the lock is held and 2 or more waiters are queued (lock, fence and queue lost); the next restart at least WaiterTTL (3 s) later"},
+	{ID: 17, Key: "elect-faults", Title: "election: the leader process paused, killed, cut from Redis, its connections reset", Single: true, Redlock: true, Elect: true,
+		Excludes: always, Inject: electFaults,
+		Schedule: "three campaigner processes; right after the leader's check before a write, one of (at random): the leader SIGSTOPped for 2-2.5 ttl then SIGCONT (class 1); SIGKILLed, a new process 0.5 ttl later (12); its links to the lock nodes (redlock: a majority) black-holed for 2 ttl (5); reset_peer on its link to one node, either direction, for ttl/4 (11)"},
 }
 
 // ScenarioByID returns scenario id, or nil.

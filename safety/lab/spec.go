@@ -44,6 +44,10 @@ const (
 	// engine.Engine only): they wait by subscription, and every release
 	// lets them race.
 	NoQueue Control = "queue-hidden"
+	// IgnoreLoss: the election scenario's leaders ignore their
+	// leadership's loss signal (Done/Context) and keep acting for one more
+	// ttl after it (client.ImplIgnoreLoss).
+	IgnoreLoss Control = "leader-ignores-loss"
 )
 
 // Expect returns what the control must show.
@@ -55,6 +59,8 @@ func (c Control) Expect() string {
 		return "I3 token inversions"
 	case NoQueue:
 		return "I8 fair-order violations"
+	case IgnoreLoss:
+		return "I10 overlapping leaderships"
 	}
 	return ""
 }

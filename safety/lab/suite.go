@@ -15,7 +15,8 @@ type Suite struct {
 // QuickSuite is the CI suite: the scenarios whose controls must have teeth
 // (1, 4, 8, 10) and the killed holder (12) in single-node mode, 1, 8 and 10
 // in Redlock mode, and the three negative controls; a few seconds each.
-// Then the waiter-queue scenarios 13-16 and their control (queue hidden).
+// Then the waiter-queue scenarios 13-16 and their control (queue hidden),
+// and the election (17) and its control (leaders ignoring their loss).
 func QuickSuite(seed uint64) Suite {
 	const ttl, d = 500 * time.Millisecond, 6 * time.Second
 	var runs []RunSpec
@@ -44,6 +45,13 @@ func QuickSuite(seed uint64) Suite {
 		runs = append(runs, RunSpec{Scenario: ScenarioByID(q.id), Mode: Single, TTL: ttl, Duration: q.d, Seed: seed})
 	}
 	runs = append(runs, RunSpec{Scenario: ScenarioByID(15), Mode: Single, Control: NoQueue, TTL: ttl, Duration: 8 * time.Second, Seed: seed})
+	// The election (single-node mode): three campaigners under mixed
+	// faults for 20 s, and its negative control (leaders that ignore
+	// their loss signal).
+	runs = append(runs,
+		RunSpec{Scenario: ScenarioByID(17), Mode: Single, TTL: ttl, Duration: 20 * time.Second, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(17), Mode: Single, Control: IgnoreLoss, TTL: ttl, Duration: 10 * time.Second, Seed: seed},
+	)
 	return Suite{Name: "quick", Runs: runs}
 }
 
@@ -67,6 +75,7 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(2), Mode: Single, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(15), Mode: Single, Control: NoQueue, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(17), Mode: Single, Control: IgnoreLoss, TTL: ttl, Duration: d, Seed: seed},
 	)
 	return Suite{Name: "full", Runs: runs}
 }
