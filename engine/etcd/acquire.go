@@ -73,12 +73,13 @@ func (e *Engine) noteGrant(r engine.AcquireRequest, g engine.Grant) {
 
 // admit decides on a free lock as engine/memory does: not when it is
 // reserved for another waiter, nor when another waiter heads the queue and
-// either it or r is fair, or r asks to stay behind (r then queues behind
-// it, and the head is woken and, when due, reserved for). ok is false when
-// the state changed under the transaction.
+// either it is fair or due (see due) or r is fair or asks to stay behind (r
+// then queues behind it, and the head is woken and reserved for, so that a
+// head that does not come is dropped in time). ok is false when the state
+// changed under the transaction.
 func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, ttl int64, lease *pending) (engine.Grant, bool, error) {
 	head, res := st.head(), st.reservedFor()
-	behind := res == "" && head != nil && head.id != r.Waiter && (head.Fair || r.Fair || r.Behind)
+	behind := res == "" && head != nil && head.id != r.Waiter && (head.Fair || due(head) || r.Fair || r.Behind)
 	if behind || (res != "" && res != r.Waiter) {
 		g := engine.Grant{Reserved: true, HolderTTL: reserveTTL * time.Second}
 		var ops []clientv3.Op
@@ -263,7 +264,7 @@ func (e *Engine) wakeHead(ctx context.Context, st *state, wake bool) ([]clientv3
 	if h == nil || st.res != nil || h.kv.Lease == 0 {
 		return nil, nil
 	}
-	due := h.Fair || !h.NoReserve
+	due := due(h)
 	if !due && !wake {
 		return nil, nil
 	}
@@ -297,3 +298,9 @@ func (e *Engine) settle(ctx context.Context, st *state) error {
 	}
 	return nil
 }
+
+// due reports whether a head is owed the lock ahead of newcomers: a fair
+// one, and every one that did not ask for no reservation (NoReserve), since
+// on etcd every head has waited longer than engine.StarvationBound (the Raft
+// commit of its entry and the one that freed the lock, at least).
+func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }

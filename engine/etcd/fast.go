@@ -24,10 +24,14 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
 	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
-	if r.Waiter != "" && e.heads.has(r.Name, r.Waiter) {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(e.keys.res(r.Name)), "=", r.Waiter))
-		ops = append(ops, clientv3.OpDelete(e.keys.waiter(r.Name, r.Waiter)),
-			clientv3.OpDelete(e.keys.res(r.Name)), clientv3.OpDelete(e.keys.wake(r.Name)))
+	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
+		// A waiter seen at the head stays there until it leaves: it takes
+		// a free lock that is reserved for nobody if its entry is there.
+		own := e.keys.waiter(r.Name, r.Waiter)
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.Version(own), ">", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
 	} else {
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.Version(e.keys.queue(r.Name)), "=", 0).WithPrefix(),
@@ -86,9 +90,9 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	return g, nil, nil, nil
 }
 
-// fastRelease frees a lock this engine granted, that nobody waits for, in
-// one transaction; otherwise the transaction reads the name's keys, which
-// it returns as st for the full decision.
+// fastRelease frees a lock this engine granted (one hold, unchanged since)
+// in one transaction; otherwise the transaction reads the name's keys,
+// which it returns as st for the full decision.
 func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
@@ -97,8 +101,6 @@ func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state
 	lockKey := e.keys.lock(name)
 	resp, err := e.cli.Txn(ctx).If(
 		clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev),
-		clientv3.Compare(clientv3.Version(e.keys.queue(name)), "=", 0).WithPrefix(),
-		clientv3.Compare(clientv3.CreateRevision(e.keys.res(name)), "=", 0),
 	).Then(clientv3.OpDelete(lockKey)).Else(clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())).Commit()
 	if err != nil {
 		return nil, false, backendErr("release "+name, err)

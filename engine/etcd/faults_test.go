@@ -106,7 +106,7 @@ func TestStoppedMembers(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var h holds
+	var h, minority holds
 	name := lockName(t)
 	holder := newClient(t, cl)
 	l, err := holder.Acquire(ctx, name, distlock.WithTTL(6*time.Second))
@@ -131,7 +131,7 @@ func TestStoppedMembers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("grant %d with a minority stopped: %v", i, err)
 		}
-		h.hold("minority "+strconv.Itoa(i), m.Token(), time.Now(), time.Now())
+		minority.hold("minority "+strconv.Itoa(i), m.Token(), time.Now(), time.Now())
 		if err := m.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -181,6 +181,7 @@ func TestStoppedMembers(t *testing.T) {
 	h.hold("after the quorum came back", l2.Token(), time.Now(), time.Now())
 	_ = l2.Release(ctx)
 	h.check(t)
+	minority.check(t)
 }
 
 // TestPausedHolder: a holder whose process is stopped past its ttl (its

@@ -78,9 +78,9 @@ func (e *Engine) dropWaiter(name, waiter string) {
 	}
 }
 
-// Leave implements engine.Queuer: the waiter's entry is deleted; if it
-// headed the queue of a free lock, the next head is woken (and reserved
-// for when due) in the same transaction.
+// Leave implements engine.Queuer: the waiter's entry is deleted (with a
+// reservation or wake-up addressed to it). The waiter behind it is woken
+// by the deletion, through its engine's watch.
 func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	if err := e.check(ctx); err != nil {
 		return err
@@ -109,20 +109,9 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 		if st.wake != nil && string(st.wake.Value) == waiter {
 			ops = append(ops, clientv3.OpDelete(e.keys.wake(name)))
 		}
+		// The next waiter learns that it heads the queue from the
+		// deletion of this entry (see heads).
 		cmps := st.unchanged(e, waiter)
-		if st.head().id == waiter && st.lock == nil {
-			next := *st
-			next.queue = st.queue[1:]
-			next.res = nil
-			more, err := e.wakeHead(ctx, &next, true)
-			if err != nil {
-				return err
-			}
-			ops = append(ops, more...)
-			if h := next.head(); h != nil {
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(h.kv.Key)), "=", h.kv.ModRevision))
-			}
-		}
 		ok, err := e.commit(ctx, "leave the queue of "+name, cmps, ops...)
 		if err != nil {
 			return err
@@ -168,8 +157,21 @@ func (h *heads) remove(name, waiter string) {
 	}
 }
 
-// has reports whether waiter is known to head its queue.
+// maybeHead marks a waiter whose predecessor left: it may head the queue
+// now, or stand behind another waiter still.
+const maybeHead = "?"
+
+// has reports whether waiter heads its queue, or may.
 func (h *heads) has(name, waiter string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pred, ok := h.m[name][waiter]
+	return ok && (pred == "" || pred == maybeHead)
+}
+
+// verified reports whether waiter was seen at the head of its queue. It
+// stays there until it leaves: later waiters queue behind it.
+func (h *heads) verified(name, waiter string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pred, ok := h.m[name][waiter]
@@ -184,7 +186,7 @@ func (h *heads) deleted(name, key string) []string {
 	var out []string
 	for w, pred := range h.m[name] {
 		if pred == key {
-			h.m[name][w] = ""
+			h.m[name][w] = maybeHead
 			out = append(out, w)
 		}
 	}

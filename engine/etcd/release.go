@@ -9,8 +9,7 @@ import (
 )
 
 // Release implements engine.Engine: one hold of owner is dropped; the last
-// one deletes the lock key in the transaction that wakes the head of the
-// queue (and reserves the lock for it when due).
+// one deletes the lock key, which wakes the head of the queue.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
@@ -85,21 +84,15 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	return false, conflict("force-release", name)
 }
 
-// free deletes the lock key of st and wakes the head of the queue, in one
-// transaction; ok is false when the state changed under it.
+// free deletes the lock key of st; ok is false when it changed since it
+// was read. The deletion itself wakes the head of the queue (its engine
+// watches the lock key, as in etcd's recipe), and while the head lives no
+// newcomer takes the lock ahead of it (see admit): a release needs no
+// reservation, and so no read of the queue.
 func (e *Engine) free(ctx context.Context, st *state) (bool, error) {
-	if len(st.lapse) > 0 {
-		if err := e.settle(ctx, st); err != nil {
-			return false, err
-		}
-		return false, nil
-	}
-	ops, err := e.wakeHead(ctx, st, true)
-	if err != nil {
-		return false, err
-	}
-	ops = append([]clientv3.Op{clientv3.OpDelete(e.keys.lock(st.name))}, ops...)
-	return e.commit(ctx, "release "+st.name, st.unchanged(e, ""), ops...)
+	return e.commit(ctx, "release "+st.name,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", st.lock.ModRevision)},
+		clientv3.OpDelete(e.keys.lock(st.name)))
 }
 
 // SetMetadata implements engine.MetadataSetter. The lock key keeps its
