@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -52,21 +53,33 @@ func (h *holds) hold(who string, token uint64, start, end time.Time) {
 // token not above an earlier one.
 func (h *holds) check(t *testing.T) {
 	t.Helper()
+	bad := h.violations()
+	for _, v := range bad {
+		t.Error(v)
+	}
+	if len(bad) == 0 {
+		t.Logf("%d holds checked: no overlap, tokens increasing", len(h.ivs))
+	}
+}
+
+// violations lists the overlaps and token inversions among the holds.
+func (h *holds) violations() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ivs := slices.Clone(h.ivs)
 	slices.SortFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
+	var bad []string
 	for i := 1; i < len(ivs); i++ {
 		a, b := ivs[i-1], ivs[i]
 		if b.start.Before(a.end) {
-			t.Errorf("%s (token %d) held from %v while %s (token %d) held until %v",
-				b.who, b.token, b.start.Format(time.StampMicro), a.who, a.token, a.end.Format(time.StampMicro))
+			bad = append(bad, fmt.Sprintf("%s (token %d) held from %v while %s (token %d) held until %v",
+				b.who, b.token, b.start.Format(time.StampMicro), a.who, a.token, a.end.Format(time.StampMicro)))
 		}
 		if b.token <= a.token {
-			t.Errorf("token %d (%s) granted after token %d (%s)", b.token, b.who, a.token, a.who)
+			bad = append(bad, fmt.Sprintf("token %d (%s) granted after token %d (%s)", b.token, b.who, a.token, a.who))
 		}
 	}
-	t.Logf("%d holds checked: no overlap, tokens increasing", len(ivs))
+	return bad
 }
 
 // work holds l for d (or until its loss), then releases it, and records the
@@ -155,3 +168,16 @@ func (p *pausable) Release(ctx context.Context, name, owner string) (engine.Rele
 }
 
 func (p *pausable) Capabilities() engine.Capabilities { return engine.CapabilitiesOf(p.Engine) }
+
+// usurper is a broken engine for the controls: before every acquire it
+// force-releases the lock, so it is granted whoever holds it.
+type usurper struct{ engine.Engine }
+
+func (u usurper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if fr, ok := u.Engine.(engine.ForceReleaser); ok {
+		if _, err := fr.ForceRelease(ctx, r.Name); err != nil {
+			return engine.Grant{}, err
+		}
+	}
+	return u.Engine.Acquire(ctx, r)
+}

@@ -308,3 +308,36 @@ func TestMemberRestarts(t *testing.T) {
 	}
 	h.check(t)
 }
+
+// TestOverlapCheckCanFail is the control of the fault tests' check: with a
+// broken engine that takes the lock from its holder, the same check finds
+// overlapping holders.
+func TestOverlapCheckCanFail(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := lockName(t)
+	var h holds
+	var wg sync.WaitGroup
+	for i := range 2 {
+		c := newClient(t, cl, func(e engine.Engine) engine.Engine { return usurper{e} })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				l, err := c.Acquire(ctx, name, distlock.WithTTL(3*time.Second))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				h.work(ctx, "client "+strconv.Itoa(i), l, time.Now(), 10*time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	bad := h.violations()
+	if len(bad) == 0 {
+		t.Fatal("the broken engine's holders never overlapped: the check cannot fail")
+	}
+	t.Logf("control: %d violations found, e.g. %s", len(bad), bad[0])
+}
