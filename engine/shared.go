@@ -94,3 +94,15 @@ type Sharer interface {
 	// LeaveShared takes a waiter out of the shared lock's queue.
 	LeaveShared(ctx context.Context, name, waiter string) error
 }
+
+// SharedFenceRaiser is implemented by Sharers that can raise a shared
+// lock's fencing high-water for one holder's grant: FenceRaiser for a
+// shared lock. A quorum needs it of its nodes (phase 2 of a reader's or
+// writer's grant, so that a later writer's token is above it).
+type SharedFenceRaiser interface {
+	// RaiseSharedFence raises the fencing high-water of name to at least
+	// token and records token as owner's holder token, but only while
+	// owner holds permits of the shared lock name. It reports whether
+	// owner held them.
+	RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error)
+}

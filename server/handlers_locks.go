@@ -412,12 +412,23 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	fr, ok := s.eng.(engine.FenceRaiser)
-	if !ok {
-		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise fences"))
-		return
+	raise := func(context.Context, string, string, uint64) (bool, error) { return false, nil }
+	if req.Shared {
+		fr, ok := s.eng.(engine.SharedFenceRaiser)
+		if !ok {
+			writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise a shared lock's fences"))
+			return
+		}
+		raise = fr.RaiseSharedFence
+	} else {
+		fr, ok := s.eng.(engine.FenceRaiser)
+		if !ok {
+			writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise fences"))
+			return
+		}
+		raise = fr.RaiseFence
 	}
-	ok, err := fr.RaiseFence(ctx, name, req.Owner, req.Token)
+	ok, err := raise(ctx, name, req.Owner, req.Token)
 	if err != nil {
 		writeError(w, engineErr("fence", err))
 		return

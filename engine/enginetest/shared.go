@@ -13,18 +13,37 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// sharer skips the test on an engine without shared locks.
+// sharer skips the test on an engine without shared locks: one that does
+// not implement engine.Sharer, or says it cannot keep them
+// (errors.ErrUnsupported: a server or a quorum whose engines keep none).
 func (s *suite) sharer(t *testing.T) {
 	t.Helper()
-	if _, ok := s.h.New(t).(engine.Sharer); !ok {
+	sh, ok := s.h.New(t).(engine.Sharer)
+	if !ok {
 		t.Skip("the engine keeps no shared locks (engine.Sharer)")
+	}
+	ctx := ctxTimeout(t, 10*time.Second)
+	if _, err := sh.InspectShared(ctx, lockName(t)+"-probe"); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("the engine keeps no shared locks: %v", err)
+	}
+}
+
+// semaphores is sharer for the tests of semaphores with a limit above 1,
+// which a quorum refuses (errors.ErrUnsupported: it cannot bound their
+// holders across majorities).
+func (s *suite) semaphores(t *testing.T) {
+	t.Helper()
+	s.sharer(t)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if _, err := s.h.New(t).(engine.Sharer).SetLimit(ctx, lockName(t)+"-probe", 2); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("the engine keeps no semaphores with a limit above 1: %v", err)
 	}
 }
 
 // semaphoreLimit: never more than limit permits (counting weights) held at
 // once, among Clients taking mixed weights; every grant's token is new.
 func (s *suite) semaphoreLimit(t *testing.T) {
-	s.sharer(t)
+	s.semaphores(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	name := lockName(t)
 	const limit, clients, rounds = 3, 8, 6
@@ -73,7 +92,7 @@ func (s *suite) semaphoreLimit(t *testing.T) {
 // semaphoreExpiry: a holder that stops renewing frees exactly its own
 // permits after its ttl; the others keep theirs.
 func (s *suite) semaphoreExpiry(t *testing.T) {
-	s.sharer(t)
+	s.semaphores(t)
 	ctx := ctxTimeout(t, 20*time.Second)
 	name := lockName(t)
 	a, b, c := s.client(t), s.client(t), s.client(t)
@@ -109,7 +128,7 @@ func (s *suite) semaphoreExpiry(t *testing.T) {
 // semaphoreFIFO: a weight-3 request at the head is served before a later
 // weight-1 request that would fit; TryAcquire says waiters are queued.
 func (s *suite) semaphoreFIFO(t *testing.T) {
-	s.sharer(t)
+	s.semaphores(t)
 	ctx := ctxTimeout(t, 20*time.Second)
 	name := lockName(t)
 	a, big, small := s.client(t), s.client(t), s.client(t)
@@ -162,7 +181,7 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 // refused (saying both) and changes nothing, SetLimit changes it, and
 // shrinking evicts nobody. Bad limits and weights are refused.
 func (s *suite) semaphoreLimitStored(t *testing.T) {
-	s.sharer(t)
+	s.semaphores(t)
 	ctx := ctxTimeout(t, 20*time.Second)
 	name := lockName(t)
 	c := s.client(t)

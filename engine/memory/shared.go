@@ -297,3 +297,27 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 	h.expires = now.Add(r.TTL)
 	return engine.ExtendResult{Status: engine.Extended, Token: h.token}
 }
+
+var _ engine.SharedFenceRaiser = (*Engine)(nil)
+
+// RaiseSharedFence implements engine.SharedFenceRaiser.
+func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	now := e.now()
+	s := e.sharedState(name, now)
+	if s == nil || s.holders[owner] == nil {
+		return false, nil
+	}
+	hw := e.fences[name]
+	if !now.Before(hw.expires) || hw.token < token {
+		hw.token = token
+	}
+	hw.expires = now.Add(fenceMemory)
+	e.fences[name] = hw
+	s.holders[owner].token = token
+	return true, nil
+}

@@ -41,7 +41,17 @@ func TestSharedErrors(t *testing.T) {
 	if _, err := e.AcquireShared(ctx, sem); !errors.As(err, &ae) || ae.Arg != "name" || !strings.Contains(ae.Reason, "rwlock") {
 		t.Fatalf("a semaphore on an rwlock: %v, want an *engine.ArgumentError", err)
 	}
+	const high = uint64(1) << 55
+	if ok, err := e.RaiseSharedFence(ctx, "rw", "me", high); !ok || err != nil {
+		t.Fatalf("RaiseSharedFence: %v, %v", ok, err)
+	}
+	if ok, err := e.RaiseSharedFence(ctx, "rw", "nobody", high+1); ok || err != nil {
+		t.Fatalf("RaiseSharedFence of a non-holder: %v, %v", ok, err)
+	}
 	info, err := e.InspectShared(ctx, "rw")
+	if err != nil || info.Token != high || info.HighWater != high {
+		t.Fatalf("after RaiseSharedFence: %+v, %v", info, err)
+	}
 	if err != nil || info.Kind != engine.RWLock || len(info.Holders) != 1 || info.Holders[0].Owner != "me" || info.Holders[0].Weight != 1 {
 		t.Fatalf("InspectShared: %+v, %v", info, err)
 	}

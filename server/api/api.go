@@ -269,6 +269,9 @@ type ReleaseResponse struct {
 type FenceRequest struct {
 	Owner string `json:"owner"`
 	Token uint64 `json:"token"`
+	// Shared: Owner holds permits of a shared lock
+	// (engine.SharedFenceRaiser).
+	Shared bool `json:"shared,omitempty"`
 }
 
 // FenceResponse answers POST /v1/locks/{name}/fence.

@@ -1,0 +1,377 @@
+package quorum
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Shared locks on a quorum (engine.Sharer).
+//
+// A reader-writer lock is safe on a quorum for the reason the mutex is:
+// every conflict is between two holders (a writer and anyone), each node
+// refuses one of the two, and any two majorities share a node. A writer
+// holds all of a node's permits, so no majority can grant a reader (or
+// another writer) while a writer holds a majority.
+//
+// A semaphore with a limit above 1 is not: its conflicts are among
+// limit+1 holders at once, and per-node limits do not bound them across
+// majorities. With 5 nodes and limit 2, permits granted on nodes {1,2,3},
+// {3,4,5} and {1,2,4} make 3 holders, while no node admits more than 2.
+// It is refused (ErrSemaphoreLimit). A semaphore with a limit of 1 is
+// served: each node admits one holder, so it excludes like the mutex (and
+// stays a semaphore, so code that moves between engines keeps working).
+//
+// Fencing follows the mutex's two phases: the grant's token is the highest
+// its majority minted, and phase 2 raises the high-water to it on a
+// majority (engine.SharedFenceRaiser), conditional on still holding there.
+// A writer's token is then above every earlier reader's and writer's, and
+// a reader's above every earlier writer's. Readers that hold at once may
+// share a token (each node mints its own, and two readers' majorities can
+// take their maximum from different nodes): on a quorum a reader's token
+// orders it after the writers, it does not tell readers apart.
+//
+// The queue is each node's (see queue.go): a request enters every node's
+// queue of the name, each node grants only its own head, and a waiter that
+// is granted on a minority only (the nodes disagree on the head) has its
+// grants released and re-enters those queues at the back, after a random
+// pause, which reorders the contenders until one heads a majority.
+
+var _ engine.Sharer = (*Engine)(nil)
+
+// ErrSemaphoreLimit is returned for a semaphore with a limit above 1: a
+// quorum cannot bound its holders (see docs/REDLOCK.md). It wraps
+// errors.ErrUnsupported, which a Client reports as an
+// *distlock.UnsupportedError.
+var ErrSemaphoreLimit = fmt.Errorf("quorum: a semaphore with a limit above 1 cannot be kept on a quorum: "+
+	"per-node limits do not bound the holders across majorities (see docs/REDLOCK.md); "+
+	"use one lock authority (a Redis, or a distlock server) for semaphores: %w", errors.ErrUnsupported)
+
+// errNoSharer: a node keeps no shared locks.
+var errNoSharer = fmt.Errorf("quorum: a node keeps no shared locks (engine.Sharer): %w", errors.ErrUnsupported)
+
+// errNoSharedFence: a node cannot raise a shared lock's fence.
+var errNoSharedFence = errors.New("quorum: a node cannot raise a shared lock's fence (engine.SharedFenceRaiser), which phase-2 fencing needs: implement it or use WithoutFencing")
+
+// sharers returns every node as an engine.Sharer, or errNoSharer.
+func (e *Engine) sharers() error {
+	for _, n := range e.nodes {
+		if _, ok := n.eng.(engine.Sharer); !ok {
+			return fmt.Errorf("%w (%s, %T)", errNoSharer, n.name, n.eng)
+		}
+	}
+	return nil
+}
+
+// checkLimit refuses a semaphore limit the quorum cannot keep.
+func checkLimit(kind engine.SharedKind, limit int) error {
+	if kind == engine.Semaphore && limit > 1 {
+		return fmt.Errorf("%w (limit %d)", ErrSemaphoreLimit, limit)
+	}
+	return nil
+}
+
+// AcquireShared implements engine.Sharer: phase 1 on every node, then
+// phase 2 (fencing) on the nodes that granted, counted against the
+// validity measured from before the first send. A grant on fewer than a
+// majority is released at once.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if err := checkLimit(r.Kind, r.Limit); err != nil {
+		return engine.Grant{}, err
+	}
+	if err := e.sharers(); err != nil {
+		return engine.Grant{}, err
+	}
+	r.Fair, r.Behind, r.NoReserve = false, false, true
+	start := time.Now()
+	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
+		return n.eng.(engine.Sharer).AcquireShared(ctx, r)
+	}, nil, nil)
+	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
+	granted, _, _ := countGrants(rs)
+	if granted < e.majority {
+		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		if err := sharedRefusal(rs); err != nil {
+			return engine.Grant{}, err
+		}
+		g, err := refusal(e, rs)
+		if err == nil && granted > 0 {
+			// The nodes disagree (on the head of the queue, or on the
+			// permits free): try again after a random pause.
+			g.Retry = splitBackoff()
+		}
+		return g, err
+	}
+	g := engine.Grant{Acquired: true}
+	for _, x := range rs {
+		if x.done && x.err == nil && x.v.Acquired {
+			g.Token = max(g.Token, x.v.Token)
+			g.Count = max(g.Count, x.v.Count)
+		}
+	}
+	fenced := granted
+	var fenceErrs []error
+	if !e.noFencing && (e.skipValidity || validity() > 0) {
+		if fenced = agreeing(rs, g.Token); fenced < e.majority {
+			fenced, fenceErrs = e.raiseShared(ctx, r, g.Token, rs)
+		}
+	}
+	switch {
+	case !e.skipValidity && validity() <= 0:
+		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		return engine.Grant{}, ErrValidityUsedUp
+	case fenced >= e.majority:
+		return g, nil
+	}
+	e.releaseShared(ctx, r.Name, r.Owner, rs)
+	if len(fenceErrs) > 0 {
+		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
+	}
+	return engine.Grant{Retry: splitBackoff()}, nil
+}
+
+// sharedRefusal returns the refusal of the request by the nodes (another
+// kind, limit or weight, an upgrade), when a node made one: the request is
+// wrong, not the nodes.
+func sharedRefusal(rs []result[engine.Grant]) error {
+	for _, x := range rs {
+		var ae *engine.ArgumentError
+		switch {
+		case !x.done || x.err == nil:
+		case errors.Is(x.err, engine.ErrUpgrade):
+			return engine.ErrUpgrade
+		case errors.As(x.err, &ae):
+			return ae
+		}
+	}
+	return nil
+}
+
+// raiseShared is raise (phase 2) for a shared lock's holder.
+func (e *Engine) raiseShared(ctx context.Context, r engine.SharedRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
+	granted := make([]bool, len(rs))
+	candidates := 0
+	for i, x := range rs {
+		granted[i] = x.done && x.err == nil && x.v.Acquired
+		if granted[i] {
+			candidates++
+		}
+	}
+	stop := func(out []result[bool], _ int) bool {
+		ok, no := 0, 0
+		for i, x := range out {
+			switch {
+			case !granted[i] || !x.done:
+			case x.err == nil && x.v:
+				ok++
+			default:
+				no++
+			}
+		}
+		return ok >= e.majority || candidates-no < e.majority
+	}
+	out := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
+		if !granted[e.index(n)] {
+			return false, nil
+		}
+		fr, ok := n.eng.(engine.SharedFenceRaiser)
+		if !ok {
+			return false, errNoSharedFence
+		}
+		return fr.RaiseSharedFence(ctx, r.Name, r.Owner, token)
+	}, stop, nil)
+	ok := 0
+	var errs []error
+	for i, x := range out {
+		switch {
+		case !granted[i]:
+		case x.err != nil:
+			errs = append(errs, x.err)
+		case x.v:
+			ok++
+		}
+	}
+	return ok, errs
+}
+
+// releaseShared drops the hold a failed grant took on the nodes that
+// granted it. Where the outcome is unknown (no answer, an error) the grant,
+// if it landed, expires with its ttl.
+func (e *Engine) releaseShared(ctx context.Context, name, owner string, rs []result[engine.Grant]) {
+	each(context.WithoutCancel(ctx), e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		x := rs[e.index(n)]
+		if !x.done || x.err != nil || !x.v.Acquired {
+			return false, nil
+		}
+		_, err := n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+		return true, err
+	}, nil, nil)
+}
+
+// ReleaseShared implements engine.Sharer: on every node concurrently; the
+// hold is released when a majority released it (or any node, on mixed
+// answers), as Release counts.
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	if err := e.sharers(); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		return n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+	}, nil, nil)
+	released, notHeld, failed := countReleases(rs)
+	var left []int
+	for _, x := range rs {
+		if x.done && x.err == nil && x.v.Status == engine.Released {
+			left = append(left, x.v.Remaining)
+		}
+	}
+	slices.Sort(left)
+	remaining := 0
+	if len(left) >= e.majority {
+		remaining = left[len(left)-e.majority]
+	} else if len(left) > 0 {
+		remaining = left[0]
+	}
+	switch {
+	case released > 0:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
+	case notHeld >= e.majority:
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	case failed > 0:
+		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+}
+
+// InspectShared implements engine.Sharer: the holders are the owners that
+// hold permits on a majority of the nodes, each with the weight, holds,
+// token and time left that a majority confirms; the high-water and the
+// waiters are the highest any node reports.
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	if err := e.sharers(); err != nil {
+		return engine.Info{}, err
+	}
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
+		return n.eng.(engine.Sharer).InspectShared(ctx, name)
+	}, nil, nil)
+	info := engine.Info{Name: name}
+	failed := 0
+	kinds := map[[2]int]int{} // (kind, limit) -> nodes
+	type seen struct {
+		weights, counts []int
+		ttls            []time.Duration
+		tokens          map[uint64]int
+		metadata        map[string]int
+	}
+	holders := map[string]*seen{}
+	for _, x := range rs {
+		if x.err != nil {
+			failed++
+			continue
+		}
+		info.HighWater = max(info.HighWater, x.v.HighWater)
+		info.Waiters = max(info.Waiters, x.v.Waiters)
+		if x.v.Kind != 0 {
+			kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
+		}
+		for _, h := range x.v.Holders {
+			s := holders[h.Owner]
+			if s == nil {
+				s = &seen{tokens: map[uint64]int{}, metadata: map[string]int{}}
+				holders[h.Owner] = s
+			}
+			s.weights = append(s.weights, h.Weight)
+			s.counts = append(s.counts, h.Count)
+			s.ttls = append(s.ttls, h.TTL)
+			s.tokens[h.Token]++
+			s.metadata[h.Metadata]++
+		}
+	}
+	if failed >= e.majority {
+		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	best := 0
+	for k, n := range kinds {
+		if n > best || n == best && k[1] > info.Limit {
+			best, info.Kind, info.Limit = n, engine.SharedKind(k[0]), k[1]
+		}
+	}
+	for owner, s := range holders {
+		if len(s.counts) < e.majority {
+			continue
+		}
+		// What a majority confirms: a release, re-entry or extension may
+		// not have reached a minority yet.
+		slices.Sort(s.weights)
+		slices.Sort(s.counts)
+		slices.SortFunc(s.ttls, func(a, b time.Duration) int { return cmp.Compare(untilExpiry(a), untilExpiry(b)) })
+		k := len(s.counts) - e.majority
+		h := engine.Holder{Owner: owner, Weight: s.weights[k], Count: s.counts[k], TTL: s.ttls[k],
+			Token: grantToken(s.tokens), Metadata: commonMetadata(s.metadata)}
+		info.Holders = append(info.Holders, h)
+		info.Token = max(info.Token, h.Token)
+	}
+	slices.SortFunc(info.Holders, func(a, b engine.Holder) int {
+		return cmp.Or(cmp.Compare(a.Token, b.Token), cmp.Compare(a.Owner, b.Owner))
+	})
+	info.Held = len(info.Holders) > 0
+	return info, nil
+}
+
+// SetLimit implements engine.Sharer: a limit of 1 only (see
+// ErrSemaphoreLimit), set on every node; it needs a majority. The previous
+// limit is the one most nodes had.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	if err := checkLimit(engine.Semaphore, limit); err != nil {
+		return 0, err
+	}
+	if err := e.sharers(); err != nil {
+		return 0, err
+	}
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (int, error) {
+		return n.eng.(engine.Sharer).SetLimit(ctx, name, limit)
+	}, nil, nil)
+	prevs := map[int]int{}
+	ok := 0
+	for _, x := range rs {
+		var ae *engine.ArgumentError
+		switch {
+		case x.err == nil:
+			ok++
+			prevs[x.v]++
+		case errors.As(x.err, &ae):
+			return 0, ae
+		}
+	}
+	if ok < e.majority {
+		return 0, &NoQuorumError{Op: "set-limit", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	prev, best := 0, 0
+	for p, n := range prevs {
+		if n > best || n == best && p > prev {
+			prev, best = p, n
+		}
+	}
+	return prev, nil
+}
+
+// LeaveShared implements engine.Sharer: on every node. It fails only when
+// no node could be told (the others drop the waiter at its heartbeat
+// deadline).
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	if err := e.sharers(); err != nil {
+		return err
+	}
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		return true, n.eng.(engine.Sharer).LeaveShared(ctx, name, waiter)
+	}, nil, nil)
+	if errs := nodeErrs(rs); len(errs) == len(e.nodes) {
+		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
+	}
+	return nil
+}
