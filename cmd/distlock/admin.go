@@ -33,6 +33,13 @@ type infoJSON struct {
 	Fence     uint64 `json:"fence,omitempty"`
 	HighWater uint64 `json:"high_water"`
 	Waiters   int    `json:"waiters"`
+	// A shared lock: its kind (semaphore, rwlock), a semaphore's limit, a
+	// held reader-writer lock's mode (read, write) and every holder (the
+	// fields owner to ttl_ms above stay empty; fence is the highest).
+	Kind    string       `json:"kind,omitempty"`
+	Limit   int          `json:"limit,omitempty"`
+	Mode    string       `json:"mode,omitempty"`
+	Holders []holderJSON `json:"holders,omitempty"`
 }
 
 func toJSON(i engine.Info) infoJSON {
@@ -44,6 +51,7 @@ func toJSON(i engine.Info) infoJSON {
 		}
 		j.Owner, j.Holds, j.Metadata, j.TTLMs, j.Fence = i.Owner, i.Count, i.Metadata, &ttl, i.Token
 	}
+	sharedJSON(&j, i)
 	return j
 }
 
@@ -63,12 +71,16 @@ func (a *app) cmdStatus(args []string) int {
 		return a.fail(cmd, err)
 	}
 	defer done()
-	info, err := b.client.Inspect(ctx, name)
+	info, err := inspectAny(ctx, b.client, name)
 	if err != nil {
 		return a.fail(cmd, explain(err, name, b.where))
 	}
 	if *asJSON {
 		a.printJSON(toJSON(info))
+		return exitOK
+	}
+	if info.Kind != 0 {
+		printSharedStatus(a.stdout, info)
 		return exitOK
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -153,9 +165,23 @@ func (a *app) cmdList(args []string) int {
 		return exitOK
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tHOLDER\tTTL\tFENCE\tWAITERS\tMETADATA")
+	fmt.Fprintln(w, "NAME\tKIND\tHOLDER\tWEIGHT\tTTL\tFENCE\tWAITERS\tMETADATA")
 	for _, i := range infos {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, i.Owner, fmtTTL(i.TTL), fmtFence(i.Token), i.Waiters, cut(i.Metadata, tableMetadata))
+		if i.Kind == 0 {
+			fmt.Fprintf(w, "%s\tmutex\t%s\t-\t%s\t%s\t%d\t%s\n", i.Name, i.Owner, fmtTTL(i.TTL), fmtFence(i.Token), i.Waiters, cut(i.Metadata, tableMetadata))
+			continue
+		}
+		// A shared lock: one row per holder.
+		kind := kindOf(i)
+		if i.Kind == engine.Semaphore {
+			kind = fmt.Sprintf("semaphore/%d", i.Limit)
+		}
+		if len(i.Holders) == 0 {
+			fmt.Fprintf(w, "%s\t%s\t(free)\t-\t-\t-\t%d\t\n", i.Name, kind, i.Waiters)
+		}
+		for _, h := range i.Holders {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, kind, h.Owner, holderText(i.Kind, h), fmtTTL(h.TTL), fmtFence(h.Token), i.Waiters, cut(h.Metadata, tableMetadata))
+		}
 	}
 	_ = w.Flush()
 	return exitOK
@@ -201,6 +227,11 @@ type leakJSON struct {
 	Kind  string `json:"kind"`
 	Type  string `json:"type"`
 	TTLMs int64  `json:"ttl_ms"` // -1: never expires
+	// A shared lock's holder whose ttl is beyond --max-ttl: its owner, its
+	// weight and (reader-writer lock) its mode.
+	Holder string `json:"holder,omitempty"`
+	Weight int    `json:"weight,omitempty"`
+	Mode   string `json:"mode,omitempty"`
 }
 
 // cmdLeaks implements distlock leaks.
@@ -227,13 +258,25 @@ func (a *app) cmdLeaks(args []string) int {
 	}
 	defer done()
 	finder, ok := b.eng.(engine.LeakFinder)
-	if !ok {
+	_, listed := b.eng.(engine.Lister)
+	if !ok && !listed {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot look for leaks"})
 	}
-	leaks, err := findLeaks(ctx, finder, prefix, *maxTTL)
+	var leaks []leak
+	if ok {
+		found, err := findLeaks(ctx, finder, prefix, *maxTTL)
+		if err != nil {
+			return a.fail(cmd, backendErr(b, "leaks", err))
+		}
+		for _, l := range found {
+			leaks = append(leaks, leak{Leak: l})
+		}
+	}
+	more, err := listedLeaks(ctx, b, prefix, *maxTTL, !ok)
 	if err != nil {
 		return a.fail(cmd, backendErr(b, "leaks", err))
 	}
+	leaks = append(leaks, more...)
 	if *asJSON {
 		out := make([]leakJSON, 0, len(leaks))
 		for _, l := range leaks {
@@ -241,7 +284,14 @@ func (a *app) cmdLeaks(args []string) int {
 			if l.TTL < 0 {
 				ttl = -1
 			}
-			out = append(out, leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl})
+			j := leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl}
+			if l.holder != nil {
+				j.Holder, j.Weight = l.holder.Owner, l.holder.Weight
+				if l.Type == engine.RWLock.String() {
+					j.Mode = modeOf(l.holder.Weight)
+				}
+			}
+			out = append(out, j)
 		}
 		a.printJSON(out)
 	} else {
@@ -254,7 +304,7 @@ func (a *app) cmdLeaks(args []string) int {
 }
 
 // printLeaks prints leaks as a table and says how to fix them.
-func (a *app) printLeaks(leaks []engine.Leak, maxTTL time.Duration) {
+func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	if len(leaks) == 0 {
 		fmt.Fprintf(a.stdout, "no leaks: every lock key expires within %v\n", maxTTL)
 		return
@@ -262,21 +312,32 @@ func (a *app) printLeaks(leaks []engine.Leak, maxTTL time.Duration) {
 	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "KEY\tKIND\tTYPE\tTTL")
 	for _, l := range leaks {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", l.Key, l.Kind, l.Type, fmtTTL(l.TTL))
+		typ := l.Type
+		if l.holder != nil {
+			typ = fmt.Sprintf("%s: holder %s %s", l.Type, l.holder.Owner, holderText(l.shared, *l.holder))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", l.Key, l.Kind, typ, fmtTTL(l.TTL))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(a.stdout, "\n%d key(s) with no expiry or a ttl beyond %v. Code that sets a lock key and its expiry in two steps\n"+
 		"(SETNX, then EXPIRE) leaves these behind when it dies in between: nobody can take such a lock again.\n", len(leaks), maxTTL)
 	var locks []string
+	holders := 0
 	for _, l := range leaks {
-		if l.Kind == engine.LeakLock {
+		switch {
+		case l.holder != nil:
+			holders++
+		case l.Kind == engine.LeakLock:
 			locks = append(locks, shellQuote(l.Name))
 		}
+	}
+	if holders > 0 {
+		fmt.Fprintln(a.stdout, "A shared lock's holder keeps its permits until its ttl ends (or its owner releases them).")
 	}
 	if len(locks) > 0 {
 		fmt.Fprintf(a.stdout, "Free a leaked lock once its holder is known dead: distlock force-release %s\n", locks[0])
 	}
-	if len(locks) < len(leaks) {
+	if len(locks)+holders < len(leaks) {
 		fmt.Fprintln(a.stdout, "Other keys: find out what wrote them, then delete them with redis-cli DEL KEY.")
 	}
 }

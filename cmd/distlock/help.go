@@ -53,7 +53,20 @@ Flags (before NAME, or anywhere before --):
   --metadata TEXT    shown by 'distlock status' (default: host, pid and command)
   --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
   -v, --verbose      report acquisition and release on standard error
-  -n, --limit K      semaphores (K holders at once): not available yet
+
+Lock kinds (default: NAME is an exclusive lock):
+  -n, --limit K      NAME is a semaphore of K permits (1 to 2^30-1): up to K
+                     commands (counting weights) run at once. The limit is
+                     stored with NAME: another K is refused (exit 64).
+  --weight W         take W of the semaphore's permits (default 1; needs --limit)
+  --shared           take the read side of the reader-writer lock NAME: any
+                     number of --shared commands run together
+  --exclusive        take the write side of the reader-writer lock NAME: alone,
+                     with no reader. Waiters are served in arrival order, so a
+                     waiting writer is not starved by a stream of readers.
+  A semaphore or reader-writer lock needs a backend that keeps them (a distlock
+  server; Redlock keeps reader-writer locks but refuses a --limit above 1).
+  Each holder's lease expires on its own, and DISTLOCK_FENCE is its own token.
 
 Exit codes:
   COMMAND's own  COMMAND ran to completion (128+N: it was killed by signal N)
@@ -72,6 +85,14 @@ Examples:
 
   # The command passes its fencing token on to the resource.
   distlock run orders-sync -- sh -c 'sync-orders --fence "$DISTLOCK_FENCE"'
+
+  # At most 4 exports at once; a big one takes 2 of the 4 permits.
+  distlock run --limit 4 exports -- ./export.sh
+  distlock run --limit 4 --weight 2 exports -- ./export.sh --full
+
+  # Readers share the cache; a rebuild waits for them and excludes them.
+  distlock run --shared cache -- ./read-cache.sh
+  distlock run --exclusive cache -- ./rebuild-cache.sh
 `
 
 const acquireHelp = `Usage: distlock acquire [flags] NAME
@@ -146,12 +167,17 @@ const statusHelp = `Usage: distlock status [flags] NAME
 
 Shows the state of the lock NAME: free or held, and then by which owner, its
 metadata and time left, the fencing token of the grant; the highest fencing
-token minted for NAME (the high-water) and the number of waiters. It changes
-nothing.
+token minted for NAME (the high-water) and the number of waiters. For a
+semaphore or a reader-writer lock: its kind (and limit, or mode: read or
+write) and every holder with its weight (or mode), holds, time left, fencing
+token and metadata. It changes nothing.
 
 Flags:
   --json        print JSON: {"name", "held", "owner", "holds", "metadata",
-                "ttl_ms" (-1: never expires), "fence", "high_water", "waiters"}
+                "ttl_ms" (-1: never expires), "fence", "high_water", "waiters"};
+                a shared lock adds "kind", "limit", "mode" and "holders":
+                [{"owner", "weight", "mode", "holds", "ttl_ms", "fence",
+                "metadata"}]
   --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
 
 Exit codes: 0 (held or free), 64 usage, 69 backend error.
@@ -163,7 +189,9 @@ Example:
 const listHelp = `Usage: distlock list [flags] [PREFIX]
 
 Lists the locks held, or those whose names start with PREFIX (a plain string,
-not a pattern), as a table sorted by name. It walks the keys with SCAN (never
+not a pattern), as a table sorted by name: each lock's kind (mutex,
+semaphore/LIMIT, rwlock) and one row per holder, with its weight (×W) or mode
+(read, write). It walks the keys with SCAN (never
 KEYS), so it does not block Redis; a lock taken or released during the walk
 may or may not be listed.
 
@@ -186,11 +214,15 @@ that have no time to live, or one beyond --max-ttl. These are the deadlocks
 that code taking a lock in two steps (SETNX, then EXPIRE) leaves behind when it
 dies in between. Fencing high-water keys live 7 days by design and are
 reported only beyond that. It walks the keys with SCAN (never KEYS) and
-changes nothing.
+changes nothing. A semaphore's or reader-writer lock's holder whose time left
+is beyond --max-ttl is reported too, with its owner and weight or mode; on a
+distlock server, the listing's locks are checked the same way.
 
 Flags:
   --max-ttl DURATION   the longest time to live a lock may have (default 24h)
-  --json               print a JSON array: {"key", "name", "kind", "type", "ttl_ms"}
+  --json               print a JSON array: {"key", "name", "kind", "type",
+                       "ttl_ms"}, and for a shared lock's holder "holder",
+                       "weight" and "mode"
   --redis URL          the Redis to use (default: $DISTLOCK_REDIS)
 
 Exit codes: 0 no leaks, 1 leaks found (so that cron can alert), 64 usage,

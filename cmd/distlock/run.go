@@ -39,17 +39,15 @@ func (a *app) cmdRun(args []string) int {
 	redisURL := stringFlag(fs, "", "redis")
 	verbose := boolFlag(fs, "v", "verbose")
 	fair := boolFlag(fs, "fair")
-	var limit int
-	fs.IntVar(&limit, "n", 0, "")
-	fs.IntVar(&limit, "limit", 0, "")
+	kind := kindFlags(fs)
 
 	name, argv, err := parseRunArgs(fs, args)
+	if err == nil {
+		err = kind.check(fs)
+	}
 	switch {
 	case err != nil:
 		return a.flagError(cmd, err)
-	case flagGiven(fs, "n", "limit"):
-		return a.usage(cmd, "semaphores (--limit) are not available yet: distlock run holds one exclusive lock.\n"+
-			"Drop -n/--limit to run the command under an exclusive lock.")
 	case name == "":
 		return a.usage(cmd, "missing the lock NAME: %s", runSynopsis)
 	case len(argv) == 0:
@@ -69,8 +67,9 @@ func (a *app) cmdRun(args []string) int {
 	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 
-	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
-		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+	b, lease, code := a.acquireWith(cmd, name, *redisURL, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+	})
 	if lease == nil {
 		return code
 	}
@@ -91,8 +90,8 @@ func (a *app) cmdRun(args []string) int {
 		return startErrorCode(err)
 	}
 	if *verbose {
-		fmt.Fprintf(a.stderr, "distlock run: acquired %q (fence %d, ttl %v, renewed every %v); running %s\n",
-			name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
+		fmt.Fprintf(a.stderr, "distlock run: acquired %s%q (fence %d, ttl %v, renewed every %v); running %s\n",
+			kind.describe(), name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
 	}
 
 	code, lost := a.supervise(cmd, ch, lease, name, *grace, sigs, "it will not be restarted")
