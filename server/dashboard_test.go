@@ -111,3 +111,68 @@ func TestDashboardInBrowser(t *testing.T) {
 		_ = os.WriteFile(dst, data, 0o644)
 	}
 }
+
+// TestDashboardSharedInBrowser: the dashboard shows a semaphore's and a
+// reader-writer lock's kind (permits held out of the limit; the mode) and
+// every holder with its weight or mode.
+func TestDashboardSharedInBrowser(t *testing.T) {
+	bin := findChromium(t)
+	s := start(t, nil)
+	eng, err := remote.New(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	big, err := c.Semaphore("pool", 3).Acquire(ctx, distlock.WithWeight(2), distlock.WithMetadata("big job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Release(ctx)
+	small, err := c.Semaphore("pool", 3).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Release(ctx)
+	w, err := c.RWMutex("rw").Lock(ctx, distlock.WithMetadata("writer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release(ctx)
+
+	dir := t.TempDir()
+	b := startBrowser(t, bin, dir)
+	page := b.open(t, s.url+"/")
+	row := func(name string) string {
+		var text string
+		b.eval(t, page, `(() => { const r = document.querySelector('#locks-body tr[data-name="`+name+`"]'); return r ? r.innerText : ""; })()`, &text)
+		return text
+	}
+	for _, want := range []struct {
+		name  string
+		parts []string
+	}{
+		{"pool", []string{"semaphore 3/3", "×2", "×1", "big job", strconv.FormatUint(small.Token(), 10)}},
+		{"rw", []string{"rwlock (write)", "(write)", "writer"}},
+	} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			text := row(want.name)
+			ok := true
+			for _, p := range want.parts {
+				ok = ok && strings.Contains(text, p)
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.screenshot(t, page, filepath.Join(dir, "failed.png"))
+				t.Fatalf("the %s row never showed %q: %q (screenshot in %s)", want.name, want.parts, text, dir)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
