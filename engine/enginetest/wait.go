@@ -73,11 +73,11 @@ func (s *suite) expiryWakesWaiter(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
 	ctx := ctxTimeout(t, 10*time.Second)
-	const ttl = 400 * time.Millisecond
-	h, err := c.Acquire(ctx, name, distlock.WithTTL(ttl), distlock.WithAutoRenew(false))
+	h, err := c.Acquire(ctx, name, distlock.WithTTL(400*time.Millisecond), distlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ttl := h.TTL() // as the engine keeps it (etcd: whole seconds, at least 2s)
 	start := time.Now()
 	l, err := s.client(t).Acquire(ctx, name)
 	if err != nil {
