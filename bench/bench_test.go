@@ -96,6 +96,22 @@ func check(t *testing.T, r record, cfg config) {
 		if m["requests_per_s"] == 0 {
 			t.Errorf("%s: no renewal seen in the window", where)
 		}
+	case idS8:
+		// Every change was seen (no error), and a failover takes at least
+		// the dead leader's key's remaining time, so most of 2/3 ttl.
+		if r.Error != "" || m["errors"] != 0 || m["samples"] == 0 || m["p50_ms"] <= 0 {
+			t.Errorf("%s: samples=%v errors=%v err=%q", where, m["samples"], m["errors"], r.Error)
+		}
+		want := float64(cfg.electChanges)
+		if r.Variant == vFailover {
+			want = float64(cfg.failovers)
+			if m["p50_ms"] < ms(cfg.electTTL/2) {
+				t.Errorf("%s: failover p50 %v ms, below half the ttl: the leader was not dead, or resigned", where, m["p50_ms"])
+			}
+		}
+		if m["samples"] != want {
+			t.Errorf("%s: %v samples, want %v", where, m["samples"], want)
+		}
 	case "S7":
 		if r.Error != "" || m["errors"] != 0 {
 			t.Errorf("%s: errors=%v err=%q", where, m["errors"], r.Error)

@@ -29,6 +29,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(leaderEnv) != "" {
+		os.Exit(leaderChild()) // S8's failover leader
+	}
 	var (
 		single   = flag.String("redis", "", "address of the single-node redis-server (default: start one)")
 		nodes    = flag.String("nodes", "", "comma-separated addresses of the five Redlock nodes (default: start them)")

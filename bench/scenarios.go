@@ -23,7 +23,13 @@ type config struct {
 	waitClients, waitPerClient int
 	waitWindow                 time.Duration
 	handoffs                   int
-	hangLimit                  time.Duration // an operation longer than this ends an S5 cell
+	// S8: the failover leader's ttl and the failovers per run; the
+	// Resigns and observed changes per run, and the pause before each.
+	electTTL     time.Duration
+	failovers    int
+	electChanges int
+	electSettle  time.Duration
+	hangLimit    time.Duration // an operation longer than this ends an S5 cell
 	// stallLimit: an operation longer than this ends any other cell of
 	// operations (an uncontended acquire+release normally takes < 1 ms).
 	stallLimit time.Duration
@@ -38,6 +44,7 @@ func fullConfig() config {
 		contend: 3500 * time.Millisecond, hold: 12 * time.Second, leases: 10000,
 		leaseTTL: 6 * time.Second, hangLimit: 2 * time.Second, stallLimit: 5 * time.Second,
 		waitClients: 50, waitPerClient: 20, waitWindow: 3 * time.Second, handoffs: 100,
+		electTTL: time.Second, failovers: 20, electChanges: 200, electSettle: 20 * time.Millisecond,
 	}
 }
 
@@ -49,6 +56,7 @@ func quickConfig() config {
 		contend: 400 * time.Millisecond, hold: 1200 * time.Millisecond, leases: 200,
 		leaseTTL: 600 * time.Millisecond, hangLimit: 500 * time.Millisecond, stallLimit: 2 * time.Second,
 		waitClients: 50, waitPerClient: 20, waitWindow: 300 * time.Millisecond, handoffs: 10,
+		electTTL: 300 * time.Millisecond, failovers: 2, electChanges: 10, electSettle: 10 * time.Millisecond,
 		quick: true,
 	}
 }
@@ -204,7 +212,7 @@ func buildN(v peers.Variant, t peers.Target, n int) (peers.Locker, func(), error
 
 // scenarios returns the scenarios in order.
 func scenarios(cfg config) []scenario {
-	return []scenario{s1(cfg), s2(cfg), s3(cfg, true), s3(cfg, false), s4(cfg), s5(cfg), s6(cfg), s7(cfg)}
+	return []scenario{s1(cfg), s2(cfg), s3(cfg, true), s3(cfg, false), s4(cfg), s5(cfg), s6(cfg), s7(cfg), s8(cfg)}
 }
 
 // pick keeps the variants whose names are listed, in the listed order.
