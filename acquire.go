@@ -155,8 +155,13 @@ func (a *attempt) try() (*Lease, error) {
 		return nil, argumentFrom(err)
 	case errors.Is(err, errors.ErrUnsupported):
 		// The engine cannot do what was asked (WithFair behind a server
-		// whose engine keeps no queue): trying again will not help.
-		return nil, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: err.Error()}
+		// whose engine keeps no queue, a shared lock on one that keeps
+		// none, a semaphore on a quorum): trying again will not help.
+		feature := "WithFair"
+		if a.o.shared() {
+			feature = a.o.kind.String()
+		}
+		return nil, &UnsupportedError{Feature: feature, Engine: c.node, Reason: err.Error()}
 	case err != nil:
 		// The attempt may have been granted all the same (a lost reply);
 		// with a random owner, releasing by it is always safe.
