@@ -39,6 +39,8 @@ const backendHelp = `Backend (every command but demo):
                  Redlock over N independent Redis nodes (a majority decides).
   DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
                  DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
+  DISTLOCK_ETCD=http://host:2379[,http://host2:2379...]   an etcd v3 cluster:
+                 ttls are whole seconds of at least 2s there (rounded up).
 `
 
 // backend is an open connection to the lock backend.
@@ -49,6 +51,8 @@ type backend struct {
 	rdbs   []goredis.UniversalClient
 	addrs  []string // of rdbs, for messages: "10.0.0.5:6379" or "cluster a:6379,b:6379"
 	where  string   // for messages: "redis 10.0.0.5:6379"
+	// closers close what else the backend opened (an etcd client).
+	closers []func()
 }
 
 // connect opens the backend of a one-shot command (see openBackend) with a
@@ -72,6 +76,14 @@ func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Contex
 // Redlock quorum; a majority of them must answer. Its errors are *cliError
 // with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
+	if eps := strings.TrimSpace(a.getenv(envEtcd)); eps != "" && strings.TrimSpace(flagURL) == "" {
+		for _, other := range []string{envRedis, envServer} {
+			if strings.TrimSpace(a.getenv(other)) != "" {
+				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envEtcd, other)
+			}
+		}
+		return a.openEtcd(ctx, eps)
+	}
 	if srv := strings.TrimSpace(a.getenv(envServer)); srv != "" && strings.TrimSpace(flagURL) == "" {
 		if strings.TrimSpace(a.getenv(envRedis)) != "" {
 			return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envRedis, envServer)
@@ -240,6 +252,9 @@ func (b *backend) close(keepLeases bool) {
 func (b *backend) closeConns() {
 	for _, rdb := range b.rdbs {
 		_ = rdb.Close()
+	}
+	for _, c := range b.closers {
+		c()
 	}
 }
 

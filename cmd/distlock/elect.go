@@ -67,6 +67,7 @@ func (a *app) cmdElect(args []string) int {
 		if lease == nil {
 			return code
 		}
+		a.noteTTL(cmd, *ttl, lease.TTL(), b.where)
 		code, lost, started := a.lead(cmd, b, l, argv, *grace, sigs, next, *verbose)
 		b.close(false)
 		if !lost || *once || !started {

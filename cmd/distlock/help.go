@@ -286,6 +286,7 @@ Flags:
   --listen HOST:PORT        address to listen on (default 127.0.0.1:7420)
   --redis URL               run on one Redis server (redis://host:6379)
   --redlock URL,URL,...     run on Redlock over N independent Redis nodes
+  --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
   --tokens-file PATH        require bearer tokens: ROLE:TOKEN entries, one a
                             line (roles: read, write, admin; tokens of at least
                             16 bytes). Default: $DISTLOCK_TOKENS, same format.

@@ -74,6 +74,7 @@ func (a *app) cmdRun(args []string) int {
 		return code
 	}
 	defer b.close(false)
+	a.noteTTL(cmd, *ttl, lease.TTL(), b.where)
 	if err := lease.Err(); err != nil {
 		return a.fail(cmd, &cliError{code: exitLost, msg: fmt.Sprintf("lost the lock on %q before the command started: %v",
 			name, strings.TrimPrefix(err.Error(), "distlock: "))})
@@ -106,6 +107,14 @@ func (a *app) cmdRun(args []string) int {
 		fmt.Fprintf(a.stderr, "distlock run: released %q; the command exited with %d\n", name, code)
 	}
 	return code
+}
+
+// noteTTL says on standard error when the backend keeps another ttl than
+// the one asked for (etcd: whole seconds, at least 2s).
+func (a *app) noteTTL(cmd string, asked, kept time.Duration, where string) {
+	if kept != asked {
+		fmt.Fprintf(a.stderr, "distlock %s: %s keeps a ttl of %v, not --ttl %v (rounded up to what it can keep)\n", cmd, where, kept, asked)
+	}
 }
 
 // parseRunArgs splits distlock run's arguments into flags (before NAME, or

@@ -44,6 +44,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	listen := stringFlag(fs, defaultListen, "listen")
 	redisURL := stringFlag(fs, "", "redis")
 	redlock := stringFlag(fs, "", "redlock")
+	etcdEndpoints := stringFlag(fs, "", "etcd")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
 	keyFile := stringFlag(fs, "", "tls-key")
@@ -59,6 +60,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	switch {
 	case *redisURL != "" && *redlock != "":
 		return a.usage(cmd, "--redis and --redlock exclude each other: one Redis, or Redlock over several")
+	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""):
+		return a.usage(cmd, "--etcd excludes --redis and --redlock: one backend")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
 	case *maxWaiters < 1 || *maxPerName < 1:
@@ -100,7 +103,18 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
 
-	eng, closeEngine, desc, err := a.serveEngine(ctx, *redisURL, *redlock, metrics)
+	var eng engine.Engine
+	var closeEngine func()
+	var desc string
+	if *etcdEndpoints != "" {
+		var b *backend
+		if b, err = a.openEtcd(ctx, *etcdEndpoints); err == nil {
+			eng, desc = b.eng, b.where
+			closeEngine = func() { _ = b.eng.Close(); b.closeConns() }
+		}
+	} else {
+		eng, closeEngine, desc, err = a.serveEngine(ctx, *redisURL, *redlock, metrics)
+	}
 	if err != nil {
 		return a.fail(cmd, err)
 	}

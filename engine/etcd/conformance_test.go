@@ -6,7 +6,7 @@ import (
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
 	etcdengine "github.com/distlock/distlock/engine/etcd"
-	"github.com/distlock/distlock/engine/etcd/internal/etcdtest"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
 // TestConformance runs the suite on one etcd member, every engine on an

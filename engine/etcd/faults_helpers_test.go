@@ -11,7 +11,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	etcdengine "github.com/distlock/distlock/engine/etcd"
-	"github.com/distlock/distlock/engine/etcd/internal/etcdtest"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
 // newClient returns a distlock Client on an engine of its own, on an etcd

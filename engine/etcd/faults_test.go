@@ -13,7 +13,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/etcd/etcdfence"
-	"github.com/distlock/distlock/engine/etcd/internal/etcdtest"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
 // The fault tests run a three-member cluster on loopback. Each checks that

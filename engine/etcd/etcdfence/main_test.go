@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/distlock/distlock/engine/etcd/internal/etcdtest"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
 // TestMain starts one etcd member for the package's tests and examples
