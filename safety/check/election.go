@@ -20,7 +20,9 @@ import (
 //	     it honours. The library's leader honours its deadline: its
 //	     Context ends there (I6 measures how late the signal came), and a
 //	     leader that acts only under its Context stops then. The negative
-//	     control's leader honours none: its window ends when it stopped.
+//	     control's leader honours its deadline plus the time it goes on
+//	     acting after its loss signal (one ttl), and a leader-end whose
+//	     Deadline is 0 honours none.
 //	I11  terms strictly increase: in the order of election, every
 //	     leadership's term is above every earlier one's.
 //

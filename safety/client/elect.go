@@ -12,9 +12,10 @@ import (
 // Token is the term, Release resigns.
 type Leader interface {
 	Lease
-	// Honours reports whether the leader stops acting when its
-	// leadership's Context ends (false: the negative control).
-	Honours() bool
+	// Ignores is how long the leader goes on acting after its
+	// leadership's Context ended: 0 for a leader that stops then, the
+	// negative control's grace otherwise.
+	Ignores() time.Duration
 }
 
 // campaign waits until elected leader of name (Campaign, value: the
@@ -38,11 +39,11 @@ type leaderLease struct {
 	ignore time.Duration
 }
 
-func (x *leaderLease) Token() uint64         { return x.l.Term() }
-func (x *leaderLease) Owner() string         { return x.l.Lease().Owner() }
-func (x *leaderLease) Deadline() time.Time   { return x.l.Lease().Deadline() }
-func (x *leaderLease) Done() <-chan struct{} { return x.l.Done() }
-func (x *leaderLease) Honours() bool         { return x.ignore <= 0 }
+func (x *leaderLease) Token() uint64          { return x.l.Term() }
+func (x *leaderLease) Owner() string          { return x.l.Lease().Owner() }
+func (x *leaderLease) Deadline() time.Time    { return x.l.Lease().Deadline() }
+func (x *leaderLease) Done() <-chan struct{}  { return x.l.Done() }
+func (x *leaderLease) Ignores() time.Duration { return max(x.ignore, 0) }
 
 func (x *leaderLease) Release(ctx context.Context) error { return x.l.Resign(ctx) }
 

@@ -147,7 +147,8 @@ func (w *Worker) hold(ctx context.Context) {
 // leaderEnd records the end of a leadership elected at elected (history
 // time): the leader stops acting now (it is about to resign), or stopped
 // when its leadership's Done closed (ended, 0 if it has not), whichever
-// came first; a leader that ignores its loss signal stopped now.
+// came first; a leader that ignores its loss signal stopped now, and the
+// deadline it honours is its leadership's plus its grace.
 func (w *Worker) leaderEnd(l Leader, elected, ended int64) {
 	now := history.Now()
 	ev := history.Event{Kind: history.KindLeaderEnd, Client: w.cfg.ID, Name: w.cfg.Name, Owner: l.Owner(), Token: l.Token(),
@@ -156,8 +157,10 @@ func (w *Worker) leaderEnd(l Leader, elected, ended int64) {
 	if lost {
 		ev.Cause = "lost: " + cause
 	}
-	if l.Honours() {
-		ev.Deadline = history.Mono(l.Deadline())
+	// The deadline the leader honours: its leadership's, or (the
+	// control) that plus the time it goes on acting past a loss.
+	ev.Deadline = history.Mono(l.Deadline().Add(l.Ignores()))
+	if l.Ignores() == 0 {
 		if ended > 0 && ended < now {
 			ev.At = ended
 		}

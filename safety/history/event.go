@@ -46,9 +46,10 @@ const (
 	// elected (Campaign returned; its KindAcquire has the same Owner), At
 	// the moment it stopped acting (its leadership's Done/Context ended, or
 	// it resigned, whichever came first), Token its term, Deadline the last
-	// local validity deadline it honoured (0 for a leader that ignores its
-	// loss signal: the negative control), Cause why it stopped. A killed
-	// leader records none (its KindClientExit says when it stopped).
+	// local validity deadline it honoured (for the negative control, whose
+	// leader acts on for a grace after its loss signal, that deadline plus
+	// the grace), Cause why it stopped. A killed leader records none (its
+	// KindClientExit says when it stopped).
 	KindLeaderEnd = "leader-end"
 	// KindRunStart and KindRunEnd frame a run (At); Detail describes it.
 	// The run ends when the clients are told to stop.
