@@ -3,7 +3,13 @@ package redis
 // TestKeysLayout: the keys of one lock, built in one allocation, are the
 // names every script and reader expects.
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
 
 func TestKeysLayout(t *testing.T) {
 	e := &Engine{prefix: "distlock:"}
@@ -16,5 +22,61 @@ func TestKeysLayout(t *testing.T) {
 	}
 	if e.queueKey("a/b") != k[1] || e.lockKey("a/b") != k[0] || e.fenceKey("a/b") != k[4] {
 		t.Fatal("keys and the single-key helpers disagree")
+	}
+}
+
+// TestScriptArgs: the acquire and release commands, built with their
+// strings boxed by pointer, carry the keys and arguments that Script.Run
+// would send, and go-redis writes and prints them as strings.
+func TestScriptArgs(t *testing.T) {
+	e := &Engine{prefix: "distlock:", fenceArg: "604800000", publish: "SPUBLISH"}
+	render := func(argv []any) []string {
+		out := make([]string, len(argv))
+		for i, a := range argv {
+			switch v := a.(type) {
+			case *strArg:
+				b, err := v.MarshalBinary()
+				if err != nil || string(b) != v.String() || fmt.Sprint(v) != v.String() {
+					t.Fatalf("argument %d: %q, %v, %q", i, b, err, fmt.Sprint(v))
+				}
+				out[i] = string(b)
+			default:
+				out[i] = fmt.Sprint(v)
+			}
+		}
+		return out
+	}
+	keys := e.keys("a/b")
+	cases := []struct {
+		got, want []any
+	}{
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, true),
+			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "30000", "", "604800000", "o", ""}},
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, false),
+			[]any{"evalsha", acquireScript.Hash(), 3, keys[0], keys[1], keys[4], "o", "30000", "", "604800000", "o", ""}},
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, true),
+			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
+			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
+			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "1000", "", "604800000", "at", "1",
+				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1"}},
+		{e.releaseArgs("a/b", "o", "id-1", true),
+			[]any{"evalsha", releaseScript.Hash(), 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
+		{e.releaseArgs("a/b", "o", "id-1", false),
+			[]any{"evalsha", releaseScript.Hash(), 1, keys[0], "o", "SPUBLISH", "id-1"}},
+	}
+	for i, c := range cases {
+		got, want := render(c.got), render(c.want)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%d:\n got %q\nwant %q", i, got, want)
+		}
+	}
+	e.floor = "1"
+	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, true))
+	if len(got) != 15 || got[14] != "1" {
+		t.Errorf("time floor: %q", got)
+	}
+	if acquireScript.sha != acquireScript.Hash() || releaseScript.sha != releaseScript.Hash() {
+		t.Error("a script's SHA1 differs from go-redis's")
 	}
 }

@@ -14,7 +14,8 @@ import (
 //
 // At most max script round trips of one Engine are in flight at a time. A
 // caller that finds a free slot runs its script at once on its own goroutine
-// (Script.Run, exactly as without batching), so a lone caller pays nothing.
+// (EVALSHA, then EVAL after a NOSCRIPT, exactly as without batching), so a
+// lone caller pays nothing.
 // A caller that finds every slot taken queues its command and waits. When a
 // round trip ends and the queue is not empty, its slot goes to a flusher
 // goroutine that sends the queued commands (up to maxBatch) as one pipeline,
@@ -54,6 +55,8 @@ type call struct {
 	script *goredis.Script
 	keys   []string
 	args   []any
+	fast   *script // with argv instead of script, keys and args (runArgs)
+	argv   []any   // the whole EVALSHA command
 	state  int
 	cmd    *goredis.Cmd  // the reply, set before done is signalled
 	done   chan struct{} // one value per use: the reply is in cmd
@@ -107,6 +110,12 @@ func (b *batcher) run(ctx context.Context, s *goredis.Script, keys []string, arg
 	}
 	c := callPool.Get().(*call)
 	c.ctx, c.script, c.keys, c.args = ctx, s, keys, args
+	return b.wait(c)
+}
+
+// wait queues c, whose caller holds b.mu, and waits for its reply.
+func (b *batcher) wait(c *call) *goredis.Cmd {
+	ctx := c.ctx
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
 	select {
@@ -127,6 +136,25 @@ func (b *batcher) run(ctx context.Context, s *goredis.Script, keys []string, arg
 	cmd := goredis.NewCmd(ctx)
 	cmd.SetErr(ctx.Err())
 	return cmd
+}
+
+// runArgs runs argv, a command of script s built by evalArgs, as run does.
+func (b *batcher) runArgs(ctx context.Context, s *script, argv []any) *goredis.Cmd {
+	b.mu.Lock()
+	if b.closed || b.max < 1 {
+		b.mu.Unlock()
+		return s.run(ctx, b.client, argv)
+	}
+	if b.running < b.max {
+		b.running++
+		b.mu.Unlock()
+		cmd := s.run(ctx, b.client, argv)
+		b.next()
+		return cmd
+	}
+	c := callPool.Get().(*call)
+	c.ctx, c.fast, c.argv = ctx, s, argv
+	return b.wait(c)
 }
 
 // next is called by the holder of a slot when its round trip has ended: the
@@ -183,7 +211,11 @@ func (b *batcher) take() []*call {
 func (b *batcher) send(batch []*call) {
 	if len(batch) == 1 {
 		c := batch[0]
-		c.reply(c.script.Run(c.ctx, b.client, c.keys, c.args...))
+		if c.fast != nil {
+			c.reply(c.fast.run(c.ctx, b.client, c.argv))
+		} else {
+			c.reply(c.script.Run(c.ctx, b.client, c.keys, c.args...))
+		}
 		return
 	}
 	ctx, cancel := batchContext(batch)
@@ -207,6 +239,9 @@ func (b *batcher) rerun(ctx context.Context, batch []*call, cmds []*goredis.Cmd,
 	var loaded []*goredis.Script
 	for _, i := range retry {
 		s := batch[i].script
+		if batch[i].fast != nil {
+			s = batch[i].fast.Script
+		}
 		if !containsScript(loaded, s) {
 			loaded = append(loaded, s)
 			_ = s.Load(ctx, b.client).Err() // on failure the EVAL round below still runs it
@@ -248,9 +283,14 @@ const (
 func (b *batcher) pipe(ctx context.Context, calls []*call, cmds []*goredis.Cmd, mode evalMode) {
 	_, _ = b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, c := range calls {
-			if mode == eval {
+			switch {
+			case c.fast != nil && mode == eval:
+				cmds[i] = c.fast.eval(ctx, p, c.argv)
+			case c.fast != nil:
+				cmds[i] = sendArgs(ctx, p, c.argv)
+			case mode == eval:
 				cmds[i] = c.script.Eval(ctx, p, c.keys, c.args...)
-			} else {
+			default:
 				cmds[i] = c.script.EvalSha(ctx, p, c.keys, c.args...)
 			}
 		}

@@ -61,21 +61,22 @@ const DefaultFenceTTL = 7 * 24 * time.Hour
 
 // Engine is the lock engine for one Redis deployment.
 type Engine struct {
-	client   goredis.UniversalClient
-	prefix   string
-	fenceTTL time.Duration
-	fenceMS  string // fenceTTL in milliseconds, as sent
-	fenceArg any    // fenceMS, boxed once for the acquire script's arguments
-	addr     string
-	watch    *watcher
-	batch    *batcher               // auto-pipelines Acquire and Release
-	sharded  *goredis.ClusterClient // set when wake-ups use sharded pub/sub
-	classic  bool                   // WithClassicPubSub
-	publish  string                 // PUBLISH or SPUBLISH
-	inflight int                    // WithMaxInflight
-	floor    string                 // "1" with WithTimeFloor
-	id       string                 // random, names this engine in release ids
-	releases atomic.Uint64          // numbers this engine's releases
+	client    goredis.UniversalClient
+	prefix    string
+	fenceTTL  time.Duration
+	fenceMS   string // fenceTTL in milliseconds, as sent
+	fenceArg  any    // fenceMS, boxed once for the acquire script's arguments
+	addr      string
+	watch     *watcher
+	batch     *batcher               // auto-pipelines Acquire and Release
+	sharded   *goredis.ClusterClient // set when wake-ups use sharded pub/sub
+	classic   bool                   // WithClassicPubSub
+	publish   string                 // PUBLISH or SPUBLISH
+	inflight  int                    // WithMaxInflight
+	floor     string                 // "1" with WithTimeFloor
+	contended contendedNames         // names whose scripts send every key at once
+	id        string                 // random, names this engine in release ids
+	releases  atomic.Uint64          // numbers this engine's releases
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -194,32 +195,20 @@ func (e *Engine) keys(name string) []string {
 
 // Acquire implements engine.Engine.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	waiting := ""
-	if r.Waiting {
-		waiting = "1"
-	}
-	owner := any(r.Owner) // boxed once: a one-off owner is its own attempt id
-	attempt := owner
-	if !r.OneOff {
-		attempt = r.Attempt
-	}
-	args := []any{owner, ms(r.TTL), r.Metadata, e.fenceArg, attempt, waiting}
-	queue := r.Waiter != "" || r.Behind
-	if e.floor != "" || queue { // ARGV[7] only when needed: the common grant sends less
-		args = append(args, e.floor)
-	}
-	if queue {
-		args = append(args, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
-			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve))
-	}
-	res, err := e.batch.run(ctx, acquireScript, e.keys(r.Name), args...).Result()
+	res, err := e.runAcquire(ctx, r)
 	if err != nil {
 		return engine.Grant{}, err
 	}
 	if t, ok := res.(string); ok { // a first grant: its token
-		token, err := parseToken(t)
+		token, err := strconv.ParseUint(t, 10, 64) // parseToken(t), without boxing t
 		if err != nil {
 			return engine.Grant{}, err
+		}
+		if r.Announce {
+			if err := e.announce(ctx, r.Name, r.Owner); err != nil {
+				return engine.Grant{}, err
+			}
+			e.contended.add(r.Name) // announce marked it: its release needs the queue's keys
 		}
 		return engine.Grant{Acquired: true, Token: token, Count: 1}, nil
 	}
@@ -311,7 +300,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.batch.run(ctx, releaseScript, e.keys(name)[:4], owner, e.publish, id).Int64()
+	n, err := e.runRelease(ctx, name, owner, id)
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -467,7 +456,8 @@ func (e *Engine) Close() error {
 // releaseID returns an id unique to one Release call: a resent copy of the
 // call's command carries the same id, so the script applies it once.
 func (e *Engine) releaseID() string {
-	return e.id + "-" + strconv.FormatUint(e.releases.Add(1), 10)
+	var b [64]byte // one allocation, the string's
+	return string(strconv.AppendUint(append(append(b[:0], e.id...), '-'), e.releases.Add(1), 10))
 }
 
 // ms renders a duration as whole milliseconds (at least 1) for PX/PEXPIRE.

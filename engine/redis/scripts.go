@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -29,14 +30,32 @@ var (
 )
 
 var (
-	acquireScript      = goredis.NewScript(lockSrc + queueSrc + acquireSrc)
+	acquireScript      = newScript(include(acquireSrc))
 	extendScript       = goredis.NewScript(lockSrc + extendSrc)
-	releaseScript      = goredis.NewScript(lockSrc + queueSrc + releaseSrc)
+	releaseScript      = newScript(include(releaseSrc))
 	forceReleaseScript = goredis.NewScript(queueSrc + forceReleaseSrc)
 	raiseFenceScript   = goredis.NewScript(lockSrc + raiseFenceSrc)
 	heartbeatScript    = goredis.NewScript(queueSrc + heartbeatSrc)
 	leaveScript        = goredis.NewScript(queueSrc + leaveSrc)
 )
+
+// include returns src with the file named by each of its lines
+// "-- #lock.lua" and "-- #queue.lua" in place of that line. A script puts
+// them inside the block of the paths that use those functions: Lua builds
+// a function's closure each time its definition runs, on every run of the
+// script, so the paths that never reach the line (the uncontended ones) do
+// not pay for them. Each must be there once.
+func include(src string) string {
+	for _, f := range [...]struct{ name, src string }{{"lock.lua", lockSrc}, {"queue.lua", queueSrc}} {
+		marker := "-- #" + f.name + "\n"
+		i := strings.Index(src, marker)
+		if i < 0 || strings.Contains(src[i+len(marker):], marker) {
+			panic("distlock/engine/redis: a script needs one line " + marker)
+		}
+		src = src[:i] + f.src + src[i+len(marker):]
+	}
+	return src
+}
 
 // pipeline runs the commands that add queues with EVALSHA in one round trip.
 // When the server does not have a script cached (after a restart or

@@ -1,5 +1,10 @@
 -- Grants the lock KEYS[1] to ARGV[1] for ARGV[2] ms, or re-enters it.
 -- KEYS[2..4]: the waiter queue (queue.lua); KEYS[5]: fencing high-water.
+-- A request outside the queue (no waiter id, not behind) may send the
+-- lock, the queue and the high-water alone (KEYS[1..3]): where it would
+-- need the rest of the queue (a free lock while waiters queue) it answers
+-- 2 (an integer), having changed nothing, and the caller sends it again
+-- with every key.
 -- ARGV: owner, ttl ms, metadata, high-water ttl ms, attempt id, waiting
 -- ('1' when the caller waits for a wake-up if the lock is held), time floor
 -- ('1': a token is never below the server clock in microseconds), and for
@@ -12,98 +17,127 @@
 -- again. A refused waiting caller marks the lock so that its release
 -- publishes a wake-up (and a grant made while waiters queue is marked); a
 -- refused waiter enters the queue.
--- Returns the token (a string) on a first grant, {1, token, holds} on
--- re-entry, {0, holder, pttl} when another owner holds it, and for a waiter
--- {0, holder, pttl, queued, head, reserved} ('' and the reservation's time
--- left for a free lock kept for the queue).
+-- Returns the token (a string, followed by '*' when the grant is marked)
+-- on a first grant, {1, token, holds} on re-entry, {0, holder, pttl} when
+-- another owner holds it, and for a waiter, or for a free lock kept for
+-- the queue, {0, holder, pttl, queued, head, reserved} ('' and the
+-- reservation's time left for a free lock kept for the queue).
+--
+-- The lock's and the queue's functions (lock.lua, queue.lua) are defined
+-- (their closures built, on every run) only on the paths that need them:
+-- the grant of a free lock without a queue builds none and runs the same
+-- three commands as before the queue (EXISTS instead of GET, INCR, SET); a
+-- refusal of a caller outside the queue and a re-entry build only the
+-- lock's.
 local waiter = ARGV[8] or ''
-local queued = redis.call('EXISTS', Q) == 1
-
--- refuse answers a refusal; a waiter enters the queue.
-local function refuse(holder, pttl, reserved, now)
-  if waiter == '' then
-    return {0, holder, pttl, 0, 0, reserved}
+-- One call tells the common case: neither the lock nor its queue exists.
+local n = redis.call('EXISTS', KEYS[1], KEYS[2])
+local queued = false -- whether waiters queue
+if n > 0 then
+  local v = redis.call('GET', KEYS[1])
+  queued = n == 2 or not v
+  -- #lock.lua
+  local s = v and decode(v)
+  local other = s and s.o ~= ARGV[1] -- held by another owner
+  -- The queue's paths: a waiter refused, a free lock with a queue, a
+  -- waiter's re-entry while others queue (it leaves the queue).
+  local queue = (other and waiter ~= '') or (queued and (not s or waiter ~= ''))
+  if queue and #KEYS < 5 then
+    return 2 -- sent without the queue's keys: nothing changed, send them
   end
-  now = now or q_now()
-  q_settle(now)
-  q_enqueue(waiter, ARGV[9], ARGV[10] == '1', now, {ARGV[12], ARGV[13], ARGV[14]}, ARGV[15] == '1')
-  return {0, holder, pttl, 1, q_head() == waiter and 1 or 0, reserved}
-end
-
-local v = redis.call('GET', KEYS[1])
-if not v then
-  if queued then
-    local now = q_now()
-    q_settle(now)
-    local rv = redis.call('HGET', QS, 'rv')
-    local h = q_head()
-    local behind = false
-    if not rv and h and h ~= waiter and (redis.call('HEXISTS', QS, 'f:' .. h) == 1 or
-        ARGV[10] == '1' or ARGV[11] == '1') then
-      -- A fair head (or a fair or polite newcomer): the lock waits for the
-      -- head, which is woken (and the lock reserved when it is due).
-      q_wake(now, true)
-      rv = redis.call('HGET', QS, 'rv')
-      behind = true
+  if other then
+    if ARGV[6] == '1' and not s.w then
+      s.w = true
+      redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
     end
-    if behind or (rv and rv ~= waiter) then
-      local left = 0
-      if rv then
-        left = math.floor((tonumber(redis.call('HGET', QS, 'ru')) - now) / 1000)
+    if waiter == '' then
+      return {0, s.o, redis.call('PTTL', KEYS[1])}
+    end
+  end
+  if queue then
+    -- #queue.lua
+    -- refuse answers a waiter's refusal: it enters the queue.
+    local function refuse(holder, pttl, reserved, now)
+      now = now or q_now()
+      q_settle(now)
+      q_enqueue(waiter, ARGV[9], ARGV[10] == '1', now, {ARGV[12], ARGV[13], ARGV[14]}, ARGV[15] == '1')
+      return {0, holder, pttl, 1, q_head() == waiter and 1 or 0, reserved}
+    end
+    if other then
+      return refuse(s.o, redis.call('PTTL', KEYS[1]), 0)
+    end
+    if not s then
+      local now = q_now()
+      q_settle(now)
+      local rv = redis.call('HGET', QS, 'rv')
+      local h = q_head()
+      local behind = false
+      if not rv and h and h ~= waiter and (redis.call('HEXISTS', QS, 'f:' .. h) == 1 or
+          ARGV[10] == '1' or ARGV[11] == '1') then
+        -- A fair head (or a fair or polite newcomer): the lock waits for
+        -- the head, which is woken (and the lock reserved when it is due).
+        q_wake(now, true)
+        rv = redis.call('HGET', QS, 'rv')
+        behind = true
       end
-      return refuse('', math.max(left, 1), 1, now)
+      if behind or (rv and rv ~= waiter) then
+        local left = 0
+        if rv then
+          left = math.floor((tonumber(redis.call('HGET', QS, 'ru')) - now) / 1000)
+        end
+        if waiter == '' then
+          return {0, '', math.max(left, 1), 0, 0, 1}
+        end
+        return refuse('', math.max(left, 1), 1, now)
+      end
     end
     if waiter ~= '' then
       q_remove(waiter) -- granted: it leaves the queue (and its reservation)
     end
     queued = redis.call('EXISTS', Q) == 1
   end
-  -- token = high-water + 1. Without a high-water (first grant, FLUSHALL, a
-  -- restart without persistence, or its ttl ran out) the token is seeded
-  -- from the server clock in microseconds. Every grant takes longer than a
-  -- microsecond, so tokens never run ahead of the clock that seeded them,
-  -- and a later seed is above them all unless the clock was set back.
-  --
-  -- With the time floor, token = max(high-water + 1, server clock in µs),
-  -- which also stays above the tokens a failover to a replica lost (they
-  -- were never ahead of the old master's clock).
-  local token = redis.call('INCR', KEYS[5])
-  if token == 1 then
-    local t = redis.call('TIME')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', KEYS[5], string.format('%d', token), 'PX', ARGV[4])
-  elseif ARGV[7] == '1' then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    if now > token then
-      token = now
-      redis.call('SET', KEYS[5], string.format('%d', token), 'KEEPTTL')
+  if s then -- re-entry
+    if (s.a or s.o) ~= ARGV[5] then
+      s.c = s.c + 1
+      s.a = ARGV[5]
     end
+    redis.call('SET', KEYS[1], encode(s), 'PX', ARGV[2])
+    return {1, s.t, s.c}
   end
-  token = string.format('%d', token) -- exact: Lua's own rendering is %.14g
-  -- While waiters queue, the grant is marked: its release wakes the head.
-  if ARGV[3] == '' and ARGV[5] == ARGV[1] then
-    v = token .. (queued and '*' or ' ') .. ARGV[1]
-  else
-    v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[5], w = queued or nil})
+end
+-- token = high-water + 1. Without a high-water (first grant, FLUSHALL, a
+-- restart without persistence, or its ttl ran out) the token is seeded
+-- from the server clock in microseconds. Every grant takes longer than a
+-- microsecond, so tokens never run ahead of the clock that seeded them,
+-- and a later seed is above them all unless the clock was set back.
+--
+-- With the time floor, token = max(high-water + 1, server clock in µs),
+-- which also stays above the tokens a failover to a replica lost (they
+-- were never ahead of the old master's clock).
+local fence = KEYS[#KEYS]
+local token = redis.call('INCR', fence)
+if token == 1 then
+  local t = redis.call('TIME')
+  token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[4])
+elseif ARGV[7] == '1' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now > token then
+    token = now
+    redis.call('SET', fence, string.format('%d', token), 'KEEPTTL')
   end
-  redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-  return token
 end
-local s = decode(v)
-if s.o ~= ARGV[1] then
-  if ARGV[6] == '1' and not s.w then
-    s.w = true
-    redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
-  end
-  return refuse(s.o, redis.call('PTTL', KEYS[1]), 0)
+token = string.format('%d', token) -- exact: Lua's own rendering is %.14g
+-- While waiters queue, the grant is marked: its release wakes the head.
+local v
+if ARGV[3] == '' and ARGV[5] == ARGV[1] then
+  v = token .. (queued and '*' or ' ') .. ARGV[1]
+else
+  v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[5], w = queued or nil})
 end
-if (s.a or s.o) ~= ARGV[5] then
-  s.c = s.c + 1
-  s.a = ARGV[5]
+redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+if queued then
+  return token .. '*' -- marked: its release will need the queue's keys
 end
-if waiter ~= '' and queued then
-  q_remove(waiter)
-end
-redis.call('SET', KEYS[1], encode(s), 'PX', ARGV[2])
-return {1, s.t, s.c}
+return token

@@ -8,36 +8,46 @@
 -- resends a command whose reply was lost), and does not drop a second hold.
 -- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
 -- another owner does.
+-- The queue's keys may be left out (KEYS[1] alone): freeing a marked lock
+-- then answers -3, having changed nothing, and the caller sends the
+-- release again with every key.
+-- The lock's functions (lock.lua) are defined (their closures built, on
+-- every run) only for a lock that is held, and the queue's (queue.lua)
+-- only when a marked lock is freed.
 local v = redis.call('GET', KEYS[1])
 if not v then
   return -1
 end
+-- #lock.lua
+local marked
 local p = shortForm(v)
 if p then -- one hold: the common case, without decoding
   if string.sub(v, p + 1) ~= ARGV[1] then
     return -2
   end
-  redis.call('DEL', KEYS[1])
-  if string.byte(v, p) == 42 then
-    q_freed(ARGV[2])
+  marked = string.byte(v, p) == 42
+else
+  local s = decode(v)
+  if s.o ~= ARGV[1] then
+    return -2
   end
-  return 0
+  if s.r == ARGV[3] then
+    return s.c
+  end
+  if s.c > 1 then
+    s.c = s.c - 1
+    s.r = ARGV[3]
+    redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
+    return s.c
+  end
+  marked = s.w
 end
-local s = decode(v)
-if s.o ~= ARGV[1] then
-  return -2
-end
-if s.r == ARGV[3] then
-  return s.c
-end
-if s.c > 1 then
-  s.c = s.c - 1
-  s.r = ARGV[3]
-  redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
-  return s.c
+if marked and #KEYS < 4 then
+  return -3 -- the wake-up needs the queue: send every key
 end
 redis.call('DEL', KEYS[1])
-if s.w then
+if marked then
+  -- #queue.lua
   q_freed(ARGV[2])
 end
 return 0

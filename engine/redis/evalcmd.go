@@ -1,0 +1,335 @@
+package redis
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// The acquire and release scripts run on every lock operation, so their
+// commands are built here without go-redis's Script.Run, which boxes every
+// key and argument into an interface of its own (one allocation each) and
+// copies them into a second slice. A command's arguments and the strings
+// they point to are one allocation (evalArgs); a string argument is boxed
+// as a pointer to it (*strArg), which takes no allocation.
+
+// strArg is a string argument of a command, boxed as *strArg: go-redis
+// writes it through encoding.BinaryMarshaler and prints it (cmd.String,
+// hooks, tracing) through fmt.Stringer.
+type strArg string
+
+// MarshalBinary returns the string's bytes without copying them: go-redis
+// only writes them to the connection.
+func (s *strArg) MarshalBinary() ([]byte, error) {
+	return unsafe.Slice(unsafe.StringData(string(*s)), len(*s)), nil
+}
+
+func (s *strArg) String() string { return string(*s) }
+
+// script is a Lua script run with EVALSHA, falling back to EVAL after a
+// NOSCRIPT.
+type script struct {
+	*goredis.Script        // for SCRIPT LOAD
+	src             string // for EVAL
+	sha             any    // the SHA1 of src, boxed once
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{Script: goredis.NewScript(src), src: src, sha: hex.EncodeToString(h[:])}
+}
+
+// processor runs a command: a client or a pipeline.
+type processor interface {
+	Process(ctx context.Context, cmd goredis.Cmder) error
+}
+
+// sendArgs sends argv (EVALSHA sha numkeys keys... args..., as built by
+// evalArgs) on c.
+func sendArgs(ctx context.Context, c processor, argv []any) *goredis.Cmd {
+	cmd := goredis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}
+
+// eval sends argv with EVAL and the script's source instead of EVALSHA.
+func (s *script) eval(ctx context.Context, c processor, argv []any) *goredis.Cmd {
+	a := make([]any, len(argv))
+	copy(a, argv)
+	a[0], a[1] = "eval", s.src
+	return sendArgs(ctx, c, a)
+}
+
+// run sends argv with EVALSHA, and with EVAL when the server does not have
+// the script cached (after a restart or SCRIPT FLUSH), as Script.Run does.
+func (s *script) run(ctx context.Context, c processor, argv []any) *goredis.Cmd {
+	cmd := sendArgs(ctx, c, argv)
+	if isNoScript(cmd.Err()) {
+		return s.eval(ctx, c, argv)
+	}
+	return cmd
+}
+
+// evalArgs builds the argument list of one script command in buffers of
+// its caller's, one allocation: the command, the script's SHA1 and the
+// number of keys, then the keys and arguments; a string argument is kept in
+// strs and boxed as a pointer to it.
+type evalArgs struct {
+	argv []any
+	strs []strArg
+}
+
+func newEvalArgs(s *script, numKeys int, argv []any, strs []strArg) evalArgs {
+	// numKeys < 256: boxed without an allocation.
+	return evalArgs{argv: append(argv[:0], "evalsha", s.sha, numKeys), strs: strs[:0]}
+}
+
+// str appends a string argument.
+func (a *evalArgs) str(v string) {
+	if v == "" {
+		a.add("") // boxing the empty string takes no allocation
+		return
+	}
+	if len(a.strs) == cap(a.strs) {
+		a.add(v) // no room left (not on the paths that evalArgs is sized for)
+		return
+	}
+	a.strs = append(a.strs, strArg(v))
+	a.add(&a.strs[len(a.strs)-1])
+}
+
+// add appends an argument that is boxed already.
+func (a *evalArgs) add(v any) { a.argv = append(a.argv, v) }
+
+// Arguments that take no allocation once boxed here.
+var (
+	argOne      any = "1"
+	argPublish  any = "PUBLISH"
+	argSPublish any = "SPUBLISH"
+)
+
+func (e *Engine) publishArg() any {
+	if e.publish == "SPUBLISH" {
+		return argSPublish
+	}
+	return argPublish
+}
+
+// msCache remembers the last duration rendered by cachedMS: every request
+// of a Client usually has the same ttl.
+var msCache atomic.Pointer[msString]
+
+type msString struct {
+	d time.Duration
+	s string
+}
+
+// cachedMS is ms(d), without an allocation when d is the last one asked.
+func cachedMS(d time.Duration) string {
+	if c := msCache.Load(); c != nil && c.d == d {
+		return c.s
+	}
+	s := ms(d)
+	msCache.Store(&msString{d, s})
+	return s
+}
+
+// acquireArgs builds the acquire script's command for r (see
+// scripts/acquire.lua for its keys and arguments): with every key when full
+// is set, else with the lock, the queue and the fencing high-water alone.
+func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
+	// Room for the keys and the seven arguments of a request outside a
+	// queue (a waiter's eight more are appended to a new slice), and for
+	// the strings: the keys, the owner, the ttl, the metadata and the
+	// attempt id.
+	var a evalArgs
+	if full {
+		buf := new(struct {
+			argv [3 + 5 + 7]any
+			strs [5 + 4]strArg
+		})
+		a = newEvalArgs(acquireScript, len(keysAcquire), buf.argv[:], buf.strs[:])
+		e.keysTo(&a, r.Name, keysAcquire)
+	} else {
+		buf := new(struct {
+			argv [3 + 3 + 7]any
+			strs [3 + 4]strArg
+		})
+		a = newEvalArgs(acquireScript, len(keysAcquireFast), buf.argv[:], buf.strs[:])
+		e.keysTo(&a, r.Name, keysAcquireFast)
+	}
+	owner := len(a.argv) // boxed once: a one-off owner is its own attempt id
+	a.str(r.Owner)
+	a.str(cachedMS(r.TTL))
+	a.str(r.Metadata)
+	a.add(e.fenceArg)
+	if r.OneOff {
+		a.add(a.argv[owner])
+	} else {
+		a.str(r.Attempt)
+	}
+	if r.Waiting {
+		a.add(argOne)
+	} else {
+		a.add("")
+	}
+	queue := r.Waiter != "" || r.Behind
+	if e.floor != "" || queue { // ARGV[7] only when needed: the common grant sends less
+		if e.floor != "" {
+			a.add(argOne)
+		} else {
+			a.add("")
+		}
+	}
+	argv := a.argv
+	if queue {
+		argv = append(argv, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
+			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve))
+	}
+	return argv
+}
+
+// releaseArgs builds the release script's command (see
+// scripts/release.lua): with the queue's keys when full is set, else with
+// the lock alone.
+func (e *Engine) releaseArgs(name, owner, id string, full bool) []any {
+	buf := new(struct {
+		argv [3 + 4 + 3]any
+		strs [4 + 2]strArg
+	})
+	keys := keysRelease
+	if !full {
+		keys = keysLock
+	}
+	a := newEvalArgs(releaseScript, len(keys), buf.argv[:], buf.strs[:])
+	e.keysTo(&a, name, keys)
+	a.str(owner)
+	a.add(e.publishArg())
+	a.str(id)
+	return a.argv
+}
+
+// The keys of a lock (as keys returns them, by index) that a command sends.
+var (
+	keysAcquire     = []int{0, 1, 2, 3, 4} // every key
+	keysAcquireFast = []int{0, 1, 4}       // the lock, the queue, the high-water
+	keysRelease     = []int{0, 1, 2, 3}    // the lock and its queue
+	keysLock        = []int{0}
+)
+
+var keySuffixes = [5]string{"", ":q", ":qd", ":qs", ":fence"}
+
+// keysTo appends the keys of lock name at the indexes which, built in one
+// allocation.
+func (e *Engine) keysTo(a *evalArgs, name string, which []int) {
+	base := len(e.prefix) + len(name) + 2
+	n := 0
+	for _, i := range which {
+		n += base + len(keySuffixes[i])
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, i := range which {
+		b.WriteString(e.prefix)
+		b.WriteByte('{')
+		b.WriteString(name)
+		b.WriteByte('}')
+		b.WriteString(keySuffixes[i])
+	}
+	all := b.String()
+	for _, i := range which {
+		k := base + len(keySuffixes[i])
+		a.str(all[:k])
+		all = all[k:]
+	}
+}
+
+// runAcquire runs the acquire script for r: outside the queue (no waiter,
+// not behind) with the lock, the queue and the high-water alone, unless the
+// name is contended (see contended), and again with every key when that
+// answers that it needs them. A marked grant's token comes back without
+// its mark, and makes the name contended; an unmarked one makes it not.
+func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, error) {
+	full := r.Waiter != "" || r.Behind || e.contended.has(r.Name)
+	res, err := e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, full)).Result()
+	if err == nil && !full && res == int64(2) {
+		e.contended.add(r.Name)
+		res, err = e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, true)).Result()
+	}
+	if t, ok := res.(string); ok && err == nil {
+		if strings.HasSuffix(t, "*") {
+			e.contended.add(r.Name)
+			return t[:len(t)-1], nil
+		}
+		e.contended.remove(r.Name)
+	}
+	return res, err
+}
+
+// runRelease runs the release script: with the lock alone unless the name
+// is contended, and again with the queue's keys when that answers that the
+// lock is marked (freeing it wakes the queue), which makes the name
+// contended.
+func (e *Engine) runRelease(ctx context.Context, name, owner, id string) (int64, error) {
+	full := e.contended.has(name)
+	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, full)).Int64()
+	if err == nil && !full && n == -3 {
+		e.contended.add(name)
+		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, true)).Int64()
+	}
+	return n, err
+}
+
+// contendedNames are the names whose last grant by the engine was marked
+// (waiters queued), or for which a script sent without the queue's keys
+// answered that it needed them: their next acquire and release send every
+// key at once rather than a second time. Only a round trip depends on it,
+// never the outcome: a script sent without the keys it needs changes
+// nothing and says so. Empty, it costs an atomic load.
+type contendedNames struct {
+	n     atomic.Int64
+	names sync.Map // name -> struct{}
+}
+
+// maxContended bounds contendedNames: names whose locks are left to expire
+// are never removed, so past the bound it starts over.
+const maxContended = 1 << 14
+
+func (c *contendedNames) has(name string) bool {
+	if c.n.Load() <= 0 {
+		return false
+	}
+	_, ok := c.names.Load(name)
+	return ok
+}
+
+func (c *contendedNames) add(name string) {
+	if _, loaded := c.names.LoadOrStore(name, struct{}{}); loaded {
+		return
+	}
+	if c.n.Add(1) > maxContended {
+		c.names.Range(func(k, _ any) bool {
+			c.remove(k.(string))
+			return true
+		})
+	}
+}
+
+func (c *contendedNames) remove(name string) {
+	if c.n.Load() <= 0 {
+		return
+	}
+	if _, ok := c.names.LoadAndDelete(name); ok {
+		c.n.Add(-1)
+	}
+}
