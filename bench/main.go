@@ -43,6 +43,8 @@ func main() {
 		leases   = flag.Int("leases", 0, "leases held in S6")
 		waitWin  = flag.Duration("waitwindow", 0, "measured window of S7 in which nobody releases")
 		handoffs = flag.Int("handoffs", 0, "hand-offs measured in S7")
+		failover = flag.Int("failovers", 0, "leader kills measured in S8, per run")
+		changes  = flag.Int("changes", 0, "Resigns and observed changes measured in S8, per row and run")
 		only     = flag.String("only", "", "comma-separated scenarios to run, e.g. S1,S3 (default: all)")
 		rows     = flag.String("rows", "", "comma-separated substrings: keep only the rows whose name contains one (default: all)")
 		out      = flag.String("out", "results", "directory for the JSON lines and the tables")
@@ -72,6 +74,12 @@ func main() {
 	}
 	if *handoffs > 0 {
 		cfg.handoffs = *handoffs
+	}
+	if *failover > 0 {
+		cfg.failovers = *failover
+	}
+	if *changes > 0 {
+		cfg.electChanges = *changes
 	}
 	cmdline := *command
 	if cmdline == "" {
