@@ -1,0 +1,46 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Acquire implements engine.Engine and, with r.Waiter, the queue entry of
+// engine.Queuer: one call of the schema's acquire function.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if err := e.check(); err != nil {
+		return engine.Grant{}, err
+	}
+	if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata, "attempt", r.Attempt, "waiter", r.Waiter); err != nil {
+		return engine.Grant{}, err
+	}
+	var (
+		g       engine.Grant
+		token   int64
+		holds   int32
+		ttlUS   int64
+		acquire bool
+	)
+	err := e.pool.QueryRow(ctx, e.sql.acquire, r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
+		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce).
+		Scan(&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved)
+	if err != nil {
+		return engine.Grant{}, e.wrap(err)
+	}
+	if acquire {
+		return engine.Grant{Acquired: true, Token: uint64(token), Count: int(holds)}, nil
+	}
+	g.HolderTTL = time.Duration(ttlUS) * time.Microsecond
+	return g, nil
+}
+
+// micros is d in whole microseconds, rounded up: a ttl is never shortened.
+func micros(d time.Duration) int64 {
+	us := d / time.Microsecond
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return int64(us)
+}

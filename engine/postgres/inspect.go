@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Inspect implements engine.Engine. Waiters counts the live entries of the
+// lock's queue (waiters outside a queue are not visible to the database).
+// HighWater is the token of the name's last grant while its row exists
+// (held, queued for, or raised above the token sequence), else 0.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	if err := e.check(); err != nil {
+		return engine.Info{}, err
+	}
+	if err := checkText("name", name); err != nil {
+		return engine.Info{}, err
+	}
+	info := engine.Info{Name: name}
+	var (
+		holds, waiters   int32
+		token, hw, ttlUS int64
+	)
+	err := e.pool.QueryRow(ctx, e.sql.inspect, name).
+		Scan(&info.Held, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters)
+	if err != nil {
+		return engine.Info{}, e.wrap(err)
+	}
+	info.Count, info.Token, info.HighWater, info.Waiters = int(holds), uint64(token), uint64(hw), int(waiters)
+	info.TTL = time.Duration(ttlUS) * time.Microsecond
+	return info, nil
+}
+
+// RaiseFence implements engine.FenceRaiser (a quorum's phase 2): while
+// owner holds the lock, its high-water goes up to at least token and the
+// grant's token becomes token.
+func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	if err := e.check(); err != nil {
+		return false, err
+	}
+	if err := checkTexts("name", name, "owner", owner); err != nil {
+		return false, err
+	}
+	if token > 1<<63-1 {
+		return false, &engine.ArgumentError{Arg: "token", Reason: "above PostgreSQL's bigint"}
+	}
+	var held bool
+	if err := e.pool.QueryRow(ctx, e.sql.raiseFence, name, owner, int64(token)).Scan(&held); err != nil {
+		return false, e.wrap(err)
+	}
+	return held, nil
+}
+
+// SetMetadata implements engine.MetadataSetter (an election's Proclaim).
+func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	if err := checkTexts("name", name, "owner", owner, "metadata", metadata); err != nil {
+		return 0, err
+	}
+	var status int32
+	if err := e.pool.QueryRow(ctx, e.sql.setMetadata, name, owner, metadata).Scan(&status); err != nil {
+		return 0, e.wrap(err)
+	}
+	return engine.ExtendStatus(status), nil
+}
+
+// Sweep deletes up to limit rows of locks that hold nothing any more
+// (expired, nobody queued): a name whose lease expired keeps its row until
+// it is touched again or swept. It returns how many rows it deleted.
+// Sweeping never changes what any call answers.
+func (e *Engine) Sweep(ctx context.Context, limit int) (int, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	var n int32
+	if err := e.pool.QueryRow(ctx, e.sql.sweep, int32(max(limit, 1))).Scan(&n); err != nil {
+		return 0, e.wrap(err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,64 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/distlock/distlock/engine/postgres"
+	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+)
+
+// srv is the test binary's one PostgreSQL server (TestMain).
+var srv *pgtest.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, func(s *pgtest.Server) { srv = s }))
+}
+
+// newPool returns a small pool on srv (as one process would have), closed
+// when the test ends; params are added to the URL.
+func newPool(t testing.TB, params ...string) *pgxpool.Pool {
+	t.Helper()
+	return poolOn(t, srv.URL(params...))
+}
+
+func poolOn(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	cfg.MinConns = 0
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// migrated migrates schema on srv once per test (Migrate is idempotent).
+func migrated(t testing.TB, schema string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := postgres.Migrate(ctx, newPool(t), schema); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newEngine returns an engine on pool in schema, closed when the test ends.
+func newEngine(t testing.TB, pool *pgxpool.Pool, schema string, opts ...postgres.Option) *postgres.Engine {
+	t.Helper()
+	e, err := postgres.New(pool, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}

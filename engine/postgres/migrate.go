@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/distlock/distlock/engine"
+)
+
+//go:embed schema.sql
+var schemaSQL string
+
+// SchemaVersion is the version of the schema Migrate installs.
+const SchemaVersion = 1
+
+// Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Migrate creates (or brings up to date) the engine's schema: its tables,
+// sequences and functions, in one transaction. It is idempotent, and safe
+// to run from several processes at once (they take turns on a
+// transaction-scoped advisory lock: Migrate is not the lease path). The
+// database's encoding must be UTF8.
+func Migrate(ctx context.Context, db Beginner, schema string) error {
+	if err := checkSchema(schema); err != nil {
+		return err
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate %q: %w", schema, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var enc string
+	if err := tx.QueryRow(ctx, "SELECT pg_advisory_xact_lock(hashtext('distlock migrate')), current_setting('server_encoding')").Scan(nil, &enc); err != nil {
+		return fmt.Errorf("postgres: migrate %q: %w", schema, err)
+	}
+	if enc != "UTF8" {
+		return fmt.Errorf("postgres: migrate %q: the database's encoding is %s, not UTF8", schema, enc)
+	}
+	if _, err := tx.Exec(ctx, SchemaSQL(schema)); err != nil {
+		return fmt.Errorf("postgres: migrate %q: %w", schema, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate %q: %w", schema, err)
+	}
+	return nil
+}
+
+// Migrate runs Migrate for the engine's schema on its pool.
+func (e *Engine) Migrate(ctx context.Context) error { return Migrate(ctx, e.pool, e.schema) }
+
+// SchemaSQL returns the SQL that Migrate runs for schema, for those who
+// apply migrations with a tool of their own.
+func SchemaSQL(schema string) string {
+	return strings.NewReplacer(
+		"{{S}}", quoteIdent(schema),
+		"{{CHAN}}", quoteLiteral(channel(schema)),
+		"{{TOKENS}}", quoteLiteral(quoteIdent(schema)+".tokens"),
+		"{{TICKETS}}", quoteLiteral(quoteIdent(schema)+".tickets"),
+		"{{RESERVE_US}}", strconv.FormatInt(micros(engine.ReserveTTL), 10),
+		"{{STARVE_US}}", strconv.FormatInt(micros(engine.StarvationBound), 10),
+	).Replace(schemaSQL)
+}
+
+// Drop removes the schema and everything in it (tests, uninstalling).
+func Drop(ctx context.Context, db Beginner, schema string) error {
+	if err := checkSchema(schema); err != nil {
+		return err
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "DROP SCHEMA IF EXISTS "+quoteIdent(schema)+" CASCADE"); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// quoteLiteral quotes s as an SQL string literal (standard_conforming_strings).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// DefaultSchema is the schema of an Engine built without WithSchema.
+const DefaultSchema = "distlock"
+
+// Engine is one lock authority on a PostgreSQL database: the tables of
+// one schema. It is safe for concurrent use. Build it with New.
+type Engine struct {
+	pool   *pgxpool.Pool
+	schema string
+	sql    statements
+	listen *listener // nil with WithoutListen
+	closed atomic.Bool
+}
+
+var (
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.Queuer         = (*Engine)(nil)
+	_ engine.Describer      = (*Engine)(nil)
+	_ engine.NameChecker    = (*Engine)(nil)
+	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.OnceReleaser   = (*Engine)(nil)
+	_ engine.FenceRaiser    = (*Engine)(nil)
+	_ engine.MetadataSetter = (*Engine)(nil)
+	_ engine.Lister         = (*Engine)(nil)
+	_ engine.LeakFinder     = (*Engine)(nil)
+)
+
+// Option configures an Engine.
+type Option func(*config)
+
+type config struct {
+	schema     string
+	noListen   bool
+	listenConf *pgx.ConnConfig
+}
+
+// WithSchema names the schema that holds the engine's tables and
+// functions (DefaultSchema without it). It must have been migrated
+// (Migrate) with the same name.
+func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
+
+// WithoutListen makes the engine wait without LISTEN: for a pool behind
+// PgBouncer in transaction mode, where no connection keeps a session.
+// Subscriptions then fail with ErrNoListen, and distlock's waiters poll
+// (jittered, about every 100 ms) instead of being woken.
+func WithoutListen() Option { return func(c *config) { c.noListen = true } }
+
+// WithListenConfig makes the engine's one listening connection a
+// connection of its own, made with cfg (say, straight to PostgreSQL while
+// the pool goes through PgBouncer), instead of one taken from the pool.
+func WithListenConfig(cfg *pgx.ConnConfig) Option {
+	return func(c *config) { c.listenConf = cfg }
+}
+
+// New returns an engine on pool, in the schema WithSchema names. It does
+// not take ownership of pool, and sends nothing until it is used. The
+// schema must exist (Migrate).
+func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
+	c := config{schema: DefaultSchema}
+	for _, o := range opts {
+		o(&c)
+	}
+	if err := checkSchema(c.schema); err != nil {
+		return nil, err
+	}
+	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema)}
+	if !c.noListen {
+		e.listen = newListener(e, c.listenConf)
+	}
+	return e, nil
+}
+
+// Schema returns the engine's schema.
+func (e *Engine) Schema() string { return e.schema }
+
+// Capabilities implements engine.Describer: the queue can be fair.
+func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
+
+// Close implements engine.Engine: it closes the listening connection and
+// wakes every subscription; later calls fail with engine.ErrClosed. It
+// does not close the pool.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	if e.listen != nil {
+		e.listen.close()
+	}
+	return nil
+}
+
+func (e *Engine) check() error {
+	if e.closed.Load() {
+		return engine.ErrClosed
+	}
+	return nil
+}
+
+// checkSchema refuses schema names that cannot be one identifier.
+func checkSchema(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("postgres: empty schema name")
+	case len(s) > 63:
+		return fmt.Errorf("postgres: schema name %q longer than 63 bytes", s)
+	case containsNUL(s):
+		return fmt.Errorf("postgres: schema name %q contains a NUL byte", s)
+	case strings.Contains(s, "$$"):
+		return fmt.Errorf("postgres: schema name %q contains $$ (the functions' quotes)", s)
+	}
+	return nil
+}
+
+// quoteIdent quotes s as one SQL identifier.
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// channel is the schema's notification channel: every wake-up of its
+// locks travels on it, addressed by the hash of the lock's name.
+func channel(schema string) string {
+	sum := md5.Sum([]byte(schema))
+	return "distlock_" + hex.EncodeToString(sum[:])[:20]
+}
+
+// nameKey is the address of name's wake-ups: the hex MD5 of the name, as
+// PostgreSQL's md5() computes it.
+func nameKey(name string) string {
+	sum := md5.Sum([]byte(name))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,35 @@
+package postgres
+
+// statements are the engine's SQL, for its schema. Each is one function
+// call: one round trip.
+type statements struct {
+	acquire, extend, release, forceRelease, leave string
+	raiseFence, setMetadata, inspect, sweep       string
+	list, leaks                                   string
+}
+
+func newStatements(schema string) statements {
+	s := quoteIdent(schema)
+	return statements{
+		acquire:      "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+		extend:       "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
+		release:      "SELECT * FROM " + s + ".release($1, $2, $3)",
+		forceRelease: "SELECT " + s + ".force_release($1)",
+		leave:        "SELECT " + s + ".leave($1, $2)",
+		raiseFence:   "SELECT " + s + ".raise_fence($1, $2, $3)",
+		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
+		inspect:      "SELECT * FROM " + s + ".inspect($1)",
+		sweep:        "SELECT " + s + ".sweep($1)",
+		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
+  (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp())
+FROM ` + s + `.locks k
+WHERE k.owner IS NOT NULL AND k.expires_at > clock_timestamp() AND starts_with(k.name, $1) AND k.name > $2
+ORDER BY k.name LIMIT $3`,
+		// A lease distlock never makes: no expiry, or one beyond maxTTL.
+		leaks: `SELECT k.name, CASE WHEN k.expires_at IS NULL THEN -1 ELSE ` + s + `._us(k.expires_at - clock_timestamp()) END
+FROM ` + s + `.locks k
+WHERE k.owner IS NOT NULL AND (k.expires_at IS NULL OR k.expires_at > clock_timestamp() + $3 * interval '1 microsecond')
+  AND starts_with(k.name, $1) AND k.name > $2
+ORDER BY k.name LIMIT $4`,
+	}
+}
