@@ -1,0 +1,93 @@
+-- Grants ARGV[11] permits of the shared lock (shared.lua) to owner
+-- ARGV[3] for ARGV[4] ms, or re-enters it.
+-- ARGV: fence ttl ms, PUBLISH or SPUBLISH, owner, ttl ms, metadata,
+-- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
+-- semaphore, 2 rwlock), limit, weight, time floor ('1', as acquire.lua).
+-- The lock is made with the kind and limit asked when it does not exist.
+-- Refused with an error reply, having changed nothing: 'DISTLOCK mutex'
+-- (the name is held as a mutex), 'DISTLOCK kind <k>' (the lock is of kind
+-- k), 'DISTLOCK limit <l>' (a semaphore with limit l), 'DISTLOCK weight
+-- <l>' (the weight is not between 1 and the limit l), 'DISTLOCK held <w>'
+-- (the owner holds w permits of a semaphore), 'DISTLOCK upgrade' (the
+-- owner holds the other side of a reader-writer lock).
+-- An owner that holds the lock re-enters (its holds go up unless the
+-- attempt id is the one recorded: a retry); otherwise the permits are
+-- granted when they fit and nobody is queued ahead (the waiter itself at
+-- the head is not ahead of itself), and the next head is woken if it fits
+-- too. A refused waiter enters the queue (or stays in its place), and the
+-- head is woken if it fits (a head that died).
+-- Returns {1, token, holds} when granted, else {0, holder, µs left,
+-- queued, head, reserved}: the holder whose lease ends first and its time
+-- left (engine.ReserveTTL when nobody holds it), and reserved = 1 when the
+-- permits are free enough but kept for the queue ('' holder).
+local owner, ttl, waiter = ARGV[3], tonumber(ARGV[4]), ARGV[7]
+local kind, limit, weight = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
+if redis.call('EXISTS', MUTEX) == 1 then
+  return redis.error_reply('DISTLOCK mutex')
+end
+local now = sh_now()
+sh_purge(now)
+local lk = redis.call('HMGET', LOCK, 'k', 'l')
+local k, l = tonumber(lk[1]), tonumber(lk[2])
+if not k then
+  k, l = kind, limit
+elseif k ~= kind then
+  return redis.error_reply('DISTLOCK kind ' .. k)
+elseif kind == 1 and l ~= limit then
+  return redis.error_reply('DISTLOCK limit ' .. sh_int(l))
+end
+if weight < 1 or weight > l then
+  return redis.error_reply('DISTLOCK weight ' .. sh_int(l))
+end
+if not lk[1] then
+  redis.call('HSET', LOCK, 'k', k, 'l', sh_int(l))
+end
+local deadline = sh_int(now + ttl * 1000)
+local hd = redis.call('HMGET', HD, 'o:' .. owner, 'u')
+local v, used = hd[1], tonumber(hd[2] or '0')
+if v then -- re-entry
+  local h = cjson.decode(v)
+  if h.w ~= weight then
+    if k == 2 then
+      return redis.error_reply('DISTLOCK upgrade')
+    end
+    return redis.error_reply('DISTLOCK held ' .. sh_int(h.w))
+  end
+  if h.a ~= ARGV[6] then
+    h.c = h.c + 1
+    h.a = ARGV[6]
+    redis.call('HSET', HD, 'o:' .. owner, cjson.encode(h))
+  end
+  redis.call('ZADD', H, deadline, owner)
+  sh_remove(waiter)
+  sh_expire(now)
+  return {1, h.t, h.c}
+end
+local head = sh_head()
+if (not head or head == waiter) and weight <= l - used then
+  sh_remove(waiter)
+  local token = sh_mint(ARGV[12])
+  redis.call('ZADD', H, deadline, owner)
+  redis.call('HSET', HD, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
+  if sh_queued then
+    sh_wake(l) -- the next head, if it fits too
+  end
+  sh_expire(now)
+  return {1, token, 1}
+end
+local holder, left, reserved = '', 250000, 0 -- engine.ReserveTTL
+local first = redis.call('ZRANGE', H, 0, 0, 'WITHSCORES')
+if first[1] then
+  holder, left = first[1], tonumber(first[2]) - now
+end
+if not first[1] or weight <= l - used then
+  holder, reserved = '', 1
+end
+if waiter == '' then
+  sh_expire(now)
+  return {0, holder, left, 0, 0, reserved}
+end
+sh_enqueue(waiter, ARGV[8], weight, now)
+sh_wake(l) -- the head may fit (a head that died)
+sh_expire(now)
+return {0, holder, left, 1, sh_head() == waiter and 1 or 0, reserved}

@@ -1,0 +1,21 @@
+-- Describes the shared lock (shared.lua): {kind (0 when it does not
+-- exist), limit, the fencing high-water ('' when there is none), the
+-- waiters queued, and for each holder its owner, its time left in µs and
+-- its details (JSON)}.
+local now = sh_now()
+sh_purge(now)
+local lk = redis.call('HMGET', LOCK, 'k', 'l')
+local out = {tonumber(lk[1] or '0'), tonumber(lk[2] or '0'), redis.call('GET', FENCE) or '', redis.call('ZCARD', SQ)}
+local hs = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
+for i = 1, #hs, 2 do
+  local v = redis.call('HGET', HD, 'o:' .. hs[i])
+  if v then
+    out[#out + 1] = hs[i]
+    out[#out + 1] = tonumber(hs[i + 1]) - now
+    out[#out + 1] = v
+  end
+end
+if lk[1] then
+  sh_expire(now)
+end
+return out

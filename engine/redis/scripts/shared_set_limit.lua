@@ -1,0 +1,22 @@
+-- Sets the limit of the semaphore (shared.lua) to ARGV[3], making it when
+-- it does not exist. Holders above a smaller limit keep their permits; the
+-- head of the queue is woken if it fits under the new one. Refused, having
+-- changed nothing, with 'DISTLOCK mutex' (the name is held as a mutex) or
+-- 'DISTLOCK kind <k>' (a lock of another kind). Returns the previous limit
+-- (0 for a new semaphore).
+if redis.call('EXISTS', MUTEX) == 1 then
+  return redis.error_reply('DISTLOCK mutex')
+end
+local now = sh_now()
+sh_purge(now)
+local lk = redis.call('HMGET', LOCK, 'k', 'l')
+local k = tonumber(lk[1])
+if k and k ~= 1 then
+  return redis.error_reply('DISTLOCK kind ' .. k)
+end
+redis.call('HSET', LOCK, 'k', '1', 'l', ARGV[3])
+if k then
+  sh_wake(tonumber(ARGV[3]))
+end
+sh_expire(now)
+return tonumber(lk[2] or '0')

@@ -1,0 +1,246 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Shared locks (engine.Sharer): semaphores and reader-writer locks, with
+// the semantics of the memory engine's. A shared lock of NAME has keys of
+// its own beside the mutex's, all with the hash tag {NAME} (one Cluster
+// slot), and every script takes them all (scripts/shared.lua):
+//
+//	distlock:{NAME}:s     HASH kind and limit, kept for the fence ttl
+//	                      after the lock's last use
+//	distlock:{NAME}:sh    ZSET holder -> lease deadline (server µs)
+//	distlock:{NAME}:si    HASH holder -> weight, holds, token, metadata,
+//	                      attempt and release ids; and the permits held
+//	distlock:{NAME}:sq    ZSET waiter -> arrival ticket
+//	distlock:{NAME}:sqd   ZSET waiter -> heartbeat deadline (server µs)
+//	distlock:{NAME}:sqs   HASH the last ticket, each waiter's weight
+//
+// with the mutex's distlock:{NAME} (a shared lock is refused while the
+// name is held as a mutex; the wake-up channel has its name) and
+// distlock:{NAME}:fence (the name's one fencing counter). Each holder's
+// lease ends on its own in server time: every script first drops the
+// holders whose deadline passed, so a holder that crashed frees exactly
+// its permits after its ttl, without any client's clock. The holders' keys
+// expire with the last deadline, the queue's with the last heartbeat's.
+//
+// The queue is strict FIFO with weights: a request is granted only when
+// its weight fits and nobody is queued ahead of it. Only the head is woken
+// ('w:<waiter id>' on the lock's channel), and only when it fits: after a
+// release, a grant (the next head: readers queued together are granted in
+// a chain), a smaller limit, a waiter that left, or a refusal that found
+// the head fitting (a head that died). A heartbeat answers Wake when the
+// waiter heads the queue and fits. A release that wakes no head signals
+// the subscribers outside the queue ('released' when nobody queues, else
+// 'w:', addressed to no waiter).
+//
+// The mutex's scripts do not look at these keys: a mutex granted on a name
+// that is a shared lock is not refused by Redis (the Client and the memory
+// engine keep the kinds apart; a shared lock is refused while the mutex is
+// held).
+
+var (
+	//go:embed scripts/shared.lua
+	sharedSrc string
+	//go:embed scripts/shared_acquire.lua
+	sharedAcquireSrc string
+	//go:embed scripts/shared_release.lua
+	sharedReleaseSrc string
+	//go:embed scripts/shared_extend.lua
+	sharedExtendSrc string
+	//go:embed scripts/shared_leave.lua
+	sharedLeaveSrc string
+	//go:embed scripts/shared_set_limit.lua
+	sharedSetLimitSrc string
+	//go:embed scripts/shared_inspect.lua
+	sharedInspectSrc string
+	//go:embed scripts/shared_raise_fence.lua
+	sharedRaiseFenceSrc string
+)
+
+var (
+	sharedAcquireScript    = goredis.NewScript(sharedSrc + sharedAcquireSrc)
+	sharedReleaseScript    = goredis.NewScript(sharedSrc + sharedReleaseSrc)
+	sharedExtendScript     = goredis.NewScript(sharedSrc + sharedExtendSrc)
+	sharedLeaveScript      = goredis.NewScript(sharedSrc + sharedLeaveSrc)
+	sharedSetLimitScript   = goredis.NewScript(sharedSrc + sharedSetLimitSrc)
+	sharedInspectScript    = goredis.NewScript(sharedSrc + sharedInspectSrc)
+	sharedRaiseFenceScript = goredis.NewScript(sharedSrc + sharedRaiseFenceSrc)
+)
+
+var (
+	_ engine.Sharer            = (*Engine)(nil)
+	_ engine.SharedFenceRaiser = (*Engine)(nil)
+)
+
+// sharedKeys returns the keys of the shared lock name, as every shared_*.lua
+// script takes them (scripts/shared.lua).
+func (e *Engine) sharedKeys(name string) []string {
+	p := e.prefix + "{" + name + "}"
+	return []string{p, p + ":s", p + ":sh", p + ":si", p + ":sq", p + ":sqd", p + ":sqs", p + ":fence"}
+}
+
+// runShared runs a shared lock's script through the engine's batcher, with
+// the arguments every one takes first (the fence ttl, the publish command).
+func (e *Engine) runShared(ctx context.Context, s *goredis.Script, name string, args ...any) *goredis.Cmd {
+	return e.batch.run(ctx, s, e.sharedKeys(name), append([]any{e.fenceMS, e.publish}, args...)...)
+}
+
+// AcquireShared implements engine.Sharer.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	waiterTTL := ""
+	if r.Waiter != "" {
+		waiterTTL = ms(r.WaiterTTL)
+	}
+	res, err := e.runShared(ctx, sharedAcquireScript, r.Name, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
+		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.floor).Slice()
+	if err != nil {
+		return engine.Grant{}, sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)
+	}
+	if len(res) == 3 && res[0] == int64(1) {
+		token, err := parseToken(res[1])
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		count, _ := res[2].(int64)
+		return engine.Grant{Acquired: true, Token: token, Count: int(count)}, nil
+	}
+	if len(res) != 6 {
+		return engine.Grant{}, fmt.Errorf("acquire shared: unexpected reply %v", res)
+	}
+	holder, _ := res[1].(string)
+	left, _ := res[2].(int64)
+	return engine.Grant{Holder: holder, HolderTTL: time.Duration(left) * time.Microsecond,
+		Queued: res[3] == int64(1), Head: res[4] == int64(1), Reserved: res[5] == int64(1)}, nil
+}
+
+// sharedError turns a shared script's refusal ('DISTLOCK ...', see
+// scripts/shared_acquire.lua) into the error the memory engine returns for
+// it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
+// returned as they are.
+func sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	what, ok := strings.CutPrefix(re.Error(), "DISTLOCK ")
+	if !ok {
+		return err
+	}
+	code, arg, _ := strings.Cut(what, " ")
+	n, _ := strconv.Atoi(arg)
+	switch code {
+	case "mutex":
+		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", name, kind)}
+	case "kind":
+		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, engine.SharedKind(n), kind)}
+	case "limit":
+		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", name, n, limit)}
+	case "weight":
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", weight, n)}
+	case "held":
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", n, name, weight)}
+	case "upgrade":
+		return engine.ErrUpgrade
+	}
+	return err
+}
+
+// ReleaseShared implements engine.Sharer. Like Release, it carries an id
+// of its own, so that a copy of the command that a client library resends
+// drops no second hold.
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	n, err := e.runShared(ctx, sharedReleaseScript, name, owner, e.releaseID()).Int64()
+	switch {
+	case err != nil:
+		return engine.ReleaseResult{}, err
+	case n < 0:
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	}
+	return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
+}
+
+// sharedHolder is a holder's details as the scripts keep them.
+type sharedHolder struct {
+	Weight   int    `json:"w"`
+	Count    int    `json:"c"`
+	Token    string `json:"t"`
+	Metadata string `json:"m"`
+}
+
+// InspectShared implements engine.Sharer.
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	res, err := e.runShared(ctx, sharedInspectScript, name).Slice()
+	if err != nil {
+		return engine.Info{}, err
+	}
+	if len(res) < 4 || (len(res)-4)%3 != 0 {
+		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v", res)
+	}
+	kind, _ := res[0].(int64)
+	limit, _ := res[1].(int64)
+	waiters, _ := res[3].(int64)
+	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), Waiters: int(waiters)}
+	if hw, ok := res[2].(string); ok && hw != "" {
+		info.HighWater, _ = strconv.ParseUint(hw, 10, 64)
+	}
+	for i := 4; i < len(res); i += 3 {
+		owner, _ := res[i].(string)
+		left, _ := res[i+1].(int64)
+		v, _ := res[i+2].(string)
+		var h sharedHolder
+		if err := json.Unmarshal([]byte(v), &h); err != nil {
+			return engine.Info{}, fmt.Errorf("inspect shared: holder %q: %w", owner, err)
+		}
+		token, _ := strconv.ParseUint(h.Token, 10, 64)
+		info.Holders = append(info.Holders, engine.Holder{Owner: owner, Count: h.Count, Token: token,
+			TTL: time.Duration(left) * time.Microsecond, Metadata: h.Metadata, Weight: h.Weight})
+		info.Token = max(info.Token, token)
+	}
+	slices.SortFunc(info.Holders, func(a, b engine.Holder) int { return cmp.Compare(a.Token, b.Token) })
+	info.Held = len(info.Holders) > 0
+	return info, nil
+}
+
+// SetLimit implements engine.Sharer.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	n, err := e.runShared(ctx, sharedSetLimitScript, name, strconv.Itoa(limit)).Int64()
+	if err != nil {
+		return 0, sharedError(err, name, engine.Semaphore, limit, 0)
+	}
+	return int(n), nil
+}
+
+// LeaveShared implements engine.Sharer.
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	return e.runShared(ctx, sharedLeaveScript, name, waiter).Err()
+}
+
+// RaiseSharedFence implements engine.SharedFenceRaiser.
+func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	n, err := e.runShared(ctx, sharedRaiseFenceScript, name, owner, strconv.FormatUint(token, 10)).Int64()
+	return n == 1, err
+}
+
+// extendShared queues on p the extension of a shared lock's holder, or a
+// heartbeat of its waiter (r.Shared), for Extend's pipeline: its reply has
+// the shape of the mutex's extend and heartbeat scripts' ({1, token} or
+// {0}; {1, wake} or {0}), which never says HeldByOther.
+func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
+	return sharedExtendScript.EvalSha(ctx, p, e.sharedKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
+}

@@ -1,0 +1,339 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// serverMicros returns the server's clock in µs (TIME).
+func serverMicros(t *testing.T, c goredis.UniversalClient) int64 {
+	t.Helper()
+	tm, err := c.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.UnixMicro()
+}
+
+func semReq(name, owner string, ttl time.Duration, limit, weight int) engine.SharedRequest {
+	return engine.SharedRequest{
+		AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Attempt: owner, OneOff: true},
+		Kind:           engine.Semaphore, Limit: limit, Weight: weight,
+	}
+}
+
+// TestSharedCrashedHolderExpires: a holder that stops renewing (crashed)
+// frees exactly its own permits once its ttl has passed in the server's
+// time, measured from the server's clock at its grant; the other holder
+// keeps its own. With nobody touching the name afterwards, Redis expires
+// the holders' keys on its own: nothing is left but the lock's kind and
+// limit (with the fence ttl) and the high-water.
+func TestSharedCrashedHolderExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	e := listEngine(t, c)
+	ctx := listCtx(t)
+	name := "crashed-holder"
+	keys := redisengine.SharedKeys(e, name)
+	const ttl = 300 * time.Millisecond
+
+	before := serverMicros(t, c)
+	if g, err := e.AcquireShared(ctx, semReq(name, "dead", ttl, 3, 2)); err != nil || !g.Acquired {
+		t.Fatalf("dead: %+v, %v", g, err)
+	}
+	after := serverMicros(t, c)
+	if g, err := e.AcquireShared(ctx, semReq(name, "live", time.Minute, 3, 1)); err != nil || !g.Acquired {
+		t.Fatalf("live: %+v, %v", g, err)
+	}
+	// The deadline is the server's clock at the grant plus the ttl.
+	deadline, err := c.ZScore(ctx, keys[2], "dead").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := int64(deadline); d < before+ttl.Microseconds() || d > after+ttl.Microseconds() {
+		t.Fatalf("deadline %d µs, want the server's clock at the grant (%d..%d) + %v", d, before, after, ttl)
+	}
+	g, err := e.AcquireShared(ctx, semReq(name, "next", time.Minute, 3, 2))
+	if err != nil || g.Acquired || g.Holder != "dead" || g.HolderTTL <= 0 || g.HolderTTL > ttl {
+		t.Fatalf("next while dead holds: %+v, %v; want refused, the dead holder's time left", g, err)
+	}
+	for {
+		g, err = e.AcquireShared(ctx, semReq(name, "next", time.Minute, 3, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := serverMicros(t, c)
+		if g.Acquired {
+			if now < int64(deadline) {
+				t.Fatalf("granted at %d µs, before the dead holder's deadline %d", now, int64(deadline))
+			}
+			break
+		}
+		if now > int64(deadline)+int64(time.Second/time.Microsecond) {
+			t.Fatalf("still refused 1s after the dead holder's deadline: %+v", g)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	info, err := e.InspectShared(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Holders) != 2 || info.Holders[0].Owner != "live" || info.Holders[0].Weight != 1 ||
+		info.Holders[1].Owner != "next" || info.Holders[1].Weight != 2 || info.Limit != 3 || info.Kind != engine.Semaphore {
+		t.Fatalf("after the dead holder's expiry: %+v", info)
+	}
+	if g, err := e.AcquireShared(ctx, semReq(name, "more", time.Minute, 3, 1)); err != nil || g.Acquired {
+		t.Fatalf("a fourth permit: %+v, %v", g, err)
+	}
+
+	// A lone crashed holder, and nobody touches the name: Redis drops the
+	// holders' keys at the deadline by itself.
+	lone := "crashed-alone"
+	keys = redisengine.SharedKeys(e, lone)
+	if g, err := e.AcquireShared(ctx, semReq(lone, "dead", ttl, 2, 2)); err != nil || !g.Acquired {
+		t.Fatalf("lone: %+v, %v", g, err)
+	}
+	for _, k := range keys[1:4] {
+		if pttl := c.PTTL(ctx, k).Val(); pttl <= 0 || pttl > time.Minute && k != keys[1] {
+			t.Fatalf("%s: pttl %v", k, pttl)
+		}
+	}
+	time.Sleep(ttl + 100*time.Millisecond)
+	if n := c.Exists(ctx, keys[2], keys[3], keys[4], keys[5], keys[6]).Val(); n != 0 {
+		t.Fatalf("%d holder or queue keys left after the deadline", n)
+	}
+	if pttl := c.PTTL(ctx, keys[1]).Val(); pttl < redisengine.DefaultFenceTTL-time.Minute {
+		t.Fatalf("the lock's kind and limit expire in %v, want the fence ttl", pttl)
+	}
+	if g, err := e.AcquireShared(ctx, semReq(lone, "next", time.Minute, 2, 2)); err != nil || !g.Acquired {
+		t.Fatalf("after the lone holder's deadline: %+v, %v", g, err)
+	}
+}
+
+// TestSharedKeysOneSlot: on Cluster every key of a shared lock (and the
+// mutex key and high-water it reads) hashes to one slot, for names with
+// braces too, and every script runs there (no CROSSSLOT).
+func TestSharedKeysOneSlot(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client()
+	e := listEngine(t, c)
+	ctx := listCtx(t)
+	for _, name := range []string{"slot", "a{b}c", "x}y", "{z", "ünï"} {
+		keys := redisengine.SharedKeys(e, name)
+		if len(keys) != 8 || keys[0] != redisengine.DefaultPrefix+"{"+name+"}" || keys[7] != keys[0]+":fence" {
+			t.Fatalf("%q: keys %q", name, keys)
+		}
+		slot := c.ClusterKeySlot(ctx, keys[0]).Val()
+		for _, k := range keys[1:] {
+			if s := c.ClusterKeySlot(ctx, k).Val(); s != slot {
+				t.Fatalf("%q: %s in slot %d, %s in %d", name, keys[0], slot, k, s)
+			}
+		}
+		// Every script, with holders and a waiter, so that every key exists.
+		if g, err := e.AcquireShared(ctx, semReq(name, "a", time.Minute, 2, 2)); err != nil || !g.Acquired {
+			t.Fatalf("%q: %+v, %v", name, g, err)
+		}
+		r := semReq(name, "b", time.Minute, 2, 1)
+		r.Waiter, r.WaiterTTL = "w", time.Minute
+		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Queued {
+			t.Fatalf("%q waiter: %+v, %v", name, g, err)
+		}
+		if n := c.Exists(ctx, keys[1:]...).Val(); n != 7 {
+			t.Fatalf("%q: %d of the 7 keys exist", name, n)
+		}
+		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
+			{Name: name, Owner: "w", TTL: time.Minute, Shared: true, Waiter: true}})
+		if err != nil || res[0].Status != engine.Extended || res[1].Status != engine.Extended {
+			t.Fatalf("%q extend: %+v, %v", name, res, err)
+		}
+		if _, err := e.SetLimit(ctx, name, 3); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.RaiseSharedFence(ctx, name, "a", 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.LeaveShared(ctx, name, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.InspectShared(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := e.ReleaseShared(ctx, name, "a"); err != nil || res.Status != engine.Released {
+			t.Fatalf("%q release: %+v, %v", name, res, err)
+		}
+	}
+}
+
+// TestSharedExtendOneRoundTrip: shared holders and waiters are renewed in
+// the same pipeline as mutex leases, and after the server lost its script
+// cache too.
+func TestSharedExtendOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client()
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	e := listEngine(t, c)
+	ctx := listCtx(t)
+	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "o", TTL: time.Minute, Attempt: "o", OneOff: true}); err != nil || !g.Acquired {
+		t.Fatal(g, err)
+	}
+	if g, err := e.AcquireShared(ctx, semReq("s", "h", time.Minute, 1, 1)); err != nil || !g.Acquired {
+		t.Fatal(g, err)
+	}
+	w := semReq("s", "x", time.Minute, 1, 1)
+	w.Waiter, w.WaiterTTL = "wx", time.Minute
+	if g, err := e.AcquireShared(ctx, w); err != nil || !g.Queued || !g.Head {
+		t.Fatal(g, err)
+	}
+	rs := []engine.ExtendRequest{
+		{Name: "m", Owner: "o", TTL: time.Minute},
+		{Name: "s", Owner: "h", TTL: 2 * time.Minute, Shared: true},
+		{Name: "s", Owner: "wx", TTL: time.Minute, Shared: true, Waiter: true},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true, Waiter: true},
+	}
+	// The first Extend loads the scripts (NOSCRIPT); then one pipeline, and
+	// after a SCRIPT FLUSH the scripts are loaded again.
+	for i, flush := range []bool{false, false, true} {
+		if flush {
+			if err := c.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt.pipelines.Store(0)
+		rt.single.Store(0)
+		res, err := e.Extend(ctx, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []engine.ExtendStatus{engine.Extended, engine.Extended, engine.Extended, engine.Missing, engine.Missing}
+		for i := range want {
+			if res[i].Status != want[i] || res[i].Err != nil {
+				t.Fatalf("flush %v: %d: %+v, want %v", flush, i, res[i], want[i])
+			}
+		}
+		if res[1].Token == 0 || res[2].Wake {
+			t.Fatalf("flush %v: holder token %d, waiter woken %v (the permit is held)", flush, res[1].Token, res[2].Wake)
+		}
+		if n := rt.pipelines.Load(); i == 1 && (n != 1 || rt.single.Load() != 0) {
+			t.Fatalf("%d pipelines and %d commands for one Extend", n, rt.single.Load())
+		}
+	}
+	info, err := e.InspectShared(ctx, "s")
+	if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL < time.Minute+50*time.Second {
+		t.Fatalf("the holder's ttl was not renewed: %+v, %v", info, err)
+	}
+	// The permit freed, the waiter's heartbeat says it may try.
+	if res, err := e.ReleaseShared(ctx, "s", "h"); err != nil || res.Status != engine.Released {
+		t.Fatal(res, err)
+	}
+	res, err := e.Extend(ctx, rs[2:3])
+	if err != nil || res[0].Status != engine.Extended || !res[0].Wake {
+		t.Fatalf("heartbeat of the head of a free lock: %+v, %v", res, err)
+	}
+}
+
+// TestSharedRefusalsAsMemory: the refusals of bad input are the memory
+// engine's, word for word: the Client turns them into its typed errors.
+func TestSharedRefusalsAsMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := listCtx(t)
+	rw := func(name, owner string, weight int) engine.SharedRequest {
+		r := semReq(name, owner, time.Minute, engine.RWPermits, weight)
+		r.Kind = engine.RWLock
+		return r
+	}
+	type step struct {
+		what string
+		do   func(e engine.Engine) error
+	}
+	acq := func(r engine.SharedRequest) func(engine.Engine) error {
+		return func(e engine.Engine) error {
+			_, err := e.(engine.Sharer).AcquireShared(ctx, r)
+			return err
+		}
+	}
+	steps := []step{
+		{"grant", acq(semReq("sem", "a", time.Minute, 3, 2))},
+		{"another limit", acq(semReq("sem", "b", time.Minute, 5, 1))},
+		{"another kind", acq(rw("sem", "b", 1))},
+		{"another weight", acq(func() engine.SharedRequest { r := semReq("sem", "a", time.Minute, 3, 1); r.Attempt = "2"; return r }())},
+		{"read", acq(rw("rw", "r", 1))},
+		{"upgrade", acq(rw("rw", "r", engine.RWPermits))},
+		{"a semaphore's limit on an rwlock", func(e engine.Engine) error {
+			_, err := e.(engine.Sharer).SetLimit(ctx, "rw", 2)
+			return err
+		}},
+		{"mutex", func(e engine.Engine) error {
+			_, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "o", TTL: time.Minute, Attempt: "o", OneOff: true})
+			return err
+		}},
+		{"shared on a mutex", acq(rw("m", "r", 1))},
+		{"a limit on a mutex", func(e engine.Engine) error {
+			_, err := e.(engine.Sharer).SetLimit(ctx, "m", 2)
+			return err
+		}},
+		{"weight above the stored limit", func(e engine.Engine) error {
+			if _, err := e.(engine.Sharer).SetLimit(ctx, "small", 1); err != nil {
+				return err
+			}
+			_, err := e.(engine.Sharer).AcquireShared(ctx, semReq("small", "a", time.Minute, 1, 2))
+			return err
+		}},
+	}
+	mem := memory.New()
+	defer mem.Close()
+	red := listEngine(t, srv.Client())
+	for _, s := range steps {
+		want, got := s.do(mem), s.do(red)
+		if errors.Is(want, engine.ErrUpgrade) != errors.Is(got, engine.ErrUpgrade) || (want == nil) != (got == nil) ||
+			want != nil && want.Error() != got.Error() {
+			t.Errorf("%s: redis %v, memory %v", s.what, got, want)
+		}
+		var ae *engine.ArgumentError
+		if errors.As(want, &ae) && !errors.As(got, &ae) {
+			t.Errorf("%s: redis %T, want an *engine.ArgumentError", s.what, got)
+		}
+	}
+}
+
+// TestSharedReentryAndRelease: re-entry by another attempt counts up while
+// a replayed attempt does not; releases count down, then say NotHeld; the
+// lock keeps its kind, limit and high-water.
+func TestSharedReentryAndRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	e := listEngine(t, srv.Client())
+	ctx := listCtx(t)
+	r := semReq("re", "me", time.Minute, 2, 1)
+	r.OneOff = false
+	for i, attempt := range []string{"1", "1", "2", "3"} {
+		r.Attempt = attempt
+		g, err := e.AcquireShared(ctx, r)
+		want := []int{1, 1, 2, 3}[i]
+		if err != nil || !g.Acquired || g.Count != want {
+			t.Fatalf("attempt %s: %+v, %v; want %d holds", attempt, g, err, want)
+		}
+	}
+	for want := 2; want >= 0; want-- {
+		res, err := e.ReleaseShared(ctx, "re", "me")
+		if err != nil || res.Status != engine.Released || res.Remaining != want {
+			t.Fatalf("release: %+v, %v; want %d left", res, err, want)
+		}
+	}
+	if res, err := e.ReleaseShared(ctx, "re", "me"); err != nil || res.Status != engine.NotHeld {
+		t.Fatalf("release of nothing: %+v, %v", res, err)
+	}
+	info, err := e.InspectShared(ctx, "re")
+	if err != nil || info.Held || info.Limit != 2 || info.HighWater == 0 || info.Kind != engine.Semaphore {
+		t.Fatalf("after the last release: %+v, %v", info, err)
+	}
+}
