@@ -2,19 +2,30 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock/bench/peers"
 )
 
-// stuckLocker grants at once until stuck is set, then waits for ctx.
-type stuckLocker struct{ stuckAfter time.Time }
+// stuckLocker grants at once until stuckAfter, then waits for ctx; but it
+// grants at least once after countFrom (the end of the driver's warm-up),
+// so that the run counts an operation however late a busy machine
+// schedules the workers.
+type stuckLocker struct {
+	stuckAfter, countFrom time.Time
+	counted               atomic.Bool
+}
 
 func (s *stuckLocker) Acquire(ctx context.Context, _ string) (peers.Held, error) {
-	if time.Now().After(s.stuckAfter) {
+	now := time.Now()
+	if now.After(s.stuckAfter) && s.counted.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
+	}
+	if now.After(s.countFrom) {
+		s.counted.Store(true)
 	}
 	return s, nil
 }
@@ -23,7 +34,7 @@ func (s *stuckLocker) Release(context.Context) error { return nil }
 func (s *stuckLocker) Close() error                  { return nil }
 
 func TestRunOpsHang(t *testing.T) {
-	lk := &stuckLocker{stuckAfter: time.Now().Add(100 * time.Millisecond)}
+	lk := &stuckLocker{stuckAfter: time.Now().Add(100 * time.Millisecond), countFrom: time.Now().Add(50 * time.Millisecond)}
 	start := time.Now()
 	res := runOps(context.Background(), lk, nil, opsConfig{
 		workers: 2, warmup: 20 * time.Millisecond, duration: 10 * time.Second,
