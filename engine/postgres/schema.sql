@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS {{S}}.version (
 CREATE OR REPLACE FUNCTION {{S}}._us(i interval) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$ SELECT (extract(epoch FROM i) * 1000000)::bigint $$;
 
+-- _live reports whether l is a lease in force at now_ (a row without an
+-- expiry, which distlock never writes, counts as free; Leaks reports it).
+CREATE OR REPLACE FUNCTION {{S}}._live(l {{S}}.locks, now_ timestamptz) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(l.owner IS NOT NULL AND l.expires_at > now_, false) $$;
+
 -- _notify sends msg about name on the schema's channel: '<md5 of name> msg'.
 CREATE OR REPLACE FUNCTION {{S}}._notify(p_name text, msg text) RETURNS void
 LANGUAGE sql AS $$ SELECT pg_notify({{CHAN}}, md5(p_name) || ' ' || msg) $$;
@@ -214,7 +219,7 @@ BEGIN
     EXIT WHEN l.name IS NOT NULL; -- else deleted meanwhile: insert again
   END LOOP;
   now_ := clock_timestamp();
-  live := l.owner IS NOT NULL AND l.expires_at > now_;
+  live := {{S}}._live(l, now_);
 
   IF live AND l.owner <> p_owner THEN
     IF p_waiting AND NOT l.marked THEN
@@ -317,7 +322,7 @@ BEGIN
     )
     SELECT req.i,
            CASE WHEN upd.name IS NOT NULL THEN 1
-                WHEN k.owner IS NULL OR k.expires_at <= now_ THEN 2
+                WHEN NOT {{S}}._live(k, now_) THEN 2
                 ELSE 3 END,
            coalesce(upd.token, 0::bigint), false
       FROM req
@@ -338,7 +343,7 @@ BEGIN
       CONTINUE;
     END IF;
     o_status := 1;
-    SELECT owner IS NOT NULL AND expires_at > now_ INTO held FROM {{S}}.locks WHERE name = r.n;
+    SELECT {{S}}._live(k, now_) INTO held FROM {{S}}.locks k WHERE k.name = r.n;
     IF NOT coalesce(held, false) THEN
       -- A free lock: a lapsed reservation's successor is served even if
       -- nobody else touches the name.
@@ -361,7 +366,7 @@ DECLARE
   now_ timestamptz := clock_timestamp();
 BEGIN
   o_remaining := 0;
-  IF l.name IS NULL OR l.owner IS NULL OR l.expires_at <= now_ THEN
+  IF NOT {{S}}._live(l, now_) THEN
     o_status := 2;
     RETURN;
   END IF;
@@ -394,7 +399,7 @@ BEGIN
     RETURN false;
   END IF;
   PERFORM {{S}}._free(l, now_, true);
-  RETURN l.owner IS NOT NULL AND l.expires_at > now_;
+  RETURN {{S}}._live(l, now_);
 END $$;
 
 -- leave takes waiter p_waiter out of name's queue; when it was the head
@@ -415,7 +420,7 @@ BEGIN
   END IF;
   was_head := {{S}}._head(p_name) = p_waiter;
   PERFORM {{S}}._remove(p_name, p_waiter);
-  IF NOT (l.owner IS NOT NULL AND l.expires_at > now_) THEN
+  IF NOT {{S}}._live(l, now_) THEN
     IF NOT EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_name) THEN
       DELETE FROM {{S}}.locks WHERE name = p_name
          AND high_water <= (SELECT last_value FROM {{S}}.tokens);
@@ -433,7 +438,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
 BEGIN
-  IF l.name IS NULL OR l.owner IS DISTINCT FROM p_owner OR l.expires_at <= clock_timestamp() THEN
+  IF NOT {{S}}._live(l, clock_timestamp()) OR l.owner <> p_owner THEN
     RETURN false;
   END IF;
   UPDATE {{S}}.locks SET token = p_token, high_water = greatest(high_water, p_token) WHERE name = p_name;
@@ -448,7 +453,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
 BEGIN
-  IF l.name IS NULL OR l.owner IS NULL OR l.expires_at <= clock_timestamp() THEN
+  IF NOT {{S}}._live(l, clock_timestamp()) THEN
     RETURN 2;
   END IF;
   IF l.owner <> p_owner THEN
@@ -469,14 +474,13 @@ DECLARE
   l {{S}}.locks;
 BEGIN
   SELECT * INTO l FROM {{S}}.locks WHERE name = p_name;
-  o_held := l.owner IS NOT NULL AND l.expires_at > now_;
+  o_held := {{S}}._live(l, now_);
   o_owner := ''; o_holds := 0; o_metadata := ''; o_token := 0; o_ttl_us := 0;
   o_high_water := coalesce(l.high_water, 0);
   IF o_held THEN
     o_owner := l.owner; o_holds := l.holds; o_metadata := l.metadata; o_token := l.token;
     o_ttl_us := {{S}}._us(l.expires_at - now_);
   END IF;
-  o_held := coalesce(o_held, false);
   SELECT count(*) INTO o_waiters FROM {{S}}.waiters WHERE name = p_name AND deadline > now_;
 END $$;
 
@@ -491,14 +495,14 @@ DECLARE
 BEGIN
   FOR c IN
     SELECT name FROM {{S}}.locks
-     WHERE owner IS NULL OR expires_at <= clock_timestamp()
+     WHERE NOT {{S}}._live(locks, clock_timestamp())
      LIMIT p_limit
   LOOP
     PERFORM 1 FROM {{S}}.locks WHERE name = c FOR UPDATE SKIP LOCKED;
     CONTINUE WHEN NOT FOUND;
     DELETE FROM {{S}}.waiters WHERE name = c AND deadline <= clock_timestamp();
     DELETE FROM {{S}}.locks k WHERE k.name = c
-       AND (k.owner IS NULL OR k.expires_at <= clock_timestamp())
+       AND NOT {{S}}._live(k, clock_timestamp())
        AND k.high_water <= (SELECT last_value FROM {{S}}.tokens)
        AND NOT EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = c);
     IF FOUND THEN
@@ -526,8 +530,7 @@ BEGIN
   SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR SHARE;
   IF p_mode = 1 THEN
     o_highest := coalesce(l.high_water, 0);
-    o_ok := l.name IS NOT NULL AND l.owner = p_holder AND l.token = p_token
-            AND l.expires_at > clock_timestamp();
+    o_ok := {{S}}._live(l, clock_timestamp()) AND l.owner = p_holder AND l.token = p_token;
     RETURN;
   END IF;
   INSERT INTO {{S}}.fence_marks (name, token, holder) VALUES (p_name, 0, '')
