@@ -1,0 +1,154 @@
+// Package pgfence checks distlock fencing tokens inside the user's own
+// PostgreSQL transaction, on the database that keeps the locks of
+// engine/postgres: the check and the guarded write commit together, or
+// neither does.
+//
+// Two modes:
+//
+//   - Current: the token must be the one of the name's current grant, held
+//     by holder and not expired, judged by the database clock. The check
+//     share-locks the lock's row until the transaction ends, so no other
+//     grant, release or renewal of the name commits before the write does
+//     (they wait for it). This is mutual exclusion with the data, not only
+//     fencing, and it refuses a write whose lease has run out even when
+//     nobody took the lock since. Keep such transactions short.
+//   - HighestSeen: package fence's rule. The token must be at least the
+//     highest token this check accepted for the name (a tie only from the
+//     same holder), and not older than the name's current grant; it is
+//     then recorded (table fence_marks of the schema, in the transaction).
+//     A write by a holder whose lease expired is still accepted while
+//     nobody newer has been granted the lock or written; once a newer grant
+//     exists, older tokens are refused even before its first write.
+//
+// A refused check returns a *StaleError (errors.Is(err, ErrStale)); the
+// caller must then roll back (pgx.BeginFunc does when the function returns
+// the error). The schema is engine/postgres's (postgres.Migrate creates the
+// check function and its table).
+package pgfence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Mode selects the rule of a check (see the package documentation).
+type Mode int
+
+// The modes.
+const (
+	// Current: the token is the name's current, unexpired grant by holder.
+	Current Mode = 1
+	// HighestSeen: the token is at least the highest accepted for the
+	// name, and not older than its current grant.
+	HighestSeen Mode = 2
+)
+
+// String names the mode.
+func (m Mode) String() string {
+	switch m {
+	case Current:
+		return "current"
+	case HighestSeen:
+		return "highest seen"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ErrStale is matched (errors.Is) by every *StaleError.
+var ErrStale = errors.New("pgfence: stale fencing token")
+
+// ErrInvalidArgument is wrapped by the errors for bad input (an empty
+// name or holder, the token 0, a NUL byte, an unknown mode); nothing is
+// sent then.
+var ErrInvalidArgument = errors.New("pgfence: invalid argument")
+
+// StaleError reports a refused check: the write must not go ahead, and
+// the transaction should be rolled back.
+type StaleError struct {
+	Name   string // the lock name
+	Token  uint64 // the refused token
+	Holder string
+	Mode   Mode
+	// Highest is the token the check compared with: the name's high-water
+	// (Current), or the highest accepted or granted (HighestSeen).
+	Highest uint64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("pgfence: stale fencing token %d for %q from holder %q (%s; highest %d)", e.Token, e.Name, e.Holder, e.Mode, e.Highest)
+}
+
+// Is reports whether target is ErrStale.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Guard checks tokens against the locks of one engine/postgres schema.
+// It is a value without state: safe for concurrent use.
+type Guard struct {
+	mode  Mode
+	query string
+}
+
+// New returns a Guard for the locks of schema (engine/postgres's
+// DefaultSchema is "distlock") with mode.
+func New(schema string, mode Mode) *Guard {
+	return &Guard{mode: mode, query: "SELECT * FROM " + pgx.Identifier{schema}.Sanitize() + ".fence_check($1, $2, $3, $4)"}
+}
+
+// Check runs the check in tx (pgx, or a *pgxpool.Tx) and returns nil when
+// the write may go ahead in the same transaction.
+func (g *Guard) Check(ctx context.Context, tx pgx.Tx, name string, token uint64, holder string) error {
+	if err := g.args(name, token, holder); err != nil {
+		return err
+	}
+	var ok bool
+	var highest int64
+	if err := tx.QueryRow(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
+		return fmt.Errorf("pgfence: check %q: %w", name, err)
+	}
+	return g.verdict(ok, name, token, holder, highest)
+}
+
+// CheckSQL is Check for a database/sql transaction (on any PostgreSQL
+// driver: pgx's stdlib, lib/pq).
+func (g *Guard) CheckSQL(ctx context.Context, tx *sql.Tx, name string, token uint64, holder string) error {
+	if err := g.args(name, token, holder); err != nil {
+		return err
+	}
+	var ok bool
+	var highest int64
+	if err := tx.QueryRowContext(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
+		return fmt.Errorf("pgfence: check %q: %w", name, err)
+	}
+	return g.verdict(ok, name, token, holder, highest)
+}
+
+func (g *Guard) verdict(ok bool, name string, token uint64, holder string, highest int64) error {
+	if ok {
+		return nil
+	}
+	return &StaleError{Name: name, Token: token, Holder: holder, Mode: g.mode, Highest: uint64(max(highest, 0))}
+}
+
+func (g *Guard) args(name string, token uint64, holder string) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidArgument}, a...)...)
+	}
+	switch {
+	case g.mode != Current && g.mode != HighestSeen:
+		return bad("unknown mode %d", int(g.mode))
+	case name == "":
+		return bad("empty name")
+	case holder == "":
+		return bad("empty holder for %q", name)
+	case token == 0 || token > 1<<63-1:
+		return bad("fencing token %d for %q", token, name)
+	case strings.IndexByte(name, 0) >= 0 || strings.IndexByte(holder, 0) >= 0:
+		return bad("a NUL byte in the name or holder")
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package pgfence_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/postgres"
+	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+	"github.com/distlock/distlock/engine/postgres/pgfence"
+)
+
+const schema = "fenced"
+
+// setup returns a pool on the test server with schema migrated, and a
+// Client on an engine of its own.
+func setup(t *testing.T) (*pgxpool.Pool, *distlock.Client) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv(pgtest.EnvURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := postgres.Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := postgres.New(pool, postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := distlock.New(eng)
+	t.Cleanup(func() { _ = c.Close(); _ = eng.Close() })
+	return pool, c
+}
+
+func name(t *testing.T) string { return fmt.Sprintf("%s-%x", t.Name(), rand.Uint64()) }
+
+// check runs one guard check in a transaction of its own and commits it
+// when the check passes.
+func check(t *testing.T, pool *pgxpool.Pool, g *pgfence.Guard, l *distlock.Lease) error {
+	t.Helper()
+	return pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		return g.Check(context.Background(), tx, l.Name(), l.Token(), l.Owner())
+	})
+}
+
+func wantStale(t *testing.T, what string, err error) {
+	t.Helper()
+	var se *pgfence.StaleError
+	if !errors.Is(err, pgfence.ErrStale) || !errors.As(err, &se) {
+		t.Fatalf("%s: %v, want a *StaleError", what, err)
+	}
+}
+
+// TestCurrent: only the current, unexpired grant passes; a released,
+// expired or deposed lease does not, nor does another owner's token.
+func TestCurrent(t *testing.T) {
+	pool, c := setup(t)
+	ctx := context.Background()
+	g := pgfence.New(schema, pgfence.Current)
+	n := name(t)
+	l, err := c.Acquire(ctx, n, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, pool, g, l); err != nil {
+		t.Fatalf("the holder: %v", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return g.Check(ctx, tx, n, l.Token(), "someone else") })
+	wantStale(t, "the holder's token from another owner", err)
+	if _, err := c.ForceRelease(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "a force-released lease, nobody else holding", check(t, pool, g, l))
+	next, err := c.Acquire(ctx, n, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "the deposed holder", check(t, pool, g, l))
+	if err := check(t, pool, g, next); err != nil {
+		t.Fatalf("the next holder: %v", err)
+	}
+	_ = next.Release(ctx)
+
+	short, err := c.Acquire(ctx, name(t), distlock.WithTTL(100*time.Millisecond), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(120 * time.Millisecond)
+	wantStale(t, "an expired lease", check(t, pool, g, short))
+}
+
+// TestCurrentHoldsTheRow: while a transaction that passed a Current check
+// is open, no other grant of the name can commit: a force-release (and so
+// any new grant) waits for the transaction.
+func TestCurrentHoldsTheRow(t *testing.T) {
+	pool, c := setup(t)
+	ctx := context.Background()
+	g := pgfence.New(schema, pgfence.Current)
+	n := name(t)
+	l, err := c.Acquire(ctx, n, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := g.Check(ctx, tx, n, l.Token(), l.Owner()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan time.Time, 1)
+	go func() {
+		if _, err := c.ForceRelease(ctx, n); err != nil {
+			t.Error(err)
+		}
+		done <- time.Now()
+	}()
+	select {
+	case <-done:
+		t.Fatal("the force-release committed while the fenced transaction was open")
+	case <-time.After(300 * time.Millisecond):
+	}
+	committed := time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at := <-done; at.Before(committed) {
+		t.Fatal("the force-release returned before the commit")
+	}
+}
+
+// TestHighestSeen: the fence rule of package fence, with the lock table's
+// knowledge on top: a token below the highest accepted is refused, a tie
+// only from the same holder; a token older than the current grant is
+// refused even before the new holder writes; a lease that expired with
+// nobody after it may still write.
+func TestHighestSeen(t *testing.T) {
+	pool, c := setup(t)
+	ctx := context.Background()
+	g := pgfence.New(schema, pgfence.HighestSeen)
+	n := name(t)
+	first, err := c.Acquire(ctx, n, distlock.WithTTL(100*time.Millisecond), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, pool, g, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, pool, g, first); err != nil {
+		t.Fatalf("the same holder again: %v", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return g.Check(ctx, tx, n, first.Token(), "impostor") })
+	wantStale(t, "a tie from another holder", err)
+	time.Sleep(120 * time.Millisecond)
+	if err := check(t, pool, g, first); err != nil {
+		t.Fatalf("an expired lease with nobody after it: %v", err)
+	}
+	second, err := c.Acquire(ctx, n, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "the old token once a newer grant exists, before its first write", check(t, pool, g, first))
+	if err := check(t, pool, g, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "the old token after the newer holder wrote and left", check(t, pool, g, first))
+}
+
+// TestCheckSQL: the same check through database/sql (pgx's stdlib
+// driver); a refused check's transaction is rolled back by the caller.
+func TestCheckSQL(t *testing.T) {
+	pool, c := setup(t)
+	ctx := context.Background()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	g := pgfence.New(schema, pgfence.Current)
+	n := name(t)
+	l, err := c.Acquire(ctx, n, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() error {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := g.CheckSQL(ctx, tx, n, l.Token(), l.Owner()); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "after the release", run())
+}
+
+// TestBadInput: bad arguments are refused before anything is sent.
+func TestBadInput(t *testing.T) {
+	pool, _ := setup(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		g      *pgfence.Guard
+		name   string
+		token  uint64
+		holder string
+	}{
+		{pgfence.New(schema, pgfence.Current), "", 1, "h"},
+		{pgfence.New(schema, pgfence.Current), "n", 0, "h"},
+		{pgfence.New(schema, pgfence.Current), "n", 1 << 63, "h"},
+		{pgfence.New(schema, pgfence.Current), "n", 1, ""},
+		{pgfence.New(schema, pgfence.HighestSeen), "n\x00", 1, "h"},
+		{pgfence.New(schema, pgfence.Mode(7)), "n", 1, "h"},
+	} {
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tc.g.Check(ctx, tx, tc.name, tc.token, tc.holder) })
+		if !errors.Is(err, pgfence.ErrInvalidArgument) {
+			t.Errorf("%q %d %q: %v, want ErrInvalidArgument", tc.name, tc.token, tc.holder, err)
+		}
+	}
+}

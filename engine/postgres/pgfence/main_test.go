@@ -1,0 +1,10 @@
+package pgfence_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, nil)) }
