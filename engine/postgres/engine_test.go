@@ -241,3 +241,33 @@ func TestListLeaksSweep(t *testing.T) {
 		t.Fatalf("the sweep touched a held lock: %+v, %v", info, err)
 	}
 }
+
+// TestTokensSeededFromClock: a new schema's tokens start at the database
+// clock in microseconds, so a schema dropped and migrated again still
+// mints tokens above the old ones.
+func TestTokensSeededFromClock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := newPool(t)
+	const schema = "seeded"
+	var last uint64
+	for round := range 2 {
+		before := uint64(time.Now().Add(-time.Minute).UnixMicro())
+		if err := postgres.Migrate(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+		e, err := postgres.New(pool, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := e.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "o", Attempt: "o", TTL: time.Minute})
+		_ = e.Close()
+		if err != nil || !g.Acquired || g.Token < before || g.Token <= last {
+			t.Fatalf("round %d: %+v, %v; want a token above %d and %d", round, g, err, before, last)
+		}
+		last = g.Token
+		if err := postgres.Drop(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -39,6 +39,7 @@ type listener struct {
 	ready   chan struct{}                         // closed while listening
 	started bool
 	closed  bool
+	stop    chan struct{} // closed by close
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -54,7 +55,7 @@ type subscription struct {
 
 func newListener(e *Engine, conf *pgx.ConnConfig) *listener {
 	return &listener{e: e, conf: conf, ch: channel(e.schema),
-		subs: make(map[string]map[*subscription]struct{}), ready: make(chan struct{})}
+		subs: make(map[string]map[*subscription]struct{}), ready: make(chan struct{}), stop: make(chan struct{})}
 }
 
 // Close implements engine.Subscription.
@@ -105,6 +106,9 @@ func (l *listener) join(ctx context.Context, key, waiter string) (engine.Subscri
 	select {
 	case <-ready:
 		return s, nil
+	case <-l.stop:
+		s.Close()
+		return nil, engine.ErrClosed
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()
@@ -124,6 +128,9 @@ func (l *listener) leave(s *subscription) {
 // close stops the listener, closes its connection and wakes everyone.
 func (l *listener) close() {
 	l.mu.Lock()
+	if !l.closed {
+		close(l.stop)
+	}
 	l.closed = true
 	cancel, done := l.cancel, l.done
 	l.mu.Unlock()

@@ -545,4 +545,11 @@ BEGIN
   END IF;
 END $$;
 
+-- Tokens count up from the database clock in microseconds at the first
+-- Migrate (and never below it at a later one): a schema dropped and made
+-- again still mints tokens above the old ones (unless the clock was set
+-- back), so resources that recorded them keep working.
+SELECT setval({{TOKENS}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
+ WHERE (SELECT last_value FROM {{S}}.tokens) < (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+
 INSERT INTO {{S}}.version (version) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
