@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/postgres"
@@ -270,4 +272,54 @@ func TestTokensSeededFromClock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestListenConfig: the listening connection may be a connection of its
+// own (straight to PostgreSQL while the pool goes through PgBouncer): a
+// waiter is woken through it.
+func TestListenConfig(t *testing.T) {
+	const schema = "engine"
+	migrated(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(srv.URL("application_name=own-listener"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := distlock.New(newEngine(t, newPool(t), schema, postgres.WithListenConfig(cfg)))
+	defer waiter.Close()
+	holder := distlock.New(newEngine(t, newPool(t), schema))
+	defer holder.Close()
+	name := uniqueName(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *distlock.Lease, 1)
+	go func() {
+		l, err := waiter.Acquire(ctx, name)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitFor(t, "the waiter", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters == 1
+	})
+	if n := len(backends(t, ctx, "own-listener")); n != 1 {
+		t.Fatalf("%d sessions of the own listener, want 1", n)
+	}
+	released := time.Now()
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := <-got
+	if l == nil {
+		t.FailNow()
+	}
+	if took := time.Since(released); took > time.Second { // unwoken, it would sleep a minute
+		t.Fatalf("woken %v after the release", took)
+	}
+	_ = l.Release(ctx)
 }
