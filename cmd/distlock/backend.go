@@ -41,6 +41,9 @@ const backendHelp = `Backend (every command but demo):
                  DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
   DISTLOCK_ETCD=http://host:2379[,http://host2:2379...]   an etcd v3 cluster:
                  ttls are whole seconds of at least 2s there (rounded up).
+  DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
+                 schema DISTLOCK_POSTGRES_SCHEMA (default distlock), made once
+                 with 'distlock postgres init'.
 `
 
 // backend is an open connection to the lock backend.
@@ -76,6 +79,14 @@ func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Contex
 // Redlock quorum; a majority of them must answer. Its errors are *cliError
 // with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
+	if url := strings.TrimSpace(a.getenv(envPostgres)); url != "" && strings.TrimSpace(flagURL) == "" {
+		for _, other := range []string{envRedis, envServer, envEtcd} {
+			if strings.TrimSpace(a.getenv(other)) != "" {
+				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envPostgres, other)
+			}
+		}
+		return a.openPostgres(ctx, url)
+	}
 	if eps := strings.TrimSpace(a.getenv(envEtcd)); eps != "" && strings.TrimSpace(flagURL) == "" {
 		for _, other := range []string{envRedis, envServer} {
 			if strings.TrimSpace(a.getenv(other)) != "" {

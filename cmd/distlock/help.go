@@ -287,6 +287,8 @@ Flags:
   --redis URL               run on one Redis server (redis://host:6379)
   --redlock URL,URL,...     run on Redlock over N independent Redis nodes
   --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
+  --postgres URL            run on PostgreSQL (schema: $DISTLOCK_POSTGRES_SCHEMA or
+                            distlock; make it first with 'distlock postgres init')
   --tokens-file PATH        require bearer tokens: ROLE:TOKEN entries, one a
                             line (roles: read, write, admin; tokens of at least
                             16 bytes). Default: $DISTLOCK_TOKENS, same format.
@@ -360,6 +362,20 @@ Example:
   distlock elect --value "$(hostname)" scheduler -- ./scheduler --term "$DISTLOCK_TERM"
 `
 
+const postgresHelp = `Usage: distlock postgres init
+
+Creates (or brings up to date) what the PostgreSQL backend needs in the
+database DISTLOCK_POSTGRES names: the schema DISTLOCK_POSTGRES_SCHEMA (default
+distlock) with its tables, sequences and functions, in one transaction. It is
+idempotent and safe to run from several hosts at once. The other commands
+never create anything: on a schema that was not made they say to run this.
+
+Example:
+  export DISTLOCK_POSTGRES=postgres://app:secret@db:5432/app
+  distlock postgres init
+  distlock run nightly-report -- ./report.sh
+`
+
 const leaderHelp = `Usage: distlock leader [flags] NAME
 
 Prints the leader of the election NAME: its value, term and lease time left.
@@ -399,6 +415,8 @@ func helpFor(cmd string) (string, bool) {
 		return serveHelp, true
 	case "demo":
 		return demoHelp, true
+	case "postgres":
+		return postgresHelp, true
 	case "help":
 		return helpHelp, true
 	}

@@ -69,6 +69,7 @@ func (a *app) commands() []command {
 		{"leaks", "find lock keys that will never expire", a.cmdLeaks},
 		{"force-release", "free a lock whoever holds it (a repair)", a.cmdForceRelease},
 		{"serve", "run the lock server: HTTP API, live dashboard, /metrics", a.cmdServe},
+		{"postgres", "postgres init: make the schema the PostgreSQL backend needs", a.cmdPostgres},
 		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", a.cmdDemo},
 		{"help", "show help for a command", a.cmdHelp},
 	}

@@ -45,6 +45,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	redisURL := stringFlag(fs, "", "redis")
 	redlock := stringFlag(fs, "", "redlock")
 	etcdEndpoints := stringFlag(fs, "", "etcd")
+	pgURL := stringFlag(fs, "", "postgres")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
 	keyFile := stringFlag(fs, "", "tls-key")
@@ -60,8 +61,9 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	switch {
 	case *redisURL != "" && *redlock != "":
 		return a.usage(cmd, "--redis and --redlock exclude each other: one Redis, or Redlock over several")
-	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""):
-		return a.usage(cmd, "--etcd excludes --redis and --redlock: one backend")
+	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""),
+		*pgURL != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != ""):
+		return a.usage(cmd, "--redis, --redlock, --etcd and --postgres exclude each other: one backend")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
 	case *maxWaiters < 1 || *maxPerName < 1:
@@ -106,9 +108,14 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	var eng engine.Engine
 	var closeEngine func()
 	var desc string
-	if *etcdEndpoints != "" {
+	if *etcdEndpoints != "" || *pgURL != "" {
 		var b *backend
-		if b, err = a.openEtcd(ctx, *etcdEndpoints); err == nil {
+		if *pgURL != "" {
+			b, err = a.openPostgres(ctx, *pgURL)
+		} else {
+			b, err = a.openEtcd(ctx, *etcdEndpoints)
+		}
+		if err == nil {
 			eng, desc = b.eng, b.where
 			closeEngine = func() { _ = b.eng.Close(); b.closeConns() }
 		}

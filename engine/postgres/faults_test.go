@@ -14,7 +14,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine/postgres"
-	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
 
 // The fault tests stop, restart and cut the server's connections: they

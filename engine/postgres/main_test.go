@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/distlock/distlock/engine/postgres"
-	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
 
 // srv is the test binary's one PostgreSQL server (TestMain).

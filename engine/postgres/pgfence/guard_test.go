@@ -16,7 +16,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine/postgres"
-	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
 )
 

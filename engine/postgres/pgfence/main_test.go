@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/distlock/distlock/engine/postgres/internal/pgtest"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, nil)) }
