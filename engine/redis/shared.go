@@ -22,11 +22,10 @@ import (
 // its own beside the mutex's, all with the hash tag {NAME} (one Cluster
 // slot), and every script takes them all (scripts/shared.lua):
 //
-//	distlock:{NAME}:s     HASH kind and limit, kept for the fence ttl
-//	                      after the lock's last use
+//	distlock:{NAME}:s     HASH kind, limit, permits held, and each
+//	                      holder's weight, holds, token, metadata, and
+//	                      attempt and release ids
 //	distlock:{NAME}:sh    ZSET holder -> lease deadline (server µs)
-//	distlock:{NAME}:si    HASH holder -> weight, holds, token, metadata,
-//	                      attempt and release ids; and the permits held
 //	distlock:{NAME}:sq    ZSET waiter -> arrival ticket
 //	distlock:{NAME}:sqd   ZSET waiter -> heartbeat deadline (server µs)
 //	distlock:{NAME}:sqs   HASH the last ticket, each waiter's weight
@@ -36,18 +35,22 @@ import (
 // distlock:{NAME}:fence (the name's one fencing counter). Each holder's
 // lease ends on its own in server time: every script first drops the
 // holders whose deadline passed, so a holder that crashed frees exactly
-// its permits after its ttl, without any client's clock. The holders' keys
-// expire with the last deadline, the queue's with the last heartbeat's.
+// its permits after its ttl, without any client's clock. The lock and its
+// holders' deadlines expire together, between half the fence ttl and the
+// fence ttl after the lock's last use (and never before a deadline), like
+// the high-water: refreshed only when half of it has gone by, so the
+// uncontended path sets no expiry. The queue's keys expire with the last
+// heartbeat deadline.
 //
 // The queue is strict FIFO with weights: a request is granted only when
 // its weight fits and nobody is queued ahead of it. Only the head is woken
 // ('w:<waiter id>' on the lock's channel), and only when it fits: after a
 // release, a grant (the next head: readers queued together are granted in
-// a chain), a smaller limit, a waiter that left, or a refusal that found
-// the head fitting (a head that died). A heartbeat answers Wake when the
-// waiter heads the queue and fits. A release that wakes no head signals
-// the subscribers outside the queue ('released' when nobody queues, else
-// 'w:', addressed to no waiter).
+// a chain), a new limit, a waiter that left, or a refusal that found the
+// head fitting (a head that died). A heartbeat answers Wake when the
+// waiter heads the queue and fits. Nothing else is published: every waiter
+// of a shared lock is in its queue (as the mutex's release of a lock that
+// nobody waited for, a release that wakes no head sends no message).
 //
 // The mutex's scripts do not look at these keys: a mutex granted on a name
 // that is a shared lock is not refused by Redis (the Client and the memory
@@ -89,10 +92,18 @@ var (
 )
 
 // sharedKeys returns the keys of the shared lock name, as every shared_*.lua
-// script takes them (scripts/shared.lua).
+// script takes them (scripts/shared.lua), in one allocation for the names
+// (substrings of one string) and one for the slice.
 func (e *Engine) sharedKeys(name string) []string {
-	p := e.prefix + "{" + name + "}"
-	return []string{p, p + ":s", p + ":sh", p + ":si", p + ":sq", p + ":sqd", p + ":sqs", p + ":fence"}
+	p, n := e.prefix, name
+	base := len(p) + len(n) + 2
+	all := p + "{" + n + "}" + p + "{" + n + "}:s" + p + "{" + n + "}:sh" + p + "{" + n + "}:sq" +
+		p + "{" + n + "}:sqd" + p + "{" + n + "}:sqs" + p + "{" + n + "}:fence"
+	k := make([]string, 7)
+	for i, extra := range [7]int{0, 2, 3, 3, 4, 4, 6} {
+		k[i], all = all[:base+extra], all[base+extra:]
+	}
+	return k
 }
 
 // runShared runs a shared lock's script through the engine's batcher, with

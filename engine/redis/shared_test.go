@@ -95,27 +95,33 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 		t.Fatalf("a fourth permit: %+v, %v", g, err)
 	}
 
-	// A lone crashed holder, and nobody touches the name: Redis drops the
-	// holders' keys at the deadline by itself.
+	// A lone crashed holder, and nobody touches the name: its entries stay
+	// until the next script on the name drops them, and every key of the
+	// name has an expiry (nothing outlives the fence ttl).
 	lone := "crashed-alone"
 	keys = redisengine.SharedKeys(e, lone)
+	w := semReq(lone, "waiter", time.Minute, 2, 1)
+	w.Waiter, w.WaiterTTL = "w", ttl
 	if g, err := e.AcquireShared(ctx, semReq(lone, "dead", ttl, 2, 2)); err != nil || !g.Acquired {
 		t.Fatalf("lone: %+v, %v", g, err)
 	}
-	for _, k := range keys[1:4] {
-		if pttl := c.PTTL(ctx, k).Val(); pttl <= 0 || pttl > time.Minute && k != keys[1] {
+	if g, err := e.AcquireShared(ctx, w); err != nil || !g.Queued || !g.Head {
+		t.Fatalf("lone's waiter: %+v, %v", g, err)
+	}
+	for _, k := range keys[1:] {
+		if pttl := c.PTTL(ctx, k).Val(); pttl <= 0 || pttl > redisengine.DefaultFenceTTL {
 			t.Fatalf("%s: pttl %v", k, pttl)
 		}
 	}
 	time.Sleep(ttl + 100*time.Millisecond)
-	if n := c.Exists(ctx, keys[2], keys[3], keys[4], keys[5], keys[6]).Val(); n != 0 {
-		t.Fatalf("%d holder or queue keys left after the deadline", n)
-	}
-	if pttl := c.PTTL(ctx, keys[1]).Val(); pttl < redisengine.DefaultFenceTTL-time.Minute {
-		t.Fatalf("the lock's kind and limit expire in %v, want the fence ttl", pttl)
+	if n := c.Exists(ctx, keys[3], keys[4], keys[5]).Val(); n != 0 {
+		t.Fatalf("%d queue keys left after the waiter's heartbeat deadline", n)
 	}
 	if g, err := e.AcquireShared(ctx, semReq(lone, "next", time.Minute, 2, 2)); err != nil || !g.Acquired {
 		t.Fatalf("after the lone holder's deadline: %+v, %v", g, err)
+	}
+	if n := c.HLen(ctx, keys[1]).Val(); n != 5 { // k, l, u, x and one holder
+		t.Fatalf("the lock's hash has %d fields, want 5: %v", n, c.HGetAll(ctx, keys[1]).Val())
 	}
 }
 
@@ -129,7 +135,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 	ctx := listCtx(t)
 	for _, name := range []string{"slot", "a{b}c", "x}y", "{z", "ünï"} {
 		keys := redisengine.SharedKeys(e, name)
-		if len(keys) != 8 || keys[0] != redisengine.DefaultPrefix+"{"+name+"}" || keys[7] != keys[0]+":fence" {
+		if len(keys) != 7 || keys[0] != redisengine.DefaultPrefix+"{"+name+"}" || keys[6] != keys[0]+":fence" {
 			t.Fatalf("%q: keys %q", name, keys)
 		}
 		slot := c.ClusterKeySlot(ctx, keys[0]).Val()
@@ -147,8 +153,8 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Queued {
 			t.Fatalf("%q waiter: %+v, %v", name, g, err)
 		}
-		if n := c.Exists(ctx, keys[1:]...).Val(); n != 7 {
-			t.Fatalf("%q: %d of the 7 keys exist", name, n)
+		if n := c.Exists(ctx, keys[1:]...).Val(); n != 6 {
+			t.Fatalf("%q: %d of the 6 keys exist", name, n)
 		}
 		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
 			{Name: name, Owner: "w", TTL: time.Minute, Shared: true, Waiter: true}})

@@ -4,33 +4,37 @@
 --
 --   KEYS[1] the name's mutex (distlock:{NAME}): a shared lock is refused
 --           while it exists; also the wake-up channel
---   KEYS[2] the lock (HASH: k = kind, 1 semaphore or 2 rwlock; l = limit),
---           kept for the fence ttl after its last use, like the high-water
+--   KEYS[2] the lock (HASH): k = kind (1 semaphore, 2 rwlock), l = limit,
+--           u = the permits held (the sum of the holders' weights), x =
+--           the key's expiry (ms), and for each holder 'o:<owner>' = JSON
+--           {w: weight, c: holds, t: token (a string), m: metadata, a:
+--           attempt id of the last grant or re-entry, r: id of the last
+--           release}
 --   KEYS[3] the holders (ZSET owner -> lease deadline, server time in µs)
---   KEYS[4] the holders' details (HASH: 'o:<owner>' -> JSON {w: weight,
---           c: holds, t: token (a string), m: metadata, a: attempt id of
---           the last grant or re-entry, r: id of the last release}; u =
---           the permits held, the sum of the weights)
---   KEYS[5] the waiter queue (ZSET waiter -> arrival ticket)
---   KEYS[6] the waiters' heartbeat deadlines (ZSET waiter -> µs)
---   KEYS[7] the queue's state (HASH: n = last ticket, 'w:<id>' = the
+--   KEYS[4] the waiter queue (ZSET waiter -> arrival ticket)
+--   KEYS[5] the waiters' heartbeat deadlines (ZSET waiter -> µs)
+--   KEYS[6] the queue's state (HASH: n = last ticket, 'w:<id>' = the
 --           permits waiter id asks for)
---   KEYS[8] the name's fencing high-water (the mutex's one counter)
+--   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --
 -- ARGV[1] is the fence ttl in ms and ARGV[2] PUBLISH or SPUBLISH for every
 -- script; their own arguments follow. Every time is the server's (TIME).
+--
 -- Every script first drops the holders whose deadline passed (their
--- permits come back) and the waiters whose heartbeat deadline passed, and
--- last sets the keys' expiry (sh_expire): the holders' keys expire with
--- the last holder's deadline, the queue's with the last waiter's, and the
--- lock (kind and limit) the fence ttl after this use, or later.
+-- permits come back) and the waiters whose heartbeat deadline passed. A
+-- dead holder's entries stay until a script runs on the name, and the
+-- lock and its holders expire together, at x: at least half the fence ttl
+-- ahead and never before a holder's or waiter's deadline (sh_keep moves x
+-- to the fence ttl from now when it comes closer, so the uncontended path
+-- sets no expiry). The queue's keys expire with the last heartbeat
+-- deadline (sh_expire).
 --
 -- Waiting is strictly first come, first served with weights: a request is
 -- granted only when its weight fits in the free permits and nobody is
 -- queued ahead of it. Only the head of the queue is ever woken (a message
 -- 'w:<id>' on the channel KEYS[1]), and only when its weight fits.
 
-local MUTEX, LOCK, H, HD, SQ, SQD, SQS, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local MUTEX, LOCK, H, SQ, SQD, SQS, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local FENCE_MS, PUB = ARGV[1], ARGV[2]
 
 -- sh_int renders n exactly (Lua's own rendering is %.14g).
@@ -43,51 +47,60 @@ local function sh_now()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- sh_queued tells whether waiters may be queued (set by sh_purge, and
+-- when one enters): the paths without a queue skip its keys.
+local sh_queued = false
+
 -- sh_remove takes waiter id out of the queue.
 local function sh_remove(id)
-  if id ~= '' then
+  if id ~= '' and sh_queued then
     redis.call('ZREM', SQ, id)
     redis.call('ZREM', SQD, id)
     redis.call('HDEL', SQS, 'w:' .. id)
   end
 end
 
--- sh_drop drops the holder owner (its details v, decoded) and returns its
--- permits.
-local function sh_drop(owner, h)
+-- sh_drop drops the holder owner (h, its details decoded), whose permits
+-- come back: used is the permits held before.
+local function sh_drop(owner, h, used)
   redis.call('ZREM', H, owner)
-  redis.call('HDEL', HD, 'o:' .. owner)
-  if redis.call('HINCRBY', HD, 'u', sh_int(-h.w)) <= 0 then
-    redis.call('DEL', HD)
-  end
+  redis.call('HDEL', LOCK, 'o:' .. owner)
+  redis.call('HSET', LOCK, 'u', sh_int(used - h.w))
+  return used - h.w
 end
 
--- sh_queued tells whether waiters may be queued (set by sh_purge, and
--- when one enters): the paths without a queue skip its keys.
-local sh_queued = false
-
--- sh_purge drops the holders whose lease ended and the waiters whose
--- heartbeat deadline passed.
-local function sh_purge(now)
-  for _, o in ipairs(redis.call('ZRANGEBYSCORE', H, '-inf', sh_int(now))) do
-    local v = redis.call('HGET', HD, 'o:' .. o)
+-- sh_purge drops the holders whose lease ended (and lists them in
+-- sh_dropped: the caller's read of their details is stale) and the waiters
+-- whose heartbeat deadline passed; used is the permits held before, and it
+-- returns them after. It also tells whether the mutex exists, when the
+-- caller asks (mutex true).
+local sh_dropped = {}
+local function sh_purge(now, used, mutex)
+  -- Nobody holds permits (u = 0): no holder to drop.
+  for _, o in ipairs(used > 0 and redis.call('ZRANGEBYSCORE', H, '-inf', sh_int(now)) or {}) do
+    local v = redis.call('HGET', LOCK, 'o:' .. o)
+    sh_dropped[o] = true
     if v then
-      sh_drop(o, cjson.decode(v))
+      used = sh_drop(o, cjson.decode(v), used)
     else
       redis.call('ZREM', H, o)
     end
   end
-  sh_queued = redis.call('EXISTS', SQ) == 1
+  local n
+  if mutex then
+    -- One call for the common case: neither the mutex nor a queue.
+    n = redis.call('EXISTS', MUTEX, SQ)
+    sh_queued = n > 0 and redis.call('EXISTS', SQ) == 1
+    n = n > (sh_queued and 1 or 0)
+  else
+    sh_queued = redis.call('EXISTS', SQ) == 1
+  end
   if sh_queued then
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', SQD, '-inf', sh_int(now))) do
       sh_remove(id)
     end
   end
-end
-
--- sh_used returns the permits held.
-local function sh_used()
-  return tonumber(redis.call('HGET', HD, 'u') or '0')
+  return used, n
 end
 
 -- sh_head returns the head of the queue and the permits it asks for.
@@ -99,11 +112,11 @@ local function sh_head()
   return h, tonumber(redis.call('HGET', SQS, 'w:' .. h) or '1')
 end
 
--- sh_wake wakes the head of the queue when its weight fits under limit; it
--- returns whether it did.
-local function sh_wake(limit)
+-- sh_wake wakes the head of the queue when its weight fits in the permits
+-- free (limit - used); it returns whether it did.
+local function sh_wake(limit, used)
   local h, w = sh_head()
-  if h and limit and w <= limit - sh_used() then
+  if h and limit and w <= limit - used then
     redis.call(PUB, MUTEX, 'w:' .. h)
     return true
   end
@@ -112,7 +125,7 @@ end
 
 -- sh_enqueue puts waiter id at the back of the queue (or leaves it where
 -- it is), asking for weight permits, with a heartbeat deadline ttl ms from
--- now.
+-- now; the queue's keys expire with the last deadline.
 local function sh_enqueue(id, ttl, weight, now)
   sh_queued = true
   if not redis.call('ZSCORE', SQ, id) then
@@ -122,30 +135,43 @@ local function sh_enqueue(id, ttl, weight, now)
   redis.call('ZADD', SQD, sh_int(now + tonumber(ttl) * 1000), id)
 end
 
--- sh_expire sets the keys' expiry: the holders' with the last holder's
--- deadline, the queue's with the last waiter's (its state goes with the
--- queue), the lock's the fence ttl from now or when both have expired,
--- whichever is later.
-local function sh_expire(now)
-  local far = math.floor(now / 1000) + tonumber(FENCE_MS)
-  local top = redis.call('ZRANGE', H, -1, -1, 'WITHSCORES')
-  if top[2] then
-    local at = math.ceil(tonumber(top[2]) / 1000)
-    redis.call('PEXPIREAT', H, sh_int(at))
-    redis.call('PEXPIREAT', HD, sh_int(at))
-    far = math.max(far, at)
+-- sh_expire sets the expiry of the queue's keys to the last heartbeat
+-- deadline, or deletes its state when nobody queues; it returns the
+-- deadline (µs, 0 for none).
+local function sh_expire()
+  if not sh_queued then
+    return 0
   end
-  top = sh_queued and redis.call('ZRANGE', SQD, -1, -1, 'WITHSCORES') or {}
-  if top[2] then
-    local at = math.ceil(tonumber(top[2]) / 1000)
-    redis.call('PEXPIREAT', SQ, sh_int(at))
-    redis.call('PEXPIREAT', SQD, sh_int(at))
-    redis.call('PEXPIREAT', SQS, sh_int(at))
-    far = math.max(far, at)
-  elseif sh_queued then
+  local top = redis.call('ZRANGE', SQD, -1, -1, 'WITHSCORES')
+  if not top[2] then
     redis.call('DEL', SQS)
+    return 0
   end
-  redis.call('PEXPIREAT', LOCK, sh_int(far))
+  local at = sh_int(math.ceil(tonumber(top[2]) / 1000))
+  redis.call('PEXPIREAT', SQ, at)
+  redis.call('PEXPIREAT', SQD, at)
+  redis.call('PEXPIREAT', SQS, at)
+  return tonumber(top[2])
+end
+
+-- sh_keep keeps the lock and its holders until at least deadline (µs) and
+-- half the fence ttl from now: x, the expiry set (ms, from the lock's
+-- hash), is moved to the fence ttl from now (or the deadline) when it is
+-- closer; fresh is true when the holders' key was just made (it has no
+-- expiry yet).
+local function sh_keep(now, x, deadline, fresh)
+  local ms = tonumber(FENCE_MS)
+  local need = math.max(math.ceil(deadline / 1000), math.floor(now / 1000) + math.floor(ms / 2))
+  x = tonumber(x or '0')
+  if x < need then
+    x = math.max(math.ceil(deadline / 1000), math.floor(now / 1000) + ms)
+    redis.call('HSET', LOCK, 'x', sh_int(x))
+    redis.call('PEXPIREAT', LOCK, sh_int(x))
+    fresh = true
+  end
+  if fresh then
+    redis.call('PEXPIREAT', H, sh_int(x))
+  end
 end
 
 -- sh_mint returns the next fencing token of the name, as acquire.lua mints

@@ -22,12 +22,12 @@
 -- permits are free enough but kept for the queue ('' holder).
 local owner, ttl, waiter = ARGV[3], tonumber(ARGV[4]), ARGV[7]
 local kind, limit, weight = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11])
-if redis.call('EXISTS', MUTEX) == 1 then
+local now = sh_now()
+local lk = redis.call('HMGET', LOCK, 'k', 'l', 'u', 'x', 'o:' .. owner)
+local used, mutex = sh_purge(now, tonumber(lk[3] or '0'), true)
+if mutex then
   return redis.error_reply('DISTLOCK mutex')
 end
-local now = sh_now()
-sh_purge(now)
-local lk = redis.call('HMGET', LOCK, 'k', 'l')
 local k, l = tonumber(lk[1]), tonumber(lk[2])
 if not k then
   k, l = kind, limit
@@ -42,9 +42,9 @@ end
 if not lk[1] then
   redis.call('HSET', LOCK, 'k', k, 'l', sh_int(l))
 end
-local deadline = sh_int(now + ttl * 1000)
-local hd = redis.call('HMGET', HD, 'o:' .. owner, 'u')
-local v, used = hd[1], tonumber(hd[2] or '0')
+local deadline = now + ttl * 1000
+-- The owner's details, unless the purge just dropped them.
+local v = not sh_dropped[owner] and lk[5]
 if v then -- re-entry
   local h = cjson.decode(v)
   if h.w ~= weight then
@@ -56,23 +56,23 @@ if v then -- re-entry
   if h.a ~= ARGV[6] then
     h.c = h.c + 1
     h.a = ARGV[6]
-    redis.call('HSET', HD, 'o:' .. owner, cjson.encode(h))
+    redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode(h))
   end
-  redis.call('ZADD', H, deadline, owner)
+  redis.call('ZADD', H, sh_int(deadline), owner)
   sh_remove(waiter)
-  sh_expire(now)
+  sh_keep(now, lk[4], math.max(deadline, sh_expire()), false)
   return {1, h.t, h.c}
 end
 local head = sh_head()
 if (not head or head == waiter) and weight <= l - used then
   sh_remove(waiter)
   local token = sh_mint(ARGV[12])
-  redis.call('ZADD', H, deadline, owner)
-  redis.call('HSET', HD, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
+  redis.call('ZADD', H, sh_int(deadline), owner)
+  redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
   if sh_queued then
-    sh_wake(l) -- the next head, if it fits too
+    sh_wake(l, used + weight) -- the next head, if it fits too
   end
-  sh_expire(now)
+  sh_keep(now, lk[4], math.max(deadline, sh_expire()), used == 0)
   return {1, token, 1}
 end
 local holder, left, reserved = '', 250000, 0 -- engine.ReserveTTL
@@ -84,10 +84,10 @@ if not first[1] or weight <= l - used then
   holder, reserved = '', 1
 end
 if waiter == '' then
-  sh_expire(now)
+  sh_keep(now, lk[4], sh_expire(), false)
   return {0, holder, left, 0, 0, reserved}
 end
 sh_enqueue(waiter, ARGV[8], weight, now)
-sh_wake(l) -- the head may fit (a head that died)
-sh_expire(now)
+sh_wake(l, used) -- the head may fit (a head that died)
+sh_keep(now, lk[4], sh_expire(), false)
 return {0, holder, left, 1, sh_head() == waiter and 1 or 0, reserved}

@@ -5,25 +5,26 @@
 -- for a waiter, {1, wake} while it is queued, wake = 1 when it heads the
 -- queue and its weight fits, {0} when it is not queued.
 local now = sh_now()
-sh_purge(now)
-local id, deadline = ARGV[3], sh_int(now + tonumber(ARGV[4]) * 1000)
+local id, deadline = ARGV[3], now + tonumber(ARGV[4]) * 1000
+local lk = redis.call('HMGET', LOCK, 'l', 'u', 'x', 'o:' .. id)
+local used = sh_purge(now, tonumber(lk[2] or '0'), false)
 if ARGV[5] == '1' then
-  if not redis.call('ZSCORE', SQ, id) then
-    sh_expire(now)
+  if not (sh_queued and redis.call('ZSCORE', SQ, id)) then
+    sh_expire()
     return {0}
   end
-  redis.call('ZADD', SQD, deadline, id)
+  redis.call('ZADD', SQD, sh_int(deadline), id)
   local h, w = sh_head()
-  local l = tonumber(redis.call('HGET', LOCK, 'l'))
-  local wake = h == id and l and w <= l - sh_used()
-  sh_expire(now)
+  local l = tonumber(lk[1])
+  local wake = h == id and l and w <= l - used
+  sh_keep(now, lk[3], sh_expire(), false)
   return {1, wake and 1 or 0}
 end
-local v = redis.call('HGET', HD, 'o:' .. id)
+local v = not sh_dropped[id] and lk[4]
 if not v then
-  sh_expire(now)
+  sh_expire()
   return {0}
 end
-redis.call('ZADD', H, deadline, id)
-sh_expire(now)
+redis.call('ZADD', H, sh_int(deadline), id)
+sh_keep(now, lk[3], math.max(deadline, sh_expire()), false)
 return {1, cjson.decode(v).t}

@@ -3,12 +3,13 @@
 -- waiters queued, and for each holder its owner, its time left in µs and
 -- its details (JSON)}.
 local now = sh_now()
-sh_purge(now)
-local lk = redis.call('HMGET', LOCK, 'k', 'l')
-local out = {tonumber(lk[1] or '0'), tonumber(lk[2] or '0'), redis.call('GET', FENCE) or '', redis.call('ZCARD', SQ)}
+local lk = redis.call('HMGET', LOCK, 'k', 'l', 'u', 'x')
+sh_purge(now, tonumber(lk[3] or '0'), false)
+local out = {tonumber(lk[1] or '0'), tonumber(lk[2] or '0'), redis.call('GET', FENCE) or '',
+  sh_queued and redis.call('ZCARD', SQ) or 0}
 local hs = redis.call('ZRANGE', H, 0, -1, 'WITHSCORES')
 for i = 1, #hs, 2 do
-  local v = redis.call('HGET', HD, 'o:' .. hs[i])
+  local v = redis.call('HGET', LOCK, 'o:' .. hs[i])
   if v then
     out[#out + 1] = hs[i]
     out[#out + 1] = tonumber(hs[i + 1]) - now
@@ -16,6 +17,6 @@ for i = 1, #hs, 2 do
   end
 end
 if lk[1] then
-  sh_expire(now)
+  sh_keep(now, lk[4], sh_expire(), false)
 end
 return out

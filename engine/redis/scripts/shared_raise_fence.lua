@@ -3,10 +3,11 @@
 -- and records ARGV[4] as the holder's token. Returns 1 when ARGV[3] held
 -- permits, 0 otherwise. Tokens are compared as numbers (exact below 2^53).
 local now = sh_now()
-sh_purge(now)
-local v = redis.call('HGET', HD, 'o:' .. ARGV[3])
+local lk = redis.call('HMGET', LOCK, 'u', 'o:' .. ARGV[3])
+sh_purge(now, tonumber(lk[1] or '0'), false)
+local v = not sh_dropped[ARGV[3]] and lk[2]
 if not v then
-  sh_expire(now)
+  sh_expire()
   return 0
 end
 local hw = redis.call('GET', FENCE)
@@ -16,6 +17,6 @@ end
 redis.call('SET', FENCE, hw, 'PX', FENCE_MS)
 local h = cjson.decode(v)
 h.t = ARGV[4]
-redis.call('HSET', HD, 'o:' .. ARGV[3], cjson.encode(h))
-sh_expire(now)
+redis.call('HSET', LOCK, 'o:' .. ARGV[3], cjson.encode(h))
+sh_expire()
 return 1

@@ -4,19 +4,19 @@
 -- changed nothing, with 'DISTLOCK mutex' (the name is held as a mutex) or
 -- 'DISTLOCK kind <k>' (a lock of another kind). Returns the previous limit
 -- (0 for a new semaphore).
-if redis.call('EXISTS', MUTEX) == 1 then
+local now = sh_now()
+local lk = redis.call('HMGET', LOCK, 'k', 'l', 'u', 'x')
+local used, mutex = sh_purge(now, tonumber(lk[3] or '0'), true)
+if mutex then
   return redis.error_reply('DISTLOCK mutex')
 end
-local now = sh_now()
-sh_purge(now)
-local lk = redis.call('HMGET', LOCK, 'k', 'l')
 local k = tonumber(lk[1])
 if k and k ~= 1 then
   return redis.error_reply('DISTLOCK kind ' .. k)
 end
 redis.call('HSET', LOCK, 'k', '1', 'l', ARGV[3])
 if k then
-  sh_wake(tonumber(ARGV[3]))
+  sh_wake(tonumber(ARGV[3]), used)
 end
-sh_expire(now)
+sh_keep(now, lk[4], sh_expire(), false)
 return tonumber(lk[2] or '0')
