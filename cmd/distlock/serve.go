@@ -126,6 +126,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 		return a.fail(cmd, err)
 	}
 	defer closeEngine()
+	defer sweep(ctx, eng, log)()
 	opts = append(opts, server.WithEngineName(desc))
 	srv, err := server.New(eng, opts...)
 	if err != nil {
@@ -284,4 +285,45 @@ func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *serv
 			_ = r.Close()
 		}
 	}, fmt.Sprintf("Redlock over %d Redis nodes", len(urls)), nil
+}
+
+// sweeper is an engine that keeps rows of expired leases until swept (the
+// PostgreSQL engine's Sweep).
+type sweeper interface {
+	Sweep(ctx context.Context, limit int) (int, error)
+}
+
+// sweepEvery is how often distlock serve sweeps such an engine.
+const sweepEvery = time.Minute
+
+// sweep sweeps eng every sweepEvery while the server runs, when it is a
+// sweeper; the returned function stops it and waits for it.
+func sweep(ctx context.Context, eng engine.Engine, log *slog.Logger) (stop func()) {
+	sw, ok := eng.(sweeper)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n, err := sw.Sweep(ctx, 10000); err != nil && ctx.Err() == nil {
+				log.Warn("sweeping expired leases failed", "err", err)
+			} else if n > 0 {
+				log.Info("swept expired leases", "rows", n)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
