@@ -39,6 +39,7 @@ type Engine struct {
 	heads   heads        // the waiters of this engine believed to head their queue
 	waiters waiterLeases // the leases of this engine's waiters
 	locks   lockLeases   // the leases of the locks this engine granted or renewed
+	cfgs    configs      // the leases of the shared locks' kinds and limits
 
 	watch watcher
 

@@ -64,6 +64,17 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 			known = append(known, guess[i])
 		}
 	}
+	// A shared lock's kind and limit live while its holders renew.
+	cfgSeen := map[clientv3.LeaseID]bool{}
+	for _, r := range rs {
+		if !r.Shared || r.Waiter {
+			continue
+		}
+		if id := e.configLeaseOf(r.Name); id != clientv3.NoLease && !cfgSeen[id] && !e.alive(id, configTTL*time.Second/2) {
+			cfgSeen[id] = true
+			known = append(known, id)
+		}
+	}
 	var kvs [][]*mvccpb.KeyValue
 	var revs []int64
 	var rerr, kerr error
@@ -74,6 +85,9 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 		for i, id := range known {
 			if err == nil {
 				kept[id] = ttls[i]
+				if cfgSeen[id] && ttls[i] > 0 {
+					e.noteKept(id, ttls[i], sent)
+				}
 			}
 		}
 	}, func() { kvs, revs, rerr = e.readMany(ctx, rs) })
@@ -83,6 +97,13 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 	out := make([]engine.ExtendResult, len(rs))
 	var late []int // requests whose lease must be renewed now
 	for i, r := range rs {
+		if r.Waiter && r.Shared {
+			out[i] = e.sharedHeartbeat(r, revs[i], kvs[i])
+			if out[i].Status == engine.Extended {
+				late = append(late, i)
+			}
+			continue
+		}
 		if r.Waiter {
 			out[i] = e.heartbeat(r, revs[i], kvs[i])
 			if out[i].Status == engine.Extended {
@@ -90,7 +111,11 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 			}
 			continue
 		}
-		out[i] = e.checkHold(r, kvs[i])
+		if r.Shared {
+			out[i] = e.checkSharedHold(r, kvs[i])
+		} else {
+			out[i] = e.checkHold(r, kvs[i])
+		}
 		if out[i].Status == engine.Extended {
 			late = append(late, i)
 		}
@@ -130,6 +155,8 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 		switch {
 		case ttl <= 0:
 			out[i] = engine.ExtendResult{Status: engine.Missing} // the lease, and so the key, is gone
+		case !r.Waiter && r.Shared && heldTTL(kvs[i]) != leaseSeconds(r.TTL):
+			out[i] = e.moveSharedLease(ctx, r, kvs[i][0])
 		case !r.Waiter && heldTTL(kvs[i]) != leaseSeconds(r.TTL):
 			out[i] = e.moveLease(ctx, r, kvs[i][0])
 		default:
@@ -147,8 +174,12 @@ func leaseOf(r engine.ExtendRequest, kvs []*mvccpb.KeyValue, e *Engine) clientv3
 	if !r.Waiter {
 		return clientv3.LeaseID(kvs[0].Lease)
 	}
+	key := e.keys.waiter(r.Name, r.Owner)
+	if r.Shared {
+		key = e.keys.sharedWaiter(r.Name, r.Owner)
+	}
 	for _, kv := range kvs {
-		if string(kv.Key) == e.keys.waiter(r.Name, r.Owner) {
+		if string(kv.Key) == key {
 			return clientv3.LeaseID(kv.Lease)
 		}
 	}
@@ -173,6 +204,8 @@ func (e *Engine) readMany(ctx context.Context, rs []engine.ExtendRequest) ([][]*
 			for _, r := range rs[lo:hi] {
 				if r.Waiter {
 					ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
+				} else if r.Shared {
+					ops = append(ops, clientv3.OpGet(e.keys.holder(r.Name, r.Owner)))
 				} else {
 					ops = append(ops, clientv3.OpGet(e.keys.lock(r.Name)))
 				}

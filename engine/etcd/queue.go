@@ -169,6 +169,14 @@ func (h *heads) has(name, waiter string) bool {
 	return ok && (pred == "" || pred == maybeHead)
 }
 
+// knows reports whether this engine knows where waiter stands.
+func (h *heads) knows(name, waiter string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.m[name][waiter]
+	return ok
+}
+
 // verified reports whether waiter was seen at the head of its queue. It
 // stays there until it leaves: later waiters queue behind it.
 func (h *heads) verified(name, waiter string) bool {

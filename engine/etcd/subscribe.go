@@ -139,7 +139,7 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 func (w *watcher) events(name string, evs []*clientv3.Event) {
 	grants := map[int64]bool{} // revisions that put the lock key
 	for _, ev := range evs {
-		if _, rest, ok := w.e.keys.parse(string(ev.Kv.Key)); ok && rest == lockSuffix && ev.Type == mvccpb.PUT {
+		if _, rest, ok := w.e.keys.parse(string(ev.Kv.Key)); ok && (rest == lockSuffix || strings.HasPrefix(rest, holderSuffix)) && ev.Type == mvccpb.PUT {
 			grants[ev.Kv.ModRevision] = true
 		}
 	}
@@ -168,11 +168,20 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 					s.Wake()
 				}
 			}
-		case rest == wakeSuffix || rest == resSuffix:
+		case strings.HasPrefix(rest, holderSuffix) && ev.Type == mvccpb.DELETE:
+			// A shared lock's holder left or expired: plain subscribers,
+			// and the head (or a waiter whose place is not known yet: its
+			// entry may be on its way) try again.
+			for s := range wn.subs {
+				if s.waiter == "" || w.e.heads.has(name, s.waiter) || !w.e.heads.knows(name, s.waiter) {
+					s.Wake()
+				}
+			}
+		case rest == wakeSuffix || rest == resSuffix || rest == sharedWakeSuffix:
 			if ev.Type == mvccpb.PUT {
 				wake(string(ev.Kv.Value))
 			}
-		case strings.HasPrefix(rest, queueSuffix) && ev.Type == mvccpb.DELETE:
+		case (strings.HasPrefix(rest, queueSuffix) || strings.HasPrefix(rest, sharedQueueSuffix)) && ev.Type == mvccpb.DELETE:
 			for _, waiter := range w.e.heads.deleted(name, string(ev.Kv.Key)) {
 				if !grants[ev.Kv.ModRevision] {
 					wake(waiter)
