@@ -52,10 +52,14 @@ import (
 // of a shared lock is in its queue (as the mutex's release of a lock that
 // nobody waited for, a release that wakes no head sends no message).
 //
-// The mutex's scripts do not look at these keys: a mutex granted on a name
-// that is a shared lock is not refused by Redis (the Client and the memory
-// engine keep the kinds apart; a shared lock is refused while the mutex is
-// held).
+// Where this differs from the memory engine: a refusal names as Grant.Holder
+// the holder whose lease ends first (the one HolderTTL is about; memory
+// names the oldest grant), which needs no scan of the holders; a release
+// that wakes no head publishes nothing, so plain subscribers (Subscribe)
+// are not told of shared releases; and the mutex's scripts, on the mutex's
+// uncontended path, read none of these keys, so Acquire of a name whose
+// permits are held is not refused (a shared lock is refused while the
+// mutex is held, as in memory).
 
 var (
 	//go:embed scripts/shared.lua

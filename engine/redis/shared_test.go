@@ -3,11 +3,14 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
 	redisengine "github.com/distlock/distlock/engine/redis"
@@ -342,4 +345,97 @@ func TestSharedReentryAndRelease(t *testing.T) {
 	if err != nil || info.Held || info.Limit != 2 || info.HighWater == 0 || info.Kind != engine.Semaphore {
 		t.Fatalf("after the last release: %+v, %v", info, err)
 	}
+}
+
+// TestSharedStress: 32 Clients of their own on one Redis Cluster take a
+// semaphore (limit 5, weights 1 to 3) and a reader-writer lock (one in
+// four a writer) for two seconds: never more than 5 permits held, never a
+// writer with anyone else, every token new, and everyone served.
+func TestSharedStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress")
+	}
+	cl := redistest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const clients, limit = 32, 5
+	var held, peak, readers, writers, bad atomic.Int64
+	var mu sync.Mutex
+	tokens := map[uint64]bool{}
+	newToken := func(tok uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tokens[tok] {
+			bad.Add(1)
+			t.Errorf("token %d granted twice", tok)
+		}
+		tokens[tok] = true
+	}
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	served := make([]atomic.Int64, clients)
+	for i := range clients {
+		c := distlock.New(listEngine(t, cl.Client()))
+		t.Cleanup(func() { _ = c.Close() })
+		wg.Go(func() {
+			sem, rw := c.Semaphore("stress-sem", limit), c.RWMutex("stress-rw")
+			for time.Now().Before(stop) {
+				weight := 1 + i%3
+				l, err := sem.Acquire(ctx, distlock.WithWeight(weight))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				newToken(l.Token())
+				n := held.Add(int64(weight))
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				held.Add(-int64(weight))
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				if i%4 == 0 {
+					l, err = rw.Lock(ctx)
+				} else {
+					l, err = rw.RLock(ctx)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				newToken(l.Token())
+				if i%4 == 0 {
+					if w := writers.Add(1); w != 1 || readers.Load() != 0 {
+						bad.Add(1)
+						t.Errorf("a writer with %d writers and %d readers", w, readers.Load())
+					}
+					time.Sleep(time.Millisecond)
+					writers.Add(-1)
+				} else {
+					readers.Add(1)
+					if writers.Load() != 0 {
+						bad.Add(1)
+						t.Error("a reader with a writer")
+					}
+					time.Sleep(time.Millisecond)
+					readers.Add(-1)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+				served[i].Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > limit {
+		t.Fatalf("%d permits held at once, limit %d", p, limit)
+	}
+	for i := range served {
+		if served[i].Load() == 0 {
+			t.Errorf("client %d was never served", i)
+		}
+	}
+	t.Logf("peak %d permits; %d grants", peak.Load(), len(tokens))
 }
