@@ -11,6 +11,12 @@
 // clock_timestamp() read after the row was locked: one database clock, no
 // client clock.
 //
+// Semaphores and reader-writer locks (engine.Sharer) live in tables of
+// their own: a row per holder with its own expiry, the kind and limit
+// stored per name, and a strict FIFO queue with weights, so a waiting
+// writer is never starved by readers. Their renewals and heartbeats go in
+// the same Extend statement as the mutexes'.
+//
 // Nothing is created implicitly: run Migrate (or `distlock postgres init`)
 // once; until then every call fails with an error that matches
 // ErrNotMigrated.

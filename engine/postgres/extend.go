@@ -7,37 +7,45 @@ import (
 )
 
 // Extend implements engine.Engine: every lease renewal and waiter
-// heartbeat of the batch in one call of the schema's extend function, one
-// round trip. The rows are locked in name order, so concurrent batches
-// never deadlock.
+// heartbeat of the batch, of mutexes and of shared locks
+// (ExtendRequest.Shared), in one statement: a call of the schema's extend
+// function, of extend_shared, or of both joined by UNION ALL; one round
+// trip. The rows are locked in name order (the mutexes' first, then the
+// shared locks'), so concurrent batches never deadlock.
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
 	out := make([]engine.ExtendResult, len(rs))
-	var (
-		names, owners []string
-		ttls          []int64
-		waiter        []bool
-		index         []int // batch position -> request
-	)
+	var mutex, shared extendBatch
 	for i, r := range rs {
-		if r.Shared {
-			out[i].Err = &engine.ArgumentError{Arg: "shared", Reason: "the postgres engine keeps no shared locks"}
-			continue
-		}
 		if err := checkTexts("name", r.Name, "owner", r.Owner); err != nil {
 			out[i].Err = err
 			continue
 		}
-		names, owners = append(names, r.Name), append(owners, r.Owner)
-		ttls, waiter = append(ttls, micros(r.TTL)), append(waiter, r.Waiter)
-		index = append(index, i)
+		if r.Shared {
+			shared.add(i, r)
+		} else {
+			mutex.add(i, r)
+		}
 	}
-	if len(names) == 0 {
+	var (
+		sql   string
+		args  []any
+		index []int // batch position -> request: the mutexes', then the shared locks'
+	)
+	switch {
+	case len(mutex.names) == 0 && len(shared.names) == 0:
 		return out, nil
+	case len(shared.names) == 0:
+		sql, args, index = e.sql.extend, mutex.args(), mutex.index
+	case len(mutex.names) == 0:
+		sql, args, index = e.sql.extendShared, shared.args(), shared.index
+	default:
+		sql, args = e.sql.extendBoth, append(mutex.args(), shared.args()...)
+		index = append(mutex.index, shared.index...)
 	}
-	rows, err := e.pool.Query(ctx, e.sql.extend, names, owners, ttls, waiter)
+	rows, err := e.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, e.wrap(err)
 	}
@@ -70,3 +78,19 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	}
 	return out, nil
 }
+
+// extendBatch is the arrays of one extend function's call.
+type extendBatch struct {
+	names, owners []string
+	ttls          []int64
+	waiter        []bool
+	index         []int // position -> request
+}
+
+func (b *extendBatch) add(i int, r engine.ExtendRequest) {
+	b.names, b.owners = append(b.names, r.Name), append(b.owners, r.Owner)
+	b.ttls, b.waiter = append(b.ttls, micros(r.TTL)), append(b.waiter, r.Waiter)
+	b.index = append(b.index, i)
+}
+
+func (b *extendBatch) args() []any { return []any{b.names, b.owners, b.ttls, b.waiter} }

@@ -15,8 +15,10 @@ import (
 //go:embed schema.sql
 var schemaSQL string
 
-// SchemaVersion is the version of the schema Migrate installs.
-const SchemaVersion = 1
+// SchemaVersion is the version of the schema Migrate installs (1: mutexes
+// and their queue; 2: shared locks, added by Migrate to a version 1
+// schema).
+const SchemaVersion = 2
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {
@@ -58,7 +60,10 @@ func (e *Engine) Migrate(ctx context.Context) error { return Migrate(ctx, e.pool
 
 // SchemaSQL returns the SQL that Migrate runs for schema, for those who
 // apply migrations with a tool of their own.
-func SchemaSQL(schema string) string {
+func SchemaSQL(schema string) string { return fill(schema, schemaSQL) }
+
+// fill fills in the placeholders of a schema's SQL (see schema.sql).
+func fill(schema, sql string) string {
 	return strings.NewReplacer(
 		"{{S}}", quoteIdent(schema),
 		"{{CHAN}}", quoteLiteral(channel(schema)),
@@ -66,7 +71,7 @@ func SchemaSQL(schema string) string {
 		"{{TICKETS}}", quoteLiteral(quoteIdent(schema)+".tickets"),
 		"{{RESERVE_US}}", strconv.FormatInt(micros(engine.ReserveTTL), 10),
 		"{{STARVE_US}}", strconv.FormatInt(micros(engine.StarvationBound), 10),
-	).Replace(schemaSQL)
+	).Replace(sql)
 }
 
 // Drop removes the schema and everything in it (tests, uninstalling).

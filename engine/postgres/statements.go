@@ -6,6 +6,11 @@ type statements struct {
 	acquire, extend, release, forceRelease, leave string
 	raiseFence, setMetadata, inspect, sweep       string
 	list, leaks                                   string
+
+	// Shared locks (shared.go); extendBoth is extend and extend_shared
+	// in one statement, for a batch with both.
+	acquireShared, releaseShared, inspectShared, setLimit   string
+	leaveShared, raiseSharedFence, extendShared, extendBoth string
 }
 
 func newStatements(schema string) statements {
@@ -20,6 +25,18 @@ func newStatements(schema string) statements {
 		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
 		inspect:      "SELECT * FROM " + s + ".inspect($1)",
 		sweep:        "SELECT " + s + ".sweep($1)",
+
+		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2)",
+		inspectShared:    "SELECT * FROM " + s + ".inspect_shared($1)",
+		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
+		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
+		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
+		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
+		// The mutexes' rows first, then the shared locks' (every batch
+		// locks rows in this order), answers numbered as one batch.
+		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
+			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",
 		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
   (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp())
 FROM ` + s + `.locks k

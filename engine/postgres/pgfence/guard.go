@@ -11,14 +11,20 @@
 //     grant, release or renewal of the name commits before the write does
 //     (they wait for it). This is mutual exclusion with the data, not only
 //     fencing, and it refuses a write whose lease has run out even when
-//     nobody took the lock since. Keep such transactions short.
+//     nobody took the lock since. Keep such transactions short. For a
+//     shared lock (a semaphore's permit, a reader's or a writer's lease)
+//     the token must be holder's unexpired grant, and its holder row is
+//     share-locked the same way: its permits cannot come back, so no
+//     writer after a reader is granted, before the write commits.
 //   - HighestSeen: package fence's rule. The token must be at least the
 //     highest token this check accepted for the name (a tie only from the
 //     same holder), and not older than the name's current grant; it is
 //     then recorded (table fence_marks of the schema, in the transaction).
 //     A write by a holder whose lease expired is still accepted while
 //     nobody newer has been granted the lock or written; once a newer grant
-//     exists, older tokens are refused even before its first write.
+//     exists, older tokens are refused even before its first write. On a
+//     shared lock it suits writers only: readers' tokens interleave, so a
+//     reader's write after a newer reader's would be refused.
 //
 // A refused check returns a *StaleError (errors.Is(err, ErrStale)); the
 // caller must then roll back (pgx.BeginFunc does when the function returns

@@ -16,8 +16,8 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine/postgres"
-	"github.com/distlock/distlock/engine/postgres/pgtest"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
 
 const schema = "fenced"
@@ -140,6 +140,84 @@ func TestCurrentHoldsTheRow(t *testing.T) {
 	if at := <-done; at.Before(committed) {
 		t.Fatal("the force-release returned before the commit")
 	}
+}
+
+// TestCurrentShared: Current accepts a shared lock's live holder (a
+// reader, a writer) with its token, and holds its permits until the
+// commit: a writer waiting for the checked reader is granted only after
+// it; a released reader's token is stale.
+func TestCurrentShared(t *testing.T) {
+	pool, c := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := pgfence.New(schema, pgfence.Current)
+	n := name(t)
+	r1, err := c.RWMutex(n).RLock(ctx, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.RWMutex(n).RLock(ctx, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(t, pool, g, r1); err != nil {
+		t.Fatalf("a reader: %v", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return g.Check(ctx, tx, n, r2.Token(), r1.Owner()) })
+	wantStale(t, "another reader's token", err)
+	if err := r2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, "a released reader", check(t, pool, g, r2))
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := g.Check(ctx, tx, n, r1.Token(), r1.Owner()); err != nil {
+		t.Fatal(err)
+	}
+	type grant struct {
+		l  *distlock.Lease
+		at time.Time
+	}
+	got := make(chan grant, 1)
+	go func() {
+		w, err := c.RWMutex(n).Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- grant{w, time.Now()}
+	}()
+	released := make(chan error, 1)
+	go func() { released <- r1.Release(ctx) }() // waits for the fenced transaction
+	select {
+	case err := <-released:
+		t.Fatalf("the reader's release returned (%v) while its fenced transaction was open", err)
+	case <-got:
+		t.Fatal("the writer was granted while the reader's fenced transaction was open")
+	case <-time.After(300 * time.Millisecond):
+	}
+	committed := time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w.l == nil {
+		t.FailNow()
+	}
+	if w.at.Before(committed) {
+		t.Fatal("the writer was granted before the reader's fenced transaction committed")
+	}
+	if err := check(t, pool, g, w.l); err != nil {
+		t.Fatalf("the writer: %v", err)
+	}
+	wantStale(t, "a reader before the writer", check(t, pool, g, r1))
+	_ = w.l.Release(ctx)
 }
 
 // TestHighestSeen: the fence rule of package fence, with the lock table's

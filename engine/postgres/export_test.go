@@ -1,0 +1,5 @@
+package postgres
+
+// FillSchema fills in the placeholders of a schema's SQL, for the test of
+// an upgrade from an older schema (testdata).
+func FillSchema(schema, sql string) string { return fill(schema, sql) }

@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Shared locks (engine.Sharer): semaphores and reader-writer locks, with
+// the memory engine's semantics, in the tables shared (kind, limit,
+// high-water per name), shared_holders (one row per holder: weight, holds,
+// token, metadata, attempt, expires_at) and shared_waiters (the strict
+// FIFO queue with weights). Each operation is one function call of
+// schema.sql; Extend renews holders and heartbeats of shared locks in the
+// same statement as the mutexes' (ExtendRequest.Shared).
+//
+// The mutex's functions do not look at these tables: a mutex granted on a
+// name that is a shared lock is not refused by the database (the Client
+// keeps the kinds apart, as on Redis); a shared lock is refused while the
+// name is held as a mutex.
+
+// AcquireShared implements engine.Sharer: one call of acquire_shared.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if err := e.check(); err != nil {
+		return engine.Grant{}, err
+	}
+	if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata, "attempt", r.Attempt, "waiter", r.Waiter); err != nil {
+		return engine.Grant{}, err
+	}
+	if err := checkShared(r.Kind, r.Limit, r.Weight); err != nil {
+		return engine.Grant{}, err
+	}
+	var (
+		g       engine.Grant
+		token   int64
+		holds   int32
+		ttlUS   int64
+		acquire bool
+		waitTTL int64
+	)
+	if r.Waiter != "" {
+		waitTTL = micros(r.WaiterTTL)
+	}
+	err := e.pool.QueryRow(ctx, e.sql.acquireShared, r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
+		r.Waiter, waitTTL, int32(r.Kind), int32(r.Limit), int32(r.Weight)).
+		Scan(&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved)
+	if err != nil {
+		return engine.Grant{}, e.sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)
+	}
+	if acquire {
+		return engine.Grant{Acquired: true, Token: uint64(token), Count: int(holds)}, nil
+	}
+	g.HolderTTL = time.Duration(ttlUS) * time.Microsecond
+	return g, nil
+}
+
+// checkShared refuses what PostgreSQL's integers cannot carry (the
+// functions check the rest against the stored lock).
+func checkShared(kind engine.SharedKind, limit, weight int) error {
+	switch {
+	case kind != engine.Semaphore && kind != engine.RWLock:
+		return &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a shared lock's kind", kind)}
+	case limit < 0 || limit > engine.RWPermits:
+		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits)}
+	case weight < 0 || weight > engine.RWPermits:
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit", weight)}
+	}
+	return nil
+}
+
+// sharedError turns a shared function's refusal (SQLSTATE DL001,
+// 'DISTLOCK ...', see acquire_shared in schema.sql) into the error the
+// memory engine returns for it: an *engine.ArgumentError, or
+// engine.ErrUpgrade. Other errors are wrapped as every call's.
+func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "DL001" {
+		return e.wrap(err)
+	}
+	what, ok := strings.CutPrefix(pe.Message, "DISTLOCK ")
+	if !ok {
+		return err
+	}
+	code, arg, _ := strings.Cut(what, " ")
+	n, _ := strconv.Atoi(arg)
+	switch code {
+	case "mutex":
+		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", name, kind)}
+	case "kind":
+		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, engine.SharedKind(n), kind)}
+	case "limit":
+		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", name, n, limit)}
+	case "weight":
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", weight, n)}
+	case "held":
+		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", n, name, weight)}
+	case "upgrade":
+		return engine.ErrUpgrade
+	}
+	return err
+}
+
+// ReleaseShared implements engine.Sharer: one call of release_shared. The
+// last hold's permits come back, and the head of the queue is woken
+// (NOTIFY, sent when the call commits) if it fits.
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	if err := e.check(); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	if err := checkTexts("name", name, "owner", owner); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	var status, remaining int32
+	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, name, owner).Scan(&status, &remaining); err != nil {
+		return engine.ReleaseResult{}, e.wrap(err)
+	}
+	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
+}
+
+// InspectShared implements engine.Sharer: a plain read, no locks. Kind
+// and Limit are zero for a name that is no shared lock; Holders are in
+// token order; HighWater is the name's last token (minted or raised).
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	if err := e.check(); err != nil {
+		return engine.Info{}, err
+	}
+	if err := checkText("name", name); err != nil {
+		return engine.Info{}, err
+	}
+	var (
+		kind, limit, waiters int32
+		hw                   int64
+		owners, metadata     []string
+		weights, holds       []int32
+		tokens, ttls         []int64
+	)
+	err := e.pool.QueryRow(ctx, e.sql.inspectShared, name).
+		Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata)
+	if err != nil {
+		return engine.Info{}, e.wrap(err)
+	}
+	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters)}
+	for i := range owners {
+		if i >= len(weights) || i >= len(holds) || i >= len(tokens) || i >= len(ttls) || i >= len(metadata) {
+			return engine.Info{}, errShortReply
+		}
+		info.Holders = append(info.Holders, engine.Holder{Owner: owners[i], Count: int(holds[i]), Token: uint64(tokens[i]),
+			TTL: time.Duration(ttls[i]) * time.Microsecond, Metadata: metadata[i], Weight: int(weights[i])})
+		info.Token = max(info.Token, uint64(tokens[i]))
+	}
+	info.Held = len(info.Holders) > 0
+	return info, nil
+}
+
+// SetLimit implements engine.Sharer: one call of set_limit.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	if err := checkText("name", name); err != nil {
+		return 0, err
+	}
+	if limit < 1 || limit > engine.RWPermits {
+		return 0, &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits-1)}
+	}
+	var prev int32
+	if err := e.pool.QueryRow(ctx, e.sql.setLimit, name, int32(limit)).Scan(&prev); err != nil {
+		return 0, e.sharedError(err, name, engine.Semaphore, limit, 0)
+	}
+	return int(prev), nil
+}
+
+// LeaveShared implements engine.Sharer: one call of leave_shared.
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	if err := e.check(); err != nil {
+		return err
+	}
+	if err := checkTexts("name", name, "waiter", waiter); err != nil {
+		return err
+	}
+	var was bool
+	if err := e.pool.QueryRow(ctx, e.sql.leaveShared, name, waiter).Scan(&was); err != nil {
+		return e.wrap(err)
+	}
+	return nil
+}
+
+// RaiseSharedFence implements engine.SharedFenceRaiser: one call of
+// raise_shared_fence.
+func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	if err := e.check(); err != nil {
+		return false, err
+	}
+	if err := checkTexts("name", name, "owner", owner); err != nil {
+		return false, err
+	}
+	if token > 1<<63-1 {
+		return false, &engine.ArgumentError{Arg: "token", Reason: "above PostgreSQL's bigint"}
+	}
+	var held bool
+	if err := e.pool.QueryRow(ctx, e.sql.raiseSharedFence, name, owner, int64(token)).Scan(&held); err != nil {
+		return false, e.wrap(err)
+	}
+	return held, nil
+}
+
+var (
+	_ engine.Sharer            = (*Engine)(nil)
+	_ engine.SharedFenceRaiser = (*Engine)(nil)
+)
