@@ -255,6 +255,10 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	run := func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
+			if r.Shared {
+				cmds[i] = e.extendShared(ctx, p, r)
+				continue
+			}
 			if r.Waiter {
 				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name)[:4], r.Owner, ms(r.TTL))
 				continue
@@ -263,7 +267,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		}
 		return cmds
 	}
-	cmds, err := pipeline(ctx, e.client, []*goredis.Script{extendScript, heartbeatScript}, run)
+	cmds, err := pipeline(ctx, e.client, []*goredis.Script{extendScript, heartbeatScript, sharedExtendScript}, run)
 	if err != nil && allFailed(cmds) {
 		return nil, err
 	}
