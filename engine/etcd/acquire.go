@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,6 +45,8 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		}
 		var ok bool
 		switch {
+		case st.shared != 0 && st.lock == nil:
+			return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a mutex", r.Name, st.shared)}
 		case st.lock != nil && st.hold.Owner != r.Owner:
 			g, ok, err = e.refuse(ctx, st, r, engine.Grant{Holder: st.hold.Owner}, nil)
 		case st.lock != nil:
@@ -97,7 +100,8 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	}
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
 	cmps := append(st.unchanged(e, r.Waiter),
-		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0))
+		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0),
+		noSharedHolder(e, r.Name))
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
 	resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
@@ -304,3 +308,10 @@ func (e *Engine) settle(ctx context.Context, st *state) error {
 // on etcd every head has waited longer than engine.StarvationBound (the Raft
 // commit of its entry and the one that freed the lock, at least).
 func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }
+
+// noSharedHolder holds while nobody holds the name as a shared lock: a
+// mutex is not granted beside a semaphore's or reader-writer lock's holders
+// (nor they beside it: see sharedState.unchanged).
+func noSharedHolder(e *Engine, name string) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(e.keys.holders(name)), "=", 0).WithPrefix()
+}

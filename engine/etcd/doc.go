@@ -11,6 +11,10 @@
 // Every change is one etcd transaction that compares what it read, so no two
 // clients can both believe they were granted the lock.
 //
+// Semaphores and reader-writer locks (engine.Sharer) keep one key per holder,
+// each on its own lease, with the kind and limit in a key of their own, and
+// a strict FIFO queue with weights.
+//
 // etcd leases are whole seconds and at least about 2 s: the engine declares
 // that (engine.Describer), and distlock rounds every ttl up to fit.
 //

@@ -21,7 +21,7 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		return engine.Grant{}, nil, nil, nil
 	}
 	lockKey := e.keys.lock(r.Name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0)}
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0), noSharedHolder(e, r.Name)}
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
 	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
 	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {

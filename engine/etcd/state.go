@@ -9,6 +9,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // hold is the value of a lock key.
@@ -49,6 +51,9 @@ type state struct {
 	res   *mvccpb.KeyValue // the reservation in effect, nil when none
 	resKV *mvccpb.KeyValue // the reservation key, also when void (its waiter left)
 	wake  *mvccpb.KeyValue
+	// shared is the kind of a shared lock (Sharer) held under the name,
+	// 0 when none: a mutex is refused there.
+	shared engine.SharedKind
 }
 
 // read returns name's state in one linearizable range read.
@@ -79,6 +84,11 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 			st.res, st.resKV = kv, kv
 		case rest == wakeSuffix:
 			st.wake = kv
+		case strings.HasPrefix(rest, holderSuffix):
+			var h sharedHold
+			if json.Unmarshal(kv.Value, &h) == nil && h.Kind != 0 {
+				st.shared = h.Kind
+			}
 		case strings.HasPrefix(rest, queueSuffix):
 			w := waiterKV{id: unescape(rest[len(queueSuffix):]), kv: kv}
 			if err := json.Unmarshal(kv.Value, &w.entry); err != nil {
