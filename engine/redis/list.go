@@ -93,8 +93,8 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 		}
 		kind, name := e.classify(k)
 		bound := maxTTL
-		if kind == engine.LeakFence {
-			bound = max(maxTTL, e.fenceTTL)
+		if kind == engine.LeakFence || sharedState(k) {
+			bound = max(maxTTL, e.fenceTTL) // these outlive their holders by design
 		}
 		if ttl >= 0 && ttl <= bound {
 			continue
@@ -115,6 +115,12 @@ func (e *Engine) matchPattern(prefix string, locks bool) string {
 		return escapeGlob(e.prefix) + "*"
 	}
 	return escapeGlob(e.prefix) + "{" + escapeGlob(prefix) + "*"
+}
+
+// sharedState reports whether key is a shared lock's state or holders
+// (":s", ":sh"), which expire with the fence ttl after their last use.
+func sharedState(key string) bool {
+	return strings.HasSuffix(key, "}:s") || strings.HasSuffix(key, "}:sh")
 }
 
 // classify says whether key is the lock of a name, its fencing high-water,

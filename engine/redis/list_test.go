@@ -280,3 +280,23 @@ func TestListCluster(t *testing.T) {
 		t.Errorf("Leaks on Cluster = %+v", got)
 	}
 }
+
+// TestLeaksSkipsSharedState: a shared lock's state and holders keys live
+// as long as its fence (days), by design: Leaks does not report them.
+func TestLeaksSkipsSharedState(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	e := listEngine(t, srv.Client())
+	ctx := listCtx(t)
+	if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "sem", Owner: "o", TTL: time.Minute},
+		Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
+		t.Fatal(err)
+	}
+	leaks, _, err := e.Leaks(ctx, "", time.Hour, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leaks) != 0 {
+		t.Fatalf("a held semaphore reported as leaks: %+v", leaks)
+	}
+}
