@@ -593,10 +593,18 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	st, done, err := e.fastReleaseShared(ctx, name, owner)
+	if err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	if done {
+		return engine.ReleaseResult{Status: engine.Released}, nil
+	}
 	for range maxConflicts {
-		st, err := e.readShared(ctx, name)
-		if err != nil {
-			return engine.ReleaseResult{}, err
+		if st == nil {
+			if st, err = e.readShared(ctx, name); err != nil {
+				return engine.ReleaseResult{}, err
+			}
 		}
 		h := st.holder(owner)
 		if h == nil {
@@ -616,6 +624,7 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			if ok {
 				return engine.ReleaseResult{Status: engine.Released, Remaining: hold.Count}, nil
 			}
+			st = nil
 			continue
 		}
 		cmps = append(cmps,
@@ -631,8 +640,35 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			e.recycle(clientv3.LeaseID(h.kv.Lease), h.TTL)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
+		st = nil
 	}
 	return engine.ReleaseResult{}, conflict("release", name)
+}
+
+// fastReleaseShared drops a hold this engine granted (one hold, its key
+// unchanged since) in one transaction when nobody waits (so nobody is to be
+// woken); otherwise the transaction reads the name's keys, which it returns
+// as st for the full decision.
+func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done bool, err error) {
+	l, ok := e.lockWrite(name, owner)
+	if !ok || l.count != 1 {
+		return nil, false, nil
+	}
+	key := e.keys.holder(name, owner)
+	resp, err := e.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.ModRevision(key), "=", l.rev),
+		clientv3.Compare(clientv3.Version(e.keys.sharedQueue(name)), "=", 0).WithPrefix(),
+	).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, false, backendErr("release "+name, err)
+	}
+	if resp.Succeeded {
+		e.setLockLease(name, owner, clientv3.NoLease)
+		e.recycle(l.lease, l.ttl)
+		return nil, true, nil
+	}
+	st, err = e.decodeShared(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+	return st, false, err
 }
 
 // InspectShared implements engine.Sharer: one read of the name's keys and
