@@ -54,6 +54,11 @@ type Params struct {
 	// Election: the run's grants are leaderships (Campaign); I10 and I11
 	// apply.
 	Election bool
+	// Limit > 0: the run's grants are a semaphore's permits (I12: never
+	// more than Limit held, weights counted); Shared: the grants are an
+	// RW lock's (I13: a writer never together with anyone else).
+	Limit  int
+	Shared bool
 }
 
 // Result is what a history shows.
@@ -109,6 +114,14 @@ type Result struct {
 	Deposed        Deposed
 
 	Notes []string
+
+	// I12 (semaphores): moments (a grant's window starting) at which the
+	// permits held, weights counted, exceeded the limit; MaxHeld is the
+	// most permits held at once. I13 (RW locks): pairs of windows where a
+	// writer's intersects anyone else's.
+	OverLimit      []SharedViolation
+	WriterOverlaps []SharedViolation
+	MaxHeld        int
 }
 
 // Counts counts operations by result.
@@ -131,6 +144,9 @@ type Grant struct {
 	End int64
 	// Intervals are the validity intervals [from, until] before End.
 	Intervals [][2]int64
+	// Weight and Access: a shared lock's grant (history.Event).
+	Weight int
+	Access string
 }
 
 // Run checks events.
@@ -159,6 +175,9 @@ func Run(events []history.Event, p Params) Result {
 	}
 	r.OutOfOrder, r.OrderPairs, r.OrderExcluded = fairOrder(cs, h, margin)
 	r.LongestFree, r.FreeOver = liveness(cs, h, bound)
+	if p.Limit > 0 || p.Shared {
+		r.OverLimit, r.WriterOverlaps, r.MaxHeld = sharedChecks(h, p.Limit)
+	}
 	if p.Election {
 		r.Leaderships, r.Unended = leaderships(h)
 		r.LeaderOverlaps = leaderOverlaps(r.Leaderships)
@@ -196,7 +215,8 @@ func index(events []history.Event) *hist {
 			switch e.Result {
 			case history.OK:
 				h.counts.OK++
-				g := &Grant{Client: e.Client, Owner: e.Owner, Impl: e.Detail, Token: e.Token, Invoke: e.Invoke, Complete: e.Complete}
+				g := &Grant{Client: e.Client, Owner: e.Owner, Impl: e.Detail, Token: e.Token, Invoke: e.Invoke, Complete: e.Complete,
+					Weight: e.Weight, Access: e.Access}
 				g.Intervals = [][2]int64{{e.Complete, e.Deadline}}
 				lastDeadline[e.Owner] = e.Deadline
 				h.grants = append(h.grants, g)

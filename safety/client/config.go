@@ -78,7 +78,51 @@ type Config struct {
 	// token of every resource apply; it ends with Resign, and the leader
 	// records a KindLeaderEnd event when it stops acting.
 	Elect bool `json:"elect,omitempty"`
+
+	// Backend is the lock service and the resource's store: "" (Redis:
+	// Nodes are redis-server addresses, the resource a redis-server of its
+	// own), BackendEtcd (Nodes are the client URLs of the etcd members;
+	// both resource copies are keys in the same cluster, the fenced one
+	// written through etcdfence) or BackendPostgres (Nodes[0] is a
+	// connection URL; both copies are rows of the same database, the
+	// fenced one written with pgfence's check in the same transaction).
+	Backend string `json:"backend,omitempty"`
+
+	// Shared makes every hold a shared lock's grant (the shared-lock
+	// scenarios): SharedSemaphore (Client.Semaphore(Name, Limit), weights
+	// 1..min(2, Limit) at random) or SharedRW (Client.RWMutex(Name): a
+	// writer one hold in three, else a reader). The holds do no resource
+	// writes (several holders at once are the point); they check their
+	// lease now and then (KindChecked), which triggers the faults.
+	Shared string `json:"shared,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	// Split is the shared-lock negative control: each client locks a name
+	// of its own (Name/ID) while the history says Name, as a lock whose
+	// state is not shared between clients would.
+	Split bool `json:"split,omitempty"`
+	// PGFence is pgfence's mode for BackendPostgres: PGCurrent (default)
+	// or PGHighestSeen.
+	PGFence string `json:"pg_fence,omitempty"`
 }
+
+// Shared lock kinds (Config.Shared).
+const (
+	SharedSemaphore = "semaphore"
+	SharedRW        = "rwmutex"
+)
+
+// Backends (Config.Backend).
+const (
+	BackendRedis    = ""
+	BackendEtcd     = "etcd"
+	BackendPostgres = "postgres"
+)
+
+// pgfence modes (Config.PGFence).
+const (
+	PGCurrent     = "current"
+	PGHighestSeen = "highest-seen"
+)
 
 // Marshal renders c as JSON.
 func (c Config) Marshal() string {

@@ -77,6 +77,13 @@ func newEngine(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 			return nil, rdbs, fmt.Errorf("single-node mode with %d nodes", len(nodes))
 		}
 		top := slowTop{Engine: nodes[0], s: slow, name: nodes[0].(fmt.Stringer).String()}
+		if cfg.Shared != "" {
+			sh, ok := queues[0].(engine.Sharer)
+			if !ok {
+				return nil, rdbs, errors.New("the Redis engine keeps no shared locks (engine.Sharer)")
+			}
+			return sharedTop{slowTop: top, Sharer: sh}, rdbs, nil
+		}
 		if cfg.Queue {
 			qt := &queueTop{slowTop: top, q: queues[0], entered: entered}
 			qt.d, _ = queues[0].(engine.Describer)
@@ -105,10 +112,21 @@ func newEngine(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 // cfg.Queue, entered (may be nil) hears of each waiting call's entry into
 // the lock's queue.
 func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply time.Time, head bool)) (Locker, error) {
-	eng, rdbs, err := newEngine(cfg, slow, entered)
-	closeAll := func() {
-		for _, r := range rdbs {
-			_ = r.Close()
+	var (
+		eng      engine.Engine
+		closeAll func()
+		err      error
+	)
+	switch cfg.Backend {
+	case BackendEtcd, BackendPostgres:
+		eng, closeAll, err = newBackendEngine(cfg)
+	default:
+		var rdbs []*goredis.Client
+		eng, rdbs, err = newEngine(cfg, slow, entered)
+		closeAll = func() {
+			for _, r := range rdbs {
+				_ = r.Close()
+			}
 		}
 	}
 	if err != nil {
@@ -137,6 +155,13 @@ func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 	_ = eng.Close()
 	closeAll()
 	return nil, fmt.Errorf("unknown lease implementation %q", cfg.Impl)
+}
+
+// sharedTop shows the Redis engine's shared locks (engine.Sharer) to the
+// Client, past the slow wrapper (the shared-lock scenarios).
+type sharedTop struct {
+	slowTop
+	engine.Sharer
 }
 
 // libLocker is distlock's Client.
@@ -169,6 +194,49 @@ func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease,
 		lease, err = l.c.Acquire(ctx, name, opts...)
 	} else {
 		lease, err = l.c.TryAcquire(ctx, name, distlock.WithTTL(l.ttl))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return libLease{lease}, nil
+}
+
+// SharedLocker hands out shared locks' grants.
+type SharedLocker interface {
+	// AcquireShared takes weight permits of semaphore name (limit), or
+	// (limit 0) the read or write side of RW lock name.
+	AcquireShared(ctx context.Context, name string, wait bool, limit, weight int, write bool) (Lease, error)
+}
+
+func (l *libLocker) AcquireShared(ctx context.Context, name string, wait bool, limit, weight int, write bool) (Lease, error) {
+	var (
+		lease *distlock.Lease
+		err   error
+	)
+	opts := []distlock.Option{distlock.WithTTL(l.ttl)}
+	switch {
+	case limit > 0:
+		sem := l.c.Semaphore(name, limit)
+		opts = append(opts, distlock.WithWeight(weight))
+		if wait {
+			lease, err = sem.Acquire(ctx, opts...)
+		} else {
+			lease, err = sem.TryAcquire(ctx, opts...)
+		}
+	case write:
+		rw := l.c.RWMutex(name)
+		if wait {
+			lease, err = rw.Lock(ctx, opts...)
+		} else {
+			lease, err = rw.TryLock(ctx, opts...)
+		}
+	default:
+		rw := l.c.RWMutex(name)
+		if wait {
+			lease, err = rw.RLock(ctx, opts...)
+		} else {
+			lease, err = rw.TryRLock(ctx, opts...)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock/engine/etcd/etcdfence"
+	"github.com/distlock/distlock/engine/postgres/pgfence"
 	"github.com/distlock/distlock/fence"
 )
 
@@ -58,7 +60,33 @@ func (s State) Elements() []string {
 	return strings.Split(s.Set, ",")
 }
 
-// Resource is a client's connection to the protected resource.
+// Store is a client's connection to the protected resource: the fenced copy
+// and the unfenced control copy of one lock name's state.
+type Store interface {
+	// ReadFenced reads the fenced copy through the fence (raising its
+	// mark to token).
+	ReadFenced(ctx context.Context, token uint64, holder string) (State, error)
+	// WriteFenced writes the fenced copy iff token is not stale.
+	WriteFenced(ctx context.Context, token uint64, holder string, s State) error
+	// ReadControl and WriteControl trust the lock alone.
+	ReadControl(ctx context.Context) (State, error)
+	WriteControl(ctx context.Context, s State) error
+	Close() error
+}
+
+// NewStore connects to cfg's resource: a redis-server (cfg.Resource), or
+// the etcd cluster or PostgreSQL database of cfg.Backend.
+func NewStore(cfg Config) (Store, error) {
+	switch cfg.Backend {
+	case BackendEtcd:
+		return newEtcdStore(cfg)
+	case BackendPostgres:
+		return newPGStore(cfg)
+	}
+	return NewResource(cfg.Resource, cfg.Name), nil
+}
+
+// Resource is a client's connection to the protected resource on Redis.
 type Resource struct {
 	rdb   *goredis.Client
 	guard *fence.Redis
@@ -148,7 +176,7 @@ func applyResult(err error) string {
 	switch {
 	case err == nil:
 		return "accepted"
-	case errors.Is(err, fence.ErrStale):
+	case errors.Is(err, fence.ErrStale), errors.Is(err, etcdfence.ErrStale), errors.Is(err, pgfence.ErrStale):
 		return "rejected"
 	}
 	return "unknown"

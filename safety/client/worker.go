@@ -20,7 +20,7 @@ type Worker struct {
 	cfg    Config
 	rec    func(history.Event)
 	locker Locker
-	res    *Resource
+	res    Store
 	slow   *Slow
 	rng    *rand.Rand
 	seq    int
@@ -47,7 +47,10 @@ func NewWorker(cfg Config, rec func(history.Event)) (*Worker, error) {
 		return nil, err
 	}
 	w.locker = l
-	w.res = NewResource(cfg.Resource, cfg.Name)
+	if w.res, err = NewStore(cfg); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -82,7 +85,15 @@ func (w *Worker) hold(ctx context.Context) {
 		w.rec(history.Event{Kind: history.KindWait, Client: cfg.ID, Name: cfg.Name, Invoke: ev.Invoke,
 			Deadline: history.Mono(dl), Policy: cfg.Policy})
 	}
-	lease, err := w.locker.Acquire(actx, cfg.Name, cfg.Style == StyleWait)
+	var (
+		lease Lease
+		err   error
+	)
+	if cfg.Shared != "" {
+		lease, err = w.acquireShared(actx, &ev)
+	} else {
+		lease, err = w.locker.Acquire(actx, cfg.Name, cfg.Style == StyleWait)
+	}
 	cancel()
 	ev.Complete = history.Now()
 	if err != nil {
@@ -117,7 +128,11 @@ func (w *Worker) hold(ctx context.Context) {
 	n := 1 + w.rng.IntN(max(cfg.MaxOps, 1))
 	until := time.Now().Add(cfg.MinHold)
 	for i := 0; ctx.Err() == nil; i++ {
-		if !w.rmw(lease) || (i >= n-1 && !time.Now().Before(until)) {
+		op := w.rmw
+		if cfg.Shared != "" {
+			op = w.checkOnly
+		}
+		if !op(lease) || (i >= n-1 && !time.Now().Before(until)) {
 			break
 		}
 		sleepCtx(ctx, jitterDur(cfg.Think))
@@ -307,6 +322,48 @@ func (w *Worker) rmw(l Lease) bool {
 		w.rec(cw)
 	}
 	return goOn
+}
+
+// acquireShared takes a shared lock's grant (Config.Shared): its weight
+// and access are drawn here and recorded on the acquire event.
+func (w *Worker) acquireShared(ctx context.Context, ev *history.Event) (Lease, error) {
+	cfg := w.cfg
+	sl, ok := w.locker.(SharedLocker)
+	if !ok {
+		return nil, fmt.Errorf("lease implementation %q has no shared locks", cfg.Impl)
+	}
+	name := cfg.Name
+	if cfg.Split {
+		name += "/" + cfg.ID
+	}
+	limit, weight, write := 0, 1, false
+	switch cfg.Shared {
+	case SharedSemaphore:
+		limit = max(cfg.Limit, 1)
+		weight = 1 + w.rng.IntN(min(2, limit))
+	case SharedRW:
+		write = w.rng.IntN(3) == 0
+		ev.Access = history.AccessRead
+		if write {
+			ev.Access = history.AccessWrite
+		}
+	default:
+		return nil, fmt.Errorf("unknown shared lock kind %q", cfg.Shared)
+	}
+	ev.Weight = weight
+	return sl.AcquireShared(ctx, name, cfg.Style == StyleWait, limit, weight, write)
+}
+
+// checkOnly is a shared hold's step: check the lease (KindChecked, the
+// faults' trigger), nothing else. It reports whether the hold may go on.
+func (w *Worker) checkOnly(l Lease) bool {
+	if ok, _ := l.Valid(); !ok {
+		return false
+	}
+	w.rec(history.Event{Kind: history.KindChecked, Client: w.cfg.ID, Name: w.cfg.Name, Owner: l.Owner(), Token: l.Token(),
+		At: history.Now(), Deadline: history.Mono(l.Deadline())})
+	time.Sleep(w.cfg.Gap)
+	return true
 }
 
 // parallel runs fns concurrently and waits for all.

@@ -118,7 +118,19 @@ type Event struct {
 	Policy string `json:"policy,omitempty"`
 	// Waiter is the waiter id of a call in the lock's queue (queued).
 	Waiter string `json:"waiter,omitempty"`
+
+	// Weight and Access describe a shared lock's grant (acquire, the
+	// shared-lock scenarios): the permits it takes (a semaphore's weight;
+	// an RW lock's reader 1), and "read" or "write" for an RW lock.
+	Weight int    `json:"weight,omitempty"`
+	Access string `json:"access,omitempty"`
 }
+
+// Access modes of an RW lock's grant (Event.Access).
+const (
+	AccessRead  = "read"
+	AccessWrite = "write"
+)
 
 // Waiting policies (Event.Policy).
 const (

@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 	"github.com/distlock/distlock/internal/redistest"
 	"github.com/distlock/distlock/safety/client"
 	"github.com/distlock/distlock/safety/history"
@@ -29,6 +30,8 @@ type env struct {
 	slots    []*slot
 	exe      []string
 	logf     func(string, ...any)
+	// be is the etcd cluster or PostgreSQL server (Mode.Backend).
+	be *backendWorld
 
 	// The queue scenarios: each client's waiting call in progress, kept
 	// from the history as it is recorded (see trackWaits).
@@ -39,16 +42,18 @@ type env struct {
 // slot is one client position; a process slot gets a new process (and id)
 // when its process is killed.
 type slot struct {
-	base   string
-	gen    int
-	cfg    client.Config
-	links  []*Link // to each node
-	res    *Link   // to the resource
-	mu     sync.Mutex
-	proc   *proc
-	worker *client.Worker
-	cancel context.CancelFunc
-	done   chan struct{}
+	base  string
+	gen   int
+	cfg   client.Config
+	links []*Link // to each node
+	res   *Link   // to the resource
+	// pgProxy is the slot's pausable link to PostgreSQL (Mode.Backend).
+	pgProxy *pgtest.Proxy
+	mu      sync.Mutex
+	proc    *proc
+	worker  *client.Worker
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // id is the client id of the slot's current client.
@@ -79,17 +84,25 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		name:    fmt.Sprintf("lock-s%02d", spec.Scenario.ID),
 		proxies: NewProxies(),
 	}
-	servers := make([]*redistest.Server, spec.Mode.Nodes+1)
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = redistest.New() })
-	}
-	wg.Wait()
-	e.nodes, e.resource = servers[:spec.Mode.Nodes], servers[spec.Mode.Nodes]
-	if err := errors.Join(errs...); err != nil {
-		e.teardown()
-		return nil, err
+	if spec.Mode.Backend != client.BackendRedis {
+		be, err := startBackend(spec, logf)
+		if err != nil {
+			return nil, err
+		}
+		e.be = be
+	} else {
+		servers := make([]*redistest.Server, spec.Mode.Nodes+1)
+		errs := make([]error, len(servers))
+		var wg sync.WaitGroup
+		for i := range servers {
+			wg.Go(func() { servers[i], errs[i] = redistest.New() })
+		}
+		wg.Wait()
+		e.nodes, e.resource = servers[:spec.Mode.Nodes], servers[spec.Mode.Nodes]
+		if err := errors.Join(errs...); err != nil {
+			e.teardown()
+			return nil, err
+		}
 	}
 	for _, n := range e.nodes {
 		opt := &goredis.Options{Addr: n.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true, PoolSize: 2}
@@ -118,6 +131,11 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		// killed or cut off.
 		styles = []style{{true, client.StyleWait, ""}, {true, client.StyleWait, ""}, {true, client.StyleWait, ""}}
 	}
+	if spec.Scenario.Shared != "" {
+		// Five holders on one semaphore or RW lock: more demand than
+		// permits.
+		styles = append(styles, style{false, client.StyleWait, ""}, style{false, client.StylePoll, ""})
+	}
 	for i, st := range styles {
 		s := &slot{base: fmt.Sprintf("c%d", i)}
 		cfg := clientParams(spec.TTL)
@@ -134,6 +152,11 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			// the leader resigns; a campaign waits up to 10 ttl.
 			cfg.Elect, cfg.MinHold, cfg.Budget = true, 2*spec.TTL, 10*spec.TTL
 		}
+		cfg.Shared, cfg.Limit, cfg.Split = spec.Scenario.Shared, spec.Scenario.Limit, spec.Control == Split
+		if cfg.Shared != "" {
+			// Shorter holds: more grants and hand-overs per run.
+			cfg.MinHold, cfg.MaxOps = spec.TTL/2, 4
+		}
 		switch spec.Control {
 		case IgnoreLoss:
 			cfg.Impl = client.ImplIgnoreLoss
@@ -143,6 +166,22 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.Impl = client.ImplFromReply
 		case NoFencing:
 			cfg.NoFencing = true
+		}
+		if e.be != nil {
+			cfg.Backend, cfg.PGFence = spec.Mode.Backend, spec.Scenario.PGFence
+			eps, err := e.be.endpoints(s)
+			if err != nil {
+				e.teardown()
+				return nil, err
+			}
+			cfg.Nodes = eps
+			s.cfg = cfg
+			e.slots = append(e.slots, s)
+			if err := e.startSlot(s, st.proc); err != nil {
+				e.teardown()
+				return nil, err
+			}
+			continue
 		}
 		for j, n := range e.nodes {
 			l, err := e.proxies.New(s.base, j, n.Addr())
@@ -234,6 +273,10 @@ func (e *env) stopClients() {
 
 // healNodes makes sure every node runs and is not paused.
 func (e *env) healNodes() {
+	if e.be != nil {
+		e.be.heal(e)
+		return
+	}
 	for _, n := range e.nodes {
 		if !n.Running() {
 			if err := n.Restart(); err != nil {
@@ -247,6 +290,9 @@ func (e *env) healNodes() {
 
 // finalState reads both resource copies straight from the server.
 func (e *env) finalState() error {
+	if e.be != nil {
+		return e.backendFinal()
+	}
 	rdb := goredis.NewClient(&goredis.Options{Addr: e.resource.Addr(), DisableIdentity: true})
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -269,6 +315,14 @@ func (e *env) teardown() {
 		}
 	}
 	e.proxies.Close()
+	for _, s := range e.slots {
+		if s.pgProxy != nil {
+			s.pgProxy.Close()
+		}
+	}
+	if e.be != nil {
+		e.be.close()
+	}
 	for _, a := range e.admin {
 		_ = a.Close()
 	}

@@ -394,3 +394,11 @@ func killHolder(ctx context.Context, e *env) {
 		e.logf("restart client: %v", err)
 	}
 }
+
+// sharedFaults (26, 27): one of the existing fault classes at random, on a
+// shared lock's holders: a paused (1) or killed (12) process holder, the
+// node paused (7), a holder black-holed (5), a connection reset (11).
+func sharedFaults(ctx context.Context, e *env) {
+	inj := []func(context.Context, *env){pauseHolder, killHolder, nodePaused, partitionHolder, connReset}
+	inj[e.rng.IntN(len(inj))](ctx, e)
+}

@@ -23,7 +23,18 @@ func Summary(o *Outcome) string {
 		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
 		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
 		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
-		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+electSummary(o)+verdict)
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+electSummary(o)+sharedSummary(o)+verdict)
+}
+
+// sharedSummary is the shared-lock checks' part of Summary.
+func sharedSummary(o *Outcome) string {
+	s := o.Spec.Scenario
+	if s.Shared == "" {
+		return ""
+	}
+	r := o.Result
+	return fmt.Sprintf("%s: I12 over limit %d (limit %d, most held %d) I13 writer with others %d | ",
+		s.Shared, len(r.OverLimit), s.Limit, r.MaxHeld, len(r.WriterOverlaps))
 }
 
 // electSummary is the election checks' part of Summary.
@@ -223,8 +234,11 @@ func Legend() string {
 		if s.Teeth {
 			teeth = "yes"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s / %s | %s |\n", s.ID, s.Title, s.Schedule,
-			yn(s.Excludes(Single), s.Single), yn(s.Excludes(Redlock), s.Redlock), teeth)
+		claimed := yn(s.Excludes(Single), s.Single) + " / " + yn(s.Excludes(Redlock), s.Redlock)
+		if s.Backend != "" {
+			claimed = s.Backend + ": " + yn(s.Excludes(s.Mode()), true)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", s.ID, s.Title, s.Schedule, claimed, teeth)
 	}
 	return b.String()
 }

@@ -99,6 +99,10 @@ func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
 		// before the next grant.
 		params.RecoveryBound = max(check.QueueBound, spec.TTL+o.Backoff)
 	}
+	params.Limit, params.Shared = spec.Scenario.Limit, spec.Scenario.Shared != ""
+	if spec.Scenario.Recovery > 0 {
+		params.RecoveryBound = spec.Scenario.Recovery
+	}
 	res := check.Run(rec.Events(), params)
 	out := &Outcome{Spec: spec, Result: res, History: path, Took: time.Since(began)}
 	out.Problems = judge(spec, res)
@@ -149,6 +153,12 @@ func judge(spec RunSpec, r check.Result) []string {
 				add("I8 compared no pair of calls")
 			}
 		}
+		if n := len(r.OverLimit); n > 0 {
+			add("I12: %d times more than %d permits held (at most %d)", n, spec.Scenario.Limit, r.MaxHeld)
+		}
+		if n := len(r.WriterOverlaps); n > 0 {
+			add("I13: %d times a writer held the lock with others", n)
+		}
 		if spec.Scenario.Elect {
 			if n := len(r.LeaderOverlaps); n > 0 {
 				add("I10: %d pairs of leaderships overlap", n)
@@ -167,6 +177,10 @@ func judge(spec RunSpec, r check.Result) []string {
 	case NoFencing:
 		if r.TokenInversions == 0 {
 			add("negative control %s: no token inversion detected", spec.Control)
+		}
+	case Split:
+		if len(r.OverLimit)+len(r.WriterOverlaps) == 0 {
+			add("negative control %s: no permit over the limit and no writer with others detected", spec.Control)
 		}
 	case IgnoreLoss:
 		if len(r.LeaderOverlaps) == 0 {

@@ -1,6 +1,9 @@
 package lab
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Scenario is one fault class.
 type Scenario struct {
@@ -38,13 +41,48 @@ type Scenario struct {
 	// acts for at least 2 ttl and then resigns; I10 (one leader at a time)
 	// and I11 (terms strictly increase) apply.
 	Elect bool
+	// Backend: the scenario runs on that lock service only (Mode Etcd or
+	// Postgres), not in the Redis modes.
+	Backend string
+	// Recovery, when set, replaces I7's bound (ttl + backoff) for the
+	// scenario.
+	Recovery time.Duration
+	// Shared: the shared-lock scenarios (single-node Redis): every hold
+	// is a grant of a semaphore of limit Limit (client.SharedSemaphore)
+	// or of an RW lock (client.SharedRW); five clients; I12 / I13 apply
+	// instead of I1.
+	Shared string
+	Limit  int
+	// PGFence is pgfence's mode for the Postgres scenarios (empty:
+	// current).
+	PGFence string
+}
+
+// EtcdLeaderKillRecovery is I7's bound under a killed etcd leader: a
+// request in flight when the leader died (a release, an acquire) is never
+// answered by etcd (the proposal died with the leader); the client gives up
+// after distlock's release timeout (5 s) or the acquire budget, and the
+// lock stays held by the releasing owner's lease until it expires (ttl).
+// Measured: up to 4.9 s after the heal with ttl 2 s (docs/SAFETY.md).
+const EtcdLeaderKillRecovery = 5*time.Second + EtcdTTL + 500*time.Millisecond
+
+// Mode returns the mode of a backend scenario (Etcd or Postgres).
+func (s *Scenario) Mode() Mode {
+	switch s.Backend {
+	case Etcd.Backend:
+		return Etcd
+	case Postgres.Backend:
+		return Postgres
+	}
+	return Mode{}
 }
 
 func always(Mode) bool { return true }
 func never(Mode) bool  { return false }
 
 // Scenarios are the lab's fault classes: twelve on one lock, four on its
-// waiter queue, one on an election.
+// waiter queue, one on an election; then three on etcd (18-20) and five on
+// PostgreSQL (21-25).
 var Scenarios = []*Scenario{
 	{ID: 1, Key: "pause-holder", Title: "client paused (SIGSTOP) past its ttl after acquiring", Single: true, Redlock: true,
 		Excludes: always, Teeth: true, Inject: pauseHolder,
@@ -97,6 +135,36 @@ var Scenarios = []*Scenario{
 	{ID: 17, Key: "elect-faults", Title: "election: the leader process paused, killed, cut from Redis, its connections reset", Single: true, Redlock: true, Elect: true,
 		Excludes: always, Inject: electFaults,
 		Schedule: "three campaigner processes; right after the leader's check before a write, one of (at random): the leader SIGSTOPped for 2-2.5 ttl then SIGCONT (class 1); SIGKILLed, a new process 0.5 ttl later (12); its links to the lock nodes (redlock: a majority) black-holed for 2 ttl (5); reset_peer on its link to one node, either direction, for ttl/4 (11)"},
+	{ID: 18, Key: "etcd-pause-holder", Title: "etcd: client paused (SIGSTOP) past its ttl after acquiring", Backend: "etcd",
+		Excludes: always, Teeth: true, Inject: pauseHolder,
+		Schedule: "three etcd members; process client c0 SIGSTOPped right after its lease check, for 2-2.5 ttl, then SIGCONT"},
+	{ID: 19, Key: "etcd-leader-kill", Title: "etcd: the leader killed while the lock is held and waiters wait", Backend: "etcd",
+		Excludes: always, Inject: etcdLeaderKill, Recovery: EtcdLeaderKillRecovery,
+		Schedule: "right after a holder's lease check, the etcd leader SIGKILLed and restarted on its data dir 0.25-1 ttl later"},
+	{ID: 20, Key: "etcd-minority-stop", Title: "etcd: a minority (one member of three) paused", Backend: "etcd",
+		Excludes: always, Inject: etcdMinorityStop,
+		Schedule: "right after a holder's lease check, one member (the leader half of the time) SIGSTOPped for 1-2 ttl, then SIGCONT"},
+	{ID: 21, Key: "pg-pause-holder", Title: "postgres: client paused (SIGSTOP) past its ttl after acquiring", Backend: "postgres",
+		Excludes: always, Teeth: true, Inject: pauseHolder,
+		Schedule: "process client c0 SIGSTOPped right after its lease check, for 2-2.5 ttl, then SIGCONT; pgfence mode current"},
+	{ID: 22, Key: "pg-restart", Title: "postgres: the server killed and restarted while the lock is held", Backend: "postgres",
+		Excludes: always, Inject: pgRestart,
+		Schedule: "right after a holder's lease check, pg_ctl stop -m immediate, started again 0.2-1 ttl later (the lease table is durable)"},
+	{ID: 23, Key: "pg-terminate", Title: "postgres: pg_terminate_backend on a client's connections", Backend: "postgres",
+		Excludes: always, Inject: pgTerminate,
+		Schedule: "right after a holder's lease check, every connection of the holder (a third of the time: of another client, waiting or polling) terminated"},
+	{ID: 24, Key: "pg-proxy-pause", Title: "postgres: a client's link to the database stalled past its ttl", Backend: "postgres",
+		Excludes: always, Inject: pgProxyPause,
+		Schedule: "right after a holder's lease check, its TCP proxy to PostgreSQL paused for 2-2.5 ttl (the process runs; its renewals and writes hang, and land when the proxy resumes)"},
+	{ID: 25, Key: "pg-pause-holder-hs", Title: "postgres: client paused past its ttl, pgfence mode highest-seen", Backend: "postgres", PGFence: "highest-seen",
+		Excludes: always, Teeth: true, Inject: pauseHolder,
+		Schedule: "as 21, with pgfence's HighestSeen mode (a write by an expired holder is accepted while nobody newer was granted)"},
+	{ID: 26, Key: "shared-semaphore", Title: "semaphore (limit 2, weights 1-2) under the existing fault classes", Single: true,
+		Shared: "semaphore", Limit: 2, Excludes: never, Inject: sharedFaults,
+		Schedule: "five clients on Client.Semaphore(name, 2), weights 1 or 2; one event every 1-2 ttl, at random: the process holder SIGSTOPped 2-2.5 ttl (class 1) or SIGKILLed (12), the node SIGSTOPped or CLIENT PAUSEd (7), a holder black-holed from the node (5), a connection reset (11)"},
+	{ID: 27, Key: "shared-rwmutex", Title: "RW lock (a writer one hold in three) under the existing fault classes", Single: true,
+		Shared: "rwmutex", Excludes: never, Inject: sharedFaults,
+		Schedule: "five clients on Client.RWMutex(name), Lock one hold in three, else RLock; faults as 26"},
 }
 
 // ScenarioByID returns scenario id, or nil.

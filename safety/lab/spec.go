@@ -15,13 +15,27 @@ type Mode struct {
 	Name    string
 	Redlock bool
 	Nodes   int
+	// Backend is the lock service when not Redis (client.BackendEtcd,
+	// client.BackendPostgres); Nodes is then the number of etcd members.
+	Backend string
 }
 
 // The two modes.
 var (
 	Single  = Mode{Name: "single", Nodes: 1}
 	Redlock = Mode{Name: "redlock", Redlock: true, Nodes: 5}
+	// Etcd is a three-member etcd cluster (engine/etcd), the resource in
+	// the same cluster behind etcdfence.
+	Etcd = Mode{Name: "etcd", Nodes: 3, Backend: "etcd"}
+	// Postgres is one PostgreSQL 15 server (engine/postgres), the resource
+	// in the same database behind pgfence.
+	Postgres = Mode{Name: "postgres", Nodes: 1, Backend: "postgres"}
 )
+
+// EtcdTTL is the ttl of the etcd runs: etcd leases are whole seconds and
+// at least 2 s with etcd's default election timeout (engine/etcd.MinTTL);
+// distlock would round a shorter ttl up to it.
+const EtcdTTL = 2 * time.Second
 
 // Control names a negative control: a switch that breaks one rule on
 // purpose, so that the lab must detect a violation.
@@ -48,6 +62,9 @@ const (
 	// leadership's loss signal (Done/Context) and keep acting for one more
 	// ttl after it (client.ImplIgnoreLoss).
 	IgnoreLoss Control = "leader-ignores-loss"
+	// Split: the shared-lock scenarios' clients each lock a name of their
+	// own (client.Config.Split), a lock that does not share its state.
+	Split Control = "permits-not-shared"
 )
 
 // Expect returns what the control must show.
@@ -61,6 +78,8 @@ func (c Control) Expect() string {
 		return "I8 fair-order violations"
 	case IgnoreLoss:
 		return "I10 overlapping leaderships"
+	case Split:
+		return "I12 over the limit / I13 a writer with others"
 	}
 	return ""
 }

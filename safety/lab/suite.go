@@ -52,6 +52,23 @@ func QuickSuite(seed uint64) Suite {
 		RunSpec{Scenario: ScenarioByID(17), Mode: Single, TTL: ttl, Duration: 20 * time.Second, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(17), Mode: Single, Control: IgnoreLoss, TTL: ttl, Duration: 10 * time.Second, Seed: seed},
 	)
+	// etcd (ttl 2 s, its minimum): the paused holder (the Jepsen finding
+	// on the control, none on etcdfence) and the killed leader; PostgreSQL
+	// (ttl 500 ms): the paused holder and the stalled link, pgfence's
+	// transactional check on the fenced copy.
+	runs = append(runs,
+		RunSpec{Scenario: ScenarioByID(18), Mode: Etcd, TTL: EtcdTTL, Duration: 14 * time.Second, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(19), Mode: Etcd, TTL: EtcdTTL, Duration: 10 * time.Second, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(21), Mode: Postgres, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(24), Mode: Postgres, TTL: ttl, Duration: d, Seed: seed},
+	)
+	// Shared locks (single-node Redis): the semaphore and the RW lock under
+	// mixed faults, and the control that must fail I12 / I13.
+	runs = append(runs,
+		RunSpec{Scenario: ScenarioByID(26), Mode: Single, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(27), Mode: Single, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
+	)
 	return Suite{Name: "quick", Runs: runs}
 }
 
@@ -62,6 +79,10 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 	const ttl = time.Second
 	var runs []RunSpec
 	for _, s := range Scenarios {
+		if s.Backend != "" {
+			runs = append(runs, RunSpec{Scenario: s, Mode: s.Mode(), TTL: backendTTL(s, ttl), Duration: max(d, 15*backendTTL(s, ttl)), Seed: seed})
+			continue
+		}
 		for _, m := range []Mode{Single, Redlock} {
 			if (m.Redlock && s.Redlock) || (!m.Redlock && s.Single) {
 				runs = append(runs, RunSpec{Scenario: s, Mode: m, TTL: ttl, Duration: d, Seed: seed})
@@ -76,6 +97,8 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(2), Mode: Redlock, Control: FromReply, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(15), Mode: Single, Control: NoQueue, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(17), Mode: Single, Control: IgnoreLoss, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
+		RunSpec{Scenario: ScenarioByID(27), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 	)
 	return Suite{Name: "full", Runs: runs}
 }
@@ -115,4 +138,13 @@ func (s Suite) Execute(ctx context.Context, o Options) ([]*Outcome, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// backendTTL is the ttl of a backend scenario's runs: EtcdTTL on etcd
+// (its minimum), ttl otherwise.
+func backendTTL(s *Scenario, ttl time.Duration) time.Duration {
+	if s.Backend == Etcd.Backend {
+		return EtcdTTL
+	}
+	return ttl
 }
