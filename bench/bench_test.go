@@ -53,7 +53,14 @@ func check(t *testing.T, r record, cfg config) {
 	m := r.Metrics
 	where := r.Scenario + " " + r.Variant
 	switch r.Scenario {
-	case "S1", "S2", "S4":
+	case idS9, idS10:
+		if r.Error != "" || m["grants"] == 0 || m["violations"] != 0 || (r.Scenario == idS9 && m["max_holders"] > s9Limit) || m["srv_cmds_per_acq"] <= 0 {
+			t.Errorf("%s: grants=%v violations=%v max holders=%v Redis cmds/acq=%v err=%q", where, m["grants"], m["violations"], m["max_holders"], m["srv_cmds_per_acq"], r.Error)
+		}
+		if r.Scenario == idS10 && (m["reads_per_s"] == 0 || m["writes_per_s"] == 0) {
+			t.Errorf("%s: reads/s=%v writes/s=%v", where, m["reads_per_s"], m["writes_per_s"])
+		}
+	case "S1", "S2", "S4", idS9Unc:
 		if r.Hung && r.Kind == kindPeer {
 			// A peer's bug, not the harness's (rueidislock can lose its
 			// wake-up after a timed-out attempt): reported in the table.
@@ -80,6 +87,24 @@ func check(t *testing.T, r record, cfg config) {
 		}
 		if r.Lib == "distlock" && (m["overlaps"] != 0 || m["wait_p99_ms"] <= 0 || m["jain"] <= 0) {
 			t.Errorf("%s: overlaps=%v wait p99=%v jain=%v", where, m["overlaps"], m["wait_p99_ms"], m["jain"])
+		}
+	case idE1, idP1:
+		if r.Error != "" || m["errors"] != 0 || m["ops"] == 0 || r.Hung || m["p50_ms"] <= 0 {
+			t.Errorf("%s: ops=%v errors=%v hung=%v err=%q", where, m["ops"], m["errors"], r.Hung, r.Error)
+		}
+		if m["req_per_op"] <= 0 {
+			t.Errorf("%s: no request counted", where)
+		}
+	case idE3, idP3:
+		if m["grants"] == 0 || m["overlaps"] != 0 || m["req_per_acq"] <= 0 {
+			t.Errorf("%s: grants=%v overlaps=%v req/acq=%v err=%q", where, m["grants"], m["overlaps"], m["req_per_acq"], r.Error)
+		}
+	case idE6, idP6:
+		if m["held"] != float64(cfg.leases) || m["lost"] != 0 || m["stalled"] != 0 {
+			t.Errorf("%s: held=%v lost=%v stalled=%v err=%q", where, m["held"], m["lost"], m["stalled"], r.Error)
+		}
+		if m["requests_per_s"] == 0 && r.Lib == "distlock" {
+			t.Errorf("%s: no renewal seen in the window", where)
 		}
 	case "S5":
 		if r.Lib == "distlock" && (r.Hung || m["ops"] == 0) {

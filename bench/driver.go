@@ -24,6 +24,8 @@ type opsConfig struct {
 	// beforeMeasure runs between the warm-up and the measured window (S5
 	// pauses a node there).
 	beforeMeasure func() error
+	// counter, when set, counts the client's requests in the window.
+	counter *peers.Counter
 }
 
 // opsResult is what one cell of operations measured.
@@ -178,7 +180,7 @@ func runOps(ctx context.Context, lk peers.Locker, nodes []*node, cfg opsConfig) 
 	}
 	runtime.GC()
 
-	p := beginProbe(ctx, nodes, nil)
+	p := beginProbe(ctx, nodes, cfg.counter)
 	hung, done := phase(ctx, ws, time.Now().Add(cfg.duration), true, cfg.hangLimit)
 	res.w = p.end(ctx)
 	res.hung, res.hungIn, res.drain = hung, "window", waitFor(done)

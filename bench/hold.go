@@ -19,6 +19,9 @@ type holdConfig struct {
 	window   time.Duration
 	prefix   string
 	counter  *peers.Counter
+	// held, when set, runs once every lease is held, before the window;
+	// windowEnd right after the window.
+	held, windowEnd func()
 }
 
 // holdResult is what one S6 cell measured.
@@ -124,9 +127,15 @@ func runHold(ctx context.Context, lk peers.Locker, nodes []*node, cfg holdConfig
 		res.gorosPerLease = float64(g1-g0-res.stalled) / float64(res.held)
 	}
 
+	if cfg.held != nil {
+		cfg.held()
+	}
 	p := beginProbe(ctx, nodes, cfg.counter)
 	time.Sleep(cfg.window)
 	res.w = p.end(ctx)
+	if cfg.windowEnd != nil {
+		cfg.windowEnd()
+	}
 
 	for _, h := range mine {
 		if e, ok := h.(interface{ Err() error }); ok && e.Err() != nil {

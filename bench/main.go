@@ -51,8 +51,10 @@ func main() {
 		command  = flag.String("command", "", "the command line to print in the report (bench/run passes its own)")
 		pinning  = flag.String("pinning", "not pinned", "how processes are pinned to CPUs (bench/run describes it)")
 		loadWait = flag.Duration("settle", 0, "pause before starting, to let the machine settle")
+		srvCPU   = flag.Int("servercpu", -1, "pin the etcd members and PostgreSQL the harness starts to this CPU (bench/run: the redis-servers' CPU)")
 	)
 	flag.Parse()
+	serverCPU = *srvCPU
 
 	cfg := fullConfig()
 	if *quick {

@@ -117,6 +117,10 @@ func fillOps(rec *record, res *opsResult) {
 	m["srv_cmds_per_op"] = float64(res.w.srvCmds) / n
 	m["srv_cpu_us_per_op"] = float64(res.w.srvCPU) / float64(time.Microsecond) / n
 	m["cpu_us_per_op"] = float64(res.w.cpu) / float64(time.Microsecond) / n
+	if res.w.requests > 0 {
+		m["req_per_op"] = float64(res.w.requests) / n
+		m["calls_per_op"] = float64(res.w.calls) / n
+	}
 }
 
 // s1 is one goroutine acquiring and releasing one name, uncontended.

@@ -212,7 +212,7 @@ func buildN(v peers.Variant, t peers.Target, n int) (peers.Locker, func(), error
 
 // scenarios returns the scenarios in order.
 func scenarios(cfg config) []scenario {
-	return []scenario{s1(cfg), s2(cfg), s3(cfg, true), s3(cfg, false), s4(cfg), s5(cfg), s6(cfg), s7(cfg), s8(cfg)}
+	return []scenario{s1(cfg), s2(cfg), s3(cfg, true), s3(cfg, false), s4(cfg), s5(cfg), s6(cfg), s7(cfg), s8(cfg), e1(cfg), e3(cfg), e6(cfg), p1(cfg), p3(cfg), p6(cfg), s9Uncontended(cfg), s9(cfg), s10(cfg)}
 }
 
 // pick keeps the variants whose names are listed, in the listed order.

@@ -190,6 +190,7 @@ func infoField(info, field string) string {
 type env struct {
 	single *node
 	quorum []*node
+	back   backends // etcd and PostgreSQL, started on first use
 }
 
 // all returns every node once.
@@ -221,6 +222,7 @@ func (e *env) resumeAll() {
 }
 
 func (e *env) close() error {
+	e.back.close()
 	var errs []error
 	for _, n := range e.all() {
 		if n != nil {
@@ -230,6 +232,10 @@ func (e *env) close() error {
 	return errors.Join(errs...)
 }
 
+// serverCPU is the CPU that etcd and PostgreSQL are pinned to (-servercpu;
+// -1: not pinned).
+var serverCPU = -1
+
 // quorumNodes is the number of Redlock nodes.
 const quorumNodes = 5
 
@@ -237,7 +243,7 @@ const quorumNodes = 5
 // redis-servers through internal/redistest (on free loopback ports, not
 // pinned).
 func newEnv(ctx context.Context, singleAddr string, quorumAddrs []string) (*env, error) {
-	e := &env{}
+	e := &env{back: backends{serverCPU: serverCPU}}
 	fail := func(err error) (*env, error) {
 		_ = e.close()
 		return nil, err

@@ -62,6 +62,14 @@ type Target struct {
 	// Workers is the number of goroutines that will use the Locker (for
 	// Separate: that use each instance).
 	Workers int
+	// Etcd are the client URLs of the etcd clusters, by member count (1,
+	// 3), for the etcd rows.
+	Etcd map[int][]string
+	// Postgres is the connection URL of the PostgreSQL server, for the
+	// PostgreSQL rows (the schema is migrated by the harness).
+	Postgres string
+	// PoolSize bounds a PostgreSQL row's pgx pool (0: 4 + Workers).
+	PoolSize int
 }
 
 // Variant is one row of a table: a library with one set of settings.
@@ -77,13 +85,22 @@ type Variant struct {
 	Settings string
 	// New builds the Locker.
 	New func(Target) (Locker, error)
+	// Backend is what the row runs on: "" (Redis), "etcd" or "postgres".
+	Backend string
+	// Members is the size of the etcd cluster of an etcd row.
+	Members int
 }
 
 // Counter counts the requests that instrumented clients send to Redis.
 type Counter struct {
 	requests atomic.Int64 // commands sent, each command of a pipeline counted
 	calls    atomic.Int64 // client calls: a pipeline or a DoMulti counts once
+	streams  atomic.Int64 // gRPC streams opened (etcd)
 }
+
+// Streams returns how many gRPC streams (etcd watches, lease keepalives)
+// the instrumented etcd clients opened so far.
+func (c *Counter) Streams() int64 { return c.streams.Load() }
 
 func (c *Counter) add(requests int) {
 	if c == nil {
