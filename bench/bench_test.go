@@ -180,6 +180,8 @@ func TestSelected(t *testing.T) {
 		{"S3", "S3,S3-shared"},
 		{"s3-shared, s7", "S3-shared,S7"},
 		{"S3,S7", "S3,S3-shared,S7"},
+		{"S9,E1", "E1,S9-uncontended,S9"},
+		{"S1,S10", "S1,S10"},
 	} {
 		var ids []string
 		for _, sc := range selected(quickConfig(), c.only) {
