@@ -16,13 +16,14 @@ type probe struct {
 	nodes   []*node
 	counter *peers.Counter
 
-	t     time.Time
-	mem   runtime.MemStats
-	cpu   time.Duration
-	srv   []serverStats
-	srvOK []bool
-	req   int64
-	calls int64
+	t       time.Time
+	mem     runtime.MemStats
+	cpu     time.Duration
+	srv     []serverStats
+	srvOK   []bool
+	req     int64
+	calls   int64
+	methods map[string]int64
 }
 
 // window is what changed over a probe's window.
@@ -36,6 +37,8 @@ type window struct {
 	srvCalls map[string]int64
 	requests int64 // commands the instrumented clients sent
 	calls    int64 // client calls (a pipeline counts once)
+	// methods: the etcd clients' requests by gRPC method (nil for others).
+	methods map[string]int64
 }
 
 // beginProbe starts a window. ReadMemStats stops the world briefly.
@@ -47,7 +50,7 @@ func beginProbe(ctx context.Context, nodes []*node, counter *peers.Counter) *pro
 		p.srv[i], p.srvOK[i] = n.stats(ctx)
 	}
 	if counter != nil {
-		p.req, p.calls = counter.Requests(), counter.Calls()
+		p.req, p.calls, p.methods = counter.Requests(), counter.Calls(), counter.ByMethod()
 	}
 	p.cpu = processCPU()
 	runtime.ReadMemStats(&p.mem)
@@ -67,6 +70,14 @@ func (p *probe) end(ctx context.Context) window {
 	if p.counter != nil {
 		w.requests = p.counter.Requests() - p.req
 		w.calls = p.counter.Calls() - p.calls
+		for k, v := range p.counter.ByMethod() {
+			if d := v - p.methods[k]; d > 0 {
+				if w.methods == nil {
+					w.methods = map[string]int64{}
+				}
+				w.methods[k] = d
+			}
+		}
 	}
 	w.srvCalls = map[string]int64{}
 	for i, n := range p.nodes {

@@ -154,6 +154,7 @@ func fillContend(rec *record, res contendResult) {
 		rec.Error = res.firstErr.Error()
 	}
 	rec.Commands = res.w.srvCalls
+	rec.Requests = res.w.methods
 	m["grants"] = float64(res.grants)
 	m["giveups"] = float64(res.giveUps)
 	m["overlaps"] = float64(res.overlaps)

@@ -113,6 +113,7 @@ func fillHold(rec *record, res holdResult) {
 		rec.Error = res.firstErr.Error()
 	}
 	rec.Commands = res.w.srvCalls
+	rec.Requests = res.w.methods
 	m["stalled"] = float64(res.stalled)
 	if res.stalled > 0 {
 		rec.Error = fmt.Sprintf("%d of %d acquisitions of free names still waiting after %v (%d held)",

@@ -101,6 +101,7 @@ func fillOps(rec *record, res *opsResult) {
 		rec.Error = res.firstErr.Error()
 	}
 	rec.Commands = res.w.srvCalls
+	rec.Requests = res.w.methods
 	if res.hung {
 		rec.Hung = true
 		return

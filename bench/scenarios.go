@@ -101,8 +101,10 @@ type record struct {
 	Start    time.Time          `json:"start"`
 	Metrics  map[string]float64 `json:"metrics"`
 	Commands map[string]int64   `json:"server_commands,omitempty"`
-	Hung     bool               `json:"hung,omitempty"`
-	Error    string             `json:"error,omitempty"`
+	// Requests are the etcd clients' requests in the window by gRPC method.
+	Requests map[string]int64 `json:"client_requests,omitempty"`
+	Hung     bool             `json:"hung,omitempty"`
+	Error    string           `json:"error,omitempty"`
 }
 
 func newRecord(id string, v peers.Variant, run int) record {

@@ -30,6 +30,7 @@ func newEtcdClient(endpoints []string, c *Counter) (*clientv3.Client, error) {
 		cfg.DialOptions = []grpc.DialOption{
 			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				c.add(1)
+				c.addMethod(method)
 				return invoker(ctx, method, req, reply, cc, opts...)
 			}),
 			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -39,7 +40,7 @@ func newEtcdClient(endpoints []string, c *Counter) (*clientv3.Client, error) {
 				if err != nil {
 					return nil, err
 				}
-				return countStream{s, c}, nil
+				return countStream{s, c, method}, nil
 			}),
 		}
 	}
@@ -49,11 +50,13 @@ func newEtcdClient(endpoints []string, c *Counter) (*clientv3.Client, error) {
 // countStream counts the messages sent on a gRPC stream.
 type countStream struct {
 	grpc.ClientStream
-	c *Counter
+	c      *Counter
+	method string
 }
 
 func (s countStream) SendMsg(m any) error {
 	s.c.requests.Add(1)
+	s.c.addMethod(s.method)
 	return s.ClientStream.SendMsg(m)
 }
 

@@ -5,6 +5,7 @@ package peers
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -96,6 +97,31 @@ type Counter struct {
 	requests atomic.Int64 // commands sent, each command of a pipeline counted
 	calls    atomic.Int64 // client calls: a pipeline or a DoMulti counts once
 	streams  atomic.Int64 // gRPC streams opened (etcd)
+	methods  sync.Map     // gRPC method or stream → *atomic.Int64 of requests (etcd)
+}
+
+// addMethod counts one request under what (a gRPC method name).
+func (c *Counter) addMethod(what string) {
+	v, ok := c.methods.Load(what)
+	if !ok {
+		v, _ = c.methods.LoadOrStore(what, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+// ByMethod returns the requests counted so far by gRPC method (etcd rows:
+// a unary call, or a message sent on a stream of that method), nil when
+// none was.
+func (c *Counter) ByMethod() map[string]int64 {
+	var out map[string]int64
+	c.methods.Range(func(k, v any) bool {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // Streams returns how many gRPC streams (etcd watches, lease keepalives)
