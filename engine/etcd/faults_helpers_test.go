@@ -14,6 +14,17 @@ import (
 	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
+// waitRenewedAfter waits until l has confirmed a renewal sent after at: its
+// local deadline (send time + ttl - drift) is then past at + ttl - drift.
+// It returns early when l is lost, which the caller then reports.
+func waitRenewedAfter(t *testing.T, l *distlock.Lease, at time.Time) {
+	t.Helper()
+	ttl := l.TTL()
+	waitFor(t, 4*ttl, "a renewal sent after "+at.Format(time.StampMilli), func() bool {
+		return l.Err() != nil || l.Deadline().After(at.Add(ttl-engine.Drift(ttl)))
+	})
+}
+
 // newClient returns a distlock Client on an engine of its own, on an etcd
 // client of every member (like a separate process), closed at the end.
 func newClient(t *testing.T, cl *etcdtest.Cluster, wrap ...func(engine.Engine) engine.Engine) *distlock.Client {

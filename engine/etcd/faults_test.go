@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,8 +65,9 @@ func TestLeaderKilled(t *testing.T) {
 	t.Logf("killing the leader %s", cl.Members[leader].Name)
 	cl.Members[leader].Kill()
 	cl.WaitReady(30 * time.Second)
-	// Two renewals after the new leader took over.
-	time.Sleep(2 * l.TTL() / 3)
+	// Two renewals after the new leader took over: one sent a renewal
+	// interval after the election.
+	waitRenewedAfter(t, l, time.Now().Add(l.TTL()/3))
 	if err := l.Err(); err != nil {
 		t.Fatalf("the holder lost its lease across the election: %v", err)
 	}
@@ -136,7 +138,9 @@ func TestStoppedMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(l.TTL()) // three renewals with a member stopped
+	// Renewals with a member stopped: one sent two renewal intervals after
+	// the grants above (three renewals in all).
+	waitRenewedAfter(t, l, time.Now().Add(2*l.TTL()/3))
 	if err := l.Err(); err != nil {
 		t.Fatalf("the holder lost its lease with a minority stopped: %v", err)
 	}
@@ -267,6 +271,11 @@ func TestMemberRestarts(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	grants := make([]int, 2)
+	var total atomic.Int64 // grants so far, read while the clients run
+	progress := func(what string) {
+		from := total.Load()
+		waitFor(t, 60*time.Second, "grants "+what, func() bool { return total.Load() >= from+3 })
+	}
 	for i := range 2 {
 		c := newClient(t, cl)
 		wg.Add(1)
@@ -289,17 +298,18 @@ func TestMemberRestarts(t *testing.T) {
 					continue
 				}
 				grants[i]++
+				total.Add(1)
 				h.work(ctx, "client "+strconv.Itoa(i), l, time.Now(), 20*time.Millisecond)
 			}
 		}()
 	}
 	for _, m := range cl.Members {
-		time.Sleep(500 * time.Millisecond)
+		progress("before restarting " + m.Name)
 		t.Logf("restarting %s", m.Name)
 		m.Restart()
 		cl.WaitReady(30 * time.Second)
 	}
-	time.Sleep(500 * time.Millisecond)
+	progress("after the last restart")
 	close(stop)
 	wg.Wait()
 	t.Logf("grants: %v", grants)

@@ -50,9 +50,9 @@ func TestLossBeforeRevocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both have renewed at least once through the delay; then the link
-	// goes dead.
-	time.Sleep(ttl / 2)
+	// distlock's lease has renewed through the delay after the Session
+	// began (which renews on the same period); then the link goes dead.
+	waitRenewedAfter(t, l, time.Now().Add(ttl/3))
 	if l.Err() != nil {
 		t.Fatalf("the lease was lost before the cut: %v", l.Err())
 	}

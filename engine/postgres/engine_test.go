@@ -222,7 +222,10 @@ func TestListLeaksSweep(t *testing.T) {
 	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: expired, Owner: "o", Attempt: "o", TTL: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(60 * time.Millisecond)
+	waitFor(t, "the 50ms lease to expire (by the database's clock)", func() bool {
+		info, err := e.Inspect(ctx, expired)
+		return err == nil && !info.Held
+	})
 	var rows int
 	count := func() int {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM engine.locks WHERE name = $1`, expired).Scan(&rows); err != nil {

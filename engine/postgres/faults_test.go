@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/postgres"
 	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
@@ -123,6 +124,21 @@ func waitLocked(t *testing.T, ctx context.Context, app string, want int) {
 	}
 }
 
+// waitRenewedAfter waits until l has confirmed a renewal sent after at: its
+// local deadline (send time + ttl - drift) is then past at + ttl - drift.
+// It returns early when l is lost, which the caller then reports.
+func waitRenewedAfter(t *testing.T, l *distlock.Lease, at time.Time) {
+	t.Helper()
+	ttl := l.TTL()
+	end := time.Now().Add(4 * ttl)
+	for l.Err() == nil && !l.Deadline().After(at.Add(ttl-engine.Drift(ttl))) {
+		if time.Now().After(end) {
+			t.Fatalf("no renewal sent after %v was confirmed within %v", at.Format(time.StampMilli), 4*ttl)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestRestartKeepsLeases: the server restarts (killed: pg_ctl -m immediate)
 // while a lock is held and a waiter queues. The table is durable: the
 // lease survives with its token and owner, nobody else is granted the lock
@@ -167,8 +183,9 @@ func TestRestartKeepsLeases(t *testing.T) {
 	if !info.Held || info.Owner != l.Owner() || info.Token != l.Token() {
 		t.Fatalf("after the restart: %+v, want held by %q with token %d", info, l.Owner(), l.Token())
 	}
-	// Two renewals at least, across the restart: the lease lives on.
-	time.Sleep(5 * time.Second)
+	// Two renewals at least, across the restart: the lease lives on (one
+	// sent a renewal interval after the server came back is confirmed).
+	waitRenewedAfter(t, l, time.Now().Add(l.TTL()/3))
 	if l.Err() != nil {
 		t.Fatalf("the lease was lost across the restart: %v", l.Err())
 	}
@@ -310,14 +327,13 @@ func TestTerminateDuringHold(t *testing.T) {
 		}
 		terminate(t, ctx, app, false)
 	}
-	// Three ttls: renewals after the cut reconnect.
-	time.Sleep(3 * ttl)
+	// Renewals after the cut reconnect: two renewals later the lease
+	// lives on, and the waiter's listener is back.
+	waitRenewedAfter(t, l, time.Now().Add(l.TTL()/3))
 	if l.Err() != nil {
 		t.Fatalf("the lease was lost when its sessions were terminated: %v", l.Err())
 	}
-	if n := len(backends(t, ctx, "waiter2")); n == 0 {
-		t.Fatal("the waiter's listener did not reconnect")
-	}
+	waitFor(t, "the waiter's listener to reconnect", func() bool { return len(backends(t, ctx, "waiter2")) > 0 })
 	released := time.Now()
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

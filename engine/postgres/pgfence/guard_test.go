@@ -55,6 +55,25 @@ func check(t *testing.T, pool *pgxpool.Pool, g *pgfence.Guard, l *distlock.Lease
 	})
 }
 
+// expired waits until l's lease has run out on the database: its row says
+// so by clock_timestamp() (the local loss signal comes earlier, by design).
+func expired(t *testing.T, pool *pgxpool.Pool, l *distlock.Lease) {
+	t.Helper()
+	<-l.Done()
+	end := time.Now().Add(10 * time.Second)
+	for {
+		var live bool
+		err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM `+schema+`.locks WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp())`, l.Name()).Scan(&live)
+		if err == nil && !live {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%q still live on the database 10s after its lease ended locally (%v)", l.Name(), err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func wantStale(t *testing.T, what string, err error) {
 	t.Helper()
 	var se *pgfence.StaleError
@@ -97,7 +116,7 @@ func TestCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(120 * time.Millisecond)
+	expired(t, pool, short)
 	wantStale(t, "an expired lease", check(t, pool, g, short))
 }
 
@@ -242,7 +261,7 @@ func TestHighestSeen(t *testing.T) {
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return g.Check(ctx, tx, n, first.Token(), "impostor") })
 	wantStale(t, "a tie from another holder", err)
-	time.Sleep(120 * time.Millisecond)
+	expired(t, pool, first)
 	if err := check(t, pool, g, first); err != nil {
 		t.Fatalf("an expired lease with nobody after it: %v", err)
 	}
