@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Shared locks: semaphores and reader-writer locks. An engine that keeps
@@ -105,4 +108,64 @@ type SharedFenceRaiser interface {
 	// owner holds permits of the shared lock name. It reports whether
 	// owner held them.
 	RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error)
+}
+
+// The refusals of a shared-lock request, worded alike on every engine (the
+// conformance suite and the Redis tests compare them word for word).
+
+// CheckShared refuses r for a shared lock that exists with kind and limit:
+// another kind, another semaphore limit (SetLimit changes it), or a weight
+// outside 1 to limit. It returns an *ArgumentError, or nil.
+func CheckShared(r SharedRequest, kind SharedKind, limit int) error {
+	switch {
+	case kind != r.Kind:
+		return KindError(r.Name, kind, r.Kind)
+	case limit != r.Limit && r.Kind == Semaphore:
+		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", r.Name, limit, r.Limit)}
+	case r.Weight < 1 || r.Weight > limit:
+		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", r.Weight, limit)}
+	}
+	return nil
+}
+
+// KindError refuses a request of kind asked on a name that is a lock of
+// kind is (0: a mutex).
+func KindError(name string, is, asked SharedKind) error {
+	return &ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, is, asked)}
+}
+
+// HeldWeightError refuses an owner that holds holds permits of a semaphore
+// and asks for another weight (on an RW lock that is ErrUpgrade).
+func HeldWeightError(name string, holds, asked int) error {
+	return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", holds, name, asked)}
+}
+
+// SharedRefusal turns the refusal a script or a database function reports
+// for r, "DISTLOCK <code> <n>", into the error CheckShared, KindError,
+// HeldWeightError or ErrUpgrade give: code mutex (the name is a mutex),
+// kind (n: the stored kind), limit (n: the stored limit), weight (n: the
+// limit), held (n: the owner's weight), upgrade. It returns nil for any
+// other message.
+func SharedRefusal(msg string, r SharedRequest) error {
+	what, ok := strings.CutPrefix(msg, "DISTLOCK ")
+	if !ok {
+		return nil
+	}
+	code, arg, _ := strings.Cut(what, " ")
+	n, _ := strconv.Atoi(arg)
+	switch code {
+	case "mutex":
+		return KindError(r.Name, 0, r.Kind)
+	case "kind":
+		return KindError(r.Name, SharedKind(n), r.Kind)
+	case "limit":
+		return CheckShared(r, r.Kind, n)
+	case "weight":
+		return CheckShared(SharedRequest{AcquireRequest: r.AcquireRequest, Kind: r.Kind, Limit: n, Weight: r.Weight}, r.Kind, n)
+	case "held":
+		return HeldWeightError(r.Name, n, r.Weight)
+	case "upgrade":
+		return ErrUpgrade
+	}
+	return nil
 }

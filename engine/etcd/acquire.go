@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -46,7 +45,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		var ok bool
 		switch {
 		case st.shared != 0 && st.lock == nil:
-			return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a mutex", r.Name, st.shared)}
+			return engine.Grant{}, engine.KindError(r.Name, st.shared, 0)
 		case st.lock != nil && st.hold.Owner != r.Owner:
 			g, ok, err = e.refuse(ctx, st, r, engine.Grant{Holder: st.hold.Owner}, nil)
 		case st.lock != nil:

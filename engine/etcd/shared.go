@@ -253,23 +253,12 @@ func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, woken bool) []
 	return ops
 }
 
-// checkKind refuses a request for a lock of another kind or limit, worded
-// as engine/memory's.
+// checkKind refuses a request for a lock of another kind or limit.
 func (st *sharedState) checkKind(r engine.SharedRequest) error {
-	switch {
-	case st.kind != r.Kind:
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", r.Name, st.kind, r.Kind)}
-	case st.limit != r.Limit && r.Kind == engine.Semaphore:
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", r.Name, st.limit, r.Limit)}
-	case r.Weight < 1 || r.Weight > st.limit:
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", r.Weight, st.limit)}
-	}
-	return nil
+	return engine.CheckShared(r, st.kind, st.limit)
 }
 
-func mutexErr(name string, kind engine.SharedKind) error {
-	return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", name, kind)}
-}
+func mutexErr(name string, kind engine.SharedKind) error { return engine.KindError(name, 0, kind) }
 
 // configLease keeps the lease of a shared lock's s key while a call lasts:
 // the one read, renewed unless this engine renewed it lately, or a new one
@@ -485,7 +474,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 		if st.kind == engine.RWLock {
 			return engine.Grant{}, false, engine.ErrUpgrade
 		}
-		return engine.Grant{}, false, &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", hk.Weight, r.Name, r.Weight)}
+		return engine.Grant{}, false, engine.HeldWeightError(r.Name, hk.Weight, r.Weight)
 	}
 	cops, err := e.configOps(ctx, st, cfg, cl)
 	if err != nil {
@@ -720,7 +709,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		}
 		prev := st.limit
 		if prev != 0 && st.kind != engine.Semaphore {
-			return 0, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a semaphore", name, st.kind)}
+			return 0, engine.KindError(name, st.kind, engine.Semaphore)
 		}
 		cfg := sharedConfig{Kind: engine.Semaphore, Limit: limit}
 		if st.cfg == nil && cl.id == clientv3.NoLease {

@@ -9,7 +9,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -133,7 +132,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	now := e.now()
 	e.sweep(now)
 	if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
-		return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a mutex", r.Name, sl.kind)}
+		return engine.Grant{}, engine.KindError(r.Name, sl.kind, 0)
 	}
 	q := e.settle(r.Name, now)
 	if l := e.live(r.Name, now); l != nil {

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -101,19 +100,6 @@ func (e *Engine) wakeShared(name string, s *sharedLock) {
 	}
 }
 
-// checkKind refuses a request for a lock of another kind or limit.
-func (s *sharedLock) checkKind(r engine.SharedRequest) error {
-	switch {
-	case s.kind != r.Kind:
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", r.Name, s.kind, r.Kind)}
-	case s.limit != r.Limit && r.Kind == engine.Semaphore:
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", r.Name, s.limit, r.Limit)}
-	case r.Weight < 1 || r.Weight > s.limit:
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", r.Weight, s.limit)}
-	}
-	return nil
-}
-
 // AcquireShared implements engine.Sharer.
 func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
 	e.mu.Lock()
@@ -124,14 +110,14 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	now := e.now()
 	e.sweep(now)
 	if e.live(r.Name, now) != nil {
-		return engine.Grant{}, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", r.Name, r.Kind)}
+		return engine.Grant{}, engine.KindError(r.Name, 0, r.Kind)
 	}
 	s := e.sharedState(r.Name, now)
 	if s == nil {
 		s = &sharedLock{kind: r.Kind, limit: r.Limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
 		e.shared[r.Name] = s
 	}
-	if err := s.checkKind(r); err != nil {
+	if err := engine.CheckShared(r, s.kind, s.limit); err != nil {
 		return engine.Grant{}, err
 	}
 	if h := s.holders[r.Owner]; h != nil { // re-entry
@@ -139,7 +125,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 			if s.kind == engine.RWLock {
 				return engine.Grant{}, engine.ErrUpgrade
 			}
-			return engine.Grant{}, &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", h.weight, r.Name, r.Weight)}
+			return engine.Grant{}, engine.HeldWeightError(r.Name, h.weight, r.Weight)
 		}
 		if h.attempt != r.Attempt {
 			h.count++
@@ -246,7 +232,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	}
 	now := e.now()
 	if e.live(name, now) != nil {
-		return 0, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a semaphore", name)}
+		return 0, engine.KindError(name, 0, engine.Semaphore)
 	}
 	s := e.sharedState(name, now)
 	if s == nil {
@@ -254,7 +240,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		return 0, nil
 	}
 	if s.kind != engine.Semaphore {
-		return 0, &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a semaphore", name, s.kind)}
+		return 0, engine.KindError(name, s.kind, engine.Semaphore)
 	}
 	prev := s.limit
 	s.limit = limit

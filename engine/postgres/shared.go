@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -84,25 +82,9 @@ func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, lim
 	if !errors.As(err, &pe) || pe.Code != "DL001" {
 		return e.wrap(err)
 	}
-	what, ok := strings.CutPrefix(pe.Message, "DISTLOCK ")
-	if !ok {
-		return err
-	}
-	code, arg, _ := strings.Cut(what, " ")
-	n, _ := strconv.Atoi(arg)
-	switch code {
-	case "mutex":
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", name, kind)}
-	case "kind":
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, engine.SharedKind(n), kind)}
-	case "limit":
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", name, n, limit)}
-	case "weight":
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", weight, n)}
-	case "held":
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", n, name, weight)}
-	case "upgrade":
-		return engine.ErrUpgrade
+	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	if refusal := engine.SharedRefusal(pe.Message, r); refusal != nil {
+		return refusal
 	}
 	return err
 }

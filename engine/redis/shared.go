@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -153,25 +152,9 @@ func sharedError(err error, name string, kind engine.SharedKind, limit, weight i
 	if !errors.As(err, &re) {
 		return err
 	}
-	what, ok := strings.CutPrefix(re.Error(), "DISTLOCK ")
-	if !ok {
-		return err
-	}
-	code, arg, _ := strings.Cut(what, " ")
-	n, _ := strconv.Atoi(arg)
-	switch code {
-	case "mutex":
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a mutex, not a %s", name, kind)}
-	case "kind":
-		return &engine.ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, engine.SharedKind(n), kind)}
-	case "limit":
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", name, n, limit)}
-	case "weight":
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", weight, n)}
-	case "held":
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("the owner holds %d permits of %q, not %d", n, name, weight)}
-	case "upgrade":
-		return engine.ErrUpgrade
+	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	if refusal := engine.SharedRefusal(re.Error(), r); refusal != nil {
+		return refusal
 	}
 	return err
 }
