@@ -387,6 +387,26 @@ func (s *suite) rwUpgradeRefused(t *testing.T) {
 	if err := r.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A read lease used to release the write lock that followed it: a
+	// typed error, and the writer keeps the lock.
+	w, err := s.client(t).RWMutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("the read lease released again while a writer holds: %v, want ErrNotHeld", err)
+	}
+	if sh, ok := s.h.New(t).(engine.Sharer); ok {
+		if res, err := sh.ReleaseShared(ctx, name, r.Owner()); err != nil || res.Status == engine.Released {
+			t.Fatalf("a release by the reader's owner while a writer holds: %+v, %v", res, err)
+		}
+	}
+	if info, _ := rw.Inspect(ctx); len(info.Holders) != 1 || info.Holders[0].Owner != w.Owner() || w.Err() != nil {
+		t.Fatalf("the reader's releases disturbed the writer: %+v, %v", info, w.Err())
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A mutex and a shared lock of one name do not mix.
 	m, err := s.client(t).Acquire(ctx, name)
 	if err != nil {
