@@ -783,6 +783,7 @@ BEGIN
   UPDATE {{S}}.shared_holders SET holds = holds - 1 WHERE name = p_name AND owner = p_owner
   RETURNING holds INTO o_remaining;
   IF NOT FOUND THEN
+    o_remaining := 0; -- (RETURNING INTO set it NULL: not held)
     RETURN;
   END IF;
   o_status := 1;
