@@ -154,17 +154,8 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
 	}
-	if id == old {
-		if kerr != nil {
-			return engine.Grant{}, false, kerr
-		}
-		if kept[0] <= 0 {
-			return engine.Grant{}, false, nil // the lease expired: read again
-		}
-		e.noteKept(id, ttl, sent)
-	} else {
-		lease.take()
-		e.recycle(old, st.hold.TTL)
+	if ok, err := e.reentered(id, old, lease, kept, kerr, ttl, st.hold.TTL, sent); !ok {
+		return engine.Grant{}, false, err
 	}
 	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, ttl)
 	return engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}, true, nil
@@ -313,4 +304,24 @@ func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }
 // (nor they beside it: see sharedState.unchanged).
 func noSharedHolder(e *Engine, name string) clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(e.keys.holders(name)), "=", 0).WithPrefix()
+}
+
+// reentered settles the lease of a re-entry whose transaction succeeded:
+// the key's own lease (id == old), renewed in the same round trip, must
+// have been alive (else ok is false: read again); a new lease (for a new
+// ttl) is taken from pending and the old one recycled.
+func (e *Engine) reentered(id, old clientv3.LeaseID, lease *pending, kept []int64, kerr error, ttl, oldTTL int64, sent time.Time) (ok bool, err error) {
+	if id != old {
+		lease.take()
+		e.recycle(old, oldTTL)
+		return true, nil
+	}
+	if kerr != nil {
+		return false, kerr
+	}
+	if kept[0] <= 0 {
+		return false, nil // the lease expired: read again
+	}
+	e.noteKept(id, ttl, sent)
+	return true, nil
 }

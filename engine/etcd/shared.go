@@ -514,17 +514,8 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
 	}
-	if id == old {
-		if kerr != nil {
-			return engine.Grant{}, false, kerr
-		}
-		if kept[0] <= 0 {
-			return engine.Grant{}, false, nil // the lease expired: read again
-		}
-		e.noteKept(id, ttl, sent)
-	} else {
-		lease.take()
-		e.recycle(old, hk.TTL)
+	if ok, err := e.reentered(id, old, lease, kept, kerr, ttl, hk.TTL, sent); !ok {
+		return engine.Grant{}, false, err
 	}
 	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, ttl)
 	return engine.Grant{Acquired: true, Token: uint64(hk.kv.CreateRevision), Count: h.Count}, true, nil
