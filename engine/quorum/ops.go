@@ -315,19 +315,32 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 			ttl = r.TTL
 		}
 	}
+	// A request is decided when a majority can no longer extend it, or a
+	// majority extended it and its token is settled: reported by a
+	// majority, or by as many nodes as the answers still out can make it.
+	// (A node whose grant answered after the quorum decided keeps the token
+	// it minted until its alignment lands; the first extended answers may
+	// be that node's and one other's.)
 	decided := func(rs []result[[]engine.ExtendResult], _ int) bool {
 		for i := range reqs {
-			ok, no := 0, 0
+			ok, no, out := 0, 0, 0
+			tokens := map[uint64]int{}
 			for _, x := range rs {
 				switch {
 				case !x.done:
+					out++
 				case x.err == nil && i < len(x.v) && x.v[i].Err == nil && x.v[i].Status == engine.Extended:
 					ok++
+					tokens[x.v[i].Token]++
 				default:
 					no++
 				}
 			}
-			if ok < e.majority && no <= len(e.nodes)-e.majority {
+			switch {
+			case no > len(e.nodes)-e.majority:
+			case ok < e.majority:
+				return false
+			case tokens[grantToken(tokens)] < e.majority && tokens[grantToken(tokens)]+out >= e.majority:
 				return false
 			}
 		}
@@ -484,8 +497,9 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 // report (token -> nodes): the one most of them report, since a majority
 // recorded it (minted, or raised to it in phase 2). A node whose grant
 // answered after the decision keeps the token it minted, which may be
-// higher; it must not change the answer as it comes and goes. Ties (no
-// majority answered) go to the highest.
+// higher; it must not change the answer as it comes and goes (Extend waits
+// for a token a majority reports while answers are out). Ties (a node that
+// holds the grant's token failed) go to the highest.
 func grantToken(tokens map[uint64]int) uint64 {
 	var best uint64
 	for tok, n := range tokens {
