@@ -4,44 +4,11 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock"
-	"github.com/distlock/distlock/engine"
 )
-
-// counting wraps an engine and counts the calls made to it (and its
-// acquires apart). It keeps the engine's waiter queue, if it has one.
-type counting struct {
-	engine.Engine
-	calls      atomic.Int64
-	acquires   atomic.Int64
-	subscribes atomic.Int64
-}
-
-func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	c.calls.Add(1)
-	c.acquires.Add(1)
-	return c.Engine.Acquire(ctx, r)
-}
-
-func (c *counting) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
-	c.calls.Add(1)
-	return c.Engine.Extend(ctx, rs)
-}
-
-func (c *counting) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	c.calls.Add(1)
-	return c.Engine.Release(ctx, name, owner)
-}
-
-func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	c.calls.Add(1)
-	c.subscribes.Add(1)
-	return c.Engine.Subscribe(ctx, name)
-}
 
 // closeWakesWaiters: Close ends the Acquire and Do calls that wait on the
 // Client at once, with ErrClosed (not the context's deadline), and the
@@ -139,32 +106,3 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 		t.Fatalf("%d engine calls after Close returned", n)
 	}
 }
-
-// countingQueuer is counting for an engine with a waiter queue.
-type countingQueuer struct {
-	*counting
-	q engine.Queuer
-}
-
-func (c countingQueuer) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	c.calls.Add(1)
-	c.subscribes.Add(1)
-	return c.q.SubscribeWaiter(ctx, name, waiter)
-}
-
-func (c countingQueuer) Leave(ctx context.Context, name, waiter string) error {
-	c.calls.Add(1)
-	return c.q.Leave(ctx, name, waiter)
-}
-
-// countCalls wraps e to count its calls; the result is a Queuer when e is.
-func countCalls(e engine.Engine) (engine.Engine, *counting) {
-	c := &counting{Engine: e}
-	if q, ok := e.(engine.Queuer); ok {
-		return countingQueuer{c, q}, c
-	}
-	return c, c
-}
-
-// Capabilities forwards the counted engine's (see engine.Describer).
-func (c *counting) Capabilities() engine.Capabilities { return engine.CapabilitiesOf(c.Engine) }
