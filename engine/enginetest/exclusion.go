@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 )
 
 const (
@@ -137,12 +138,14 @@ func (s *suite) tryAcquireLocked(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
 	ctx := ctxTimeout(t, 10*time.Second)
+	asked := time.Now()
 	l, err := c.TryAcquire(ctx, name, distlock.WithTTL(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
 	_, err = s.client(t).TryAcquire(ctx, name)
+	elapsed := time.Since(asked)
 	var le *distlock.LockedError
 	if !errors.As(err, &le) || !errors.Is(err, distlock.ErrLocked) {
 		t.Fatalf("TryAcquire on a held lock: %v, want *LockedError", err)
@@ -150,8 +153,8 @@ func (s *suite) tryAcquireLocked(t *testing.T) {
 	if errors.Is(err, distlock.ErrBackend) {
 		t.Fatalf("contention reported as backend error: %v", err)
 	}
-	if le.TTL <= 8*time.Second || le.TTL > 10*time.Second {
-		t.Fatalf("LockedError.TTL = %v, want about 10s", le.TTL)
+	if least := ttlLeft(s, t, 10*time.Second, elapsed); le.TTL < least || le.TTL > 10*time.Second {
+		t.Fatalf("LockedError.TTL = %v, want between %v and 10s (%v after the grant was asked)", le.TTL, least, elapsed)
 	}
 }
 
@@ -246,11 +249,12 @@ func (s *suite) attach(t *testing.T) {
 	if r.Token() != l.Token() {
 		t.Fatalf("attached token %d, want %d", r.Token(), l.Token())
 	}
+	extended := time.Now()
 	if err := r.Extend(ctx, 8*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if info, _ := b.Inspect(ctx, name); info.TTL < 7*time.Second {
-		t.Fatalf("extend through attached lease did not apply: ttl %v", info.TTL)
+	if info, _ := b.Inspect(ctx, name); info.TTL < ttlLeft(s, t, 8*time.Second, time.Since(extended)) {
+		t.Fatalf("extend through attached lease did not apply: ttl %v %v after an extension to 8s", info.TTL, time.Since(extended))
 	}
 	if err := r.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -271,6 +275,7 @@ func (s *suite) inspect(t *testing.T) {
 	if err != nil || info.Held || info.Waiters != 0 {
 		t.Fatalf("fresh name: %+v %v", info, err)
 	}
+	asked := time.Now()
 	l, err := c.Acquire(ctx, name, distlock.WithMetadata("host-a pid 42"), distlock.WithTTL(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -282,9 +287,10 @@ func (s *suite) inspect(t *testing.T) {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
+	least := ttlLeft(s, t, 5*time.Second, time.Since(asked))
 	if !info.Held || info.Owner != l.Owner() || info.Metadata != "host-a pid 42" ||
 		info.Token != l.Token() || info.HighWater < l.Token() || info.Count != 1 ||
-		info.TTL <= 3*time.Second || info.TTL > 5*time.Second || info.Name != name {
+		info.TTL < least || info.TTL > 5*time.Second || info.Name != name {
 		t.Fatalf("Inspect = %+v, lease owner %s token %d", info, l.Owner(), l.Token())
 	}
 	if len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() || info.Holders[0].Token != l.Token() ||
@@ -296,4 +302,11 @@ func (s *suite) inspect(t *testing.T) {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})
+}
+
+// ttlLeft is the least time left that an engine may report of a ttl set
+// elapsed ago (measured from before the call that set it): the ttl less
+// that time, the clock-drift allowance and the engine's ttl granularity.
+func ttlLeft(s *suite, t *testing.T, ttl, elapsed time.Duration) time.Duration {
+	return ttl - elapsed - engine.Drift(ttl) - engine.CapabilitiesOf(s.h.New(t)).TTLGranularity
 }

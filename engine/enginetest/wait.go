@@ -89,28 +89,48 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 }
 
 // expiryWakesWaiter: a holder that dies without releasing is noticed at its
-// expiry, not at some poll interval or never.
+// expiry, not at some poll interval or never: the waiter is granted no
+// sooner than the holder's ttl after its grant was asked, and its winning
+// attempt is sent at the expiry, up to the engine's ttl granularity, two
+// round trips (the slowest the waiter's engine answered) and the
+// scheduling delay measured meanwhile.
 func (s *suite) expiryWakesWaiter(t *testing.T) {
+	probe := startProbe(t)
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 20*time.Second)
+	asked := time.Now()
 	h, err := c.Acquire(ctx, name, distlock.WithTTL(400*time.Millisecond), distlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatal(err)
 	}
+	granted := time.Now()
 	ttl := h.TTL() // as the engine keeps it (etcd: whole seconds, at least 2s)
-	start := time.Now()
-	l, err := s.client(t).Acquire(ctx, name)
+	wrapped, rec := countCalls(s.h.New(t))
+	wc := distlock.New(wrapped)
+	t.Cleanup(func() { _ = wc.Close() })
+	l, err := wc.Acquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
+	if early := asked.Add(ttl).Sub(time.Now()); early > 0 {
+		t.Fatalf("the waiter was granted %v before the holder's ttl could have run out", early)
+	}
+	var won time.Time
+	for _, a := range rec.acquiresLog() {
+		if a.err == nil && a.grant.Acquired {
+			won = a.sent
+		}
+	}
+	if won.IsZero() {
+		t.Fatal("the waiter's engine saw no granted attempt")
+	}
 	// An engine whose ttls come in coarse units expires in them too (etcd
 	// checks its leases every 500ms).
-	slack := 150*time.Millisecond + engine.CapabilitiesOf(s.h.New(t)).TTLGranularity
-	if waited := time.Since(start); waited > ttl+slack {
-		t.Fatalf("waiter acquired %v after start, holder ttl was %v", waited, ttl)
-	}
+	granularity := engine.CapabilitiesOf(s.h.New(t)).TTLGranularity
+	bounded(t, "the waiter's winning attempt after the holder's expiry", won.Sub(granted.Add(ttl)),
+		granularity+2*rec.Slowest()+probe.Slack(), probe.Delay(), ttl)
 	if l.Token() <= h.Token() {
 		t.Fatalf("token after expiry %d not above %d", l.Token(), h.Token())
 	}
@@ -185,17 +205,20 @@ func (s *suite) forceRelease(t *testing.T) {
 	if err != nil || !held {
 		t.Fatalf("ForceRelease = %v, %v", held, err)
 	}
+	// Woken by the force-release, the waiter has the lock before the
+	// holder's lease would have run out.
 	select {
 	case err := <-got:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("force-release did not wake the waiter")
+	case <-time.After(time.Until(h.Deadline())):
+		t.Fatal("force-release did not wake the waiter: it waited out the holder's lease")
 	}
-	select {
-	case <-h.Done():
-	case <-time.After(20 * time.Second / 3 * 2):
-		t.Fatal("holder not told of the force-release")
+	// The holder is told by a renewal's answer, not by its deadline.
+	<-h.Done()
+	var lost *distlock.LostError
+	if !errors.As(h.Err(), &lost) || !lost.At.Before(h.Deadline()) {
+		t.Fatalf("holder not told of the force-release before its deadline: %v", h.Err())
 	}
 }
