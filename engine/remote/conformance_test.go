@@ -16,13 +16,13 @@ import (
 
 // startServer serves eng on a free loopback port until the test ends and
 // returns its URL.
-func startServer(t *testing.T, eng engine.Engine, opts ...server.Option) (*server.Server, string) {
+func startServer(t testing.TB, eng engine.Engine, opts ...server.Option) (*server.Server, string) {
 	t.Helper()
 	return servertest.Start(t, eng, true, opts...)
 }
 
 // newRemote returns a remote engine on url, closed when the test ends.
-func newRemote(t *testing.T, url string, opts ...remote.Option) *remote.Engine {
+func newRemote(t testing.TB, url string, opts ...remote.Option) *remote.Engine {
 	t.Helper()
 	e, err := remote.New(url, opts...)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 
 // twoServers starts two servers on one redis-server, each with its own
 // Redis engine and connection, as two processes behind a load balancer.
-func twoServers(t *testing.T) (*redistest.Server, [2]string) {
+func twoServers(t testing.TB) (*redistest.Server, [2]string) {
 	rs := redistest.Start(t)
 	var urls [2]string
 	for i := range urls {
