@@ -15,10 +15,12 @@ import (
 
 // pausing wraps a node engine: the first Acquire's reply is held back for
 // pause, as if the client process were stopped while the reply waited.
+// placed hears of every node that granted that Acquire before the pause.
 type pausing struct {
 	engine.Engine
-	pause time.Duration
-	once  *sync.Once
+	pause  time.Duration
+	once   *sync.Once
+	placed chan<- struct{}
 }
 
 // RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
@@ -28,7 +30,12 @@ func (p pausing) RaiseFence(ctx context.Context, name, owner string, token uint6
 
 func (p pausing) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := p.Engine.Acquire(ctx, r)
-	p.once.Do(func() { time.Sleep(p.pause) })
+	p.once.Do(func() {
+		if err == nil && g.Acquired {
+			p.placed <- struct{}{}
+		}
+		time.Sleep(p.pause) // the stopped process: a fault, not a wait
+	})
 	return g, err
 }
 
@@ -38,6 +45,7 @@ func (p pausing) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error) {
 	srvs := redistest.StartN(t, 3)
 	const ttl = 200 * time.Millisecond
+	placed := make(chan struct{}, len(srvs)) // A's keys, node by node
 	build := func(pause time.Duration, opts ...quorum.Option) *Client {
 		nodes := make([]engine.Engine, len(srvs))
 		for i, s := range srvs {
@@ -47,7 +55,7 @@ func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error
 			}
 			nodes[i] = e
 			if pause > 0 {
-				nodes[i] = pausing{Engine: e, pause: pause, once: new(sync.Once)}
+				nodes[i] = pausing{Engine: e, pause: pause, once: new(sync.Once), placed: placed}
 			}
 		}
 		q, err := quorum.New(nodes, opts...)
@@ -87,8 +95,16 @@ func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error
 	}
 
 	bLease := make(chan *Lease, 1)
+	aDone := make(chan struct{})
 	go func() {
-		time.Sleep(50 * time.Millisecond) // A's keys are in place now
+		// B asks once A's keys are in place on a majority (or A gave up).
+		for n := 0; n <= len(srvs)/2; n++ {
+			select {
+			case <-placed:
+			case <-aDone:
+				n = len(srvs)
+			}
+		}
 		l, err := b.Acquire(ctx, "paused-client", WithTTL(10*time.Second))
 		if err != nil {
 			t.Error(err)
@@ -97,6 +113,7 @@ func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error
 	}()
 	la, errA := a.TryAcquire(ctx, "paused-client", WithTTL(ttl), WithAutoRenew(false))
 	at := time.Now()
+	close(aDone)
 	lb := <-bLease
 	if errA == nil && lb != nil {
 		return la.Token() != 0 && lb.Err() == nil && at.Before(lb.Deadline()), nil

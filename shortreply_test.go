@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -52,19 +53,31 @@ func TestShortExtendReply(t *testing.T) {
 		t.Fatalf("Attach with a short reply: %v, want a *BackendError", err)
 	}
 
-	// The watchdog: renewals fail, so the lease is lost at its deadline as
-	// unreachable, with the short reply as the reason.
-	w, err := c.Acquire(ctx, "short-watchdog", distlock.WithTTL(150*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-w.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the lease outlived its deadline with every renewal answered short")
-	}
-	var lost *distlock.LostError
-	if !errors.As(w.Err(), &lost) || lost.Cause != distlock.Unreachable || lost.Err == nil {
-		t.Fatalf("watchdog with short replies: %v, want lost (unreachable) with the reason", w.Err())
-	}
+}
+
+// TestShortExtendReplyWatchdog: the watchdog's renewals all answered short
+// fail, so the lease is lost exactly at its deadline as unreachable, with
+// the short reply as the reason (on a fake clock, testing/synctest).
+func TestShortExtendReplyWatchdog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := distlock.New(shortExtend{memory.New()})
+		defer c.Close()
+		w, err := c.Acquire(context.Background(), "short-watchdog", distlock.WithTTL(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := w.Deadline()
+		select {
+		case <-w.Done():
+		case <-time.After(time.Minute):
+			t.Fatal("the lease outlived its deadline with every renewal answered short")
+		}
+		if !time.Now().Equal(deadline) {
+			t.Fatalf("lost %v after its deadline, want at it", time.Since(deadline))
+		}
+		var lost *distlock.LostError
+		if !errors.As(w.Err(), &lost) || lost.Cause != distlock.Unreachable || lost.Err == nil {
+			t.Fatalf("watchdog with short replies: %v, want lost (unreachable) with the reason", w.Err())
+		}
+	})
 }
