@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"RWNoWriterStarvation", s.rwNoWriterStarvation},
 		{"RWUpgradeRefused", s.rwUpgradeRefused},
 		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
+		{"KindsRefused", s.kindsRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

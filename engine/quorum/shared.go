@@ -136,8 +136,8 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 }
 
 // sharedRefusal returns the refusal of the request by the nodes (another
-// kind, limit or weight, an upgrade), when a node made one: the request is
-// wrong, not the nodes.
+// kind, limit or weight, an upgrade; for a mutex, a name held as a shared
+// lock), when a node made one: the request is wrong, not the nodes.
 func sharedRefusal(rs []result[engine.Grant]) error {
 	for _, x := range rs {
 		var ae *engine.ArgumentError

@@ -146,7 +146,8 @@ func cachedMS(d time.Duration) string {
 
 // acquireArgs builds the acquire script's command for r (see
 // scripts/acquire.lua for its keys and arguments): with every key when full
-// is set, else with the lock, the queue and the fencing high-water alone.
+// is set, else with the lock, the queue, the shared lock's two keys and the
+// fencing high-water alone.
 func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 	// Room for the keys and the seven arguments of a request outside a
 	// queue (a waiter's eight more are appended to a new slice), and for
@@ -155,15 +156,15 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 	var a evalArgs
 	if full {
 		buf := new(struct {
-			argv [3 + 5 + 7]any
-			strs [5 + 4]strArg
+			argv [3 + 7 + 7]any
+			strs [7 + 4]strArg
 		})
 		a = newEvalArgs(acquireScript, len(keysAcquire), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquire)
 	} else {
 		buf := new(struct {
-			argv [3 + 3 + 7]any
-			strs [3 + 4]strArg
+			argv [3 + 5 + 7]any
+			strs [5 + 4]strArg
 		})
 		a = newEvalArgs(acquireScript, len(keysAcquireFast), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquireFast)
@@ -219,15 +220,19 @@ func (e *Engine) releaseArgs(name, owner, id string, full bool) []any {
 	return a.argv
 }
 
-// The keys of a lock (as keys returns them, by index) that a command sends.
+// The keys of a lock that a command sends, by index in keySuffixes (0 to 4
+// as keys returns them).
 var (
-	keysAcquire     = []int{0, 1, 2, 3, 4} // every key
-	keysAcquireFast = []int{0, 1, 4}       // the lock, the queue, the high-water
-	keysRelease     = []int{0, 1, 2, 3}    // the lock and its queue
+	keysAcquire     = []int{0, 1, 2, 3, 5, 6, 4} // every key, the high-water last
+	keysAcquireFast = []int{0, 1, 5, 6, 4}       // the lock, the queue, the shared holders, the high-water
+	keysRelease     = []int{0, 1, 2, 3}          // the lock and its queue
 	keysLock        = []int{0}
 )
 
-var keySuffixes = [5]string{"", ":q", ":qd", ":qs", ":fence"}
+// keySuffixes are the lock's keys (keys) and the shared lock's that the
+// mutex's acquire reads: its hash (kind) and its holders
+// (scripts/shared.lua).
+var keySuffixes = [7]string{"", ":q", ":qd", ":qs", ":fence", ":s", ":sh"}
 
 // keysTo appends the keys of lock name at the indexes which, built in one
 // allocation.

@@ -1,7 +1,8 @@
 package redis_test
 
 // The acquire and release scripts sent without the queue's keys: a request
-// outside the queue sends the lock, the queue and the high-water, a
+// outside the queue sends the lock, the queue, the shared lock's hash and
+// holders (refused while it has live holders) and the high-water, a
 // release the lock alone; where a script needs more keys it changes
 // nothing and says so, and the engine sends it again with every key. A
 // name whose last grant was marked (waiters queued) sends every key at
@@ -115,7 +116,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		}
 	}
 
-	// Uncontended: three keys to acquire, one to release (once the
+	// Uncontended: five keys to acquire (the lock, the queue, the shared
+	// lock's two, the high-water), one to release (once the
 	// server has the scripts: a first EVALSHA is sent again with EVAL).
 	if g := acquire(holder, engine.AcquireRequest{Owner: "a"}); !g.Acquired {
 		t.Fatalf("uncontended: %+v", g)
@@ -126,8 +128,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		t.Fatalf("uncontended: %+v", g)
 	}
 	release(holder, "a")
-	if k := hh.take(); !sameKeys(k, 3, 1) {
-		t.Fatalf("uncontended: scripts sent with %v keys, want [3 1]", k)
+	if k := hh.take(); !sameKeys(k, 5, 1) {
+		t.Fatalf("uncontended: scripts sent with %v keys, want [5 1]", k)
 	}
 
 	// A waiter queues (a fair one, so that the lock waits for it) while
@@ -162,15 +164,15 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 	if g := acquire(other, engine.AcquireRequest{Owner: "b"}); g.Acquired || !g.Reserved {
 		t.Fatalf("newcomer: %+v, want refused, the lock reserved", g)
 	}
-	if k := oh.take(); !sameKeys(k, 3, 5) {
-		t.Fatalf("newcomer: scripts sent with %v keys, want [3 5]", k)
+	if k := oh.take(); !sameKeys(k, 5, 7) {
+		t.Fatalf("newcomer: scripts sent with %v keys, want [5 7]", k)
 	}
 	// And so does its next request, at once.
 	if g := acquire(other, engine.AcquireRequest{Owner: "b"}); g.Acquired {
 		t.Fatalf("newcomer again: %+v", g)
 	}
-	if k := oh.take(); !sameKeys(k, 5) {
-		t.Fatalf("newcomer again: scripts sent with %v keys, want [5]", k)
+	if k := oh.take(); !sameKeys(k, 7) {
+		t.Fatalf("newcomer again: scripts sent with %v keys, want [7]", k)
 	}
 
 	// A second waiter queues; the head takes the lock: a marked grant, so
@@ -207,8 +209,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		t.Fatalf("after the queue: %+v", g)
 	}
 	release(waiters, "c")
-	if k := wh.take(); !sameKeys(k, 3, 1) {
-		t.Fatalf("after the queue: scripts sent with %v keys, want [3 1]", k)
+	if k := wh.take(); !sameKeys(k, 5, 1) {
+		t.Fatalf("after the queue: scripts sent with %v keys, want [5 1]", k)
 	}
 	n, err := srv.Client().Exists(ctx, redisengine.DefaultPrefix+"{"+name+"}:q").Result()
 	if err != nil || n != 0 {

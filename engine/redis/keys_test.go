@@ -47,18 +47,19 @@ func TestScriptArgs(t *testing.T) {
 		return out
 	}
 	keys := e.keys("a/b")
+	sh := e.sharedKeys("a/b") // the shared lock's hash and holders: sh[1], sh[2]
 	cases := []struct {
 		got, want []any
 	}{
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, true),
-			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, false),
-			[]any{"evalsha", acquireScript.Hash(), 3, keys[0], keys[1], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, true),
-			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
+			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
 			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
-			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], keys[2], keys[3], keys[4], "o", "1000", "", "604800000", "at", "1",
+			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1"}},
 		{e.releaseArgs("a/b", "o", "id-1", true),
 			[]any{"evalsha", releaseScript.Hash(), 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
@@ -73,7 +74,7 @@ func TestScriptArgs(t *testing.T) {
 	}
 	e.floor = "1"
 	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, true))
-	if len(got) != 15 || got[14] != "1" {
+	if len(got) != 17 || got[16] != "1" {
 		t.Errorf("time floor: %q", got)
 	}
 	if acquireScript.sha != acquireScript.Hash() || releaseScript.sha != releaseScript.Hash() {

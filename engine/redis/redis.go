@@ -13,6 +13,13 @@
 //	                       waiters mark (see value.go)
 //	distlock:{NAME}:fence  the fencing high-water, with a long time to live
 //
+// with the waiter queue's keys (scripts/queue.lua) and a shared lock's
+// (shared.go). A name is one kind at a time: the acquire script refuses a
+// mutex while the name's shared lock has a live holder (it reads the
+// holders' key, distlock:{NAME}:sh, in the EXISTS it runs anyway), and the
+// shared scripts refuse a shared lock while the mutex is held, both with
+// the memory engine's *engine.ArgumentError (engine.KindError).
+//
 // A release publishes a wake-up on the channel distlock:{NAME} when a
 // waiting acquire found the lock held during the grant (it marks the lock;
 // see engine.AcquireRequest.Waiting), so an uncontended lock costs no
@@ -194,10 +201,12 @@ func (e *Engine) keys(name string) []string {
 }
 
 // Acquire implements engine.Engine.
+// A name with live holders of a shared lock is refused as the memory
+// engine refuses it (engine.KindError).
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := e.runAcquire(ctx, r)
 	if err != nil {
-		return engine.Grant{}, err
+		return engine.Grant{}, sharedError(err, r.Name, 0, 0, 0)
 	}
 	if t, ok := res.(string); ok { // a first grant: its token
 		token, err := strconv.ParseUint(t, 10, 64) // parseToken(t), without boxing t

@@ -31,7 +31,9 @@ import (
 //
 // with the mutex's distlock:{NAME} (a shared lock is refused while the
 // name is held as a mutex; the wake-up channel has its name) and
-// distlock:{NAME}:fence (the name's one fencing counter). Each holder's
+// distlock:{NAME}:fence (the name's one fencing counter). The mutex's
+// acquire script reads :sh and :s in turn: a mutex is refused while the
+// shared lock has a live holder. Each holder's
 // lease ends on its own in server time: every script first drops the
 // holders whose deadline passed, so a holder that crashed frees exactly
 // its permits after its ttl, without any client's clock. The lock and its
@@ -55,10 +57,7 @@ import (
 // the holder whose lease ends first (the one HolderTTL is about; memory
 // names the oldest grant), which needs no scan of the holders; a release
 // that wakes no head publishes nothing, so plain subscribers (Subscribe)
-// are not told of shared releases; and the mutex's scripts, on the mutex's
-// uncontended path, read none of these keys, so Acquire of a name whose
-// permits are held is not refused (a shared lock is refused while the
-// mutex is held, as in memory).
+// are not told of shared releases.
 
 var (
 	//go:embed scripts/shared.lua

@@ -278,6 +278,16 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 			return err
 		}
 	}
+	mutex := func(name, waiter string) func(engine.Engine) error {
+		return func(e engine.Engine) error {
+			r := engine.AcquireRequest{Name: name, Owner: "o", TTL: time.Minute, Attempt: "o", OneOff: true}
+			if waiter != "" {
+				r.Waiting, r.Waiter, r.WaiterTTL = true, waiter, time.Minute
+			}
+			_, err := e.Acquire(ctx, r)
+			return err
+		}
+	}
 	steps := []step{
 		{"grant", acq(semReq("sem", "a", time.Minute, 3, 2))},
 		{"another limit", acq(semReq("sem", "b", time.Minute, 5, 1))},
@@ -289,10 +299,10 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 			_, err := e.(engine.Sharer).SetLimit(ctx, "rw", 2)
 			return err
 		}},
-		{"mutex", func(e engine.Engine) error {
-			_, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "o", TTL: time.Minute, Attempt: "o", OneOff: true})
-			return err
-		}},
+		{"mutex", mutex("m", "")},
+		{"a mutex of a semaphore's name", mutex("sem", "")},
+		{"a mutex of a read-locked name", mutex("rw", "")},
+		{"a mutex waiter of a read-locked name", mutex("rw", "w")},
 		{"shared on a mutex", acq(rw("m", "r", 1))},
 		{"a limit on a mutex", func(e engine.Engine) error {
 			_, err := e.(engine.Sharer).SetLimit(ctx, "m", 2)
