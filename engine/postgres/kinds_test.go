@@ -159,3 +159,75 @@ func state(t *testing.T, ctx context.Context, e interface {
 	info.TTL = 0
 	return fmt.Sprintf("mutex %+v\nshared %+v", info, shared)
 }
+
+// TestKindsNoWriteSkew: a permit's grant that passed its kind check and
+// stalls before it commits (a trigger holds its holder row's insert) keeps
+// a mutex's grant of the name from passing its own check meanwhile: the
+// mutex waits for it, then is refused as memory refuses it. (Were the two
+// checks not made under one row lock, each would read the other's table
+// before the other committed, and both would be granted.)
+func TestKindsNoWriteSkew(t *testing.T) {
+	const schema = "stall"
+	migrated(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	installStall(t, ctx, newPool(t), schema, "AFTER INSERT ON shared_holders")
+	for _, fresh := range []bool{true, false} { // the name's rows made by the permit's grant, or there before
+		name := uniqueName(t)
+		if !fresh {
+			e := newEngine(t, newPool(t), schema)
+			r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "before", Attempt: "before", TTL: time.Minute},
+				Kind: engine.Semaphore, Limit: 2, Weight: 1}
+			if _, err := e.AcquireShared(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.ReleaseShared(ctx, name, "before"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		letGo := holdStall(t, ctx)
+		permitApp, mutexApp := "permit-"+name, "mutex-"+name
+		permit := newEngine(t, newPool(t, stallParams(permitApp)...), schema)
+		mutex := newEngine(t, newPool(t, "application_name="+mutexApp), schema)
+		type result struct {
+			g   engine.Grant
+			err error
+		}
+		permitDone, mutexDone := make(chan result, 1), make(chan result, 1)
+		go func() {
+			g, err := permit.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "p", Attempt: "p", TTL: time.Minute},
+				Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			permitDone <- result{g, err}
+		}()
+		waitLocked(t, ctx, permitApp, 1) // checked, its holder row inserted, not committed
+		go func() {
+			g, err := mutex.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "m", Attempt: "m", TTL: time.Minute})
+			mutexDone <- result{g, err}
+		}()
+		// The mutex's grant either ends (it passed its check) or waits.
+		var m result
+		ended := false
+		for deadline := time.Now().Add(10 * time.Second); !ended && lockWaiters(t, ctx, mutexApp) == 0; {
+			select {
+			case m = <-mutexDone:
+				ended = true
+			case <-time.After(5 * time.Millisecond):
+				if time.Now().After(deadline) {
+					t.Fatal("the mutex's grant neither ended nor waited")
+				}
+			}
+		}
+		letGo()
+		p := <-permitDone
+		if !ended {
+			m = <-mutexDone
+		}
+		if p.err != nil || !p.g.Acquired {
+			t.Fatalf("fresh %t: the stalled permit: %+v, %v", fresh, p.g, p.err)
+		}
+		var ae *engine.ArgumentError
+		if m.g.Acquired || !errors.As(m.err, &ae) || m.err.Error() != engine.KindError(name, engine.Semaphore, 0).Error() {
+			t.Errorf("fresh %t: a mutex beside the permit: %+v, %v", fresh, m.g, m.err)
+		}
+	}
+}

@@ -3,91 +3,15 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/postgres"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
 )
-
-// stallKey is the advisory lock the test holds while a stalled session's
-// insert into locks waits for it (the stall trigger).
-const stallKey = 4242
-
-// installStall adds to schema's locks a BEFORE INSERT trigger that, in a
-// session whose distlock_test.stall setting is on, waits for the advisory
-// lock stallKey: such a session's insert stalls before the row exists, as
-// a backend stalled by a slow disk, a lock wait or a pause would. Other
-// sessions are not affected.
-func installStall(t *testing.T, ctx context.Context, db *pgxpool.Pool, schema string) {
-	t.Helper()
-	s := pgx.Identifier{schema}.Sanitize()
-	for _, q := range []string{
-		`CREATE OR REPLACE FUNCTION ` + s + `.stall_for_test() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF current_setting('distlock_test.stall', true) = 'on' THEN
-    PERFORM pg_advisory_xact_lock_shared(` + fmt.Sprint(stallKey) + `);
-  END IF;
-  RETURN NEW;
-END $$`,
-		`DROP TRIGGER IF EXISTS stall_for_test ON ` + s + `.locks`,
-		`CREATE TRIGGER stall_for_test BEFORE INSERT ON ` + s + `.locks FOR EACH ROW EXECUTE FUNCTION ` + s + `.stall_for_test()`,
-	} {
-		if _, err := db.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// stalledGrant makes a grant of name on schema whose backend stalls in its
-// insert into locks (installStall) while other takes name on another
-// engine and lets it go; it returns the stalled grant (acquired: other
-// let the name go before it went on) and other's token.
-func stalledGrant(t *testing.T, ctx context.Context, schema, name string, other func(e *postgres.Engine) uint64) (engine.Grant, uint64) {
-	t.Helper()
-	app := "stalled-" + name
-	hold, err := pgx.Connect(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Close(ctx)
-	if _, err := hold.Exec(ctx, `SELECT pg_advisory_lock($1)`, stallKey); err != nil {
-		t.Fatal(err)
-	}
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			if _, err := hold.Exec(ctx, `SELECT pg_advisory_unlock($1)`, stallKey); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	defer unlock()
-	stalled := newEngine(t, newPool(t, "application_name="+app, "distlock_test.stall=on"), schema)
-	type result struct {
-		g   engine.Grant
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		g, err := stalled.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "a", Attempt: "a", TTL: time.Minute})
-		done <- result{g, err}
-	}()
-	waitLocked(t, ctx, app, 1) // in the trigger: its row is not there yet
-	b := other(newEngine(t, newPool(t), schema))
-	unlock()
-	r := <-done
-	if r.err != nil || !r.g.Acquired {
-		t.Fatalf("the stalled grant: %+v, %v", r.g, r.err)
-	}
-	return r.g, b
-}
 
 // mutexMeanwhile takes name as a mutex and releases it.
 func mutexMeanwhile(t *testing.T, ctx context.Context, name string) func(e *postgres.Engine) uint64 {
@@ -116,7 +40,7 @@ func TestStalledGrantToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pool := newPool(t)
-	installStall(t, ctx, pool, schema)
+	installStall(t, ctx, pool, schema, "BEFORE INSERT ON locks")
 	for _, tc := range []struct {
 		what  string
 		other func(name string) func(e *postgres.Engine) uint64
@@ -170,7 +94,7 @@ func TestTokenUpgrade(t *testing.T) {
 	defer cancel()
 	pool := newPool(t)
 	oldSchema(t, ctx, pool, schema, "schema_v2.sql")
-	installStall(t, ctx, pool, schema)
+	installStall(t, ctx, pool, schema, "BEFORE INSERT ON locks")
 	e := newEngine(t, pool, schema)
 	permit := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "p", Attempt: "p", TTL: time.Minute},
 		Kind: engine.Semaphore, Limit: 2, Weight: 1}
