@@ -8,7 +8,9 @@ import (
 )
 
 // Acquire implements engine.Engine and, with r.Waiter, the queue entry of
-// engine.Queuer: one call of the schema's acquire function.
+// engine.Queuer: one call of the schema's acquire function. A name that
+// holders of a semaphore or a reader-writer lock hold is refused with
+// engine.KindError's *engine.ArgumentError, having changed nothing.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(); err != nil {
 		return engine.Grant{}, err
@@ -27,7 +29,8 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce).
 		Scan(&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved)
 	if err != nil {
-		return engine.Grant{}, e.wrap(err)
+		// A name that holders of a shared lock hold: refused as memory does.
+		return engine.Grant{}, e.sharedError(err, r.Name, 0, 0, 0)
 	}
 	if acquire {
 		return engine.Grant{Acquired: true, Token: uint64(token), Count: int(holds)}, nil

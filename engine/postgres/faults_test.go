@@ -56,15 +56,20 @@ func backends(t *testing.T, ctx context.Context, app string) []int32 {
 // lock.
 func terminate(t *testing.T, ctx context.Context, app string, waiting bool) int {
 	t.Helper()
+	return queryCount(t, ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND (NOT $2 OR wait_event_type = 'Lock')`, app, waiting)
+}
+
+// queryCount runs query, a count, on a session of its own.
+func queryCount(t *testing.T, ctx context.Context, query string, args ...any) int {
+	t.Helper()
 	conn, err := pgx.Connect(ctx, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
 	var n int
-	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = $1 AND (NOT $2 OR wait_event_type = 'Lock')`, app, waiting).Scan(&n)
-	if err != nil {
+	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -99,29 +104,23 @@ func rowLock(t *testing.T, ctx context.Context, schema, name string) (unlock fun
 	return unlock
 }
 
-// waitLocked waits until n sessions of app wait for a row lock.
+// waitLocked waits until n sessions of app wait for a lock (a row's, an
+// advisory lock).
 func waitLocked(t *testing.T, ctx context.Context, app string, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := pgx.Connect(ctx, srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n)
-		_ = conn.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n >= want {
-			return
-		}
+	for lockWaiters(t, ctx, app) < want {
 		if time.Now().After(deadline) {
 			t.Fatalf("no session of %s waits for a lock", app)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// lockWaiters counts the sessions of app that wait for a lock.
+func lockWaiters(t *testing.T, ctx context.Context, app string) int {
+	t.Helper()
+	return queryCount(t, ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app)
 }
 
 // waitRenewedAfter waits until l has confirmed a renewal sent after at: its

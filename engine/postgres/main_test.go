@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -61,4 +62,18 @@ func newEngine(t testing.TB, pool *pgxpool.Pool, schema string, opts ...postgres
 	}
 	t.Cleanup(func() { _ = e.Close() })
 	return e
+}
+
+// oldSchema installs the schema of an earlier version, testdata/file, as
+// schema on pool (dropping what was there), for a test of its upgrade.
+func oldSchema(t testing.TB, ctx context.Context, pool *pgxpool.Pool, schema, file string) {
+	t.Helper()
+	_ = postgres.Drop(ctx, pool, schema)
+	sql, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, postgres.FillSchema(schema, string(sql))); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,9 +16,10 @@ import (
 var schemaSQL string
 
 // SchemaVersion is the version of the schema Migrate installs (1: mutexes
-// and their queue; 2: shared locks, added by Migrate to a version 1
-// schema).
-const SchemaVersion = 2
+// and their queue; 2: shared locks; 3: a grant's token fixed once it holds
+// the name's row, and a mutex refused while shared holders hold the name).
+// Migrate brings a schema of any earlier version up to it.
+const SchemaVersion = 3
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

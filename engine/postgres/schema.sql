@@ -7,12 +7,22 @@
 --
 -- Invariants the functions keep (every change to a name's rows is made
 -- while holding its row of locks FOR UPDATE, so each function is one
--- atomic step per name, without advisory locks):
+-- atomic step per name, without advisory locks; a shared lock's grant
+-- holds that row FOR KEY SHARE and its row of shared FOR UPDATE):
 --   * a name has a row in locks while it is held, while anyone queues for
 --     it, and while its high_water is above the token sequence (after a
---     quorum raised it); otherwise its release deletes the row;
---   * tokens are max(nextval(tokens), high_water + 1), minted while the
---     row is locked, so they strictly increase per name;
+--     quorum raised it); otherwise its release deletes the row. A shared
+--     lock's grant makes a free row when there is none (kept until Sweep);
+--   * a grant's token is max(a value of the tokens sequence, the name's
+--     high-waters + 1), fixed while the grant holds the name's row of
+--     locks (the mutex's FOR UPDATE or its insert, a shared lock's FOR KEY
+--     SHARE), from a value drawn after the row was won or not overtaken
+--     since (the sequence's last value is still it): it is above every
+--     earlier grant's of the name, of either kind, even when the backend
+--     stalled before its insert (the sequence must keep CACHE 1);
+--   * a mutex is granted only while no shared lock's holder holds the
+--     name, and a shared lock only while no mutex does, each checked while
+--     holding the name's row of locks as above;
 --   * every time is clock_timestamp() read after the row was locked: one
 --     database clock judges every expiry.
 
@@ -195,12 +205,13 @@ DECLARE
   h text;
   behind boolean := false;
   tok bigint;
+  shared_hw bigint;
 BEGIN
   o_acquired := false; o_token := 0; o_holds := 0; o_holder := ''; o_holder_ttl_us := 0;
   o_queued := false; o_head := false; o_reserved := false;
   LOOP
     -- A name without a row is free and nobody queues for it: the common
-    -- grant is this one statement.
+    -- grant is this insert, with a token drawn before it had the row.
     WITH t AS (SELECT nextval({{TOKENS}}) AS v)
     INSERT INTO {{S}}.locks (name, owner, holds, token, metadata, attempt, expires_at, high_water, marked)
     SELECT p_name, p_owner, 1, t.v, p_metadata, p_attempt,
@@ -209,6 +220,14 @@ BEGIN
     ON CONFLICT (name) DO NOTHING
     RETURNING token INTO tok;
     IF FOUND THEN
+      shared_hw := {{S}}._mutex_check(p_name, clock_timestamp());
+      -- The row is won. The token stands only if no token was drawn since
+      -- (a grant made while this backend stalled before its insert drew a
+      -- larger one, and its row may be gone): else draw one now.
+      IF tok <> (SELECT last_value FROM {{S}}.tokens) OR tok <= shared_hw THEN
+        tok := greatest(nextval({{TOKENS}}), shared_hw + 1);
+        UPDATE {{S}}.locks SET token = tok, high_water = tok WHERE name = p_name;
+      END IF;
       IF p_announce THEN
         PERFORM {{S}}._notify(p_name, 'announced');
       END IF;
@@ -219,6 +238,7 @@ BEGIN
     EXIT WHEN l.name IS NOT NULL; -- else deleted meanwhile: insert again
   END LOOP;
   now_ := clock_timestamp();
+  shared_hw := {{S}}._mutex_check(p_name, now_);
   live := {{S}}._live(l, now_);
 
   IF live AND l.owner <> p_owner THEN
@@ -279,7 +299,7 @@ BEGIN
      WHERE name = p_name
     RETURNING token, holds INTO o_token, o_holds;
   ELSE
-    o_token := greatest(nextval({{TOKENS}}), l.high_water + 1);
+    o_token := greatest(nextval({{TOKENS}}), l.high_water + 1, shared_hw + 1);
     UPDATE {{S}}.locks
        SET owner = p_owner, holds = 1, token = o_token, metadata = p_metadata, attempt = p_attempt,
            release_id = NULL, expires_at = now_ + p_ttl_us * interval '1 microsecond',
@@ -643,6 +663,29 @@ BEGIN
   END IF;
 END $$;
 
+-- _mutex_check refuses a mutex's grant of name while holders of a shared
+-- lock hold it ('DISTLOCK kind <k>', SQLSTATE DL001, as acquire_shared's
+-- refusals) and returns the shared lock's high-water (0 when the name is
+-- no shared lock), which the mutex's token stays above. The caller holds
+-- the name's row of locks, which a shared lock's grant locks FOR KEY SHARE
+-- before it counts: the two grants never pass each other's check. One
+-- index read when the name is no shared lock.
+CREATE OR REPLACE FUNCTION {{S}}._mutex_check(p_name text, now_ timestamptz) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  k smallint;
+  hw bigint;
+BEGIN
+  SELECT s.kind, s.high_water INTO k, hw FROM {{S}}.shared s WHERE s.name = p_name;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  IF EXISTS (SELECT 1 FROM {{S}}.shared_holders h WHERE h.name = p_name AND h.expires_at > now_) THEN
+    RAISE EXCEPTION 'DISTLOCK kind %', k USING ERRCODE = 'DL001';
+  END IF;
+  RETURN hw;
+END $$;
+
 -- _shared_mutex refuses a shared lock's call on a name held as a mutex.
 CREATE OR REPLACE FUNCTION {{S}}._shared_mutex(p_name text, now_ timestamptz) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -654,7 +697,9 @@ END $$;
 
 -- acquire_shared grants p_weight permits of the shared lock name (made
 -- with kind p_kind and limit p_limit when it does not exist) to p_owner
--- (engine.Sharer.AcquireShared). Refusals raise SQLSTATE DL001 with the
+-- (engine.Sharer.AcquireShared), holding the name's row of locks FOR KEY
+-- SHARE (made free when there is none) and then its row of shared FOR
+-- UPDATE: no mutex is granted meanwhile, and none is held when it grants. Refusals raise SQLSTATE DL001 with the
 -- message 'DISTLOCK mutex', 'DISTLOCK kind <k>', 'DISTLOCK limit <l>',
 -- 'DISTLOCK weight <l>', 'DISTLOCK held <w>' or 'DISTLOCK upgrade' (as
 -- engine/redis/scripts/shared_acquire.lua), having changed nothing. A
@@ -673,6 +718,7 @@ CREATE OR REPLACE FUNCTION {{S}}.acquire_shared(
   OUT o_holder_ttl_us bigint, OUT o_queued boolean, OUT o_head boolean, OUT o_reserved boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
+  l {{S}}.locks;
   s {{S}}.shared;
   h {{S}}.shared_holders;
   now_ timestamptz;
@@ -682,6 +728,13 @@ BEGIN
   o_acquired := false; o_token := 0; o_holds := 0; o_holder := ''; o_holder_ttl_us := 0;
   o_queued := false; o_head := false; o_reserved := false;
   LOOP
+    -- The rows of locks before those of shared, as in every function. The
+    -- insert waits for a mutex's grant that is inserting the row.
+    SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR KEY SHARE;
+    EXIT WHEN FOUND;
+    INSERT INTO {{S}}.locks (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+  END LOOP;
+  LOOP
     SELECT * INTO s FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
     EXIT WHEN FOUND;
     INSERT INTO {{S}}.shared (name, kind, lim, used_at)
@@ -689,7 +742,9 @@ BEGIN
     ON CONFLICT (name) DO NOTHING;
   END LOOP;
   now_ := clock_timestamp();
-  PERFORM {{S}}._shared_mutex(p_name, now_);
+  IF {{S}}._live(l, now_) THEN
+    RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
+  END IF;
   used := {{S}}._shared_purge(p_name, now_);
   IF (s.kind <> p_kind OR s.lim <> p_limit) AND used = 0 AND s.used_at <= now_ - interval '7 days'
      AND NOT EXISTS (SELECT 1 FROM {{S}}.shared_waiters WHERE name = p_name) THEN
@@ -730,8 +785,7 @@ BEGIN
     IF p_waiter <> '' THEN
       DELETE FROM {{S}}.shared_waiters WHERE name = p_name AND waiter = p_waiter;
     END IF;
-    o_token := greatest(nextval({{TOKENS}}), s.high_water + 1,
-      coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = p_name), 0) + 1);
+    o_token := greatest(nextval({{TOKENS}}), s.high_water + 1, l.high_water + 1);
     INSERT INTO {{S}}.shared_holders (name, owner, weight, holds, token, metadata, attempt, expires_at)
     VALUES (p_name, p_owner, p_weight, 1, o_token, p_metadata, p_attempt,
             now_ + p_ttl_us * interval '1 microsecond');
@@ -959,5 +1013,7 @@ END $$;
 SELECT setval({{TOKENS}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
  WHERE (SELECT last_value FROM {{S}}.tokens) < (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 
-INSERT INTO {{S}}.version (version) SELECT 2 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
-UPDATE {{S}}.version SET version = 2 WHERE version < 2; -- 2: shared locks
+INSERT INTO {{S}}.version (version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+-- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
+-- the mutex refused while shared holders hold the name.
+UPDATE {{S}}.version SET version = 3 WHERE version < 3;

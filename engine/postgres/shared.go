@@ -19,10 +19,9 @@ import (
 // schema.sql; Extend renews holders and heartbeats of shared locks in the
 // same statement as the mutexes' (ExtendRequest.Shared).
 //
-// The mutex's functions do not look at these tables: a mutex granted on a
-// name that is a shared lock is not refused by the database (the Client
-// keeps the kinds apart, as on Redis); a shared lock is refused while the
-// name is held as a mutex.
+// The kinds are kept apart as on the memory engine: a mutex is refused
+// while a shared lock's holders hold the name, a shared lock while a mutex
+// holds it (both grants hold the name's row of locks when they check).
 
 // AcquireShared implements engine.Sharer: one call of acquire_shared.
 func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
@@ -73,10 +72,11 @@ func checkShared(kind engine.SharedKind, limit, weight int) error {
 	return nil
 }
 
-// sharedError turns a shared function's refusal (SQLSTATE DL001,
-// 'DISTLOCK ...', see acquire_shared in schema.sql) into the error the
-// memory engine returns for it: an *engine.ArgumentError, or
-// engine.ErrUpgrade. Other errors are wrapped as every call's.
+// sharedError turns a function's refusal of a request of kind (0: a
+// mutex) on name (SQLSTATE DL001, 'DISTLOCK ...', see acquire_shared and
+// _mutex_check in schema.sql) into the error the memory engine returns for
+// it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
+// wrapped as every call's.
 func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "DL001" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -24,14 +23,7 @@ func TestSharedUpgrade(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pool := newPool(t)
-	_ = postgres.Drop(ctx, pool, schema)
-	v1, err := os.ReadFile("testdata/schema_v1.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, postgres.FillSchema(schema, string(v1))); err != nil {
-		t.Fatal(err)
-	}
+	oldSchema(t, ctx, pool, schema, "schema_v1.sql")
 	c := distlock.New(newEngine(t, pool, schema))
 	defer c.Close()
 	held, err := c.Acquire(ctx, "held", distlock.WithTTL(time.Minute))
