@@ -57,7 +57,7 @@ type Lease struct {
 	renewFrom time.Time                 // from when it renews along with others (coalescing)
 	timer     *time.Timer               // fires at deadline
 	lastErr   error                     // last renewal error since the last confirmation
-	inflight  bool                      // a renewal was sent and not answered yet
+	inflight  bool                      // a renewal sent before the deadline is not answered yet
 	err       error                     // nil while held
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
@@ -246,10 +246,12 @@ func (l *Lease) heldErr() error {
 	}
 }
 
-// sending marks a renewal as sent and not yet answered.
+// sending marks a renewal as sent and not yet answered. One sent after the
+// deadline (by a watchdog that ran late) cannot save the lease, and is not
+// counted as unanswered at the deadline.
 func (l *Lease) sending() {
 	l.mu.Lock()
-	l.inflight = true
+	l.inflight = time.Now().Before(l.deadline)
 	l.mu.Unlock()
 }
 

@@ -193,3 +193,16 @@ func onlyLease(t *testing.T, c *Client) *Lease {
 	}
 	return nil
 }
+
+// TestLeaseRenewalSentLate: a renewal that a late watchdog sends after the
+// deadline (the process was stopped) does not make the loss look like an
+// unreachable backend: the lease expired.
+func TestLeaseRenewalSentLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stalledLease(t, "sentlate", func(_ *Client, l *Lease) {
+			untilDeadline(l)
+			l.sending()
+			wantExpired(t, "Err with a renewal sent late", l.Err())
+		})
+	})
+}
