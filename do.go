@@ -11,7 +11,9 @@ import (
 
 // Do acquires the lock name (waiting as Acquire does), runs fn under it and
 // releases it. fn's context is cancelled when ctx ends or the lease is lost;
-// its cause (context.Cause) then says which.
+// its cause (context.Cause) then says which. Its Err checks the lease's
+// deadline as Lease.Err does, so it reports a loss as soon as the deadline
+// has passed.
 //
 // Do returns fn's error first; a loss of the lease while fn ran and a
 // failed release are joined after it (errors.Join), never replacing it. It
@@ -24,11 +26,9 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	fctx, cancel := l.bind(ctx) // checks the lease's deadline as l.Err does
 	fnErr := fn(fctx)
-	stop()
-	cancel(nil)
+	cancel()
 
 	lost := l.Err() // nil unless lost while fn ran
 	relErr := l.Release(ctx)

@@ -24,6 +24,19 @@ import (
 // Err returns a *LostError. This happens no later than the deadline, driven
 // by a local timer, even if every renewal hangs.
 //
+// The checks do not wait for that timer: Err, a call of Done, Extend and
+// Release, and the Err, Done and Value methods of Context (so
+// context.Cause too) compare the monotonic clock with the deadline
+// themselves, and end the lease when it has passed, before they answer. A
+// check made after the deadline therefore reports the loss even when the
+// timer has not run yet (a process stopped past its deadline and then
+// continued, a starved timer goroutine). What is not re-checked is a
+// channel obtained before the deadline: a Done channel kept from an earlier
+// call, or the Done channel of a context derived from Context, is closed by
+// the timer (or by the first check after the deadline), a moment after the
+// deadline. Once the lease is reported lost it stays lost: a renewal
+// answered after the deadline does not revive it.
+//
 // A Lease is safe for concurrent use.
 type Lease struct {
 	c         *Client
@@ -38,16 +51,16 @@ type Lease struct {
 
 	mu        sync.Mutex
 	ttl       time.Duration
-	deadline  time.Time   // local validity deadline
-	lastSent  time.Time   // send time of the last confirmed acquire/extend
-	nextRenew time.Time   // when the watchdog renews at the latest
-	renewFrom time.Time   // from when it renews along with others (coalescing)
-	timer     *time.Timer // fires at deadline
-	lastErr   error       // last renewal error since the last confirmation
-	inflight  bool        // a renewal was sent and not answered yet
-	err       error       // nil while held
-	ctx       context.Context
-	cancel    context.CancelCauseFunc // nil until Context is first called
+	deadline  time.Time                 // local validity deadline
+	lastSent  time.Time                 // send time of the last confirmed acquire/extend
+	nextRenew time.Time                 // when the watchdog renews at the latest
+	renewFrom time.Time                 // from when it renews along with others (coalescing)
+	timer     *time.Timer               // fires at deadline
+	lastErr   error                     // last renewal error since the last confirmation
+	inflight  bool                      // a renewal sent before the deadline is not answered yet
+	err       error                     // nil while held
+	ctx       context.Context           // nil until Context is first called
+	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
 }
 
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
@@ -65,7 +78,7 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 // start arms the deadline timer and hands the lease to the watchdog.
 func (l *Lease) start() {
 	l.mu.Lock()
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.expire)
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
 	l.mu.Unlock()
 	if l.autoRenew {
 		l.c.renew.add(l)
@@ -100,30 +113,55 @@ func (l *Lease) Deadline() time.Time {
 }
 
 // Done returns a channel that is closed when the lease ends: lost or
-// released. Err says which.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+// released. Err says which. A call made after the deadline closes the
+// channel before it returns it, so a fresh `select { case <-l.Done(): ...
+// default: }` sees the loss; a channel kept from a call made before the
+// deadline is closed by the deadline timer, a moment after the deadline.
+func (l *Lease) Done() <-chan struct{} {
+	l.current()
+	return l.done
+}
 
 // Err returns nil while the lease is held, ErrReleased after Release, and a
-// *LostError (matching ErrLeaseLost) after a loss.
-func (l *Lease) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
+// *LostError (matching ErrLeaseLost) after a loss. It compares the clock
+// with the deadline itself: after the deadline it never returns nil.
+func (l *Lease) Err() error { return l.current() }
 
 // Context returns a context that is cancelled when the lease ends. Its cause
 // (context.Cause) is Err. It carries the values of the context that
-// acquired the lease, not its cancellation.
+// acquired the lease, not its cancellation. Its Err, Done and Value methods
+// check the deadline as Err does, so its Err and context.Cause report the
+// loss as soon as the deadline has passed; contexts derived from it after
+// the deadline start cancelled. It has no Deadline: renewals move the
+// lease's deadline, and a context's deadline may not change.
 func (l *Lease) Context() context.Context {
 	l.mu.Lock()
+	ctx := l.ctx
+	l.mu.Unlock()
+	if ctx != nil {
+		return ctx
+	}
+	// Made on first use: most holders never ask.
+	ctx, _ = l.bind(context.WithoutCancel(l.parent))
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx == nil { // made on first use: most holders never ask
-		l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(l.parent))
-		if l.err != nil {
-			l.cancel(l.err)
-		}
+	if l.ctx == nil {
+		l.ctx = ctx
 	}
 	return l.ctx
+}
+
+// current returns Err's answer, ending the lease first when its deadline
+// has passed (whether or not the deadline timer has run).
+func (l *Lease) current() error {
+	l.mu.Lock()
+	ended := l.expireLocked(time.Now())
+	err := l.err
+	l.mu.Unlock()
+	if ended {
+		l.c.forget(l)
+	}
+	return err
 }
 
 // Extend sets the lease's time to live to ttl, counted from now, and makes it
@@ -164,6 +202,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
 	l.mu.Lock()
+	l.expireLocked(time.Now()) // a lease past its deadline was lost before it was released
 	prev := l.err
 	if prev == ErrReleased {
 		l.mu.Unlock()
@@ -197,21 +236,22 @@ func releaseStatus(s engine.ReleaseStatus) string {
 
 // heldErr returns nil while the lease is held, or why it is not.
 func (l *Lease) heldErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.err == nil:
+	switch err := l.current(); {
+	case err == nil:
 		return nil
-	case l.err == ErrReleased:
+	case err == ErrReleased:
 		return ErrReleased
+	default:
+		return fmt.Errorf("%w: %w", ErrNotHeld, err)
 	}
-	return fmt.Errorf("%w: %w", ErrNotHeld, l.err)
 }
 
-// sending marks a renewal as sent and not yet answered.
+// sending marks a renewal as sent and not yet answered. One sent after the
+// deadline (by a watchdog that ran late) cannot save the lease, and is not
+// counted as unanswered at the deadline.
 func (l *Lease) sending() {
 	l.mu.Lock()
-	l.inflight = true
+	l.inflight = time.Now().Before(l.deadline)
 	l.mu.Unlock()
 }
 
@@ -234,9 +274,16 @@ func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, 
 	}
 }
 
-// confirm records a confirmed extension sent at sent.
+// confirm records a confirmed extension sent at sent. A confirmation that
+// arrives after the deadline comes too late: the lease lapsed in between
+// (a holder may have been told so), and it ends instead.
 func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
 	l.mu.Lock()
+	if l.expireLocked(time.Now()) {
+		l.mu.Unlock()
+		l.c.forget(l)
+		return
+	}
 	defer l.mu.Unlock()
 	if l.err != nil || !sent.After(l.lastSent) {
 		return // ended, or a later extension was confirmed already
@@ -268,12 +315,17 @@ func (l *Lease) renewFailed(err error) {
 	l.renewFrom = l.nextRenew
 }
 
-// expire runs when the deadline timer fires.
-func (l *Lease) expire() {
-	l.mu.Lock()
-	if l.err != nil || time.Now().Before(l.deadline) {
-		l.mu.Unlock()
-		return // ended, or renewed just now
+// checkDeadline ends the lease when its deadline has passed. The deadline
+// timer runs it; every check of the lease does the same (current).
+func (l *Lease) checkDeadline() { l.current() }
+
+// expireLocked ends the lease as lost when its deadline has passed by now,
+// with the cause the deadline gives: Expired, or Unreachable when renewals
+// failed or one was still unanswered. It reports whether it ended the lease;
+// the caller then calls l.c.forget(l) once l.mu is released. l.mu is held.
+func (l *Lease) expireLocked(now time.Time) bool {
+	if l.err != nil || now.Before(l.deadline) {
+		return false // ended, or still valid (renewed just now, perhaps)
 	}
 	cause, err := Expired, l.lastErr
 	if l.inflight && err == nil {
@@ -282,9 +334,8 @@ func (l *Lease) expire() {
 	if err != nil {
 		cause = Unreachable
 	}
-	l.end(&LostError{Name: l.name, Cause: cause, At: time.Now(), Err: err})
-	l.mu.Unlock()
-	l.c.forget(l)
+	l.end(&LostError{Name: l.name, Cause: cause, At: now, Err: err})
+	return true
 }
 
 // lose ends the lease on the lock service's word.
@@ -318,9 +369,10 @@ func (l *Lease) end(why error) {
 		l.c.obs.Released(l.name, time.Since(l.granted))
 	}
 	close(l.done)
-	if l.cancel != nil {
-		l.cancel(why)
+	for _, cancel := range l.cancels {
+		cancel(why)
 	}
+	l.cancels = nil
 }
 
 // renewDue reports whether the watchdog should renew the lease at now (a
