@@ -95,7 +95,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 // round trips (the slowest the waiter's engine answered) and the
 // scheduling delay measured meanwhile.
 func (s *suite) expiryWakesWaiter(t *testing.T) {
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	c := s.client(t)
 	name := lockName(t)
 	ctx := ctxTimeout(t, 20*time.Second)
@@ -129,7 +129,7 @@ func (s *suite) expiryWakesWaiter(t *testing.T) {
 	// An engine whose ttls come in coarse units expires in them too (etcd
 	// checks its leases every 500ms).
 	granularity := engine.CapabilitiesOf(s.h.New(t)).TTLGranularity
-	bounded(t, "the waiter's winning attempt after the holder's expiry", won.Sub(granted.Add(ttl)),
+	Bounded(t, "the waiter's winning attempt after the holder's expiry", won.Sub(granted.Add(ttl)),
 		granularity+2*rec.Slowest()+probe.Slack(), probe.Delay(), ttl)
 	if l.Token() <= h.Token() {
 		t.Fatalf("token after expiry %d not above %d", l.Token(), h.Token())
