@@ -18,7 +18,7 @@ const shortTTL = 300 * time.Millisecond
 // on time were not answered before the deadline (a backend or machine too
 // slow for a 300ms lease).
 func (s *suite) watchdogKeeps(t *testing.T) {
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	wrapped, rec := countCalls(s.h.New(t))
 	c := distlock.New(wrapped)
 	t.Cleanup(func() { _ = c.Close() })
@@ -46,7 +46,7 @@ func (s *suite) watchdogKeeps(t *testing.T) {
 // watchdogLost judges a lease l that the watchdog should have kept, lost
 // anyway: its renewals (rec) must have been sent within a renew interval
 // of the one before (the first of the grant asked at asked).
-func watchdogLost(t *testing.T, l *distlock.Lease, rec *counting, probe *schedProbe, asked time.Time) {
+func watchdogLost(t *testing.T, l *distlock.Lease, rec *counting, probe *Probe, asked time.Time) {
 	t.Helper()
 	var lost *distlock.LostError
 	if !errors.As(l.Err(), &lost) || lost.Cause != distlock.Unreachable {
@@ -65,7 +65,7 @@ func watchdogLost(t *testing.T, l *distlock.Lease, rec *counting, probe *schedPr
 	// A lease is lost at its deadline, ttl - drift after its last
 	// confirmed renewal: more than two intervals. Renewals sent on time
 	// leave no gap of more than an interval.
-	bounded(t, "the longest time without a renewal sent", gap, interval+probe.Slack(), probe.Delay(), interval)
+	Bounded(t, "the longest time without a renewal sent", gap, interval+probe.Slack(), probe.Delay(), interval)
 	t.Skipf("machine too slow: renewals sent on time were not answered before the lease's deadline (slowest round trip answered: %v): %v",
 		rec.Slowest(), l.Err())
 }
@@ -75,7 +75,7 @@ func watchdogLost(t *testing.T, l *distlock.Lease, rec *counting, probe *schedPr
 // scheduling delay measured meanwhile, not after it; and the lock can be
 // taken by another client. How late is BenchLoss's to measure.
 func (s *suite) noRenewLoses(t *testing.T) {
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	c := s.client(t)
 	name := lockName(t)
 	ctx := ctxTimeout(t, 20*time.Second)
@@ -95,7 +95,7 @@ func (s *suite) noRenewLoses(t *testing.T) {
 	if early := l.Deadline().Sub(lost.At); early > 0 {
 		t.Fatalf("loss signalled %v before the lease's deadline", early)
 	}
-	bounded(t, "the loss signal after the lease's deadline", lost.At.Sub(l.Deadline()), probe.Slack(), probe.Delay(), l.TTL())
+	Bounded(t, "the loss signal after the lease's deadline", lost.At.Sub(l.Deadline()), probe.Slack(), probe.Delay(), l.TTL())
 	if _, err := s.client(t).Acquire(ctx, name); err != nil {
 		t.Fatalf("another client after expiry: %v", err)
 	}
@@ -111,7 +111,7 @@ func (s *suite) noRenewLoses(t *testing.T) {
 // is signalled when its answer comes, each up to the scheduling delay
 // measured meanwhile.
 func (s *suite) lossOnDelete(t *testing.T) {
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	wrapped, rec := countCalls(s.h.New(t))
 	c := distlock.New(wrapped)
 	t.Cleanup(func() { _ = c.Close() })
@@ -147,8 +147,8 @@ func (s *suite) lossOnDelete(t *testing.T) {
 	if told == nil {
 		t.Fatalf("the loss (%v) came from no renewal's answer: the lease ran out instead", l.Err())
 	}
-	bounded(t, "the first renewal after the deletion", told.sent.Sub(deleted), interval+probe.Slack(), probe.Delay(), interval)
-	bounded(t, "the loss signal after the renewal's answer", lost.At.Sub(told.answered), probe.Slack(), probe.Delay(), interval)
+	Bounded(t, "the first renewal after the deletion", told.sent.Sub(deleted), interval+probe.Slack(), probe.Delay(), interval)
+	Bounded(t, "the loss signal after the renewal's answer", lost.At.Sub(told.answered), probe.Slack(), probe.Delay(), interval)
 	if l.Context().Err() == nil || !errors.Is(context.Cause(l.Context()), distlock.ErrLeaseLost) {
 		t.Fatalf("lease context not cancelled with the loss: %v", context.Cause(l.Context()))
 	}

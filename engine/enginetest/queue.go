@@ -406,7 +406,7 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 // heartbeat) heads a fair queue; once its heartbeat deadline passes, the
 // live waiter behind it gets the lock.
 func (s *suite) deadWaiterSkipped(t *testing.T) {
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	const deadTTL = 500 * time.Millisecond
 	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
@@ -434,7 +434,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	bounded(t, "the live waiter's grant behind a dead head", time.Since(start), bound+probe.Slack(), probe.Delay(), time.Second)
+	Bounded(t, "the live waiter's grant behind a dead head", time.Since(start), bound+probe.Slack(), probe.Delay(), time.Second)
 }
 
 // giveUpLeaves: a waiter whose context ends has left the queue when its
@@ -484,7 +484,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 1 {
 		t.Fatalf("after the first waiter gave up: %d waiters (%v), want 1", info.Waiters, err)
 	}
-	probe := startProbe(t)
+	probe := StartProbe(t)
 	start := time.Now()
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -498,7 +498,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 	// hand-off (a release, a wake-up, an attempt: three round trips, and
 	// scheduling) takes less than a reservation.
 	handoff := 3*rec.Slowest() + probe.Slack()
-	bounded(t, "the second waiter's grant after the release", time.Since(start), engine.ReserveTTL, handoff, engine.ReserveTTL)
+	Bounded(t, "the second waiter's grant after the release", time.Since(start), engine.ReserveTTL, handoff, engine.ReserveTTL)
 }
 
 // reservationLapses: a release reserves the lock for a fair head; nobody

@@ -25,6 +25,7 @@ type counting struct {
 	mu       sync.Mutex
 	extends  []*extendCall
 	attempts []acquireCall
+	woken    []time.Time // when each wake-up was delivered
 }
 
 // acquireCall is one Acquire as the engine saw it.
@@ -99,6 +100,19 @@ func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	return g, err
 }
 
+// wokenBetween counts the wake-ups delivered from from to to.
+func (c *counting) wokenBetween(from, to time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, at := range c.woken {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
 // acquiresLog returns every Acquire so far, in the order they answered.
 func (c *counting) acquiresLog() []acquireCall {
 	c.mu.Lock()
@@ -143,6 +157,9 @@ func (c *counting) relay(sub engine.Subscription) engine.Subscription {
 		for {
 			select {
 			case <-sub.C():
+				c.mu.Lock()
+				c.woken = append(c.woken, time.Now())
+				c.mu.Unlock()
 				c.wakes.Add(1)
 				r.sig.Wake()
 			case <-r.stop:

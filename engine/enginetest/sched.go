@@ -25,23 +25,24 @@ const (
 	schedFactor = 3
 )
 
-// schedProbe measures how late this process runs what it scheduled: a
+// Probe measures how late this process runs what it scheduled: a
 // goroutine asks to wake every probeTick and records the worst lateness.
-type schedProbe struct {
+// Engines' own tests use it for their time bounds too.
+type Probe struct {
 	worst atomic.Int64
 	stop  chan struct{}
 	done  chan struct{}
 }
 
-// startProbe starts a probe that runs until the test ends.
-func startProbe(t *testing.T) *schedProbe {
-	p := &schedProbe{stop: make(chan struct{}), done: make(chan struct{})}
+// StartProbe starts a probe that runs until the test ends.
+func StartProbe(t testing.TB) *Probe {
+	p := &Probe{stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	t.Cleanup(func() { close(p.stop); <-p.done })
 	return p
 }
 
-func (p *schedProbe) run() {
+func (p *Probe) run() {
 	defer close(p.done)
 	timer := time.NewTimer(probeTick)
 	defer timer.Stop()
@@ -60,33 +61,33 @@ func (p *schedProbe) run() {
 }
 
 // Delay is the worst scheduling delay measured so far.
-func (p *schedProbe) Delay() time.Duration { return time.Duration(p.worst.Load()) }
+func (p *Probe) Delay() time.Duration { return time.Duration(p.worst.Load()) }
 
 // Slack is the allowance for scheduling a bound gets: schedBase plus
 // schedFactor times the worst delay measured.
-func (p *schedProbe) Slack() time.Duration { return schedBase + schedFactor*p.Delay() }
+func (p *Probe) Slack() time.Duration { return schedBase + schedFactor*p.Delay() }
 
-// tb is the part of testing.TB that bounded uses.
-type tb interface {
+// TB is the part of testing.TB that Bounded uses.
+type TB interface {
 	Helper()
 	Skipf(format string, args ...any)
 	Fatalf(format string, args ...any)
 }
 
-// bounded judges a time that the mechanism bounds: got (what the test
+// Bounded judges a time that the mechanism bounds: got (what the test
 // measured of what) must not exceed allowed (the bound plus the slack it
 // gets). When it does, and machine (what the machine's own slowness, as
 // measured in the test, accounts for) reached limit (the most the bound
 // can tell apart from a broken mechanism), the test skips as run on a
 // machine too slow; otherwise it fails.
-func bounded(t tb, what string, got, allowed, machine, limit time.Duration) {
+func Bounded(t TB, what string, got, allowed, machine, limit time.Duration) {
 	t.Helper()
 	if got <= allowed {
 		return
 	}
 	if machine >= limit {
-		t.Skipf("machine too slow: measured scheduling delay %v (at least %v cannot be judged): %s took %v, allowed %v",
+		t.Skipf("machine too slow: measured scheduling delay %v (from %v on, the bound cannot be judged): %s took %v, allowed %v",
 			machine, limit, what, got, allowed)
 	}
-	t.Fatalf("%s took %v, want at most %v (measured scheduling delay %v)", what, got, allowed, machine)
+	t.Fatalf("%s took %v, want at most %v (what the machine's slowness accounts for: %v)", what, got, allowed, machine)
 }

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -108,6 +109,18 @@ func (h *holds) work(ctx context.Context, who string, l *distlock.Lease, start t
 		end = dl
 	}
 	h.hold(who, l.Token(), start, end)
+}
+
+// lossAt returns when l's loss was recorded (LostError.At), or now when l
+// ended otherwise: the lease's own record, not when a goroutine watching
+// Done got to run.
+func lossAt(l *distlock.Lease) time.Time {
+	<-l.Done()
+	var lost *distlock.LostError
+	if errors.As(l.Err(), &lost) {
+		return lost.At
+	}
+	return time.Now()
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -65,7 +65,7 @@ func TestLossBeforeRevocation(t *testing.T) {
 	leaseRevoked := make(chan time.Time, 1)
 	go func() { leaseRevoked <- revokedAt(ctx, direct, clientv3.LeaseID(held.Kvs[0].Lease)) }()
 	leaseDone, sessDone, sessRevoked := make(chan time.Time, 1), make(chan time.Time, 1), make(chan time.Time, 1)
-	go func() { <-l.Done(); leaseDone <- time.Now() }()
+	go func() { leaseDone <- lossAt(l) }()
 	go func() { <-sess.Done(); sessDone <- time.Now() }()
 	go func() { sessRevoked <- revokedAt(ctx, direct, sess.Lease()) }()
 	lt, lr, st, rt := <-leaseDone, <-leaseRevoked, <-sessDone, <-sessRevoked

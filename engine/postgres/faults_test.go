@@ -129,10 +129,11 @@ func lockWaiters(t *testing.T, ctx context.Context, app string) int {
 func waitRenewedAfter(t *testing.T, l *distlock.Lease, at time.Time) {
 	t.Helper()
 	ttl := l.TTL()
-	end := time.Now().Add(4 * ttl)
+	limit := max(4*ttl, 20*time.Second) // a starved machine's, not a speed
+	end := time.Now().Add(limit)
 	for l.Err() == nil && !l.Deadline().After(at.Add(ttl-engine.Drift(ttl))) {
 		if time.Now().After(end) {
-			t.Fatalf("no renewal sent after %v was confirmed within %v", at.Format(time.StampMilli), 4*ttl)
+			t.Fatalf("no renewal sent after %v was confirmed within %v", at.Format(time.StampMilli), limit)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -207,8 +208,8 @@ func TestRestartKeepsLeases(t *testing.T) {
 			t.Fatalf("token %d after %d", w.Token(), l.Token())
 		}
 		_ = w.Release(ctx)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter did not get the lock within 5s of the release")
+	case <-ctx.Done():
+		t.Fatal("the waiter never got the lock after the release")
 	}
 }
 
@@ -276,8 +277,8 @@ func TestTerminateDuringAcquire(t *testing.T) {
 			t.Fatalf("token %d after %d", l.Token(), h.Token())
 		}
 		_ = l.Release(ctx)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cut Acquire did not get the lock 10s after the release")
+	case <-ctx.Done():
+		t.Fatal("the cut Acquire never got the lock after the release")
 	}
 }
 
@@ -347,8 +348,8 @@ func TestTerminateDuringHold(t *testing.T) {
 			t.Fatalf("token %d after %d", w.Token(), l.Token())
 		}
 		_ = w.Release(ctx)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter did not get the lock within 5s of the release")
+	case <-ctx.Done():
+		t.Fatal("the waiter never got the lock after the release")
 	}
 	_ = other.Release(ctx)
 }
@@ -434,9 +435,6 @@ func TestStatementTimeout(t *testing.T) {
 		t.Fatalf("TryAcquire past the statement timeout: %v, want a *BackendError", err)
 	}
 	t.Logf("after %v: %v", took, err)
-	if took > 5*time.Second {
-		t.Fatalf("the statement timeout took %v", took)
-	}
 	unlock()
 	if _, err := timed.TryAcquire(ctx, name); !errors.Is(err, distlock.ErrLocked) {
 		t.Fatalf("TryAcquire after the row was free: %v, want ErrLocked", err)

@@ -11,13 +11,13 @@ import (
 	"github.com/distlock/distlock/engine/quorum"
 )
 
-// gatedNode is an embedded node whose acquires, fence raises and
-// extensions can each be held back until a gate opens (a nil gate lets
+// gatedNode is an embedded node whose acquires, fence raises, releases
+// and extensions can each be held back until a gate opens (a nil gate lets
 // the call through at once), as a paused node or a slow link would.
 type gatedNode struct {
 	*memory.Engine
-	acquire, raise, extend <-chan struct{}
-	extended               chan<- struct{} // closed after the first extension, if set
+	acquire, raise, extend, release <-chan struct{}
+	extended                        chan<- struct{} // closed after the first extension, if set
 }
 
 // Close leaves the node open: several quorums share it.
@@ -47,6 +47,13 @@ func (n *gatedNode) RaiseFence(ctx context.Context, name, owner string, token ui
 		return false, err
 	}
 	return n.Engine.RaiseFence(ctx, name, owner, token)
+}
+
+func (n *gatedNode) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	if err := waitGate(ctx, n.release); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return n.Engine.Release(ctx, name, owner)
 }
 
 func (n *gatedNode) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {

@@ -44,7 +44,8 @@ func BenchmarkQuorum(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			c := newClient(b, srvs[:tc.nodes], tc.opts...)
+			// The default per-node timeout (not the tests' long one).
+			c := newClient(b, srvs[:tc.nodes], append([]quorum.Option{quorum.WithNodeTimeout(0)}, tc.opts...)...)
 			ctx := context.Background()
 			opt := distlock.WithTTL(10 * time.Second) // per-node timeout 50ms
 			if l, err := c.Acquire(ctx, "bench"); err == nil {

@@ -37,7 +37,7 @@ func grantAndRelease(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, n
 	if _, err := q.Release(ctx, name, owner); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for _, s := range srvs {
 		for s.Client().Exists(ctx, lockKey(name)).Val() != 0 {
 			if time.Now().After(deadline) {

@@ -15,7 +15,7 @@ import (
 //     renewed with it), given the grant's fencing token when it minted
 //     another (a one-node phase 2; not WithoutFencing); a late failure is
 //     released there in the background, since the command may still land
-//     (a paused node);
+//     (a paused node); a waiter refused there leaves that node's queue;
 //   - grant dropped: every late grant or failure is released there;
 //   - the lease was released meanwhile: a late grant is released there with
 //     the release's id, after its answer, so the release cannot overtake it.
@@ -152,6 +152,9 @@ func answeredEarly(early []nodeResult, i int) bool {
 func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, released string, gaveUp bool) {
 	r := f.req
 	granted := x.err == nil && x.v.Acquired
+	if kept && !granted {
+		f.e.leaveNode(i, r) // a granted waiter left queued there
+	}
 	switch {
 	case x.err == nil && !x.v.Acquired:
 		// held by another owner there: nothing of ours

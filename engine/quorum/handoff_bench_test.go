@@ -9,8 +9,7 @@ import (
 )
 
 // BenchmarkHandoff: release-to-grant time of a waiting Client on a quorum
-// of five redis-servers with the default per-node timeouts (ns/handoff,
-// the median).
+// of five redis-servers (ns/handoff, the median).
 func BenchmarkHandoff(b *testing.B) {
 	srvs := redistest.StartN(b, 5)
 	enginetest.BenchHandoff(b, func(b *testing.B) engine.Engine { return newQuorum(b, srvs) })

@@ -56,6 +56,13 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if f != nil {
 		f.decide(rs, g.Acquired, g.Token)
 	}
+	if err == nil && g.Acquired {
+		for i, x := range rs {
+			if x.done && (x.err != nil || !x.v.Acquired) {
+				e.leaveNode(i, r) // (a straggler's late answer: flight.settle)
+			}
+		}
+	}
 	if err == nil && g.Acquired && r.Announce {
 		e.announce(ctx, r)
 	}

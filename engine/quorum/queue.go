@@ -50,6 +50,26 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return nil
 }
 
+// leaveNode takes waiter r's entry out of node i's queue, in the
+// background: r was granted on a majority, and node i refused it (the
+// holder's release had not reached it yet) or failed. Left there, the
+// entry would head that node's queue as a dead waiter: the node's
+// releases would wake it instead of the live waiters behind it, until its
+// heartbeat deadline.
+func (e *Engine) leaveNode(i int, r engine.AcquireRequest) {
+	q, ok := e.nodes[i].eng.(engine.Queuer)
+	if !ok || r.Waiter == "" {
+		return
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), e.timeout(0))
+		defer cancel()
+		_ = q.Leave(ctx, r.Name, r.Waiter) // else the entry lapses at its deadline
+	}()
+}
+
 // anyWake reports whether a node told the waiter of request i to try.
 func anyWake(rs []result[[]engine.ExtendResult], i int) bool {
 	for _, x := range rs {

@@ -48,7 +48,7 @@ func memQuorum(t testing.TB, nodes []*memNode, opts ...quorum.Option) *quorum.En
 			noClose
 		}{n, noClose{}}
 	}
-	q, err := quorum.New(engines, opts...)
+	q, err := quorum.New(engines, withTestTimeout(opts)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestConformanceEmbeddedNodes(t *testing.T) {
 	nodes := newMemNodes(t, 3)
 	enginetest.Run(t, enginetest.Harness{
 		New: func(t *testing.T) engine.Engine {
-			return memQuorum(t, nodes, quorum.WithNodeTimeout(conformanceNodeTimeout))
+			return memQuorum(t, nodes)
 		},
 	})
 }

@@ -95,10 +95,11 @@ func isScriptCmd(cmd goredis.Cmder) bool {
 	return cmd.Name() == "evalsha" || cmd.Name() == "eval"
 }
 
-// waitFor polls cond until it holds, for at most 5s.
+// waitFor polls cond until it holds, for at most 20s (a limit for a starved
+// machine, not a speed).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+	for end := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

@@ -93,7 +93,7 @@ func TestClusterShardedWakeups(t *testing.T) {
 			}
 			select {
 			case <-sub.C():
-			case <-time.After(2 * time.Second):
+			case <-time.After(10 * time.Second):
 				t.Fatalf("classic %v: the release did not wake the waiter", classic)
 			}
 			sub.Close()
@@ -329,8 +329,8 @@ func TestClusterChurnKeepsSubscription(t *testing.T) {
 
 // markedReleaseWakes has waiter's refused waiting acquire mark name, which
 // holder holds as owner "h", then releases it and checks that sub, the
-// waiter's subscription, is woken by that release within 2 seconds (wake-ups
-// from before it are drained first).
+// waiter's subscription, is woken by that release (wake-ups from before it
+// are drained first; 10s is a limit for a starved machine, not a speed).
 func markedReleaseWakes(t *testing.T, holder, waiter *redisengine.Engine, name string, sub engine.Subscription) {
 	t.Helper()
 	ctx := listCtx(t)
@@ -345,7 +345,7 @@ func markedReleaseWakes(t *testing.T, holder, waiter *redisengine.Engine, name s
 	}
 	select {
 	case <-sub.C():
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the release did not wake the waiter")
 	}
 }

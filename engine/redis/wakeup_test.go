@@ -22,18 +22,33 @@ func TestReleasePublishesOnlyForWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	ps := srv.Client().Subscribe(ctx, redisengine.DefaultPrefix+"{job}")
+	channel := redisengine.DefaultPrefix + "{job}"
+	ps := srv.Client().Subscribe(ctx, channel)
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil { // the subscription is in place
 		t.Fatal(err)
 	}
+	// published reports whether the release before it published: a
+	// marker published after the release arrives after that release's
+	// message (one connection delivers in order), so the first message
+	// that is not the marker is the release's.
+	const marker = "test-marker"
 	published := func() bool {
 		t.Helper()
-		select {
-		case <-ps.Channel():
-			return true
-		case <-time.After(100 * time.Millisecond):
-			return false
+		if err := srv.Client().Publish(ctx, channel, marker).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for {
+			select {
+			case m := <-ps.Channel():
+				if m.Payload == marker {
+					return got
+				}
+				got = true
+			case <-time.After(10 * time.Second):
+				t.Fatal("the marker never arrived")
+			}
 		}
 	}
 	acquire := func(owner string, waiting bool) bool {

@@ -74,6 +74,26 @@ func expired(t *testing.T, pool *pgxpool.Pool, l *distlock.Lease) {
 	}
 }
 
+// waitBlocked waits until a session of the database waits for a row lock
+// (the call the open fenced transaction holds back), for up to 10s (a
+// starved machine's limit, not a speed).
+func waitBlocked(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no session waits for a lock after 10s (%v)", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func wantStale(t *testing.T, what string, err error) {
 	t.Helper()
 	var se *pgfence.StaleError
@@ -147,10 +167,11 @@ func TestCurrentHoldsTheRow(t *testing.T) {
 		}
 		done <- time.Now()
 	}()
+	waitBlocked(t, pool)
 	select {
 	case <-done:
 		t.Fatal("the force-release committed while the fenced transaction was open")
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	committed := time.Now()
 	if err := tx.Commit(ctx); err != nil {
@@ -211,12 +232,13 @@ func TestCurrentShared(t *testing.T) {
 	}()
 	released := make(chan error, 1)
 	go func() { released <- r1.Release(ctx) }() // waits for the fenced transaction
+	waitBlocked(t, pool)
 	select {
 	case err := <-released:
 		t.Fatalf("the reader's release returned (%v) while its fenced transaction was open", err)
 	case <-got:
 		t.Fatal("the writer was granted while the reader's fenced transaction was open")
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	committed := time.Now()
 	if err := tx.Commit(ctx); err != nil {
