@@ -229,18 +229,15 @@ func TestForceRelease(t *testing.T) {
 	go func() {
 		got <- call(t, "POST", lockURL(s, "stuck", "acquire"), "", map[string]any{"wait_ms": 10000})
 	}()
-	waitFor(t, 5*time.Second, "the waiter", func() bool { return waiters(t, s.eng, "stuck") == 1 })
+	waitFor(t, patience, "the waiter", func() bool { return waiters(t, s.eng, "stuck") == 1 })
 	r := call(t, "DELETE", lockURL(s, "stuck", ""), "", nil)
 	want(t, "force-release", r, 200, "")
 	if r.json(t)["was_held"] != true {
 		t.Fatalf("force-release: %s", r.body)
 	}
-	select {
-	case r := <-got:
-		want(t, "woken waiter", r, 200, "")
-	case <-time.After(2 * time.Second):
-		t.Fatal("force-release did not wake the waiting request")
-	}
+	// Granted within its budget (10s), shorter than the holder's ttl (60s):
+	// the force-release woke it.
+	want(t, "woken waiter", <-got, 200, "")
 	want(t, "force-release, held by the waiter now", call(t, "DELETE", lockURL(s, "stuck", ""), "", nil), 200, "")
 	r = call(t, "DELETE", lockURL(s, "stuck", ""), "", nil)
 	if r.status != 200 || r.json(t)["was_held"] != false {

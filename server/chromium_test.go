@@ -163,7 +163,7 @@ func (b *browser) call(session, method string, params any, timeout time.Duration
 // open opens url in a new tab and returns the tab's session.
 func (b *browser) open(t *testing.T, url string) string {
 	t.Helper()
-	res, err := b.call("", "Target.createTarget", map[string]any{"url": url}, 20*time.Second)
+	res, err := b.call("", "Target.createTarget", map[string]any{"url": url}, patience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func (b *browser) open(t *testing.T, url string) string {
 		TargetID string `json:"targetId"`
 	}
 	_ = json.Unmarshal(res, &target)
-	res, err = b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, 10*time.Second)
+	res, err = b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, patience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func (b *browser) open(t *testing.T, url string) string {
 // eval evaluates a JavaScript expression in the page and returns its value.
 func (b *browser) eval(t *testing.T, session, expr string, out any) {
 	t.Helper()
-	res, err := b.call(session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, 10*time.Second)
+	res, err := b.call(session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, patience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func (b *browser) eval(t *testing.T, session, expr string, out any) {
 // screenshot saves a PNG of the page.
 func (b *browser) screenshot(t *testing.T, session, path string) {
 	t.Helper()
-	res, err := b.call(session, "Page.captureScreenshot", map[string]any{"format": "png"}, 20*time.Second)
+	res, err := b.call(session, "Page.captureScreenshot", map[string]any{"format": "png"}, patience)
 	if err != nil {
 		t.Fatal(err)
 	}

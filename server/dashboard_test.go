@@ -48,7 +48,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitShows := func(what string, parts ...string) string {
 		t.Helper()
 		var text string
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(patience)
 		for {
 			text = rowText()
 			ok := true
@@ -75,14 +75,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if status != "live" {
 		t.Fatalf("connection indicator says %q, want live", status)
 	}
-	// The ttl counts down between snapshots.
-	var ttl1, ttl2 string
-	b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &ttl1)
-	time.Sleep(1500 * time.Millisecond)
-	b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &ttl2)
-	if ttl1 == "" || ttl2 == "" {
-		t.Fatalf("no ttl shown: %q %q", ttl1, ttl2)
+	// The ttl is shown, and counts down between snapshots: it changes.
+	ttl := func() string {
+		var text string
+		b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &text)
+		return text
 	}
+	ttl1 := ttl()
+	if ttl1 == "" {
+		t.Fatal("no ttl shown")
+	}
+	waitFor(t, patience, "the ttl shown to count down", func() bool { return ttl() != ttl1 })
 	b.screenshot(t, page, filepath.Join(dir, "dashboard.png"))
 	var html string
 	b.eval(t, page, "document.documentElement.outerHTML", &html)
@@ -158,7 +161,7 @@ func TestDashboardSharedInBrowser(t *testing.T) {
 		{"pool", []string{"semaphore 3/3", "×2", "×1", "big job", strconv.FormatUint(small.Token(), 10)}},
 		{"rw", []string{"rwlock (write)", "(write)", "writer"}},
 	} {
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(patience)
 		for {
 			text := row(want.name)
 			ok := true

@@ -43,7 +43,7 @@ func TestElectionEndpoints(t *testing.T) {
 	go func() {
 		got <- call(t, "POST", electionURL(s, "e", "campaign"), "", map[string]any{"value": "b", "wait_ms": 10000})
 	}()
-	waitFor(t, 5*time.Second, "b to wait", func() bool { return waiters(t, s.eng, "e") > 0 })
+	waitFor(t, patience, "b to wait", func() bool { return waiters(t, s.eng, "e") > 0 })
 
 	for _, bad := range []struct {
 		what, action string
@@ -137,8 +137,8 @@ func watchLeader(t *testing.T, s *testServer, name string) func() api.LeaderInfo
 				t.Fatal("the watch stream ended")
 			}
 			return li
-		case <-time.After(10 * time.Second):
-			t.Fatal("no leader event within 10s")
+		case <-time.After(patience):
+			t.Fatalf("no leader event within %v", patience)
 		}
 		return api.LeaderInfo{}
 	}

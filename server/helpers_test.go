@@ -145,7 +145,12 @@ func num(t *testing.T, r reply, field string) uint64 {
 	return n
 }
 
-// waitFor polls cond until it holds or d passes.
+// patience bounds a test's wait for something that must happen (a waiter
+// subscribing, an answer arriving): long enough that a starved machine does
+// not fail the test, which asserts what happens, not how soon.
+const patience = time.Minute
+
+// waitFor polls cond until it holds, or fails the test when d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)

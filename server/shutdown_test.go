@@ -30,16 +30,14 @@ func TestShutdownEmbedded(t *testing.T) {
 	if line, _ := rd.ReadString('\n'); line != "event: ready\n" {
 		t.Fatalf("stream began with %q", line)
 	}
-	waitFor(t, 5*time.Second, "the waiter", func() bool { return waiters(t, s.eng, "s") == 2 })
+	waitFor(t, patience, "the waiter", func() bool { return waiters(t, s.eng, "s") == 2 })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The waiter's budget (30s) is shorter than Shutdown's: a Shutdown
+	// that waited for it would see it answered locked, not shutting_down.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*patience)
 	defer cancel()
-	startAt := time.Now()
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(startAt); d > 2*time.Second {
-		t.Fatalf("shutdown took %v: waiters held it up", d)
 	}
 	r := <-got
 	want(t, "waiter at shutdown", r, 503, api.CodeShuttingDown)
