@@ -12,16 +12,16 @@ import (
 
 // TestTimeFloorAcrossStaleFailover: a replica is promoted while the old
 // master goes on granting (the grants it never received are what an
-// asynchronous failover loses), and the clients move to it. With
-// WithTimeFloor its next token is above every token the old master handed
-// out; without it (the control) the high-water it inherited is stale and
-// the token repeats one already handed out.
+// asynchronous failover loses), and the clients move to it. By default (the
+// time floor) its next token is above every token the old master handed
+// out; with WithoutTimeFloor (the control) the high-water it inherited is
+// stale and the token repeats one already handed out.
 func TestTimeFloorAcrossStaleFailover(t *testing.T) {
 	for _, floor := range []bool{true, false} {
-		t.Run(map[bool]string{true: "time floor", false: "control"}[floor], func(t *testing.T) {
+		t.Run(map[bool]string{true: "time floor", false: "control: WithoutTimeFloor"}[floor], func(t *testing.T) {
 			var opts []redisengine.Option
-			if floor {
-				opts = append(opts, redisengine.WithTimeFloor())
+			if !floor {
+				opts = append(opts, redisengine.WithoutTimeFloor())
 			}
 			srvs := redistest.StartN(t, 2)
 			master, replica := srvs[0], srvs[1]
