@@ -72,23 +72,66 @@ func (s *Server) writeSentinelConf() error {
 // by t.Cleanup.
 func StartSentinel(t testing.TB, opts ...Option) *Sentinel {
 	t.Helper()
-	srvs := StartN(t, 2, opts...)
-	g := &Sentinel{Master: srvs[0], Replica: srvs[1]}
+	if _, err := RequireRedisServer(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	g, err := NewSentinel(opts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return g
+}
+
+// NewSentinel is StartSentinel outside a test: the caller must Close the
+// group.
+func NewSentinel(opts ...Option) (*Sentinel, error) {
+	g := &Sentinel{}
+	var err error
+	if g.Master, err = New(opts...); err != nil {
+		return nil, err
+	}
+	if g.Replica, err = New(opts...); err != nil {
+		return nil, errors.Join(err, g.Close())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
 	if err := g.replicate(ctx); err != nil {
-		t.Fatalf("redistest: replicate %s to %s: %v", g.Master.Addr(), g.Replica.Addr(), err)
+		err = fmt.Errorf("redistest: replicate %s to %s: %w", g.Master.Addr(), g.Replica.Addr(), err)
+		return nil, errors.Join(err, g.Close())
 	}
 	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\n"+
 		"sentinel down-after-milliseconds %[1]s %[3]d\n"+
 		"sentinel failover-timeout %[1]s %[4]d\n",
 		SentinelMaster, g.Master.Port(), SentinelDownAfter.Milliseconds(), sentinelTimeout.Milliseconds())
-	g.Sentinels = StartN(t, sentinelCount, withSentinel(conf))
-	t.Cleanup(g.closeClients) // runs before the servers are closed
-	if err := g.waitKnown(ctx); err != nil {
-		t.Fatalf("redistest: sentinels not ready: %v", err)
+	for range sentinelCount {
+		s, err := New(withSentinel(conf))
+		if err != nil {
+			return nil, errors.Join(err, g.Close())
+		}
+		g.Sentinels = append(g.Sentinels, s)
 	}
-	return g
+	if err := g.waitKnown(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("redistest: sentinels not ready: %w", err), g.Close())
+	}
+	return g, nil
+}
+
+// Close closes the clients handed out by Client, then every process of
+// the group (as Server.Close). It is idempotent.
+func (g *Sentinel) Close() error {
+	g.closeClients()
+	var errs []error
+	for _, s := range append(append([]*Server(nil), g.Sentinels...), g.Master, g.Replica) {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // replicate makes the replica a replica of the master and waits until its
@@ -156,6 +199,13 @@ func (g *Sentinel) Failover(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
+	if err := g.FailoverContext(ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// FailoverContext is Failover outside a test, bounded by ctx.
+func (g *Sentinel) FailoverContext(ctx context.Context) error {
 	err := poll(ctx, func() (bool, error) {
 		// The sentinel refuses while it has not seen the replica
 		// answer since it was paused: ask again.
@@ -165,11 +215,21 @@ func (g *Sentinel) Failover(t testing.TB) {
 		return err == nil, err
 	})
 	if err != nil {
-		t.Fatalf("redistest: SENTINEL FAILOVER %s: %v", SentinelMaster, err)
+		return fmt.Errorf("redistest: SENTINEL FAILOVER %s: %w", SentinelMaster, err)
 	}
 	if err := g.waitMaster(ctx, g.Replica); err != nil {
-		t.Fatalf("redistest: failover to %s: %v", g.Replica.Addr(), err)
+		return fmt.Errorf("redistest: failover to %s: %w", g.Replica.Addr(), err)
 	}
+	return nil
+}
+
+// Addrs returns the sentinels' addresses.
+func (g *Sentinel) Addrs() []string {
+	addrs := make([]string, len(g.Sentinels))
+	for i, s := range g.Sentinels {
+		addrs[i] = s.Addr()
+	}
+	return addrs
 }
 
 // waitMaster waits until every sentinel reports want as the master and
@@ -223,13 +283,9 @@ func (g *Sentinel) sentinel(ctx context.Context, s *Server, fn func(*redis.Senti
 // that asks the sentinels for the master, with context deadlines honoured.
 // It is closed when the test ends.
 func (g *Sentinel) Client() *redis.Client {
-	addrs := make([]string, len(g.Sentinels))
-	for i, s := range g.Sentinels {
-		addrs[i] = s.Addr()
-	}
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:            SentinelMaster,
-		SentinelAddrs:         addrs,
+		SentinelAddrs:         g.Addrs(),
 		ContextTimeoutEnabled: true,
 		DisableIdentity:       true,
 	})
