@@ -8,6 +8,7 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
+	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -49,6 +50,11 @@ func grantAndRelease(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, n
 	return g.Token
 }
 
+// counting builds the nodes without the time floor: they mint high-water +
+// 1, so the tokens below come from the high-waters the tests set. (With
+// the floor, the default, each node mints from its own clock.)
+var counting = []redisengine.Option{redisengine.WithoutTimeFloor()}
+
 // TestPhaseTwoOnlyWhenTokensDisagree: phase 2 runs when the majority's
 // phase-1 tokens differ (it is sent to every granting node, and a majority
 // is raised to the maximum before the grant returns);
@@ -58,7 +64,7 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	ctx := context.Background()
 	var raises atomic.Int64
-	q := wrappedQuorum(t, srvs, func(_ int, e engine.Engine) engine.Engine { return countingRaises{e, &raises} })
+	q := nodesQuorum(t, srvs, counting, func(_ int, e engine.Engine) engine.Engine { return countingRaises{e, &raises} })
 	const name = "phase2"
 	fence := lockKey(name) + ":fence"
 	setFence := func(i, v int) {
@@ -129,7 +135,7 @@ func TestTokenOrderSurvivesLosingTheMaxNode(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		q := newQuorum(t, srvs, opts...)
+		q := nodesQuorum(t, srvs, counting, nil, opts...)
 		first = grantAndRelease(t, q, srvs, "order", "a")
 		if err := srvs[2].Kill(); err != nil {
 			t.Fatal(err)

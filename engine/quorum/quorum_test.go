@@ -44,10 +44,17 @@ func withTestTimeout(opts []quorum.Option) []quorum.Option {
 // (wrap may be nil).
 func wrappedQuorum(t testing.TB, srvs []*redistest.Server, wrap func(i int, e engine.Engine) engine.Engine, opts ...quorum.Option) *quorum.Engine {
 	t.Helper()
+	return nodesQuorum(t, srvs, nil, wrap, opts...)
+}
+
+// nodesQuorum is wrappedQuorum with every node's engine built with
+// nodeOpts.
+func nodesQuorum(t testing.TB, srvs []*redistest.Server, nodeOpts []redisengine.Option, wrap func(i int, e engine.Engine) engine.Engine, opts ...quorum.Option) *quorum.Engine {
+	t.Helper()
 	opts = withTestTimeout(opts)
 	engines := make([]engine.Engine, len(srvs))
 	for i, s := range srvs {
-		e, err := redisengine.New(s.Client())
+		e, err := redisengine.New(s.Client(), nodeOpts...)
 		if err != nil {
 			t.Fatal(err)
 		}

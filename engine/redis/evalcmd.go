@@ -114,6 +114,7 @@ func (a *evalArgs) add(v any) { a.argv = append(a.argv, v) }
 // Arguments that take no allocation once boxed here.
 var (
 	argOne      any = "1"
+	argZero     any = "0"
 	argPublish  any = "PUBLISH"
 	argSPublish any = "SPUBLISH"
 )
@@ -185,9 +186,9 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 		a.add("")
 	}
 	queue := r.Waiter != "" || r.Behind
-	if e.floor != "" || queue { // ARGV[7] only when needed: the common grant sends less
-		if e.floor != "" {
-			a.add(argOne)
+	if e.noFloor != "" || queue { // ARGV[7] only when needed: the common grant sends less
+		if e.noFloor != "" {
+			a.add(argZero)
 		} else {
 			a.add("")
 		}

@@ -1,9 +1,13 @@
 package redis_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/engine"
 	redisengine "github.com/distlock/distlock/engine/redis"
@@ -12,16 +16,16 @@ import (
 
 // TestTimeFloorAcrossStaleFailover: a replica is promoted while the old
 // master goes on granting (the grants it never received are what an
-// asynchronous failover loses), and the clients move to it. With
-// WithTimeFloor its next token is above every token the old master handed
-// out; without it (the control) the high-water it inherited is stale and
-// the token repeats one already handed out.
+// asynchronous failover loses), and the clients move to it. By default (the
+// time floor) its next token is above every token the old master handed
+// out; with WithoutTimeFloor (the control) the high-water it inherited is
+// stale and the token repeats one already handed out.
 func TestTimeFloorAcrossStaleFailover(t *testing.T) {
 	for _, floor := range []bool{true, false} {
-		t.Run(map[bool]string{true: "time floor", false: "control"}[floor], func(t *testing.T) {
+		t.Run(map[bool]string{true: "time floor", false: "control: WithoutTimeFloor"}[floor], func(t *testing.T) {
 			var opts []redisengine.Option
-			if floor {
-				opts = append(opts, redisengine.WithTimeFloor())
+			if !floor {
+				opts = append(opts, redisengine.WithoutTimeFloor())
 			}
 			srvs := redistest.StartN(t, 2)
 			master, replica := srvs[0], srvs[1]
@@ -72,5 +76,68 @@ func TestTimeFloorAcrossStaleFailover(t *testing.T) {
 			}
 			t.Logf("last token on the old master %d, first on the new one %d", last, next)
 		})
+	}
+}
+
+// TestTimeFloorStaleHighWater: a name's high-water set back behind the
+// engine's back (what a failover to a stale replica or a lagging AOF leaves)
+// does not set tokens back, for a mutex grant, a queued waiter's grant and
+// a shared (semaphore) grant alike: every token is at least the server clock.
+// The control, WithoutTimeFloor, counts up from the stale value.
+func TestTimeFloorStaleHighWater(t *testing.T) {
+	const stale = 1000
+	grants := map[string]func(context.Context, *redisengine.Engine, string, string) (engine.Grant, error){
+		"mutex": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
+			return e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute})
+		},
+		"waiter": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
+			return e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute,
+				Waiter: owner, WaiterTTL: time.Minute, Fair: true})
+		},
+		"semaphore": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
+			return e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{
+				Name: name, Owner: owner, Attempt: owner, TTL: time.Minute}, Kind: engine.Semaphore, Limit: 2, Weight: 1})
+		},
+	}
+	srv := redistest.Start(t)
+	for _, floor := range []bool{true, false} {
+		var opts []redisengine.Option
+		if !floor {
+			opts = append(opts, redisengine.WithoutTimeFloor())
+		}
+		e := listEngine(t, srv.Client(), opts...)
+		for kind, grant := range grants {
+			t.Run(fmt.Sprintf("%s/floor=%v", kind, floor), func(t *testing.T) {
+				ctx := listCtx(t)
+				name := fmt.Sprintf("stale-%s-%v", kind, floor)
+				first, err := grant(ctx, e, name, "a")
+				if err != nil || !first.Acquired {
+					t.Fatalf("first grant: %+v, %v", first, err)
+				}
+				fenceKey := redisengine.DefaultPrefix + "{" + name + "}:fence"
+				if err := srv.Client().Set(ctx, fenceKey, stale, goredis.KeepTTL).Err(); err != nil {
+					t.Fatal(err)
+				}
+				next, err := grant(ctx, e, name, "b")
+				if err != nil || !next.Acquired {
+					if kind == "semaphore" {
+						t.Fatalf("second permit: %+v, %v", next, err)
+					}
+					// The mutex is held by a: take it after a's release.
+					if _, err := e.Release(ctx, name, "a"); err != nil {
+						t.Fatal(err)
+					}
+					if next, err = grant(ctx, e, name, "b"); err != nil || !next.Acquired {
+						t.Fatalf("grant after the release: %+v, %v", next, err)
+					}
+				}
+				switch {
+				case floor && next.Token <= first.Token:
+					t.Fatalf("token %d after the high-water was set back, not above %d", next.Token, first.Token)
+				case !floor && next.Token != stale+1:
+					t.Fatalf("control: token %d, want %d (counted up from the stale high-water)", next.Token, stale+1)
+				}
+			})
+		}
 	}
 }

@@ -72,10 +72,10 @@ func TestScriptArgs(t *testing.T) {
 			t.Errorf("%d:\n got %q\nwant %q", i, got, want)
 		}
 	}
-	e.floor = "1"
+	e.noFloor = "0"
 	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, true))
-	if len(got) != 17 || got[16] != "1" {
-		t.Errorf("time floor: %q", got)
+	if len(got) != 17 || got[16] != "0" {
+		t.Errorf("without the time floor: %q", got)
 	}
 	if acquireScript.sha != acquireScript.Hash() || releaseScript.sha != releaseScript.Hash() {
 		t.Error("a script's SHA1 differs from go-redis's")

@@ -80,7 +80,7 @@ type Engine struct {
 	classic   bool                   // WithClassicPubSub
 	publish   string                 // PUBLISH or SPUBLISH
 	inflight  int                    // WithMaxInflight
-	floor     string                 // "1" with WithTimeFloor
+	noFloor   string                 // "0" with WithoutTimeFloor, else ""
 	contended contendedNames         // names whose scripts send every key at once
 	id        string                 // random, names this engine in release ids
 	releases  atomic.Uint64          // numbers this engine's releases
@@ -100,9 +100,9 @@ type Option func(*Engine)
 func WithPrefix(prefix string) Option { return func(e *Engine) { e.prefix = prefix } }
 
 // WithFenceTTL sets how long a name's fencing high-water key lives after it
-// was seeded from the server clock or raised by a quorum's phase 2 (default
-// 7 days); grants count up from it meanwhile. When it is gone, the next
-// grant seeds it from the server clock again; see docs/FENCING.md.
+// was made or raised by a quorum's phase 2 (default 7 days); grants mint
+// above it meanwhile. When it is gone, the next grant makes it again from
+// the server clock; see docs/FENCING.md.
 func WithFenceTTL(d time.Duration) Option { return func(e *Engine) { e.fenceTTL = d } }
 
 // WithMaxInflight sets how many Acquire and Release round trips the engine
@@ -122,18 +122,34 @@ func WithMaxInflight(n int) Option { return func(e *Engine) { e.inflight = n } }
 // holder's expiry). Without Cluster it changes nothing.
 func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
 
-// WithTimeFloor makes every new token at least the server clock in
-// microseconds: token = max(high-water + 1, server time), as the high-water
-// is only seeded from the clock when it is missing otherwise. Use it where
-// the high-water key can come back stale rather than missing: a failover
-// to a replica that had not received the last grants (Sentinel, or a
-// Cluster with replicas), or a restart from an AOF or RDB file that lags.
-// Without it, the next grants there count up from the stale value and
-// repeat tokens already handed out. It costs a TIME and, usually, a SET
-// inside the acquire script; tokens keep their order as long as the new
-// master's clock is not behind the old one's by more than the time between
-// the grants. See docs/FENCING.md.
-func WithTimeFloor() Option { return func(e *Engine) { e.floor = "1" } }
+// WithoutTimeFloor turns off the time floor of the fencing tokens. By
+// default every new token (of a mutex grant, and of a semaphore's or an
+// RWMutex's) is max(high-water + 1, server clock in µs), which keeps the
+// order of tokens across a failover to a replica that had not received the
+// last grants (Sentinel, a Cluster with replicas) and across a restart
+// from an AOF or RDB file that lags: the tokens the old master handed out
+// were never ahead of its clock, so the new master's are above them as
+// long as its clock is not behind the old one's by more than the time
+// between the grants. WithoutTimeFloor mints high-water + 1 instead (the
+// high-water is seeded from the server clock only when it is missing): a
+// TIME and a SET fewer per grant, and tokens independent of the clock
+// while the high-water key lives. What it gives up: a high-water that
+// comes back stale rather than missing makes the next grants repeat
+// tokens already handed out, below the one a stale holder still writes
+// with, so fenced resources refuse the new holder and accept the stale
+// one. Use it only on a standalone server that persists synchronously
+// (appendfsync always) or persists nothing, never with replicas. The
+// nodes of a quorum (engine/quorum) count up from the same high-water
+// after phase 2 when they mint without the floor, so their phase-1 tokens
+// agree and phase 2 is skipped; with the floor each node mints from its
+// own clock, and phase 2 runs on every fenced grant. See docs/FENCING.md.
+func WithoutTimeFloor() Option { return func(e *Engine) { e.noFloor = "0" } }
+
+// WithTimeFloor is the default and changes nothing.
+//
+// Deprecated: every token is at least the server clock in µs unless
+// WithoutTimeFloor says otherwise.
+func WithTimeFloor() Option { return func(e *Engine) { e.noFloor = "" } }
 
 // New returns an engine that uses client. The client stays the caller's:
 // Close does not close it.

@@ -121,7 +121,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		waiterTTL = ms(r.WaiterTTL)
 	}
 	res, err := e.runShared(ctx, sharedAcquireScript, r.Name, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
-		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.floor).Slice()
+		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.noFloor).Slice()
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)
 	}

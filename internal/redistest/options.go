@@ -1,11 +1,15 @@
 package redistest
 
-import "strconv"
+import (
+	"path/filepath"
+	"strconv"
+)
 
 // config collects the settings applied by Options.
 type config struct {
 	persistence bool
 	args        []string
+	sentinel    string // the config file's first lines: the process is a redis-sentinel
 }
 
 // Option configures a Server started by Start, StartN or New.
@@ -37,9 +41,14 @@ func newConfig(opts []Option) config {
 }
 
 // serverArgs returns the redis-server arguments for a server on port whose
-// data directory and log file live in dir.
+// data directory and log file live in dir. A sentinel's start with its
+// config file (sentinelConf) and --sentinel.
 func (c config) serverArgs(port int, dir, logfile string) []string {
-	args := []string{
+	var args []string
+	if c.sentinel != "" {
+		args = []string{filepath.Join(dir, sentinelConf), "--sentinel"}
+	}
+	args = append(args,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--dir", dir,
@@ -48,7 +57,7 @@ func (c config) serverArgs(port int, dir, logfile string) []string {
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--logfile", logfile,
-	}
+	)
 	if c.persistence {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	}

@@ -312,3 +312,46 @@ func TestStartCluster(t *testing.T) {
 		t.Fatalf("Del: %v", err)
 	}
 }
+
+// TestStartSentinel: the failover client writes to the master and the
+// replica receives it; after the master is killed and Failover returns,
+// the failover client writes to the replica, now the master; every process
+// of the group is gone when the test's cleanup has run.
+func TestStartSentinel(t *testing.T) {
+	var pids []int
+	t.Run("group", func(t *testing.T) {
+		g := redistest.StartSentinel(t)
+		for _, s := range append([]*redistest.Server{g.Master, g.Replica}, g.Sentinels...) {
+			pids = append(pids, s.PID())
+		}
+		ctx := ctx(t)
+		fc := g.Client()
+		if err := fc.Set(ctx, "k", "before", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for g.Replica.Client().Get(ctx, "k").Val() != "before" {
+			if ctx.Err() != nil {
+				t.Fatal("the replica never received the write")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := g.Master.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		g.Failover(t)
+		if addr, err := g.MasterAddr(ctx); err != nil || addr != g.Replica.Addr() {
+			t.Fatalf("MasterAddr after the failover: %q, %v", addr, err)
+		}
+		if err := g.Client().Set(ctx, "k", "after", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v := g.Replica.Client().Get(ctx, "k").Val(); v != "after" {
+			t.Fatalf("the new master holds %q", v)
+		}
+	})
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("pid %d still there after the cleanup: kill(0) = %v", pid, err)
+		}
+	}
+}

@@ -86,6 +86,9 @@ func New(opts ...Option) (*Server, error) {
 // the error wraps errPortBusy if the port could not be bound. It must be
 // called with s.mu held (or before s is shared).
 func (s *Server) launch() (*process, error) {
+	if err := s.writeSentinelConf(); err != nil {
+		return nil, err
+	}
 	logs := s.logMark()
 	logfile := filepath.Join(s.dir, logName)
 	p, err := startProcess(s.bin, s.cfg.serverArgs(s.port, s.dir, logfile), filepath.Join(s.dir, outName))

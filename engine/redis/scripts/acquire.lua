@@ -14,7 +14,8 @@
 -- shared_acquire.lua refuses another kind), having changed nothing.
 -- ARGV: owner, ttl ms, metadata, high-water ttl ms, attempt id, waiting
 -- ('1' when the caller waits for a wake-up if the lock is held), time floor
--- ('1': a token is never below the server clock in microseconds), and for
+-- ('0' turns it off; absent or anything else: a token is never below the
+-- server clock in microseconds), and for
 -- a waiter of the queue (absent otherwise): waiter id, heartbeat ttl ms,
 -- fair ('1'), behind ('1': do not take a free lock ahead of the queue),
 -- PUBLISH or SPUBLISH, reservation µs, starvation bound µs (queue.lua),
@@ -127,22 +128,23 @@ if n > 0 then
     return {1, s.t, s.c}
   end
 end
--- token = high-water + 1. Without a high-water (first grant, FLUSHALL, a
--- restart without persistence, or its ttl ran out) the token is seeded
--- from the server clock in microseconds. Every grant takes longer than a
--- microsecond, so tokens never run ahead of the clock that seeded them,
--- and a later seed is above them all unless the clock was set back.
---
--- With the time floor, token = max(high-water + 1, server clock in µs),
--- which also stays above the tokens a failover to a replica lost (they
--- were never ahead of the old master's clock).
+-- token = max(high-water + 1, server clock in µs): the time floor. Tokens
+-- never run ahead of the clock of the server that minted them (every grant
+-- takes longer than a microsecond), so a token stays above the ones a
+-- failover to a replica lost, or a restart from a lagging file, as long as
+-- the new master's clock is not behind the old one's by more than the time
+-- between the grants.
+-- With the floor off (ARGV[7] '0'), token = high-water + 1, seeded from
+-- the clock only when there is no high-water (first grant, FLUSHALL, a
+-- restart without persistence, its ttl ran out): a stale high-water
+-- repeats tokens.
 local fence = KEYS[#KEYS]
 local token = redis.call('INCR', fence)
 if token == 1 then
   local t = redis.call('TIME')
   token = tonumber(t[1]) * 1000000 + tonumber(t[2])
   redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[4])
-elseif ARGV[7] == '1' then
+elseif ARGV[7] ~= '0' then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   if now > token then

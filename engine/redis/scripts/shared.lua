@@ -175,14 +175,14 @@ local function sh_keep(now, x, deadline, fresh)
 end
 
 -- sh_mint returns the next fencing token of the name, as acquire.lua mints
--- it: high-water + 1, seeded from the server clock in µs when there is no
--- high-water, and with the time floor (floor '1') never below the clock.
+-- it: max(high-water + 1, server clock in µs); with the time floor off
+-- (floor '0') high-water + 1, seeded from the clock when there is none.
 local function sh_mint(floor)
   local token = redis.call('INCR', FENCE)
   if token == 1 then
     token = sh_now()
     redis.call('SET', FENCE, sh_int(token), 'PX', FENCE_MS)
-  elseif floor == '1' then
+  elseif floor ~= '0' then
     local now = sh_now()
     if now > token then
       token = now

@@ -2,7 +2,7 @@
 -- ARGV[3] for ARGV[4] ms, or re-enters it.
 -- ARGV: fence ttl ms, PUBLISH or SPUBLISH, owner, ttl ms, metadata,
 -- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
--- semaphore, 2 rwlock), limit, weight, time floor ('1', as acquire.lua).
+-- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua).
 -- The lock is made with the kind and limit asked when it does not exist.
 -- Refused with an error reply, having changed nothing: 'DISTLOCK mutex'
 -- (the name is held as a mutex), 'DISTLOCK kind <k>' (the lock is of kind
