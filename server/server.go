@@ -58,7 +58,36 @@ const (
 	MaxListLimit = 1000
 	// DefaultDashboardStreams bounds the dashboards watching at once.
 	DefaultDashboardStreams = 64
+	// DefaultHeaderTimeout bounds the reading of a request's headers.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout bounds the reading of a request's body.
+	DefaultBodyTimeout = 10 * time.Second
+	// DefaultIdleTimeout bounds how long a keep-alive connection waits for
+	// its next request.
+	DefaultIdleTimeout = 2 * time.Minute
 )
+
+// Timeouts bound what a client may take to send a request, so that no
+// client, slow or malicious, holds a connection and its goroutine for
+// longer: every request is answered, or its connection closed, within
+// them. A waiting request (an acquire with a wait budget, an event stream)
+// is held open beyond them once its request has arrived whole: its wait is
+// bounded by the wait budget and the waiter limits instead.
+type Timeouts struct {
+	// Header bounds the reading of a request's headers, from its first
+	// byte (http.Server.ReadHeaderTimeout; on HTTPS also the handshake).
+	Header time.Duration
+	// Body bounds the reading of a request's body, counted from the end of
+	// its headers: a body that trickles in or never ends is answered
+	// invalid_argument (HTTP 400) and the connection closed. The same bound
+	// holds for a request refused before its body was read (unauthorized,
+	// say): net/http reads the rest of the body before it answers, and
+	// closes the connection instead when the body has not ended by then.
+	Body time.Duration
+	// Idle bounds how long a keep-alive connection waits for its next
+	// request (http.Server.IdleTimeout).
+	Idle time.Duration
+}
 
 // engineTimeout bounds one engine operation made for a request. Engine
 // operations run on a context detached from the request's cancellation, so
@@ -80,6 +109,7 @@ type Server struct {
 	tlsConfig      *tls.Config
 	maxBody        int64
 	maxWait        time.Duration
+	timeouts       Timeouts
 	limits         *limits
 	registry       *prometheus.Registry // only until New: then metrics.gatherer
 	metrics        *Metrics
@@ -172,6 +202,27 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
+// WithTimeouts sets the bounds of Timeouts; a zero field keeps its default
+// (DefaultHeaderTimeout, DefaultBodyTimeout, DefaultIdleTimeout). A
+// negative one is refused with a *distlock.ArgumentError.
+func WithTimeouts(t Timeouts) Option {
+	return func(s *Server) error {
+		if t.Header < 0 || t.Body < 0 || t.Idle < 0 {
+			return &distlock.ArgumentError{Arg: "timeouts", Reason: fmt.Sprintf("must not be negative, got header %v, body %v, idle %v", t.Header, t.Body, t.Idle)}
+		}
+		if t.Header > 0 {
+			s.timeouts.Header = t.Header
+		}
+		if t.Body > 0 {
+			s.timeouts.Body = t.Body
+		}
+		if t.Idle > 0 {
+			s.timeouts.Idle = t.Idle
+		}
+		return nil
+	}
+}
+
 // WithRegistry registers the server's metrics on reg and serves reg at
 // /metrics (default: a registry of the server's own, with the Go and
 // process collectors).
@@ -218,6 +269,7 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 		eng:      eng,
 		maxBody:  DefaultMaxBodyBytes,
 		maxWait:  DefaultMaxWait,
+		timeouts: Timeouts{Header: DefaultHeaderTimeout, Body: DefaultBodyTimeout, Idle: DefaultIdleTimeout},
 		limits:   newLimits(DefaultMaxWaiters, DefaultMaxWaitersPerName),
 		log:      slog.Default(),
 		stopping: make(chan struct{}),
@@ -254,7 +306,7 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	s.shared = newSharedBook()
 	s.watcher = distlock.New(s.eng)
 	s.metricsHandler = s.newMetricsHandler()
-	s.handler = s.routes()
+	s.handler = s.boundBodies(s.routes())
 	s.bg.Add(1)
 	go s.sweepHolds()
 	return s, nil
@@ -270,7 +322,10 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 func (s *Server) Observer() distlock.Observer { return s.obs }
 
 // Handler returns the server's HTTP handler, for use with a server of the
-// caller's own. Call Close (or Shutdown) when done with it.
+// caller's own. Call Close (or Shutdown) when done with it. The handler
+// applies the body timeout (Timeouts.Body) itself; give that server a
+// ReadHeaderTimeout and an IdleTimeout, as Serve does, and no WriteTimeout
+// (it would cut waiting requests).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve accepts connections on ln until Shutdown or Close, and returns
@@ -282,8 +337,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.timeouts.Header,
+		IdleTimeout:       s.timeouts.Idle,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}

@@ -95,18 +95,31 @@ func (s *Server) waitFrom(ms int64) (time.Duration, *apiError) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// bodyTimeout bounds the reading of a request body.
-const bodyTimeout = 10 * time.Second
+// boundBodies bounds the reading of request bodies (Timeouts.Body). A
+// request that has a body gets a read deadline on its connection, Body
+// after its headers (a request without one has nothing to read: net/http's
+// own timeouts bound it). It bounds the handler's reading (decode), and
+// net/http's reading of whatever of the body the handler left unread (a
+// request refused before its body was read): net/http reads the body's
+// rest before it answers, and closes the connection after the answer when
+// that fails. Once the body has been read to its end, net/http lifts the
+// deadline itself, as it starts watching the connection for the client
+// going away: a held-open request (an acquire's wait, an event stream)
+// outlives it.
+func (s *Server) boundBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.timeouts.Body))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // decode reads the request body (at most the server's limit) into v. An
 // empty body leaves v as it is when optional. The whole body is read, so the
-// server notices at once when the client goes away afterwards.
+// server notices at once when the client goes away afterwards. A body that
+// does not arrive within the server's body timeout fails (boundBodies).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) *apiError {
-	// A body that trickles in is cut off: a slow client cannot hold a
-	// request open before it even asked for anything.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, s.maxBody)
 	data, err := io.ReadAll(body)
 	if err != nil {

@@ -298,6 +298,8 @@ Flags:
   --max-waiters N           waiting requests in total (default 10000)
   --max-waiters-per-name N  waiting requests per lock name (default 1000)
   --max-wait DURATION       longest wait an acquire may ask for (default 10m)
+  --read-timeout DURATION   how long a client may take to send a request's
+                            headers, and then its body (default 10s)
   --shutdown-timeout DURATION
                             on SIGINT/SIGTERM, how long requests in progress
                             may take to finish (default 10s)

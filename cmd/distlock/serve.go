@@ -53,6 +53,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	maxWaiters := fs.Int("max-waiters", server.DefaultMaxWaiters, "")
 	maxPerName := fs.Int("max-waiters-per-name", server.DefaultMaxWaitersPerName, "")
 	maxWait := durationFlag(fs, "max-wait", server.DefaultMaxWait)
+	readTimeout := durationFlag(fs, "read-timeout", server.DefaultBodyTimeout)
 	grace := durationFlag(fs, "shutdown-timeout", 10*time.Second)
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err); !ok {
@@ -70,6 +71,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 		return a.usage(cmd, "--max-waiters and --max-waiters-per-name must be positive")
 	case *maxWait <= 0:
 		return a.usage(cmd, "--max-wait must be positive")
+	case *readTimeout <= 0:
+		return a.usage(cmd, "--read-timeout must be positive")
 	}
 
 	if tokensGiven := *tokensFile != "" || strings.TrimSpace(a.getenv(envTokens)) != ""; !tokensGiven && !*public && !loopbackAddr(*listen) {
@@ -86,6 +89,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	opts := []server.Option{
 		server.WithLogger(log), server.WithMetrics(metrics),
 		server.WithMaxWaiters(*maxWaiters, *maxPerName), server.WithMaxWait(*maxWait),
+		server.WithTimeouts(server.Timeouts{Header: *readTimeout, Body: *readTimeout}),
 	}
 	tokens, err := a.serveTokens(*tokensFile)
 	if err != nil {

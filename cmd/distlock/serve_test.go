@@ -163,6 +163,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--listen", "0.0.0.0:7420"}, "not a loopback address"},
 		{[]string{"serve", "--listen", "192.0.2.1:7420"}, "--insecure-public"},
 		{[]string{"serve", "--max-waiters", "0"}, "must be positive"},
+		{[]string{"serve", "--read-timeout", "0s"}, "--read-timeout must be positive"},
 		{[]string{"serve", "extra"}, "unexpected argument"},
 		{[]string{"serve", "--redlock", "redis://127.0.0.1:1,,redis://127.0.0.1:2"}, "empty URL"},
 	} {
