@@ -88,7 +88,7 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 		}
 		return g, err
 	}
-	g := engine.Grant{Acquired: true, Token: grantToken(rs, e.majority)}
+	g := engine.Grant{Acquired: true, Token: e.grantToken(rs)}
 	for _, x := range rs {
 		if x.done && x.err == nil && x.v.Acquired {
 			g.Count = max(g.Count, x.v.Count)
@@ -131,11 +131,13 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 // majority. A majority's token wins over a minority's higher one, so a
 // resent acquire (AttemptReplay) or a re-entry gets the token the lease
 // has, whatever a late node minted meanwhile.
-func grantToken(rs []result[engine.Grant], majority int) uint64 {
+//
+// With phase 2 off (WithoutFencing) it is always the highest.
+func (e *Engine) grantToken(rs []result[engine.Grant]) uint64 {
 	var top uint64
 	for _, x := range rs {
 		if x.done && x.err == nil && x.v.Acquired {
-			if agreeing(rs, x.v.Token) >= majority {
+			if !e.noFencing && agreeing(rs, x.v.Token) >= e.majority {
 				return x.v.Token
 			}
 			top = max(top, x.v.Token)

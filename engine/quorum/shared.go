@@ -107,7 +107,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		}
 		return g, err
 	}
-	g := engine.Grant{Acquired: true, Token: grantToken(rs, e.majority)}
+	g := engine.Grant{Acquired: true, Token: e.grantToken(rs)}
 	for _, x := range rs {
 		if x.done && x.err == nil && x.v.Acquired {
 			g.Count = max(g.Count, x.v.Count)
