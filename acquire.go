@@ -149,6 +149,10 @@ func (a *attempt) try() (*Lease, error) {
 		a.last = err
 	case errors.Is(err, engine.ErrUpgrade):
 		return nil, fmt.Errorf("%w (%q)", ErrUpgrade, a.name)
+	case errors.Is(err, engine.ErrFenceExhausted):
+		// No token above the name's high-water fits in 53 bits: nothing
+		// was granted, and trying again will not help.
+		return nil, fmt.Errorf("%w (%q)", engine.ErrFenceExhausted, a.name)
 	case isArgument(err):
 		// A rule of the engine's (a server's) refused the input: nothing
 		// changed, and trying again will not help.

@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/distlock/distlock/internal/waiting"
@@ -23,16 +24,27 @@ type Leader struct {
 func (l Leader) Elected() bool { return l.Term != 0 }
 
 // Leader returns the current leader of the election name, or ErrNoLeader
-// when nobody leads it.
+// when nobody leads it, or nobody leads it yet: on a quorum, a leader is
+// reported only once its term is settled (phase 2 raised it on a majority
+// of the nodes and its value is set there), so the term reported is always
+// the leader's own (Leadership.Term), never the token one node minted.
 func (c *Client) Leader(ctx context.Context, name string) (Leader, error) {
 	info, err := c.Inspect(ctx, name)
 	if err != nil {
 		return Leader{}, err
 	}
-	if !info.Held {
+	return LeaderOf(name, info.Held, info.Token, info.Metadata, info.TTL)
+}
+
+// LeaderOf reads an election's state from its lock's (Inspect): a leader
+// when the lock is held with a term (token) and a value (metadata), and
+// ErrNoLeader otherwise. A quorum reports the token 0 (no majority has
+// one yet) and no value until the term is settled: nobody leads yet.
+func LeaderOf(name string, held bool, token uint64, value string, ttl time.Duration) (Leader, error) {
+	if !held || token == 0 || value == "" {
 		return Leader{Name: name}, ErrNoLeader
 	}
-	return Leader{Name: name, Value: info.Metadata, Term: info.Token, TTL: info.TTL}, nil
+	return Leader{Name: name, Value: value, Term: token, TTL: ttl}, nil
 }
 
 // Observe follows the leader of the election name: the channel receives
@@ -46,6 +58,10 @@ func (c *Client) Leader(ctx context.Context, name string) (Leader, error) {
 // stale one. After the subscription reconnects, the state is read again, so
 // the final state is never missed. Without a subscription, the observer
 // polls (waiting.PollFallback, jittered).
+//
+// Terms only go up: a state whose term is below one the channel already
+// carried is never sent (the observer reads again). Each state is Leader's:
+// on a quorum, a leader appears once its term is settled.
 func (c *Client) Observe(ctx context.Context, name string) (<-chan Leader, error) {
 	if err := c.begin(ctx, name); err != nil {
 		return nil, err
@@ -72,6 +88,7 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 		wake = sub.C()
 	}
 	var last Leader
+	var highest uint64 // the highest term sent
 	first := true
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -80,10 +97,16 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case st.Elected() && st.Term < highest:
+			// A term below one already sent: a read that straddled a
+			// change (a node read before it, another after). Never sent:
+			// terms only go up; read again shortly.
+			err = errStaleTerm
 		case err == nil || err == ErrNoLeader:
 			if first || st.Term != last.Term || st.Value != last.Value {
 				offer(ch, st)
 				last, first = st, false
+				highest = max(highest, st.Term)
 			}
 		}
 		d := time.Duration(-1) // until a change is signalled
@@ -110,6 +133,10 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 		}
 	}
 }
+
+// errStaleTerm marks an observer's read that found a term below one it
+// had sent already.
+var errStaleTerm = errors.New("distlock: a term below one already observed")
 
 // offer puts st in ch (capacity 1), replacing a state the reader has not
 // taken yet. Only the observer sends on ch, so it cannot block.

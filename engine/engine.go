@@ -283,6 +283,9 @@ type FenceRaiser interface {
 	// RaiseFence raises the fencing high-water of name to at least token
 	// and records token as the fencing token of the current grant, but
 	// only while owner holds the lock. It reports whether owner held it.
+	// A raise the rule CheckRaise states refuses (below the grant's
+	// token, above MaxToken, more than MaxRaiseAhead ahead of the
+	// authority's clock) is an *ArgumentError and changes nothing.
 	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
 }
 

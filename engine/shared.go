@@ -106,7 +106,7 @@ type SharedFenceRaiser interface {
 	// RaiseSharedFence raises the fencing high-water of name to at least
 	// token and records token as owner's holder token, but only while
 	// owner holds permits of the shared lock name. It reports whether
-	// owner held them.
+	// owner held them. Refused as FenceRaiser.RaiseFence refuses.
 	RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error)
 }
 

@@ -205,19 +205,18 @@ func (s *Server) handleLeader(w http.ResponseWriter, r *http.Request, _ Role, na
 		writeError(w, engineErr("inspect", err))
 		return
 	}
-	if !info.Held {
+	l, err := leaderOf(info)
+	if err != nil {
 		writeError(w, newError(http.StatusNotFound, api.CodeNoLeader, fmt.Sprintf("nobody leads %q", name)))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.leaderInfo(leaderOf(info), info.Waiters))
+	writeJSON(w, http.StatusOK, s.leaderInfo(l, info.Waiters))
 }
 
-// leaderOf reads an election's state from its lock.
-func leaderOf(info engine.Info) distlock.Leader {
-	if !info.Held {
-		return distlock.Leader{Name: info.Name}
-	}
-	return distlock.Leader{Name: info.Name, Value: info.Metadata, Term: info.Token, TTL: info.TTL}
+// leaderOf reads an election's state from its lock (distlock.LeaderOf):
+// distlock.ErrNoLeader while nobody leads, or nobody leads yet.
+func leaderOf(info engine.Info) (distlock.Leader, error) {
+	return distlock.LeaderOf(info.Name, info.Held, info.Token, info.Metadata, info.TTL)
 }
 
 // handleWatch serves GET /v1/elections/{name}/watch: the election's state
@@ -262,7 +261,8 @@ func (s *Server) electionsSnapshot(ctx context.Context) []api.LeaderInfo {
 			continue
 		}
 		info.Name = name
-		out = append(out, s.leaderInfo(leaderOf(info), info.Waiters))
+		l, _ := leaderOf(info) // nobody leads: the name and no term
+		out = append(out, s.leaderInfo(l, info.Waiters))
 	}
 	return out
 }

@@ -395,7 +395,10 @@ func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op, nam
 	}
 }
 
-// handleFence serves POST /v1/locks/{name}/fence (engine.RaiseFence).
+// handleFence serves POST /v1/locks/{name}/fence (engine.RaiseFence). A
+// raise the engine refuses (engine.CheckRaise: below the holder's token,
+// above 2^53-1, too far ahead of the clock) is a 400 invalid_argument and
+// changes nothing.
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.FenceRequest
 	if e := s.decode(w, r, &req, false); e != nil {
@@ -403,8 +406,12 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 		return
 	}
 	e := validateOwner(req.Owner, true)
-	if e == nil && req.Token == 0 {
+	switch {
+	case e != nil:
+	case req.Token == 0:
 		e = badRequest("token", "invalid token: must be positive")
+	case req.Token > engine.MaxToken:
+		e = engineErr("fence", engine.RaiseAboveMaxError(req.Token))
 	}
 	if e != nil {
 		writeError(w, e)

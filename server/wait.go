@@ -201,6 +201,8 @@ func engineErr(op string, err error) *apiError {
 		return shuttingDown()
 	case errors.Is(err, engine.ErrUpgrade):
 		return newError(http.StatusConflict, api.CodeUpgradeRefused, err.Error())
+	case errors.Is(err, engine.ErrFenceExhausted):
+		return newError(http.StatusConflict, api.CodeFenceExhausted, err.Error())
 	case errors.As(err, &ae):
 		return badRequest(ae.Arg, ae.Error())
 	}
@@ -211,7 +213,7 @@ func engineErr(op string, err error) *apiError {
 // cannot help.
 func refusal(err error) bool {
 	var ae *engine.ArgumentError
-	return errors.Is(err, engine.ErrUpgrade) || errors.As(err, &ae)
+	return errors.Is(err, engine.ErrUpgrade) || errors.Is(err, engine.ErrFenceExhausted) || errors.As(err, &ae)
 }
 
 // newOwner returns a fresh random owner token (128 bits, hex).

@@ -99,13 +99,20 @@ func (e *Engine) sweep(now time.Time) {
 	}
 }
 
-// mint returns the next fencing token of name: max(high-water+1, wall clock
-// in microseconds). The caller holds e.mu.
-func (e *Engine) mint(name string, now time.Time) uint64 {
-	token := uint64(now.UnixMicro())
-	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) && hw.token+1 > token {
-		token = hw.token + 1
+// next returns the next fencing token of name (engine.NextToken: its
+// high-water + 1 or the wall clock in microseconds, whichever is greater),
+// or engine.ErrFenceExhausted. The caller holds e.mu.
+func (e *Engine) next(name string, now time.Time) (uint64, error) {
+	var hw uint64
+	if h, ok := e.fences[name]; ok && now.Before(h.expires) {
+		hw = h.token
 	}
+	return engine.NextToken(hw, now)
+}
+
+// mint records token, from next, as name's high-water and returns it.
+// The caller holds e.mu.
+func (e *Engine) mint(name string, token uint64, now time.Time) uint64 {
 	e.fences[name] = highWater{token: token, expires: now.Add(fenceMemory)}
 	return token
 }
@@ -151,11 +158,15 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		e.granted(r, q)
 		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
 	}
+	token, err := e.next(r.Name, now)
+	if err != nil {
+		return engine.Grant{}, err
+	}
 	if g, ok := e.admit(r, q, now); !ok {
 		return g, nil
 	}
 	e.granted(r, q)
-	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
 	if r.Announce {
 		e.notifyWaiter(r.Name, "") // the plain subscribers: an election's observers
@@ -271,7 +282,10 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return info, nil
 }
 
-// RaiseFence implements engine.Engine.
+// RaiseFence implements engine.FenceRaiser: while owner holds the lock,
+// its token becomes token and the high-water rises to it, within
+// engine.CheckRaise (never lower, at most 2^53-1, at most MaxRaiseAhead
+// ahead of the clock); a refused raise changes nothing.
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -283,14 +297,23 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 	if l == nil || l.owner != owner {
 		return false, nil
 	}
+	if err := engine.CheckRaise(l.token, token, now); err != nil {
+		return false, err
+	}
+	e.raise(name, token, now)
+	l.token = token
+	return true, nil
+}
+
+// raise lifts name's high-water to at least token (a checked raise) and
+// keeps it for fenceMemory. The caller holds e.mu.
+func (e *Engine) raise(name string, token uint64, now time.Time) {
 	hw := e.fences[name]
 	if !now.Before(hw.expires) || hw.token < token {
 		hw.token = token
 	}
 	hw.expires = now.Add(fenceMemory)
 	e.fences[name] = hw
-	l.token = token
-	return true, nil
 }
 
 // Close implements engine.Engine. After Close every operation fails with

@@ -137,8 +137,12 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	}
 	ahead := s.q != nil && s.q.head() != nil && s.q.head().id != r.Waiter
 	if !ahead && s.fits(r.Weight) {
+		token, err := e.next(r.Name, now)
+		if err != nil {
+			return engine.Grant{}, err
+		}
 		e.leaveShared(s, r.Waiter)
-		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 		s.holders[r.Owner] = h
 		e.wakeShared(r.Name, s) // the next head, if it fits too
 		return engine.Grant{Acquired: true, Token: h.token, Count: 1}, nil
@@ -298,12 +302,10 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 	if s == nil || s.holders[owner] == nil {
 		return false, nil
 	}
-	hw := e.fences[name]
-	if !now.Before(hw.expires) || hw.token < token {
-		hw.token = token
+	if err := engine.CheckRaise(s.holders[owner].token, token, now); err != nil {
+		return false, err
 	}
-	hw.expires = now.Add(fenceMemory)
-	e.fences[name] = hw
+	e.raise(name, token, now)
 	s.holders[owner].token = token
 	return true, nil
 }

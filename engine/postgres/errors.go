@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // ErrNotMigrated is matched (errors.Is) by the errors of calls on a schema
@@ -49,4 +51,17 @@ func (e *Engine) wrap(err error) error {
 		return &SchemaError{Schema: e.schema, Err: err}
 	}
 	return err
+}
+
+// raiseError turns a raise function's refusal (SQLSTATE DL001, 'DISTLOCK
+// below <token>' or 'DISTLOCK ahead <limit>') into the error
+// engine.CheckRaise gives; other errors go through wrap.
+func (e *Engine) raiseError(err error, token uint64) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "DL001" {
+		if refusal := engine.RaiseRefusal(pe.Message, token); refusal != nil {
+			return refusal
+		}
+	}
+	return e.wrap(err)
 }

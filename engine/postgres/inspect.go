@@ -35,7 +35,8 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 
 // RaiseFence implements engine.FenceRaiser (a quorum's phase 2): while
 // owner holds the lock, its high-water goes up to at least token and the
-// grant's token becomes token.
+// grant's token becomes token, within engine.CheckRaise (a refusal is an
+// *engine.ArgumentError and changes nothing).
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
 	if err := e.check(); err != nil {
 		return false, err
@@ -43,12 +44,12 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 	if err := checkTexts("name", name, "owner", owner); err != nil {
 		return false, err
 	}
-	if token > 1<<63-1 {
-		return false, &engine.ArgumentError{Arg: "token", Reason: "above PostgreSQL's bigint"}
+	if token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(token)
 	}
 	var held bool
 	if err := e.pool.QueryRow(ctx, e.sql.raiseFence, name, owner, int64(token)).Scan(&held); err != nil {
-		return false, e.wrap(err)
+		return false, e.raiseError(err, token)
 	}
 	return held, nil
 }

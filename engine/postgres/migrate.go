@@ -72,6 +72,7 @@ func fill(schema, sql string) string {
 		"{{TICKETS}}", quoteLiteral(quoteIdent(schema)+".tickets"),
 		"{{RESERVE_US}}", strconv.FormatInt(micros(engine.ReserveTTL), 10),
 		"{{STARVE_US}}", strconv.FormatInt(micros(engine.StarvationBound), 10),
+		"{{RAISE_AHEAD_US}}", strconv.FormatInt(engine.MaxRaiseAhead, 10),
 	).Replace(sql)
 }
 

@@ -452,17 +452,40 @@ BEGIN
 END $$;
 
 -- raise_fence raises name's high-water to at least p_token and makes it
--- the grant's token, while p_owner holds the lock (engine.FenceRaiser).
+-- the grant's token, while p_owner holds the lock (engine.FenceRaiser),
+-- within engine.CheckRaise (the Go side refuses a token above 2^53-1): a
+-- token below the grant's is refused with 'DISTLOCK below <token>', one
+-- more than {{RAISE_AHEAD_US}} µs ahead of the clock with 'DISTLOCK ahead
+-- <limit>' (SQLSTATE DL001), having changed nothing.
 CREATE OR REPLACE FUNCTION {{S}}.raise_fence(p_name text, p_owner text, p_token bigint) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
+  now_ timestamptz;
 BEGIN
-  IF NOT {{S}}._live(l, clock_timestamp()) OR l.owner <> p_owner THEN
+  now_ := clock_timestamp();
+  IF NOT {{S}}._live(l, now_) OR l.owner <> p_owner THEN
     RETURN false;
   END IF;
+  PERFORM {{S}}._check_raise(l.token, p_token, now_);
   UPDATE {{S}}.locks SET token = p_token, high_water = greatest(high_water, p_token) WHERE name = p_name;
   RETURN true;
+END $$;
+
+-- _check_raise refuses a raise of a holder's token from p_current to
+-- p_token at now_ (engine.CheckRaise): below p_current, or above it and
+-- more than {{RAISE_AHEAD_US}} µs ahead of now_.
+CREATE OR REPLACE FUNCTION {{S}}._check_raise(p_current bigint, p_token bigint, now_ timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  lim bigint := (extract(epoch FROM now_) * 1000000)::bigint + {{RAISE_AHEAD_US}};
+BEGIN
+  IF p_token < p_current THEN
+    RAISE EXCEPTION 'DISTLOCK below %', p_current USING ERRCODE = 'DL001';
+  END IF;
+  IF p_token > p_current AND p_token > lim THEN
+    RAISE EXCEPTION 'DISTLOCK ahead %', lim USING ERRCODE = 'DL001';
+  END IF;
 END $$;
 
 -- set_metadata sets the metadata of name while p_owner holds it and
@@ -928,11 +951,12 @@ END $$;
 
 -- raise_shared_fence raises name's high-water to at least p_token and
 -- makes it p_owner's holder token, while p_owner holds permits
--- (engine.SharedFenceRaiser).
+-- (engine.SharedFenceRaiser), refused as raise_fence refuses.
 CREATE OR REPLACE FUNCTION {{S}}.raise_shared_fence(p_name text, p_owner text, p_token bigint) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   now_ timestamptz;
+  cur bigint;
 BEGIN
   PERFORM 1 FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
   IF NOT FOUND THEN
@@ -940,10 +964,12 @@ BEGIN
   END IF;
   now_ := clock_timestamp();
   PERFORM {{S}}._shared_purge(p_name, now_);
-  UPDATE {{S}}.shared_holders SET token = p_token WHERE name = p_name AND owner = p_owner;
+  SELECT token INTO cur FROM {{S}}.shared_holders WHERE name = p_name AND owner = p_owner;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  PERFORM {{S}}._check_raise(cur, p_token, now_);
+  UPDATE {{S}}.shared_holders SET token = p_token WHERE name = p_name AND owner = p_owner;
   UPDATE {{S}}.shared SET high_water = greatest(high_water, p_token), used_at = now_ WHERE name = p_name;
   RETURN true;
 END $$;

@@ -183,12 +183,12 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 	if err := checkTexts("name", name, "owner", owner); err != nil {
 		return false, err
 	}
-	if token > 1<<63-1 {
-		return false, &engine.ArgumentError{Arg: "token", Reason: "above PostgreSQL's bigint"}
+	if token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(token)
 	}
 	var held bool
 	if err := e.pool.QueryRow(ctx, e.sql.raiseSharedFence, name, owner, int64(token)).Scan(&held); err != nil {
-		return false, e.wrap(err)
+		return false, e.raiseError(err, token)
 	}
 	return held, nil
 }

@@ -44,8 +44,9 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 		return nil, "", &NoQuorumError{Op: "list", OK: len(e.nodes) - len(errs), Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
 	}
 	type vote struct {
-		info  engine.Info
-		votes int
+		info   engine.Info
+		votes  int
+		tokens map[uint64]int // token -> nodes
 	}
 	byHolder := map[[2]string]*vote{}
 	for _, x := range rs {
@@ -58,18 +59,19 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 			k := [2]string{info.Name, info.Owner}
 			v := byHolder[k]
 			if v == nil {
-				v = &vote{info: info}
+				v = &vote{info: info, tokens: map[uint64]int{}}
 				byHolder[k] = v
 			}
 			v.votes++
 			v.info.HighWater = max(v.info.HighWater, info.HighWater)
-			v.info.Token = max(v.info.Token, info.Token)
+			v.tokens[info.Token]++
 			v.info.TTL = min(v.info.TTL, info.TTL)
 		}
 	}
 	var out []engine.Info
 	for _, v := range byHolder {
 		if v.votes >= e.majority {
+			v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
 			out = append(out, v.info)
 		}
 	}

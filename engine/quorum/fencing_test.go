@@ -108,13 +108,16 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 	}
 	step("a", 3001, 3) // 1001, 2001, 3001: phase 2 on all three
 	step("b", 3002, 0) // every node mints 3002: nothing to raise
+	// A majority agreeing is settled already, even below a minority's
+	// token: it is above every earlier settled token (their majorities
+	// meet), and no node is raised.
 	setFence(2, 9000)  // one node ahead (a re-seed from a clock ahead)
-	step("c", 9001, 3) // 3003, 3003, 9001: raised to 9001
-	step("d", 9002, 0)
-	// A majority agreeing below a minority's token is not enough: the
-	// grant's token is the maximum, which only one node has.
+	step("c", 3003, 0) // 3003, 3003, 9001
+	step("d", 3004, 0) // 3004, 3004, 9002
+	// No majority: the maximum, raised on every granting node.
 	setFence(0, 20000)
-	step("e", 20001, 3)
+	step("e", 20001, 3) // 20001, 3005, 9003
+	step("f", 20002, 0)
 }
 
 // TestTokenOrderSurvivesLosingTheMaxNode: one node's high-water is far

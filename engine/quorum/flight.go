@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/distlock/distlock/engine"
@@ -12,8 +13,9 @@ import (
 // answer is settled once the outcome is known:
 //
 //   - grant kept: a late grant stays (it adds redundancy to the lease and is
-//     renewed with it), given the grant's fencing token when it minted
-//     another (a one-node phase 2; not WithoutFencing); a late failure is
+//     renewed with it), given the grant's fencing token when it minted a
+//     lower one (a one-node phase 2; not WithoutFencing; a higher one
+//     stays, as a raise never lowers a token); a late failure is
 //     released there in the background, since the command may still land
 //     (a paused node); a waiter refused there leaves that node's queue;
 //   - grant dropped: every late grant or failure is released there;
@@ -169,7 +171,7 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 	case kept && granted:
 		// With phase 2 off (WithoutFencing) tokens are not aligned
 		// anywhere: a late node keeps the token it minted.
-		if x.v.Token != token && !f.e.noFencing {
+		if x.v.Token < token && !f.e.noFencing {
 			f.align(i, token)
 		}
 	default:
@@ -180,13 +182,20 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 }
 
 // align records the grant's token on node i, which granted late with a
-// token of its own (so that every node's record of the grant has the one
-// token). Where that fails, the node's grant is released.
+// token of its own below it (so that every node's record of the grant has
+// the one token). A raise never lowers a token: a late token above the
+// grant's stays (the nodes report the token a majority has, so it changes
+// no answer), and the hold stays too. Where the raise fails otherwise,
+// the node's grant is released.
 func (f *flight) align(i int, token uint64) {
 	r := f.req
 	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
 	ok, err := raiseFence(ctx, f.e.nodes[i].eng, r.Name, r.Owner, token)
 	cancel()
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) {
+		return // its own token is above the grant's
+	}
 	if err != nil || !ok {
 		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
 	}

@@ -59,16 +59,54 @@ func commonMetadata(values map[string]int) string {
 	return best
 }
 
-// announce signals a campaign's grant again once it is decided: the nodes
-// announced their own grants (AcquireRequest.Announce) before phase 2 had
-// settled the term, so an observer may have read a minority's token. The
-// metadata, set again, is published by every node that holds the lock
-// (best effort: an observer also re-reads at the leader's expiry).
-func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest) {
-	each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ExtendStatus, error) {
-		if ms, ok := n.eng.(engine.MetadataSetter); ok {
-			return ms.SetMetadata(ctx, r.Name, r.Owner, r.Metadata)
+// settlesValues reports whether a campaign's value can wait for its term
+// to settle: phase 2 is on and every node can set metadata in place.
+func (e *Engine) settlesValues() bool {
+	if e.noFencing {
+		return false
+	}
+	for _, n := range e.nodes {
+		if _, ok := n.eng.(engine.MetadataSetter); !ok {
+			return false
 		}
-		return 0, nil
+	}
+	return true
+}
+
+// announce signals a campaign's grant once phase 2 has settled its term:
+// the nodes announced their own grants (AcquireRequest.Announce) with the
+// token each minted. With later (settlesValues), phase 1 granted without
+// the value, and announce sets it now, on each node only after raising
+// that node to token: a node has the value only with the settled term, so
+// observers (Inspect reports the value of the nodes with the settled
+// token) see no leader until then, never a minority's token. It fails with
+// a *NoQuorumError when the value reached fewer than a majority. Without
+// later, the metadata is set again (best effort) so that every holding
+// node publishes (an observer also re-reads at the leader's expiry).
+func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value string, token uint64, later bool) error {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ExtendStatus, error) {
+		ms, ok := n.eng.(engine.MetadataSetter)
+		if !ok {
+			return 0, nil
+		}
+		if later {
+			if ok, err := raiseFence(ctx, n.eng, r.Name, r.Owner, token); err != nil || !ok {
+				return engine.Missing, err
+			}
+		}
+		return ms.SetMetadata(ctx, r.Name, r.Owner, value)
 	}, nil, nil)
+	if !later {
+		return nil
+	}
+	set := 0
+	for _, x := range rs {
+		if x.err == nil && x.v == engine.Extended {
+			set++
+		}
+	}
+	if set < e.majority {
+		return &NoQuorumError{Op: "announce", OK: set, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	return nil
 }

@@ -41,6 +41,13 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		}
 		late = f.late
 	}
+	// An election's value is set once phase 2 has settled the term
+	// (announce): until then observers see no leader, never a term that
+	// is not the leader's.
+	value, later := r.Metadata, r.Announce && e.settlesValues()
+	if later {
+		r.Metadata = ""
+	}
 	released := e.releasing.pending(r.Name)
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
@@ -64,7 +71,10 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		}
 	}
 	if err == nil && g.Acquired && r.Announce {
-		e.announce(ctx, r)
+		if err := e.announce(ctx, r, value, g.Token, later); err != nil {
+			_, _ = e.Release(context.WithoutCancel(ctx), r.Name, r.Owner)
+			return engine.Grant{}, err
+		}
 	}
 	return g, err
 }
@@ -88,10 +98,9 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 		}
 		return g, err
 	}
-	g := engine.Grant{Acquired: true}
+	g := engine.Grant{Acquired: true, Token: e.grantToken(rs)}
 	for _, x := range rs {
 		if x.done && x.err == nil && x.v.Acquired {
-			g.Token = max(g.Token, x.v.Token)
 			g.Count = max(g.Count, x.v.Count)
 		}
 	}
@@ -122,6 +131,29 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
 	return engine.Grant{Retry: splitBackoff()}, nil
+}
+
+// grantToken returns the token of a grant from phase 1's answers: the
+// token a majority of the nodes granted with, when one did (it is settled
+// already: each of them minted it above its high-water, or was raised to
+// it, so it is above every earlier settled token, whose majority meets
+// this one), and otherwise the highest, which phase 2 raises on a
+// majority. A majority's token wins over a minority's higher one, so a
+// resent acquire (AttemptReplay) or a re-entry gets the token the lease
+// has, whatever a late node minted meanwhile.
+//
+// With phase 2 off (WithoutFencing) it is always the highest.
+func (e *Engine) grantToken(rs []result[engine.Grant]) uint64 {
+	var top uint64
+	for _, x := range rs {
+		if x.done && x.err == nil && x.v.Acquired {
+			if !e.noFencing && agreeing(rs, x.v.Token) >= e.majority {
+				return x.v.Token
+			}
+			top = max(top, x.v.Token)
+		}
+	}
+	return top
 }
 
 // agreeing counts the nodes that granted with token.
@@ -325,32 +357,27 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 			ttl = r.TTL
 		}
 	}
-	// A request is decided when a majority can no longer extend it, or a
-	// majority extended it and its token is settled: reported by a
-	// majority, or by as many nodes as the answers still out can make it.
-	// (A node whose grant answered after the quorum decided keeps the token
-	// it minted until its alignment lands; the first extended answers may
-	// be that node's and one other's.)
+	// A request is decided when a majority extended it with one token (the
+	// grant's settled token, which Attach reports), or when a majority can
+	// no longer extend it.
 	decided := func(rs []result[[]engine.ExtendResult], _ int) bool {
 		for i := range reqs {
-			ok, no, out := 0, 0, 0
+			no := 0
 			tokens := map[uint64]int{}
 			for _, x := range rs {
 				switch {
 				case !x.done:
-					out++
 				case x.err == nil && i < len(x.v) && x.v[i].Err == nil && x.v[i].Status == engine.Extended:
-					ok++
 					tokens[x.v[i].Token]++
 				default:
 					no++
 				}
 			}
-			switch {
-			case no > len(e.nodes)-e.majority:
-			case ok < e.majority:
-				return false
-			case tokens[grantToken(tokens)] < e.majority && tokens[grantToken(tokens)]+out >= e.majority:
+			extended := 0
+			for _, n := range tokens {
+				extended += n
+			}
+			if (e.token(tokens) == 0 || extended < e.majority) && no <= len(e.nodes)-e.majority {
 				return false
 			}
 		}
@@ -389,7 +416,9 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 		}
 		switch {
 		case extended >= e.majority:
-			out[i] = engine.ExtendResult{Status: engine.Extended, Token: grantToken(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
+			// Token 0 when the nodes that extended disagree on the token
+			// (no majority settled one): extended, but no token to report.
+			out[i] = engine.ExtendResult{Status: engine.Extended, Token: e.token(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
 		case len(e.nodes)-(missing+other) < e.majority:
 			// A majority says the owner does not hold it: lost.
 			out[i].Status = engine.Missing
@@ -503,14 +532,14 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
 }
 
-// grantToken returns the token of a grant from the tokens its holding nodes
-// report (token -> nodes): the one most of them report, since a majority
-// recorded it (minted, or raised to it in phase 2). A node whose grant
-// answered after the decision keeps the token it minted, which may be
-// higher; it must not change the answer as it comes and goes (Extend waits
-// for a token a majority reports while answers are out). Ties (a node that
-// holds the grant's token failed) go to the highest.
-func grantToken(tokens map[uint64]int) uint64 {
+// token returns the token of a grant from the tokens its holding nodes
+// report (token -> nodes): the settled one (settledToken), or with phase 2
+// off (WithoutFencing), where no token is aligned anywhere, the one most of
+// them report, the highest on a tie.
+func (e *Engine) token(tokens map[uint64]int) uint64 {
+	if !e.noFencing {
+		return settledToken(tokens, e.majority)
+	}
 	var best uint64
 	for tok, n := range tokens {
 		if n > tokens[best] || (n == tokens[best] && tok > best) {
@@ -518,6 +547,21 @@ func grantToken(tokens map[uint64]int) uint64 {
 		}
 	}
 	return best
+}
+
+// settledToken returns the token a majority of the nodes report (token ->
+// nodes), since phase 2 raised it on a majority (or a majority minted it),
+// and 0 when no token has a majority yet. A node whose grant answered
+// after the decision may keep a token of its own for a while (see
+// flight), and phase 2 may not have reached a majority yet: neither may
+// change the answer, so a minority's token is never reported.
+func settledToken(tokens map[uint64]int, majority int) uint64 {
+	for tok, n := range tokens {
+		if n >= majority {
+			return tok
+		}
+	}
+	return 0
 }
 
 // countReleases counts the nodes that released, that answered the owner
@@ -537,30 +581,54 @@ func countReleases(rs []result[engine.ReleaseResult]) (released, notHeld, failed
 	return released, notHeld, failed
 }
 
-// RaiseFence implements engine.Engine: true when a majority confirmed.
+// RaiseFence implements engine.FenceRaiser: true when a majority
+// confirmed. When it did not and a node refused the raise
+// (engine.CheckRaise: below the token it has, too far ahead), the refusal
+// is returned: an *engine.ArgumentError. A refused raise changes nothing
+// on the nodes that refused it; a minority whose token was lower may have
+// been raised.
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	if token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(token)
+	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		return raiseFence(ctx, n.eng, name, owner, token)
 	}, nil, nil)
+	return e.raised("raise-fence", rs)
+}
+
+// raised decides a raise from its nodes' answers (RaiseFence,
+// RaiseSharedFence).
+func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 	ok, failed := 0, 0
+	var refused error
 	for _, x := range rs {
-		if x.err != nil {
+		var ae *engine.ArgumentError
+		switch {
+		case x.err != nil && errors.As(x.err, &ae):
+			refused = ae
+		case x.err != nil:
 			failed++
-		} else if x.v {
+		case x.v:
 			ok++
 		}
 	}
-	if ok >= e.majority {
+	switch {
+	case ok >= e.majority:
 		return true, nil
-	}
-	if failed > len(e.nodes)-e.majority {
-		return false, &NoQuorumError{Op: "raise-fence", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	case refused != nil:
+		return false, refused
+	case failed > len(e.nodes)-e.majority:
+		return false, &NoQuorumError{Op: op, OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	return false, nil
 }
 
 // Inspect implements engine.Engine: the holder is the owner that holds the
-// lock on a majority (if any); the high-water is the highest any node has.
+// lock on a majority (if any); its token is the settled one, which a
+// majority of the nodes report (0 while no token has a majority: phase 2
+// has not reached a majority yet), and its metadata the value most of
+// those nodes have; the high-water is the highest any node has.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
 		return n.eng.Inspect(ctx, name)
@@ -585,10 +653,8 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	var counts []int
 	var ttls []time.Duration
 	tokens := map[uint64]int{}
-	metadata := map[string]int{}
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
-			metadata[x.v.Metadata]++
 			if !info.Held {
 				hw, w := info.HighWater, info.Waiters
 				info = x.v
@@ -599,8 +665,17 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 			ttls = append(ttls, x.v.TTL)
 		}
 	}
-	info.Token = grantToken(tokens)
+	info.Token = e.token(tokens)
 	if info.Held {
+		// The value of the nodes that have the settled token: a node
+		// whose token is not settled yet may have been read before phase
+		// 2 and the announce (an election's value is set after them).
+		metadata := map[string]int{}
+		for _, x := range rs {
+			if x.err == nil && x.v.Held && x.v.Owner == info.Owner && x.v.Token == info.Token {
+				metadata[x.v.Metadata]++
+			}
+		}
 		info.Metadata = commonMetadata(metadata)
 	}
 	if len(counts) >= e.majority {

@@ -107,10 +107,9 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		}
 		return g, err
 	}
-	g := engine.Grant{Acquired: true}
+	g := engine.Grant{Acquired: true, Token: e.grantToken(rs)}
 	for _, x := range rs {
 		if x.done && x.err == nil && x.v.Acquired {
-			g.Token = max(g.Token, x.v.Token)
 			g.Count = max(g.Count, x.v.Count)
 		}
 	}
@@ -312,7 +311,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		slices.SortFunc(s.ttls, func(a, b time.Duration) int { return cmp.Compare(untilExpiry(a), untilExpiry(b)) })
 		k := len(s.counts) - e.majority
 		h := engine.Holder{Owner: owner, Weight: s.weights[k], Count: s.counts[k], TTL: s.ttls[k],
-			Token: grantToken(s.tokens), Metadata: commonMetadata(s.metadata)}
+			Token: e.token(s.tokens), Metadata: commonMetadata(s.metadata)}
 		info.Holders = append(info.Holders, h)
 		info.Token = max(info.Token, h.Token)
 	}

@@ -144,7 +144,7 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			}
 			q := memQuorum(t, nodes, opts...)
 			// Node 0's counter runs far ahead of the others'.
-			const high = uint64(1) << 60
+			high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
 			if g, err := nodes[0].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Second}); err != nil || !g.Acquired {
 				t.Fatal(g, err)
 			}

@@ -355,12 +355,16 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return e.batch.run(ctx, leaveScript, e.keys(name)[:4], waiter).Err()
 }
 
-// RaiseFence implements engine.Engine.
+// RaiseFence implements engine.FenceRaiser, within engine.CheckRaise: a
+// refused raise is an *engine.ArgumentError and changes nothing.
 func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+	if token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(token)
+	}
 	n, err := raiseFenceScript.Run(ctx, e.client,
 		[]string{e.lockKey(name), e.fenceKey(name)},
-		owner, strconv.FormatUint(token, 10), e.fenceMS).Int64()
-	return n == 1, err
+		owner, strconv.FormatUint(token, 10), e.fenceMS, engine.MaxRaiseAhead).Int64()
+	return n == 1, raiseError(err, token)
 }
 
 // Inspect implements engine.Engine: one pipelined round trip.

@@ -151,6 +151,9 @@ func sharedError(err error, name string, kind engine.SharedKind, limit, weight i
 	if !errors.As(err, &re) {
 		return err
 	}
+	if x := exhausted(err); x != err {
+		return x
+	}
 	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(re.Error(), r); refusal != nil {
 		return refusal
@@ -228,10 +231,14 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 	return e.runShared(ctx, sharedLeaveScript, name, waiter).Err()
 }
 
-// RaiseSharedFence implements engine.SharedFenceRaiser.
+// RaiseSharedFence implements engine.SharedFenceRaiser, within
+// engine.CheckRaise as RaiseFence.
 func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	n, err := e.runShared(ctx, sharedRaiseFenceScript, name, owner, strconv.FormatUint(token, 10)).Int64()
-	return n == 1, err
+	if token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(token)
+	}
+	n, err := e.runShared(ctx, sharedRaiseFenceScript, name, owner, strconv.FormatUint(token, 10), engine.MaxRaiseAhead).Int64()
+	return n == 1, raiseError(err, token)
 }
 
 // extendShared queues on p the extension of a shared lock's holder, or a

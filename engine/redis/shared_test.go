@@ -175,7 +175,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if _, err := e.SetLimit(ctx, name, 3); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.RaiseSharedFence(ctx, name, "a", 1); err != nil {
+		if _, err := e.RaiseSharedFence(ctx, name, "a", uint64(time.Now().Add(time.Hour).UnixMicro())); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.LeaveShared(ctx, name, "w"); err != nil {

@@ -50,10 +50,14 @@ func (e *Error) Is(target error) bool {
 // nothing) an *engine.ArgumentError, so that distlock.Client reports it as
 // bad input, not as a failed backend; other answers wrap nothing.
 //
-// An upgrade_refused answer wraps engine.ErrUpgrade.
+// An upgrade_refused answer wraps engine.ErrUpgrade, a fence_exhausted
+// one engine.ErrFenceExhausted.
 func (e *Error) Unwrap() error {
-	if e.Code == api.CodeUpgradeRefused {
+	switch e.Code {
+	case api.CodeUpgradeRefused:
 		return engine.ErrUpgrade
+	case api.CodeFenceExhausted:
+		return engine.ErrFenceExhausted
 	}
 	if e.Code != api.CodeInvalidArgument {
 		return nil

@@ -41,7 +41,7 @@ func TestSharedErrors(t *testing.T) {
 	if _, err := e.AcquireShared(ctx, sem); !errors.As(err, &ae) || ae.Arg != "name" || !strings.Contains(ae.Reason, "rwlock") {
 		t.Fatalf("a semaphore on an rwlock: %v, want an *engine.ArgumentError", err)
 	}
-	const high = uint64(1) << 55
+	high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
 	if ok, err := e.RaiseSharedFence(ctx, "rw", "me", high); !ok || err != nil {
 		t.Fatalf("RaiseSharedFence: %v, %v", ok, err)
 	}

@@ -48,6 +48,10 @@ const (
 	// lock and asked for the write side, or the other way round (HTTP 409;
 	// engine.ErrUpgrade): release the held side first. Nothing changed.
 	CodeUpgradeRefused = "upgrade_refused"
+	// CodeFenceExhausted: the name's fencing high-water is at 2^53-1 or
+	// above, so no grant can get a greater token (HTTP 409;
+	// engine.ErrFenceExhausted). Nothing changed.
+	CodeFenceExhausted = "fence_exhausted"
 )
 
 // Lock kinds (AcquireRequest.Kind, LockInfo.Kind) and a reader-writer
