@@ -112,7 +112,7 @@ func (s *suite) kindRefused(t *testing.T, first, second lockKind) {
 		}
 		what := fmt.Sprintf("%s of a name held as a %s (waiting %v)", second.name, first.name, wait)
 		// A waiting call returns at once: trying again cannot help.
-		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		l, err := second.take(wctx, other, name, wait)
 		cancel()
 		if l != nil {
@@ -202,7 +202,7 @@ func (s *suite) kindState(t *testing.T, ctx context.Context, c *distlock.Client,
 	}
 	var prev, v kindView
 	first := true
-	if !waitUntil(5*time.Second, func() bool {
+	if !waitUntil(10*time.Second, func() bool {
 		prev, v = v, read()
 		same := !first && v.equal(prev) && (want == nil || v.equal(*want))
 		first = false
