@@ -42,17 +42,15 @@ func TestClusterBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	for waiters(c.run(t, "status", "held").stdout) != "1" {
-		if time.Since(start) > 5*time.Second {
+		if time.Since(start) > patience {
 			t.Fatal("the waiting run never showed as a waiter")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	released := time.Now()
+	// Its success within --wait 20s, with the lease a minute long, shows
+	// that the release woke it.
 	expect(t, c.run(t, "release", "held", owner), 0)
-	expect(t, wait(t, cmd, start, &out, &errb, 15*time.Second), 0)
-	if d := time.Since(released); d > 3*time.Second {
-		t.Errorf("the waiting run took %v after the release", d)
-	}
+	expect(t, wait(t, cmd, start, &out, &errb, patience), 0)
 
 	bad := cli{redis: "redis-cluster://" + cl.Nodes[0].Addr() + "?bogus=1"}
 	expect(t, bad.run(t, "status", "x"), exitUsage, "Redis Cluster URL")

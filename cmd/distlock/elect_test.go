@@ -35,7 +35,7 @@ func TestElectOneLeaderAtATime(t *testing.T) {
 			results[i] = c.run(t, "elect", "--ttl", "2s", "--value", "node-"+strconv.Itoa(i), "jobs", "--", "sh", "-c", script)
 		})
 	}
-	waitFile(t, up, 10*time.Second)
+	waitFile(t, up, patience)
 	r := c.run(t, "leader", "--json", "jobs")
 	expect(t, r, 0)
 	var l leaderJSON
@@ -89,7 +89,7 @@ func TestElectLossStopsCommand(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFile(t, up, 10*time.Second)
+	waitFile(t, up, patience)
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestElectLossStopsCommand(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		_ = cmd.Process.Kill()
 		t.Fatalf("distlock elect did not stop after the loss; stderr:\n%s", errb.String())
 	}

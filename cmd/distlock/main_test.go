@@ -89,7 +89,7 @@ func (c cli) command(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// run runs the binary to completion (at most 30s).
+// run runs the binary to completion (within patience).
 func (c cli) run(t *testing.T, args ...string) result {
 	t.Helper()
 	cmd := c.command(args...)
@@ -99,7 +99,7 @@ func (c cli) run(t *testing.T, args ...string) result {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return wait(t, cmd, start, &out, &errb, 30*time.Second)
+	return wait(t, cmd, start, &out, &errb, patience)
 }
 
 // wait waits for a started binary, killing it after timeout.

@@ -58,7 +58,7 @@ func serveIn(t *testing.T, env map[string]string, args ...string) *served {
 	case c := <-code:
 		cancel()
 		t.Fatalf("distlock serve exited %d: %s", c, stderr)
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		cancel()
 		t.Fatalf("distlock serve did not start: %s", stderr)
 	}
@@ -70,7 +70,7 @@ func serveIn(t *testing.T, env map[string]string, args ...string) *served {
 			cancel()
 			select {
 			case exit = <-code:
-			case <-time.After(15 * time.Second):
+			case <-time.After(patience):
 				t.Errorf("distlock serve did not stop: %s", stderr)
 			}
 		})
