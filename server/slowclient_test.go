@@ -134,6 +134,8 @@ func slowClient(addr string, c slowCase) error {
 		return fmt.Errorf("closed without an answer (%v), want %q", err, c.want)
 	case len(got) > 0 && !strings.HasPrefix(string(got), c.want):
 		return fmt.Errorf("answered %q, want %q", firstLine(got), c.want)
+	case len(got) > 0 && c.want == "HTTP/1.1 400" && !strings.Contains(string(got), "body timeout of "+slowBound.String()):
+		return fmt.Errorf("answered %q, want it to name the body timeout", got)
 	}
 	return nil
 }
