@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,8 @@ func slowClient(addr string, c slowCase) error {
 		return fmt.Errorf("closed without an answer (%v), want %q", err, c.want)
 	case len(got) > 0 && !strings.HasPrefix(string(got), c.want):
 		return fmt.Errorf("answered %q, want %q", firstLine(got), c.want)
+	case len(got) > 0 && c.want == "HTTP/1.1 400" && !strings.Contains(string(got), "body timeout of "+slowBound.String()):
+		return fmt.Errorf("answered %q, want it to name the body timeout", got)
 	}
 	return nil
 }
@@ -201,6 +204,44 @@ func TestTimeoutsRefused(t *testing.T) {
 		var ae *distlock.ArgumentError
 		if !errors.Is(err, distlock.ErrInvalidArgument) || !errors.As(err, &ae) || ae.Arg != "timeouts" || srv != nil {
 			t.Errorf("%+v: server %v, error %v; want no server and an invalid timeouts argument", to, srv, err)
+		}
+	}
+}
+
+// TestSlowBodyOverHTTP2: over HTTPS with HTTP/2, where a request is a
+// stream of a shared connection, a body that stops short is answered within
+// the body timeout too, with a valid token or none.
+func TestSlowBodyOverHTTP2(t *testing.T) {
+	cert, pool := selfSigned(t)
+	srv := start(t, nil, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}),
+		server.WithTokens(tokens(t)), server.WithTimeouts(slowTimeouts))
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: slowBound + slowSlack + 10*time.Second}
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{writeTok, http.StatusBadRequest}, {"", http.StatusUnauthorized}} {
+		body, stalled := io.Pipe() // "{", and then nothing, for ever
+		go func() { _, _ = io.WriteString(stalled, "{") }()
+		req, err := http.NewRequestWithContext(t.Context(), "POST", srv.url+"/v1/locks/slow/acquire", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = 1000
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		start := time.Now()
+		resp, err := client.Do(req)
+		took := time.Since(start)
+		_ = stalled.Close()
+		if err != nil {
+			t.Fatalf("token %q: %v after %v", tc.token, err, took)
+		}
+		_ = resp.Body.Close()
+		if resp.ProtoMajor != 2 || resp.StatusCode != tc.want || took > slowBound+slowSlack {
+			t.Errorf("token %q: %s %d after %v; want HTTP/2 %d within %v (and slack)", tc.token, resp.Proto, resp.StatusCode, took, tc.want, slowBound)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -129,6 +130,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 				"request body larger than this server's limit of "+strconv.FormatInt(s.maxBody, 10)+" bytes")
 			e.detail.Arg = "body"
 			return e
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return badRequest("body", "the request body did not arrive whole within this server's body timeout of "+s.timeouts.Body.String())
 		}
 		return badRequest("body", "cannot read the request body: "+err.Error())
 	}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +150,28 @@ func TestServeTokens(t *testing.T) {
 		t.Fatalf("force-release with a write token: %v", r)
 	}
 	expect(t, env(admin).run(t, "force-release", "--yes", "x"), 0, "released")
+}
+
+// TestServeReadTimeout: --read-timeout reaches the server: a request whose
+// body stops short is answered and its connection closed within it (plus
+// slack for a busy machine), not after the default 10s.
+func TestServeReadTimeout(t *testing.T) {
+	t.Parallel()
+	s := serveIn(t, nil, "--read-timeout", "200ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(time.Minute))
+	if _, err := io.WriteString(conn, "POST /v1/locks/x/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn)
+	if took := time.Since(start); err != nil || took > 200*time.Millisecond+3*time.Second || !strings.HasPrefix(string(got), "HTTP/1.1 400") {
+		t.Fatalf("after %v: %q, %v; want a 400 answer and the connection closed within 200ms (and slack)", took, got, err)
+	}
 }
 
 // TestServeUsage: flag errors, and no public address without tokens.
