@@ -145,7 +145,8 @@ func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
 // own clock, and phase 2 runs on every fenced grant. See docs/FENCING.md.
 func WithoutTimeFloor() Option { return func(e *Engine) { e.noFloor = "0" } }
 
-// WithTimeFloor is the default and changes nothing.
+// WithTimeFloor is the default: it only undoes an earlier
+// WithoutTimeFloor.
 //
 // Deprecated: every token is at least the server clock in µs unless
 // WithoutTimeFloor says otherwise.

@@ -24,7 +24,7 @@ const (
 	// SentinelDownAfter is how long the master of StartSentinel must not
 	// answer before its sentinels fail it over on their own (Failover
 	// does not wait for it).
-	SentinelDownAfter = 5 * time.Second
+	SentinelDownAfter = 10 * time.Second
 )
 
 // Sentinel is a Sentinel-managed deployment of real processes on loopback,

@@ -2,7 +2,8 @@
 //
 //	I1  validity windows of two grants of one name never overlap (where the
 //	    mode claims exclusion);
-//	I2  no stale write accepted by the fenced resource;
+//	I2  no stale write accepted by the fenced resource (nor, superseded.go,
+//	    a write of a grant after one of a later grant was answered);
 //	I3  tokens strictly increase in the real-time order of grants;
 //	I4  no acknowledged update lost (the final set holds every
 //	    acknowledged add);
@@ -72,6 +73,11 @@ type Result struct {
 	// I2: stale applies accepted (fenced) / stale writes that landed
 	// (control), by real time and by the order of the final set.
 	StaleFenced, StaleControl int
+	// Superseded: applies of a grant the fenced resource accepted after
+	// it had answered an apply of a later grant; RefusedNewer: applies it
+	// refused because an earlier grant's token was not below (both
+	// superseded.go).
+	Superseded, RefusedNewer int
 	// I3: grants whose token is not above every earlier grant's.
 	TokenInversions int
 	// I4: acknowledged adds missing from the final set.
@@ -158,6 +164,7 @@ func Run(events []history.Event, p Params) Result {
 	r.Windows = len(h.grants)
 	r.Overlaps = overlaps(h)
 	r.StaleFenced, r.StaleControl = stale(h)
+	r.Superseded, r.RefusedNewer = superseded(h), refusedNewer(h)
 	r.TokenInversions = tokenInversions(h)
 	r.AckFenced, r.LostFenced = lost(h, history.Fenced)
 	r.AckControl, r.LostControl = lost(h, history.Control)

@@ -75,6 +75,39 @@ func TestCleanHistoryPasses(t *testing.T) {
 	if r.Grants.OK != 2 || r.AckFenced != 2 {
 		t.Fatalf("counts: %+v", r)
 	}
+	if r.Superseded != 0 {
+		t.Fatalf("superseded applies in the clean history: %d", r.Superseded)
+	}
+}
+
+// TestSupersededApplyDetected: the tokens went backwards (a failover to a
+// stale replica): b is granted after a, with a lower token; the resource
+// refuses b's read (RefusedNewer) and accepts a's later write
+// (Superseded). By tokens nothing is stale (I2 finds nothing); by the
+// order of grants a's write is, and I3 sees the inversion. The same history with b's token above a's, b's read
+// accepted and a's write refused, is clean.
+func TestSupersededApplyDetected(t *testing.T) {
+	s0 := client.State{}
+	s1 := s0.With("30:a-1")
+	s2 := s1.With("30:a-2")
+	build := func(tokenB uint64, readB, writeA string) *b {
+		h := &b{}
+		h.grant("a", "oa", 30, 0, 1, 900).rmw("a", "oa", 30, 2, s0, s1, "30:a-1", history.Accepted)
+		h.grant("b", "ob", tokenB, 100, 101, 1000)
+		h.add(history.Event{Kind: history.KindRead, Client: "b", Name: "n", Owner: "ob", Token: tokenB, Res: history.Fenced,
+			Invoke: 110 * ms, Complete: 111 * ms, Result: readB, Value: s1.Digest()})
+		h.add(history.Event{Kind: history.KindWrite, Client: "a", Name: "n", Owner: "oa", Token: 30, Res: history.Fenced,
+			Invoke: 120 * ms, Complete: 121 * ms, Result: writeA, Value: s2.Digest(), Add: "30:a-2"})
+		return h
+	}
+	r := Run(build(20, history.Rejected, history.Accepted).final(s2).ev, params)
+	if r.Superseded != 1 || r.RefusedNewer != 1 || r.StaleFenced != 0 || r.TokenInversions != 1 {
+		t.Fatalf("superseded %d, refused newer %d, stale %d, inversions %d; want 1, 1, 0, 1", r.Superseded, r.RefusedNewer, r.StaleFenced, r.TokenInversions)
+	}
+	r = Run(build(40, history.Accepted, history.Rejected).final(s1).ev, params)
+	if r.Superseded != 0 || r.RefusedNewer != 0 || r.StaleFenced != 0 || r.TokenInversions != 0 {
+		t.Fatalf("tokens in order: superseded %d, refused newer %d, stale %d, inversions %d; want 0", r.Superseded, r.RefusedNewer, r.StaleFenced, r.TokenInversions)
+	}
 }
 
 func TestOverlapDetected(t *testing.T) {

@@ -51,6 +51,14 @@ type Config struct {
 	// NoQuorumValidity turns the quorum's validity check off (negative
 	// control).
 	NoQuorumValidity bool `json:"no_quorum_validity"`
+	// Sentinel: Nodes are the addresses of the sentinels of one
+	// Sentinel-managed deployment (master redistest.SentinelMaster),
+	// reached through a go-redis failover client, without proxies.
+	Sentinel bool `json:"sentinel,omitempty"`
+	// NoTimeFloor builds the Redis engines WithoutTimeFloor (negative
+	// control): tokens count up from the high-water, which a failover to
+	// a replica that missed grants brings back stale.
+	NoTimeFloor bool `json:"no_time_floor,omitempty"`
 
 	MaxOps    int           `json:"max_ops"`    // read-modify-writes per hold, at most
 	MinHold   time.Duration `json:"min_hold"`   // keep doing them for at least this long

@@ -38,6 +38,10 @@ type Locker interface {
 	Close() error
 }
 
+// SentinelMaster is the master name the sentinels monitor
+// (redistest.SentinelMaster).
+const SentinelMaster = "mymaster"
+
 // redisOptions are the go-redis options of every lab connection: context
 // deadlines bound commands, and no extra handshake commands.
 func redisOptions(addr string) *goredis.Options {
@@ -59,10 +63,24 @@ func newEngine(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 	var rdbs []*goredis.Client
 	var nodes []engine.Engine
 	var queues []engine.Queuer
-	for _, addr := range cfg.Nodes {
+	addrs := cfg.Nodes
+	if cfg.Sentinel {
+		addrs = addrs[:1] // one deployment, found through every sentinel
+	}
+	var nodeOpts []redisengine.Option
+	if cfg.NoTimeFloor {
+		nodeOpts = append(nodeOpts, redisengine.WithoutTimeFloor())
+	}
+	for _, addr := range addrs {
 		rdb := goredis.NewClient(redisOptions(addr))
+		if cfg.Sentinel {
+			rdb = goredis.NewFailoverClient(&goredis.FailoverOptions{
+				MasterName: SentinelMaster, SentinelAddrs: cfg.Nodes,
+				ContextTimeoutEnabled: true, DisableIdentity: true, DialTimeout: time.Second,
+			})
+		}
 		rdbs = append(rdbs, rdb)
-		e, err := redisengine.New(rdb)
+		e, err := redisengine.New(rdb, nodeOpts...)
 		if err != nil {
 			return nil, rdbs, err
 		}

@@ -32,6 +32,10 @@ type env struct {
 	logf     func(string, ...any)
 	// be is the etcd cluster or PostgreSQL server (Mode.Backend).
 	be *backendWorld
+	// sentinel is the Sentinel deployment (Mode.Sentinel); failedOver
+	// is set once its one failover of the run has started.
+	sentinel   *redistest.Sentinel
+	failedOver bool
 
 	// The queue scenarios: each client's waiting call in progress, kept
 	// from the history as it is recorded (see trackWaits).
@@ -90,6 +94,16 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			return nil, err
 		}
 		e.be = be
+	} else if spec.Mode.Sentinel {
+		if err := e.startSentinel(); err != nil {
+			return nil, err
+		}
+		res, err := redistest.New()
+		if err != nil {
+			e.teardown()
+			return nil, err
+		}
+		e.resource = res
 	} else {
 		servers := make([]*redistest.Server, spec.Mode.Nodes+1)
 		errs := make([]error, len(servers))
@@ -131,6 +145,11 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		// killed or cut off.
 		styles = []style{{true, client.StyleWait, ""}, {true, client.StyleWait, ""}, {true, client.StyleWait, ""}}
 	}
+	if spec.Scenario.Sentinel {
+		// All processes: whichever holds the grant the failover loses is
+		// stopped across it.
+		styles = []style{{true, client.StyleWait, ""}, {true, client.StyleWait, ""}, {true, client.StylePoll, ""}}
+	}
 	if spec.Scenario.Shared != "" {
 		// Five holders on one semaphore or RW lock: more demand than
 		// permits.
@@ -153,8 +172,10 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.Elect, cfg.MinHold, cfg.Budget = true, 2*spec.TTL, 10*spec.TTL
 		}
 		cfg.Shared, cfg.Limit, cfg.Split = spec.Scenario.Shared, spec.Scenario.Limit, spec.Control == Split
-		if cfg.Shared != "" {
-			// Shorter holds: more grants and hand-overs per run.
+		if cfg.Shared != "" || spec.Scenario.Sentinel {
+			// Shorter holds: more grants and hand-overs per run (the
+			// Sentinel failover waits for a grant while the replica is
+			// cut off).
 			cfg.MinHold, cfg.MaxOps = spec.TTL/2, 4
 		}
 		switch spec.Control {
@@ -166,6 +187,11 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.Impl = client.ImplFromReply
 		case NoFencing:
 			cfg.NoFencing = true
+		case NoTimeFloor:
+			cfg.NoTimeFloor = true
+		}
+		if e.sentinel != nil {
+			cfg.Sentinel, cfg.Nodes = true, e.sentinel.Addrs()
 		}
 		if e.be != nil {
 			cfg.Backend, cfg.PGFence = spec.Mode.Backend, spec.Scenario.PGFence
@@ -277,6 +303,9 @@ func (e *env) healNodes() {
 		e.be.heal(e)
 		return
 	}
+	if e.sentinel != nil {
+		_ = e.sentinel.Replica.Resume() // the master stays down: the replica took over
+	}
 	for _, n := range e.nodes {
 		if !n.Running() {
 			if err := n.Restart(); err != nil {
@@ -322,6 +351,9 @@ func (e *env) teardown() {
 	}
 	if e.be != nil {
 		e.be.close()
+	}
+	if e.sentinel != nil {
+		_ = e.sentinel.Close()
 	}
 	for _, a := range e.admin {
 		_ = a.Close()

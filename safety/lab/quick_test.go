@@ -43,7 +43,7 @@ func TestQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	outs, err := QuickSuite(seed).Execute(ctx, Options{
 		Exe: []string{exe}, Dir: dir, Logf: t.Logf,

@@ -23,7 +23,16 @@ func Summary(o *Outcome) string {
 		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
 		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
 		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
-		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+electSummary(o)+sharedSummary(o)+verdict)
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), queueSummary(o)+electSummary(o)+sharedSummary(o)+sentinelSummary(o)+verdict)
+}
+
+// sentinelSummary is the Sentinel failover's part of Summary: the fenced
+// resource's answers across the failover.
+func sentinelSummary(o *Outcome) string {
+	if !o.Spec.Scenario.Sentinel {
+		return ""
+	}
+	return fmt.Sprintf("superseded holder's applies accepted %d, newer holder's refused %d | ", o.Result.Superseded, o.Result.RefusedNewer)
 }
 
 // sharedSummary is the shared-lock checks' part of Summary.
@@ -235,8 +244,8 @@ func Legend() string {
 			teeth = "yes"
 		}
 		claimed := yn(s.Excludes(Single), s.Single) + " / " + yn(s.Excludes(Redlock), s.Redlock)
-		if s.Backend != "" {
-			claimed = s.Backend + ": " + yn(s.Excludes(s.Mode()), true)
+		if s.Backend != "" || s.Sentinel {
+			claimed = s.Mode().Name + ": " + yn(s.Excludes(s.Mode()), true)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", s.ID, s.Title, s.Schedule, claimed, teeth)
 	}

@@ -159,6 +159,14 @@ func judge(spec RunSpec, r check.Result) []string {
 		if n := len(r.WriterOverlaps); n > 0 {
 			add("I13: %d times a writer held the lock with others", n)
 		}
+		if spec.Scenario.Sentinel {
+			if r.Superseded+r.RefusedNewer > 0 {
+				add("token order at the resource: %d superseded holders' applies accepted, %d newer holders' refused", r.Superseded, r.RefusedNewer)
+			}
+			if r.Faults == 0 {
+				add("no failover")
+			}
+		}
 		if spec.Scenario.Elect {
 			if n := len(r.LeaderOverlaps); n > 0 {
 				add("I10: %d pairs of leaderships overlap", n)
@@ -185,6 +193,11 @@ func judge(spec RunSpec, r check.Result) []string {
 	case IgnoreLoss:
 		if len(r.LeaderOverlaps) == 0 {
 			add("negative control %s: no overlapping leaderships detected (%d leaderships)", spec.Control, len(r.Leaderships))
+		}
+	case NoTimeFloor:
+		if r.Superseded+r.RefusedNewer == 0 || r.TokenInversions == 0 {
+			add("negative control %s: the resource kept the token order (%d superseded accepted, %d newer refused, %d token inversions)",
+				spec.Control, r.Superseded, r.RefusedNewer, r.TokenInversions)
 		}
 	case NoQueue:
 		if len(r.OutOfOrder) == 0 {

@@ -56,6 +56,9 @@ type Scenario struct {
 	// PGFence is pgfence's mode for the Postgres scenarios (empty:
 	// current).
 	PGFence string
+	// Sentinel: the scenario runs on a Sentinel deployment only
+	// (SentinelMode).
+	Sentinel bool
 }
 
 // EtcdLeaderKillRecovery is I7's bound under a killed etcd leader: a
@@ -66,13 +69,17 @@ type Scenario struct {
 // Measured: up to 4.9 s after the heal with ttl 2 s (docs/SAFETY.md).
 const EtcdLeaderKillRecovery = 5*time.Second + EtcdTTL + 500*time.Millisecond
 
-// Mode returns the mode of a backend scenario (Etcd or Postgres).
+// Mode returns the mode of a backend scenario (Etcd or Postgres) or of the
+// Sentinel scenario.
 func (s *Scenario) Mode() Mode {
 	switch s.Backend {
 	case Etcd.Backend:
 		return Etcd
 	case Postgres.Backend:
 		return Postgres
+	}
+	if s.Sentinel {
+		return SentinelMode
 	}
 	return Mode{}
 }
@@ -82,7 +89,8 @@ func never(Mode) bool  { return false }
 
 // Scenarios are the lab's fault classes: twelve on one lock, four on its
 // waiter queue, one on an election; then three on etcd (18-20) and five on
-// PostgreSQL (21-25).
+// PostgreSQL (21-25), two on shared locks (26, 27) and a Sentinel failover
+// (28).
 var Scenarios = []*Scenario{
 	{ID: 1, Key: "pause-holder", Title: "client paused (SIGSTOP) past its ttl after acquiring", Single: true, Redlock: true,
 		Excludes: always, Teeth: true, Inject: pauseHolder,
@@ -165,6 +173,9 @@ var Scenarios = []*Scenario{
 	{ID: 27, Key: "shared-rwmutex", Title: "RW lock (a writer one hold in three) under the existing fault classes", Single: true,
 		Shared: "rwmutex", Excludes: never, Inject: sharedFaults,
 		Schedule: "five clients on Client.RWMutex(name), Lock one hold in three, else RLock; faults as 26"},
+	{ID: SentinelFailoverID, Key: "sentinel-failover", Title: "Sentinel: failover to a replica that missed the last grants", Sentinel: true,
+		Excludes: never, Inject: sentinelFailover,
+		Schedule: "a master, one replica, three sentinels, clients on go-redis failover clients; once per run, while a holder works: the replica SIGSTOPped and its link dropped (CLIENT KILL TYPE replica) until the master made a grant and its holder checked its lease (at most 4 ttl), then the master SIGKILLed, the replica resumed and SENTINEL FAILOVER; the lost grant makes two holders (I1 not claimed), the time floor keeps the token order"},
 }
 
 // ScenarioByID returns scenario id, or nil.

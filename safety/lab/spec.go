@@ -18,6 +18,9 @@ type Mode struct {
 	// Backend is the lock service when not Redis (client.BackendEtcd,
 	// client.BackendPostgres); Nodes is then the number of etcd members.
 	Backend string
+	// Sentinel: one Redis deployment managed by Sentinel (a master, a
+	// replica, three sentinels), reached through failover clients.
+	Sentinel bool
 }
 
 // The two modes.
@@ -30,6 +33,9 @@ var (
 	// Postgres is one PostgreSQL 15 server (engine/postgres), the resource
 	// in the same database behind pgfence.
 	Postgres = Mode{Name: "postgres", Nodes: 1, Backend: "postgres"}
+	// SentinelMode is a master, one replica and three sentinels; the
+	// clients use go-redis failover clients.
+	SentinelMode = Mode{Name: "sentinel", Nodes: 1, Sentinel: true}
 )
 
 // EtcdTTL is the ttl of the etcd runs: etcd leases are whole seconds and
@@ -65,6 +71,9 @@ const (
 	// Split: the shared-lock scenarios' clients each lock a name of their
 	// own (client.Config.Split), a lock that does not share its state.
 	Split Control = "permits-not-shared"
+	// NoTimeFloor: the Redis engines are built WithoutTimeFloor (tokens
+	// count up from a high-water that a failover brings back stale).
+	NoTimeFloor Control = "time-floor-off"
 )
 
 // Expect returns what the control must show.
@@ -80,6 +89,8 @@ func (c Control) Expect() string {
 		return "I10 overlapping leaderships"
 	case Split:
 		return "I12 over the limit / I13 a writer with others"
+	case NoTimeFloor:
+		return "a superseded holder's write accepted (and I3 token inversions)"
 	}
 	return ""
 }

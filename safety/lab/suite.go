@@ -69,6 +69,9 @@ func QuickSuite(seed uint64) Suite {
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
 	)
+	// Sentinel (ttl SentinelTTL): one failover to a replica that missed
+	// the last grant, and the control without the time floor.
+	runs = append(runs, sentinelRuns(seed)...)
 	return Suite{Name: "quick", Runs: runs}
 }
 
@@ -79,6 +82,9 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 	const ttl = time.Second
 	var runs []RunSpec
 	for _, s := range Scenarios {
+		if s.Sentinel {
+			continue // sentinelRuns, below
+		}
 		if s.Backend != "" {
 			runs = append(runs, RunSpec{Scenario: s, Mode: s.Mode(), TTL: backendTTL(s, ttl), Duration: max(d, 15*backendTTL(s, ttl)), Seed: seed})
 			continue
@@ -100,7 +106,20 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 	)
+	runs = append(runs, sentinelRuns(seed)...)
 	return Suite{Name: "full", Runs: runs}
+}
+
+// sentinelRuns are the Sentinel failover (one per run, whatever the
+// duration) and its control without the time floor: warm-up 1 ttl, the
+// failover (a few seconds), then 2 ttl and a grant after the heal.
+func sentinelRuns(seed uint64) []RunSpec {
+	const d = 5 * SentinelTTL
+	s := ScenarioByID(SentinelFailoverID)
+	return []RunSpec{
+		{Scenario: s, Mode: SentinelMode, TTL: SentinelTTL, Duration: d, Seed: seed},
+		{Scenario: s, Mode: SentinelMode, Control: NoTimeFloor, TTL: SentinelTTL, Duration: d, Seed: seed},
+	}
 }
 
 // Filter keeps the runs for which keep returns true.
