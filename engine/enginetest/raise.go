@@ -1,0 +1,72 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// SharedRaiseBounds checks RaiseSharedFence (engine.SharedFenceRaiser) on
+// e against engine.CheckRaise, as RaiseFenceNeverLowers checks RaiseFence:
+// a token below the holder's, above engine.MaxToken, or more than
+// engine.MaxRaiseAhead ahead of the clock is an *engine.ArgumentError
+// about the token and changes nothing; the holder's own token and one
+// above it within the bounds are raised.
+func SharedRaiseBounds(t *testing.T, e engine.Engine) {
+	t.Helper()
+	sh, ok := e.(engine.Sharer)
+	fr, ok2 := e.(engine.SharedFenceRaiser)
+	if !ok || !ok2 {
+		t.Fatalf("%T raises no shared fences", e)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := lockName(t)
+	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "reader", Attempt: "r1", TTL: time.Minute},
+		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	g, err := sh.AcquireShared(ctx, r)
+	if err != nil || !g.Acquired {
+		t.Fatalf("read lock: %+v, %v", g, err)
+	}
+	holder := func() (token, hw uint64) {
+		t.Helper()
+		info, err := sh.InspectShared(ctx, name)
+		if err != nil || len(info.Holders) != 1 {
+			t.Fatalf("inspect: %+v, %v", info, err)
+		}
+		return info.Holders[0].Token, info.HighWater
+	}
+	token, hw := holder()
+	far := uint64(time.Now().UnixMicro()) + engine.MaxRaiseAhead + uint64(time.Hour/time.Microsecond)
+	for _, bad := range []struct {
+		what  string
+		token uint64
+	}{
+		{"below the holder's token", token - 1},
+		{"above 2^53-1", engine.MaxToken + 1},
+		{"2^64-1", math.MaxUint64},
+		{"more than MaxRaiseAhead ahead of the clock", far},
+	} {
+		ok, err := fr.RaiseSharedFence(ctx, name, "reader", bad.token)
+		var ae *engine.ArgumentError
+		if ok || !errors.As(err, &ae) || ae.Arg != "token" {
+			t.Errorf("RaiseSharedFence %s: %v, %v; want an *engine.ArgumentError about the token", bad.what, ok, err)
+		}
+		if tok, h := holder(); tok != token || h != hw {
+			t.Errorf("RaiseSharedFence %s changed the lock: token %d, high-water %d; was %d, %d", bad.what, tok, h, token, hw)
+			token, hw = tok, h
+		}
+	}
+	for _, up := range []uint64{token, token + 1000} {
+		if ok, err := fr.RaiseSharedFence(ctx, name, "reader", up); !ok || err != nil {
+			t.Fatalf("RaiseSharedFence to %d: %v, %v", up, ok, err)
+		}
+	}
+	if tok, h := holder(); tok != token+1000 || h < token+1000 {
+		t.Fatalf("after the raise: token %d, high-water %d; want %d", tok, h, token+1000)
+	}
+}

@@ -1,0 +1,15 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/memory"
+)
+
+// TestSharedRaiseBounds: RaiseSharedFence within engine.CheckRaise.
+func TestSharedRaiseBounds(t *testing.T) {
+	e := memory.New()
+	defer e.Close()
+	enginetest.SharedRaiseBounds(t, e)
+}

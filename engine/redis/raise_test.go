@@ -1,0 +1,20 @@
+package redis_test
+
+import (
+	"testing"
+
+	"github.com/distlock/distlock/engine/enginetest"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// TestSharedRaiseBounds: RaiseSharedFence within engine.CheckRaise
+// (shared_raise_fence.lua).
+func TestSharedRaiseBounds(t *testing.T) {
+	e, err := redisengine.New(redistest.Start(t).Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	enginetest.SharedRaiseBounds(t, e)
+}
