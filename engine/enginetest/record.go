@@ -25,7 +25,7 @@ type counting struct {
 	mu       sync.Mutex
 	extends  []*extendCall
 	attempts []acquireCall
-	woken    []time.Time // when each wake-up was delivered (or a heartbeat said to try)
+	woken    []time.Time // when each wake-up was delivered
 }
 
 // acquireCall is one Acquire as the engine saw it.
@@ -100,8 +100,7 @@ func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	return g, err
 }
 
-// wokenBetween counts the wake-ups delivered, and the heartbeats answered
-// with the word to try, from from to to.
+// wokenBetween counts the wake-ups delivered from from to to.
 func (c *counting) wokenBetween(from, to time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -131,13 +130,6 @@ func (c *counting) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 	c.timed(x.sent)
 	c.mu.Lock()
 	x.answered, x.res, x.err = time.Now(), res, err
-	for i, r := range res {
-		// A heartbeat's word that the waiter heads the queue of a free
-		// lock (or was dropped) wakes it too.
-		if i < len(rs) && rs[i].Waiter && r.Err == nil && (r.Wake || r.Status != engine.Extended) {
-			c.woken = append(c.woken, x.answered)
-		}
-	}
 	c.mu.Unlock()
 	return res, err
 }

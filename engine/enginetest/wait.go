@@ -15,8 +15,9 @@ const handoffs = 50
 
 // handoff: over 50 hand-offs, a waiter that waits on a held lock is woken
 // by the release and gets the lock then: the attempt that won it was sent
-// after a wake-up its subscription delivered after the release began (or
-// its heartbeat's word that it heads the queue of a free lock), and
+// after a wake-up its subscription delivered after the release began (not
+// its heartbeat's word, a second later, that it heads the queue of a free
+// lock: the fallback when the release's wake-up was lost), and
 // before the holder's 10s lease would have run out (not by polling, nor
 // at the holder's expiry). A hand-off whose winning attempt was sent
 // before the release (it raced the release, woken by something earlier)
