@@ -14,8 +14,10 @@ import (
 func (s *suite) badInput(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
-	l, err := c.Acquire(ctx, name, distlock.WithTTL(5*time.Second), distlock.WithMetadata("m"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	// No renewal: a renewal during the cases would lengthen the ttl they
+	// must leave alone (a minute outlasts them on a starved machine).
+	l, err := c.Acquire(ctx, name, distlock.WithTTL(time.Minute), distlock.WithAutoRenew(false), distlock.WithMetadata("m"))
 	if err != nil {
 		t.Fatal(err)
 	}
