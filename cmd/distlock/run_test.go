@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/internal/lagprobe"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -96,7 +97,7 @@ func TestRunMutualExclusion(t *testing.T) {
 // The lease's deadline is at most ttl after the freeze (the last confirmed
 // renewal was sent before it). The bound checked is ttl + grace + slack,
 // where the slack is a fixed allowance for signals and process exits plus
-// three times the worst scheduling delay measured meanwhile (lagProbe); a
+// three times the worst scheduling delay measured meanwhile (lagprobe); a
 // miss on a machine that was measured starved (delays of 100ms or more) is
 // skipped as "machine too slow", on a quiet one it fails.
 func TestRunLockLostStopsGroup(t *testing.T) {
@@ -134,7 +135,7 @@ func TestRunLockLostStopsGroup(t *testing.T) {
 			if len(ps) != 2 {
 				t.Fatalf("pids %v", ps)
 			}
-			probe := startLagProbe()
+			probe := lagprobe.Start()
 			pausedAt := time.Now()
 			if err := srv.Pause(); err != nil {
 				t.Fatal(err)
@@ -143,7 +144,7 @@ func TestRunLockLostStopsGroup(t *testing.T) {
 
 			r := wait(t, cmd, start, &out, &errb, patience)
 			exited := time.Since(pausedAt)
-			lag := probe.done()
+			lag := probe.Done()
 			t.Logf("exited %v after the freeze; scheduling delays up to %v", exited, lag)
 			expect(t, r, exitLost, "lost", "SIGTERM")
 			for _, pid := range ps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,15 +29,42 @@ import (
 // Found by the safety lab while checking which release paths are
 // idempotent (scenario 7, a node paused; the lab's own clients use random
 // owners, so its runs cannot show it).
+// countedReleases is a Redis node that counts its answered releases (the
+// quorum's idempotent ReleaseOnce, or a plain Release). It embeds the
+// node's concrete type, so that the quorum sees every capability of the
+// node.
+type countedReleases struct {
+	*redisengine.Engine
+	n atomic.Int32
+}
+
+func (c *countedReleases) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	res, err := c.Engine.Release(ctx, name, owner)
+	if err == nil {
+		c.n.Add(1)
+	}
+	return res, err
+}
+
+func (c *countedReleases) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
+	res, err := c.Engine.ReleaseOnce(ctx, name, owner, id)
+	if err == nil {
+		c.n.Add(1)
+	}
+	return res, err
+}
+
 func TestQuorumCleanupDropsReentrantHold(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	nodes := make([]engine.Engine, len(srvs))
+	counted := make([]*countedReleases, len(srvs))
 	for i, s := range srvs {
 		e, err := redisengine.New(s.Client())
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[i] = e
+		counted[i] = &countedReleases{Engine: e}
+		nodes[i] = counted[i]
 	}
 	q, err := quorum.New(nodes, quorum.WithNodeTimeout(20*time.Millisecond))
 	if err != nil {
@@ -64,13 +92,19 @@ func TestQuorumCleanupDropsReentrantHold(t *testing.T) {
 		}
 	}
 	t.Logf("inner release: %v", inner.Release(ctx))
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the nodes stay stopped a while: the fault
 	for _, s := range srvs[1:] {
 		if err := s.Resume(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // the cleaner's work is done
+	// The cleaner's work is done when it released on each of the stopped
+	// nodes twice (until the node answers, and then once more).
+	for end := time.Now().Add(time.Minute); counted[1].n.Load() < 2 || counted[2].n.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the cleaner released %d and %d times on the stopped nodes, want 2 each", counted[1].n.Load(), counted[2].n.Load())
+		}
+	}
 
 	counts := make([]string, len(srvs))
 	for i := range srvs {
