@@ -3,6 +3,7 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -42,13 +43,19 @@ var missingObject = map[string]bool{
 	"42704": true, // undefined_object (a composite type)
 }
 
-// wrap turns PostgreSQL's "does not exist" errors into a *SchemaError;
-// other errors are returned as they are (a *pgconn.PgError stays
+// wrap turns PostgreSQL's "does not exist" errors into a *SchemaError and
+// a bigint overflow (a token past a high-water at 2^63-1) into
+// engine.ErrFenceExhausted; other errors are returned as they are (a *pgconn.PgError stays
 // reachable with errors.As).
 func (e *Engine) wrap(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && missingObject[pe.Code] {
 		return &SchemaError{Schema: e.schema, Err: err}
+	}
+	if errors.As(err, &pe) && pe.Code == "22003" && strings.Contains(pe.Message, "bigint out of range") {
+		// high_water + 1 past bigint (a high-water written by hand):
+		// PostgreSQL refuses to wrap, and so does the grant.
+		return fmt.Errorf("%w: %v", engine.ErrFenceExhausted, err)
 	}
 	return err
 }

@@ -90,7 +90,14 @@ func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value st
 			return 0, nil
 		}
 		if later {
-			if ok, err := raiseFence(ctx, n.eng, r.Name, r.Owner, token); err != nil || !ok {
+			ok, err := raiseFence(ctx, n.eng, r.Name, r.Owner, token)
+			var ae *engine.ArgumentError
+			if errors.As(err, &ae) {
+				// A late grant there kept a token of its own above the
+				// term (a raise never lowers one): no value there.
+				return engine.Missing, nil
+			}
+			if err != nil || !ok {
 				return engine.Missing, err
 			}
 		}

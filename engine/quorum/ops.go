@@ -659,6 +659,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 				hw, w := info.HighWater, info.Waiters
 				info = x.v
 				info.HighWater, info.Waiters = hw, w
+				info.Holders = nil // one node's view: rebuilt from the majority's (Client.Inspect)
 			}
 			tokens[x.v.Token]++
 			counts = append(counts, x.v.Count)
