@@ -26,8 +26,8 @@
 --
 -- The lock's and the queue's functions (lock.lua, queue.lua) are defined
 -- (their closures built, on every run) only on the paths that need them:
--- the grant of a free lock without a queue builds none and runs the same
--- three commands as before the queue (EXISTS instead of GET, INCR, SET); a
+-- the grant of a free lock without a queue builds none and runs EXISTS,
+-- the minting (INCR, and TIME and SET for the time floor) and SET; a
 -- refusal of a caller outside the queue and a re-entry build only the
 -- lock's.
 local waiter = ARGV[8] or ''
