@@ -33,10 +33,10 @@
 --
 -- The lock's and the queue's functions (lock.lua, queue.lua) are defined
 -- (their closures built, on every run) only on the paths that need them:
--- the grant of a free lock without a queue builds none and runs the same
--- three commands as before the queue (EXISTS, of the shared lock's holders
--- too, instead of GET; INCR; SET); a refusal of a caller outside the queue
--- and a re-entry build only the lock's.
+-- the grant of a free lock without a queue builds none and runs EXISTS
+-- (of the lock, its queue and the shared lock's holders), the minting
+-- (INCR, and TIME and SET for the time floor) and SET; a refusal of a
+-- caller outside the queue and a re-entry build only the lock's.
 local waiter = ARGV[8] or ''
 local SH = KEYS[#KEYS - 1]
 -- One call tells the common case: neither the lock, nor its queue, nor

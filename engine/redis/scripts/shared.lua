@@ -175,15 +175,14 @@ local function sh_keep(now, x, deadline, fresh)
 end
 
 -- sh_mint returns the next fencing token of the name, as acquire.lua mints
--- it: max(high-water + 1, server clock in µs); with the time floor off
--- (floor '0') high-water + 1, seeded from the clock when there is none.
-local function sh_mint(floor)
+-- it: max(high-water + 1, now, the server clock in µs); with the time
+-- floor off (floor '0') high-water + 1, seeded from now when there is none.
+local function sh_mint(floor, now)
   local token = redis.call('INCR', FENCE)
   if token == 1 then
-    token = sh_now()
+    token = now
     redis.call('SET', FENCE, sh_int(token), 'PX', FENCE_MS)
   elseif floor ~= '0' then
-    local now = sh_now()
     if now > token then
       token = now
       redis.call('SET', FENCE, sh_int(token), 'KEEPTTL')

@@ -66,7 +66,7 @@ end
 local head = sh_head()
 if (not head or head == waiter) and weight <= l - used then
   sh_remove(waiter)
-  local token = sh_mint(ARGV[12])
+  local token = sh_mint(ARGV[12], now)
   redis.call('ZADD', H, sh_int(deadline), owner)
   redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
   if sh_queued then
