@@ -178,7 +178,7 @@ func (s *suite) lossOnDelete(t *testing.T) {
 func (s *suite) do(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	boom := errors.New("boom")
 	var token uint64
 	err := c.Do(ctx, name, func(ctx context.Context) error {
@@ -208,7 +208,7 @@ func (s *suite) do(t *testing.T) {
 func (s *suite) doLoss(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	boom := errors.New("work interrupted")
 	err := c.Do(ctx, name, func(fctx context.Context) error {
 		s.delete(t, c, name)
@@ -234,7 +234,7 @@ func (s *suite) closeReleases(t *testing.T) {
 	c := distlock.New(s.h.New(t))
 	other := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := c.Acquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)

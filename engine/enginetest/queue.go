@@ -131,14 +131,14 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 				}
 				m := asked(w)
 				ask()
-				if !waitUntil(10*time.Second, func() bool { return waits(w, m) && allWait() }) {
+				if !waitUntil(20*time.Second, func() bool { return waits(w, m) && allWait() }) {
 					t.Error("a worker's next call did not start waiting within 10s")
 				}
 				_ = r.l.Release(ctx)
 			}
 		}()
 	}
-	if !waitUntil(10*time.Second, func() bool {
+	if !waitUntil(20*time.Second, func() bool {
 		for w := range workers {
 			if !waits(w, marks[w]) {
 				return false
@@ -353,7 +353,7 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 	}
 	// Each waiter tries once, subscribes, and tries once more (a release
 	// may have come before the subscription) before it sleeps.
-	waitFor(t, 10*time.Second, "the waiters", func() bool {
+	waitFor(t, 20*time.Second, "the waiters", func() bool {
 		for _, e := range engines {
 			if e.acquires.Load() < 2 || e.subscribes.Load() < 1 {
 				return false
@@ -418,7 +418,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 10*time.Second, "the live waiter", func() bool {
+	waitFor(t, 20*time.Second, "the live waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters >= 2
 	})
@@ -458,7 +458,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		_, err := s.client(t).Acquire(wctx, name, opts...)
 		quit <- err
 	}()
-	waitFor(t, 10*time.Second, "the first waiter", func() bool {
+	waitFor(t, 20*time.Second, "the first waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
 	})
@@ -473,7 +473,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 10*time.Second, "the second waiter", func() bool {
+	waitFor(t, 20*time.Second, "the second waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 2
 	})
@@ -521,7 +521,7 @@ func (s *suite) reservationLapses(t *testing.T) {
 		t.Skipf("machine too slow: it took %v to try, the reservation (%v) lapsed already", time.Since(released), engine.ReserveTTL)
 	}
 	var l *distlock.Lease
-	waitFor(t, 5*time.Second, "the reservation to lapse", func() bool {
+	waitFor(t, 20*time.Second, "the reservation to lapse", func() bool {
 		l, err = s.client(t).TryAcquire(ctx, name)
 		return err == nil
 	})
@@ -572,7 +572,7 @@ func (s *suite) queueUnsupported(t *testing.T) {
 	}
 	c := distlock.New(e)
 	defer c.Close()
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	name := lockName(t)
 	_, err := c.Acquire(ctx, name, distlock.WithFair())
 	var ue *distlock.UnsupportedError
