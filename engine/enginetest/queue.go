@@ -132,7 +132,7 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 				m := asked(w)
 				ask()
 				if !waitUntil(20*time.Second, func() bool { return waits(w, m) && allWait() }) {
-					t.Error("a worker's next call did not start waiting within 10s")
+					t.Error("a worker's next call did not start waiting within 20s")
 				}
 				_ = r.l.Release(ctx)
 			}
@@ -146,7 +146,7 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 		}
 		return allWait()
 	}) {
-		t.Error("the workers did not all wait within 10s")
+		t.Error("the workers did not all wait within 20s")
 	}
 	_ = h.Release(ctx)
 	wg.Wait()

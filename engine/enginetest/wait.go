@@ -93,7 +93,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 		info, err := holderC.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	}) {
-		t.Fatal("the waiter did not wait within 10s")
+		t.Fatal("the waiter did not wait within 20s")
 	}
 	released := time.Now()
 	if err := h.Release(ctx); err != nil {
