@@ -52,7 +52,7 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 	}
 	// The Client's waiting goroutine is subscribed on the backend (the
 	// others queue behind it in the Client).
-	waitFor(t, 10*time.Second, "a waiter on the backend", func() bool {
+	waitFor(t, 20*time.Second, "a waiter on the backend", func() bool {
 		info, err := other.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})

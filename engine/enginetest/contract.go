@@ -40,7 +40,7 @@ func settled(t *testing.T, ctx context.Context, e engine.Engine, name string) en
 	var prev, info engine.Info
 	var err error
 	first := true
-	waitFor(t, 5*time.Second, "the state of "+name+" to settle", func() bool {
+	waitFor(t, 20*time.Second, "the state of "+name+" to settle", func() bool {
 		prev = info
 		info, err = e.Inspect(ctx, name)
 		if err != nil {
@@ -387,7 +387,7 @@ func (s *suite) waitingWakes(t *testing.T, subscribeFirst bool) {
 	}
 	select {
 	case <-sub.C():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the release did not wake the subscriber of a waiting acquire within 10s")
+	case <-ctx.Done():
+		t.Fatal("the release did not wake the subscriber of a waiting acquire")
 	}
 }

@@ -54,7 +54,7 @@ func (s *suite) electionHandover(t *testing.T) {
 		}
 		got <- lb
 	}()
-	waitFor(t, 10*time.Second, "b to wait", func() bool {
+	waitFor(t, 20*time.Second, "b to wait", func() bool {
 		info, err := o.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})

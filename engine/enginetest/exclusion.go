@@ -25,7 +25,9 @@ func (s *suite) increments(t *testing.T, reg Register, name string, locked bool)
 	for i := range clients {
 		clients[i] = s.client(t)
 	}
-	ctx := ctxTimeout(t, 60*time.Second)
+	// 512 grants among 64 goroutines: a budget for a starved machine with
+	// the rest of the suite running beside (etcd took over a minute).
+	ctx := ctxTimeout(t, 5*time.Minute)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -137,7 +139,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 func (s *suite) tryAcquireLocked(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	asked := time.Now()
 	l, err := c.TryAcquire(ctx, name, distlock.WithTTL(10*time.Second))
 	if err != nil {
@@ -161,7 +163,7 @@ func (s *suite) tryAcquireLocked(t *testing.T) {
 func (s *suite) releaseIdempotent(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := c.Acquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +200,7 @@ func (s *suite) releaseIdempotent(t *testing.T) {
 func (s *suite) reentrancy(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	owner := distlock.WithOwner("worker-7")
 	l1, err := c.Acquire(ctx, name, owner)
 	if err != nil {
@@ -234,7 +236,7 @@ func (s *suite) reentrancy(t *testing.T) {
 func (s *suite) attach(t *testing.T) {
 	a, b := s.client(t), s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := a.Acquire(ctx, name, distlock.WithAutoRenew(false), distlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +274,7 @@ func (s *suite) attach(t *testing.T) {
 func (s *suite) inspect(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	info, err := c.Inspect(ctx, name)
 	if err != nil || info.Held || info.Waiters != 0 {
 		t.Fatalf("fresh name: %+v %v", info, err)
@@ -285,7 +287,7 @@ func (s *suite) inspect(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _, _ = s.client(t).Acquire(wctx, name) }()
-	waitFor(t, 5*time.Second, "a waiter to show", func() bool {
+	waitFor(t, 20*time.Second, "a waiter to show", func() bool {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -300,7 +302,7 @@ func (s *suite) inspect(t *testing.T) {
 		t.Fatalf("Inspect's holders = %+v, want the one lease", info.Holders)
 	}
 	cancel()
-	waitFor(t, 5*time.Second, "the waiter to leave", func() bool {
+	waitFor(t, 20*time.Second, "the waiter to leave", func() bool {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})

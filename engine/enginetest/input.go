@@ -24,7 +24,7 @@ func (s *suite) badInput(t *testing.T) {
 	// On a quorum the grant returns once a majority granted; a straggler's
 	// late grant still mints a token there. Wait until the state settles.
 	var before distlock.Info
-	waitFor(t, 5*time.Second, "the grant to settle", func() bool {
+	waitFor(t, 20*time.Second, "the grant to settle", func() bool {
 		prev := before
 		before, err = c.Inspect(ctx, name)
 		return err == nil && prev.HighWater == before.HighWater && prev.Token == before.Token
@@ -104,7 +104,7 @@ func (s *suite) badInput(t *testing.T) {
 // (engine.NameChecker). An engine either refuses such a name with an
 // *ArgumentError before any call, or takes it like any other name.
 func (s *suite) engineNameRule(t *testing.T, c *distlock.Client) {
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	name := "}" + lockName(t)
 	l, err := c.TryAcquire(ctx, name)
 	var ae *distlock.ArgumentError

@@ -131,14 +131,14 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 				}
 				m := asked(w)
 				ask()
-				if !waitUntil(10*time.Second, func() bool { return waits(w, m) && allWait() }) {
-					t.Error("a worker's next call did not start waiting within 10s")
+				if !waitUntil(20*time.Second, func() bool { return waits(w, m) && allWait() }) {
+					t.Error("a worker's next call did not start waiting within 20s")
 				}
 				_ = r.l.Release(ctx)
 			}
 		}()
 	}
-	if !waitUntil(10*time.Second, func() bool {
+	if !waitUntil(20*time.Second, func() bool {
 		for w := range workers {
 			if !waits(w, marks[w]) {
 				return false
@@ -146,7 +146,7 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 		}
 		return allWait()
 	}) {
-		t.Error("the workers did not all wait within 10s")
+		t.Error("the workers did not all wait within 20s")
 	}
 	_ = h.Release(ctx)
 	wg.Wait()
@@ -174,6 +174,32 @@ type arrival struct {
 	sent, answered time.Time
 	waiter         string
 	grant          int
+	granted        time.Time     // when the winning attempt was answered
+	attempts       []acquireCall // the call's attempts
+	woken          []time.Time   // wake-ups its engine delivered
+}
+
+// lapsed reports whether a woken call of a was answered later than a
+// reservation lasts before until: the release that woke it reserved the
+// lock for it, and it confirmed (tried) only after the reservation lapsed
+// (a machine too slow), so the next waiter could have the lock first.
+func (a arrival) lapsed(until time.Time) bool {
+	for _, w := range a.woken {
+		if w.Before(a.answered) || !w.Before(until) {
+			continue
+		}
+		next := until
+		for _, x := range a.attempts {
+			if !x.sent.Before(w) {
+				next = x.sent
+				break
+			}
+		}
+		if next.Sub(w) >= engine.ReserveTTL {
+			return true
+		}
+	}
+	return false
 }
 
 // arrivals returns the granted calls of the workers whose grants order
@@ -188,14 +214,18 @@ func arrivals(order []int, engines []*counting) []arrival {
 				grants = append(grants, i)
 			}
 		}
+		e.mu.Lock()
+		woken := append([]time.Time(nil), e.woken...)
+		e.mu.Unlock()
 		var cur *arrival
 		for _, a := range e.acquiresLog() {
 			if a.err != nil {
 				continue
 			}
 			if cur == nil {
-				cur = &arrival{sent: a.sent, answered: a.answered}
+				cur = &arrival{sent: a.sent, answered: a.answered, woken: woken}
 			}
+			cur.attempts = append(cur.attempts, a)
 			if a.grant.Queued && cur.waiter == "" {
 				cur.sent, cur.answered, cur.waiter = a.sent, a.answered, a.waiter
 			}
@@ -203,7 +233,7 @@ func arrivals(order []int, engines []*counting) []arrival {
 				continue
 			}
 			if len(grants) > 0 {
-				cur.grant = grants[0]
+				cur.grant, cur.granted = grants[0], a.answered
 				grants = grants[1:]
 				out = append(out, *cur)
 			}
@@ -236,8 +266,9 @@ func dropped(engines []*counting) map[string]bool {
 // them: the queue confirmed the one's entry before the other's first
 // attempt was sent, so its ticket is the lower one, and FIFO grants it
 // first. Calls whose arrivals overlap are not ordered; entries that were
-// dropped and entered again are left out. It returns the count and an
-// example.
+// dropped and entered again are left out, and so is a call passed over
+// because it confirmed its reservation only after it lapsed (lapsed). It
+// returns the count and an example.
 func outOfOrder(calls []arrival, skip map[string]bool) (int, string) {
 	bad, example := 0, ""
 	for _, a := range calls {
@@ -245,7 +276,7 @@ func outOfOrder(calls []arrival, skip map[string]bool) (int, string) {
 			continue
 		}
 		for _, b := range calls {
-			if skip[b.waiter] || !a.answered.Before(b.sent) || a.grant < b.grant {
+			if skip[b.waiter] || !a.answered.Before(b.sent) || a.grant < b.grant || a.lapsed(b.granted) {
 				continue
 			}
 			if bad == 0 {
@@ -353,7 +384,7 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 	}
 	// Each waiter tries once, subscribes, and tries once more (a release
 	// may have come before the subscription) before it sleeps.
-	waitFor(t, 10*time.Second, "the waiters", func() bool {
+	waitFor(t, 20*time.Second, "the waiters", func() bool {
 		for _, e := range engines {
 			if e.acquires.Load() < 2 || e.subscribes.Load() < 1 {
 				return false
@@ -409,19 +440,33 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	probe := StartProbe(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	const deadTTL = 500 * time.Millisecond
-	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
+	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
 	got := make(chan error, 1)
+	wrapped, rec := countCalls(s.h.New(t))
+	live := distlock.New(wrapped)
+	t.Cleanup(func() { _ = live.Close() })
 	go func() {
-		l, err := s.client(t).Acquire(ctx, name, distlock.WithFair())
+		l, err := live.Acquire(ctx, name, distlock.WithFair())
 		if err == nil {
 			err = l.Release(ctx)
 		}
 		got <- err
 	}()
-	waitFor(t, 10*time.Second, "the live waiter", func() bool {
-		info, err := holder.Inspect(ctx, name)
-		return err == nil && info.Waiters >= 2
+	// The live waiter is queued: behind the dead one, unless the dead
+	// one's entry lapsed first (its 500ms ran out on a slow machine).
+	var queued acquireCall
+	waitFor(t, 20*time.Second, "the live waiter to queue", func() bool {
+		for _, a := range rec.acquiresLog() {
+			if a.err == nil && a.grant.Queued {
+				queued = a
+				return true
+			}
+		}
+		return false
 	})
+	if queued.grant.Head {
+		t.Skipf("machine too slow: the dead waiter's entry (%v) lapsed before the live waiter queued", deadTTL)
+	}
 	start := time.Now()
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -458,7 +503,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		_, err := s.client(t).Acquire(wctx, name, opts...)
 		quit <- err
 	}()
-	waitFor(t, 10*time.Second, "the first waiter", func() bool {
+	waitFor(t, 20*time.Second, "the first waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
 	})
@@ -473,7 +518,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 10*time.Second, "the second waiter", func() bool {
+	waitFor(t, 20*time.Second, "the second waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 2
 	})
@@ -521,7 +566,7 @@ func (s *suite) reservationLapses(t *testing.T) {
 		t.Skipf("machine too slow: it took %v to try, the reservation (%v) lapsed already", time.Since(released), engine.ReserveTTL)
 	}
 	var l *distlock.Lease
-	waitFor(t, 5*time.Second, "the reservation to lapse", func() bool {
+	waitFor(t, 20*time.Second, "the reservation to lapse", func() bool {
 		l, err = s.client(t).TryAcquire(ctx, name)
 		return err == nil
 	})
@@ -572,7 +617,7 @@ func (s *suite) queueUnsupported(t *testing.T) {
 	}
 	c := distlock.New(e)
 	defer c.Close()
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	name := lockName(t)
 	_, err := c.Acquire(ctx, name, distlock.WithFair())
 	var ue *distlock.UnsupportedError

@@ -22,7 +22,7 @@ func (s *suite) sharer(t *testing.T) {
 	if !ok {
 		t.Skip("the engine keeps no shared locks (engine.Sharer)")
 	}
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	if _, err := sh.InspectShared(ctx, lockName(t)+"-probe"); errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("the engine keeps no shared locks: %v", err)
 	}
@@ -34,7 +34,7 @@ func (s *suite) sharer(t *testing.T) {
 func (s *suite) semaphores(t *testing.T) {
 	t.Helper()
 	s.sharer(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	if _, err := s.h.New(t).(engine.Sharer).SetLimit(ctx, lockName(t)+"-probe", 2); errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("the engine keeps no semaphores with a limit above 1: %v", err)
 	}
@@ -147,7 +147,7 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 		order <- "big"
 		_ = l.Release(ctx)
 	}()
-	waitFor(t, 10*time.Second, "the big request to queue", func() bool {
+	waitFor(t, 20*time.Second, "the big request to queue", func() bool {
 		info, err := a.Semaphore(name, 3).Inspect(ctx)
 		return err == nil && info.Waiters == 1
 	})
@@ -165,7 +165,7 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 		order <- "small"
 		_ = l.Release(ctx)
 	}()
-	waitFor(t, 10*time.Second, "the small request to queue", func() bool {
+	waitFor(t, 20*time.Second, "the small request to queue", func() bool {
 		info, err := a.Semaphore(name, 3).Inspect(ctx)
 		return err == nil && info.Waiters == 2
 	})
@@ -258,7 +258,7 @@ func (s *suite) rwReadersShare(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, 10*time.Second, "the writer to queue", func() bool {
+	waitFor(t, 20*time.Second, "the writer to queue", func() bool {
 		info, err := w.Inspect(ctx)
 		return err == nil && info.Waiters == 1
 	})
@@ -325,7 +325,7 @@ func (s *suite) rwNoWriterStarvation(t *testing.T) {
 		})
 	}
 	w := s.client(t).RWMutex(name)
-	waitFor(t, 10*time.Second, "readers to hold", func() bool {
+	waitFor(t, 20*time.Second, "readers to hold", func() bool {
 		info, err := w.Inspect(ctx)
 		return err == nil && info.Held
 	})
@@ -340,7 +340,7 @@ func (s *suite) rwNoWriterStarvation(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, 10*time.Second, "the writer to queue", func() bool {
+	waitFor(t, 20*time.Second, "the writer to queue", func() bool {
 		info, err := w.Inspect(ctx)
 		if err == nil && info.Waiters > 0 {
 			queuedAt.CompareAndSwap(0, time.Now().UnixNano())

@@ -85,7 +85,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 	// release: it sleeps then until woken. (Not after a split vote, which
 	// a quorum answers while the holder's late grants land: the waiter
 	// then tries again after a pause of its own, woken or not.)
-	if !waitUntil(10*time.Second, func() bool {
+	if !waitUntil(20*time.Second, func() bool {
 		log := counts.acquiresLog()
 		if counts.subscribes.Load() == subscribes || len(log) < answered+2 || log[len(log)-1].grant.Retry > 0 {
 			return false
@@ -93,7 +93,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 		info, err := holderC.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	}) {
-		t.Fatal("the waiter did not wait within 10s")
+		t.Fatal("the waiter did not wait within 20s")
 	}
 	released := time.Now()
 	if err := h.Release(ctx); err != nil {
@@ -162,7 +162,7 @@ func (s *suite) expiryWakesWaiter(t *testing.T) {
 func (s *suite) waiterCancelled(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	h, err := c.Acquire(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func (s *suite) waiterCancelled(t *testing.T) {
 		_, err := waiter.Acquire(wctx, name)
 		errc <- err
 	}()
-	waitFor(t, 5*time.Second, "the waiter", func() bool {
+	waitFor(t, 20*time.Second, "the waiter", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -189,7 +189,7 @@ func (s *suite) waiterCancelled(t *testing.T) {
 		t.Fatalf("cancelled waiter: %v, want WaitError wrapping context.Canceled and ErrLocked", err)
 	}
 	// (On a busy machine an UNSUBSCRIBE can take a while to be answered.)
-	waitFor(t, 10*time.Second, "the subscription to go", func() bool {
+	waitFor(t, 20*time.Second, "the subscription to go", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})
@@ -210,7 +210,7 @@ func (s *suite) waiterCancelled(t *testing.T) {
 func (s *suite) forceRelease(t *testing.T) {
 	c := s.client(t)
 	name := lockName(t)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := ctxTimeout(t, 30*time.Second)
 	h, err := c.Acquire(ctx, name, distlock.WithTTL(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func (s *suite) forceRelease(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 5*time.Second, "the waiter", func() bool {
+	waitFor(t, 20*time.Second, "the waiter", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
