@@ -70,7 +70,10 @@ func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error
 	// Phase-2 fencing is off in both runs: it would refuse the late grant
 	// too (it is conditional on still holding), and this test isolates the
 	// validity check.
-	timeout, nofence := quorum.WithNodeTimeout(100*time.Millisecond), quorum.WithoutFencing()
+	// The node timeout is longer than the pause, so that the replies that
+	// were held back arrive (after the ttl) rather than time out: a busy
+	// machine must not turn the schedule into a plain failure.
+	timeout, nofence := quorum.WithNodeTimeout(2*time.Second), quorum.WithoutFencing()
 	if fencing {
 		nofence = func(*quorum.Engine) {}
 	}

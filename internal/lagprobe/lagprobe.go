@@ -13,6 +13,11 @@ import (
 // Step is the probe's sleep.
 const Step = 5 * time.Millisecond
 
+// Starved is the scheduling delay from which a machine is too slow to judge
+// a time bound by: a test that misses its bound after measuring this much
+// skips ("machine too slow"); below it, the miss is a failure.
+const Starved = 100 * time.Millisecond
+
 // Probe measures how much later than asked a short sleep of this process
 // returns, at worst, from Start to Done.
 type Probe struct {

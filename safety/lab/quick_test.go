@@ -65,8 +65,9 @@ func TestQuick(t *testing.T) {
 	// I6 (a loss signalled no later than the deadline + drift + tolerance)
 	// is a time bound: a late signal is the machine's when it is late by
 	// no more than three times the scheduling delay measured during the
-	// runs, and a run whose only problem is such lateness is not failed:
-	// the test skips ("machine too slow") when nothing else failed.
+	// runs, and a run whose only problem is such lateness is not failed;
+	// nor is a run in which every acquire failed on a machine measured
+	// starved. The test skips ("machine too slow") when nothing else failed.
 	failed, slow := false, 0
 	for _, o := range outs {
 		problems := o.Problems
@@ -76,6 +77,13 @@ func TestQuick(t *testing.T) {
 				slow++
 				t.Logf("%s: %d loss signals late by up to %v, within 3x the scheduling delay measured (%v)", o.Spec.Key(), o.Result.Late, maxLag(o.Result.Lags), lag)
 			}
+		}
+		if g := o.Result.Grants; g.OK == 0 && g.Attempted > 0 && g.Failed+g.Unknown == g.Attempted && lag >= lagprobe.Starved {
+			// Every acquire failed (Redlock's per-node timeout is ttl/20)
+			// on a machine measured starved: nothing to judge.
+			slow++
+			t.Logf("%s: all %d acquires failed with scheduling delays up to %v: not assessed (%s)", o.Spec.Key(), g.Attempted, lag, Summary(o))
+			problems = nil
 		}
 		if len(problems) > 0 {
 			failed = true
