@@ -226,7 +226,11 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 			c.cleanup(a.name, a.req.Owner, a.o.shared())
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
-			// The failure budget ran out while the attempt waited.
+			// The failure budget ran out while the attempt waited: the
+			// failure before it, if any, explains more.
+			if a.backendCause() != nil {
+				return nil, nil
+			}
 			err = fmt.Errorf("%w (%v)", context.Cause(actx), err)
 		}
 		if a.ctx.Err() != nil {
