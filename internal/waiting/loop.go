@@ -95,10 +95,11 @@ type Loop struct {
 // until one says Done, sleeping between them until a wake-up, a kick, or
 // the time the answer allows (Sleep). It returns nil when an attempt said
 // Done, ctx's error when ctx ended first, ErrStopped when Stop was closed,
-// and a *FailedError when Failures said to stop trying a failing engine.
-// A failing wait polls, and wakes in time for its budget's end. A queued waiter that did not get the lock leaves the queue before
-// Run returns, even when no answer said it was queued: an attempt cut short
-// may still have entered it.
+// and a *FailedError when Failures said to stop trying a failing engine (a
+// failing wait polls, and wakes in time for its budget's end). A queued
+// waiter that did not get the lock leaves the queue before Run returns,
+// even when no answer said it was queued: an attempt cut short may still
+// have entered it.
 //
 // Run is called after a first attempt was refused (or skipped): it starts
 // with the subscription, so a release between that attempt and the
