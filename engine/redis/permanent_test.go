@@ -60,3 +60,32 @@ func TestRefusedCommandsEndWaits(t *testing.T) {
 		_ = rdb.Close()
 	}
 }
+
+// TestUnknownCommandEndsWaits: a Redis that does not know the engine's
+// commands (EVALSHA and EVAL renamed away, as some managed services and
+// proxies do) ends Acquire with context.Background() at once with Redis's
+// "unknown command", without waiting out the failure budget.
+func TestUnknownCommandEndsWaits(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--rename-command", "EVALSHA", "", "--rename-command", "EVAL", ""))
+	eng, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() { _, err := c.Acquire(context.Background(), "unknown"); done <- err }()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Acquire did not return")
+	}
+	var be *distlock.BackendError
+	switch {
+	case !errors.As(err, &be) || !goredis.HasErrorPrefix(err, "unknown command"):
+		t.Errorf("Acquire = %v, want a *BackendError with Redis's unknown command", err)
+	case be.Failing != 0:
+		t.Errorf("waited out the failure budget (%v) for an error no retry mends", be.Failing)
+	}
+}
