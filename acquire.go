@@ -7,13 +7,20 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
 )
 
 // errValidityUsedUp: the grant's reply came back after its validity ended.
 var errValidityUsedUp = errors.New("grant arrived after its validity was used up")
 
 // Acquire waits until the lock name is granted or ctx ends, and returns the
-// lease. The wait budget is ctx alone: there is no hidden retry count.
+// lease. The wait budget is ctx: there is no hidden retry count. A wait
+// does not outlast a backend that cannot work, though: an error that no
+// retry can mend (a schema never migrated, a token the server refuses, an
+// ACL refusal, a command the backend does not know) ends it at once, and
+// attempts that keep failing end it after the Client's backend failure
+// budget (WithBackendFailureBudget), each time with the last attempt's
+// *BackendError, whatever is left of ctx.
 //
 // Waiting is driven by notification. On an engine that keeps a waiter queue
 // (engine.Queuer: memory, Redis) the call enters the lock's queue in the
@@ -23,7 +30,9 @@ var errValidityUsedUp = errors.New("grant arrived after its validity was used up
 // sleeps at most until the holder's lease would expire, so a holder that
 // dies without releasing is noticed too. When ctx ends, the error is a
 // *WaitError that matches ctx's error and the last attempt's (ErrLocked or
-// ErrBackend); when the Client is closed, one that matches ErrClosed.
+// ErrBackend); when the Client is closed, one that matches ErrClosed. A
+// wait returns within a small overrun of ctx's deadline on every engine
+// (see docs/ARCHITECTURE.md, "Waiting").
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	return c.observed(ctx, name, opts, true)
 }
@@ -83,12 +92,15 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	// not take the lock ahead of them (Behind, or a local turn first).
 	var l *Lease
 	var err error
+	if wait {
+		a.failures = &waiting.Failures{Engine: c.eng, Budget: c.failureBudget}
+	}
 	ahead := wait && o.owner == "" && c.waitsOn(name)
 	if !ahead || queues {
 		// A fair call never takes a free lock ahead of the queue, even on
 		// its first attempt, which carries no waiter fields yet.
 		a.req.Behind = ahead || (wait && o.fair)
-		if l, err = a.try(); l != nil || err != nil {
+		if l, err = a.tryOnce(ctx); l != nil || err != nil {
 			return l, a.contended, err
 		}
 		if !wait {
@@ -117,12 +129,56 @@ type attempt struct {
 	g         engine.Grant // the last answer
 	last      error        // the last refusal (*LockedError) or failure (*BackendError)
 	contended bool         // an attempt found the lock held by another owner
+	// failures ends a wait on a backend that cannot work (nil for
+	// TryAcquire, whose one attempt ends the call anyway).
+	failures *waiting.Failures
 }
 
-// try makes one attempt. It returns the lease when granted; an error when
-// the call must end (its context ended, or the Client closed); and neither
-// when the lock was refused or the engine failed, which a.last then says.
-func (a *attempt) try() (*Lease, error) {
+// tryOnce makes the attempt before a wait: try, bounded by the failure
+// budget like the wait loop's attempts, and ending the call when the
+// backend failed for good (as the loop's Failures decide).
+func (a *attempt) tryOnce(ctx context.Context) (*Lease, error) {
+	sent := time.Now()
+	actx, cancel := a.failures.Context(ctx, sent)
+	defer cancel()
+	l, err := a.try(actx)
+	if l != nil || err != nil {
+		return l, err
+	}
+	return nil, a.failed(a.failures.Note(sent, a.backendCause()))
+}
+
+// backendCause is the engine's error behind the last attempt's
+// *BackendError; nil when the last attempt did not fail.
+func (a *attempt) backendCause() error {
+	var be *BackendError
+	if errors.As(a.last, &be) {
+		return be.Err
+	}
+	return nil
+}
+
+// failed turns the failure budget's verdict (a *waiting.FailedError, or
+// nil to go on waiting) into the call's error: the last attempt's
+// *BackendError, which says how long the attempts kept failing.
+func (a *attempt) failed(verdict error) error {
+	var fe *waiting.FailedError
+	if !errors.As(verdict, &fe) {
+		return nil
+	}
+	var be *BackendError
+	if !errors.As(a.last, &be) {
+		return verdict // not reached: only failed attempts are judged
+	}
+	be.Failing = fe.Failing
+	return be
+}
+
+// try makes one attempt, sent on actx (the call's context, bounded by the
+// failure budget). It returns the lease when granted; an error when the
+// call must end (its context ended, or the Client closed); and neither when
+// the lock was refused or the engine failed, which a.last then says.
+func (a *attempt) try(actx context.Context) (*Lease, error) {
 	if err := ctxErr(a.ctx); err != nil {
 		return nil, a.giveUp(err)
 	}
@@ -134,7 +190,7 @@ func (a *attempt) try() (*Lease, error) {
 		a.req.Attempt, a.req.OneOff = a.req.Owner, true
 	}
 	sent := time.Now()
-	g, err := a.send()
+	g, err := a.send(actx)
 	a.g = g
 	switch {
 	case err == nil && g.Acquired:
@@ -168,9 +224,18 @@ func (a *attempt) try() (*Lease, error) {
 		return nil, &UnsupportedError{Feature: feature, Engine: c.node, Reason: err.Error()}
 	case err != nil:
 		// The attempt may have been granted all the same (a lost reply);
-		// with a random owner, releasing by it is always safe.
-		if a.o.owner == "" {
+		// with a random owner, releasing by it is always safe. (Not after
+		// an error that says nothing was done, like a refused token.)
+		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) {
 			c.cleanup(a.name, a.req.Owner, a.o.shared())
+		}
+		if actx.Err() != nil && a.ctx.Err() == nil {
+			// The failure budget ran out while the attempt waited: the
+			// failure before it, if any, explains more.
+			if a.backendCause() != nil {
+				return nil, nil
+			}
+			err = fmt.Errorf("%w (%v)", context.Cause(actx), err)
 		}
 		if a.ctx.Err() != nil {
 			// The context ended the attempt: the previous attempt's
@@ -191,15 +256,15 @@ func (a *attempt) try() (*Lease, error) {
 
 // send sends the attempt's request: to the engine's Acquire, or for a
 // shared lock to its AcquireShared.
-func (a *attempt) send() (engine.Grant, error) {
+func (a *attempt) send(ctx context.Context) (engine.Grant, error) {
 	if !a.o.shared() {
-		return a.c.eng.Acquire(a.ctx, a.req)
+		return a.c.eng.Acquire(ctx, a.req)
 	}
 	s, ok := a.c.eng.(engine.Sharer)
 	if !ok { // checked by acquire; an engine may not change its kind
 		return engine.Grant{}, errors.ErrUnsupported
 	}
-	return s.AcquireShared(a.ctx, engine.SharedRequest{AcquireRequest: a.req, Kind: a.o.kind, Limit: a.o.limit, Weight: a.o.weight})
+	return s.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: a.req, Kind: a.o.kind, Limit: a.o.limit, Weight: a.o.weight})
 }
 
 // giveUp is the error of a wait that ended for why: the caller's context

@@ -37,6 +37,7 @@ type Client struct {
 	eng            engine.Engine
 	node           string
 	releaseTimeout time.Duration
+	failureBudget  time.Duration // WithBackendFailureBudget
 	renew          *renewer
 	owners         *owners // random owner tokens and attempt ids
 	obs            Observer
@@ -77,6 +78,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	c := &Client{
 		eng:            eng,
 		releaseTimeout: DefaultReleaseTimeout,
+		failureBudget:  DefaultBackendFailureBudget,
 		leases:         make(map[*Lease]struct{}),
 		turns:          make(map[string]*turn),
 		queued:         make(map[string]int),

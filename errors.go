@@ -119,6 +119,10 @@ type BackendError struct {
 	// Node names the lock authority that failed, when known.
 	Node string
 	Err  error
+	// Failing, for a wait that gave up on a failing backend before its
+	// context ended, is how long its attempts had kept failing (the
+	// Client's backend failure budget, or a little more); zero otherwise.
+	Failing time.Duration
 }
 
 func (e *BackendError) Error() string {
@@ -129,7 +133,11 @@ func (e *BackendError) Error() string {
 	if e.Node != "" {
 		s += " on " + e.Node
 	}
-	return s + ": backend error: " + e.Err.Error()
+	s += ": backend error: " + e.Err.Error()
+	if e.Failing > 0 {
+		s += fmt.Sprintf(" (attempts failed for %v: gave up waiting)", e.Failing.Round(time.Millisecond))
+	}
+	return s
 }
 
 // Is matches ErrBackend.

@@ -171,7 +171,7 @@ func stoppedHolder(t *testing.T, spec string) {
 	if _, err := fmt.Sscan(spec, &mode, &check, &name); err != nil {
 		t.Fatalf("%s=%q: %v", envStoppedChild, spec, err)
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: os.Getenv(envStoppedRedis)})
+	rdb := goredis.NewClient(&goredis.Options{Addr: os.Getenv(envStoppedRedis), ContextTimeoutEnabled: true})
 	defer func() { _ = rdb.Close() }()
 	eng, err := redisengine.New(rdb)
 	if err != nil {

@@ -2,7 +2,6 @@ package distlock
 
 import (
 	"context"
-	"errors"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/waiting"
@@ -21,11 +20,15 @@ import (
 // and goroutines of one Client take turns (turn.go), so that a release
 // wakes one contender per Client. Across Clients there is no order: the
 // first to ask after a release wins.
+//
+// Either way, a backend that cannot work ends the wait before ctx does
+// (a.failures): at once for an error no retry can mend, else once the
+// attempts have kept failing for the Client's backend failure budget.
 func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	c := a.c
 	var lease *Lease
 	var fatal error
-	loop := waiting.Loop{Engine: c.eng, Name: a.name, Detached: c.releaseContext}
+	loop := waiting.Loop{Engine: c.eng, Name: a.name, Detached: c.releaseContext, Failures: a.failures}
 	if q != nil {
 		w := &queueWaiter{a: a, id: c.owners.next(), kick: make(chan struct{}, 1)}
 		defer w.close()
@@ -34,7 +37,7 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	} else {
 		loop.Turn = a.takeTurn
 	}
-	loop.Try = func(context.Context) waiting.Answer {
+	loop.Try = func(actx context.Context) waiting.Answer {
 		if q != nil {
 			// No barging inside a Client: while goroutines of this Client
 			// wait in the queue for the name, a new waiter does not take
@@ -42,10 +45,14 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 			// may be re-entering.)
 			a.req.Behind = a.req.Behind || (a.o.owner == "" && c.queuedOn(a.name))
 		}
-		lease, fatal = a.try()
-		return waiting.Answer{Grant: a.g, Failed: errors.Is(a.last, ErrBackend), Done: lease != nil || fatal != nil}
+		lease, fatal = a.try(actx)
+		cause := a.backendCause()
+		return waiting.Answer{Grant: a.g, Failed: cause != nil, Err: cause, Done: lease != nil || fatal != nil}
 	}
 	if err := loop.Run(a.ctx); err != nil {
+		if ferr := a.failed(err); ferr != nil {
+			return nil, ferr // the backend cannot work: not ctx's doing
+		}
 		return nil, a.giveUp(ctxErr(a.ctx))
 	}
 	return lease, fatal

@@ -43,14 +43,19 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	start := time.Now()
 	o := acquireOutcome{shared: sh != nil}
 	var lastErr error
+	// A failing engine ends the wait before its budget does: at once for an
+	// error no retry mends (a closed engine: the server is shutting down;
+	// refused input: another kind, limit or weight, an upgrade; a schema
+	// never migrated), else after distlock.DefaultBackendFailureBudget.
+	failures := &waiting.Failures{Engine: s.eng, Budget: distlock.DefaultBackendFailureBudget}
 	try := func() waiting.Answer {
+		sent := time.Now()
 		g, err := s.engineAcquire(ctx, req, sh)
 		lastErr = err
 		if err != nil {
-			// A closed engine: the server is shutting down. Refused input
-			// (another kind, limit or weight; an upgrade) stays refused.
-			return waiting.Answer{Failed: true, Done: errors.Is(err, engine.ErrClosed) || refusal(err)}
+			return waiting.Answer{Failed: true, Err: err, Done: failures.Note(sent, err) != nil}
 		}
+		_ = failures.Note(sent, nil)
 		o.grant = g
 		if !g.Acquired {
 			o.contended = true
@@ -207,13 +212,6 @@ func engineErr(op string, err error) *apiError {
 		return badRequest(ae.Arg, ae.Error())
 	}
 	return backendUnavailable(op, err)
-}
-
-// refusal reports an engine error that refused the input: trying again
-// cannot help.
-func refusal(err error) bool {
-	var ae *engine.ArgumentError
-	return errors.Is(err, engine.ErrUpgrade) || errors.Is(err, engine.ErrFenceExhausted) || errors.As(err, &ae)
 }
 
 // newOwner returns a fresh random owner token (128 bits, hex).

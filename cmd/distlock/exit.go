@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	pgengine "github.com/distlock/distlock/engine/postgres"
+	"github.com/distlock/distlock/engine/remote"
 )
 
 // Exit codes. 64, 69 and 75 follow sysexits.h (EX_USAGE, EX_UNAVAILABLE,
@@ -16,7 +18,7 @@ import (
 const (
 	exitOK      = 0
 	exitFailed  = 1   // leaks found, demo check failed, force-release not confirmed, no leader
-	exitUsage   = 64  // bad flags or arguments, no backend configured
+	exitUsage   = 64  // bad flags or arguments, no backend configured, a refused token, no schema
 	exitBackend = 69  // the lock backend is unreachable or failing
 	exitBusy    = 75  // another owner holds the lock (the wait expired)
 	exitLost    = 76  // the lock was lost while the command ran, or is not held
@@ -29,7 +31,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0         success (run: the command's own exit code when it ran to completion)
   1         leaks found (leaks), check failed (demo), not confirmed (force-release)
-  64        usage error: bad flags or arguments, no backend configured
+  64        usage error: bad flags or arguments, no backend configured, a token
+            the distlock server refuses, a PostgreSQL schema never migrated
   69        backend error: Redis unreachable or failing
   75        lock busy: another owner holds the lock (the wait expired)
   76        lock lost while the command ran (run), or not held (extend, release)
@@ -68,7 +71,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.Is(err, distlock.ErrInvalidArgument):
+	case errors.Is(err, distlock.ErrInvalidArgument), refusedSetup(err):
 		return exitUsage
 	case errors.Is(err, distlock.ErrLocked):
 		return exitBusy
@@ -93,6 +96,15 @@ func explain(err error, name, where string) error {
 	switch {
 	case errors.As(err, &arg):
 		return usageErr("invalid %s: %s", arg.Arg, arg.Reason)
+	case errors.Is(err, remote.ErrUnauthorized), errors.Is(err, remote.ErrForbidden):
+		// No retry mends a token: the wait, if any, ended at once.
+		var re *remote.Error
+		errors.As(err, &re)
+		return usageErr("the %s refused the token during %s (%s): %s.\n"+
+			"Set %s to a token of the server whose role may do this (write to take locks, admin to force-release).",
+			where, re.Op, re.Code, re.Message, envToken)
+	case errors.Is(err, pgengine.ErrNotMigrated):
+		return usageErr("the lock backend (%s) has no distlock tables: run 'distlock postgres init' first (%v)", where, err)
 	case errors.As(err, &locked):
 		msg := fmt.Sprintf("%q is held by another owner (its lease ends in %s)", name, fmtTTL(locked.TTL))
 		if locked.TTL < 0 {
@@ -107,15 +119,25 @@ func explain(err error, name, where string) error {
 		return &cliError{code: exitBusy, msg: msg}
 	case errors.As(err, &be):
 		msg := fmt.Sprintf("the lock backend (%s) failed during %s: %v", where, be.Op, be.Err)
-		if errors.As(err, &wait) {
+		switch {
+		case errors.As(err, &wait):
 			msg = fmt.Sprintf("gave up after waiting %s: %s", wait.Waited.Round(time.Millisecond), msg)
+		case be.Failing > 0:
+			msg = fmt.Sprintf("gave up after the backend failed for %s: %s", be.Failing.Round(time.Millisecond), msg)
 		}
-		return &cliError{code: exitBackend, msg: msg + ".\nCheck that Redis is up and reachable, then retry."}
+		return &cliError{code: exitBackend, msg: msg + ".\nCheck that it is up and reachable, then retry."}
 	case errors.Is(err, distlock.ErrLeaseLost), errors.Is(err, distlock.ErrNotHeld):
 		return &cliError{code: exitLost, msg: fmt.Sprintf("%q is not held by that owner: it expired, was released, "+
 			"or another owner holds it now.\nSee who holds it: distlock status %s", name, shellQuote(name))}
 	}
 	return err
+}
+
+// refusedSetup reports an error that says the backend is set up wrong for
+// this caller (a token the server refuses, a PostgreSQL schema never
+// migrated): a usage error, which no retry mends, not a failing backend.
+func refusedSetup(err error) bool {
+	return errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) || errors.Is(err, pgengine.ErrNotMigrated)
 }
 
 // fmtTTL renders a lock's time left: rounded, and "never" for no expiry.

@@ -32,6 +32,10 @@ func (e *SchemaError) Error() string {
 // Is matches ErrNotMigrated.
 func (e *SchemaError) Is(target error) bool { return target == ErrNotMigrated }
 
+// Permanent implements engine.Permanent: waiting cannot migrate a schema,
+// so a wait on it ends at once.
+func (e *SchemaError) Permanent() bool { return true }
+
 // Unwrap returns PostgreSQL's error.
 func (e *SchemaError) Unwrap() error { return e.Err }
 

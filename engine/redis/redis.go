@@ -152,11 +152,28 @@ func WithoutTimeFloor() Option { return func(e *Engine) { e.noFloor = "0" } }
 // WithoutTimeFloor says otherwise.
 func WithTimeFloor() Option { return func(e *Engine) { e.noFloor = "" } }
 
+// ErrNoContextTimeout is New's error for a go-redis client built without
+// ContextTimeoutEnabled: such a client bounds a command by its own read and
+// write timeouts (3s by default, each retry anew), not by the caller's
+// context, so a wait budget or a lease's renewal deadline would be
+// overrun by seconds.
+var ErrNoContextTimeout = errors.New("distlock/engine/redis: the go-redis client ignores context deadlines: " +
+	"build it with ContextTimeoutEnabled: true (in Options, FailoverOptions, ClusterOptions or UniversalOptions)")
+
 // New returns an engine that uses client. The client stays the caller's:
 // Close does not close it.
+//
+// The client must honour context deadlines: New refuses a *Client,
+// *ClusterClient or *Ring built without ContextTimeoutEnabled with
+// ErrNoContextTimeout (a Sentinel-managed failover client is a *Client,
+// and NewUniversalClient returns one of these). A UniversalClient of
+// another type cannot be checked; it is taken as it is.
 func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	if client == nil {
 		return nil, errors.New("distlock/engine/redis: nil client")
+	}
+	if !honoursDeadlines(client) {
+		return nil, ErrNoContextTimeout
 	}
 	e := &Engine{client: client, prefix: DefaultPrefix, fenceTTL: DefaultFenceTTL, inflight: DefaultMaxInflight}
 	for _, o := range opts {
@@ -183,6 +200,30 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	e.watch = newWatcher(e)
 	e.batch = newBatcher(client, e.inflight)
 	return e, nil
+}
+
+// honoursDeadlines reports whether client bounds its commands by their
+// contexts' deadlines (ContextTimeoutEnabled), as far as its type tells.
+func honoursDeadlines(client goredis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *goredis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
+}
+
+// Permanent implements engine.PermanentClassifier: no retry mends a command
+// Redis does not know (EVALSHA or EVAL renamed or disabled, a proxy that
+// refuses scripts), an ACL refusal (NOPERM) or a failed authentication
+// (NOAUTH, WRONGPASS). Everything else (a refused connection, a timeout,
+// LOADING, READONLY, CLUSTERDOWN, TRYAGAIN during a failover) is transient.
+func (e *Engine) Permanent(err error) bool {
+	return goredis.IsPermissionError(err) || goredis.IsAuthError(err) ||
+		goredis.HasErrorPrefix(err, "unknown command") || goredis.HasErrorPrefix(err, "unknown subcommand")
 }
 
 // String names the engine by its address, for error messages.

@@ -46,6 +46,29 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
+// Permanent implements engine.Permanent: no retry mends a refused token
+// (unauthorized, forbidden), refused input (invalid_argument,
+// upgrade_refused), a feature the server's engine lacks (not_supported) or
+// an endpoint the server does not have (not_found, method_not_allowed: a
+// server of another version, or a URL that is not a distlock server's).
+// The server's engine failing, its waiter limits and its shutdown are
+// transient. An answer that is not the server's (a proxy's 401, 403, 404
+// or 405) is permanent too.
+func (e *Error) Permanent() bool {
+	switch e.Code {
+	case api.CodeUnauthorized, api.CodeForbidden, api.CodeInvalidArgument, api.CodeUpgradeRefused,
+		api.CodeNotSupported, api.CodeNotFound, api.CodeMethodNotAllowed:
+		return true
+	}
+	// An answer that is not the server's own (a proxy's): the same
+	// statuses.
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return strings.HasPrefix(e.Code, "http_")
+	}
+	return false
+}
+
 // Unwrap makes an invalid_argument answer (bad input: the server changed
 // nothing) an *engine.ArgumentError, so that distlock.Client reports it as
 // bad input, not as a failed backend; other answers wrap nothing.

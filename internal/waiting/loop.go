@@ -19,11 +19,19 @@ import (
 )
 
 // Tunables: the polling interval when no wake-up can be received or the
-// engine failed, and how long a subscription may take to be confirmed
-// before the waiter falls back to polling.
+// engine failed, how long a subscription may take to be confirmed before
+// the waiter falls back to polling, and how long a waiter that gives up
+// may take to leave the queue.
+//
+// LeaveTimeout bounds how far a wait overruns its context's deadline: the
+// attempt in flight ends with the context (on engines whose commands honour
+// deadlines), then leaving the queue takes one round trip, at most
+// LeaveTimeout. A leave cut short is harmless: without heartbeats the entry
+// is dropped after its ttl.
 const (
 	PollFallback     = 100 * time.Millisecond
 	SubscribeTimeout = time.Second
+	LeaveTimeout     = 500 * time.Millisecond
 )
 
 // ErrStopped is Run's error when Loop.Stop was closed.
@@ -34,8 +42,10 @@ type Answer struct {
 	// Grant is the engine's answer (zero when the attempt failed).
 	Grant engine.Grant
 	// Failed reports that the attempt failed (a backend error): the waiter
-	// polls for the next one.
+	// polls for the next one, unless Loop.Failures says to stop.
 	Failed bool
+	// Err is the engine's error, when Failed.
+	Err error
 	// Done ends the wait: the lock was granted (Grant.Acquired), or the call
 	// must end for a reason Try keeps (its context ended, the Client or the
 	// engine was closed).
@@ -55,8 +65,13 @@ type Loop struct {
 	// Waiter is the id of the wait's entry in Queue: Try's requests carry
 	// it (engine.AcquireRequest.Waiter).
 	Waiter string
-	// Try makes one attempt. sent is the time it is sent, for Queued.
+	// Try makes one attempt, on ctx: the wait's context, bounded by the
+	// failure budget (Failures.Context).
 	Try func(ctx context.Context) Answer
+	// Failures, when set, ends the wait with a *FailedError when an
+	// attempt fails for good, or when attempts have kept failing for its
+	// budget (counting the failures of the attempts made before Run).
+	Failures *Failures
 	// Queued, when set, is told after every attempt whose answer said the
 	// waiter is queued, with the attempt's send time: its entry's deadline
 	// was renewed then, and from now on it needs heartbeats.
@@ -71,7 +86,7 @@ type Loop struct {
 	// Stop, when set, ends the wait with ErrStopped when closed.
 	Stop <-chan struct{}
 	// Detached returns the context for leaving the queue once the wait is
-	// over (ctx may have ended by then).
+	// over (ctx may have ended by then); Run bounds it by LeaveTimeout.
 	Detached func(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
@@ -79,10 +94,12 @@ type Loop struct {
 // wake-ups on a queue, else to the lock's releases), then makes attempts
 // until one says Done, sleeping between them until a wake-up, a kick, or
 // the time the answer allows (Sleep). It returns nil when an attempt said
-// Done, ctx's error when ctx ended first, and ErrStopped when Stop was
-// closed. A queued waiter that did not get the lock leaves the queue before
-// Run returns, even when no answer said it was queued: an attempt cut short
-// may still have entered it.
+// Done, ctx's error when ctx ended first, ErrStopped when Stop was closed,
+// and a *FailedError when Failures said to stop trying a failing engine (a
+// failing wait polls, and wakes in time for its budget's end). A queued
+// waiter that did not get the lock leaves the queue before Run returns,
+// even when no answer said it was queued: an attempt cut short may still
+// have entered it.
 //
 // Run is called after a first attempt was refused (or skipped): it starts
 // with the subscription, so a release between that attempt and the
@@ -108,8 +125,10 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if l.Queue != nil {
 		defer func() {
 			if sent && !granted {
-				lctx, cancel := l.Detached(ctx)
+				dctx, cancel := l.Detached(ctx)
+				lctx, cancelLeave := context.WithTimeout(dctx, LeaveTimeout)
 				_ = l.Queue.Leave(lctx, l.Name, l.Waiter)
+				cancelLeave()
 				cancel()
 			}
 		}()
@@ -123,15 +142,23 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	for {
 		at := time.Now()
 		sent = true
-		a := l.Try(ctx)
+		actx, cancel := l.Failures.Context(ctx, at)
+		a := l.Try(actx)
+		cancel()
 		if a.Done {
 			granted = a.Grant.Acquired
 			return nil
+		}
+		if err := l.Failures.Note(at, failure(a)); err != nil {
+			return err
 		}
 		if a.Grant.Queued && l.Queued != nil {
 			l.Queued(at)
 		}
 		d := Sleep(a, l.Queue != nil, sub != nil)
+		if left := l.Failures.Left(); a.Failed && left >= 0 && (d < 0 || d > left) {
+			d = left
+		}
 		w := wake
 		if l.Queue == nil && a.Grant.Retry > 0 {
 			// After a split vote, every contender is woken alike: the
@@ -167,7 +194,11 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 // returns nil and no error when the engine could not subscribe (the loop
 // then polls), and ctx's error when ctx ended.
 func (l *Loop) subscribe(ctx context.Context) (engine.Subscription, error) {
-	sctx, cancel := context.WithTimeout(ctx, SubscribeTimeout)
+	timeout := SubscribeTimeout
+	if left := l.Failures.Left(); left >= 0 && left < timeout {
+		timeout = left // a failing engine: not beyond the budget
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var sub engine.Subscription
 	var err error
@@ -184,6 +215,20 @@ func (l *Loop) subscribe(ctx context.Context) (engine.Subscription, error) {
 	}
 	return sub, nil
 }
+
+// failure is a's error for Failures.Note: nil when the attempt did not fail.
+func failure(a Answer) error {
+	switch {
+	case !a.Failed:
+		return nil
+	case a.Err == nil:
+		return errFailed
+	}
+	return a.Err
+}
+
+// errFailed stands for the error of a failed attempt that gave none.
+var errFailed = errors.New("attempt failed")
 
 // Sleep is how long a waiter sleeps after answer a when no wake-up comes;
 // negative for "until woken". queued tells whether the wait is in an
