@@ -12,14 +12,14 @@ import (
 	"github.com/distlock/distlock/internal/redistest"
 )
 
-// countingRaises wraps a node and counts its phase-2 calls.
+// countingRaises wraps a node and counts its phase-2 calls once answered.
 type countingRaises struct {
 	engine.Engine
 	n *atomic.Int64
 }
 
 func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	c.n.Add(1)
+	defer c.n.Add(1)
 	return c.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
 }
 
@@ -30,11 +30,19 @@ func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, toke
 // node minted are then known when it returns.
 func grantAndRelease(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, name, owner string) uint64 {
 	t.Helper()
+	return grantAndReleaseAfter(t, q, srvs, name, owner, func() {})
+}
+
+// grantAndReleaseAfter is grantAndRelease with held run between the grant
+// and the release.
+func grantAndReleaseAfter(t *testing.T, q *quorum.Engine, srvs []*redistest.Server, name, owner string, held func()) uint64 {
+	t.Helper()
 	ctx := context.Background()
 	g, err := q.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + "-1", TTL: 10 * time.Second})
 	if err != nil || !g.Acquired {
 		t.Fatalf("acquire: %+v, %v", g, err)
 	}
+	held()
 	if _, err := q.Release(ctx, name, owner); err != nil {
 		t.Fatal(err)
 	}
@@ -73,21 +81,24 @@ func TestPhaseTwoOnlyWhenTokensDisagree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	grant := func(owner string) uint64 {
-		t.Helper()
-		return grantAndRelease(t, q, srvs, name, owner)
-	}
 	step := func(owner string, wantToken uint64, wantRaises int64) {
 		t.Helper()
 		raises.Store(0)
-		if got := grant(owner); got != wantToken {
+		// Phase 2 is sent to every granting node, and the grant returns
+		// once a majority confirmed: the third call may still be out. The
+		// lock is held until every call answered, so that none is refused
+		// by this step's own release (the node would then keep a lower
+		// high-water, which would change the next step's tokens) and none
+		// is counted in the next step.
+		got := grantAndReleaseAfter(t, q, srvs, name, owner, func() {
+			if !eventually(10*time.Second, func() bool { return raises.Load() >= wantRaises }) {
+				t.Fatalf("%s: %d phase-2 calls answered, want %d", owner, raises.Load(), wantRaises)
+			}
+		})
+		if got != wantToken {
 			t.Fatalf("%s: token %d, want %d", owner, got, wantToken)
 		}
-		// Phase 2 is sent to every granting node, and the grant returns
-		// once a majority confirmed: the third call may start (and, after
-		// the release, be refused) later. Wait for the calls to be made, so
-		// that none is counted in the next step.
-		if !eventually(5*time.Second, func() bool { return raises.Load() >= wantRaises }) || raises.Load() != wantRaises {
+		if raises.Load() != wantRaises {
 			t.Fatalf("%s: %d phase-2 calls, want %d", owner, raises.Load(), wantRaises)
 		}
 		// What the grant promises: a majority's high-water is at least the
