@@ -2,11 +2,8 @@ package redis_test
 
 import (
 	"context"
-	"crypto/fips140"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,49 +13,20 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/fence"
+	"github.com/distlock/distlock/internal/fipstest"
 	"github.com/distlock/distlock/internal/redistest"
 )
-
-// fipsChildEnv marks the copy of the test binary that TestFIPSOnly runs
-// under GODEBUG=fips140=only.
-const fipsChildEnv = "DISTLOCK_TEST_FIPS_CHILD"
 
 // TestFIPSOnly: under GODEBUG=fips140=only, where crypto/sha1 panics, a
 // program that imports the engine starts (no SHA-1 at package init: the
 // scripts' digests come from the server) and locks on a real Redis,
 // standalone and Cluster: acquire, extend, a fenced write (package fence),
 // release, a waiter woken by a release, a semaphore, and the same again
-// after SCRIPT FLUSH. The test
-// binary runs itself again with that setting; that copy does the work.
-func TestFIPSOnly(t *testing.T) {
-	if os.Getenv(fipsChildEnv) != "" {
-		fipsChild(t)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFIPSOnly$", "-test.count=1", "-test.v")
-	godebug := "fips140=only"
-	if v := os.Getenv("GODEBUG"); v != "" {
-		godebug = v + "," + godebug
-	}
-	cmd.Env = append(os.Environ(), "GODEBUG="+godebug, fipsChildEnv+"=1") // the last of a key wins
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("under GODEBUG=fips140=only: %v\n%s", err, out)
-	}
-	for _, want := range []string{"--- PASS: TestFIPSOnly/standalone", "--- PASS: TestFIPSOnly/cluster"} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("under GODEBUG=fips140=only: no %q in\n%s", want, out)
-		}
-	}
-}
+// after SCRIPT FLUSH. It runs in a copy of the test binary (fipstest.Run).
+func TestFIPSOnly(t *testing.T) { fipstest.Run(t, fipsChild) }
 
 // fipsChild is TestFIPSOnly in the copy run under GODEBUG=fips140=only.
 func fipsChild(t *testing.T) {
-	if !fips140.Enforced() {
-		t.Fatal("FIPS 140-only mode is not enforced: GODEBUG did not take")
-	}
 	t.Run("standalone", func(t *testing.T) {
 		srv := redistest.Start(t)
 		rc := srv.Client()
