@@ -16,15 +16,22 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Script is one Lua script. Its zero value is not usable; see New.
 type Script struct {
-	src    string
-	digest atomic.Value // the server's answer to SCRIPT LOAD: a string, boxed once
+	src     string
+	digest  atomic.Value // the server's answer to SCRIPT LOAD: a string, boxed once
+	refused atomic.Int64 // when a server last refused SCRIPT LOAD (UnixNano), 0 if none did
 }
+
+// reloadAfter is how long a script whose SCRIPT LOAD a server refused (an
+// ACL without SCRIPT, a renamed command) is sent with EVAL before a load is
+// tried again.
+const reloadAfter = time.Minute
 
 // New returns the script with source src. It computes nothing: the digest
 // comes from the server when the script is first run (Run) or loaded
@@ -52,14 +59,24 @@ func (s *Script) Load(ctx context.Context, c redis.Scripter) error {
 }
 
 // Ensure returns the digest, loading it with SCRIPT LOAD on c first when no
-// server has answered it yet; nil when that fails. c must be a client, not
-// a pipeline (a pipelined SCRIPT LOAD has no answer yet).
+// server has answered it yet; nil when that fails, and without trying
+// again for reloadAfter when a server refused the load (a reply error).
+// c must be a client, not a pipeline (a pipelined SCRIPT LOAD has no
+// answer yet).
 func (s *Script) Ensure(ctx context.Context, c redis.Scripter) any {
 	if d := s.digest.Load(); d != nil {
 		return d
 	}
-	_ = s.Load(ctx, c) // on failure the caller sends EVAL, which answers the error if it persists
-	return s.digest.Load()
+	if at := s.refused.Load(); at != 0 && time.Since(time.Unix(0, at)) < reloadAfter {
+		return nil
+	}
+	err := s.Load(ctx, c) // on failure the caller sends EVAL, which answers the error if it persists
+	d := s.digest.Load()
+	var reply redis.Error
+	if d == nil && errors.As(err, &reply) {
+		s.refused.Store(time.Now().UnixNano())
+	}
+	return d
 }
 
 // Run runs the script on c with EVALSHA, loading its digest first if it is
