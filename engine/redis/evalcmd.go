@@ -99,8 +99,9 @@ func (s *script) run(ctx context.Context, c client, argv []any) *goredis.Cmd {
 
 // evalArgs builds the argument list of one script command in buffers of
 // its caller's, one allocation: the command, a place for the script's
-// digest (filled in when it is sent: send, run) and the number of keys, then the keys and arguments; a string argument is kept in
-// strs and boxed as a pointer to it.
+// digest (filled in when it is sent: send, run) and the number of keys,
+// then the keys and arguments; a string argument is kept in strs and boxed
+// as a pointer to it.
 type evalArgs struct {
 	argv []any
 	strs []strArg
