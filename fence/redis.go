@@ -11,14 +11,17 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/luascript"
 )
 
 //go:embed redis_fence.lua
 var fenceLua string
 
-// fenceScript is the fenced write, run with EVALSHA and, when the server
-// answers NOSCRIPT, with EVAL.
-var fenceScript = redis.NewScript(fenceLua)
+// fenceScript is the fenced write, run with EVALSHA by the digest the
+// server computed (SHA-1 is not computed in Go: it works under
+// GODEBUG=fips140=only) and, when the server answers NOSCRIPT, with EVAL.
+var fenceScript = luascript.New(fenceLua)
 
 // Redis checks fencing tokens for data kept in Redis. The high-water mark of
 // a resource lives in a fence key next to the data: a hash with the fields

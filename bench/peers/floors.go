@@ -104,8 +104,10 @@ type setnxLocker struct {
 	ttl string
 }
 
-// setnxRelease deletes the key only while it holds the token.
-var setnxRelease = goredis.NewScript(`if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end`)
+// setnxRelease deletes the key only while it holds the token. Its digest
+// comes from the server (SCRIPT LOAD on first use), not from SHA-1 in Go,
+// which panics at package init under GODEBUG=fips140=only.
+var setnxRelease = goredis.NewScriptServerSHA(`if redis.call('GET',KEYS[1])==ARGV[1] then return redis.call('DEL',KEYS[1]) else return 0 end`)
 
 // errHeld: the floor found the key held (it never waits).
 var errHeld = errors.New("floor: key held")

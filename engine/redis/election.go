@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock/engine"
 )
 
@@ -16,8 +14,8 @@ var (
 	//go:embed scripts/set_metadata.lua
 	setMetadataSrc string
 
-	announceScript    = goredis.NewScript(lockSrc + announceSrc)
-	setMetadataScript = goredis.NewScript(lockSrc + setMetadataSrc)
+	announceScript    = newScript(lockSrc + announceSrc)
+	setMetadataScript = newScript(lockSrc + setMetadataSrc)
 )
 
 var _ engine.MetadataSetter = (*Engine)(nil)

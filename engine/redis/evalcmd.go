@@ -2,8 +2,6 @@ package redis
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/luascript"
 )
 
 // The acquire and release scripts run on every lock operation, so their
@@ -35,25 +34,27 @@ func (s *strArg) MarshalBinary() ([]byte, error) {
 
 func (s *strArg) String() string { return string(*s) }
 
-// script is a Lua script run with EVALSHA, falling back to EVAL after a
-// NOSCRIPT.
-type script struct {
-	*goredis.Script        // for SCRIPT LOAD
-	src             string // for EVAL
-	sha             any    // the SHA1 of src, boxed once
-}
+// script is a Lua script run by the digest the server computed
+// (luascript: nothing here computes SHA-1, so the engine runs under
+// GODEBUG=fips140=only), falling back to EVAL after a NOSCRIPT. Its
+// methods Run, EvalSha, Eval and Load take keys and arguments; run and
+// eval take a command built by evalArgs.
+type script struct{ *luascript.Script }
 
-func newScript(src string) *script {
-	h := sha1.Sum([]byte(src))
-	return &script{Script: goredis.NewScript(src), src: src, sha: hex.EncodeToString(h[:])}
-}
+func newScript(src string) *script { return &script{luascript.New(src)} }
 
 // processor runs a command: a client or a pipeline.
 type processor interface {
 	Process(ctx context.Context, cmd goredis.Cmder) error
 }
 
-// sendArgs sends argv (EVALSHA sha numkeys keys... args..., as built by
+// client runs a command and loads a script: a client, not a pipeline.
+type client interface {
+	processor
+	goredis.Scripter
+}
+
+// sendArgs sends argv (EVALSHA digest numkeys keys... args..., as built by
 // evalArgs) on c.
 func sendArgs(ctx context.Context, c processor, argv []any) *goredis.Cmd {
 	cmd := goredis.NewCmd(ctx, argv...)
@@ -66,14 +67,30 @@ func sendArgs(ctx context.Context, c processor, argv []any) *goredis.Cmd {
 func (s *script) eval(ctx context.Context, c processor, argv []any) *goredis.Cmd {
 	a := make([]any, len(argv))
 	copy(a, argv)
-	a[0], a[1] = "eval", s.src
+	a[0], a[1] = "eval", s.Source()
 	return sendArgs(ctx, c, a)
 }
 
-// run sends argv with EVALSHA, and with EVAL when the server does not have
-// the script cached (after a restart or SCRIPT FLUSH), as Script.Run does.
-func (s *script) run(ctx context.Context, c processor, argv []any) *goredis.Cmd {
-	cmd := sendArgs(ctx, c, argv)
+// send sends argv on c, a client or a pipeline, with EVALSHA and the
+// script's digest when it is known, else with EVAL. It loads nothing.
+func (s *script) send(ctx context.Context, c processor, argv []any) *goredis.Cmd {
+	d := s.Digest()
+	if d == nil {
+		return s.eval(ctx, c, argv)
+	}
+	argv[1] = d
+	return sendArgs(ctx, c, argv)
+}
+
+// run sends argv with EVALSHA, loading the digest first (SCRIPT LOAD, once
+// per process) if no server has answered it yet, and with EVAL when the
+// server does not have the script cached (after a restart or SCRIPT FLUSH)
+// or the digest could not be loaded, as Script.Run does.
+func (s *script) run(ctx context.Context, c client, argv []any) *goredis.Cmd {
+	if s.Ensure(ctx, c) == nil {
+		return s.eval(ctx, c, argv)
+	}
+	cmd := s.send(ctx, c, argv)
 	if isNoScript(cmd.Err()) {
 		return s.eval(ctx, c, argv)
 	}
@@ -81,17 +98,18 @@ func (s *script) run(ctx context.Context, c processor, argv []any) *goredis.Cmd 
 }
 
 // evalArgs builds the argument list of one script command in buffers of
-// its caller's, one allocation: the command, the script's SHA1 and the
-// number of keys, then the keys and arguments; a string argument is kept in
-// strs and boxed as a pointer to it.
+// its caller's, one allocation: the command, a place for the script's
+// digest (filled in when it is sent: send, run) and the number of keys,
+// then the keys and arguments; a string argument is kept in strs and boxed
+// as a pointer to it.
 type evalArgs struct {
 	argv []any
 	strs []strArg
 }
 
-func newEvalArgs(s *script, numKeys int, argv []any, strs []strArg) evalArgs {
+func newEvalArgs(numKeys int, argv []any, strs []strArg) evalArgs {
 	// numKeys < 256: boxed without an allocation.
-	return evalArgs{argv: append(argv[:0], "evalsha", s.sha, numKeys), strs: strs[:0]}
+	return evalArgs{argv: append(argv[:0], "evalsha", nil, numKeys), strs: strs[:0]}
 }
 
 // str appends a string argument.
@@ -160,14 +178,14 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 			argv [3 + 7 + 7]any
 			strs [7 + 4]strArg
 		})
-		a = newEvalArgs(acquireScript, len(keysAcquire), buf.argv[:], buf.strs[:])
+		a = newEvalArgs(len(keysAcquire), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquire)
 	} else {
 		buf := new(struct {
 			argv [3 + 5 + 7]any
 			strs [5 + 4]strArg
 		})
-		a = newEvalArgs(acquireScript, len(keysAcquireFast), buf.argv[:], buf.strs[:])
+		a = newEvalArgs(len(keysAcquireFast), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquireFast)
 	}
 	owner := len(a.argv) // boxed once: a one-off owner is its own attempt id
@@ -213,7 +231,7 @@ func (e *Engine) releaseArgs(name, owner, id string, full bool) []any {
 	if !full {
 		keys = keysLock
 	}
-	a := newEvalArgs(releaseScript, len(keys), buf.argv[:], buf.strs[:])
+	a := newEvalArgs(len(keys), buf.argv[:], buf.strs[:])
 	e.keysTo(&a, name, keys)
 	a.str(owner)
 	a.add(e.publishArg())

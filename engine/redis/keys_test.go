@@ -27,7 +27,8 @@ func TestKeysLayout(t *testing.T) {
 
 // TestScriptArgs: the acquire and release commands, built with their
 // strings boxed by pointer, carry the keys and arguments that Script.Run
-// would send, and go-redis writes and prints them as strings.
+// would send, and go-redis writes and prints them as strings. The digest's
+// place stays empty until the command is sent (script.send).
 func TestScriptArgs(t *testing.T) {
 	e := &Engine{prefix: "distlock:", fenceArg: "604800000", publish: "SPUBLISH"}
 	render := func(argv []any) []string {
@@ -52,19 +53,19 @@ func TestScriptArgs(t *testing.T) {
 		got, want []any
 	}{
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, true),
-			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, false),
-			[]any{"evalsha", acquireScript.Hash(), 5, keys[0], keys[1], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", nil, 5, keys[0], keys[1], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, true),
-			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
+			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
 			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
-			[]any{"evalsha", acquireScript.Hash(), 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
+			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1"}},
 		{e.releaseArgs("a/b", "o", "id-1", true),
-			[]any{"evalsha", releaseScript.Hash(), 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
+			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
 		{e.releaseArgs("a/b", "o", "id-1", false),
-			[]any{"evalsha", releaseScript.Hash(), 1, keys[0], "o", "SPUBLISH", "id-1"}},
+			[]any{"evalsha", nil, 1, keys[0], "o", "SPUBLISH", "id-1"}},
 	}
 	for i, c := range cases {
 		got, want := render(c.got), render(c.want)
@@ -76,8 +77,5 @@ func TestScriptArgs(t *testing.T) {
 	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, true))
 	if len(got) != 17 || got[16] != "0" {
 		t.Errorf("without the time floor: %q", got)
-	}
-	if acquireScript.sha != acquireScript.Hash() || releaseScript.sha != releaseScript.Hash() {
-		t.Error("a script's SHA1 differs from go-redis's")
 	}
 }

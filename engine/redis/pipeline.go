@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/luascript"
 )
 
 // Auto-pipelining (group commit) of the acquire and release scripts.
@@ -52,7 +53,7 @@ const (
 // by its caller is not.
 type call struct {
 	ctx    context.Context
-	script *goredis.Script
+	script *script // run with keys and args (run)
 	keys   []string
 	args   []any
 	fast   *script // with argv instead of script, keys and args (runArgs)
@@ -95,7 +96,7 @@ func newBatcher(c goredis.UniversalClient, n int) *batcher {
 
 // run runs script s with keys and args, directly when a slot is free, in
 // the next pipeline otherwise, and returns its reply.
-func (b *batcher) run(ctx context.Context, s *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+func (b *batcher) run(ctx context.Context, s *script, keys []string, args ...any) *goredis.Cmd {
 	b.mu.Lock()
 	if b.closed || b.max < 1 {
 		b.mu.Unlock()
@@ -220,6 +221,7 @@ func (b *batcher) send(batch []*call) {
 	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
+	b.ensure(ctx, batch)
 	cmds := make([]*goredis.Cmd, len(batch))
 	b.pipe(ctx, batch, cmds, evalSha)
 	if retry := noScriptCalls(cmds); len(retry) > 0 {
@@ -230,21 +232,37 @@ func (b *batcher) send(batch []*call) {
 	}
 }
 
+// ensure loads the digests of the batch's scripts that no server has
+// answered yet (once per process), so that pipe sends them with EVALSHA; a
+// script whose digest could not be loaded is sent with EVAL.
+func (b *batcher) ensure(ctx context.Context, batch []*call) {
+	for _, c := range batch {
+		if s := c.scriptOf(); s.Digest() == nil {
+			s.Ensure(ctx, b.client)
+		}
+	}
+}
+
+// scriptOf returns the script that c runs.
+func (c *call) scriptOf() *script {
+	if c.fast != nil {
+		return c.fast
+	}
+	return c.script
+}
+
 // rerun sends again the commands at the indexes retry, which failed with
 // NOSCRIPT (the server lost its script cache): it loads their scripts and
 // runs them with EVALSHA once more, then with EVAL (never NOSCRIPT) those
 // that failed again (a Ring loads a script on one shard only). Commands
 // that were applied are never sent twice.
 func (b *batcher) rerun(ctx context.Context, batch []*call, cmds []*goredis.Cmd, retry []int) {
-	var loaded []*goredis.Script
+	var loaded []*script
 	for _, i := range retry {
-		s := batch[i].script
-		if batch[i].fast != nil {
-			s = batch[i].fast.Script
-		}
+		s := batch[i].scriptOf()
 		if !containsScript(loaded, s) {
 			loaded = append(loaded, s)
-			_ = s.Load(ctx, b.client).Err() // on failure the EVAL round below still runs it
+			_ = s.Load(ctx, b.client) // on failure the EVAL round below still runs it
 		}
 	}
 	sub := make([]*call, len(retry))
@@ -287,7 +305,7 @@ func (b *batcher) pipe(ctx context.Context, calls []*call, cmds []*goredis.Cmd, 
 			case c.fast != nil && mode == eval:
 				cmds[i] = c.fast.eval(ctx, p, c.argv)
 			case c.fast != nil:
-				cmds[i] = sendArgs(ctx, p, c.argv)
+				cmds[i] = c.fast.send(ctx, p, c.argv)
 			case mode == eval:
 				cmds[i] = c.script.Eval(ctx, p, c.keys, c.args...)
 			default:
@@ -349,11 +367,9 @@ func noScriptCalls(cmds []*goredis.Cmd) []int {
 	return idx
 }
 
-func isNoScript(err error) bool {
-	return err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT")
-}
+func isNoScript(err error) bool { return luascript.IsNoScript(err) }
 
-func containsScript(list []*goredis.Script, s *goredis.Script) bool {
+func containsScript(list []*script, s *script) bool {
 	for _, x := range list {
 		if x == s {
 			return true

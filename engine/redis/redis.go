@@ -334,7 +334,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		}
 		return cmds
 	}
-	cmds, err := pipeline(ctx, e.client, []*goredis.Script{extendScript, heartbeatScript, sharedExtendScript}, run)
+	cmds, err := pipeline(ctx, e.client, []*script{extendScript, heartbeatScript, sharedExtendScript}, run)
 	if err != nil && allFailed(cmds) {
 		return nil, err
 	}

@@ -31,12 +31,12 @@ var (
 
 var (
 	acquireScript      = newScript(include(acquireSrc))
-	extendScript       = goredis.NewScript(lockSrc + extendSrc)
+	extendScript       = newScript(lockSrc + extendSrc)
 	releaseScript      = newScript(include(releaseSrc))
-	forceReleaseScript = goredis.NewScript(queueSrc + forceReleaseSrc)
-	raiseFenceScript   = goredis.NewScript(lockSrc + raiseFenceSrc)
-	heartbeatScript    = goredis.NewScript(queueSrc + heartbeatSrc)
-	leaveScript        = goredis.NewScript(queueSrc + leaveSrc)
+	forceReleaseScript = newScript(queueSrc + forceReleaseSrc)
+	raiseFenceScript   = newScript(lockSrc + raiseFenceSrc)
+	heartbeatScript    = newScript(queueSrc + heartbeatSrc)
+	leaveScript        = newScript(queueSrc + leaveSrc)
 )
 
 // include returns src with the file named by each of its lines
@@ -58,17 +58,23 @@ func include(src string) string {
 }
 
 // pipeline runs the commands that add queues with EVALSHA in one round trip.
-// When the server does not have a script cached (after a restart or
-// SCRIPT FLUSH), it loads the scripts and runs the pipeline once more.
-func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*goredis.Script,
+// It loads the digests of scripts that no server has answered yet first
+// (once per process); a script whose digest could not be loaded is sent
+// with EVAL. When the server does not have a script cached (after a
+// restart or SCRIPT FLUSH), it loads the scripts and runs the pipeline once
+// more.
+func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*script,
 	add func(goredis.Pipeliner) []*goredis.Cmd) ([]*goredis.Cmd, error) {
+	for _, s := range scripts {
+		s.Ensure(ctx, c)
+	}
 	var cmds []*goredis.Cmd
 	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error { cmds = add(p); return nil })
 	if !noScript(cmds) {
 		return cmds, err
 	}
 	for _, s := range scripts {
-		if err := s.Load(ctx, c).Err(); err != nil {
+		if err := s.Load(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +84,7 @@ func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*goredis
 
 func noScript(cmds []*goredis.Cmd) bool {
 	for _, c := range cmds {
-		if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		if isNoScript(c.Err()) {
 			return true
 		}
 	}

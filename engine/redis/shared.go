@@ -79,13 +79,13 @@ var (
 )
 
 var (
-	sharedAcquireScript    = goredis.NewScript(sharedSrc + sharedAcquireSrc)
-	sharedReleaseScript    = goredis.NewScript(sharedSrc + sharedReleaseSrc)
-	sharedExtendScript     = goredis.NewScript(sharedSrc + sharedExtendSrc)
-	sharedLeaveScript      = goredis.NewScript(sharedSrc + sharedLeaveSrc)
-	sharedSetLimitScript   = goredis.NewScript(sharedSrc + sharedSetLimitSrc)
-	sharedInspectScript    = goredis.NewScript(sharedSrc + sharedInspectSrc)
-	sharedRaiseFenceScript = goredis.NewScript(sharedSrc + sharedRaiseFenceSrc)
+	sharedAcquireScript    = newScript(sharedSrc + sharedAcquireSrc)
+	sharedReleaseScript    = newScript(sharedSrc + sharedReleaseSrc)
+	sharedExtendScript     = newScript(sharedSrc + sharedExtendSrc)
+	sharedLeaveScript      = newScript(sharedSrc + sharedLeaveSrc)
+	sharedSetLimitScript   = newScript(sharedSrc + sharedSetLimitSrc)
+	sharedInspectScript    = newScript(sharedSrc + sharedInspectSrc)
+	sharedRaiseFenceScript = newScript(sharedSrc + sharedRaiseFenceSrc)
 )
 
 var (
@@ -110,7 +110,7 @@ func (e *Engine) sharedKeys(name string) []string {
 
 // runShared runs a shared lock's script through the engine's batcher, with
 // the arguments every one takes first (the fence ttl, the publish command).
-func (e *Engine) runShared(ctx context.Context, s *goredis.Script, name string, args ...any) *goredis.Cmd {
+func (e *Engine) runShared(ctx context.Context, s *script, name string, args ...any) *goredis.Cmd {
 	return e.batch.run(ctx, s, e.sharedKeys(name), append([]any{e.fenceMS, e.publish}, args...)...)
 }
 
