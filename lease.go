@@ -37,6 +37,13 @@ import (
 // deadline. Once the lease is reported lost it stays lost: a renewal
 // answered after the deadline does not revive it.
 //
+// A lease has at most one extension in flight: Extend waits until the
+// watchdog's renewal in flight is answered, and the watchdog leaves out a
+// lease whose Extend is in flight. The lock service therefore applies the
+// extensions in the order they were sent, and the last one sent is the one
+// it enforces; the deadline is computed from that one's send time and ttl,
+// never later than the service's expiry.
+//
 // A Lease is safe for concurrent use.
 type Lease struct {
 	c         *Client
@@ -58,6 +65,7 @@ type Lease struct {
 	timer     *time.Timer               // fires at deadline
 	lastErr   error                     // last renewal error since the last confirmation
 	inflight  bool                      // a renewal sent before the deadline is not answered yet
+	extending chan struct{}             // non-nil while an extension is in flight; closed when answered
 	err       error                     // nil while held
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
@@ -167,7 +175,10 @@ func (l *Lease) current() error {
 // Extend sets the lease's time to live to ttl, counted from now, and makes it
 // the ttl of later automatic renewals. It fails with ErrNotHeld (and the
 // lease is lost) if the lock expired or was taken, and with ErrBackend (the
-// lease stays as it was) if the lock service failed.
+// lease stays as it was) if the lock service failed. It first waits for an
+// extension of the lease in flight (the watchdog's renewal, another Extend)
+// to be answered; when ctx ends meanwhile it returns ctx's error (wrapped)
+// and sends nothing.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
@@ -177,6 +188,10 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	ttl = o.ttl
+	if err := l.claim(ctx); err != nil {
+		return err
+	}
+	defer l.settle(true)
 	if err := l.heldErr(); err != nil {
 		return err
 	}
@@ -185,8 +200,50 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
-	l.apply(res, sent, ttl, nil)
+	l.answer(res, sent, ttl, nil)
 	return l.heldErr()
+}
+
+// claim waits until no other extension of the lease (the watchdog's
+// renewal, another Extend) is in flight, and marks Extend's own as in
+// flight; settle ends it. Were two in flight at once, the lock service
+// could apply the one sent first last, and keep its ttl, while the
+// deadline is computed from the one sent last. It gives up when ctx ends
+// (its error) or the lease ends (heldErr's).
+func (l *Lease) claim(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		busy := l.extending
+		if busy == nil {
+			l.extending = make(chan struct{})
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-busy:
+		case <-l.done:
+			return l.heldErr()
+		case <-ctx.Done():
+			return l.c.backendErr(ctx, "extend", l.name, ctx.Err())
+		}
+	}
+}
+
+// settle marks the extension in flight as answered, after its answer was
+// taken: the next one may be sent. After Extend's (byUser), the watchdog is
+// woken to schedule the lease's renewals again: it left the lease out
+// meanwhile.
+func (l *Lease) settle(byUser bool) {
+	l.mu.Lock()
+	if l.extending != nil {
+		close(l.extending)
+		l.extending = nil
+	}
+	l.mu.Unlock()
+	if byUser && l.autoRenew {
+		l.c.renew.wake()
+	}
 }
 
 // Release drops the lease. The lock is freed when this was its last hold
@@ -246,17 +303,31 @@ func (l *Lease) heldErr() error {
 	}
 }
 
-// sending marks a renewal as sent and not yet answered. One sent after the
-// deadline (by a watchdog that ran late) cannot save the lease, and is not
-// counted as unanswered at the deadline.
-func (l *Lease) sending() {
+// sending marks a watchdog renewal as in flight and returns its request,
+// with the lease's current ttl; ok is false, and nothing is marked, when an
+// Extend is in flight: the watchdog leaves the lease out of its batch. A
+// renewal sent after the deadline (by a watchdog that ran late) cannot save
+// the lease, and is not counted as unanswered at the deadline.
+func (l *Lease) sending() (req engine.ExtendRequest, ok bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.extending != nil {
+		return req, false
+	}
+	l.extending = make(chan struct{})
 	l.inflight = time.Now().Before(l.deadline)
-	l.mu.Unlock()
+	return l.requestLocked(), true
 }
 
-// apply takes the answer to an extension sent at sent.
+// apply takes the answer to the watchdog's renewal sent at sent, and ends
+// its time in flight.
 func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error) {
+	defer l.settle(false)
+	l.answer(r, sent, ttl, batchErr)
+}
+
+// answer takes the answer to an extension sent at sent.
+func (l *Lease) answer(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error) {
 	l.mu.Lock()
 	l.inflight = false
 	l.mu.Unlock()
@@ -285,16 +356,18 @@ func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
 		return
 	}
 	defer l.mu.Unlock()
-	if l.err != nil || !sent.After(l.lastSent) {
-		return // ended, or a later extension was confirmed already
+	if l.err != nil || sent.Before(l.lastSent) {
+		// Ended, or one sent later was confirmed already. Extensions
+		// are never in flight together, so one sent at the same clock
+		// reading (a coarse clock) was sent after it: it counts.
+		return
 	}
 	l.ttl = ttl
 	l.lastErr = nil
 	l.setValidity(sent, ttl)
-	if !time.Now().Before(l.deadline) {
-		return // too late: the deadline timer fires at once
-	}
-	l.timer.Reset(time.Until(l.deadline))
+	// A shorter ttl can put the new deadline in the past already: the
+	// timer then fires at once.
+	l.timer.Reset(max(time.Until(l.deadline), 0))
 }
 
 // setValidity computes the deadline and next renewal of a grant or
@@ -378,10 +451,20 @@ func (l *Lease) end(why error) {
 // renewDue reports whether the watchdog should renew the lease at now (a
 // renewal less than half an interval away is done along with the ones due,
 // so that leases share round trips), and when it is due at the latest.
-func (l *Lease) renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest) {
+// While an extension is in flight it is not due, with no time: its answer
+// schedules the next renewal.
+func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !now.Before(l.renewFrom), l.nextRenew, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Shared: l.shared}
+	if l.extending != nil {
+		return false, time.Time{}
+	}
+	return !now.Before(l.renewFrom), l.nextRenew
+}
+
+// requestLocked is the lease's renewal request; l.mu is held.
+func (l *Lease) requestLocked() engine.ExtendRequest {
+	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Shared: l.shared}
 }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.

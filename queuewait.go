@@ -77,14 +77,16 @@ func (w *queueWaiter) wake() {
 }
 
 // renewDue implements renewable.
-func (w *queueWaiter) renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest) {
+func (w *queueWaiter) renewDue(now time.Time) (bool, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !now.Before(w.beatFrom), w.nextBeat,
-		engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true, Shared: w.a.o.shared()}
+	return !now.Before(w.beatFrom), w.nextBeat
 }
 
-func (w *queueWaiter) sending() {}
+// sending implements renewable: a heartbeat is sent whenever due.
+func (w *queueWaiter) sending() (engine.ExtendRequest, bool) {
+	return engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true, Shared: w.a.o.shared()}, true
+}
 
 // Deadline implements renewable: when the entry's deadline passes.
 func (w *queueWaiter) Deadline() time.Time {

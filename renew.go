@@ -45,11 +45,12 @@ func newRenewer(c *Client) *renewer {
 // renewable is what the watchdog renews: a *Lease, or a waiter's queue
 // entry (heartbeats).
 type renewable interface {
-	// renewDue reports whether to renew at now, when it is due at the
-	// latest, and the request.
-	renewDue(now time.Time) (bool, time.Time, engine.ExtendRequest)
-	// sending marks a renewal as sent.
-	sending()
+	// renewDue reports whether to renew at now, and when it is due at the
+	// latest (zero: not scheduled, an extension is in flight).
+	renewDue(now time.Time) (bool, time.Time)
+	// sending marks a renewal as in flight and returns its request; false
+	// leaves it out of the batch (another extension is in flight).
+	sending() (engine.ExtendRequest, bool)
 	// Deadline is when the renewal is of no use any more.
 	Deadline() time.Time
 	// apply takes the answer to a renewal sent at sent.
@@ -70,11 +71,17 @@ func (r *renewer) add(l renewable) {
 		return
 	}
 	// Wake the loop only if it sleeps past the new lease's renewal.
-	if _, at, _ := l.renewDue(time.Time{}); r.wakeAt.IsZero() || at.Before(r.wakeAt) {
-		select {
-		case r.kick <- struct{}{}:
-		default:
-		}
+	if _, at := l.renewDue(time.Time{}); r.wakeAt.IsZero() || at.Before(r.wakeAt) {
+		r.wake()
+	}
+}
+
+// wake makes the loop look at its leases again (a lease's renewal time
+// changed outside the loop: an Extend was answered).
+func (r *renewer) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -133,15 +140,10 @@ func (r *renewer) loop() {
 	}
 }
 
-type dueLease struct {
-	l   renewable
-	req engine.ExtendRequest
-}
-
 // collect returns the leases to renew now, or when to look again (zero when
 // there are none); ok is false when the watchdog should exit: it is closed,
 // or it has no lease after lingering idle.
-func (r *renewer) collect(now time.Time, idle bool) (due []dueLease, next time.Time, ok bool) {
+func (r *renewer) collect(now time.Time, idle bool) (due []renewable, next time.Time, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed || (idle && len(r.leases) == 0) {
@@ -149,29 +151,39 @@ func (r *renewer) collect(now time.Time, idle bool) (due []dueLease, next time.T
 		return nil, next, false
 	}
 	for l := range r.leases {
-		isDue, at, req := l.renewDue(now)
+		isDue, at := l.renewDue(now)
 		if isDue {
-			due = append(due, dueLease{l, req})
-		} else if next.IsZero() || at.Before(next) {
+			due = append(due, l)
+		} else if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
 	return due, next, true
 }
 
-// renew extends the due leases in one round trip. The call is bounded by
-// the earliest validity deadline among them (at least minRenewTimeout), so a
+// renew extends the due leases in one round trip. A lease whose Extend
+// went in flight since collect is left out (sending). Each lease stays in
+// flight until the whole batch is answered. The call is bounded by the
+// earliest validity deadline among them (at least minRenewTimeout), so a
 // hanging node cannot hold the watchdog past the point where the lease is
 // lost anyway.
-func (r *renewer) renew(due []dueLease) {
-	reqs := make([]engine.ExtendRequest, len(due))
+func (r *renewer) renew(candidates []renewable) {
+	due := candidates[:0]
+	var reqs []engine.ExtendRequest
 	timeout := time.Duration(-1)
-	for i, d := range due {
-		reqs[i] = d.req
-		d.l.sending()
-		if left := time.Until(d.l.Deadline()); timeout < 0 || left < timeout {
+	for _, l := range candidates {
+		req, ok := l.sending()
+		if !ok {
+			continue
+		}
+		due = append(due, l)
+		reqs = append(reqs, req)
+		if left := time.Until(l.Deadline()); timeout < 0 || left < timeout {
 			timeout = left
 		}
+	}
+	if len(due) == 0 {
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, minRenewTimeout))
 	defer cancel()
@@ -184,14 +196,14 @@ func (r *renewer) renew(due []dueLease) {
 	}()
 	sent := time.Now()
 	res, err := r.c.eng.Extend(ctx, reqs)
-	for i, d := range due {
+	for i, l := range due {
 		var one engine.ExtendResult
 		if err == nil && i < len(res) {
 			one = res[i]
 		} else if err == nil {
 			err = errShortReply
 		}
-		d.l.apply(one, sent, d.req.TTL, err)
+		l.apply(one, sent, reqs[i].TTL, err)
 	}
 }
 
