@@ -68,8 +68,8 @@ func (e *Engine) sharedListed(name string, now time.Time) bool {
 // Leaks implements engine.LeakFinder. The embedded engine gives every lock
 // the time to live it was asked for and remembers high-water marks for a
 // fixed time, so its only possible leaks are locks granted with a time to
-// live beyond maxTTL (a shared lock: a holder's). Key and Name are the lock
-// name; Type is "lock", or the shared lock's kind.
+// live beyond maxTTL (shared locks' holders are in the listing, List). Key
+// and Name are the lock name; Type is "lock".
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	infos, next, err := e.List(ctx, prefix, cursor, limit)
 	if err != nil {
@@ -78,13 +78,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	var leaks []engine.Leak
 	for _, info := range infos {
 		if info.Kind != 0 {
-			for _, h := range info.Holders {
-				if h.TTL > maxTTL {
-					leaks = append(leaks, engine.Leak{Key: info.Name, Name: info.Name, Kind: engine.LeakLock, Type: info.Kind.String(), TTL: h.TTL})
-					break
-				}
-			}
-			continue
+			continue // its holders are listed (List), and none outlives its lease
 		}
 		if info.TTL > maxTTL {
 			leaks = append(leaks, engine.Leak{Key: info.Name, Name: info.Name, Kind: engine.LeakLock, Type: "lock", TTL: info.TTL})
