@@ -30,7 +30,8 @@ type adminHeld struct {
 // ForceRelease frees each one, wakes the waiter queued for it
 // (it gets the lock before the holder's lease would have ended), and
 // the shared locks' holders are told their lease was taken over (a
-// renewal's answer, before their deadline).
+// renewal's answer, before their deadline). Leaks (engine.LeakFinder)
+// reports none of it, before or after the force-releases.
 func (s *suite) adminKinds(t *testing.T) {
 	s.sharer(t)
 	ctx := ctxTimeout(t, 60*time.Second)
@@ -78,6 +79,8 @@ func (s *suite) adminKinds(t *testing.T) {
 			checkAdminInfo(t, "Inspect", inspectKind(t, ctx, c, h), h)
 		}
 	}
+	noLeaks(t, ctx, e, base, 2*ttl)
+
 	for _, h := range held {
 		waiter := s.client(t)
 		got := make(chan error, 1)
@@ -115,6 +118,31 @@ func (s *suite) adminKinds(t *testing.T) {
 		if h.kind != 0 && lost.Cause != distlock.TakenOver {
 			t.Errorf("the holder of the %s %q lost its lease as %q, want %q", h.kind, h.name, lost.Cause, distlock.TakenOver)
 		}
+	}
+	noLeaks(t, ctx, e, base, 2*ttl) // nor what a force-release leaves
+}
+
+// noLeaks checks that e, if it is a LeakFinder, finds no leak among the
+// names starting with prefix, whose locks distlock made (with leases of at
+// most maxTTL): a shared lock's own state is not a leak.
+func noLeaks(t *testing.T, ctx context.Context, e engine.Engine, prefix string, maxTTL time.Duration) {
+	t.Helper()
+	f, ok := e.(engine.LeakFinder)
+	if !ok {
+		return
+	}
+	for cursor := ""; ; {
+		leaks, next, err := f.Leaks(ctx, prefix, maxTTL, cursor, 10)
+		if err != nil {
+			t.Fatalf("Leaks: %v", err)
+		}
+		if len(leaks) > 0 {
+			t.Fatalf("Leaks reports distlock's own locks as leaked: %+v", leaks)
+		}
+		if next == "" {
+			return
+		}
+		cursor = next
 	}
 }
 
