@@ -11,8 +11,10 @@ import (
 
 // Lister is implemented by engines that can enumerate the locks they hold.
 type Lister interface {
-	// List returns the locks currently held whose names start with prefix
-	// (every lock for ""), one page at a time. cursor is "" for the first
+	// List returns the locks currently held, of every kind, whose names
+	// start with prefix: a mutex as Inspect describes it, a shared lock
+	// (held or waited for) as Sharer.InspectShared does (Kind, Limit,
+	// Holders); every lock for "". It returns them one page at a time. cursor is "" for the first
 	// page and the next of the previous page afterwards; the listing is
 	// complete when next is "". limit is a hint of how many locks one page
 	// should hold (at most about limit; an engine may return fewer, even

@@ -290,8 +290,12 @@ type FenceRaiser interface {
 }
 
 // ForceReleaser is implemented by engines that can free a lock whoever
-// holds it (an administrator's repair). It reports whether the lock was held
-// and wakes the lock's waiters.
+// holds it (an administrator's repair): a mutex, or every holder of a
+// shared lock (Sharer). It reports whether the lock was held and wakes the
+// lock's waiters (a shared lock: the head of its queue). A shared lock's
+// holders it freed are told HeldByOther by their next renewal (the Client
+// reports the lease lost as taken over) until their lease would have
+// ended.
 type ForceReleaser interface {
 	ForceRelease(ctx context.Context, name string) (bool, error)
 }

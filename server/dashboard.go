@@ -187,11 +187,6 @@ func (h *dashboardHub) build() []byte {
 		infos, truncated, err := listSome(ctx, lister, dashboardMaxLocks)
 		if err != nil {
 			snap.ListError = err.Error()
-		} else {
-			infos = s.withShared(ctx, infos, "", "", "")
-			if len(infos) > dashboardMaxLocks {
-				infos, truncated = infos[:dashboardMaxLocks], true
-			}
 		}
 		cancel()
 		for _, i := range infos {

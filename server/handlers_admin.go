@@ -47,7 +47,6 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		writeError(w, engineErr("list", err))
 		return
 	}
-	infos = s.withShared(r.Context(), infos, prefix, cursor, next)
 	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next}
 	seen := make(map[string]bool, len(infos))
 	for _, i := range infos {

@@ -77,7 +77,6 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if sh != nil {
 		// A shared lock's queue is always first come, first served.
 		ereq.Fair, ereq.Behind, ereq.NoReserve = false, false, false
-		s.shared.seen(name)
 	}
 	o := s.acquire(r.Context(), ereq, wait, sh)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {

@@ -117,7 +117,6 @@ type Server struct {
 	timeline       *timeline
 	holds          *holdTracker
 	elections      *electionBook
-	shared         *sharedBook      // shared locks seen, for listings and the dashboard
 	watcher        *distlock.Client // observes elections (watch); closed at shutdown
 	dash           *dashboardHub
 	log            *slog.Logger
@@ -303,7 +302,6 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	s.obs = &fanout{m: m, tl: s.timeline, changed: s.dash.changed}
 	s.holds = newHoldTracker(s.obs)
 	s.elections = newElectionBook()
-	s.shared = newSharedBook()
 	s.watcher = distlock.New(s.eng)
 	s.metricsHandler = s.newMetricsHandler()
 	s.handler = s.boundBodies(s.routes())

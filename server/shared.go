@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
-	"sync"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
@@ -23,53 +20,9 @@ import (
 //	GET  /v1/locks/{name}?kind=shared  the holders (kind=mutex: the mutex;
 //	                                   neither: whichever the name is)
 //
-// An engine's Lister may not list shared locks (the embedded engine does
-// not): the server remembers the names it saw a shared acquire for
-// (sharedBook), and lists and shows those itself.
-
-// maxSharedNames is how many shared lock names the server remembers for
-// its listings and dashboard.
-const maxSharedNames = 10000
-
-// sharedBook remembers the shared locks this server has seen an acquire
-// of; a name is forgotten once its engine no longer knows the lock.
-type sharedBook struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func newSharedBook() *sharedBook { return &sharedBook{m: make(map[string]struct{})} }
-
-// seen records name.
-func (b *sharedBook) seen(name string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.m) < maxSharedNames {
-		b.m[name] = struct{}{}
-	}
-}
-
-// forget drops name.
-func (b *sharedBook) forget(name string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.m, name)
-}
-
-// names lists the names seen that start with prefix and fall after cursor
-// and up to last ("" for no bound), sorted.
-func (b *sharedBook) names(prefix, cursor, last string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for n := range b.m {
-		if strings.HasPrefix(n, prefix) && n > cursor && (last == "" || n <= last) {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// Listings and the dashboard take shared locks from the engine's own
+// listing (engine.Lister lists every kind), so every server on one backend
+// shows the same locks.
 
 // sharedSpec is a shared acquire's kind, limit and weight.
 type sharedSpec struct {
@@ -163,7 +116,6 @@ func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, 
 		writeError(w, engineErr("limit", err))
 		return
 	}
-	s.shared.seen(name)
 	s.obs.changed()
 	writeJSON(w, http.StatusOK, api.LimitResponse{Name: name, Limit: req.Limit, Previous: prev})
 }
@@ -199,45 +151,6 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 	}
 	si.Name = name
 	return si, nil
-}
-
-// withShared adds to a listing page the shared locks this server has seen
-// (sharedBook) whose names fall in the page (after cursor, up to next; to
-// the end on the last page) and that are held or waited for, unless the
-// engine listed them already. Names the engine forgot are dropped from the
-// book.
-func (s *Server) withShared(ctx context.Context, infos []engine.Info, prefix, cursor, next string) []engine.Info {
-	sh, ok := s.eng.(engine.Sharer)
-	if !ok {
-		return infos
-	}
-	listed := make(map[string]bool, len(infos))
-	for _, i := range infos {
-		listed[i.Name] = true
-	}
-	added := false
-	for _, name := range s.shared.names(prefix, cursor, next) {
-		if listed[name] {
-			continue
-		}
-		si, err := sh.InspectShared(ctx, name)
-		switch {
-		case err != nil:
-			continue
-		case si.Kind == 0:
-			s.shared.forget(name)
-			continue
-		case !si.Held && si.Waiters == 0:
-			continue
-		}
-		si.Name = name
-		infos = append(infos, si)
-		added = true
-	}
-	if added {
-		sort.SliceStable(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
-	}
-	return infos
 }
 
 // kindName is a shared kind's wire name.

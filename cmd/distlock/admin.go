@@ -368,11 +368,16 @@ func (a *app) cmdForceRelease(args []string) int {
 
 	// What is there: a lock, nothing, or a key that is not a distlock lock
 	// (Inspect fails on it; force-release deletes it all the same).
-	info, ierr := b.client.Inspect(ctx, name)
+	info, ierr := inspectAny(ctx, b.client, name)
 	switch {
 	case ierr == nil && !info.Held:
 		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
 		return exitOK
+	case ierr == nil && info.Kind != 0:
+		fmt.Fprintf(a.stderr, "%q is a %s held by %d (every holder is freed):\n", name, info.Kind, len(info.Holders))
+		for _, h := range info.Holders {
+			fmt.Fprintf(a.stderr, "  %s, %s (ttl left %s; metadata: %s)\n", h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), h.Metadata)
+		}
 	case ierr == nil:
 		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), info.Metadata)
 	default:

@@ -98,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"RWUpgradeRefused", s.rwUpgradeRefused},
 		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
 		{"KindsRefused", s.kindsRefused},
+		{"AdminKinds", s.adminKinds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

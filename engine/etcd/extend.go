@@ -120,6 +120,7 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 			late = append(late, i)
 		}
 	}
+	e.takenOver(ctx, rs, out)
 	// Renew each lease: from the first round trip when it was the right
 	// one, else now.
 	var again []clientv3.LeaseID

@@ -48,7 +48,9 @@ func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
 }
 
 // List implements engine.Lister: a range read over the keys of the names
-// that start with prefix, in key order, limit*4 keys a page (a name's
+// that start with prefix, in key order (a shared lock found by its keys is
+// read as InspectShared reads it, and may be listed again on the next page
+// when its keys span two), limit*4 keys a page (a name's
 // waiters are keys too, so a page may hold fewer locks, even none). The
 // cursor is the last key read.
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
@@ -60,8 +62,15 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 		return nil, "", err
 	}
 	var infos []engine.Info
+	var shared []string
 	for _, kv := range resp.Kvs {
 		name, rest, ok := e.keys.parse(string(kv.Key))
+		if ok && (rest == configSuffix || strings.HasPrefix(rest, holderSuffix) || strings.HasPrefix(rest, sharedQueueSuffix)) {
+			if len(shared) == 0 || shared[len(shared)-1] != name {
+				shared = append(shared, name)
+			}
+			continue
+		}
 		if !ok || rest != lockSuffix {
 			continue
 		}
@@ -79,7 +88,11 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 			infos = append(infos, info)
 		}
 	}
-	return infos, next, nil
+	more, err := e.sharedListed(ctx, shared)
+	if err != nil {
+		return nil, "", err
+	}
+	return append(infos, more...), next, nil
 }
 
 // page reads one page of keys under the names that start with prefix.

@@ -62,8 +62,10 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 }
 
 // ForceRelease implements engine.ForceReleaser: the lock is freed whoever
-// holds it, and the head of its queue is woken. The holder learns of it at
-// its next renewal (answered Missing).
+// holds it (a mutex, or every holder of a shared lock: see forceShared),
+// and the head of its queue is woken. A mutex's holder learns of it at its
+// next renewal (answered Missing), a shared lock's holder too (answered
+// HeldByOther).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err := e.check(ctx); err != nil {
 		return false, err
@@ -74,7 +76,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 			return false, err
 		}
 		if st.lock == nil {
-			return false, nil
+			return e.forceShared(ctx, name)
 		}
 		ok, err := e.free(ctx, st)
 		if err != nil || ok {

@@ -15,9 +15,9 @@ var (
 )
 
 // List implements engine.Lister: the held locks whose names start with
-// prefix, in name order, at most limit (at least 1) per page. The cursor is
-// the last name of the previous page. Each page is read in one critical
-// section.
+// prefix, mutexes and shared locks (held, or waited for) alike, in name
+// order, at most limit (at least 1) per page. The cursor is the last name
+// of the previous page. Each page is read in one critical section.
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -26,8 +26,15 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	}
 	now := e.now()
 	var names []string
+	shared := make(map[string]bool)
+	for name := range e.shared {
+		if strings.HasPrefix(name, prefix) && name > cursor && e.sharedListed(name, now) {
+			names = append(names, name)
+			shared[name] = true
+		}
+	}
 	for name := range e.locks {
-		if strings.HasPrefix(name, prefix) && name > cursor && e.live(name, now) != nil {
+		if strings.HasPrefix(name, prefix) && name > cursor && !shared[name] && e.live(name, now) != nil {
 			names = append(names, name)
 		}
 	}
@@ -42,15 +49,27 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	}
 	infos := make([]engine.Info, 0, len(names))
 	for _, name := range names {
+		if shared[name] {
+			infos = append(infos, e.sharedInfo(name, e.shared[name], now))
+			continue
+		}
 		infos = append(infos, e.info(name, now))
 	}
 	return infos, next, nil
 }
 
+// sharedListed reports whether name's shared lock is held or waited for;
+// the caller holds e.mu.
+func (e *Engine) sharedListed(name string, now time.Time) bool {
+	s := e.sharedState(name, now)
+	return s != nil && (len(s.holders) > 0 || s.q != nil)
+}
+
 // Leaks implements engine.LeakFinder. The embedded engine gives every lock
 // the time to live it was asked for and remembers high-water marks for a
 // fixed time, so its only possible leaks are locks granted with a time to
-// live beyond maxTTL. Key and Name are the lock name; Type is "lock".
+// live beyond maxTTL (shared locks' holders are in the listing, List). Key
+// and Name are the lock name; Type is "lock".
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	infos, next, err := e.List(ctx, prefix, cursor, limit)
 	if err != nil {
@@ -58,6 +77,9 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	}
 	var leaks []engine.Leak
 	for _, info := range infos {
+		if info.Kind != 0 {
+			continue // its holders are listed (List), and none outlives its lease
+		}
 		if info.TTL > maxTTL {
 			leaks = append(leaks, engine.Leak{Key: info.Name, Name: info.Name, Kind: engine.LeakLock, Type: "lock", TTL: info.TTL})
 		}

@@ -229,15 +229,21 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	return engine.ReleaseResult{Status: engine.Released}, nil
 }
 
-// ForceRelease frees the lock whoever holds it and wakes its waiters. It
-// reports whether the lock was held.
+// ForceRelease implements engine.ForceReleaser: it frees the lock whoever
+// holds it, a mutex or every holder of a shared lock, and wakes its
+// waiters. It reports whether the lock was held. A shared lock's holders
+// are told HeldByOther at their next renewal.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
-	held := e.live(name, e.now()) != nil
+	now := e.now()
+	if e.forceShared(name, now) {
+		return true, nil
+	}
+	held := e.live(name, now) != nil
 	delete(e.locks, name)
 	e.freed(name)
 	return held, nil

@@ -8,9 +8,10 @@ import (
 )
 
 // List implements engine.Lister: the held locks whose names start with
-// prefix, in byte order of their names, at most limit (at least 1) per
-// page, each page one statement. The cursor is the last name of the
-// previous page.
+// prefix, mutexes and shared locks (held or waited for) alike, in byte
+// order of their names, at most limit (at least 1) per page: a statement
+// for the mutexes, one for the shared locks' names, and one InspectShared
+// per shared lock. The cursor is the last name of the previous page.
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	if err := e.check(); err != nil {
 		return nil, "", err
@@ -41,10 +42,12 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	if err := rows.Err(); err != nil {
 		return nil, "", e.wrap(err)
 	}
-	next := ""
-	if len(infos) == limit {
-		next = infos[limit-1].Name
+	rows.Close()
+	shared, err := e.listShared(ctx, prefix, cursor, limit)
+	if err != nil {
+		return nil, "", err
 	}
+	infos, next := mergePage(infos, shared, limit)
 	return infos, next, nil
 }
 

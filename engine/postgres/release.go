@@ -34,7 +34,9 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 }
 
 // ForceRelease implements engine.ForceReleaser: it frees the lock whoever
-// holds it and wakes its waiters. It reports whether the lock was held.
+// holds it, a mutex or every holder of a shared lock, and wakes its
+// waiters. It reports whether the lock was held. A shared lock's holders
+// are told HeldByOther at their next renewal (extend_shared_taken).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err := e.check(); err != nil {
 		return false, err
@@ -46,7 +48,10 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err := e.pool.QueryRow(ctx, e.sql.forceRelease, name).Scan(&held); err != nil {
 		return false, e.wrap(err)
 	}
-	return held, nil
+	if held {
+		return true, nil
+	}
+	return e.forceShared(ctx, name)
 }
 
 // Leave implements engine.Queuer: the waiter leaves the queue; when it was

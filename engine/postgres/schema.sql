@@ -1043,3 +1043,69 @@ INSERT INTO {{S}}.version (version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name.
 UPDATE {{S}}.version SET version = 3 WHERE version < 3;
+
+-- The administration of shared locks (force-release; list reads the tables
+-- in statements.go). shared_taken remembers the holders a force-release
+-- freed, until their lease would have ended: their next renewal is told
+-- they were taken over (extend_shared_taken), once.
+CREATE TABLE IF NOT EXISTS {{S}}.shared_taken (
+  name    text COLLATE "C" NOT NULL,
+  owner   text NOT NULL,
+  until   timestamptz NOT NULL,        -- the freed lease's end
+  PRIMARY KEY (name, owner)
+);
+
+-- force_release_shared frees every holder of the shared lock p_name,
+-- whoever it is, records them in shared_taken, and wakes the head of the
+-- queue if it fits; it returns the number of holders freed.
+CREATE OR REPLACE FUNCTION {{S}}.force_release_shared(p_name text) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+  s {{S}}.shared;
+  now_ timestamptz;
+  n integer;
+BEGIN
+  SELECT * INTO s FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  now_ := clock_timestamp();
+  PERFORM {{S}}._shared_purge(p_name, now_);
+  DELETE FROM {{S}}.shared_taken WHERE name = p_name AND until <= now_;
+  WITH freed AS (
+    DELETE FROM {{S}}.shared_holders WHERE name = p_name RETURNING owner, expires_at
+  ), marked AS (
+    INSERT INTO {{S}}.shared_taken (name, owner, until) SELECT p_name, owner, expires_at FROM freed
+    ON CONFLICT (name, owner) DO UPDATE SET until = excluded.until
+    RETURNING 1
+  )
+  SELECT count(*) INTO n FROM marked;
+  IF n > 0 THEN
+    PERFORM {{S}}._shared_wake(p_name, s.lim, 0);
+  END IF;
+  RETURN n;
+END $$;
+
+-- extend_shared_taken is extend_shared, except that the renewal of a
+-- holder a force-release freed (shared_taken), whose lease would not have
+-- ended yet, is answered 3, HeldByOther, instead of 2, Missing; its mark
+-- goes (it is told once).
+CREATE OR REPLACE FUNCTION {{S}}.extend_shared_taken(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
+RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+  u timestamptz;
+BEGIN
+  FOR r IN SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter) LOOP
+    o_i := r.o_i; o_status := r.o_status; o_token := r.o_token; o_wake := r.o_wake;
+    IF o_status = 2 AND NOT p_waiter[o_i] THEN
+      DELETE FROM {{S}}.shared_taken t WHERE t.name = p_names[o_i] AND t.owner = p_owners[o_i]
+      RETURNING t.until INTO u;
+      IF FOUND AND u > clock_timestamp() THEN
+        o_status := 3;
+      END IF;
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END $$;

@@ -6,8 +6,10 @@ type statements struct {
 	acquire, extend, release, forceRelease, leave string
 	raiseFence, setMetadata, inspect, sweep       string
 	list, leaks                                   string
+	// The administration of shared locks (shared_admin.go).
+	listShared, forceReleaseShared string
 
-	// Shared locks (shared.go); extendBoth is extend and extend_shared
+	// Shared locks (shared.go); extendBoth is extend and extend_shared_taken
 	// in one statement, for a batch with both.
 	acquireShared, releaseShared, inspectShared, setLimit   string
 	leaveShared, raiseSharedFence, extendShared, extendBoth string
@@ -32,16 +34,22 @@ func newStatements(schema string) statements {
 		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
 		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
 		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
-		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
+		extendShared:     "SELECT * FROM " + s + ".extend_shared_taken($1, $2, $3, $4)",
 		// The mutexes' rows first, then the shared locks' (every batch
 		// locks rows in this order), answers numbered as one batch.
 		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
-			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",
+			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared_taken($5, $6, $7, $8)",
 		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
   (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp())
 FROM ` + s + `.locks k
 WHERE k.owner IS NOT NULL AND k.expires_at > clock_timestamp() AND starts_with(k.name, $1) AND k.name > $2
 ORDER BY k.name LIMIT $3`,
+		listShared: `SELECT s.name FROM ` + s + `.shared s
+WHERE starts_with(s.name, $1) AND s.name > $2
+  AND (EXISTS (SELECT 1 FROM ` + s + `.shared_holders h WHERE h.name = s.name AND h.expires_at > clock_timestamp())
+    OR EXISTS (SELECT 1 FROM ` + s + `.shared_waiters w WHERE w.name = s.name AND w.deadline > clock_timestamp()))
+ORDER BY s.name LIMIT $3`,
+		forceReleaseShared: "SELECT " + s + ".force_release_shared($1)",
 		// A lease distlock never makes: no expiry, or one beyond maxTTL.
 		leaks: `SELECT k.name, CASE WHEN k.expires_at IS NULL THEN -1 ELSE ` + s + `._us(k.expires_at - clock_timestamp()) END
 FROM ` + s + `.locks k

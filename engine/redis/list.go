@@ -27,11 +27,13 @@ var (
 )
 
 // List implements engine.Lister with SCAN (never KEYS): the locks whose
-// names start with prefix, each read with one pipelined round trip per page
-// (the value, PTTL, the fencing high-water and the number of waiting
-// subscribers, as Inspect reads them). Fencing high-water keys are not
-// listed, nor keys at a lock's place that are not distlock locks (Leaks
-// reports those).
+// names start with prefix, the mutexes read with one pipelined round trip
+// per page (the value, PTTL, the fencing high-water and the number of
+// waiting subscribers, as Inspect reads them), and the shared locks held or
+// waited for (found by their state key, distlock:{NAME}:s) as
+// InspectShared reads them, one round trip each. Fencing high-water keys
+// are not listed, nor keys at a lock's place that are not distlock locks
+// (Leaks reports those).
 //
 // cursor is the SCAN cursor as a decimal string. On Redis Cluster every
 // master is scanned to the end in one call and next is always "".
@@ -40,17 +42,23 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	var names []string
+	var names, shared []string
 	for _, k := range keys {
 		if kind, name := e.classify(k); kind == engine.LeakLock {
 			names = append(names, name)
+		} else if name := e.sharedName(k); name != "" {
+			shared = append(shared, name)
 		}
 	}
 	infos, err := e.inspectMany(ctx, names)
 	if err != nil {
 		return nil, "", err
 	}
-	return infos, next, nil
+	more, err := e.inspectSharedMany(ctx, shared)
+	if err != nil {
+		return nil, "", err
+	}
+	return append(infos, more...), next, nil
 }
 
 // Leaks implements engine.LeakFinder with SCAN (never KEYS) and one

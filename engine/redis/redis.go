@@ -383,12 +383,6 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 	return engine.ReleaseResult{Status: engine.NotOwner}, nil
 }
 
-// ForceRelease implements engine.ForceReleaser.
-func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name)[:4], e.publish).Int64()
-	return n == 1, err
-}
-
 // Capabilities implements engine.Describer: fair waiting is supported.
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 

@@ -243,8 +243,9 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 
 // extendShared queues on p the extension of a shared lock's holder, or a
 // heartbeat of its waiter (r.Shared), for Extend's pipeline: its reply has
-// the shape of the mutex's extend and heartbeat scripts' ({1, token} or
-// {0}; {1, wake} or {0}), which never says HeldByOther.
+// the shape of the mutex's extend and heartbeat scripts' ({1, token}, {0},
+// or {-1}, HeldByOther, for a holder a force-release freed; {1, wake} or
+// {0}).
 func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
 	return sharedExtendScript.EvalSha(ctx, p, e.sharedKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
 }

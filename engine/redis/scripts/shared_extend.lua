@@ -1,7 +1,8 @@
 -- Renews a holder's lease or a waiter's heartbeat on the shared lock
 -- (shared.lua): ARGV[3] the owner (or waiter id), ARGV[4] the ttl in ms,
 -- ARGV[5] '1' for a waiter. Returns, for a holder, {1, token} when it
--- holds the lock (its deadline is now ttl from now), {0} when it does not;
+-- holds the lock (its deadline is now ttl from now), {-1} when a
+-- force-release took it, {0} when it does not hold it otherwise;
 -- for a waiter, {1, wake} while it is queued, wake = 1 when it heads the
 -- queue and its weight fits, {0} when it is not queued.
 local now = sh_now()
@@ -22,7 +23,16 @@ if ARGV[5] == '1' then
 end
 local v = not sh_dropped[id] and lk[4]
 if not v then
+  -- A holder a force-release freed (shared_force_release.lua) is told
+  -- {-1}, taken over, once, until its lease would have ended.
+  local taken = redis.call('HGET', LOCK, 't:' .. id)
   sh_expire()
+  if taken then
+    redis.call('HDEL', LOCK, 't:' .. id)
+    if tonumber(taken) > now then
+      return {-1}
+    end
+  end
   return {0}
 end
 redis.call('ZADD', H, sh_int(deadline), id)
