@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"strings"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock/engine"
 )
 
@@ -16,7 +14,7 @@ import (
 //go:embed scripts/shared_force_release.lua
 var sharedForceReleaseSrc string
 
-var sharedForceReleaseScript = goredis.NewScript(sharedSrc + sharedForceReleaseSrc)
+var sharedForceReleaseScript = newScript(sharedSrc + sharedForceReleaseSrc)
 
 var _ engine.ForceReleaser = (*Engine)(nil)
 
