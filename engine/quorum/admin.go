@@ -46,7 +46,8 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 	type vote struct {
 		info   engine.Info
 		votes  int
-		tokens map[uint64]int // token -> nodes
+		tokens map[uint64]int            // token -> nodes
+		held   map[string]map[uint64]int // a shared lock's holder -> token -> nodes
 	}
 	byHolder := map[[2]string]*vote{}
 	for _, x := range rs {
@@ -59,8 +60,14 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 			k := [2]string{info.Name, info.Owner}
 			v := byHolder[k]
 			if v == nil {
-				v = &vote{info: info, tokens: map[uint64]int{}}
+				v = &vote{info: info, tokens: map[uint64]int{}, held: map[string]map[uint64]int{}}
 				byHolder[k] = v
+			}
+			for _, h := range info.Holders {
+				if v.held[h.Owner] == nil {
+					v.held[h.Owner] = map[uint64]int{}
+				}
+				v.held[h.Owner][h.Token]++
 			}
 			v.votes++
 			v.info.HighWater = max(v.info.HighWater, info.HighWater)
@@ -72,6 +79,12 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 	for _, v := range byHolder {
 		if v.votes >= e.majority {
 			v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
+			holders := make([]engine.Holder, len(v.info.Holders))
+			copy(holders, v.info.Holders)
+			for i := range holders {
+				holders[i].Token = e.token(v.held[holders[i].Owner]) // each holder's too
+			}
+			v.info.Holders = holders
 			out = append(out, v.info)
 		}
 	}
