@@ -42,6 +42,12 @@ func TestFenceTieLetsOwnLateWriteWin(t *testing.T) {
 	}
 
 	const token, holder = 7, "holder-1"
+	// The fenced-write script's digest is loaded once per process (SCRIPT
+	// LOAD, the first call): load it now, so that the delayed call below is
+	// the write itself.
+	if _, err := fence.NewRedis(fast).Exec(ctx, "warm:fence", 1, holder, []string{"warm"}, "SET", "warm", "1"); err != nil {
+		t.Fatal(err)
+	}
 	heal, err := link.Latency(300*time.Millisecond, 0, lab.Up)
 	if err != nil {
 		t.Fatal(err)
