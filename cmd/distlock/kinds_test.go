@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
+	"github.com/distlock/distlock/engine/postgres/pgtest"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -17,14 +19,32 @@ import (
 // kind, distlock run of another kind on that name exits 64 (usage) with a
 // message naming both kinds, whether it waits or not, and never runs its
 // command; the holder keeps running and then exits 0. On Redis directly
-// and behind distlock serve --redis.
+// and behind distlock serve --redis, on PostgreSQL and behind distlock
+// serve --postgres, on etcd and behind distlock serve --etcd.
 func TestRunKindRefused(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
+	pg, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Stop)
+	pgEnv := map[string]string{"DISTLOCK_POSTGRES": pg.URL(), "DISTLOCK_POSTGRES_SCHEMA": "kinds"}
+	expect(t, cli{env: pgEnv}.run(t, "postgres", "init"), 0)
+	eps := strings.Join(etcdtest.Start(t, 1).Endpoints(), ",")
 	backends := map[string]func(t *testing.T) cli{
 		"redis": func(t *testing.T) cli { return cli{redis: rs.URL()} },
 		"serve --redis": func(t *testing.T) cli {
 			return cli{env: map[string]string{"DISTLOCK_SERVER": serveIn(t, nil, "--redis", rs.URL()).url}}
+		},
+		"postgres": func(t *testing.T) cli { return cli{env: pgEnv} },
+		"serve --postgres": func(t *testing.T) cli {
+			s := serveIn(t, map[string]string{"DISTLOCK_POSTGRES_SCHEMA": "kinds"}, "--postgres", pg.URL())
+			return cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}
+		},
+		"etcd": func(t *testing.T) cli { return cli{env: map[string]string{"DISTLOCK_ETCD": eps}} },
+		"serve --etcd": func(t *testing.T) cli {
+			return cli{env: map[string]string{"DISTLOCK_SERVER": serveIn(t, nil, "--etcd", eps).url}}
 		},
 	}
 	kinds := []struct {
