@@ -26,6 +26,7 @@ type counting struct {
 	extends  []*extendCall
 	attempts []acquireCall
 	woken    []time.Time // when each wake-up was delivered
+	releases []time.Time // when each Release was sent
 }
 
 // acquireCall is one Acquire as the engine saw it.
@@ -136,8 +137,19 @@ func (c *counting) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 
 func (c *counting) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
 	c.calls.Add(1)
-	defer c.timed(time.Now())
+	sent := time.Now()
+	c.mu.Lock()
+	c.releases = append(c.releases, sent)
+	c.mu.Unlock()
+	defer c.timed(sent)
 	return c.Engine.Release(ctx, name, owner)
+}
+
+// releasesSent returns when each Release so far was sent.
+func (c *counting) releasesSent() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.releases...)
 }
 
 func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {

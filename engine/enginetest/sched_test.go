@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // verdictTB records what Bounded decided; like testing.T's, its Skipf and
@@ -65,21 +67,32 @@ func TestProbeMeasuresDelay(t *testing.T) {
 
 // TestOutOfOrder: a call whose entry the queue confirmed before another's
 // first attempt was sent must be granted first; calls whose arrivals
-// overlap are not ordered; dropped entries are left out. (The suite's
+// overlap are not ordered; dropped entries are left out, and so is a
+// grant that came after the head's reservation may have lapsed. (The suite's
 // control, the queue hidden from the Clients, shows it on a real engine.)
 func TestOutOfOrder(t *testing.T) {
 	at := func(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
 	a := arrival{sent: at(0), answered: at(2), waiter: "a", grant: 1}
 	b := arrival{sent: at(5), answered: at(7), waiter: "b", grant: 0} // arrived after a, granted first
 	c := arrival{sent: at(1), answered: at(6), waiter: "c", grant: 2} // overlaps a and b
-	if bad, _ := outOfOrder([]arrival{a, b, c}, nil); bad != 1 {
+	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, nil); bad != 1 {
 		t.Fatalf("a granted after b, which arrived later: %d out of order, want 1", bad)
 	}
-	if bad, _ := outOfOrder([]arrival{a, b, c}, map[string]bool{"a": true}); bad != 0 {
+	if bad, _ := outOfOrder([]arrival{a, b, c}, map[string]bool{"a": true}, nil); bad != 0 {
 		t.Fatalf("with a dropped: %d out of order, want 0", bad)
 	}
+	// b's grant came a reservation's length after the last release: the
+	// head's reservation may have lapsed, so b may go first; within it,
+	// only the head could have the lock.
+	b.granted = at(400)
+	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, []time.Time{at(10), at(400 - int(engine.ReserveTTL/time.Millisecond))}); bad != 0 {
+		t.Fatalf("b granted after a's reservation lapsed: %d out of order, want 0", bad)
+	}
+	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, []time.Time{at(10), at(399)}); bad != 1 {
+		t.Fatalf("b granted 1ms after the release: %d out of order, want 1", bad)
+	}
 	a.grant, b.grant = 0, 1
-	if bad, _ := outOfOrder([]arrival{a, b, c}, nil); bad != 0 {
+	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, nil); bad != 0 {
 		t.Fatalf("in arrival order: %d out of order, want 0", bad)
 	}
 }
