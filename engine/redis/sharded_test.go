@@ -129,13 +129,9 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 	// skips the keys that do not exist).
 	moveSlot(t, cl, slot, from, to, key, key+":fence", key+":q", key+":qd", key+":qs")
 	// The channel moves once go-redis's view of the cluster names the new
-	// master (refreshed after a MOVED); the watcher tries for moveTimeout
-	// (10s), so wait as long: a busy machine's refresh can take seconds.
-	for end := time.Now().Add(12 * time.Second); to.Client().PubSubShardNumSub(ctx, key).Val()[key] != 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("timed out waiting for the waiter's subscription on the new master")
-		}
-	}
+	// master (refreshed after a MOVED); the watcher keeps trying until it
+	// does (a busy machine's refresh can take seconds).
+	waitFor(t, "the waiter's subscription on the new master", func() bool { return to.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
 
 	releaseWakes(t, l, got)
 }

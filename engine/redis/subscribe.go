@@ -27,10 +27,12 @@ const idlePing = 15 * time.Second
 // now serves them.
 const evacuateAfter = 4
 
-// moveTimeout bounds how long a channel whose slot moved to another master
-// is tried on the new owner before its waiters are left to their bounded
-// waits.
-const moveTimeout = 10 * time.Second
+// resubscribeAttempt bounds one attempt to subscribe a channel whose
+// connection failed or whose slot moved, on the master that serves it
+// now; attempts go on until that succeeds, every waiter of the channel
+// left, or the Engine is closed (meanwhile the waits stay bounded by the
+// holder's ttl and the waiters' heartbeats).
+const resubscribeAttempt = 5 * time.Second
 
 // watcher multiplexes every waiter of one Engine onto its pub/sub
 // connections, subscribing each channel once (reference-counted): one
@@ -342,35 +344,50 @@ func (w *watcher) relocate(st *channelState, ch, avoid string) {
 // go-redis's view of the cluster names one other than avoid (for a moved
 // slot, the node that dropped it; after a few tries any node will do).
 func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
-	ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
-	defer cancel()
 	for i := 1; ; i++ {
-		w.e.sharded.ReloadState(ctx)
 		select {
-		case <-ctx.Done():
-			return // the waiters' waits stay bounded by the holder's ttl
 		case <-w.stop:
 			return
 		case <-time.After(backoff(i)):
 		}
-		node, nc, err := w.nodeOf(ctx, ch)
-		if err != nil || (node == avoid && i < 10) {
-			continue
-		}
-		w.mu.Lock()
-		if w.closed || w.chans[ch] != st || st.conn != nil {
-			w.mu.Unlock()
+		if !w.orphan(st, ch) {
 			return // left, or subscribed again meanwhile
 		}
-		err = w.subscribe(ctx, st, node, nc, ch)
-		for s := range st.members {
-			s.Wake() // a release may have come in between
-		}
-		w.mu.Unlock()
-		if err == nil {
+		if w.tryResubscribe(st, ch, avoid, i) {
 			return
 		}
 	}
+}
+
+// orphan reports whether st is still ch's state, with waiters and no
+// connection.
+func (w *watcher) orphan(st *channelState, ch string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed && w.chans[ch] == st && st.conn == nil
+}
+
+// tryResubscribe makes attempt i of resubscribe, bounded by
+// resubscribeAttempt, and reports whether ch is subscribed (or needs no
+// more attempts).
+func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), resubscribeAttempt)
+	defer cancel()
+	w.e.sharded.ReloadState(ctx)
+	node, nc, err := w.nodeOf(ctx, ch)
+	if err != nil || (node == avoid && i < 10) {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.chans[ch] != st || st.conn != nil {
+		return true
+	}
+	err = w.subscribe(ctx, st, node, nc, ch)
+	for s := range st.members {
+		s.Wake() // a release may have come in between
+	}
+	return err == nil
 }
 
 // wakeChannel wakes the waiters of ch. A subscribe confirmation readies a new
