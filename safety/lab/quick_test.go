@@ -67,9 +67,9 @@ func TestQuick(t *testing.T) {
 	// no more than three times the scheduling delay measured during the
 	// runs, and a run whose only problem is such lateness is not failed;
 	// nor is, on a machine measured starved, a run in which every acquire
-	// failed or a control without teeth (the fault's schedule was not
-	// achieved). The test skips ("machine too slow") when nothing else
-	// failed.
+	// failed, a control without teeth (the fault's schedule was not
+	// achieved) or a time bound missed (I7, I8, I9). The test skips
+	// ("machine too slow") when nothing else failed.
 	failed, slow := false, 0
 	for _, o := range outs {
 		problems := o.Problems
@@ -89,11 +89,16 @@ func TestQuick(t *testing.T) {
 		}
 		if lag >= lagprobe.Starved {
 			// A control without teeth shows that the fault's schedule was
-			// not achieved, which a starved machine explains.
-			kept := slices.DeleteFunc(slices.Clone(problems), func(p string) bool { return strings.HasPrefix(p, "no teeth") })
+			// not achieved, and a time bound missed (I7: a heal followed
+			// by a grant within ttl + backoff; I8: fair order within a
+			// margin; I9: the lock free while a client waits no longer
+			// than a bound) a process not scheduled in time: both a
+			// starved machine explains. Safety (I1-I5, I10-I13) is judged
+			// whatever the machine.
+			kept := slices.DeleteFunc(slices.Clone(problems), func(p string) bool { return timeBound(p) })
 			if len(kept) < len(problems) {
 				slow++
-				t.Logf("%s: the control had no teeth with scheduling delays up to %v: not assessed", o.Spec.Key(), lag)
+				t.Logf("%s: with scheduling delays up to %v, not assessed: %s", o.Spec.Key(), lag, strings.Join(slices.DeleteFunc(slices.Clone(problems), func(p string) bool { return !timeBound(p) }), "; "))
 			}
 			problems = kept
 		}
@@ -109,8 +114,20 @@ func TestQuick(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	}
 	if !failed && slow > 0 {
-		t.Skipf("machine too slow: %d runs not judged (loss signals late beyond the tolerance %v by no more than the delay, every acquire failed, or a control without teeth), with scheduling delays up to %v measured", slow, tolerance, lag)
+		t.Skipf("machine too slow: %d runs not judged (loss signals late beyond the tolerance %v by no more than the delay, every acquire failed, a time bound missed or a control without teeth), with scheduling delays up to %v measured", slow, tolerance, lag)
 	}
+}
+
+// timeBound reports whether a run's problem is a time bound missed (or a
+// control without teeth), which a starved machine explains, rather than a
+// safety property broken.
+func timeBound(problem string) bool {
+	for _, p := range []string{"no teeth", "I7:", "I8:", "I9:"} {
+		if strings.HasPrefix(problem, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // lateBeyond counts o's loss signals later than the deadline + drift +
