@@ -92,14 +92,24 @@ func TestFenceBoundsRedis(t *testing.T) {
 	ctx := context.Background()
 	const name = "exhausted"
 	key := redisengine.DefaultPrefix + "{" + name + "}:fence"
-	for _, v := range []string{"18446744073709551615", "9223372036854775807"} {
+	// 2^64-1 and 2^63-1 do not fit INCR; 2^53-1 and 2^62 do, and would
+	// give tokens past 2^53-1, which clients lose precision on.
+	for _, v := range []string{"18446744073709551615", "9223372036854775807", "9007199254740991", "4611686018427387904"} {
 		if err := rs.Client().Set(ctx, key, v, time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
 		r := call(t, "POST", lockURL(s, name, "acquire"), "", map[string]any{"owner": "me"})
 		want(t, "acquire with the high-water at "+v, r, 409, api.CodeFenceExhausted)
+		r = call(t, "POST", lockURL(s, name, "acquire"), "", map[string]any{"owner": "me", "kind": "semaphore", "limit": 2})
+		want(t, "semaphore acquire with the high-water at "+v, r, 409, api.CodeFenceExhausted)
 		if info, err := eng.Inspect(ctx, name); err != nil || info.Held {
 			t.Fatalf("the refused acquire left %+v, %v", info, err)
+		}
+		if got := rs.Client().Get(ctx, key).Val(); got != v {
+			t.Fatalf("the refused acquires changed the high-water %s to %s", v, got)
+		}
+		if n := rs.Client().Exists(ctx, redisengine.DefaultPrefix+"{"+name+"}:s").Val(); n != 0 {
+			t.Fatal("the refused semaphore acquire left the name's shared lock record")
 		}
 	}
 	if err := rs.Client().Del(ctx, key).Err(); err != nil {

@@ -23,15 +23,17 @@ func raiseError(err error, token uint64) error {
 	return err
 }
 
-// exhausted turns the error INCR gives on a high-water key that no longer
-// fits a 64-bit integer (a value written before raises were bounded, or by
-// hand) into engine.ErrFenceExhausted: Redis refuses to wrap, and so does
-// the grant. Other errors are returned as they are.
+// exhausted turns a script's refusal of a high-water past engine.MaxToken
+// ('DISTLOCK fence exhausted'), and the error INCR gives on one that no
+// longer fits a 64-bit integer (a value written before raises were bounded,
+// or by hand), into engine.ErrFenceExhausted: the grant is refused rather
+// than given a token past 2^53-1 or a wrapped one. Other errors are
+// returned as they are.
 func exhausted(err error) error {
 	var re goredis.Error
 	if errors.As(err, &re) {
 		msg := re.Error()
-		if strings.Contains(msg, "increment or decrement would overflow") || strings.Contains(msg, "value is not an integer or out of range") {
+		if strings.Contains(msg, "DISTLOCK fence exhausted") || strings.Contains(msg, "increment or decrement would overflow") || strings.Contains(msg, "value is not an integer or out of range") {
 			return fmt.Errorf("%w: %v", engine.ErrFenceExhausted, err)
 		}
 	}

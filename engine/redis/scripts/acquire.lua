@@ -139,7 +139,16 @@ end
 -- restart without persistence, its ttl ran out): a stale high-water
 -- repeats tokens.
 local fence = KEYS[#KEYS]
-local token = redis.call('INCR', fence)
+local token = redis.pcall('INCR', fence)
+if type(token) ~= 'number' or token > 9007199254740991 then
+  -- Past 2^53-1 (engine.MaxToken), or past INCR's range: a high-water
+  -- written by hand. Undone, and refused as exhausted, never granted with
+  -- a token clients cannot hold exactly.
+  if type(token) == 'number' then
+    redis.call('DECR', fence)
+  end
+  return redis.error_reply('DISTLOCK fence exhausted')
+end
 if token == 1 then
   local t = redis.call('TIME')
   token = tonumber(t[1]) * 1000000 + tonumber(t[2])

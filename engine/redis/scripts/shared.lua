@@ -176,9 +176,18 @@ end
 
 -- sh_mint returns the next fencing token of the name, as acquire.lua mints
 -- it: max(high-water + 1, now, the server clock in µs); with the time
--- floor off (floor '0') high-water + 1, seeded from now when there is none.
+-- floor off (floor '0') high-water + 1, seeded from now when there is none;
+-- nil, having changed nothing, when the high-water is past 2^53-1.
 local function sh_mint(floor, now)
-  local token = redis.call('INCR', FENCE)
+  local token = redis.pcall('INCR', FENCE)
+  if type(token) ~= 'number' or token > 9007199254740991 then
+    -- Past 2^53-1 (engine.MaxToken) or INCR's range: undone and refused,
+    -- as in acquire.lua.
+    if type(token) == 'number' then
+      redis.call('DECR', FENCE)
+    end
+    return nil
+  end
   if token == 1 then
     token = now
     redis.call('SET', FENCE, sh_int(token), 'PX', FENCE_MS)

@@ -65,8 +65,14 @@ if v then -- re-entry
 end
 local head = sh_head()
 if (not head or head == waiter) and weight <= l - used then
-  sh_remove(waiter)
   local token = sh_mint(ARGV[12], now)
+  if not token then -- a high-water past 2^53-1: refused, nothing changed
+    if not lk[1] then
+      redis.call('HDEL', LOCK, 'k', 'l')
+    end
+    return redis.error_reply('DISTLOCK fence exhausted')
+  end
+  sh_remove(waiter)
   redis.call('ZADD', H, sh_int(deadline), owner)
   redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
   if sh_queued then
