@@ -323,6 +323,7 @@ func outOfOrder(calls []arrival, skip map[string]bool, releases []time.Time) (in
 // first to ask wins), breaks the order.
 func (s *suite) fairOrder(t *testing.T) {
 	s.queuer(t, true)
+	probe := StartProbe(t)
 	const workers, n = 8, 1000
 	withQueue := func(t *testing.T, e engine.Engine) *distlock.Client {
 		c := distlock.New(e)
@@ -333,6 +334,13 @@ func (s *suite) fairOrder(t *testing.T) {
 	calls := arrivals(order, engines)
 	gone := dropped(engines)
 	if bad, example := outOfOrder(calls, gone, releasesOf(engines)); bad != 0 {
+		if d := probe.Delay(); d*schedFactor >= engine.ReserveTTL {
+			// A head that ran this late can lose its reservation, and an
+			// entry its heartbeat (kept by a server, out of this test's
+			// sight, for a remote engine): the order is the machine's.
+			t.Skipf("machine too slow: measured scheduling delay %v (a reservation lasts %v): fair: %d of %d grants out of arrival order; %s",
+				d, engine.ReserveTTL, bad, len(calls), example)
+		}
 		t.Fatalf("fair: %d of %d grants out of arrival order (%d entries dropped and re-entered, left out); %s", bad, len(calls), len(gone), example)
 	}
 	noQueue := func(t *testing.T, e engine.Engine) *distlock.Client {
