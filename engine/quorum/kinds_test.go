@@ -47,3 +47,33 @@ func TestKindRefusedNotNoQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectSharedKindOfMajority: a shared lock's kind and limit kept by a
+// minority of the nodes (what a grant refused or rolled back there leaves:
+// a node that missed the name's mutex took the shared grant and was
+// released) are not the quorum's; a majority's are.
+func TestInspectSharedKindOfMajority(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nodes := newMemNodes(t, 3)
+	q := memQuorum(t, nodes)
+	take := func(n engine.Sharer) {
+		t.Helper()
+		r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "w", TTL: time.Minute},
+			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits}
+		if g, err := n.AcquireShared(ctx, r); err != nil || !g.Acquired {
+			t.Fatalf("writer: %+v, %v", g, err)
+		}
+		if _, err := n.ReleaseShared(ctx, "k", "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take(nodes[0])
+	if info, err := q.InspectShared(ctx, "k"); err != nil || info.Kind != 0 || info.Limit != 0 {
+		t.Fatalf("one node of three keeps the kind: %+v, %v; want no kind", info, err)
+	}
+	take(nodes[1])
+	if info, err := q.InspectShared(ctx, "k"); err != nil || info.Kind != engine.RWLock || info.Limit != engine.RWPermits {
+		t.Fatalf("two nodes of three keep the kind: %+v, %v; want the reader-writer lock's", info, err)
+	}
+}

@@ -247,7 +247,8 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
 }
 
-// InspectShared implements engine.Sharer: the holders are the owners that
+// InspectShared implements engine.Sharer: the kind and limit are those a
+// majority of the nodes keep (none: 0); the holders are the owners that
 // hold permits on a majority of the nodes, each with the weight, holds,
 // token and time left that a majority confirms; the high-water and the
 // waiters are the highest any node reports.
@@ -294,8 +295,14 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	if failed >= e.majority {
 		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
+	// The kind and limit a majority of the nodes keep: a minority's can be
+	// what a refused or rolled-back grant left there (a node that missed
+	// the name's mutex grant took the shared one, and was released).
 	best := 0
 	for k, n := range kinds {
+		if n < e.majority {
+			continue
+		}
 		if n > best || n == best && k[1] > info.Limit {
 			best, info.Kind, info.Limit = n, engine.SharedKind(k[0]), k[1]
 		}
