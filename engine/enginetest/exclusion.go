@@ -108,6 +108,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 	name := lockName(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	var last uint64
+	starved := 0
 	for i := range 200 {
 		c := a
 		if i%2 == 1 {
@@ -131,8 +132,18 @@ func (s *suite) tokensIncrease(t *testing.T) {
 			continue
 		}
 		if err := l.Release(ctx); err != nil {
+			if errors.Is(err, distlock.ErrNotHeld) && !time.Now().Before(l.Deadline()) {
+				// Answered after the lease's deadline (a machine that
+				// ran the renewals or the release late): the lock
+				// expired first, which is no token's concern.
+				starved++
+				continue
+			}
 			t.Fatalf("release %d: %v", i, err)
 		}
+	}
+	if starved > 0 {
+		t.Logf("%d releases answered after their lease's deadline (a slow machine)", starved)
 	}
 }
 
