@@ -81,12 +81,13 @@ type loadSample struct {
 // again at its pace.
 //
 // What it asserts is a property, not a speed: every request is answered
-// without error, a release sent before the lease's validity deadline finds
-// the lock still held by its owner, and no lock or waiter is left at the
-// end. A starved machine may still let a lease run out (its holder did not
-// run for 5 s) or a wait use up its 30 s budget: those are counted and
-// logged, not failures, since the lease said so itself (its deadline had
-// passed when the release was sent). Latency percentiles are logged, and
+// without error, a release answered before the lease's validity deadline
+// found the lock still held by its owner, and no lock or waiter is left at
+// the end. A starved machine may still let a lease run out (its holder or
+// the server did not run for 5 s: a release answered at or after the
+// deadline may have been run after it), leave a release unanswered past
+// the client's release timeout, or let a wait use up its 30 s budget:
+// those are counted and logged, not failures. Latency percentiles are logged, and
 // written as Markdown to $DISTLOCK_LOAD_REPORT when it is set; speed is the
 // benchmarks' business (BenchmarkRemoteAcquireRelease).
 func TestLoad(t *testing.T) {
@@ -113,7 +114,7 @@ func TestLoad(t *testing.T) {
 		errs       []string
 		nerrs      int
 		waited     int             // HTTP acquires that had to wait
-		expired    int             // leases that ran out before their release was sent
+		expired    int             // leases that ran out before their release was answered
 		unanswered int             // releases not answered within the release timeout
 		gaveUp     int             // waits that used up their budget
 		samples    [2][]loadSample // by kind: 0 Go client, 1 HTTP client
@@ -184,7 +185,10 @@ func TestLoad(t *testing.T) {
 					t2 := time.Now()
 					err = l.Release(ctx)
 					t3 := time.Now()
-					if errors.Is(err, distlock.ErrNotHeld) && !t2.Before(deadline) {
+					// Not held is the machine's when the answer came at
+					// or after the deadline: the server may have run the
+					// release at any moment until then.
+					if errors.Is(err, distlock.ErrNotHeld) && !t3.Before(deadline) {
 						starved(&expired)
 						continue
 					}
@@ -196,7 +200,7 @@ func TestLoad(t *testing.T) {
 						continue
 					}
 					if err != nil {
-						fail("go client release %v before the lease's deadline: %v", deadline.Sub(t2), err)
+						fail("go client release answered %v before the lease's deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
 						return
 					}
 					mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
@@ -254,12 +258,12 @@ func TestLoad(t *testing.T) {
 				t2 := time.Now()
 				_, code, err = post("/v1/locks/"+name+"/release", map[string]any{"owner": m["owner"]})
 				t3 := time.Now()
-				if code == api.CodeNotHeld && !t2.Before(deadline) {
+				if code == api.CodeNotHeld && !t3.Before(deadline) {
 					starved(&expired)
 					continue
 				}
 				if err != nil {
-					fail("http client release %v before the deadline: %v", deadline.Sub(t2), err)
+					fail("http client release answered %v before the deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
 					return
 				}
 				mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
@@ -273,7 +277,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	if expired+gaveUp+unanswered > 0 {
-		t.Logf("the machine was starved: %d leases ran out before their release was sent, %d waits used up their 30 s budget, %d releases were not answered within the release timeout", expired, gaveUp, unanswered)
+		t.Logf("the machine was starved: %d leases ran out before their release was answered, %d waits used up their 30 s budget, %d releases were not answered within the release timeout", expired, gaveUp, unanswered)
 	}
 
 	// The server is left clean: no lock held, nobody waiting. (A lease
