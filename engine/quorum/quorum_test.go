@@ -127,6 +127,9 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 	clients := []*distlock.Client{newClient(t, srvs), newClient(t, srvs)}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// done ends the waits still out once the total is reached.
+	done, finish := context.WithCancel(ctx)
+	defer finish()
 	const total = 1000
 	var (
 		mu      sync.Mutex
@@ -155,8 +158,11 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 				if stop {
 					return
 				}
-				l, err := c.Acquire(ctx, "contended", distlock.WithTTL(2*time.Second))
+				l, err := c.Acquire(done, "contended", distlock.WithTTL(2*time.Second))
 				if err != nil {
+					if done.Err() != nil && ctx.Err() == nil {
+						return // the total was reached while this one waited
+					}
 					record(err)
 					return
 				}
@@ -170,6 +176,9 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 				}
 				last = l.Token()
 				grants++
+				if grants >= total {
+					finish()
+				}
 				holders--
 				mu.Unlock()
 				if err := l.Release(ctx); err != nil {
