@@ -21,8 +21,8 @@ const listPage = 500
 // List implements engine.Lister: it lists every node completely and reports
 // the locks held by one owner on a majority, in one page (next is always
 // ""). The nodes list in parallel, each page of each node within the
-// per-node timeout: a node that does not answer a page in time (or cannot
-// list) counts as failed. A majority must list; when some nodes failed,
+// per-node timeout (at least MinPageTimeout): a node that does not answer
+// a page in time (or cannot list) counts as failed. A majority must list; when some nodes failed,
 // the listing of the others comes with an *engine.PartialError naming
 // them (a lock held on a majority that includes them may be missing).
 func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.Info, string, error) {
@@ -31,7 +31,7 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 		if !ok {
 			return nil, errNoList
 		}
-		return pages(ctx, e.timeout(0), func(ctx context.Context, cursor string) ([]engine.Info, string, error) {
+		return pages(ctx, e.pageTimeout(), func(ctx context.Context, cursor string) ([]engine.Info, string, error) {
 			return l.List(ctx, prefix, cursor, listPage)
 		})
 	}, nil, nil)
@@ -92,17 +92,17 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 
 // Leaks implements engine.LeakFinder: every node's leaks, each Key prefixed
 // with the node's name, in one page. The nodes look in parallel, each page
-// of each node within the per-node timeout; a leak is one node's fact, so
-// the leaks of the nodes that answered are reported whatever their number,
-// with an *engine.PartialError naming the nodes that did not (a
-// *NoQuorumError when none answered).
+// of each node within the per-node timeout (at least MinPageTimeout). A
+// leak is one node's fact, so the leaks of the nodes that answered are
+// reported whatever their number, with an *engine.PartialError naming the
+// nodes that did not (a *NoQuorumError when none answered).
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, _ string, _ int) ([]engine.Leak, string, error) {
 	rs := each(ctx, e, adminTimeout, func(ctx context.Context, n node) ([]engine.Leak, error) {
 		f, ok := n.eng.(engine.LeakFinder)
 		if !ok {
 			return nil, errNoList
 		}
-		all, err := pages(ctx, e.timeout(0), func(ctx context.Context, cursor string) ([]engine.Leak, string, error) {
+		all, err := pages(ctx, e.pageTimeout(), func(ctx context.Context, cursor string) ([]engine.Leak, string, error) {
 			return f.Leaks(ctx, prefix, maxTTL, cursor, listPage)
 		})
 		for i := range all {
@@ -124,9 +124,19 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 }
 
 // adminTimeout bounds a whole listing of one node (every page); each page
-// has the per-node timeout of its own, so a node that stops answering is
-// dropped after one per-node timeout.
+// has a timeout of its own (pageTimeout), so a node that stops answering
+// is dropped after one.
 const adminTimeout = time.Minute
+
+// MinPageTimeout is the least time a node has for one page of a listing
+// (List, Leaks): a page may take several SCAN rounds and read the state of
+// every lock it found, more work than the one command the per-node
+// timeout is sized for.
+const MinPageTimeout = time.Second
+
+// pageTimeout is the time a node has for one page of a listing: the
+// per-node timeout, at least MinPageTimeout.
+func (e *Engine) pageTimeout() time.Duration { return max(e.timeout(0), MinPageTimeout) }
 
 // pages reads every page of one node's paged listing, each page within
 // timeout.
