@@ -34,7 +34,8 @@ const backendHelp = `Backend (every command but demo):
                  a Redis Cluster (rediss-cluster:// for TLS): the host and
                  every addr are seed nodes.
   DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
-                 Redlock over N independent Redis nodes (a majority decides).
+                 Redlock over N independent Redis nodes (a majority decides);
+                 DISTLOCK_NODE_TIMEOUT=50ms is its per-node timeout.
   DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
                  DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
   DISTLOCK_ETCD=http://host:2379[,http://host2:2379...]   an etcd v3 cluster:
