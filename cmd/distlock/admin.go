@@ -157,7 +157,7 @@ func (a *app) cmdList(args []string) int {
 		return a.fail(cmd, backendErr(b, "list", err))
 	}
 	if partial {
-		fmt.Fprintf(a.stderr, "distlock list: %s\n", partialNote(p))
+		fmt.Fprintf(a.stderr, "distlock list: partial: %s\n", partialNote(p))
 	}
 	if *asJSON {
 		out := make([]infoJSON, 0, len(infos))
@@ -318,7 +318,7 @@ func (a *app) cmdLeaks(args []string) int {
 	}
 	leaks = append(leaks, more...)
 	if len(partials) > 0 {
-		fmt.Fprintf(a.stderr, "distlock leaks: %s\n", partialNote(partials[0]))
+		fmt.Fprintf(a.stderr, "distlock leaks: partial: %s\n", partialNote(partials[0]))
 	}
 	if *asJSON {
 		out := make([]leakJSON, 0, len(leaks))

@@ -21,8 +21,9 @@ func toPartialJSON(p *engine.PartialError) *partialJSON {
 	return &partialJSON{Unanswered: p.Unanswered}
 }
 
-// partialNote says that an answer is partial, and whose it is.
+// partialNote says why an answer is partial, and whose it is (printed
+// after "partial: ").
 func partialNote(p *engine.PartialError) string {
-	return fmt.Sprintf("partial: no answer from %s in time; this is what the other nodes answered",
+	return fmt.Sprintf("no answer from %s in time; this is what the other nodes answered",
 		strings.Join(p.Unanswered, ", "))
 }
