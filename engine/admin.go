@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -64,4 +67,43 @@ type LeakFinder interface {
 	// are not shaped like a lock's), one page at a time, with the same
 	// cursor and limit conventions as Lister.List. Reading changes nothing.
 	Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) (leaks []Leak, next string, err error)
+}
+
+// PartialError marks an answer of an engine made of parts (a quorum's
+// nodes) that comes from the parts that answered in time only: the parts
+// named in Unanswered did not answer (Err joins their errors). It is a
+// view of the parts that answered, not a proof: a lock held on a majority
+// that includes a silent part may be missing from it.
+//
+// Read-only and admin answers carry it instead of failing: Inspect and
+// Sharer.InspectShared in Info.Partial (nil when every part answered),
+// Lister.List and LeakFinder.Leaks as their error, returned together with
+// the page of the parts that answered (errors.As tells it from a failure;
+// a caller that does not look for it treats the page as failed, as
+// before).
+type PartialError struct {
+	// Unanswered names the parts that did not answer, in the engine's
+	// order of its parts.
+	Unanswered []string
+	// Err joins the parts' errors.
+	Err error
+}
+
+// Error says which parts did not answer.
+func (e *PartialError) Error() string {
+	msg := fmt.Sprintf("partial answer: no answer from %s", strings.Join(e.Unanswered, ", "))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the parts' errors.
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// AsPartial reports whether err is (or wraps) a *PartialError, the mark
+// of a partial answer rather than a failure, and returns it.
+func AsPartial(err error) (*PartialError, bool) {
+	var p *PartialError
+	return p, errors.As(err, &p) && p != nil
 }

@@ -240,6 +240,11 @@ type Info struct {
 	// a mutex. Limit is its number of permits.
 	Kind  SharedKind
 	Limit int
+	// Partial is set when the engine is made of parts (a quorum's nodes)
+	// and some did not answer in time: the Info is then built from the
+	// parts that answered (see PartialError). Nil when every part
+	// answered.
+	Partial *PartialError
 }
 
 // Holder is one holder of a lock.

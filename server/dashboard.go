@@ -203,13 +203,19 @@ func (h *dashboardHub) build() []byte {
 	return data
 }
 
-// listSome lists up to max locks, sorted by name.
+// listSome lists up to max locks, sorted by name. A partial listing (some
+// parts of the engine did not answer) is returned with its
+// *engine.PartialError.
 func listSome(ctx context.Context, l engine.Lister, max int) ([]engine.Info, bool, error) {
 	byName := map[string]engine.Info{}
 	cursor := ""
 	truncated := false
+	var partial error
 	for {
 		infos, next, err := l.List(ctx, "", cursor, max)
+		if p, ok := engine.AsPartial(err); ok {
+			partial, err = p, nil // the page of the parts that answered
+		}
 		if err != nil {
 			return nil, false, err
 		}
@@ -233,7 +239,7 @@ func listSome(ctx context.Context, l engine.Lister, max int) ([]engine.Info, boo
 	if len(out) > max {
 		out, truncated = out[:max], true
 	}
-	return out, truncated, nil
+	return out, truncated, partial
 }
 
 // handleDashboardEvents serves GET /v1/dashboard/events: a snapshot event

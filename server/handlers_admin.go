@@ -43,11 +43,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		return
 	}
 	infos, next, err := lister.List(r.Context(), prefix, cursor, limit)
-	if err != nil {
+	p, partial := engine.AsPartial(err)
+	if err != nil && !partial {
 		writeError(w, engineErr("list", err))
 		return
 	}
-	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next}
+	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next, Partial: apiPartial(p)}
 	seen := make(map[string]bool, len(infos))
 	for _, i := range infos {
 		if seen[i.Name] {

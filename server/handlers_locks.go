@@ -503,7 +503,7 @@ func lockInfo(i engine.Info, role Role) api.LockInfo {
 	if i.Kind != 0 {
 		return sharedLockInfo(i, role)
 	}
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters}
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Partial: apiPartial(i.Partial)}
 	if i.Held {
 		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)
 		if role >= RoleAdmin {
@@ -511,6 +511,14 @@ func lockInfo(i engine.Info, role Role) api.LockInfo {
 		}
 	}
 	return j
+}
+
+// apiPartial is the wire form of a partial answer's mark (nil: whole).
+func apiPartial(p *engine.PartialError) *api.Partial {
+	if p == nil {
+		return nil
+	}
+	return &api.Partial{Unanswered: p.Unanswered}
 }
 
 // firstErr returns the first non-nil error.

@@ -175,7 +175,8 @@ func modeOf(weight int) string {
 // sharedLockInfo renders a shared lock's state for a caller with role:
 // owner tokens only for admins.
 func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: kindName(i.Kind), Token: i.Token}
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: kindName(i.Kind), Token: i.Token,
+		Partial: apiPartial(i.Partial)}
 	if i.Kind == engine.Semaphore {
 		j.Limit = i.Limit
 	}

@@ -90,7 +90,7 @@ func (s *Server) HeldLocks(ctx context.Context) (int, error) {
 	cursor := ""
 	for {
 		infos, next, err := lister.List(ctx, "", cursor, MaxListLimit)
-		if err != nil {
+		if _, ok := engine.AsPartial(err); err != nil && !ok {
 			return len(seen), err
 		}
 		for _, i := range infos {

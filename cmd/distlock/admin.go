@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
 )
 
 // Admin tunables: locks asked for per page of a listing, and the longest
@@ -40,10 +41,13 @@ type infoJSON struct {
 	Limit   int          `json:"limit,omitempty"`
 	Mode    string       `json:"mode,omitempty"`
 	Holders []holderJSON `json:"holders,omitempty"`
+	// Partial names the Redlock nodes that did not answer in time: the
+	// state is then the other nodes' (absent when every node answered).
+	Partial *partialJSON `json:"partial,omitempty"`
 }
 
 func toJSON(i engine.Info) infoJSON {
-	j := infoJSON{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters}
+	j := infoJSON{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Partial: toPartialJSON(i.Partial)}
 	if i.Held {
 		ttl := i.TTL.Milliseconds()
 		if i.TTL < 0 {
@@ -99,11 +103,14 @@ func (a *app) cmdStatus(args []string) int {
 	}
 	fmt.Fprintf(w, "fence high-water:\t%s\n", fmtFence(info.HighWater))
 	fmt.Fprintf(w, "waiters:\t%d\n", info.Waiters)
-	if len(b.nodes) > 1 {
+	if info.Partial != nil {
+		fmt.Fprintf(w, "partial:\t%s\n", partialNote(info.Partial))
+	}
+	if q, ok := b.eng.(*quorum.Engine); ok {
 		fmt.Fprintf(w, "nodes:\t\n")
-		for i, n := range b.nodes {
+		for i, n := range q.InspectNodes(ctx, name) {
 			addr := b.addrs[i]
-			ni, err := n.Inspect(ctx, name)
+			ni, err := n.Info, n.Err
 			switch {
 			case err != nil:
 				fmt.Fprintf(w, "  %s\terror: %v\n", addr, err)
@@ -145,13 +152,21 @@ func (a *app) cmdList(args []string) int {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot list locks"})
 	}
 	infos, err := listAll(ctx, lister, prefix)
-	if err != nil {
+	p, partial := engine.AsPartial(err)
+	if err != nil && !partial {
 		return a.fail(cmd, backendErr(b, "list", err))
+	}
+	if partial {
+		fmt.Fprintf(a.stderr, "distlock list: partial: %s\n", partialNote(p))
 	}
 	if *asJSON {
 		out := make([]infoJSON, 0, len(infos))
 		for _, i := range infos {
-			out = append(out, toJSON(i))
+			j := toJSON(i)
+			if j.Partial == nil {
+				j.Partial = toPartialJSON(p)
+			}
+			out = append(out, j)
 		}
 		a.printJSON(out)
 		return exitOK
@@ -195,12 +210,18 @@ func listAll(ctx context.Context, l engine.Lister, prefix string) ([]engine.Info
 }
 
 // pageAll reads every page of a paged listing (cursor "" first, until next
-// is ""), keeps one item per key and sorts them by key.
+// is ""), keeps one item per key and sorts them by key. A page that comes
+// with an *engine.PartialError is kept, and the error returned with the
+// items (the last one when several pages are partial).
 func pageAll[T any](page func(cursor string) ([]T, string, error), key func(T) string) ([]T, error) {
 	byKey := map[string]T{}
 	cursor := ""
+	var partial error
 	for {
 		items, next, err := page(cursor)
+		if _, ok := engine.AsPartial(err); ok {
+			partial, err = err, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +238,7 @@ func pageAll[T any](page func(cursor string) ([]T, string, error), key func(T) s
 		out = append(out, it)
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
-	return out, nil
+	return out, partial
 }
 
 // leakJSON is the JSON form of a leak.
@@ -263,20 +284,42 @@ func (a *app) cmdLeaks(args []string) int {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: "this backend cannot look for leaks"})
 	}
 	var leaks []leak
-	if ok {
-		found, err := findLeaks(ctx, finder, prefix, *maxTTL)
-		if err != nil {
-			return a.fail(cmd, backendErr(b, "leaks", err))
+	var partials []*engine.PartialError
+	// partial keeps a partial answer's mark (and reports whether err was
+	// one, or nil).
+	partial := func(err error) bool {
+		p, ok := engine.AsPartial(err)
+		if ok {
+			partials = append(partials, p)
 		}
-		for _, l := range found {
-			leaks = append(leaks, leak{Leak: l})
-		}
+		return err == nil || ok
 	}
+	// The engine's leaks and the listing's run at once: on Redlock a node
+	// that does not answer then costs one timeout, not one per listing.
+	var found []engine.Leak
+	var findErr error
+	searched := make(chan struct{})
+	go func() {
+		defer close(searched)
+		if ok {
+			found, findErr = findLeaks(ctx, finder, prefix, *maxTTL)
+		}
+	}()
 	more, err := listedLeaks(ctx, b, prefix, *maxTTL, !ok)
-	if err != nil {
+	<-searched
+	if !partial(findErr) {
+		return a.fail(cmd, backendErr(b, "leaks", findErr))
+	}
+	if !partial(err) {
 		return a.fail(cmd, backendErr(b, "leaks", err))
 	}
+	for _, l := range found {
+		leaks = append(leaks, leak{Leak: l})
+	}
 	leaks = append(leaks, more...)
+	if len(partials) > 0 {
+		fmt.Fprintf(a.stderr, "distlock leaks: partial: %s\n", partialNote(partials[0]))
+	}
 	if *asJSON {
 		out := make([]leakJSON, 0, len(leaks))
 		for _, l := range leaks {

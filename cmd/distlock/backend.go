@@ -13,8 +13,6 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/engine/quorum"
-	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/engine/remote"
 )
 
@@ -36,7 +34,8 @@ const backendHelp = `Backend (every command but demo):
                  a Redis Cluster (rediss-cluster:// for TLS): the host and
                  every addr are seed nodes.
   DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
-                 Redlock over N independent Redis nodes (a majority decides).
+                 Redlock over N independent Redis nodes (a majority decides);
+                 DISTLOCK_NODE_TIMEOUT=50ms is its per-node timeout.
   DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
                  DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
   DISTLOCK_ETCD=http://host:2379[,http://host2:2379...]   an etcd v3 cluster:
@@ -76,7 +75,7 @@ func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Contex
 
 // openBackend connects to the backend that the --redis flag (if not empty)
 // or the environment names, and checks that it answers. Several URLs make a
-// Redlock quorum; a majority of them must answer. Its errors are *cliError
+// Redlock quorum; a majority of them must answer (see openNodes). Its errors are *cliError
 // with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
 	if url := strings.TrimSpace(a.getenv(envPostgres)); url != "" && strings.TrimSpace(flagURL) == "" {
@@ -105,68 +104,27 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{}
-	var nodes []engine.Engine
-	var down []string
-	for _, url := range urls {
-		rdb, addr, eng, err := openNode(ctx, url)
-		if rdb != nil {
-			b.rdbs, b.addrs = append(b.rdbs, rdb), append(b.addrs, addr)
-		}
-		if err != nil {
-			if ce, ok := err.(*cliError); !ok || ce.code != exitBackend || len(urls) == 1 {
-				b.closeConns()
-				return nil, err
-			}
-			down = append(down, err.Error())
-		}
-		if eng != nil {
-			nodes = append(nodes, eng)
-		}
+	nodeTimeout, err := a.nodeTimeout()
+	if err != nil {
+		return nil, err
 	}
-	b.nodes = nodes
+	ns, _, err := openNodes(ctx, urls, pingGrace(nodeTimeout))
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{nodes: ns.engs, rdbs: ns.rdbs, addrs: ns.addrs}
 	if len(urls) == 1 {
-		b.eng, b.where = nodes[0], "redis "+b.addrs[0]
+		b.eng, b.where = ns.engs[0], "redis "+b.addrs[0]
 	} else {
-		if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
-			b.closeConns()
-			return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
-				len(urls)-len(down), len(urls), majority, strings.Join(down, "\n"))}
-		}
-		q, err := quorum.New(nodes)
+		q, err := openQuorum(ns.engs, nodeTimeout)
 		if err != nil {
 			b.closeConns()
-			return nil, &cliError{code: exitFailed, msg: err.Error()}
+			return nil, err
 		}
 		b.eng, b.where = q, fmt.Sprintf("Redlock over %d nodes", len(urls))
 	}
 	b.client = distlock.New(b.eng)
 	return b, nil
-}
-
-// openNode connects to one Redis deployment (a server, or a Cluster) and
-// checks that it answers; addr names it in messages. An unreachable node
-// still returns its engine (a quorum tolerates it).
-func openNode(ctx context.Context, url string) (rdb goredis.UniversalClient, addr string, eng engine.Engine, err error) {
-	rdb, addr, err = newRedisClient(url)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	eng, err = redisengine.New(rdb)
-	if err != nil {
-		return rdb, addr, nil, &cliError{code: exitFailed, msg: err.Error()}
-	}
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	err = rdb.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return rdb, addr, eng, ctx.Err()
-		}
-		return rdb, addr, eng, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
-			"Check that Redis is running there and that %s (or --redis) points at it.", addr, err, envRedis)}
-	}
-	return rdb, addr, eng, nil
 }
 
 // newRedisClient makes the go-redis client of url: redis:// or rediss://

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
@@ -238,56 +236,29 @@ func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *serv
 			urls = append(urls, u)
 		}
 	}
-	var (
-		rdbs  []goredis.UniversalClient
-		addrs []string
-		nodes []engine.Engine
-		down  []string
-	)
-	closeAll := func() {
-		for _, n := range nodes {
-			_ = n.Close()
-		}
-		for _, r := range rdbs {
-			_ = r.Close()
-		}
+	nodeTimeout, err := a.nodeTimeout()
+	if err != nil {
+		return nil, nil, "", err
 	}
-	for _, url := range urls {
-		rdb, addr, eng, err := openNode(ctx, url)
-		if rdb != nil {
-			rdbs, addrs = append(rdbs, rdb), append(addrs, addr)
-		}
-		if eng != nil {
-			nodes = append(nodes, eng)
-		}
-		if err != nil {
-			var ce *cliError
-			if !errors.As(err, &ce) || ce.code != exitBackend || len(urls) == 1 {
-				closeAll()
-				return nil, nil, "", err
-			}
-			down = append(down, err.Error())
-		}
+	ns, _, err := openNodes(ctx, urls, pingGrace(nodeTimeout))
+	if err != nil {
+		return nil, nil, "", err
 	}
 	if len(urls) == 1 {
-		return nodes[0], closeAll, "redis " + addrs[0], nil
+		return ns.engs[0], func() {
+			_ = ns.engs[0].Close()
+			ns.closeConns()
+		}, "redis " + ns.addrs[0], nil
 	}
-	if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
-		closeAll()
-		return nil, nil, "", &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
-			len(urls)-len(down), len(urls), majority, strings.Join(down, "\n"))}
-	}
-	q, err := quorum.New(nodes, quorum.WithNodeErrors(m.NodeError))
+	q, err := openQuorum(ns.engs, nodeTimeout, quorum.WithNodeErrors(m.NodeError))
 	if err != nil {
-		closeAll()
-		return nil, nil, "", &cliError{code: exitFailed, msg: err.Error()}
+		ns.closeConns()
+		return nil, nil, "", err
 	}
 	// The quorum owns the node engines; the connections stay ours.
 	return q, func() {
 		_ = q.Close()
-		for _, r := range rdbs {
-			_ = r.Close()
-		}
+		ns.closeConns()
 	}, fmt.Sprintf("Redlock over %d Redis nodes", len(urls)), nil
 }
 

@@ -224,6 +224,9 @@ func printSharedStatus(out io.Writer, info engine.Info) {
 	}
 	fmt.Fprintf(w, "fence high-water:\t%s\n", fmtFence(info.HighWater))
 	fmt.Fprintf(w, "waiters:\t%d\n", info.Waiters)
+	if info.Partial != nil {
+		fmt.Fprintf(w, "partial:\t%s\n", partialNote(info.Partial))
+	}
 	_ = w.Flush()
 	if len(info.Holders) == 0 {
 		return
@@ -261,7 +264,7 @@ func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Dur
 		return nil, nil
 	}
 	infos, err := listAll(ctx, lister, prefix)
-	if err != nil {
+	if _, ok := engine.AsPartial(err); err != nil && !ok {
 		return nil, err
 	}
 	leaked := func(d time.Duration) bool { return d < 0 || d > maxTTL }
@@ -280,5 +283,5 @@ func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Dur
 			}
 		}
 	}
-	return out, nil
+	return out, err // nil, or the listing's *engine.PartialError
 }

@@ -628,7 +628,11 @@ func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 // lock on a majority (if any); its token is the settled one, which a
 // majority of the nodes report (0 while no token has a majority: phase 2
 // has not reached a majority yet), and its metadata the value most of
-// those nodes have; the high-water is the highest any node has.
+// those nodes have; the high-water is the highest any node has. Every node
+// is asked in parallel within the per-node timeout; a majority must
+// answer, and when some nodes did not, Info.Partial names them (a holder
+// reported is then still held on a majority, but a lock reported free may
+// be held on a majority that includes them).
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
 		return n.eng.Inspect(ctx, name)
@@ -647,9 +651,10 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 			votes[x.v.Owner]++
 		}
 	}
-	if failed >= e.majority {
+	if len(e.nodes)-failed < e.majority {
 		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
+	info.Partial = partial(e, rs)
 	var counts []int
 	var ttls []time.Duration
 	tokens := map[uint64]int{}
@@ -657,8 +662,9 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
 				hw, w := info.HighWater, info.Waiters
+				p := info.Partial
 				info = x.v
-				info.HighWater, info.Waiters = hw, w
+				info.HighWater, info.Waiters, info.Partial = hw, w, p
 				info.Holders = nil // one node's view: rebuilt from the majority's (Client.Inspect)
 			}
 			tokens[x.v.Token]++
@@ -706,7 +712,11 @@ var (
 	errNoList         = errors.New("engine cannot list")
 )
 
-// ForceRelease frees the lock on every node that supports it.
+// ForceRelease frees the lock on every node that supports it, in parallel
+// within the per-node timeout. It succeeds when a majority freed it (then
+// nobody can hold it on a majority until it is granted anew; a node that
+// did not answer keeps its copy, a minority's, until its ttl), and reports
+// whether any node that answered held it.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		fr, ok := n.eng.(engine.ForceReleaser)
@@ -723,7 +733,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 			held++
 		}
 	}
-	if failed > 0 {
+	if len(e.nodes)-failed < e.majority {
 		return held > 0, &NoQuorumError{Op: "force-release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	return held > 0, nil

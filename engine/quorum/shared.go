@@ -251,7 +251,9 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 // majority of the nodes keep (none: 0); the holders are the owners that
 // hold permits on a majority of the nodes, each with the weight, holds,
 // token and time left that a majority confirms; the high-water and the
-// waiters are the highest any node reports.
+// waiters are the highest any node reports. As Inspect, it asks every
+// node in parallel within the per-node timeout, needs a majority, and
+// names the nodes that did not answer in Info.Partial.
 func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
 	if err := e.sharers(); err != nil {
 		return engine.Info{}, err
@@ -292,9 +294,10 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 			s.metadata[h.Metadata]++
 		}
 	}
-	if failed >= e.majority {
+	if len(e.nodes)-failed < e.majority {
 		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
+	info.Partial = partial(e, rs)
 	// The kind and limit a majority of the nodes keep: a minority's can be
 	// what a refused or rolled-back grant left there (a node that missed
 	// the name's mutex grant took the shared one, and was released).

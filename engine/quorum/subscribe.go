@@ -18,32 +18,67 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 	})
 }
 
-// subscribe makes a subscription on every node with sub and merges them.
+// subscribe makes a subscription on every node with sub and merges them. It
+// returns once every node answered or a majority subscribed (within ten
+// per-node timeouts: a subscription may dial a connection first); a node
+// that answers later joins the merged subscription then, or is closed if
+// it came too late.
 func (e *Engine) subscribe(ctx context.Context, sub func(ctx context.Context, n node) (engine.Subscription, error)) (engine.Subscription, error) {
-	rs := each(ctx, e, e.timeout(0)*10, sub, nil, nil)
 	m := &merged{Signal: engine.NewSignal(), stop: make(chan struct{})}
-	for _, x := range rs {
+	ready := func(rs []result[engine.Subscription], _ int) bool {
+		ok := 0
+		for _, x := range rs {
+			if x.done && x.err == nil {
+				ok++
+			}
+		}
+		return ok >= e.majority
+	}
+	late := func(_ int, x result[engine.Subscription]) {
 		if x.err == nil {
-			m.subs = append(m.subs, x.v)
+			m.add(x.v)
 		}
 	}
-	if len(m.subs) == 0 {
+	rs := each(ctx, e, e.timeout(0)*10, sub, ready, late)
+	var subs []engine.Subscription
+	for _, x := range rs {
+		if x.done && x.err == nil {
+			subs = append(subs, x.v)
+		}
+	}
+	if len(subs) == 0 {
+		m.Close() // a straggler that answers later is closed
 		return nil, errors.Join(nodeErrs(rs)...)
 	}
-	for _, s := range m.subs {
-		m.wg.Add(1)
-		go m.forward(s)
+	for _, s := range subs {
+		m.add(s)
 	}
 	return m, nil
 }
 
 // merged fans the wake-ups of several node subscriptions into one channel.
 type merged struct {
-	subs []engine.Subscription
 	engine.Signal
 	stop chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	subs   []engine.Subscription
+	closed bool
+}
+
+// add forwards s's wake-ups, or closes s when m is closed already.
+func (m *merged) add(s engine.Subscription) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		s.Close()
+		return
+	}
+	m.subs = append(m.subs, s)
+	m.wg.Add(1)
+	go m.forward(s)
 }
 
 func (m *merged) forward(s engine.Subscription) {
@@ -61,9 +96,13 @@ func (m *merged) forward(s engine.Subscription) {
 // Close ends every node subscription and the forwarding goroutines.
 func (m *merged) Close() {
 	m.once.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		subs := m.subs
+		m.mu.Unlock()
 		close(m.stop)
 		m.wg.Wait()
-		for _, s := range m.subs {
+		for _, s := range subs {
 			s.Close()
 		}
 	})

@@ -315,6 +315,19 @@ type LockInfo struct {
 	Limit   int          `json:"limit,omitempty"`
 	Mode    string       `json:"mode,omitempty"`
 	Holders []HolderInfo `json:"holders,omitempty"`
+	// Partial is set when the server's engine is made of parts (a Redlock
+	// quorum's nodes) and some did not answer in time: the state is then
+	// the other parts' (see Partial).
+	Partial *Partial `json:"partial,omitempty"`
+}
+
+// Partial marks an answer built from the parts of the server's engine (a
+// Redlock quorum's nodes) that answered in time: a view of those parts,
+// not a proof (a lock held on a majority that includes a silent node may
+// be reported free, or not listed).
+type Partial struct {
+	// Unanswered names the parts that did not answer.
+	Unanswered []string `json:"unanswered"`
 }
 
 // HolderInfo is one holder of a shared lock.
@@ -354,6 +367,9 @@ type ListResponse struct {
 	Locks []LockInfo `json:"locks"`
 	// Next is the cursor of the next page; empty on the last page.
 	Next string `json:"next,omitempty"`
+	// Partial is set when some parts of the server's engine did not
+	// answer in time: the page lists what the others hold.
+	Partial *Partial `json:"partial,omitempty"`
 }
 
 // ForceReleaseResponse answers DELETE /v1/locks/{name}.
