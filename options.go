@@ -34,7 +34,8 @@ type options struct {
 	metadata  string
 	fair      bool
 	announce  bool // an election's campaign (engine.AcquireRequest.Announce)
-	weight    int  // WithWeight; 0: not given
+	weight    int  // WithWeight's
+	weightSet bool // WithWeight was given
 	weightRW  bool // WithWeight was given to an RWMutex
 	// A shared lock's call (Semaphore, RWMutex): its kind and limit.
 	kind  engine.SharedKind
@@ -80,10 +81,14 @@ func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } 
 func WithFair() Option { return func(o *options) { o.fair = true } }
 
 // WithWeight takes n permits of a Semaphore at once (default 1; at most
-// the limit). Waiters are served in arrival order with their weights, so a
-// large request at the head is not overtaken by later small ones. Only
-// Semaphore.Acquire and TryAcquire take it.
-func WithWeight(n int) Option { return func(o *options) { o.weight = n } }
+// the semaphore's stored limit). Waiters are served in arrival order with
+// their weights, so a large request at the head is not overtaken by later
+// small ones. Only Semaphore.Acquire and TryAcquire take it. A weight
+// below 1 is refused with an *ArgumentError, 0 included: unlike
+// x/sync/semaphore.Weighted.Acquire(ctx, 0), which takes nothing, every
+// grant holds at least one permit (a lease with nothing to hold would
+// guard nothing).
+func WithWeight(n int) Option { return func(o *options) { o.weight, o.weightSet = n, true } }
 
 func buildOptions(opts []Option) options {
 	o := defaultOptions()
@@ -110,12 +115,13 @@ func (o *options) validate() error {
 		return err
 	}
 	switch {
-	case o.weightRW || o.weight != 0 && o.kind == 0:
+	case o.weightRW || o.weightSet && o.kind == 0:
 		return &ArgumentError{Arg: "weight", Reason: "WithWeight is for semaphores"}
 	case o.kind == engine.Semaphore && (o.limit < 1 || o.limit >= engine.RWPermits):
 		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", o.limit, engine.RWPermits-1)}
-	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight > o.limit):
-		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", o.weight, o.limit)}
+	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight >= engine.RWPermits):
+		// (the engine checks it against the stored limit)
+		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit: a grant takes at least one permit", o.weight)}
 	}
 	if err := ValidateOwner(o.owner); err != nil {
 		return err

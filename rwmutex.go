@@ -64,7 +64,7 @@ func (rw *RWMutex) Inspect(ctx context.Context) (Info, error) {
 // options adds the lock's kind and the side's weight.
 func (rw *RWMutex) options(opts []Option, weight int) []Option {
 	return append(opts[:len(opts):len(opts)], func(o *options) {
-		o.weightRW = o.weight != 0
+		o.weightRW = o.weightSet
 		o.kind, o.limit, o.weight = engine.RWLock, engine.RWPermits, weight
 	})
 }

@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/distlock/distlock/engine"
@@ -19,16 +20,20 @@ import (
 // nobody is queued ahead of it, so a large request at the head is not
 // overtaken by later small ones. Only the head is woken.
 //
-// The limit is stored with the lock: a call with another limit is refused
-// with an *ArgumentError that says both, unless the limit is changed with
-// SetLimit. A Semaphore is cheap; make one per use or keep it.
+// The limit is stored with the lock, and the stored limit governs: the
+// first call on a semaphore that does not exist makes it with the handle's
+// limit; later calls that declare another limit (a client not yet
+// redeployed after a SetLimit) are served under the stored one, not
+// refused. Inspect reports the stored limit (Info.Limit). A Semaphore is
+// cheap; make one per use or keep it.
 type Semaphore struct {
 	c     *Client
 	name  string
 	limit int
 }
 
-// Semaphore returns a handle on the semaphore name with limit permits.
+// Semaphore returns a handle on the semaphore name, made with limit
+// permits if it does not exist (once it does, its stored limit governs).
 // Nothing is sent until a call; a limit below 1 makes every call fail
 // with an *ArgumentError.
 func (c *Client) Semaphore(name string, limit int) *Semaphore {
@@ -38,7 +43,9 @@ func (c *Client) Semaphore(name string, limit int) *Semaphore {
 // Name returns the semaphore's name.
 func (s *Semaphore) Name() string { return s.name }
 
-// Limit returns the limit the handle was made with (SetLimit changes it).
+// Limit returns the limit the handle declares: the one it was made with,
+// or its last SetLimit's. The stored limit, which governs, may differ
+// (another client's SetLimit): Inspect reports it.
 func (s *Semaphore) Limit() int { return s.limit }
 
 // Acquire waits until the permits are granted (one, or WithWeight's) or
@@ -59,16 +66,19 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lease, err
 func (s *Semaphore) options(opts []Option) []Option {
 	return append(opts[:len(opts):len(opts)], func(o *options) {
 		o.kind, o.limit = engine.Semaphore, s.limit
-		if o.weight == 0 {
+		if !o.weightSet {
 			o.weight = 1
 		}
 	})
 }
 
-// SetLimit changes the semaphore's stored limit (and the handle's). A
-// smaller limit never evicts a holder: new permits are granted once they fit
-// under it. The handles of other Clients keep their limit and are refused
-// until they use the new one.
+// SetLimit changes the semaphore's stored limit (and the handle's),
+// making the semaphore when it does not exist. A smaller limit never
+// evicts a holder: new permits are granted once they fit under it. Queued
+// waiters keep their places, and the handles of other Clients, whatever
+// limit they declare, are served under the new one. An engine that cannot
+// keep the limit (a quorum, for a limit above 1) answers an
+// *UnsupportedError.
 func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
 	if err := s.c.check(ctx, s.name); err != nil {
 		return err
@@ -81,6 +91,9 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
 		return &UnsupportedError{Feature: "semaphore", Engine: s.c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
 	}
 	if _, err := sh.SetLimit(ctx, s.name, limit); err != nil {
+		if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
+			return &UnsupportedError{Feature: fmt.Sprintf("semaphore limit %d", limit), Engine: s.c.node, Reason: err.Error()}
+		}
 		return s.c.backendErr(ctx, "set-limit", s.name, err)
 	}
 	s.limit = limit

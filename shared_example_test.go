@@ -25,8 +25,10 @@ func ExampleClient_Semaphore() {
 	info, _ := exports.Inspect(ctx)
 	fmt.Println("holders:", len(info.Holders), "limit:", info.Limit)
 
+	// A client that still declares another limit is served under the
+	// stored one: here, no permit is free.
 	_, err = c.Semaphore("exports", 5).TryAcquire(ctx)
-	fmt.Println("another limit:", errors.Is(err, distlock.ErrInvalidArgument))
+	fmt.Println("another limit:", errors.Is(err, distlock.ErrLocked))
 
 	_ = small.Release(ctx)
 	_ = big.Release(ctx)

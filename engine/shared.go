@@ -61,12 +61,15 @@ type SharedRequest struct {
 	// FIFO.
 	AcquireRequest
 	// Kind and Limit describe the lock: a lock that exists with another
-	// kind or limit is refused with an *ArgumentError that says which
-	// (SetLimit changes a semaphore's limit). RWLock has RWPermits.
+	// kind is refused with an *ArgumentError (KindError). Limit makes a
+	// semaphore that does not exist; once it exists, its stored limit
+	// governs and a request that declares another is served under it
+	// (SetLimit changes it). RWLock has RWPermits.
 	Kind  SharedKind
 	Limit int
-	// Weight is the number of permits taken: 1 to Limit (for RWLock, 1
-	// reads and RWPermits writes).
+	// Weight is the number of permits taken: 1 to the stored limit (for
+	// RWLock, 1 reads and RWPermits writes). Any other weight, 0 included,
+	// is refused with an *ArgumentError (CheckShared).
 	Weight int
 }
 
@@ -91,8 +94,10 @@ type Sharer interface {
 	InspectShared(ctx context.Context, name string) (Info, error)
 	// SetLimit changes a semaphore's limit (creating it when it does not
 	// exist). Holders above a smaller limit keep their permits; new ones
-	// are granted when they fit under it. It returns the previous limit (0
-	// for a new semaphore).
+	// are granted when they fit under it; queued waiters keep their
+	// places, and the head is woken if it fits. It returns the previous
+	// limit (0 for a new semaphore). An engine that cannot keep the limit
+	// returns an error that matches errors.ErrUnsupported.
 	SetLimit(ctx context.Context, name string, limit int) (int, error)
 	// LeaveShared takes a waiter out of the shared lock's queue.
 	LeaveShared(ctx context.Context, name, waiter string) error
@@ -113,17 +118,22 @@ type SharedFenceRaiser interface {
 // The refusals of a shared-lock request, worded alike on every engine (the
 // conformance suite and the Redis tests compare them word for word).
 
-// CheckShared refuses r for a shared lock that exists with kind and limit:
-// another kind, another semaphore limit (SetLimit changes it), or a weight
-// outside 1 to limit. It returns an *ArgumentError, or nil.
+// CheckShared refuses r for a shared lock that exists (or is made) with
+// kind and limit, its stored limit: another kind, or a weight outside 1 to
+// limit. A semaphore's limit that r declares is not compared: the stored
+// one governs. It returns an *ArgumentError, or nil.
 func CheckShared(r SharedRequest, kind SharedKind, limit int) error {
-	switch {
-	case kind != r.Kind:
+	if kind != r.Kind {
 		return KindError(r.Name, kind, r.Kind)
-	case limit != r.Limit && r.Kind == Semaphore:
-		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d (SetLimit changes it)", r.Name, limit, r.Limit)}
-	case r.Weight < 1 || r.Weight > limit:
-		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", r.Weight, limit)}
+	}
+	return CheckWeight(r.Weight, limit)
+}
+
+// CheckWeight refuses a weight outside 1 to limit (0 too: a request takes
+// at least one permit) with an *ArgumentError, or returns nil.
+func CheckWeight(weight, limit int) error {
+	if weight < 1 || weight > limit {
+		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit %d", weight, limit)}
 	}
 	return nil
 }
@@ -143,9 +153,8 @@ func HeldWeightError(name string, holds, asked int) error {
 // SharedRefusal turns the refusal a script or a database function reports
 // for r, "DISTLOCK <code> <n>", into the error CheckShared, KindError,
 // HeldWeightError or ErrUpgrade give: code mutex (the name is a mutex),
-// kind (n: the stored kind), limit (n: the stored limit), weight (n: the
-// limit), held (n: the owner's weight), upgrade. It returns nil for any
-// other message.
+// kind (n: the stored kind), weight (n: the stored limit), held (n: the
+// owner's weight), upgrade. It returns nil for any other message.
 func SharedRefusal(msg string, r SharedRequest) error {
 	what, ok := strings.CutPrefix(msg, "DISTLOCK ")
 	if !ok {
@@ -158,10 +167,8 @@ func SharedRefusal(msg string, r SharedRequest) error {
 		return KindError(r.Name, 0, r.Kind)
 	case "kind":
 		return KindError(r.Name, SharedKind(n), r.Kind)
-	case "limit":
-		return CheckShared(r, r.Kind, n)
 	case "weight":
-		return CheckShared(SharedRequest{AcquireRequest: r.AcquireRequest, Kind: r.Kind, Limit: n, Weight: r.Weight}, r.Kind, n)
+		return CheckWeight(r.Weight, n)
 	case "held":
 		return HeldWeightError(r.Name, n, r.Weight)
 	case "upgrade":

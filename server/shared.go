@@ -48,8 +48,9 @@ func sharedFrom(req api.AcquireRequest) (*sharedSpec, *apiError) {
 		switch {
 		case req.Limit < 1 || req.Limit >= engine.RWPermits:
 			return nil, badRequest("limit", fmt.Sprintf("invalid limit: %d is not between 1 and %d", req.Limit, engine.RWPermits-1))
-		case req.Weight < 0 || sh.weight > req.Limit:
-			return nil, badRequest("weight", fmt.Sprintf("invalid weight: %d is not between 1 and the limit %d", req.Weight, req.Limit))
+		case req.Weight < 0 || sh.weight >= engine.RWPermits:
+			// (the engine checks it against the stored limit)
+			return nil, badRequest("weight", fmt.Sprintf("invalid weight: %d is not between 1 and the limit", req.Weight))
 		case req.Mode != "":
 			return nil, badRequest("mode", "invalid mode: a mode is for kind rwlock")
 		}

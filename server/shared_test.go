@@ -124,12 +124,12 @@ func TestSharedBadInput(t *testing.T) {
 		{"limit too large", "x", map[string]any{"kind": "semaphore", "limit": engine.RWPermits}, "limit"},
 		{"negative weight", "x", map[string]any{"kind": "semaphore", "limit": 2, "weight": -1}, "weight"},
 		{"weight above the limit", "x", map[string]any{"kind": "semaphore", "limit": 2, "weight": 3}, "weight"},
+		{"weight above the stored limit", "sem", map[string]any{"kind": "semaphore", "limit": 5, "weight": 4}, "weight"},
 		{"mode on a semaphore", "x", map[string]any{"kind": "semaphore", "limit": 2, "mode": "read"}, "mode"},
 		{"weight on an rwlock", "x", map[string]any{"kind": "rwlock", "weight": 1}, "weight"},
 		{"unknown mode", "x", map[string]any{"kind": "rwlock", "mode": "append"}, "mode"},
 		{"weight on a mutex", "x", map[string]any{"weight": 2}, "weight"},
 		{"announce on a semaphore", "x", map[string]any{"kind": "semaphore", "limit": 2, "announce": true}, "announce"},
-		{"another limit", "sem", map[string]any{"kind": "semaphore", "limit": 5}, "limit"},
 		{"a semaphore as an rwlock", "sem", map[string]any{"kind": "rwlock"}, "name"},
 		{"a mutex as a semaphore", "m", map[string]any{"kind": "semaphore", "limit": 2}, "name"},
 		{"a semaphore as a mutex", "sem", map[string]any{}, "name"},
@@ -142,7 +142,7 @@ func TestSharedBadInput(t *testing.T) {
 	}
 	// Waiting changes nothing either: refused at once, not after wait_ms
 	// (which outlasts the test client's 30s timeout).
-	want(t, "another limit, waiting", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 5, "wait_ms": server.DefaultMaxWait.Milliseconds()}), 400, api.CodeInvalidArgument)
+	want(t, "a weight above the stored limit, waiting", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 5, "weight": 4, "wait_ms": server.DefaultMaxWait.Milliseconds()}), 400, api.CodeInvalidArgument)
 	r := call(t, "POST", lockURL(s, "rw", "acquire"), "", map[string]any{"owner": "r", "kind": "rwlock", "mode": "write", "wait_ms": 10000})
 	want(t, "upgrade", r, 409, api.CodeUpgradeRefused)
 	if info := sharedInfo(t, s.eng, "sem"); info.Limit != 3 || len(info.Holders) != 1 || info.Waiters != 0 {
@@ -154,7 +154,8 @@ func TestSharedBadInput(t *testing.T) {
 	want(t, "limit 0", call(t, "POST", lockURL(s, "sem", "limit"), "", map[string]any{"limit": 0}), 400, api.CodeInvalidArgument)
 	want(t, "limit of an rwlock", call(t, "POST", lockURL(s, "rw", "limit"), "", map[string]any{"limit": 2}), 400, api.CodeInvalidArgument)
 
-	// SetLimit: the new limit and the previous one; the old one is refused.
+	// SetLimit: the new limit and the previous one; a request that declares
+	// the old one is served under the new one (here: full), not refused.
 	r = call(t, "POST", lockURL(s, "sem", "limit"), "", map[string]any{"limit": 1})
 	want(t, "set limit", r, 200, "")
 	var lr api.LimitResponse
@@ -162,8 +163,10 @@ func TestSharedBadInput(t *testing.T) {
 	if lr.Limit != 1 || lr.Previous != 3 {
 		t.Fatalf("set limit: %s", r.body)
 	}
-	want(t, "the old limit", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 3}), 400, api.CodeInvalidArgument)
+	want(t, "the old limit, full", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 3}), 409, api.CodeLocked)
 	want(t, "the new limit, full", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 1}), 409, api.CodeLocked)
+	want(t, "set limit 2", call(t, "POST", lockURL(s, "sem", "limit"), "", map[string]any{"limit": 2}), 200, "")
+	want(t, "the old limit, served", call(t, "POST", lockURL(s, "sem", "acquire"), "", map[string]any{"kind": "semaphore", "limit": 3}), 200, "")
 }
 
 // plain hides every optional interface of its engine but the queue: a

@@ -210,6 +210,10 @@ func engineErr(op string, err error) *apiError {
 		return newError(http.StatusConflict, api.CodeFenceExhausted, err.Error())
 	case errors.As(err, &ae):
 		return badRequest(ae.Arg, ae.Error())
+	case errors.Is(err, errors.ErrUnsupported):
+		// The engine cannot do it at all (a quorum's semaphore limit
+		// above 1): no retry mends it.
+		return newError(http.StatusNotImplemented, api.CodeNotSupported, op+": "+err.Error())
 	}
 	return backendUnavailable(op, err)
 }

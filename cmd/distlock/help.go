@@ -254,6 +254,29 @@ Example:
   distlock force-release --yes stuck-job
 `
 
+const limitHelp = `Usage: distlock limit [flags] NAME LIMIT
+
+Sets the number of permits of the semaphore NAME to LIMIT (1 to 1073741823),
+making the semaphore when it does not exist. The limit stored with NAME
+governs every client, whatever limit it declares (distlock run --limit, a
+Semaphore in Go, an HTTP acquire's "limit"): running clients and queued
+waiters are served under the new limit at once, with no redeploy. A
+smaller limit evicts no holder: new permits are granted once the holders fit
+under it. Only the first declaration of a semaphore makes it with its limit;
+this command is how to change it afterwards. Redlock keeps semaphores of
+limit 1 only.
+
+Flags:
+  --json        print the semaphore as distlock status --json does
+  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+
+Exit codes: 0 set, 64 usage (a bad LIMIT, NAME held as another kind of lock,
+a backend that cannot keep the limit), 69 backend error.
+
+Example:
+  distlock limit exports 5
+`
+
 const demoHelp = `Usage: distlock demo
 
 Shows fencing tokens at work, with nothing installed: several workers, each
@@ -413,6 +436,8 @@ func helpFor(cmd string) (string, bool) {
 		return leaksHelp, true
 	case "force-release":
 		return forceReleaseHelp, true
+	case "limit":
+		return limitHelp, true
 	case "serve":
 		return serveHelp, true
 	case "demo":

@@ -68,6 +68,7 @@ func (a *app) commands() []command {
 		{"list", "list the locks held", a.cmdList},
 		{"leaks", "find lock keys that will never expire", a.cmdLeaks},
 		{"force-release", "free a lock whoever holds it (a repair)", a.cmdForceRelease},
+		{"limit", "change the number of permits of a semaphore", a.cmdLimit},
 		{"serve", "run the lock server: HTTP API, live dashboard, /metrics", a.cmdServe},
 		{"postgres", "postgres init: make the schema the PostgreSQL backend needs", a.cmdPostgres},
 		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", a.cmdDemo},

@@ -44,8 +44,9 @@ func (k *lockKind) check(fs *flag.FlagSet) error {
 		return usageErr("--limit %d: a semaphore's limit is between 1 and %d", k.limit, engine.RWPermits-1)
 	case flagGiven(fs, "weight") && !limitGiven:
 		return usageErr("--weight takes permits of a semaphore: give its --limit too")
-	case flagGiven(fs, "weight") && (k.weight < 1 || k.weight > k.limit):
-		return usageErr("--weight %d: between 1 and the limit %d", k.weight, k.limit)
+	case flagGiven(fs, "weight") && (k.weight < 1 || k.weight >= engine.RWPermits):
+		// (the backend checks it against the semaphore's stored limit)
+		return usageErr("--weight %d: a command takes at least 1 permit, at most the semaphore's limit", k.weight)
 	}
 	if limitGiven && k.weight == 0 {
 		k.weight = 1

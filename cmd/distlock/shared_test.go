@@ -90,7 +90,8 @@ func TestRunSemaphore(t *testing.T) {
 		t.Fatalf("%d permits held at once, limit 2: %v", peak, lines)
 	}
 
-	// Another limit is refused and changes nothing; a full semaphore is busy.
+	// Another limit is served under the stored one (here: full, so busy),
+	// not refused; a weight above the stored limit is.
 	lib := serverLibrary(t, s.url)
 	ctx := testCtx(t)
 	l, err := lib.Semaphore("held", 2).Acquire(ctx, distlock.WithWeight(2), distlock.WithTTL(time.Minute))
@@ -98,7 +99,8 @@ func TestRunSemaphore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	expect(t, c.run(t, "run", "--limit", "3", "held", "--", "true"), exitUsage, "limit", "2", "3")
+	expect(t, c.run(t, "run", "--wait", "0", "--limit", "3", "held", "--", "true"), exitBusy)
+	expect(t, c.run(t, "run", "--wait", "0", "--limit", "3", "--weight", "3", "held", "--", "true"), exitUsage, "weight", "limit 2")
 	expect(t, c.run(t, "run", "--wait", "0", "--limit", "2", "held", "--", "true"), exitBusy)
 	expect(t, c.run(t, "run", "--wait", "0", "--shared", "held", "--", "true"), exitUsage, "semaphore")
 	expect(t, c.run(t, "run", "-v", "--wait", "0", "--limit", "1", "other", "--", "true"), 0, `a permit (limit 1) of "other"`)
@@ -163,8 +165,8 @@ func TestRunKindUsage(t *testing.T) {
 		{[]string{"run", "--shared", "--exclusive", "x", "--", "true"}, "exclude each other"},
 		{[]string{"run", "--limit", "2", "--shared", "x", "--", "true"}, "use one kind"},
 		{[]string{"run", "--weight", "2", "x", "--", "true"}, "give its --limit too"},
-		{[]string{"run", "--limit", "2", "--weight", "3", "x", "--", "true"}, "between 1 and the limit 2"},
-		{[]string{"run", "--limit", "2", "--weight", "0", "x", "--", "true"}, "between 1 and the limit 2"},
+		{[]string{"run", "--limit", "2", "--weight", "0", "x", "--", "true"}, "at least 1 permit"},
+		{[]string{"run", "--limit", "2", "--weight", "-1", "x", "--", "true"}, "at least 1 permit"},
 		{[]string{"run", "-n", "0", "x", "--", "true"}, "between 1 and"},
 	} {
 		r := c.run(t, tc.args...)

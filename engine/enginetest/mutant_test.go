@@ -3,6 +3,7 @@ package enginetest_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -36,8 +37,15 @@ func TestChecksFailOnMutants(t *testing.T) {
 		{"stale", "LossOnDelete", "answered extended"},
 		// Renewals answered "not held": the watchdog cannot keep a lease.
 		{"forgetful", "WatchdogKeepsLease", "lease lost during work"},
+		// A declared limit compared with the stored one (the rule before
+		// issue 24): a waiter of a client not redeployed after a SetLimit
+		// failed, and so did the client.
+		{"oldlimit", "SemaphoreWaiterSurvivesSetLimit", "the waiter declaring limit 2"},
+		{"oldlimit", "SemaphoreLimitStored", "under a declared limit 5"},
+		// Weight 0 taken as 1 (WithWeight(0) took a permit).
+		{"weightone", "SemaphoreWeightZero", "AcquireShared with weight 0"},
 	} {
-		t.Run(tc.mutant, func(t *testing.T) {
+		t.Run(tc.mutant+"/"+tc.check, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChecksFailOnMutants$/^"+tc.check+"$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), "ENGINETEST_MUTANT="+tc.mutant)
 			out, err := cmd.CombinedOutput()
@@ -61,6 +69,10 @@ func runMutant(t *testing.T, mutant string) {
 		e = &stale{Engine: mem, answered: map[string]bool{}}
 	case "forgetful":
 		e = forgetful{mem}
+	case "oldlimit":
+		e = oldLimit{mem}
+	case "weightone":
+		e = weightOne{mem}
 	default:
 		t.Fatalf("no mutant %q", mutant)
 	}
@@ -123,4 +135,24 @@ func (f forgetful) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 		}
 	}
 	return res, err
+}
+
+// oldLimit is the embedded engine refusing a semaphore request whose
+// declared limit is not the stored one.
+type oldLimit struct{ *memory.Engine }
+
+func (o oldLimit) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if info, err := o.InspectShared(ctx, r.Name); err == nil && r.Kind == engine.Semaphore && info.Kind == engine.Semaphore && info.Limit != r.Limit {
+		return engine.Grant{}, &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d", r.Name, info.Limit, r.Limit)}
+	}
+	return o.Engine.AcquireShared(ctx, r)
+}
+
+// weightOne is the embedded engine taking a request for 0 permits as one
+// for 1.
+type weightOne struct{ *memory.Engine }
+
+func (w weightOne) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	r.Weight = max(r.Weight, 1)
+	return w.Engine.AcquireShared(ctx, r)
 }

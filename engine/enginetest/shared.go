@@ -3,7 +3,6 @@ package enginetest
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,58 +173,6 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 	}
 	if first, second := <-order, <-order; first != "big" || second != "small" {
 		t.Fatalf("served %s then %s, want big then small", first, second)
-	}
-}
-
-// semaphoreLimitStored: the limit is stored with the lock; another limit is
-// refused (saying both) and changes nothing, SetLimit changes it, and
-// shrinking evicts nobody. Bad limits and weights are refused.
-func (s *suite) semaphoreLimitStored(t *testing.T) {
-	s.semaphores(t)
-	ctx := ctxTimeout(t, 20*time.Second)
-	name := lockName(t)
-	c := s.client(t)
-	h, err := c.Semaphore(name, 3).Acquire(ctx, distlock.WithWeight(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, _ := c.Semaphore(name, 3).Inspect(ctx)
-	var ae *distlock.ArgumentError
-	_, err = c.Semaphore(name, 5).TryAcquire(ctx)
-	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "3") || !strings.Contains(ae.Reason, "5") {
-		t.Fatalf("another limit: %v, want an *ArgumentError naming both limits", err)
-	}
-	for _, tc := range []struct {
-		what string
-		call func() error
-	}{
-		{"limit 0", func() error { _, err := c.Semaphore(name, 0).TryAcquire(ctx); return err }},
-		{"weight 0", func() error { _, err := c.Semaphore(name, 3).TryAcquire(ctx, distlock.WithWeight(-1)); return err }},
-		{"weight above the limit", func() error { _, err := c.Semaphore(name, 3).Acquire(ctx, distlock.WithWeight(4)); return err }},
-		{"weight on a mutex", func() error { _, err := c.TryAcquire(ctx, name+"-m", distlock.WithWeight(2)); return err }},
-		{"weight on an RWMutex", func() error { _, err := c.RWMutex(name+"-rw").TryRLock(ctx, distlock.WithWeight(2)); return err }},
-		{"SetLimit 0", func() error { return c.Semaphore(name, 3).SetLimit(ctx, 0) }},
-	} {
-		if err := tc.call(); !errors.Is(err, distlock.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", tc.what, err)
-		}
-	}
-	if after, _ := c.Semaphore(name, 3).Inspect(ctx); after.Limit != 3 || len(after.Holders) != len(before.Holders) {
-		t.Fatalf("bad input changed the semaphore: %+v -> %+v", before, after)
-	}
-	sem := c.Semaphore(name, 3)
-	if err := sem.SetLimit(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := sem.Inspect(ctx)
-	if info.Limit != 1 || len(info.Holders) != 1 || h.Err() != nil {
-		t.Fatalf("shrinking evicted a holder: %+v, %v", info, h.Err())
-	}
-	if _, err := sem.TryAcquire(ctx); !errors.Is(err, distlock.ErrLocked) {
-		t.Fatalf("a permit granted above the shrunk limit: %v", err)
-	}
-	if _, err := c.Semaphore(name, 3).TryAcquire(ctx); !errors.Is(err, distlock.ErrInvalidArgument) {
-		t.Fatalf("the old limit after SetLimit: %v", err)
 	}
 }
 

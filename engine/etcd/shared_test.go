@@ -79,8 +79,8 @@ func TestShared(t *testing.T) {
 		if err := sem.SetLimit(ctx, 2); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Semaphore("leased", 3).TryAcquire(ctx); !errors.Is(err, distlock.ErrInvalidArgument) {
-			t.Fatalf("limit 3 after SetLimit 2 on a new semaphore: %v", err)
+		if _, err := c.Semaphore("leased", 3).TryAcquire(ctx, distlock.WithWeight(3)); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("weight 3 after SetLimit 2 on a new semaphore (the stored limit governs): %v", err)
 		}
 		l, err := c.Semaphore("leased", 2).Acquire(ctx, distlock.WithWeight(2))
 		if err != nil {

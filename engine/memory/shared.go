@@ -121,7 +121,10 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		return engine.Grant{}, engine.KindError(r.Name, 0, r.Kind)
 	}
 	s := e.sharedState(r.Name, now)
-	if s == nil {
+	if s == nil { // made with the limit declared; once it exists, its own governs
+		if err := engine.CheckShared(r, r.Kind, r.Limit); err != nil {
+			return engine.Grant{}, err
+		}
 		s = &sharedLock{kind: r.Kind, limit: r.Limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
 		e.shared[r.Name] = s
 	}

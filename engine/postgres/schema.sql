@@ -719,12 +719,13 @@ BEGIN
 END $$;
 
 -- acquire_shared grants p_weight permits of the shared lock name (made
--- with kind p_kind and limit p_limit when it does not exist) to p_owner
+-- with kind p_kind and limit p_limit when it does not exist; once it
+-- exists, its stored limit governs and p_limit is not compared) to p_owner
 -- (engine.Sharer.AcquireShared), holding the name's row of locks FOR KEY
 -- SHARE (made free when there is none) and then its row of shared FOR
 -- UPDATE: no mutex is granted meanwhile, and none is held when it grants. Refusals raise SQLSTATE DL001 with the
--- message 'DISTLOCK mutex', 'DISTLOCK kind <k>', 'DISTLOCK limit <l>',
--- 'DISTLOCK weight <l>', 'DISTLOCK held <w>' or 'DISTLOCK upgrade' (as
+-- message 'DISTLOCK mutex', 'DISTLOCK kind <k>', 'DISTLOCK weight <l>'
+-- (l: the stored limit), 'DISTLOCK held <w>' or 'DISTLOCK upgrade' (as
 -- engine/redis/scripts/shared_acquire.lua), having changed nothing. A
 -- holder re-enters (holds + 1 unless the attempt id is the one recorded);
 -- otherwise the permits are granted when they fit and nobody is queued
@@ -777,8 +778,6 @@ BEGIN
   END IF;
   IF s.kind <> p_kind THEN
     RAISE EXCEPTION 'DISTLOCK kind %', s.kind USING ERRCODE = 'DL001';
-  ELSIF p_kind = 1 AND s.lim <> p_limit THEN
-    RAISE EXCEPTION 'DISTLOCK limit %', s.lim USING ERRCODE = 'DL001';
   ELSIF p_weight < 1 OR p_weight > s.lim THEN
     RAISE EXCEPTION 'DISTLOCK weight %', s.lim USING ERRCODE = 'DL001';
   END IF;
@@ -1039,10 +1038,11 @@ END $$;
 SELECT setval({{TOKENS}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
  WHERE (SELECT last_value FROM {{S}}.tokens) < (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 
-INSERT INTO {{S}}.version (version) SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
--- the mutex refused while shared holders hold the name.
-UPDATE {{S}}.version SET version = 3 WHERE version < 3;
+-- the mutex refused while shared holders hold the name; 4: a semaphore's
+-- stored limit governs (a request that declares another is not refused).
+UPDATE {{S}}.version SET version = 4 WHERE version < 4;
 
 -- The administration of shared locks (force-release; list reads the tables
 -- in statements.go). shared_taken remembers the holders a force-release

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -85,6 +86,11 @@ func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, lim
 	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(pe.Message, r); refusal != nil {
 		return refusal
+	}
+	if strings.HasPrefix(pe.Message, "DISTLOCK limit ") {
+		// A schema before version 4 refuses a declared limit that
+		// differs from the stored one: Migrate brings it up to date.
+		return &SchemaError{Schema: e.schema, Err: err}
 	}
 	return err
 }

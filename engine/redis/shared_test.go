@@ -291,7 +291,9 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 	}
 	steps := []step{
 		{"grant", acq(semReq("sem", "a", time.Minute, 3, 2))},
-		{"another limit", acq(semReq("sem", "b", time.Minute, 5, 1))},
+		{"another limit (served under the stored one)", acq(semReq("sem", "b", time.Minute, 5, 1))},
+		{"a weight above the stored limit, under the declared one", acq(semReq("sem", "c", time.Minute, 5, 4))},
+		{"weight 0", acq(semReq("w0", "a", time.Minute, 3, 0))},
 		{"another kind", acq(rw("sem", "b", 1))},
 		{"another weight", acq(func() engine.SharedRequest { r := semReq("sem", "a", time.Minute, 3, 1); r.Attempt = "2"; return r }())},
 		{"read", acq(rw("rw", "r", 1))},

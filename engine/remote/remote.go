@@ -160,6 +160,9 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 		req.Fair, req.Behind, req.NoReserve, req.Announce = false, false, false, false
 		switch sh.Kind {
 		case engine.Semaphore:
+			if sh.Weight < 1 { // on the wire, 0 is the default weight 1
+				return engine.Grant{}, engine.CheckWeight(sh.Weight, sh.Limit)
+			}
 			req.Kind, req.Limit, req.Weight = api.KindSemaphore, sh.Limit, sh.Weight
 		case engine.RWLock:
 			req.Kind, req.Mode = api.KindRWLock, api.ModeRead

@@ -155,10 +155,12 @@ type AcquireRequest struct {
 	// queue is always first come, first served: Fair, Behind and NoReserve
 	// are ignored, and Announce is refused.
 	Kind string `json:"kind,omitempty"`
-	// Limit (semaphore) is the number of permits, 1 to 2^30-1, stored with
-	// the lock: another limit is refused with invalid_argument (see POST
-	// /v1/locks/{name}/limit). Weight (semaphore) is the number of permits
-	// taken, 1 (the default) to Limit.
+	// Limit (semaphore) is the number of permits, 1 to 2^30-1, that makes
+	// the semaphore when it does not exist. Once it exists its stored limit
+	// governs: a request with another Limit is served under the stored one,
+	// not refused (POST /v1/locks/{name}/limit changes it; GET
+	// /v1/locks/{name} shows it). Weight (semaphore) is the number of
+	// permits taken, 1 to the stored limit; 0 or absent means 1.
 	Limit  int `json:"limit,omitempty"`
 	Weight int `json:"weight,omitempty"`
 	// Mode (rwlock) is "read" (the default) or "write".

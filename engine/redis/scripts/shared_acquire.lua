@@ -3,11 +3,13 @@
 -- ARGV: fence ttl ms, PUBLISH or SPUBLISH, owner, ttl ms, metadata,
 -- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
 -- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua).
--- The lock is made with the kind and limit asked when it does not exist.
+-- The lock is made with the kind and limit asked when it does not exist;
+-- once it exists, its stored limit governs (a semaphore's limit asked is
+-- not compared: SetLimit changes the stored one).
 -- Refused with an error reply, having changed nothing: 'DISTLOCK mutex'
 -- (the name is held as a mutex), 'DISTLOCK kind <k>' (the lock is of kind
--- k), 'DISTLOCK limit <l>' (a semaphore with limit l), 'DISTLOCK weight
--- <l>' (the weight is not between 1 and the limit l), 'DISTLOCK held <w>'
+-- k), 'DISTLOCK weight <l>' (the weight is not between 1 and the stored
+-- limit l), 'DISTLOCK held <w>'
 -- (the owner holds w permits of a semaphore), 'DISTLOCK upgrade' (the
 -- owner holds the other side of a reader-writer lock).
 -- An owner that holds the lock re-enters (its holds go up unless the
@@ -33,8 +35,6 @@ if not k then
   k, l = kind, limit
 elseif k ~= kind then
   return redis.error_reply('DISTLOCK kind ' .. k)
-elseif kind == 1 and l ~= limit then
-  return redis.error_reply('DISTLOCK limit ' .. sh_int(l))
 end
 if weight < 1 or weight > l then
   return redis.error_reply('DISTLOCK weight ' .. sh_int(l))
