@@ -17,9 +17,10 @@ var schemaSQL string
 
 // SchemaVersion is the version of the schema Migrate installs (1: mutexes
 // and their queue; 2: shared locks; 3: a grant's token fixed once it holds
-// the name's row, and a mutex refused while shared holders hold the name).
+// the name's row, and a mutex refused while shared holders hold the name;
+// 4: a re-entered hold's expiry never moved earlier, engine.HoldExpiry).
 // Migrate brings a schema of any earlier version up to it.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {
