@@ -12,10 +12,12 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// reentryKind is how reentryExpiry takes and inspects one kind of lock.
+// reentryKind is how reentryExpiry takes and inspects one kind of lock,
+// and how another owner tries to take it in a way the holder excludes
+// (nil: as acquire).
 type reentryKind struct {
-	acquire func(ctx context.Context, c *distlock.Client, name string, opts ...distlock.Option) (*distlock.Lease, error)
-	inspect func(ctx context.Context, c *distlock.Client, name string) (distlock.Info, error)
+	acquire, other func(ctx context.Context, c *distlock.Client, name string, opts ...distlock.Option) (*distlock.Lease, error)
+	inspect        func(ctx context.Context, c *distlock.Client, name string) (distlock.Info, error)
 }
 
 var reentryKinds = map[string]reentryKind{
@@ -35,15 +37,26 @@ var reentryKinds = map[string]reentryKind{
 			return c.Semaphore(name, 1).Inspect(ctx)
 		},
 	},
+	"rwread": {
+		acquire: func(ctx context.Context, c *distlock.Client, name string, opts ...distlock.Option) (*distlock.Lease, error) {
+			return c.RWMutex(name).TryRLock(ctx, opts...)
+		},
+		other: func(ctx context.Context, c *distlock.Client, name string, opts ...distlock.Option) (*distlock.Lease, error) {
+			return c.RWMutex(name).TryLock(ctx, opts...)
+		},
+		inspect: func(ctx context.Context, c *distlock.Client, name string) (distlock.Info, error) {
+			return c.RWMutex(name).Inspect(ctx)
+		},
+	},
 }
 
 // reentryExpiry checks that a re-entry or an Extend with a shorter ttl
 // never moves the authority's expiry of an owner's holds before the
 // deadline of another of its live leases (docs/API.md, re-entry), for a
-// mutex and for a semaphore's permit; and that a lone hold's Extend still
+// mutex, a semaphore's permit and a reader of an RW lock; and that a lone hold's Extend still
 // shortens it.
 func (s *suite) reentryExpiry(t *testing.T) {
-	for _, kind := range []string{"mutex", "semaphore"} {
+	for _, kind := range []string{"mutex", "semaphore", "rwread"} {
 		t.Run(kind, func(t *testing.T) {
 			if kind != "mutex" {
 				if _, ok := s.h.New(t).(engine.Sharer); !ok {
@@ -96,11 +109,11 @@ func (s *suite) holdLong(t *testing.T, ctx context.Context, c *distlock.Client, 
 // as Inspect reports it, is no earlier than l's deadline.
 func (s *suite) coversLease(t *testing.T, ctx context.Context, c *distlock.Client, k reentryKind, l *distlock.Lease, what string) {
 	t.Helper()
-	before := time.Now()
 	info, err := k.inspect(ctx, c, l.Name())
 	if err != nil {
 		t.Fatalf("%s: inspect: %v", what, err)
 	}
+	answered := time.Now()
 	var h *engine.Holder
 	for i := range info.Holders {
 		if info.Holders[i].Owner == l.Owner() {
@@ -110,10 +123,12 @@ func (s *suite) coversLease(t *testing.T, ctx context.Context, c *distlock.Clien
 	if h == nil {
 		t.Fatalf("%s: %s does not hold the lock: %+v (lease: %v)", what, l.Owner(), info, l.Err())
 	}
-	// The authority judged the ttl at some time after before; Inspect may
-	// truncate it to the engine's granularity.
+	// The authority judged the ttl before it answered, so the expiry is at
+	// most answered + ttl (Inspect may truncate the ttl to the engine's
+	// granularity): earlier than the deadline is a failure whatever the
+	// delays, and a failure is never a slow answer.
 	slack := engine.CapabilitiesOf(s.h.New(t)).TTLGranularity + time.Millisecond
-	if expiry := before.Add(h.TTL + slack); expiry.Before(l.Deadline()) {
+	if expiry := answered.Add(h.TTL + slack); expiry.Before(l.Deadline()) {
 		t.Fatalf("%s: the authority expires the hold %v before the lease's deadline (ttl %v, lease has %v left)",
 			what, l.Deadline().Sub(expiry), h.TTL, time.Until(l.Deadline()))
 	}
@@ -130,7 +145,11 @@ func (s *suite) stillHeld(t *testing.T, ctx context.Context, c *distlock.Client,
 	if err := a.Err(); err != nil {
 		t.Skipf("the long lease ended before the check: %v", err)
 	}
-	o, err := k.acquire(ctx, s.client(t), a.Name(), reentryOwner(), distlock.WithTTL(short))
+	other := k.other
+	if other == nil {
+		other = k.acquire
+	}
+	o, err := other(ctx, s.client(t), a.Name(), reentryOwner(), distlock.WithTTL(short))
 	if err == nil {
 		_ = o.Release(ctx)
 		t.Fatalf("another owner took the lock while %s's lease was valid (%v left)", a.Owner(), time.Until(a.Deadline()))
