@@ -43,7 +43,10 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 // It proves ownership by extending the lock to the ttl of opts (default 30s),
 // and fails with ErrNotHeld if owner does not hold it. The attached lease
 // renews itself unless WithAutoRenew(false); releasing it drops one hold.
-// WithOwner and WithMetadata are ignored.
+// It adds no hold: with the lease it was attached from, it shares one, so
+// while the owner holds the lock once, its ttl (and its Extends) set the
+// expiry for both, shorter ones too; stop the other lease first, or attach
+// with a ttl no shorter than it. WithOwner and WithMetadata are ignored.
 func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option) (*Lease, error) {
 	if err := c.begin(ctx, name); err != nil {
 		return nil, err

@@ -62,8 +62,11 @@ func WithAutoRenew(on bool) Option { return func(o *options) { o.autoRenew = on 
 // WithOwner sets an explicit owner id instead of a fresh random token. Two
 // acquisitions with the same owner id re-enter the lock: the hold count goes
 // up, the fencing token stays, and the lock is freed when every hold was
-// released. Anyone who knows the owner id can extend or release the lock, so
-// make it unique to the holder (for example host name plus job id).
+// released. The holds share the authority's expiry: while there is more
+// than one, an acquire or Extend only moves it later, so no lease of the
+// owner outlives it (a lone lease's Extend may shorten it). Anyone who
+// knows the owner id can extend or release the lock, so make it unique to
+// the holder (for example host name plus job id).
 func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
 
 // WithMetadata attaches a string to the grant (at most 4096 bytes of UTF-8) that

@@ -22,14 +22,15 @@ import (
 type Engine interface {
 	// Acquire grants the lock to r.Owner when nobody holds it, or when
 	// r.Owner holds it already (re-entry: the hold count goes up, the
-	// fencing token stays). A new grant mints a fencing token that is
+	// fencing token stays, the expiry moves only later: HoldExpiry). A new grant mints a fencing token that is
 	// greater than every token minted before for the same name.
 	// When another owner holds the lock, Acquire returns Acquired=false
 	// with that holder and its time left; that is not an error.
 	Acquire(ctx context.Context, r AcquireRequest) (Grant, error)
 
 	// Extend sets the time to live of each listed lock that is still held
-	// by the given owner. All requests go to the authority in one round
+	// by the given owner (by HoldExpiry's rule: never shorter while the
+	// owner holds it more than once). All requests go to the authority in one round
 	// trip. The results are in the order of the requests. An error means
 	// the round trip as a whole failed; per-request failures are reported
 	// in ExtendResult.Err.

@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"TryAcquireLocked", s.tryAcquireLocked},
 		{"ReleaseIdempotent", s.releaseIdempotent},
 		{"Reentrancy", s.reentrancy},
+		{"ReentryExpiry", s.reentryExpiry},
 		{"Attach", s.attach},
 		{"Inspect", s.inspect},
 		{"WatchdogKeepsLease", s.watchdogKeeps},

@@ -44,6 +44,10 @@ func TestChecksFailOnMutants(t *testing.T) {
 		{"oldlimit", "SemaphoreLimitStored", "under a declared limit 5"},
 		// Weight 0 taken as 1 (WithWeight(0) took a permit).
 		{"weightone", "SemaphoreWeightZero", "AcquireShared with weight 0"},
+		// Re-entry counted outside the engine, which holds once: a short
+		// re-entry sets the expiry of the long hold (the defect of every
+		// engine before engine.HoldExpiry).
+		{"oneHold", "ReentryExpiry/mutex/ShortReentry", "before the lease's deadline"},
 	} {
 		t.Run(tc.mutant+"/"+tc.check, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChecksFailOnMutants$/^"+tc.check+"$", "-test.v", "-test.count=1")
@@ -73,6 +77,8 @@ func runMutant(t *testing.T, mutant string) {
 		e = oldLimit{mem}
 	case "weightone":
 		e = weightOne{mem}
+	case "oneHold":
+		e = &oneHold{Engine: mem, holds: map[[2]string]int{}}
 	default:
 		t.Fatalf("no mutant %q", mutant)
 	}
@@ -155,4 +161,47 @@ type weightOne struct{ *memory.Engine }
 func (w weightOne) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
 	r.Weight = max(r.Weight, 1)
 	return w.Engine.AcquireShared(ctx, r)
+}
+
+// oneHold is the embedded engine with a mutex's re-entry counted outside
+// it: the engine keeps one hold per owner, and a re-entry extends it to
+// the re-entry's ttl, shorter ones too.
+type oneHold struct {
+	*memory.Engine
+	mu    sync.Mutex
+	holds map[[2]string]int
+}
+
+func (o *oneHold) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := [2]string{r.Name, r.Owner}
+	if n := o.holds[k]; n > 0 {
+		res, err := o.Engine.Extend(ctx, []engine.ExtendRequest{{Name: r.Name, Owner: r.Owner, TTL: r.TTL}})
+		if err != nil {
+			return engine.Grant{}, err
+		}
+		if res[0].Status == engine.Extended {
+			o.holds[k] = n + 1
+			return engine.Grant{Acquired: true, Token: res[0].Token, Count: n + 1}, nil
+		}
+		delete(o.holds, k)
+	}
+	g, err := o.Engine.Acquire(ctx, r)
+	if err == nil && g.Acquired {
+		o.holds[k] = 1
+	}
+	return g, err
+}
+
+func (o *oneHold) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := [2]string{name, owner}
+	if n := o.holds[k]; n > 1 {
+		o.holds[k] = n - 1
+		return engine.ReleaseResult{Status: engine.Released, Remaining: n - 1}, nil
+	}
+	delete(o.holds, k)
+	return o.Engine.Release(ctx, name, owner)
 }

@@ -117,7 +117,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 
 // reenter counts up a hold of the owner that holds the lock (unless the
 // request repeats the attempt of its last grant) and renews its lease, or
-// moves the key to a lease of the new ttl.
+// moves the key to a lease of the new ttl (unless keepsLease).
 func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest, ttl int64, lease *pending) (engine.Grant, bool, error) {
 	h := st.hold
 	if h.Attempt != r.Attempt {
@@ -126,7 +126,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	}
 	old := clientv3.LeaseID(st.lock.Lease)
 	id := old
-	if h.TTL != ttl {
+	if h.TTL != ttl && !keepsLease(h.Count, h.TTL, ttl) {
 		var err error
 		if id, err = lease.get(); err != nil {
 			return engine.Grant{}, false, err
@@ -154,10 +154,10 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
 	}
-	if ok, err := e.reentered(id, old, lease, kept, kerr, ttl, st.hold.TTL, sent); !ok {
+	if ok, err := e.reentered(id, old, lease, kept, kerr, h.TTL, st.hold.TTL, sent); !ok {
 		return engine.Grant{}, false, err
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, ttl)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL)
 	return engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}, true, nil
 }
 
@@ -305,6 +305,14 @@ func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }
 func noSharedHolder(e *Engine, name string) clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(e.keys.holders(name)), "=", 0).WithPrefix()
 }
+
+// keepsLease reports whether an owner's holds (count after the request)
+// on a lease of leaseTTL seconds stay on it, renewed, when asked for ttl
+// seconds: a shorter ttl while the owner holds the lock more than once
+// (engine.HoldExpiry). The lease then ends leaseTTL from now, no earlier
+// than before, nor than ttl from now, so no lease of the owner outlives
+// the key; otherwise the key moves to a lease of ttl.
+func keepsLease(count int, leaseTTL, ttl int64) bool { return count > 1 && ttl < leaseTTL }
 
 // reentered settles the lease of a re-entry whose transaction succeeded:
 // the key's own lease (id == old), renewed in the same round trip, must

@@ -153,12 +153,13 @@ func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]e
 		r := rs[i]
 		id := leaseOf(r, kvs[i], e)
 		ttl := kept[id]
+		move := !r.Waiter && movesLease(kvs[i], leaseSeconds(r.TTL))
 		switch {
 		case ttl <= 0:
 			out[i] = engine.ExtendResult{Status: engine.Missing} // the lease, and so the key, is gone
-		case !r.Waiter && r.Shared && heldTTL(kvs[i]) != leaseSeconds(r.TTL):
+		case move && r.Shared:
 			out[i] = e.moveSharedLease(ctx, r, kvs[i][0])
-		case !r.Waiter && heldTTL(kvs[i]) != leaseSeconds(r.TTL):
+		case move:
 			out[i] = e.moveLease(ctx, r, kvs[i][0])
 		default:
 			e.noteKept(id, ttl, sent)
@@ -296,11 +297,14 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
 }
 
-// heldTTL returns the ttl in seconds recorded in a lock key read.
-func heldTTL(kvs []*mvccpb.KeyValue) int64 {
-	var h hold
+// movesLease reports whether an extension to ttl seconds moves the key of
+// a lock (or a shared holder) read to a new lease: when the ttl of its
+// lease recorded in the key differs, unless the key stays on its lease
+// (keepsLease: the owner holds it more than once, and ttl is shorter).
+func movesLease(kvs []*mvccpb.KeyValue, ttl int64) bool {
+	var h hold // (a shared holder's key records its holds and ttl alike)
 	if len(kvs) == 0 || json.Unmarshal(kvs[0].Value, &h) != nil {
-		return 0
+		return true
 	}
-	return h.TTL
+	return h.TTL != ttl && !keepsLease(h.Count, h.TTL, ttl)
 }

@@ -468,7 +468,7 @@ func kvOf(w *sharedWaiterKV) *mvccpb.KeyValue {
 
 // reenterShared counts up a hold of an owner that holds the lock with the
 // same weight (unless the request repeats its last attempt) and renews its
-// lease, or moves its key to a lease of the new ttl.
+// lease, or moves its key to a lease of the new ttl (unless keepsLease).
 func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.SharedRequest, hk *holderKV, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
 	if hk.Weight != r.Weight {
 		if st.kind == engine.RWLock {
@@ -487,7 +487,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 	}
 	old := clientv3.LeaseID(hk.kv.Lease)
 	id := old
-	if h.TTL != ttl {
+	if h.TTL != ttl && !keepsLease(h.Count, h.TTL, ttl) {
 		if id, err = lease.get(); err != nil {
 			return engine.Grant{}, false, err
 		}
@@ -514,10 +514,10 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
 	}
-	if ok, err := e.reentered(id, old, lease, kept, kerr, ttl, hk.TTL, sent); !ok {
+	if ok, err := e.reentered(id, old, lease, kept, kerr, h.TTL, hk.TTL, sent); !ok {
 		return engine.Grant{}, false, err
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, ttl)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL)
 	return engine.Grant{Acquired: true, Token: uint64(hk.kv.CreateRevision), Count: h.Count}, true, nil
 }
 

@@ -154,7 +154,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 			l.count++
 			l.attempt = r.Attempt
 		}
-		l.expires = now.Add(r.TTL)
+		l.expires = engine.HoldExpiry(l.count, l.expires, now, r.TTL)
 		e.granted(r, q)
 		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
 	}
@@ -199,7 +199,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		case l.owner != r.Owner:
 			out[i].Status = engine.HeldByOther
 		default:
-			l.expires = now.Add(r.TTL)
+			l.expires = engine.HoldExpiry(l.count, l.expires, now, r.TTL)
 			out[i] = engine.ExtendResult{Status: engine.Extended, Token: l.token}
 		}
 	}

@@ -142,7 +142,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 			h.count++
 			h.attempt = r.Attempt
 		}
-		h.expires = now.Add(r.TTL)
+		h.expires = engine.HoldExpiry(h.count, h.expires, now, r.TTL)
 		e.leaveShared(s, r.Waiter)
 		return engine.Grant{Acquired: true, Token: h.token, Count: h.count}, nil
 	}
@@ -304,7 +304,7 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 		return engine.ExtendResult{Status: engine.Missing}
 	}
 	h := s.holders[r.Owner]
-	h.expires = now.Add(r.TTL)
+	h.expires = engine.HoldExpiry(h.count, h.expires, now, r.TTL)
 	return engine.ExtendResult{Status: engine.Extended, Token: h.token}
 }
 

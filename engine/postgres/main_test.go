@@ -64,6 +64,21 @@ func newEngine(t testing.TB, pool *pgxpool.Pool, schema string, opts ...postgres
 	return e
 }
 
+// upgrade runs Migrate twice on schema (the second changes nothing) and
+// checks that it is then of the current version.
+func upgrade(t testing.TB, ctx context.Context, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	for range 2 {
+		if err := postgres.Migrate(ctx, pool, schema); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var version int
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM `+schema+`.version`).Scan(&version); err != nil || version != postgres.SchemaVersion {
+		t.Fatalf("version %d (%v), want %d", version, err, postgres.SchemaVersion)
+	}
+}
+
 // oldSchema installs the schema of an earlier version, testdata/file, as
 // schema on pool (dropping what was there), for a test of its upgrade.
 func oldSchema(t testing.TB, ctx context.Context, pool *pgxpool.Pool, schema, file string) {

@@ -19,7 +19,8 @@ var schemaSQL string
 // and their queue; 2: shared locks; 3: a grant's token fixed once it holds
 // the name's row, and a mutex refused while shared holders hold the name;
 // 4: a semaphore's stored limit governs, a request that declares another
-// is served under it). Migrate brings a schema of any earlier version up
+// is served under it; a re-entered hold's expiry never moved earlier,
+// engine.HoldExpiry). Migrate brings a schema of any earlier version up
 // to it.
 const SchemaVersion = 4
 

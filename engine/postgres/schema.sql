@@ -77,6 +77,13 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT (extract(epoch FROM i) * 1000000)::bigint $$
 CREATE OR REPLACE FUNCTION {{S}}._live(l {{S}}.locks, now_ timestamptz) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(l.owner IS NOT NULL AND l.expires_at > now_, false) $$;
 
+-- _hold_expiry is the expiry an acquire or extension sets on an owner's
+-- holds (holds after it) that now expire at cur, asking for next: next
+-- with one hold (a lone lease's extension may shorten it), never earlier
+-- than cur with more (engine.HoldExpiry: no hold's lease outlives them).
+CREATE OR REPLACE FUNCTION {{S}}._hold_expiry(holds integer, cur timestamptz, next timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN holds > 1 THEN greatest(cur, next) ELSE next END $$;
+
 -- _notify sends msg about name on the schema's channel: '<md5 of name> msg'.
 CREATE OR REPLACE FUNCTION {{S}}._notify(p_name text, msg text) RETURNS void
 LANGUAGE sql AS $$ SELECT pg_notify({{CHAN}}, md5(p_name) || ' ' || msg) $$;
@@ -294,7 +301,8 @@ BEGIN
     UPDATE {{S}}.locks
        SET holds = holds + CASE WHEN attempt IS DISTINCT FROM p_attempt THEN 1 ELSE 0 END,
            attempt = p_attempt,
-           expires_at = now_ + p_ttl_us * interval '1 microsecond',
+           expires_at = {{S}}._hold_expiry(holds + CASE WHEN attempt IS DISTINCT FROM p_attempt THEN 1 ELSE 0 END,
+                                           expires_at, now_ + p_ttl_us * interval '1 microsecond'),
            marked = marked OR queued OR p_announce
      WHERE name = p_name
     RETURNING token, holds INTO o_token, o_holds;
@@ -335,7 +343,7 @@ BEGIN
         FROM unnest(p_names, p_owners, p_ttls_us, p_waiter) WITH ORDINALITY AS u(n, o, t, w, i)
        WHERE NOT u.w
     ), upd AS (
-      UPDATE {{S}}.locks k SET expires_at = now_ + req.t * interval '1 microsecond'
+      UPDATE {{S}}.locks k SET expires_at = {{S}}._hold_expiry(k.holds, k.expires_at, now_ + req.t * interval '1 microsecond')
         FROM req
        WHERE k.name = req.n AND k.owner = req.o AND k.expires_at > now_
       RETURNING k.name, k.owner, k.token
@@ -792,7 +800,9 @@ BEGIN
     END IF;
     UPDATE {{S}}.shared_holders
        SET holds = holds + CASE WHEN attempt IS DISTINCT FROM p_attempt THEN 1 ELSE 0 END,
-           attempt = p_attempt, expires_at = now_ + p_ttl_us * interval '1 microsecond'
+           attempt = p_attempt,
+           expires_at = {{S}}._hold_expiry(holds + CASE WHEN attempt IS DISTINCT FROM p_attempt THEN 1 ELSE 0 END,
+                                           expires_at, now_ + p_ttl_us * interval '1 microsecond')
      WHERE name = p_name AND owner = p_owner
     RETURNING token, holds INTO o_token, o_holds;
     IF p_waiter <> '' THEN
@@ -999,7 +1009,7 @@ BEGIN
         FROM unnest(p_names, p_owners, p_ttls_us, p_waiter) WITH ORDINALITY AS u(n, o, t, w, i)
        WHERE NOT u.w
     ), upd AS (
-      UPDATE {{S}}.shared_holders k SET expires_at = now_ + req.t * interval '1 microsecond'
+      UPDATE {{S}}.shared_holders k SET expires_at = {{S}}._hold_expiry(k.holds, k.expires_at, now_ + req.t * interval '1 microsecond')
         FROM req
        WHERE k.name = req.n AND k.owner = req.o
       RETURNING k.name, k.owner, k.token
@@ -1041,7 +1051,9 @@ SELECT setval({{TOKENS}}, (extract(epoch FROM clock_timestamp()) * 1000000)::big
 INSERT INTO {{S}}.version (version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
--- stored limit governs (a request that declares another is not refused).
+-- stored limit governs (a request that declares another is not refused),
+-- and an owner's holds never have their expiry moved earlier while it has
+-- more than one (_hold_expiry).
 UPDATE {{S}}.version SET version = 4 WHERE version < 4;
 
 -- The administration of shared locks (force-release; list reads the tables

@@ -124,7 +124,13 @@ if n > 0 then
       s.c = s.c + 1
       s.a = ARGV[5]
     end
-    redis.call('SET', KEYS[1], encode(s), 'PX', ARGV[2])
+    -- The owner's holds share the expiry: with more than one, it only
+    -- moves later (engine.HoldExpiry), so no hold's lease outlives it.
+    if s.c > 1 and redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then
+      redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
+    else
+      redis.call('SET', KEYS[1], encode(s), 'PX', ARGV[2])
+    end
     return {1, s.t, s.c}
   end
 end

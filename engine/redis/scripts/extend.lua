@@ -1,4 +1,6 @@
--- Sets the time to live of the lock KEYS[1] to ARGV[2] ms if ARGV[1] holds it.
+-- Sets the time to live of the lock KEYS[1] to ARGV[2] ms if ARGV[1] holds it;
+-- while ARGV[1] holds it more than once, only when that is later than its
+-- expiry now (engine.HoldExpiry: no hold's lease outlives the lock).
 -- Returns {1, token} when extended, {0} when nobody holds it, {-1} when
 -- another owner does.
 local v = redis.call('GET', KEYS[1])
@@ -8,6 +10,9 @@ end
 local s = decode(v)
 if s.o ~= ARGV[1] then
   return {-1}
+end
+if s.c > 1 and redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then
+  return {1, s.t}
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, s.t}

@@ -47,6 +47,20 @@ local function sh_now()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- sh_hold_deadline is the lease deadline (µs) an acquire or renewal sets
+-- for owner, which has holds holds, when it asks for deadline: while it
+-- holds the lock more than once, only a later one than its deadline now
+-- (engine.HoldExpiry: no hold's lease outlives the lock).
+local function sh_hold_deadline(holds, owner, deadline)
+  if holds > 1 then
+    local d = tonumber(redis.call('ZSCORE', H, owner) or '0')
+    if d > deadline then
+      return d
+    end
+  end
+  return deadline
+end
+
 -- sh_queued tells whether waiters may be queued (set by sh_purge, and
 -- when one enters): the paths without a queue skip its keys.
 local sh_queued = false

@@ -58,6 +58,7 @@ if v then -- re-entry
     h.a = ARGV[6]
     redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode(h))
   end
+  deadline = sh_hold_deadline(h.c, owner, deadline)
   redis.call('ZADD', H, sh_int(deadline), owner)
   sh_remove(waiter)
   sh_keep(now, lk[4], math.max(deadline, sh_expire()), false)

@@ -1,7 +1,8 @@
 -- Renews a holder's lease or a waiter's heartbeat on the shared lock
 -- (shared.lua): ARGV[3] the owner (or waiter id), ARGV[4] the ttl in ms,
 -- ARGV[5] '1' for a waiter. Returns, for a holder, {1, token} when it
--- holds the lock (its deadline is now ttl from now), {-1} when a
+-- holds the lock (its deadline is now ttl from now; only later while it
+-- holds it more than once: sh_hold_deadline), {-1} when a
 -- force-release took it, {0} when it does not hold it otherwise;
 -- for a waiter, {1, wake} while it is queued, wake = 1 when it heads the
 -- queue and its weight fits, {0} when it is not queued.
@@ -35,6 +36,8 @@ if not v then
   end
   return {0}
 end
+local h = cjson.decode(v)
+deadline = sh_hold_deadline(h.c, id, deadline)
 redis.call('ZADD', H, sh_int(deadline), id)
 sh_keep(now, lk[3], math.max(deadline, sh_expire()), false)
-return {1, cjson.decode(v).t}
+return {1, h.t}
