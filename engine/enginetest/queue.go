@@ -368,6 +368,7 @@ type hideQueue struct{ engine.Engine }
 // control, with the queue hidden from the Clients, makes every one try.
 func (s *suite) onlyHeadWoken(t *testing.T) {
 	e, _ := s.queuer(t, false)
+	probe := StartProbe(t)
 	const waiters = 6
 	sent := s.acquiresAfterRelease(t, waiters, false)
 	if !engine.CapabilitiesOf(e).Fair {
@@ -378,6 +379,11 @@ func (s *suite) onlyHeadWoken(t *testing.T) {
 		return
 	}
 	if sent > 2 {
+		if d := probe.Delay(); d*schedFactor >= engine.ReserveTTL {
+			// Waiters this late miss heartbeats and re-enter, and a head
+			// this late loses its reservation to the others' checks.
+			t.Skipf("machine too slow: measured scheduling delay %v: a release made the %d waiting Clients send %d acquires", d, waiters, sent)
+		}
 		t.Fatalf("a release made the %d waiting Clients send %d acquires, want the head's alone", waiters, sent)
 	}
 	if sent := s.acquiresAfterRelease(t, waiters, true); sent < waiters/2 {
