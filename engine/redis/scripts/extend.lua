@@ -1,13 +1,14 @@
 -- Sets the time to live of the lock KEYS[1] to ARGV[2] ms if ARGV[1] holds it.
 -- Returns {1, token} when extended, {0} when nobody holds it, {-1} when
--- another owner does.
+-- another owner does or a force-release took it from ARGV[1] (its mark in
+-- KEYS[2], taken.lua: told once, until its lease would have ended).
 local v = redis.call('GET', KEYS[1])
-if not v then
-  return {0}
+local s = v and decode(v)
+if s and s.o == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, s.t}
 end
-local s = decode(v)
-if s.o ~= ARGV[1] then
+if tk_told(KEYS[2], ARGV[1]) or s then
   return {-1}
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, s.t}
+return {0}
