@@ -171,7 +171,6 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	e.granted(r, q)
 	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
-	e.untaken(r.Name, r.Owner)
 	if r.Announce {
 		e.notifyWaiter(r.Name, "") // the plain subscribers: an election's observers
 	}

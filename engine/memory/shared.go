@@ -144,7 +144,6 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		e.leaveShared(s, r.Waiter)
 		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 		s.holders[r.Owner] = h
-		e.untaken(r.Name, r.Owner)
 		e.wakeShared(r.Name, s) // the next head, if it fits too
 		return engine.Grant{Acquired: true, Token: h.token, Count: 1}, nil
 	}

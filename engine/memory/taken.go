@@ -8,9 +8,10 @@ import (
 )
 
 // The holders a force-release freed, of either kind, are remembered by
-// name and owner until their lease would have ended: their next renewal is
-// answered HeldByOther (taken over), once. The marks go by themselves
-// (sweep) when those leases would have ended.
+// name and owner until their lease would have ended: meanwhile a renewal of
+// that owner that does not find its hold is answered HeldByOther (taken
+// over), a resent one too. The marks go by themselves (sweep) when those
+// leases would have ended.
 
 var _ engine.HolderReleaser = (*Engine)(nil)
 
@@ -26,16 +27,13 @@ func (e *Engine) markTaken(name, owner string, until time.Time) {
 }
 
 // takenFrom reports whether a force-release freed owner's hold of name
-// and its lease would not have ended by now; the mark goes (the holder is
-// told once). The caller holds e.mu.
+// and its lease would not have ended by now. The caller holds e.mu.
 func (e *Engine) takenFrom(name, owner string, now time.Time) bool {
 	until, ok := e.taken[name][owner]
-	e.untaken(name, owner)
 	return ok && now.Before(until)
 }
 
-// untaken forgets owner's mark on name (told, or granted again); the
-// caller holds e.mu.
+// untaken forgets owner's mark on name; the caller holds e.mu.
 func (e *Engine) untaken(name, owner string) {
 	m := e.taken[name]
 	if m == nil {

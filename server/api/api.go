@@ -356,9 +356,11 @@ type ListResponse struct {
 	Next string `json:"next,omitempty"`
 }
 
-// ForceReleaseResponse answers DELETE /v1/locks/{name}.
+// ForceReleaseResponse answers DELETE /v1/locks/{name}[?owner=OWNER]:
+// Owner is the holder freed, "" when every holder was.
 type ForceReleaseResponse struct {
 	Name    string `json:"name"`
+	Owner   string `json:"owner,omitempty"`
 	WasHeld bool   `json:"was_held"`
 }
 

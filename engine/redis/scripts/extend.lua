@@ -1,7 +1,7 @@
 -- Sets the time to live of the lock KEYS[1] to ARGV[2] ms if ARGV[1] holds it.
 -- Returns {1, token} when extended, {0} when nobody holds it, {-1} when
 -- another owner does or a force-release took it from ARGV[1] (its mark in
--- KEYS[2], taken.lua: told once, until its lease would have ended).
+-- KEYS[2], taken.lua: until its lease would have ended).
 local v = redis.call('GET', KEYS[1])
 local s = v and decode(v)
 if s and s.o == ARGV[1] then

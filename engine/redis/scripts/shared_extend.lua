@@ -24,8 +24,8 @@ end
 local v = not sh_dropped[id] and lk[4]
 if not v then
   -- A holder a force-release freed (shared_force_release.lua) is told
-  -- {-1}, taken over, once, until its lease would have ended (its mark
-  -- in KEYS[8], taken.lua).
+  -- {-1}, taken over, until its lease would have ended (its mark in
+  -- KEYS[8], taken.lua).
   sh_expire()
   return tk_told(KEYS[8], id) and {-1} or {0}
 end

@@ -1,11 +1,11 @@
 -- The holders a force-release freed, of either kind: one HASH per name,
 -- distlock:{NAME}:t, owner -> the end its lease would have had (server
--- time, µs). A freed holder's next renewal is answered taken over
--- (HeldByOther) while its mark is there and its end not passed, and the
--- mark goes: it is told once. Every mark is pruned when a force-release
--- writes the next, and the key expires with the latest end it holds, so
--- no mark outlives its lease (a freed holder that never renews leaves
--- nothing behind).
+-- time, µs). Until then, a renewal of that owner that does not find its
+-- hold is answered taken over (HeldByOther): the mark stays, so that a
+-- renewal resent after a lost reply is answered the same. Every mark is
+-- pruned when a force-release writes the next, and the key expires with
+-- the latest end it holds, so no mark outlives its lease (a freed holder
+-- that never renews leaves nothing behind).
 
 local function tk_now()
   local t = redis.call('TIME')
@@ -35,12 +35,8 @@ local function tk_mark(key, owner, deadline, now)
 end
 
 -- tk_told reports whether owner's mark in key is there and its end not
--- passed; the mark goes.
+-- passed.
 local function tk_told(key, owner)
   local ends = redis.call('HGET', key, owner)
-  if not ends then
-    return false
-  end
-  redis.call('HDEL', key, owner)
-  return tonumber(ends) > tk_now()
+  return ends ~= false and tonumber(ends) > tk_now()
 end
