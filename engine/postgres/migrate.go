@@ -17,9 +17,11 @@ var schemaSQL string
 
 // SchemaVersion is the version of the schema Migrate installs (1: mutexes
 // and their queue; 2: shared locks; 3: a grant's token fixed once it holds
-// the name's row, and a mutex refused while shared holders hold the name).
-// Migrate brings a schema of any earlier version up to it.
-const SchemaVersion = 3
+// the name's row, and a mutex refused while shared holders hold the name;
+// 4: a force-release marks every holder it frees taken over, of either
+// kind, and frees one holder by owner). Migrate brings a schema of any
+// earlier version up to it.
+const SchemaVersion = 4
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {
