@@ -118,9 +118,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	return info, nil
 }
 
-// ForceRelease frees the lock name whoever holds it and wakes a waiter: an
-// administrator's repair for a holder known to be dead. The holder's lease
-// learns of it at its next renewal. It reports whether the lock was held.
+// ForceRelease frees the lock name whoever holds it (every holder of a
+// semaphore or a reader-writer lock) and wakes a waiter: an
+// administrator's repair for a holder known to be dead. Each holder's
+// lease learns of it at its next renewal, lost as TakenOver. It reports
+// whether the lock was held.
 func (c *Client) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err := c.check(ctx, name); err != nil {
 		return false, err
