@@ -574,7 +574,7 @@ CREATE OR REPLACE FUNCTION {{S}}.sweep(p_limit integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   n integer := 0;
-  k integer;
+  gone integer;
   c text;
 BEGIN
   FOR c IN
@@ -596,8 +596,8 @@ BEGIN
   -- Taken-over marks past their end.
   DELETE FROM {{S}}.taken t WHERE t.ctid = ANY (ARRAY(
     SELECT ctid FROM {{S}}.taken WHERE until <= clock_timestamp() LIMIT greatest(p_limit - n, 0)));
-  GET DIAGNOSTICS k = ROW_COUNT;
-  n := n + k;
+  GET DIAGNOSTICS gone = ROW_COUNT;
+  n := n + gone;
   -- Shared locks unused for the fence memory (a week), with nobody
   -- holding or queued: their kind and limit are forgotten.
   FOR c IN
@@ -1128,14 +1128,16 @@ END $$;
 -- through extend_shared_taken: its marks move to taken, and
 -- extend_shared_taken stays, as extend_shared, for processes of that
 -- version still running (to be dropped by a later version).
-DO $$
-BEGIN
-  IF to_regclass('{{S}}.shared_taken') IS NOT NULL THEN
-    INSERT INTO {{S}}.taken (name, owner, until) SELECT name, owner, until FROM {{S}}.shared_taken
-    ON CONFLICT (name, owner) DO UPDATE SET until = greatest({{S}}.taken.until, excluded.until);
-    DROP TABLE {{S}}.shared_taken;
-  END IF;
-END $$;
+-- (Made empty first where it never was, so that each statement holds.)
+CREATE TABLE IF NOT EXISTS {{S}}.shared_taken (
+  name    text COLLATE "C" NOT NULL,
+  owner   text NOT NULL,
+  until   timestamptz NOT NULL,
+  PRIMARY KEY (name, owner)
+);
+INSERT INTO {{S}}.taken (name, owner, until) SELECT name, owner, until FROM {{S}}.shared_taken
+ON CONFLICT (name, owner) DO UPDATE SET until = greatest({{S}}.taken.until, excluded.until);
+DROP TABLE {{S}}.shared_taken;
 CREATE OR REPLACE FUNCTION {{S}}.extend_shared_taken(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
 LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter) $$;
