@@ -118,9 +118,11 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	return info, nil
 }
 
-// ForceRelease frees the lock name whoever holds it and wakes a waiter: an
-// administrator's repair for a holder known to be dead. The holder's lease
-// learns of it at its next renewal. It reports whether the lock was held.
+// ForceRelease frees the lock name whoever holds it (every holder of a
+// semaphore or a reader-writer lock) and wakes a waiter: an
+// administrator's repair for a holder known to be dead. Each holder's
+// lease learns of it at its next renewal, lost as TakenOver. It reports
+// whether the lock was held.
 func (c *Client) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if err := c.check(ctx, name); err != nil {
 		return false, err
@@ -134,6 +136,37 @@ func (c *Client) ForceRelease(ctx context.Context, name string) (bool, error) {
 		return false, c.backendErr(ctx, "force-release", name, err)
 	}
 	return held, nil
+}
+
+// ForceReleaseHolder frees only owner's hold of the lock name: one holder
+// of a semaphore or a reader-writer lock (its permits come back and the
+// head of the queue is woken if it fits; the other holders keep theirs),
+// or the mutex when owner holds it. The freed holder's lease learns of it
+// at its next renewal, lost as TakenOver. When owner holds nothing of the
+// lock it returns a *NotHolderError (matching ErrNotHeld) and changes
+// nothing; an empty owner is an *ArgumentError.
+func (c *Client) ForceReleaseHolder(ctx context.Context, name, owner string) error {
+	if err := c.check(ctx, name); err != nil {
+		return err
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return err
+	}
+	if owner == "" {
+		return &ArgumentError{Arg: "owner", Reason: "empty"}
+	}
+	fr, ok := c.eng.(engine.HolderReleaser)
+	if !ok {
+		return &ArgumentError{Arg: "engine", Reason: "does not support force-release of one holder"}
+	}
+	held, err := fr.ForceReleaseHolder(ctx, name, owner)
+	if err != nil {
+		return c.backendErr(ctx, "force-release", name, err)
+	}
+	if !held {
+		return &NotHolderError{Name: name, Owner: owner}
+	}
+	return nil
 }
 
 // Close ends every Acquire, TryAcquire, Attach and Do call still waiting

@@ -37,6 +37,20 @@ var (
 // by Extend and Release after Release. It matches ErrNotHeld.
 var ErrReleased = fmt.Errorf("%w: lease released", ErrNotHeld)
 
+// NotHolderError reports that a force-release of one holder
+// (Client.ForceReleaseHolder) found Owner holding nothing of the lock
+// Name: nothing was changed. It matches ErrNotHeld.
+type NotHolderError struct {
+	Name, Owner string
+}
+
+func (e *NotHolderError) Error() string {
+	return fmt.Sprintf("distlock: %q holds nothing of %q: nothing was released", e.Owner, e.Name)
+}
+
+// Is matches ErrNotHeld.
+func (e *NotHolderError) Is(target error) bool { return target == ErrNotHeld }
+
 // LockedError reports that another owner holds the lock, or that the lock
 // is free but kept for waiters queued before (Queued).
 type LockedError struct {

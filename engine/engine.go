@@ -298,12 +298,24 @@ type FenceRaiser interface {
 // ForceReleaser is implemented by engines that can free a lock whoever
 // holds it (an administrator's repair): a mutex, or every holder of a
 // shared lock (Sharer). It reports whether the lock was held and wakes the
-// lock's waiters (a shared lock: the head of its queue). A shared lock's
-// holders it freed are told HeldByOther by their next renewal (the Client
-// reports the lease lost as taken over) until their lease would have
-// ended.
+// lock's waiters (a shared lock: the head of its queue). Every holder it
+// freed, of either kind, is told HeldByOther by its next renewal (the
+// Client reports the lease lost as taken over), once, until its lease
+// would have ended; the mark the engine keeps for that goes by itself when
+// that lease would have ended (and is no leak: LeakFinder reports none).
 type ForceReleaser interface {
 	ForceRelease(ctx context.Context, name string) (bool, error)
+}
+
+// HolderReleaser is implemented by ForceReleasers that can free one holder
+// of a lock, by owner: that holder of a shared lock (its permits come
+// back, the head of the queue is woken if it fits, the other holders keep
+// theirs), or the mutex when owner holds it (its waiters are woken). The
+// holder freed is told HeldByOther by its next renewal, as ForceRelease's
+// are. It reports whether owner held the lock; when it did not, nothing
+// changed.
+type HolderReleaser interface {
+	ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error)
 }
 
 // NameChecker is implemented by engines with rules of their own for lock

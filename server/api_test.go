@@ -372,3 +372,27 @@ func TestHealthAndInfo(t *testing.T) {
 		t.Fatalf("info: %s", r.body)
 	}
 }
+
+// TestForceReleaseOwner: DELETE ?owner= frees only that owner's hold: 409
+// not_held when it holds nothing (the lock stays held), 400 for an empty
+// owner; the freed holder's extend is answered not_held, held_by_other
+// (taken over).
+func TestForceReleaseOwner(t *testing.T) {
+	s := start(t, nil)
+	want(t, "acquire", call(t, "POST", lockURL(s, "one", "acquire"), "", map[string]any{"ttl_ms": 60000, "owner": "o1"}), 200, "")
+	want(t, "another owner", call(t, "DELETE", lockURL(s, "one", "")+"?owner=o2", "", nil), 409, api.CodeNotHeld)
+	want(t, "an empty owner", call(t, "DELETE", lockURL(s, "one", "")+"?owner=", "", nil), 400, api.CodeInvalidArgument)
+	if r := call(t, "GET", lockURL(s, "one", ""), "", nil); r.json(t)["held"] != true {
+		t.Fatalf("a refused force-release changed the lock: %s", r.body)
+	}
+	r := call(t, "DELETE", lockURL(s, "one", "")+"?owner=o1", "", nil)
+	want(t, "the holder's own", r, 200, "")
+	if j := r.json(t); j["was_held"] != true || j["owner"] != "o1" {
+		t.Fatalf("force-release of o1: %s", r.body)
+	}
+	r = call(t, "POST", lockURL(s, "one", "extend"), "", map[string]any{"owner": "o1", "ttl_ms": 60000})
+	want(t, "the freed holder's extend", r, 409, api.CodeNotHeld)
+	if !strings.Contains(string(r.body), api.StatusHeldByOther) {
+		t.Fatalf("the freed holder's extend: %s, want status %s (taken over)", r.body, api.StatusHeldByOther)
+	}
+}

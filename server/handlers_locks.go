@@ -457,23 +457,47 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role,
 	writeJSON(w, http.StatusOK, lockInfo(info, role))
 }
 
-// handleForceRelease serves DELETE /v1/locks/{name} (admin).
+// handleForceRelease serves DELETE /v1/locks/{name}[?owner=OWNER] (admin):
+// every holder, or only OWNER's hold (409 not_held when OWNER holds
+// nothing: nothing changed).
 func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Role, name string) {
-	fr, ok := s.eng.(engine.ForceReleaser)
-	if !ok {
-		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot force-release"))
-		return
+	q := r.URL.Query()
+	owner, one := q.Get("owner"), q.Has("owner")
+	if one {
+		if e := validateOwner(owner, true); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	held, err := fr.ForceRelease(ctx, name)
+	var held bool
+	var err error
+	switch fr, hr := s.eng.(engine.ForceReleaser); {
+	case one:
+		h, ok := s.eng.(engine.HolderReleaser)
+		if !ok {
+			writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot force-release one holder"))
+			return
+		}
+		held, err = h.ForceReleaseHolder(ctx, name, owner)
+	case !hr:
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot force-release"))
+		return
+	default:
+		held, err = fr.ForceRelease(ctx, name)
+	}
 	if err != nil {
 		writeError(w, engineErr("force-release", err))
 		return
 	}
-	s.log.Info("distlock: lock force-released", "name", name, "was_held", held, "remote", r.RemoteAddr)
+	if one && !held {
+		writeError(w, newError(http.StatusConflict, api.CodeNotHeld, fmt.Sprintf("%q holds nothing of %q: nothing was released", owner, name)))
+		return
+	}
+	s.log.Info("distlock: lock force-released", "name", name, "owner", owner, "was_held", held, "remote", r.RemoteAddr)
 	s.obs.changed()
-	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, WasHeld: held})
+	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, Owner: owner, WasHeld: held})
 }
 
 // notHeld answers a request about a lock its owner does not hold.

@@ -113,15 +113,15 @@ func TestServerMetrics(t *testing.T) {
 		{`distlock_hold_seconds_count{end="released"}`, 2},
 		{`distlock_hold_seconds_count{end="lost"}`, 1},
 		{`distlock_renewals_total{result="ok"}`, 2},
-		{`distlock_leases_lost_total{cause="expired"}`, 1},
+		{`distlock_leases_lost_total{cause="taken_over"}`, 1},
 	}
 	for _, c := range checks {
 		if v := metric(t, text, c.series); v < c.min {
 			t.Errorf("%s = %v, want at least %v", c.series, v, c.min)
 		}
 	}
-	if metric(t, text, `distlock_leases_lost_total{cause="taken_over"}`) != 0 {
-		t.Error("a loss by deletion counted as taken over")
+	if metric(t, text, `distlock_leases_lost_total{cause="expired"}`) != 0 {
+		t.Error("a loss by force-release counted as expired")
 	}
 	if !regexp.MustCompile(`(?m)^go_goroutines `).MatchString(text) {
 		t.Error("no Go runtime metrics")

@@ -21,7 +21,7 @@ import (
 //	POST   /v1/extend                  batch extend (write)
 //	GET    /v1/dashboard/events        dashboard stream (read)
 //	GET    /v1/locks/{name}            status (read)
-//	DELETE /v1/locks/{name}            force-release (admin)
+//	DELETE /v1/locks/{name}[?owner=O]  force-release: every holder, or O's hold (admin)
 //	POST   /v1/locks/{name}/acquire    acquire, waiting up to wait_ms (write)
 //	POST   /v1/locks/{name}/extend     extend (write)
 //	POST   /v1/locks/{name}/release    release (write)

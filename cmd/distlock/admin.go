@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -398,11 +399,18 @@ func (a *app) cmdForceRelease(args []string) int {
 	fs := flagSet(cmd)
 	redisURL := stringFlag(fs, "", "redis")
 	yes := boolFlag(fs, "y", "yes")
+	owner := stringFlag(fs, "", "owner")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
 	}
 	name := pos[0]
+	one := flagGiven(fs, "owner")
+	if one {
+		if err := distlock.ValidateOwner(*owner); err != nil || *owner == "" {
+			return a.fail(cmd, usageErr("invalid --owner: %s", ownerProblem(err)))
+		}
+	}
 	ctx, b, done, err := a.connect(cmd, *redisURL, false)
 	if err != nil {
 		return a.fail(cmd, err)
@@ -413,6 +421,13 @@ func (a *app) cmdForceRelease(args []string) int {
 	// (Inspect fails on it; force-release deletes it all the same).
 	info, ierr := inspectAny(ctx, b.client, name)
 	switch {
+	case one && ierr == nil:
+		h, ok := holderOf(info, *owner)
+		if !ok {
+			return a.fail(cmd, explain(&distlock.NotHolderError{Name: name, Owner: *owner}, name, b.where))
+		}
+		fmt.Fprintf(a.stderr, "%q is held by %s, %s (ttl left %s; metadata: %s); only that holder is freed.\n",
+			name, h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), h.Metadata)
 	case ierr == nil && !info.Held:
 		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
 		return exitOK
@@ -438,6 +453,13 @@ func (a *app) cmdForceRelease(args []string) int {
 			return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("%s: %q was left as it is. Pass --yes to skip the question.", why, name)})
 		}
 	}
+	if one {
+		if err := b.client.ForceReleaseHolder(ctx, name, *owner); err != nil {
+			return a.fail(cmd, explain(err, name, b.where))
+		}
+		fmt.Fprintf(a.stdout, "released %s's hold of %q; the head of its queue was woken if it fits\n", *owner, name)
+		return exitOK
+	}
 	held, err := b.client.ForceRelease(ctx, name)
 	if err != nil {
 		return a.fail(cmd, explain(err, name, b.where))
@@ -448,6 +470,27 @@ func (a *app) cmdForceRelease(args []string) int {
 		fmt.Fprintf(a.stdout, "%q was not held any more: nothing to release\n", name)
 	}
 	return exitOK
+}
+
+// holderOf returns owner's entry among info's holders (a mutex's one
+// holder included).
+func holderOf(info engine.Info, owner string) (engine.Holder, bool) {
+	for _, h := range info.Holders {
+		if h.Owner == owner {
+			return h, true
+		}
+	}
+	return engine.Holder{}, false
+}
+
+// ownerProblem says what is wrong with an --owner value (err from
+// distlock.ValidateOwner, nil for an empty one).
+func ownerProblem(err error) string {
+	var ae *distlock.ArgumentError
+	if errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return "empty"
 }
 
 // backendErr wraps an engine error of an admin command.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -46,4 +48,38 @@ func TestAdminSharedOnRedis(t *testing.T) {
 	expect(t, c.run(t, "list"), 0, "no lock is held")
 	r := wait(t, run, start, &out, &errb, patience)
 	expect(t, r, exitLost, "taken over")
+}
+
+// TestForceReleaseOwner: force-release --owner frees only that holder of
+// a reader-writer lock, which learns its lease was taken over, while the
+// other reader keeps its hold; an owner holding nothing exits 76 and
+// changes nothing, an empty one is a usage error.
+func TestForceReleaseOwner(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	lib := library(t, srv)
+	ctx := testCtx(t)
+	c := cli{redis: srv.URL()}
+	a, err := lib.RWMutex("w").RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lib.RWMutex("w").RLock(ctx, distlock.WithOwner("reader-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, c.run(t, "force-release", "--yes", "--owner", a.Owner(), "w"), 0, "released "+a.Owner()+"'s hold")
+	<-a.Done()
+	if !strings.Contains(a.Err().Error(), "taken over") {
+		t.Fatalf("the freed reader: %v, want lost as taken over", a.Err())
+	}
+	expect(t, c.run(t, "force-release", "--yes", "--owner", a.Owner(), "w"), exitLost, "holds nothing of \"w\"")
+	expect(t, c.run(t, "force-release", "--yes", "--owner", "", "w"), exitUsage, "invalid --owner: empty")
+	info, err := lib.RWMutex("w").Inspect(ctx)
+	if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != b.Owner() {
+		t.Fatalf("after freeing one reader: %+v, %v; want reader-b holding", info, err)
+	}
+	if err := b.Extend(ctx, b.TTL()); err != nil {
+		t.Fatalf("the other reader lost its lease: %v", err)
+	}
 }

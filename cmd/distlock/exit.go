@@ -35,7 +35,8 @@ const exitCodesHelp = `Exit codes:
             the distlock server refuses, a PostgreSQL schema never migrated
   69        backend error: Redis unreachable or failing
   75        lock busy: another owner holds the lock (the wait expired)
-  76        lock lost while the command ran (run), or not held (extend, release)
+  76        lock lost while the command ran (run), or not held (extend, release,
+            force-release --owner)
   126, 127  run: the command could not be executed, or was not found
   128+N     run: the command was killed by signal N (sent from outside distlock)
 `
@@ -92,6 +93,7 @@ func explain(err error, name, where string) error {
 		wait   *distlock.WaitError
 		be     *distlock.BackendError
 		arg    *distlock.ArgumentError
+		nh     *distlock.NotHolderError
 	)
 	switch {
 	case errors.As(err, &arg):
@@ -126,6 +128,12 @@ func explain(err error, name, where string) error {
 			msg = fmt.Sprintf("gave up after the backend failed for %s: %s", be.Failing.Round(time.Millisecond), msg)
 		}
 		return &cliError{code: exitBackend, msg: msg + ".\nCheck that it is up and reachable, then retry."}
+	case errors.As(err, &nh):
+		return &cliError{code: exitLost, msg: fmt.Sprintf("%q holds nothing of %q: nothing was released.\n"+
+			"See who holds it: distlock status %s", nh.Owner, name, shellQuote(name))}
+	case errors.As(err, &nh):
+		return &cliError{code: exitLost, msg: fmt.Sprintf("%q holds nothing of %q: nothing was released.\n"+
+			"See who holds it: distlock status %s", nh.Owner, name, shellQuote(name))}
 	case errors.Is(err, distlock.ErrLeaseLost), errors.Is(err, distlock.ErrNotHeld):
 		return &cliError{code: exitLost, msg: fmt.Sprintf("%q is not held by that owner: it expired, was released, "+
 			"or another owner holds it now.\nSee who holds it: distlock status %s", name, shellQuote(name))}

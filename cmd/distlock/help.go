@@ -239,19 +239,27 @@ const forceReleaseHelp = `Usage: distlock force-release [flags] NAME
 
 Frees the lock NAME whoever holds it, and wakes its waiters: a repair for a
 lock whose holder is known to be dead, or a leaked key at the lock's place.
-It shows the holder and asks for confirmation on standard input unless --yes.
-A holder that is still alive learns of it only at its next renewal, and may
-go on writing meanwhile: only fencing tokens protect the resource then.
+A semaphore or a reader-writer lock has every holder freed, or, with
+--owner, only that one (the others keep theirs; the head of the queue is
+woken if it now fits). It shows the holders it frees and asks for
+confirmation on standard input unless --yes. A holder that is still alive
+learns of it only at its next renewal (its lease is lost as "taken over"),
+and may go on writing meanwhile: only fencing tokens protect the resource
+then.
 
 Flags:
-  -y, --yes     do not ask
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+  --owner OWNER  free only OWNER's hold (its owner token, as distlock status
+                 and list show it); exit 76 when OWNER holds nothing of
+                 NAME, which changes nothing
+  -y, --yes      do not ask
+  --redis URL    the Redis to use (default: $DISTLOCK_REDIS)
 
 Exit codes: 0 released (or was not held), 1 not confirmed, 64 usage,
-69 backend error.
+69 backend error, 76 OWNER holds nothing (--owner).
 
-Example:
+Examples:
   distlock force-release --yes stuck-job
+  distlock force-release --owner 3f9c0d... workers
 `
 
 const limitHelp = `Usage: distlock limit [flags] NAME LIMIT

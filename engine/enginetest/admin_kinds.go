@@ -29,8 +29,8 @@ type adminHeld struct {
 // leaks checks a shared lock's holders by), and agrees with Inspect;
 // ForceRelease frees each one, wakes the waiter queued for it
 // (it gets the lock before the holder's lease would have ended), and
-// the shared locks' holders are told their lease was taken over (a
-// renewal's answer, before their deadline). Leaks (engine.LeakFinder)
+// every holder, the mutex's too, is told its lease was taken over (a
+// renewal's answer, before its deadline). Leaks (engine.LeakFinder)
 // reports none of it, before or after the force-releases.
 func (s *suite) adminKinds(t *testing.T) {
 	s.sharer(t)
@@ -110,14 +110,7 @@ func (s *suite) adminKinds(t *testing.T) {
 		if info := inspectKind(t, ctx, c, h); info.Held {
 			t.Errorf("%q still held after force-release and the waiter's release: %+v", h.name, info)
 		}
-		<-h.lease.Done()
-		var lost *distlock.LostError
-		if !errors.As(h.lease.Err(), &lost) || !lost.At.Before(deadline) {
-			t.Fatalf("the holder of %q was not told of the force-release before its deadline: %v", h.name, h.lease.Err())
-		}
-		if h.kind != 0 && lost.Cause != distlock.TakenOver {
-			t.Errorf("the holder of the %s %q lost its lease as %q, want %q", h.kind, h.name, lost.Cause, distlock.TakenOver)
-		}
+		takenOver(t, h.lease, "the holder of the "+h.kind.String()+" "+h.name)
 	}
 	noLeaks(t, ctx, e, base, 2*ttl) // nor what a force-release leaves
 }

@@ -103,6 +103,7 @@ func Run(t *testing.T, h Harness) {
 		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
 		{"KindsRefused", s.kindsRefused},
 		{"AdminKinds", s.adminKinds},
+		{"ForceReleaseHolder", s.forceReleaseHolder},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -48,6 +48,11 @@ func TestChecksFailOnMutants(t *testing.T) {
 		// re-entry sets the expiry of the long hold (the defect of every
 		// engine before engine.HoldExpiry).
 		{"oneHold", "ReentryExpiry/mutex/ShortReentry", "before the lease's deadline"},
+		// A force-released holder's renewal answered missing (no taken-over
+		// mark): the holder is told its lease expired.
+		{"untold", "ForceReleaseWakesWaiter", `lost its lease as "expired"`},
+		// A force-release of one holder that frees every holder.
+		{"greedy", "ForceReleaseHolder", "after freeing one reader"},
 	} {
 		t.Run(tc.mutant+"/"+tc.check, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestChecksFailOnMutants$/^"+tc.check+"$", "-test.v", "-test.count=1")
@@ -79,17 +84,15 @@ func runMutant(t *testing.T, mutant string) {
 		e = weightOne{mem}
 	case "oneHold":
 		e = &oneHold{Engine: mem, holds: map[[2]string]int{}}
+	case "untold":
+		e = untold{mem}
+	case "greedy":
+		e = greedy{mem}
 	default:
 		t.Fatalf("no mutant %q", mutant)
 	}
-	enginetest.Run(t, enginetest.Harness{
-		New: func(t *testing.T) engine.Engine { return e },
-		Delete: func(t *testing.T, name string) {
-			if _, err := mem.ForceRelease(context.Background(), name); err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
+	// No Harness.Delete: the suite deletes by force-release.
+	enginetest.Run(t, enginetest.Harness{New: func(t *testing.T) engine.Engine { return e }})
 }
 
 // deaf is the embedded engine with subscriptions that never fire.
@@ -110,7 +113,7 @@ func (s silent) C() <-chan struct{} { return s.c }
 func (s silent) Close()             {}
 
 // stale is the embedded engine answering the first renewal of a lock that
-// is gone as extended.
+// is gone (or was taken from its holder) as extended.
 type stale struct {
 	*memory.Engine
 	mu       sync.Mutex
@@ -122,7 +125,7 @@ func (s *stale) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range res {
-		if res[i].Err == nil && res[i].Status == engine.Missing && !rs[i].Waiter && !s.answered[rs[i].Name] {
+		if res[i].Err == nil && res[i].Status != engine.Extended && !rs[i].Waiter && !s.answered[rs[i].Name] {
 			s.answered[rs[i].Name] = true
 			res[i].Status = engine.Extended
 		}
@@ -204,4 +207,30 @@ func (o *oneHold) Release(ctx context.Context, name, owner string) (engine.Relea
 	}
 	delete(o.holds, k)
 	return o.Engine.Release(ctx, name, owner)
+}
+
+// untold is the embedded engine answering a renewal that was answered
+// taken over (HeldByOther) while the lock is free as missing: a
+// force-release that leaves its holder no mark.
+type untold struct{ *memory.Engine }
+
+func (u untold) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	res, err := u.Engine.Extend(ctx, rs)
+	for i := range res {
+		if res[i].Status != engine.HeldByOther || rs[i].Waiter {
+			continue
+		}
+		if info, ierr := u.Engine.Inspect(ctx, rs[i].Name); ierr == nil && !info.Held && !rs[i].Shared {
+			res[i].Status = engine.Missing
+		}
+	}
+	return res, err
+}
+
+// greedy is the embedded engine whose force-release of one holder frees
+// every holder.
+type greedy struct{ *memory.Engine }
+
+func (g greedy) ForceReleaseHolder(ctx context.Context, name, _ string) (bool, error) {
+	return g.Engine.ForceRelease(ctx, name)
 }

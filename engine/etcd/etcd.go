@@ -57,6 +57,7 @@ var (
 	_ engine.Queuer         = (*Engine)(nil)
 	_ engine.Describer      = (*Engine)(nil)
 	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.HolderReleaser = (*Engine)(nil)
 	_ engine.MetadataSetter = (*Engine)(nil)
 	_ engine.Lister         = (*Engine)(nil)
 	_ engine.LeakFinder     = (*Engine)(nil)

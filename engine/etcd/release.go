@@ -63,10 +63,21 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 
 // ForceRelease implements engine.ForceReleaser: the lock is freed whoever
 // holds it (a mutex, or every holder of a shared lock: see forceShared),
-// and the head of its queue is woken. A mutex's holder learns of it at its
-// next renewal (answered Missing), a shared lock's holder too (answered
-// HeldByOther).
+// and the head of its queue is woken. Every holder freed learns of it at
+// its next renewal, answered HeldByOther (admin_shared.go: takenOps).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	return e.forceRelease(ctx, name, "")
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
+// but only owner's hold is freed (the mutex only when owner holds it).
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	return e.forceRelease(ctx, name, owner)
+}
+
+// forceRelease frees name's mutex, or its shared holders, or only owner's
+// hold when owner is not "".
+func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, error) {
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
@@ -76,9 +87,14 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 			return false, err
 		}
 		if st.lock == nil {
-			return e.forceShared(ctx, name)
+			return e.forceShared(ctx, name, owner)
 		}
-		ok, err := e.free(ctx, st)
+		if owner != "" && st.hold.Owner != owner {
+			return false, nil
+		}
+		ok, err := e.commit(ctx, "force-release "+name,
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.lock(name)), "=", st.lock.ModRevision)},
+			append(e.takenOps(name, st.hold.Owner, st.lock.Lease), clientv3.OpDelete(e.keys.lock(name)))...)
 		if err != nil || ok {
 			return ok, err
 		}

@@ -30,7 +30,8 @@ type Engine struct {
 	fences    map[string]highWater
 	subs      map[string]map[*subscription]struct{}
 	queues    map[string]*waitQueue
-	shared    map[string]*sharedLock // semaphores and reader-writer locks
+	shared    map[string]*sharedLock          // semaphores and reader-writer locks
+	taken     map[string]map[string]time.Time // name -> owner -> lease end (taken.go)
 	lastSweep time.Time
 	closed    bool
 	now       func() time.Time
@@ -64,6 +65,7 @@ func New() *Engine {
 		subs:   make(map[string]map[*subscription]struct{}),
 		queues: make(map[string]*waitQueue),
 		shared: make(map[string]*sharedLock),
+		taken:  make(map[string]map[string]time.Time),
 		now:    time.Now,
 	}
 }
@@ -97,6 +99,7 @@ func (e *Engine) sweep(now time.Time) {
 			delete(e.fences, name)
 		}
 	}
+	e.sweepTaken(now)
 }
 
 // next returns the next fencing token of name (engine.NextToken: its
@@ -194,6 +197,8 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		}
 		l := e.live(r.Name, now)
 		switch {
+		case (l == nil || l.owner != r.Owner) && e.takenFrom(r.Name, r.Owner, now):
+			out[i].Status = engine.HeldByOther // a force-release freed it
 		case l == nil:
 			out[i].Status = engine.Missing
 		case l.owner != r.Owner:
@@ -231,8 +236,8 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 
 // ForceRelease implements engine.ForceReleaser: it frees the lock whoever
 // holds it, a mutex or every holder of a shared lock, and wakes its
-// waiters. It reports whether the lock was held. A shared lock's holders
-// are told HeldByOther at their next renewal.
+// waiters. It reports whether the lock was held. The holders freed are
+// told HeldByOther at their next renewal (taken.go).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -243,10 +248,13 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	if e.forceShared(name, now) {
 		return true, nil
 	}
-	held := e.live(name, now) != nil
-	delete(e.locks, name)
-	e.freed(name)
-	return held, nil
+	l := e.live(name, now)
+	if l == nil {
+		e.freed(name)
+		return false, nil
+	}
+	e.forceMutex(name, l)
+	return true, nil
 }
 
 // SetMetadata implements engine.MetadataSetter.

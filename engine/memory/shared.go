@@ -18,9 +18,6 @@ type sharedLock struct {
 	holders map[string]*sharedHolder // by owner
 	q       *waitQueue               // nil when nobody waits
 	forget  time.Time                // when an unused lock's limit is forgotten
-	// taken remembers the holders a force-release freed, until their lease
-	// would have ended: their next renewal answers HeldByOther.
-	taken map[string]time.Time
 }
 
 type sharedHolder struct {
@@ -79,11 +76,6 @@ func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
 	for o, h := range s.holders {
 		if !now.Before(h.expires) {
 			delete(s.holders, o)
-		}
-	}
-	for o, until := range s.taken {
-		if !now.Before(until) {
-			delete(s.taken, o)
 		}
 	}
 	if s.q != nil {
@@ -155,7 +147,6 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		e.leaveShared(s, r.Waiter)
 		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 		s.holders[r.Owner] = h
-		delete(s.taken, r.Owner)
 		e.wakeShared(r.Name, s) // the next head, if it fits too
 		return engine.Grant{Acquired: true, Token: h.token, Count: 1}, nil
 	}
@@ -298,7 +289,7 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 		return engine.ExtendResult{Status: engine.Extended, Wake: s.q.head() == w && s.fits(w.weight)}
 	}
 	if s == nil || s.holders[r.Owner] == nil {
-		if s.takenFrom(r.Owner) {
+		if e.takenFrom(r.Name, r.Owner, now) {
 			return engine.ExtendResult{Status: engine.HeldByOther}
 		}
 		return engine.ExtendResult{Status: engine.Missing}
@@ -330,17 +321,6 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 	return true, nil
 }
 
-// takenFrom reports whether a force-release took the lock from owner (and
-// forgets it: the holder is told once). s may be nil.
-func (s *sharedLock) takenFrom(owner string) bool {
-	if s == nil {
-		return false
-	}
-	_, ok := s.taken[owner]
-	delete(s.taken, owner)
-	return ok
-}
-
 // forceShared frees every holder of name's shared lock, remembering them
 // as taken over, and wakes the head of its queue and the plain
 // subscribers. It reports whether anyone held it; the caller holds e.mu.
@@ -349,11 +329,8 @@ func (e *Engine) forceShared(name string, now time.Time) bool {
 	if s == nil || len(s.holders) == 0 {
 		return false
 	}
-	if s.taken == nil {
-		s.taken = make(map[string]time.Time)
-	}
 	for o, h := range s.holders {
-		s.taken[o] = h.expires
+		e.markTaken(name, o, h.expires)
 		delete(s.holders, o)
 	}
 	e.wakeShared(name, s)

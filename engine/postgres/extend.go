@@ -9,10 +9,9 @@ import (
 // Extend implements engine.Engine: every lease renewal and waiter
 // heartbeat of the batch, of mutexes and of shared locks
 // (ExtendRequest.Shared), in one statement: a call of the schema's extend
-// function, of extend_shared_taken (extend_shared, telling the holders a
-// force-release freed they were taken over), or of both joined by UNION
-// ALL; one round
-// trip. The rows are locked in name order (the mutexes' first, then the
+// function, of extend_shared, or of both joined by UNION ALL; one round
+// trip. Either tells the holders a force-release freed that they were
+// taken over (HeldByOther). The rows are locked in name order (the mutexes' first, then the
 // shared locks'), so concurrent batches never deadlock.
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := e.check(); err != nil {

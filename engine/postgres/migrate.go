@@ -20,8 +20,9 @@ var schemaSQL string
 // the name's row, and a mutex refused while shared holders hold the name;
 // 4: a semaphore's stored limit governs, a request that declares another
 // is served under it; a re-entered hold's expiry never moved earlier,
-// engine.HoldExpiry). Migrate brings a schema of any earlier version up
-// to it.
+// engine.HoldExpiry; a force-release marks every holder it frees taken
+// over, of either kind, and frees one holder by owner). Migrate brings a
+// schema of any earlier version up to it.
 const SchemaVersion = 4
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.

@@ -33,6 +33,7 @@ var (
 	_ engine.Describer      = (*Engine)(nil)
 	_ engine.NameChecker    = (*Engine)(nil)
 	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.HolderReleaser = (*Engine)(nil)
 	_ engine.OnceReleaser   = (*Engine)(nil)
 	_ engine.FenceRaiser    = (*Engine)(nil)
 	_ engine.MetadataSetter = (*Engine)(nil)

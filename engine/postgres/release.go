@@ -35,23 +35,36 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 
 // ForceRelease implements engine.ForceReleaser: it frees the lock whoever
 // holds it, a mutex or every holder of a shared lock, and wakes its
-// waiters. It reports whether the lock was held. A shared lock's holders
-// are told HeldByOther at their next renewal (extend_shared_taken).
+// waiters. It reports whether the lock was held. Every holder freed is
+// told HeldByOther at its next renewal (schema.sql: _mark_taken, _taken).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	return e.forceRelease(ctx, name, "")
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
+// but only owner's hold is freed (the mutex only when owner holds it).
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	return e.forceRelease(ctx, name, owner)
+}
+
+// forceRelease frees name's mutex, or its shared holders, or only owner's
+// hold when owner is not "": one call of force_release, and of
+// force_release_shared when the mutex was not held (by owner).
+func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, error) {
 	if err := e.check(); err != nil {
 		return false, err
 	}
-	if err := checkText("name", name); err != nil {
+	if err := checkTexts("name", name, "owner", owner); err != nil {
 		return false, err
 	}
 	var held bool
-	if err := e.pool.QueryRow(ctx, e.sql.forceRelease, name).Scan(&held); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.forceRelease, name, owner).Scan(&held); err != nil {
 		return false, e.wrap(err)
 	}
 	if held {
 		return true, nil
 	}
-	return e.forceShared(ctx, name)
+	return e.forceShared(ctx, name, owner)
 }
 
 // Leave implements engine.Queuer: the waiter leaves the queue; when it was

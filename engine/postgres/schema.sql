@@ -69,6 +69,35 @@ CREATE TABLE IF NOT EXISTS {{S}}.version (
   version integer NOT NULL
 );
 
+-- The holders a force-release freed, of either kind, until their lease
+-- would have ended: meanwhile a renewal of that owner that finds no hold
+-- is answered 3, held by another owner (taken over), a resent one too.
+-- Each force-release of the name deletes its rows past their end, and
+-- sweep every row past its end.
+CREATE TABLE IF NOT EXISTS {{S}}.taken (
+  name    text COLLATE "C" NOT NULL,
+  owner   text NOT NULL,
+  until   timestamptz NOT NULL,        -- the freed lease's end
+  PRIMARY KEY (name, owner)
+);
+
+-- _mark_taken marks p_owner's hold of name freed until p_until, and
+-- deletes the name's marks past their end.
+CREATE OR REPLACE FUNCTION {{S}}._mark_taken(p_name text, p_owner text, p_until timestamptz, now_ timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM {{S}}.taken WHERE name = p_name AND until <= now_;
+  INSERT INTO {{S}}.taken (name, owner, until) VALUES (p_name, p_owner, p_until)
+  ON CONFLICT (name, owner) DO UPDATE SET until = excluded.until;
+END $$;
+
+-- _taken tells whether p_owner's hold of name was freed by a force-release
+-- and its lease would not have ended by now_.
+CREATE OR REPLACE FUNCTION {{S}}._taken(p_name text, p_owner text, now_ timestamptz) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (SELECT 1 FROM {{S}}.taken t WHERE t.name = p_name AND t.owner = p_owner AND t.until > now_)
+$$;
+
 CREATE OR REPLACE FUNCTION {{S}}._us(i interval) RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$ SELECT (extract(epoch FROM i) * 1000000)::bigint $$;
 
@@ -322,7 +351,8 @@ BEGIN
 END $$;
 
 -- extend renews leases and waiters' heartbeats (p_waiter[i]), all in one
--- call. Statuses: 1 extended, 2 missing, 3 held by another owner; wake
+-- call. Statuses: 1 extended, 2 missing, 3 held by another owner (or
+-- taken over by a force-release: _taken); wake
 -- tells a waiter that it heads the queue of a free lock.
 CREATE OR REPLACE FUNCTION {{S}}.extend(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
@@ -350,6 +380,7 @@ BEGIN
     )
     SELECT req.i,
            CASE WHEN upd.name IS NOT NULL THEN 1
+                WHEN {{S}}._taken(req.n, req.o, now_) THEN 3
                 WHEN NOT {{S}}._live(k, now_) THEN 2
                 ELSE 3 END,
            coalesce(upd.token, 0::bigint), false
@@ -415,16 +446,23 @@ BEGIN
   PERFORM {{S}}._free(l, now_, false);
 END $$;
 
--- force_release frees name whoever holds it and wakes its waiters; it
--- reports whether the lock was held.
-CREATE OR REPLACE FUNCTION {{S}}.force_release(p_name text) RETURNS boolean
+-- force_release frees name whoever holds it, or only when p_owner holds
+-- it (p_owner not ''), and wakes its waiters; the holder is marked taken
+-- over (_mark_taken). It reports whether the lock was held (by p_owner).
+-- (Version 3's force_release(text) is dropped first: a call with the name
+-- alone resolves to this one.)
+DROP FUNCTION IF EXISTS {{S}}.force_release(text);
+CREATE OR REPLACE FUNCTION {{S}}.force_release(p_name text, p_owner text DEFAULT '') RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
   now_ timestamptz := clock_timestamp();
 BEGIN
-  IF l.name IS NULL THEN
+  IF l.name IS NULL OR (p_owner <> '' AND NOT ({{S}}._live(l, now_) AND l.owner = p_owner)) THEN
     RETURN false;
+  END IF;
+  IF {{S}}._live(l, now_) THEN
+    PERFORM {{S}}._mark_taken(p_name, l.owner, l.expires_at, now_);
   END IF;
   PERFORM {{S}}._free(l, now_, true);
   RETURN {{S}}._live(l, now_);
@@ -536,13 +574,15 @@ BEGIN
 END $$;
 
 -- sweep deletes up to p_limit rows of locks that hold nothing: expired or
--- free, nobody queued, high-water not above the token sequence; then rows
--- of shared locks unused for a week, with no holder and nobody queued.
+-- free, nobody queued, high-water not above the token sequence; then
+-- taken-over marks past their end; then rows of shared locks unused for a
+-- week, with no holder and nobody queued.
 -- Rows locked by someone else are skipped. It returns how many it deleted.
 CREATE OR REPLACE FUNCTION {{S}}.sweep(p_limit integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   n integer := 0;
+  gone integer;
   c text;
 BEGIN
   FOR c IN
@@ -561,6 +601,11 @@ BEGIN
       n := n + 1;
     END IF;
   END LOOP;
+  -- Taken-over marks past their end.
+  DELETE FROM {{S}}.taken t WHERE t.ctid = ANY (ARRAY(
+    SELECT ctid FROM {{S}}.taken WHERE until <= clock_timestamp() LIMIT greatest(p_limit - n, 0)));
+  GET DIAGNOSTICS gone = ROW_COUNT;
+  n := n + gone;
   -- Shared locks unused for the fence memory (a week), with nobody
   -- holding or queued: their kind and limit are forgotten.
   FOR c IN
@@ -985,8 +1030,9 @@ END $$;
 
 -- extend_shared renews shared locks' holders and their waiters'
 -- heartbeats (p_waiter[i]), all in one call; Extend sends it in the same
--- statement as extend. Statuses: 1 extended, 2 missing; wake tells a
--- waiter that it heads the queue and fits.
+-- statement as extend. Statuses: 1 extended, 2 missing, 3 taken over (a
+-- force-release freed the holder: _taken); wake tells a waiter that it
+-- heads the queue and fits.
 CREATE OR REPLACE FUNCTION {{S}}.extend_shared(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
 LANGUAGE plpgsql AS $$
@@ -1014,7 +1060,8 @@ BEGIN
        WHERE k.name = req.n AND k.owner = req.o
       RETURNING k.name, k.owner, k.token
     )
-    SELECT req.i, CASE WHEN upd.name IS NOT NULL THEN 1 ELSE 2 END, coalesce(upd.token, 0::bigint), false
+    SELECT req.i, CASE WHEN upd.name IS NOT NULL THEN 1 WHEN {{S}}._taken(req.n, req.o, now_) THEN 3 ELSE 2 END,
+           coalesce(upd.token, 0::bigint), false
       FROM req
       LEFT JOIN upd ON upd.name = req.n AND upd.owner = req.o;
   FOR r IN
@@ -1048,34 +1095,23 @@ END $$;
 SELECT setval({{TOKENS}}, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
  WHERE (SELECT last_value FROM {{S}}.tokens) < (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
 
-INSERT INTO {{S}}.version (version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
--- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
--- the mutex refused while shared holders hold the name; 4: a semaphore's
--- stored limit governs (a request that declares another is not refused),
--- and an owner's holds never have their expiry moved earlier while it has
--- more than one (_hold_expiry).
-UPDATE {{S}}.version SET version = 4 WHERE version < 4;
-
 -- The administration of shared locks (force-release; list reads the tables
--- in statements.go). shared_taken remembers the holders a force-release
--- freed, until their lease would have ended: their next renewal is told
--- they were taken over (extend_shared_taken), once.
-CREATE TABLE IF NOT EXISTS {{S}}.shared_taken (
-  name    text COLLATE "C" NOT NULL,
-  owner   text NOT NULL,
-  until   timestamptz NOT NULL,        -- the freed lease's end
-  PRIMARY KEY (name, owner)
-);
+-- in statements.go).
 
 -- force_release_shared frees every holder of the shared lock p_name,
--- whoever it is, records them in shared_taken, and wakes the head of the
--- queue if it fits; it returns the number of holders freed.
-CREATE OR REPLACE FUNCTION {{S}}.force_release_shared(p_name text) RETURNS integer
+-- whoever it is, or only the holder p_owner (p_owner not ''), marks them
+-- taken over (_mark_taken), and wakes the head of the queue if it fits;
+-- it returns the number of holders freed. (Version 3's
+-- force_release_shared(text) is dropped first, as force_release's.)
+DROP FUNCTION IF EXISTS {{S}}.force_release_shared(text);
+CREATE OR REPLACE FUNCTION {{S}}.force_release_shared(p_name text, p_owner text DEFAULT '') RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   s {{S}}.shared;
   now_ timestamptz;
-  n integer;
+  n integer := 0;
+  h record;
+  used bigint;
 BEGIN
   SELECT * INTO s FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
   IF NOT FOUND THEN
@@ -1083,41 +1119,43 @@ BEGIN
   END IF;
   now_ := clock_timestamp();
   PERFORM {{S}}._shared_purge(p_name, now_);
-  DELETE FROM {{S}}.shared_taken WHERE name = p_name AND until <= now_;
-  WITH freed AS (
-    DELETE FROM {{S}}.shared_holders WHERE name = p_name RETURNING owner, expires_at
-  ), marked AS (
-    INSERT INTO {{S}}.shared_taken (name, owner, until) SELECT p_name, owner, expires_at FROM freed
-    ON CONFLICT (name, owner) DO UPDATE SET until = excluded.until
-    RETURNING 1
-  )
-  SELECT count(*) INTO n FROM marked;
+  FOR h IN
+    DELETE FROM {{S}}.shared_holders WHERE name = p_name AND (p_owner = '' OR owner = p_owner)
+    RETURNING owner, expires_at
+  LOOP
+    PERFORM {{S}}._mark_taken(p_name, h.owner, h.expires_at, now_);
+    n := n + 1;
+  END LOOP;
   IF n > 0 THEN
-    PERFORM {{S}}._shared_wake(p_name, s.lim, 0);
+    used := coalesce((SELECT sum(weight) FROM {{S}}.shared_holders WHERE name = p_name), 0);
+    PERFORM {{S}}._shared_wake(p_name, s.lim, used);
   END IF;
   RETURN n;
 END $$;
 
--- extend_shared_taken is extend_shared, except that the renewal of a
--- holder a force-release freed (shared_taken), whose lease would not have
--- ended yet, is answered 3, HeldByOther, instead of 2, Missing; its mark
--- goes (it is told once).
+-- Version 3 kept the shared locks' marks in shared_taken and renewed them
+-- through extend_shared_taken: its marks move to taken, and
+-- extend_shared_taken stays, as extend_shared, for processes of that
+-- version still running (to be dropped by a later version).
+-- (Made empty first where it never was, so that each statement holds.)
+CREATE TABLE IF NOT EXISTS {{S}}.shared_taken (
+  name    text COLLATE "C" NOT NULL,
+  owner   text NOT NULL,
+  until   timestamptz NOT NULL,
+  PRIMARY KEY (name, owner)
+);
+INSERT INTO {{S}}.taken (name, owner, until) SELECT name, owner, until FROM {{S}}.shared_taken
+ON CONFLICT (name, owner) DO UPDATE SET until = greatest({{S}}.taken.until, excluded.until);
+DROP TABLE {{S}}.shared_taken;
 CREATE OR REPLACE FUNCTION {{S}}.extend_shared_taken(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-  r record;
-  u timestamptz;
-BEGIN
-  FOR r IN SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter) LOOP
-    o_i := r.o_i; o_status := r.o_status; o_token := r.o_token; o_wake := r.o_wake;
-    IF o_status = 2 AND NOT p_waiter[o_i] THEN
-      DELETE FROM {{S}}.shared_taken t WHERE t.name = p_names[o_i] AND t.owner = p_owners[o_i]
-      RETURNING t.until INTO u;
-      IF FOUND AND u > clock_timestamp() THEN
-        o_status := 3;
-      END IF;
-    END IF;
-    RETURN NEXT;
-  END LOOP;
-END $$;
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter) $$;
+
+INSERT INTO {{S}}.version (version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+-- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
+-- the mutex refused while shared holders hold the name; 4: a semaphore's
+-- stored limit governs (a request that declares another is not refused),
+-- an owner's holds never have their expiry moved earlier while it has
+-- more than one (_hold_expiry), and a force-release marks the holders it
+-- frees taken over, of either kind (taken), and frees one holder by owner.
+UPDATE {{S}}.version SET version = 4 WHERE version < 4;

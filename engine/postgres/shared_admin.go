@@ -10,7 +10,7 @@ import (
 
 // The administration of shared locks: listing and force-release (schema.sql:
 // force_release_shared; the holders it freed are told they were taken over
-// by extend_shared_taken).
+// by extend_shared, through _taken).
 
 // listShared returns the shared locks held or waited for whose names start
 // with prefix and come after cursor, in name order, at most limit, each
@@ -59,11 +59,11 @@ func mergePage(a, b []engine.Info, limit int) ([]engine.Info, string) {
 	return all, all[len(all)-1].Name
 }
 
-// forceShared frees every holder of the shared lock name; it reports
-// whether anyone held it.
-func (e *Engine) forceShared(ctx context.Context, name string) (bool, error) {
+// forceShared frees every holder of the shared lock name, or only owner
+// when owner is not ""; it reports whether anyone (owner) held it.
+func (e *Engine) forceShared(ctx context.Context, name, owner string) (bool, error) {
 	var n int32
-	if err := e.pool.QueryRow(ctx, e.sql.forceReleaseShared, name).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.forceReleaseShared, name, owner).Scan(&n); err != nil {
 		return false, e.wrap(err)
 	}
 	return n > 0, nil

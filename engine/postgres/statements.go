@@ -9,8 +9,8 @@ type statements struct {
 	// The administration of shared locks (shared_admin.go).
 	listShared, forceReleaseShared string
 
-	// Shared locks (shared.go); extendBoth is extend and extend_shared_taken
-	// in one statement, for a batch with both.
+	// Shared locks (shared.go); extendBoth is extend and extend_shared in
+	// one statement, for a batch with both.
 	acquireShared, releaseShared, inspectShared, setLimit   string
 	leaveShared, raiseSharedFence, extendShared, extendBoth string
 }
@@ -21,7 +21,7 @@ func newStatements(schema string) statements {
 		acquire:      "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 		extend:       "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
 		release:      "SELECT * FROM " + s + ".release($1, $2, $3)",
-		forceRelease: "SELECT " + s + ".force_release($1)",
+		forceRelease: "SELECT " + s + ".force_release($1, $2)",
 		leave:        "SELECT " + s + ".leave($1, $2)",
 		raiseFence:   "SELECT " + s + ".raise_fence($1, $2, $3)",
 		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
@@ -34,11 +34,11 @@ func newStatements(schema string) statements {
 		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
 		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
 		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
-		extendShared:     "SELECT * FROM " + s + ".extend_shared_taken($1, $2, $3, $4)",
+		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
 		// The mutexes' rows first, then the shared locks' (every batch
 		// locks rows in this order), answers numbered as one batch.
 		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
-			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared_taken($5, $6, $7, $8)",
+			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",
 		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
   (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp())
 FROM ` + s + `.locks k
@@ -49,7 +49,7 @@ WHERE starts_with(s.name, $1) AND s.name > $2
   AND (EXISTS (SELECT 1 FROM ` + s + `.shared_holders h WHERE h.name = s.name AND h.expires_at > clock_timestamp())
     OR EXISTS (SELECT 1 FROM ` + s + `.shared_waiters w WHERE w.name = s.name AND w.deadline > clock_timestamp()))
 ORDER BY s.name LIMIT $3`,
-		forceReleaseShared: "SELECT " + s + ".force_release_shared($1)",
+		forceReleaseShared: "SELECT " + s + ".force_release_shared($1, $2)",
 		// A lease distlock never makes: no expiry, or one beyond maxTTL.
 		leaks: `SELECT k.name, CASE WHEN k.expires_at IS NULL THEN -1 ELSE ` + s + `._us(k.expires_at - clock_timestamp()) END
 FROM ` + s + `.locks k

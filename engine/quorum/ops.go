@@ -718,12 +718,32 @@ var (
 // did not answer keeps its copy, a minority's, until its ttl), and reports
 // whether any node that answered held it.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
-		fr, ok := n.eng.(engine.ForceReleaser)
+	return e.forceRelease(ctx, func(ctx context.Context, eng engine.Engine) (bool, error) {
+		fr, ok := eng.(engine.ForceReleaser)
 		if !ok {
 			return false, errNoForceRelease
 		}
 		return fr.ForceRelease(ctx, name)
+	})
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser: owner's hold is
+// freed on every node. It reports whether any node found owner holding.
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	return e.forceRelease(ctx, func(ctx context.Context, eng engine.Engine) (bool, error) {
+		fr, ok := eng.(engine.HolderReleaser)
+		if !ok {
+			return false, errNoForceRelease
+		}
+		return fr.ForceReleaseHolder(ctx, name, owner)
+	})
+}
+
+// forceRelease runs free on every node; it reports whether any node's
+// lock was held, and a *NoQuorumError when any node failed.
+func (e *Engine) forceRelease(ctx context.Context, free func(context.Context, engine.Engine) (bool, error)) (bool, error) {
+	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
+		return free(ctx, n.eng)
 	}, nil, nil)
 	held, failed := 0, 0
 	for _, x := range rs {

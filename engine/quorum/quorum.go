@@ -62,9 +62,10 @@ type node struct {
 }
 
 var (
-	_ engine.Engine        = (*Engine)(nil)
-	_ engine.ForceReleaser = (*Engine)(nil)
-	_ engine.FenceRaiser   = (*Engine)(nil)
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.HolderReleaser = (*Engine)(nil)
+	_ engine.FenceRaiser    = (*Engine)(nil)
 )
 
 // Option configures a quorum Engine.

@@ -240,6 +240,9 @@ func (e *Engine) fenceKey(name string) string { return e.prefix + "{" + name + "
 func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "}" }
 func (e *Engine) queueKey(name string) string { return e.prefix + "{" + name + "}:q" }
 
+// takenKey is the name's taken-over marks (scripts/taken.lua).
+func (e *Engine) takenKey(name string) string { return e.prefix + "{" + name + "}:t" }
+
 // keys returns every key of one lock, as the scripts take them: the lock,
 // its waiter queue (the queue, the heartbeat deadlines, the queue's state),
 // and its fencing high-water (the acquire script's alone: the others take
@@ -330,7 +333,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name)[:4], r.Owner, ms(r.TTL))
 				continue
 			}
-			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name)}, r.Owner, ms(r.TTL))
+			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name), e.takenKey(r.Name)}, r.Owner, ms(r.TTL))
 		}
 		return cmds
 	}

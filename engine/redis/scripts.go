@@ -21,6 +21,8 @@ var (
 	releaseSrc string
 	//go:embed scripts/force_release.lua
 	forceReleaseSrc string
+	//go:embed scripts/taken.lua
+	takenSrc string // the taken-over marks a force-release leaves
 	//go:embed scripts/raise_fence.lua
 	raiseFenceSrc string
 	//go:embed scripts/heartbeat.lua
@@ -31,9 +33,9 @@ var (
 
 var (
 	acquireScript      = newScript(include(acquireSrc))
-	extendScript       = newScript(lockSrc + extendSrc)
+	extendScript       = newScript(lockSrc + takenSrc + extendSrc)
 	releaseScript      = newScript(include(releaseSrc))
-	forceReleaseScript = newScript(queueSrc + forceReleaseSrc)
+	forceReleaseScript = newScript(lockSrc + queueSrc + takenSrc + forceReleaseSrc)
 	raiseFenceScript   = newScript(lockSrc + raiseFenceSrc)
 	heartbeatScript    = newScript(queueSrc + heartbeatSrc)
 	leaveScript        = newScript(queueSrc + leaveSrc)

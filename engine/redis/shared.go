@@ -81,7 +81,7 @@ var (
 var (
 	sharedAcquireScript    = newScript(sharedSrc + sharedAcquireSrc)
 	sharedReleaseScript    = newScript(sharedSrc + sharedReleaseSrc)
-	sharedExtendScript     = newScript(sharedSrc + sharedExtendSrc)
+	sharedExtendScript     = newScript(sharedSrc + takenSrc + sharedExtendSrc)
 	sharedLeaveScript      = newScript(sharedSrc + sharedLeaveSrc)
 	sharedSetLimitScript   = newScript(sharedSrc + sharedSetLimitSrc)
 	sharedInspectScript    = newScript(sharedSrc + sharedInspectSrc)
@@ -101,11 +101,17 @@ func (e *Engine) sharedKeys(name string) []string {
 	base := len(p) + len(n) + 2
 	all := p + "{" + n + "}" + p + "{" + n + "}:s" + p + "{" + n + "}:sh" + p + "{" + n + "}:sq" +
 		p + "{" + n + "}:sqd" + p + "{" + n + "}:sqs" + p + "{" + n + "}:fence"
-	k := make([]string, 7)
+	k := make([]string, 7, 8) // room for sharedTakenKeys' eighth
 	for i, extra := range [7]int{0, 2, 3, 3, 4, 4, 6} {
 		k[i], all = all[:base+extra], all[base+extra:]
 	}
 	return k
+}
+
+// sharedTakenKeys returns sharedKeys and the name's taken-over marks
+// (takenKey), as shared_extend.lua and shared_force_release.lua take them.
+func (e *Engine) sharedTakenKeys(name string) []string {
+	return append(e.sharedKeys(name), e.takenKey(name))
 }
 
 // runShared runs a shared lock's script through the engine's batcher, with
@@ -247,5 +253,5 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 // or {-1}, HeldByOther, for a holder a force-release freed; {1, wake} or
 // {0}).
 func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
-	return sharedExtendScript.EvalSha(ctx, p, e.sharedKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
+	return sharedExtendScript.EvalSha(ctx, p, e.sharedTakenKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
 }

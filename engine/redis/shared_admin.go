@@ -14,20 +14,36 @@ import (
 //go:embed scripts/shared_force_release.lua
 var sharedForceReleaseSrc string
 
-var sharedForceReleaseScript = newScript(sharedSrc + sharedForceReleaseSrc)
+var sharedForceReleaseScript = newScript(sharedSrc + takenSrc + sharedForceReleaseSrc)
 
-var _ engine.ForceReleaser = (*Engine)(nil)
+var (
+	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.HolderReleaser = (*Engine)(nil)
+)
 
 // ForceRelease implements engine.ForceReleaser: it frees the mutex name
 // and every holder of the shared lock name, whoever holds them, and wakes
-// their waiters. A shared lock's holders are told HeldByOther by their next
-// renewal (scripts/shared_force_release.lua).
+// their waiters. Every holder freed is told HeldByOther by its next
+// renewal (scripts/taken.lua).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, e.client, e.keys(name)[:4], e.publish).Int64()
+	return e.forceRelease(ctx, name, "")
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
+// but only the holder owner is freed (the mutex only when owner holds it).
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	return e.forceRelease(ctx, name, owner)
+}
+
+// forceRelease frees name's mutex and shared holders, or only owner's
+// hold when owner is not "".
+func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, error) {
+	k := e.keys(name)
+	n, err := forceReleaseScript.Run(ctx, e.client, []string{k[0], k[1], k[2], k[3], e.takenKey(name)}, e.publish, owner).Int64()
 	if err != nil {
 		return false, err
 	}
-	freed, err := e.runShared(ctx, sharedForceReleaseScript, name).Int64()
+	freed, err := e.batch.run(ctx, sharedForceReleaseScript, e.sharedTakenKeys(name), e.fenceMS, e.publish, owner).Int64()
 	return n == 1 || freed > 0, err
 }
 

@@ -59,12 +59,13 @@ type Engine struct {
 }
 
 var (
-	_ engine.Engine        = (*Engine)(nil)
-	_ engine.ForceReleaser = (*Engine)(nil)
-	_ engine.Lister        = (*Engine)(nil)
-	_ engine.Queuer        = (*Engine)(nil)
-	_ engine.FenceRaiser   = (*Engine)(nil)
-	_ engine.Sharer        = (*Engine)(nil)
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.ForceReleaser  = (*Engine)(nil)
+	_ engine.HolderReleaser = (*Engine)(nil)
+	_ engine.Lister         = (*Engine)(nil)
+	_ engine.Queuer         = (*Engine)(nil)
+	_ engine.FenceRaiser    = (*Engine)(nil)
+	_ engine.Sharer         = (*Engine)(nil)
 )
 
 // Option configures an Engine.
@@ -346,6 +347,19 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	var out api.ForceReleaseResponse
 	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
+	return out.WasHeld, err
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser (the token's role
+// must be admin): DELETE with ?owner=; the server's not_held answer (owner
+// holds nothing, nothing changed) is reported as false.
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	var out api.ForceReleaseResponse
+	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, "")+"?owner="+url.QueryEscape(owner), nil, &out)
+	var re *Error
+	if errors.As(err, &re) && re.Code == api.CodeNotHeld {
+		return false, nil
+	}
 	return out.WasHeld, err
 }
 

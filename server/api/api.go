@@ -374,9 +374,11 @@ type ListResponse struct {
 	Partial *Partial `json:"partial,omitempty"`
 }
 
-// ForceReleaseResponse answers DELETE /v1/locks/{name}.
+// ForceReleaseResponse answers DELETE /v1/locks/{name}[?owner=OWNER]:
+// Owner is the holder freed, "" when every holder was.
 type ForceReleaseResponse struct {
 	Name    string `json:"name"`
+	Owner   string `json:"owner,omitempty"`
 	WasHeld bool   `json:"was_held"`
 }
 

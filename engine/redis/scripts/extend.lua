@@ -2,17 +2,18 @@
 -- while ARGV[1] holds it more than once, only when that is later than its
 -- expiry now (engine.HoldExpiry: no hold's lease outlives the lock).
 -- Returns {1, token} when extended, {0} when nobody holds it, {-1} when
--- another owner does.
+-- another owner does or a force-release took it from ARGV[1] (its mark in
+-- KEYS[2], taken.lua: until its lease would have ended).
 local v = redis.call('GET', KEYS[1])
-if not v then
-  return {0}
-end
-local s = decode(v)
-if s.o ~= ARGV[1] then
-  return {-1}
-end
-if s.c > 1 and redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then
+local s = v and decode(v)
+if s and s.o == ARGV[1] then
+  if s.c > 1 and redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then
+    return {1, s.t}
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, s.t}
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, s.t}
+if tk_told(KEYS[2], ARGV[1]) or s then
+  return {-1}
+end
+return {0}

@@ -16,6 +16,8 @@
 --   KEYS[6] the queue's state (HASH: n = last ticket, 'w:<id>' = the
 --           permits waiter id asks for)
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
+--   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
+--           name's taken-over marks (taken.lua), the mutex's too
 --
 -- ARGV[1] is the fence ttl in ms and ARGV[2] PUBLISH or SPUBLISH for every
 -- script; their own arguments follow. Every time is the server's (TIME).

@@ -3,7 +3,7 @@
 -- ARGV[5] '1' for a waiter. Returns, for a holder, {1, token} when it
 -- holds the lock (its deadline is now ttl from now; only later while it
 -- holds it more than once: sh_hold_deadline), {-1} when a
--- force-release took it, {0} when it does not hold it otherwise;
+-- force-release took it (KEYS[8]), {0} when it does not hold it otherwise;
 -- for a waiter, {1, wake} while it is queued, wake = 1 when it heads the
 -- queue and its weight fits, {0} when it is not queued.
 local now = sh_now()
@@ -25,16 +25,10 @@ end
 local v = not sh_dropped[id] and lk[4]
 if not v then
   -- A holder a force-release freed (shared_force_release.lua) is told
-  -- {-1}, taken over, once, until its lease would have ended.
-  local taken = redis.call('HGET', LOCK, 't:' .. id)
+  -- {-1}, taken over, until its lease would have ended (its mark in
+  -- KEYS[8], taken.lua).
   sh_expire()
-  if taken then
-    redis.call('HDEL', LOCK, 't:' .. id)
-    if tonumber(taken) > now then
-      return {-1}
-    end
-  end
-  return {0}
+  return tk_told(KEYS[8], id) and {-1} or {0}
 end
 local h = cjson.decode(v)
 deadline = sh_hold_deadline(h.c, id, deadline)
