@@ -152,7 +152,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	fmt.Fprintf(a.stderr, "distlock serve: listening on %s (dashboard: %s/, API: %s/v1, metrics: %s/metrics)\n", url, url, url, url)
 	fmt.Fprintf(a.stderr, "distlock serve: engine: %s\n", desc)
 	if srv.Embedded() {
-		fmt.Fprintln(a.stderr, "distlock serve: this process is the lock authority: its locks live in memory and are dropped when it stops.")
+		fmt.Fprintln(a.stderr, "distlock serve: this process is the lock authority: its locks live in its memory and die with it (they are dropped when it stops or crashes); "+
+			"no other server shares them, so clients cannot go on through another server.")
 	}
 	if tokens == nil {
 		fmt.Fprintln(a.stderr, "distlock serve: authentication: off (give --tokens-file or "+envTokens+" to require bearer tokens)")

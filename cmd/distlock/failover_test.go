@@ -1,0 +1,115 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	etcdengine "github.com/distlock/distlock/engine/etcd"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/internal/servertest"
+)
+
+// serveProcess runs distlock serve with args as a process of its own and
+// returns its URL and what kills it (SIGKILL: no shutdown, no answer).
+func serveProcess(t *testing.T, args ...string) (url string, kill func()) {
+	t.Helper()
+	cmd := cli{}.command(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(kill)
+	found := make(chan string, 1)
+	var log lockedBuffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = log.Write([]byte(line + "\n"))
+			if rest, ok := strings.CutPrefix(line, "distlock serve: listening on "); ok {
+				u, _, _ := strings.Cut(rest, " ")
+				select {
+				case found <- u:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case url = <-found:
+	case <-time.After(patience):
+		t.Fatalf("distlock serve did not start: %s", log.String())
+	}
+	return url, kill
+}
+
+// TestKillOneOfTwoServersEtcd: two distlock serve processes on one etcd;
+// a client names both. The first is killed (SIGKILL) while a client holds a
+// lease with auto-renewal and another waits: no lease is lost, the backend
+// shows the same holder, and the waiter is granted through the other
+// server with a greater token (servertest.KillOneOfTwo).
+func TestKillOneOfTwoServersEtcd(t *testing.T) {
+	t.Parallel()
+	cl := etcdtest.Start(t, 1)
+	eps := strings.Join(cl.Endpoints(), ",")
+	var (
+		urls [2]string
+		kill func()
+	)
+	urls[0], kill = serveProcess(t, "--etcd", eps)
+	urls[1], _ = serveProcess(t, "--etcd", eps)
+	direct := etcdengine.New(cl.Client(t))
+	defer direct.Close()
+	servertest.KillOneOfTwo(t, urls, kill, 2*time.Second, direct.Inspect)
+}
+
+// TestKillOneOfTwoServersRedisProcess: the same on one redis-server, with
+// real distlock serve processes.
+func TestKillOneOfTwoServersRedisProcess(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var (
+		urls [2]string
+		kill func()
+	)
+	urls[0], kill = serveProcess(t, "--redis", srv.URL())
+	urls[1], _ = serveProcess(t, "--redis", srv.URL())
+	direct, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	servertest.KillOneOfTwo(t, urls, kill, 1500*time.Millisecond, direct.Inspect)
+}
+
+// TestServersOfSeveralURLs: DISTLOCK_SERVER may name several servers; the
+// CLI works while the first is down, and refuses two servers on the
+// embedded engine (which do not share their locks) at once.
+func TestServersOfSeveralURLs(t *testing.T) {
+	t.Parallel()
+	live := serveIn(t, nil)
+	c := cli{env: map[string]string{"DISTLOCK_SERVER": "http://" + closedPort(t) + "," + live.url}}
+	expect(t, c.run(t, "acquire", "--ttl", "1m", "job"), 0)
+	expect(t, c.run(t, "status", "job"), 0, "held")
+
+	other := serveIn(t, nil)
+	two := cli{env: map[string]string{"DISTLOCK_SERVER": live.url + "," + other.url}}
+	expect(t, two.run(t, "status", "job"), exitUsage, "do not share their locks")
+}
