@@ -4,8 +4,10 @@ package main
 
 import (
 	"bufio"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +21,12 @@ import (
 // serveProcess runs distlock serve with args as a process of its own and
 // returns its URL and what kills it (SIGKILL: no shutdown, no answer).
 func serveProcess(t *testing.T, args ...string) (url string, kill func()) {
+	url, _, kill = serveProc(t, args...)
+	return url, kill
+}
+
+// serveProc is serveProcess, with the process.
+func serveProc(t *testing.T, args ...string) (url string, proc *os.Process, kill func()) {
 	t.Helper()
 	cmd := cli{}.command(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -57,7 +65,7 @@ func serveProcess(t *testing.T, args ...string) (url string, kill func()) {
 	case <-time.After(patience):
 		t.Fatalf("distlock serve did not start: %s", log.String())
 	}
-	return url, kill
+	return url, cmd.Process, kill
 }
 
 // TestKillOneOfTwoServersEtcd: two distlock serve processes on one etcd;
@@ -97,6 +105,36 @@ func TestKillOneOfTwoServersRedisProcess(t *testing.T) {
 	}
 	defer direct.Close()
 	servertest.KillOneOfTwo(t, urls, kill, 1500*time.Millisecond, direct.Inspect)
+}
+
+// TestStopOneOfTwoServersRedisProcess: the same with the first server
+// stopped (SIGSTOP) rather than killed: its connections stay open and
+// nothing answers on them. Each renewal gives the stopped server its share
+// of the lease's time left (half) before it goes on through the other, so
+// the lease is still renewed in time; the waiter, whose event stream hangs
+// on the stopped server, learns of the release from its heartbeat's
+// answer through the other server.
+func TestStopOneOfTwoServersRedisProcess(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var (
+		urls [2]string
+		proc *os.Process
+	)
+	urls[0], proc, _ = serveProc(t, "--redis", srv.URL())
+	urls[1], _ = serveProcess(t, "--redis", srv.URL())
+	direct, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	stop := func() {
+		if err := proc.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
+	}
+	servertest.KillOneOfTwo(t, urls, stop, 3*time.Second, direct.Inspect)
 }
 
 // TestServersOfSeveralURLs: DISTLOCK_SERVER may name several servers; the

@@ -65,7 +65,7 @@ func KillOneOfTwo(t *testing.T, urls [2]string, kill func(), ttl time.Duration, 
 		waitFor(ctx, t, "a renewal through the other server", func() bool {
 			select {
 			case <-l.Done():
-				t.Fatalf("the lease was lost when one server of two was killed: %v", l.Err())
+				t.Fatalf("the lease was lost when one server of two stopped answering: %v", l.Err())
 			default:
 			}
 			return l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
