@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -154,5 +155,58 @@ func TestNewServerList(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Arg != "server URL" {
 			t.Errorf("New(%q) = %v, want an *engine.ArgumentError", bad, err)
 		}
+	}
+}
+
+// hungAddr returns a loopback address that accepts connections and never
+// answers on them, as a stopped server's port does.
+func hungAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// TestHungServerFirst: a first server that accepts connections and never
+// answers holds up neither Ping (once another server answered, the hung one
+// counts as not answering) nor a call with a deadline (it gets its share of
+// the time, then the call goes on through the next server).
+func TestHungServerFirst(t *testing.T) {
+	_, urls := twoServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	e := newRemote(t, "http://"+hungAddr(t)+","+urls[1])
+	if _, err := e.Ping(ctx); err != nil {
+		t.Fatalf("ping with the first server hung: %v", err)
+	}
+	c := distlock.New(e)
+	defer c.Close()
+	actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+	defer acancel()
+	l, err := c.TryAcquire(actx, "job", distlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatalf("acquire with the first server hung: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -177,12 +177,12 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 	}
 	// An attempt id makes a second copy of the request harmless: the
 	// engine answers a repeated attempt as before, without a second hold.
-	how := retryUnsent
+	o := callOpts{how: retryUnsent, most: r.TTL / 3}
 	if r.Attempt != "" {
-		how = retryAlways
+		o.how = retryAlways
 	}
 	var out api.AcquireResponse
-	err := e.call(ctx, how, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
+	err := e.call(ctx, o, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeLocked {
 		g := engine.Grant{Holder: he.Detail.Holder}
@@ -298,7 +298,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 
 func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
 	var out api.ReleaseResponse
-	err := e.call(ctx, retryUnsent, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner, Shared: shared}, &out)
+	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner, Shared: shared}, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
 		// The outcome is unknown, and a second copy could drop a second
 		// hold: ask whether the owner still holds the lock.
@@ -385,7 +385,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	// Sent again only when it never arrived: a second copy could free a
 	// lock granted since to another holder.
 	var out api.ForceReleaseResponse
-	err := e.call(ctx, retryUnsent, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
+	err := e.call(ctx, callOpts{how: retryUnsent}, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
 	return out.WasHeld, err
 }
 

@@ -19,14 +19,24 @@ import (
 // do sends one request that may be sent again on another server whatever
 // its outcome (see retryAlways).
 func (e *Engine) do(ctx context.Context, op, method, path string, in, out any) error {
-	return e.call(ctx, retryAlways, op, method, path, in, out)
+	return e.call(ctx, callOpts{how: retryAlways}, op, method, path, in, out)
+}
+
+// callOpts says how a request may go on to another server.
+type callOpts struct {
+	how retry
+	// most, when positive, caps a server's share of the time (see
+	// attemptShare): an acquire's answer is worth less the later it comes
+	// (its validity is counted from the first send), so a server that
+	// hangs gets a third of the ttl at most.
+	most time.Duration
 }
 
 // call sends one request with a JSON body (in, if not nil) to the current
 // server, and on to the next ones while failedOver says so (each server at
 // most once); it decodes a 2xx answer into out; other answers become an
 // *Error. The error of a request no server answered joins every server's.
-func (e *Engine) call(ctx context.Context, how retry, op, method, path string, in, out any) error {
+func (e *Engine) call(ctx context.Context, o callOpts, op, method, path string, in, out any) error {
 	if e.isClosed() {
 		return engine.ErrClosed
 	}
@@ -44,7 +54,10 @@ func (e *Engine) call(ctx context.Context, how retry, op, method, path string, i
 	for k := range n {
 		i := (from + k) % n
 		var deadline time.Time
-		if d := attemptShare(ctx, n-1-k); d > 0 && how == retryAlways {
+		if d := attemptShare(ctx, n-1-k); d > 0 && o.how == retryAlways {
+			if o.most > 0 {
+				d = max(min(d, o.most), minShare)
+			}
 			deadline = time.Now().Add(d)
 		}
 		err := e.vet(ctx, deadline, i)
@@ -55,7 +68,7 @@ func (e *Engine) call(ctx context.Context, how retry, op, method, path string, i
 			e.settleOn(from, i)
 			return nil
 		}
-		if !failedOver(ctx, err, how) || n == 1 {
+		if !failedOver(ctx, err, o.how) || n == 1 {
 			return joinTried(errs, err)
 		}
 		e.moveOn(i)
@@ -144,6 +157,10 @@ func (e *Engine) send(ctx context.Context, deadline time.Time, s *srv, op, metho
 	return nil
 }
 
+// pingGrace is how long Ping waits for the other servers once one
+// answered.
+const pingGrace = time.Second
+
 // newRequest makes a request that accepts accept, with the Engine's token.
 func (e *Engine) newRequest(ctx context.Context, method, target string, body io.Reader, accept string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, target, body)
@@ -168,15 +185,29 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 	}
 	infos := make([]api.InfoResponse, len(e.servers))
 	errs := make([]error, len(e.servers))
-	var wg sync.WaitGroup
+	// Once one server answered, the others get pingGrace more: a server
+	// that hangs does not hold Ping up (it counts as not answering).
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		grace *time.Timer
+	)
 	for i, s := range e.servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = e.send(ctx, time.Time{}, s, "ping", http.MethodGet, "/v1/info", nil, &infos[i])
+			errs[i] = e.send(pctx, time.Time{}, s, "ping", http.MethodGet, "/v1/info", nil, &infos[i])
+			if errs[i] == nil {
+				once.Do(func() { grace = time.AfterFunc(pingGrace, cancel) })
+			}
 		}()
 	}
 	wg.Wait()
+	if grace != nil {
+		grace.Stop()
+	}
 	first := -1
 	for i, err := range errs {
 		if err != nil {
