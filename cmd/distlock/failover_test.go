@@ -150,4 +150,24 @@ func TestServersOfSeveralURLs(t *testing.T) {
 	other := serveIn(t, nil)
 	two := cli{env: map[string]string{"DISTLOCK_SERVER": live.url + "," + other.url}}
 	expect(t, two.run(t, "status", "job"), exitUsage, "do not share their locks")
+
+	// Servers on Redis that declare different backends are refused too;
+	// the same id is one backend.
+	rs := redistest.Start(t)
+	a := serveIn(t, nil, "--redis", rs.URL(), "--backend-id", "locks-a")
+	b := serveIn(t, nil, "--redis", rs.URL(), "--backend-id", "locks-b")
+	a2 := serveIn(t, nil, "--redis", rs.URL(), "--backend-id", "locks-a")
+	ab := cli{env: map[string]string{"DISTLOCK_SERVER": a.url + "," + b.url}}
+	expect(t, ab.run(t, "status", "job"), exitUsage, "do not share their locks", "backend locks-b")
+	aa := cli{env: map[string]string{"DISTLOCK_SERVER": a.url + "," + a2.url}}
+	expect(t, aa.run(t, "status", "job"), 0, "free")
+}
+
+// TestServeBackendIDRefused: --backend-id on the embedded engine, or an id
+// the server cannot take, is a usage error.
+func TestServeBackendIDRefused(t *testing.T) {
+	t.Parallel()
+	expect(t, cli{}.run(t, "serve", "--listen", "127.0.0.1:0", "--backend-id", "x"), exitUsage, "embedded engine")
+	rs := redistest.Start(t)
+	expect(t, cli{}.run(t, "serve", "--listen", "127.0.0.1:0", "--redis", rs.URL(), "--backend-id", "embedded:x"), exitUsage, "--backend-id")
 }

@@ -291,6 +291,9 @@ Flags:
   --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
   --postgres URL            run on PostgreSQL (schema: $DISTLOCK_POSTGRES_SCHEMA or
                             distlock; make it first with 'distlock postgres init')
+  --backend-id ID           name the shared backend (the same on every server of
+                            it): clients naming several servers use only those
+                            that report the same id (not on the embedded engine)
   --tokens-file PATH        require bearer tokens: ROLE:TOKEN entries, one a
                             line (roles: read, write, admin; tokens of at least
                             16 bytes). Default: $DISTLOCK_TOKENS, same format.

@@ -15,6 +15,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
@@ -46,6 +47,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	redlock := stringFlag(fs, "", "redlock")
 	etcdEndpoints := stringFlag(fs, "", "etcd")
 	pgURL := stringFlag(fs, "", "postgres")
+	backendID := stringFlag(fs, "", "backend-id")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
 	keyFile := stringFlag(fs, "", "tls-key")
@@ -65,6 +67,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""),
 		*pgURL != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != ""):
 		return a.usage(cmd, "--redis, --redlock, --etcd and --postgres exclude each other: one backend")
+	case *backendID != "" && *redisURL == "" && *redlock == "" && *etcdEndpoints == "" && *pgURL == "":
+		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --redis, --redlock, --etcd or --postgres")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
 	case *maxWaiters < 1 || *maxPerName < 1:
@@ -132,7 +136,14 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	defer closeEngine()
 	defer sweep(ctx, eng, log)()
 	opts = append(opts, server.WithEngineName(desc))
+	if *backendID != "" {
+		opts = append(opts, server.WithBackendID(*backendID))
+	}
 	srv, err := server.New(eng, opts...)
+	var ae *distlock.ArgumentError
+	if errors.As(err, &ae) {
+		return a.usage(cmd, "--%s: %s", strings.ReplaceAll(ae.Arg, " ", "-"), ae.Reason)
+	}
 	if err != nil {
 		return a.fail(cmd, err)
 	}
