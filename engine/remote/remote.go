@@ -60,6 +60,8 @@ type Engine struct {
 	hc      *http.Client
 	ownsHC  bool
 
+	oneOff oneOffs // see oneoff.go
+
 	idMu     sync.Mutex
 	pinned   bool   // backend is known
 	backend  string // the backend of the first server vetted (see vet)
@@ -209,6 +211,9 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 	if err != nil {
 		return engine.Grant{}, err
 	}
+	if r.OneOff {
+		e.oneOff.add(r.Owner)
+	}
 	return engine.Grant{Acquired: true, Token: out.Token, Count: out.Count}, nil
 }
 
@@ -297,13 +302,27 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 }
 
 func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+	oneOff := e.oneOff.take(owner)
 	var out api.ReleaseResponse
-	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner, Shared: shared}, &out)
+	req := api.ReleaseRequest{Owner: owner, Shared: shared}
+	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
 		// The outcome is unknown, and a second copy could drop a second
-		// hold: ask whether the owner still holds the lock.
-		if held, herr := e.holds(ctx, name, owner, shared); herr == nil && !held {
+		// hold: ask whether the owner still holds the lock. If not, the
+		// release took effect; if so and the owner holds once (one-off),
+		// it did not, and is sent again.
+		held, herr := e.holds(ctx, name, owner, shared)
+		switch {
+		case herr == nil && !held:
 			return engine.ReleaseResult{Status: engine.Released}, nil
+		case herr == nil && oneOff:
+			err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
+			var he *Error
+			if errors.As(err, &he) && he.Code == api.CodeNotHeld {
+				// Held by the owner a moment ago: a copy of its own
+				// release freed it since.
+				return engine.ReleaseResult{Status: engine.Released}, nil
+			}
 		}
 	}
 	var he *Error

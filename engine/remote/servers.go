@@ -30,11 +30,13 @@ import (
 //     engine answers a repeated attempt as before, without a second hold),
 //     an extension sets a ttl, a heartbeat, a leave, a fence raise, a
 //     metadata or limit change set a value, a read changes nothing;
-//   - a release whose outcome is unknown is not sent again (a second copy
-//     would drop a second hold of a re-entrant owner): the next server is
-//     asked whether the owner still holds the lock; if not, the release
-//     took effect; if so, the error is returned and the hold lapses at its
-//     ttl. A force-release is sent again only when it never arrived.
+//   - a release whose outcome is unknown is not sent again blindly (a
+//     second copy would drop a second hold of a re-entrant owner): the next
+//     server is asked whether the owner still holds the lock; if not, the
+//     release took effect; if so, it is sent again for a one-off owner (one
+//     hold: see oneOffs), and for another the error is returned and the
+//     hold lapses at its ttl. A force-release is sent again only when it
+//     never arrived.
 //
 // Servers that do not share their locks must never stand in for each
 // other: before an Engine of several servers first uses a server (and
