@@ -189,7 +189,8 @@ func hungAddr(t *testing.T) string {
 // TestHungServerFirst: a first server that accepts connections and never
 // answers holds up neither Ping (once another server answered, the hung one
 // counts as not answering) nor a call with a deadline (it gets its share of
-// the time, then the call goes on through the next server).
+// the time, then the call goes on through the next server) nor the opening
+// of an event stream (5s, then the next server).
 func TestHungServerFirst(t *testing.T) {
 	_, urls := twoServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -209,4 +210,12 @@ func TestHungServerFirst(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+
+	// An event stream opens on the next server too.
+	fresh := newRemote(t, "http://"+hungAddr(t)+","+urls[1])
+	sub, err := fresh.Subscribe(ctx, "job")
+	if err != nil {
+		t.Fatalf("subscribe with the first server hung: %v", err)
+	}
+	sub.Close()
 }

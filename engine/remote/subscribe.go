@@ -26,6 +26,9 @@ const (
 	// opening a new connection. The server counts it as a waiter meanwhile.
 	linger      = 500 * time.Millisecond
 	idleTimeout = 45 * time.Second
+	// openTimeout bounds the opening of a stream on one server when the
+	// Engine has others to try.
+	openTimeout = 5 * time.Second
 	minBackoff  = 50 * time.Millisecond
 	maxBackoff  = 2 * time.Second
 )
@@ -225,7 +228,7 @@ func (st *stream) connect(onReady func()) error {
 	for k := range n {
 		i := (from + k) % n
 		opened := false
-		err := e.vet(st.ctx, time.Time{}, i)
+		err := e.vet(st.ctx, time.Now().Add(openTimeout), i)
 		if err == nil {
 			err = st.connectTo(e.servers[i], onReady, &opened)
 		}
@@ -256,7 +259,18 @@ func (st *stream) connectTo(s *srv, onReady func(), opened *bool) error {
 	if err != nil {
 		return err
 	}
+	open := time.AfterFunc(openTimeout, cancel)
+	if len(e.servers) == 1 {
+		open.Stop() // nobody else to try: wait as long as it takes
+	}
 	resp, err := e.hc.Do(req)
+	if !open.Stop() && len(e.servers) > 1 {
+		// The server did not answer in time: it is left for the next.
+		if err == nil {
+			resp.Body.Close()
+		}
+		return &url.Error{Op: http.MethodGet, URL: target, Err: fmt.Errorf("no answer within %v", openTimeout)}
+	}
 	if err != nil {
 		return err
 	}
