@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -36,24 +35,11 @@ const (
 	testGuard  = time.Minute
 )
 
-// closedAddr returns a loopback address where nothing listens: a port that
-// was free a moment ago.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // deadEngines returns engines whose backend is a closed loopback port: a
 // Redis engine and a distlock server's.
 func deadEngines(t *testing.T) map[string]engine.Engine {
 	t.Helper()
-	rdb := goredis.NewClient(&goredis.Options{Addr: closedAddr(t), ContextTimeoutEnabled: true, DisableIdentity: true,
+	rdb := goredis.NewClient(&goredis.Options{Addr: servertest.ClosedAddr(t), ContextTimeoutEnabled: true, DisableIdentity: true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	t.Cleanup(func() { _ = rdb.Close() })
 	reng, err := redisengine.New(rdb)
@@ -61,7 +47,7 @@ func deadEngines(t *testing.T) map[string]engine.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reng.Close() })
-	seng, err := remote.New("http://" + closedAddr(t))
+	seng, err := remote.New("http://" + servertest.ClosedAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -159,12 +158,5 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, need Role) (R
 	return role, true
 }
 
-// holderID is a short public fingerprint of an owner token: it tells
-// holders apart without giving their token away.
-func holderID(owner string) string {
-	if owner == "" {
-		return ""
-	}
-	h := sha256.Sum256([]byte("distlock holder id\x00" + owner))
-	return hex.EncodeToString(h[:6])
-}
+// holderID is api.HolderID.
+func holderID(owner string) string { return api.HolderID(owner) }

@@ -171,5 +171,6 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request, _ Role) {
 
 // handleInfo tells what the server runs on and the caller's role.
 func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, role Role) {
-	writeJSON(w, http.StatusOK, api.InfoResponse{Engine: s.engineName, Role: role.String(), Auth: s.tokens != nil, Version: Version})
+	writeJSON(w, http.StatusOK, api.InfoResponse{Engine: s.engineName, Role: role.String(), Auth: s.tokens != nil, Version: Version,
+		Embedded: s.embedded, Backend: s.backendID})
 }

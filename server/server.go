@@ -2,9 +2,11 @@
 // live dashboard at / and Prometheus metrics at /metrics, on any engine.
 //
 // On the embedded engine (engine/memory) one server process is the lock
-// authority, like a single Redis. On Redis (engine/redis) or Redlock
-// (engine/quorum) the server keeps no lock state of its own, so several
-// servers can run side by side behind a load balancer.
+// authority, like a single Redis without persistence: its locks die with
+// it. On Redis (engine/redis), Redlock (engine/quorum), etcd or PostgreSQL
+// the server keeps no lock state of its own, so several servers can run
+// side by side, and a client naming several of them (engine/remote) goes
+// on through another when one stops answering.
 //
 // The API is the engine contract over HTTP: the endpoints call the server's
 // engine directly (one engine operation per request), and the lease logic —
@@ -28,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +107,7 @@ type Server struct {
 	eng            engine.Engine
 	engineName     string
 	embedded       bool
+	backendID      string // GET /v1/info's backend
 	tokens         *Tokens
 	public         bool
 	tlsConfig      *tls.Config
@@ -251,6 +255,30 @@ func WithEngineName(name string) Option {
 	return func(s *Server) error { s.engineName = name; return nil }
 }
 
+// WithBackendID declares the identity of the shared backend the server
+// runs on (any name its operator picks: "redis-prod", say), which GET
+// /v1/info reports as backend. Give every server on one backend the same
+// id: a client that names several servers switches only between servers
+// that report the same backend (engine/remote), so one pointed at another
+// backend by mistake is refused rather than silently used. The embedded
+// engine refuses it: its locks are its own process's (its backend is
+// "embedded:" and an id of the process).
+func WithBackendID(id string) Option {
+	return func(s *Server) error {
+		switch {
+		case s.embedded:
+			return &distlock.ArgumentError{Arg: "backend id", Reason: "the embedded engine's locks are this process's own: no other server shares them"}
+		case id == "" || len(id) > 256 || strings.HasPrefix(id, embeddedBackend):
+			return &distlock.ArgumentError{Arg: "backend id", Reason: fmt.Sprintf("%q: want 1 to 256 bytes, not starting with %q", id, embeddedBackend)}
+		}
+		s.backendID = id
+		return nil
+	}
+}
+
+// embeddedBackend begins the backend id of a server on the embedded engine.
+const embeddedBackend = "embedded:"
+
 // NewRegistry returns a Prometheus registry with the Go runtime and process
 // collectors, as the server's own default registry has.
 func NewRegistry() *prometheus.Registry {
@@ -279,6 +307,9 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 		if err := o(s); err != nil {
 			return nil, err
 		}
+	}
+	if s.embedded {
+		s.backendID = embeddedBackend + newOwner()[:16]
 	}
 	if s.engineName == "" {
 		s.engineName = "embedded"
@@ -381,5 +412,8 @@ func (s *Server) TLS() bool { return s.tlsConfig != nil }
 func (s *Server) EngineName() string { return s.engineName }
 
 // Embedded reports whether the server runs on the embedded engine, whose
-// locks live in this process and are dropped when it exits.
+// locks live in this process and die with it: no other server shares them,
+// and GET /v1/info says so (embedded, and a backend id of this process
+// alone), so that a client naming several servers never switches to
+// another one in their stead.
 func (s *Server) Embedded() bool { return s.embedded }

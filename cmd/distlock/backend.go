@@ -36,8 +36,10 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_REDIS=redis://a:6379,redis://b:6379,redis://c:6379
                  Redlock over N independent Redis nodes (a majority decides);
                  DISTLOCK_NODE_TIMEOUT=50ms is its per-node timeout.
-  DISTLOCK_SERVER=http://host:7420   a distlock server (distlock serve);
-                 DISTLOCK_TOKEN=TOKEN is its bearer token, if it needs one.
+  DISTLOCK_SERVER=http://host:7420[,http://host2:7420...]   a distlock server
+                 (distlock serve), or several on one shared backend: when one
+                 stops answering, the others carry on. DISTLOCK_TOKEN=TOKEN
+                 is the bearer token, if they need one.
   DISTLOCK_ETCD=http://host:2379[,http://host2:2379...]   an etcd v3 cluster:
                  ttls are whole seconds of at least 2s there (rounded up).
   DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
@@ -187,7 +189,7 @@ func (a *app) redisURLs(cmd, flagURL string) ([]string, error) {
 func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
 	eng, err := remote.New(url, remote.WithToken(strings.TrimSpace(a.getenv(envToken))))
 	if err != nil {
-		return nil, usageErr("cannot use %q as a distlock server URL: %v.\nUse the form http://host:7420 (https:// for TLS).",
+		return nil, usageErr("cannot use %q as a distlock server URL: %v.\nUse the form http://host:7420 (https:// for TLS), several separated by commas.",
 			url, strings.TrimPrefix(err.Error(), "distlock/engine/remote: "))
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -197,6 +199,10 @@ func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
 		_ = eng.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, remote.ErrBackendMismatch) {
+			return nil, usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",
+				envServer, err)
 		}
 		if errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) {
 			return nil, usageErr("the distlock server at %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",

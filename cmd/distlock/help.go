@@ -307,11 +307,13 @@ live dashboard at / and Prometheus metrics at /metrics.
 
 With no backend flag it runs on the embedded engine, with nothing installed:
 this process is then the lock authority (like a single Redis), and its locks
-are dropped when it stops. With --redis or --redlock it keeps no lock state of
-its own, so several servers can run side by side behind a load balancer.
+die with it: no other server shares them. With --redis, --redlock, --etcd or
+--postgres it keeps no lock state of its own, so several servers can run side
+by side, and a client naming them all goes on through another when one dies.
 
 Clients: the Go library with engine/remote, the other distlock commands with
-DISTLOCK_SERVER=http://host:7420 (and DISTLOCK_TOKEN), or curl.
+DISTLOCK_SERVER=http://host:7420[,http://host2:7420] (and DISTLOCK_TOKEN), or
+curl.
 
 Flags:
   --listen HOST:PORT        address to listen on (default 127.0.0.1:7420)
@@ -320,6 +322,9 @@ Flags:
   --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
   --postgres URL            run on PostgreSQL (schema: $DISTLOCK_POSTGRES_SCHEMA or
                             distlock; make it first with 'distlock postgres init')
+  --backend-id ID           name the shared backend (the same on every server of
+                            it): clients naming several servers use only those
+                            that report the same id (not on the embedded engine)
   --tokens-file PATH        require bearer tokens: ROLE:TOKEN entries, one a
                             line (roles: read, write, admin; tokens of at least
                             16 bytes). Default: $DISTLOCK_TOKENS, same format.

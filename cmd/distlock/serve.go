@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
@@ -44,6 +45,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	redlock := stringFlag(fs, "", "redlock")
 	etcdEndpoints := stringFlag(fs, "", "etcd")
 	pgURL := stringFlag(fs, "", "postgres")
+	backendID := stringFlag(fs, "", "backend-id")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
 	keyFile := stringFlag(fs, "", "tls-key")
@@ -63,6 +65,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""),
 		*pgURL != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != ""):
 		return a.usage(cmd, "--redis, --redlock, --etcd and --postgres exclude each other: one backend")
+	case *backendID != "" && *redisURL == "" && *redlock == "" && *etcdEndpoints == "" && *pgURL == "":
+		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --redis, --redlock, --etcd or --postgres")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
 	case *maxWaiters < 1 || *maxPerName < 1:
@@ -130,7 +134,14 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	defer closeEngine()
 	defer sweep(ctx, eng, log)()
 	opts = append(opts, server.WithEngineName(desc))
+	if *backendID != "" {
+		opts = append(opts, server.WithBackendID(*backendID))
+	}
 	srv, err := server.New(eng, opts...)
+	var ae *distlock.ArgumentError
+	if errors.As(err, &ae) {
+		return a.usage(cmd, "--%s: %s", strings.ReplaceAll(ae.Arg, " ", "-"), ae.Reason)
+	}
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -150,7 +161,8 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	fmt.Fprintf(a.stderr, "distlock serve: listening on %s (dashboard: %s/, API: %s/v1, metrics: %s/metrics)\n", url, url, url, url)
 	fmt.Fprintf(a.stderr, "distlock serve: engine: %s\n", desc)
 	if srv.Embedded() {
-		fmt.Fprintln(a.stderr, "distlock serve: this process is the lock authority: its locks live in memory and are dropped when it stops.")
+		fmt.Fprintln(a.stderr, "distlock serve: this process is the lock authority: its locks live in its memory and die with it (they are dropped when it stops or crashes); "+
+			"no other server shares them, so clients cannot go on through another server.")
 	}
 	if tokens == nil {
 		fmt.Fprintln(a.stderr, "distlock serve: authentication: off (give --tokens-file or "+envTokens+" to require bearer tokens)")

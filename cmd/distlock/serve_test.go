@@ -87,7 +87,7 @@ func serveIn(t *testing.T, env map[string]string, args ...string) *served {
 func TestServeEmbedded(t *testing.T) {
 	t.Parallel()
 	s := serveIn(t, nil)
-	if err := s.stderr.String(); !strings.Contains(err, "engine: embedded") || !strings.Contains(err, "dropped when it stops") {
+	if err := s.stderr.String(); !strings.Contains(err, "engine: embedded") || !strings.Contains(err, "die with it") {
 		t.Fatalf("start-up message: %s", err)
 	}
 	c := cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}

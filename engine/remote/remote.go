@@ -10,22 +10,30 @@
 // in the client (distlock.Client), as on every engine. Waiters wait on a
 // stream of server-sent release events per lock name (one stream per name
 // per Engine, shared by its waiters), not by polling.
+//
+// Several servers of one shared backend may be named, separated by commas:
+//
+//	eng, err := remote.New("http://lock1:7420,http://lock2:7420", remote.WithToken(token))
+//
+// Requests go to the current server; when it stops answering, calls,
+// renewals, heartbeats and event streams go on through the next (see
+// servers.go for which requests are sent again, and why that is safe), and
+// servers that do not share their locks (an embedded engine's) are refused
+// with a *MismatchError rather than used in each other's stead.
 package remote
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -43,12 +51,21 @@ const settleGrace = time.Second
 // server's limit); larger batches are split.
 const maxBatch = 1000
 
-// Engine is a distlock server seen as a lock engine.
+// Engine is a distlock server (or several servers of one backend) seen as
+// a lock engine.
 type Engine struct {
-	base   string // scheme://host[:port][/path], without a trailing slash
-	token  string
-	hc     *http.Client
-	ownsHC bool
+	servers []*srv
+	cur     atomic.Int64 // index of the current server
+	token   string
+	hc      *http.Client
+	ownsHC  bool
+
+	oneOff oneOffs // see oneoff.go
+
+	idMu     sync.Mutex
+	pinned   bool   // backend is known
+	backend  string // the backend of the first server vetted (see vet)
+	pinnedBy string // that server
 
 	ctx    context.Context // ends the event streams on Close
 	cancel context.CancelFunc
@@ -92,24 +109,22 @@ func WithTLSConfig(cfg *tls.Config) Option {
 	}
 }
 
-// New returns an engine for the server at serverURL (http:// or https://).
-// It does not contact the server: see Ping.
+// New returns an engine for the server at serverURL (http:// or
+// https://), or for several servers of one backend, their URLs separated
+// by commas: requests go to one of them, and move on to the next when it
+// stops answering (see Servers, and the package's notes on several
+// servers). A URL that cannot be used is an error wrapping an
+// *engine.ArgumentError. New does not contact the servers: see Ping.
 func New(serverURL string, opts ...Option) (*Engine, error) {
-	u, err := url.Parse(strings.TrimSpace(serverURL))
+	servers, err := parseServers(serverURL)
 	if err != nil {
-		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: %v", serverURL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: want http://host:port or https://host:port", serverURL)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("distlock/engine/remote: server URL %q: no user, query or fragment allowed (use WithToken)", serverURL)
+		return nil, err
 	}
 	e := &Engine{
-		base:   u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/"),
-		hc:     &http.Client{Transport: newTransport()},
-		ownsHC: true,
-		subs:   make(map[string]*stream),
+		servers: servers,
+		hc:      &http.Client{Transport: newTransport()},
+		ownsHC:  true,
+		subs:    make(map[string]*stream),
 	}
 	for _, o := range opts {
 		o(e)
@@ -133,16 +148,8 @@ func newTransport() *http.Transport {
 	}
 }
 
-// String names the engine by its server, for error messages.
-func (e *Engine) String() string { return "distlock server " + e.base }
-
-// Ping checks that the server answers and accepts the token, and returns
-// what it runs on and the token's role.
-func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
-	var out api.InfoResponse
-	err := e.do(ctx, "ping", http.MethodGet, "/v1/info", nil, &out)
-	return out, err
-}
+// String names the engine by its servers, for error messages.
+func (e *Engine) String() string { return "distlock server " + strings.Join(e.Servers(), ",") }
 
 // Acquire implements engine.Engine: one attempt, no waiting on the server.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
@@ -174,8 +181,14 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 			return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("unknown shared lock kind %d", sh.Kind)}
 		}
 	}
+	// An attempt id makes a second copy of the request harmless: the
+	// engine answers a repeated attempt as before, without a second hold.
+	o := callOpts{how: retryUnsent, most: r.TTL / 3}
+	if r.Attempt != "" {
+		o.how = retryAlways
+	}
 	var out api.AcquireResponse
-	err := e.do(ctx, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
+	err := e.call(ctx, o, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeLocked {
 		g := engine.Grant{Holder: he.Detail.Holder}
@@ -201,6 +214,9 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 	}
 	if err != nil {
 		return engine.Grant{}, err
+	}
+	if r.OneOff {
+		e.oneOff.add(r.Owner)
 	}
 	return engine.Grant{Acquired: true, Token: out.Token, Count: out.Count}, nil
 }
@@ -290,8 +306,29 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 }
 
 func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+	oneOff := e.oneOff.take(owner)
 	var out api.ReleaseResponse
-	err := e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), api.ReleaseRequest{Owner: owner, Shared: shared}, &out)
+	req := api.ReleaseRequest{Owner: owner, Shared: shared}
+	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
+	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
+		// The outcome is unknown, and a second copy could drop a second
+		// hold: ask whether the owner still holds the lock. If not, the
+		// release took effect; if so and the owner holds once (one-off),
+		// it did not, and is sent again.
+		held, herr := e.holds(ctx, name, owner, shared)
+		switch {
+		case herr == nil && !held:
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		case herr == nil && oneOff:
+			err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
+			var he *Error
+			if errors.As(err, &he) && he.Code == api.CodeNotHeld {
+				// Held by the owner a moment ago: a copy of its own
+				// release freed it since.
+				return engine.ReleaseResult{Status: engine.Released}, nil
+			}
+		}
+	}
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
 		if he.Detail.Status == api.StatusHeldByOther {
@@ -303,6 +340,29 @@ func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (
 		return engine.ReleaseResult{}, err
 	}
 	return engine.ReleaseResult{Status: engine.Released, Remaining: out.Remaining}, nil
+}
+
+// holds reports whether owner holds name (a mutex, or with shared a
+// shared lock), read through the servers.
+func (e *Engine) holds(ctx context.Context, name, owner string, shared bool) (bool, error) {
+	kind := api.KindMutex
+	if shared {
+		kind = "shared"
+	}
+	var out api.LockInfo
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind="+kind, nil, &out); err != nil {
+		return false, err
+	}
+	id := api.HolderID(owner)
+	if out.Held && (out.Owner == owner || out.HolderID == id) {
+		return true, nil
+	}
+	for _, h := range out.Holders {
+		if h.Owner == owner || h.HolderID == id {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Inspect implements engine.Engine. The holder's owner token is reported
@@ -345,8 +405,10 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 // ForceRelease implements engine.ForceReleaser (the token's role must be
 // admin).
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	// Sent again only when it never arrived: a second copy could free a
+	// lock granted since to another holder.
 	var out api.ForceReleaseResponse
-	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
+	err := e.call(ctx, callOpts{how: retryUnsent}, "force-release", http.MethodDelete, lockPath(name, ""), nil, &out)
 	return out.WasHeld, err
 }
 
@@ -417,69 +479,6 @@ func (e *Engine) isClosed() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.closed
-}
-
-// do sends one request with a JSON body (in, if not nil) and decodes a 2xx
-// answer into out; other answers become an *Error.
-func (e *Engine) do(ctx context.Context, op, method, path string, in, out any) error {
-	if e.isClosed() {
-		return engine.ErrClosed
-	}
-	var body io.Reader
-	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(data)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if method != http.MethodGet {
-		// A request that changes state is given a moment to be answered
-		// after ctx ends, so that its outcome is known (a grant the caller
-		// can release, a "locked" that says why it waited) rather than
-		// lost with the connection.
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer cancel()
-		stop := context.AfterFunc(ctx, func() {
-			t := time.AfterFunc(settleGrace, cancel)
-			context.AfterFunc(rctx, func() { t.Stop() })
-		})
-		defer stop()
-		ctx = rctx
-	}
-	req, err := http.NewRequestWithContext(ctx, method, e.base+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if e.token != "" {
-		req.Header.Set("Authorization", "Bearer "+e.token)
-	}
-	resp, err := e.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return errorFrom(op, resp.StatusCode, data)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("distlock server: %s: bad answer: %v", op, err)
-	}
-	return nil
 }
 
 // lockPath is /v1/locks/{name}[/action], the name percent-encoded as one

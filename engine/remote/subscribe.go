@@ -26,6 +26,9 @@ const (
 	// opening a new connection. The server counts it as a waiter meanwhile.
 	linger      = 500 * time.Millisecond
 	idleTimeout = 45 * time.Second
+	// openTimeout bounds the opening of a stream on one server when the
+	// Engine has others to try.
+	openTimeout = 5 * time.Second
 	minBackoff  = 50 * time.Millisecond
 	maxBackoff  = 2 * time.Second
 )
@@ -214,25 +217,60 @@ func (st *stream) fail(err error) {
 	close(st.ready)
 }
 
-// connect opens the stream and reads it until it ends; onReady runs on
-// each "ready" event.
+// connect opens the stream on the current server (or, when it cannot be
+// opened there, on the next one: see call) and reads it until it ends;
+// onReady runs on each "ready" event.
 func (st *stream) connect(onReady func()) error {
+	e := st.e
+	n := len(e.servers)
+	from := e.current()
+	var errs []error
+	for k := range n {
+		i := (from + k) % n
+		opened := false
+		err := e.vet(st.ctx, time.Now().Add(openTimeout), i)
+		if err == nil {
+			err = st.connectTo(e.servers[i], onReady, &opened)
+		}
+		if opened {
+			e.settleOn(from, i)
+			return err
+		}
+		if !failedOver(st.ctx, err, retryAlways) || n == 1 {
+			return joinTried(errs, err)
+		}
+		e.moveOn(i)
+		errs = append(errs, err)
+	}
+	return joinTried(errs, nil)
+}
+
+// connectTo opens the stream on server s and reads it until it ends;
+// opened is set once the server accepted it.
+func (st *stream) connectTo(s *srv, onReady func(), opened *bool) error {
 	ctx, cancel := context.WithCancel(st.ctx)
 	defer cancel()
 	e := st.e
-	target := e.base + lockPath(st.name, "events")
+	target := s.base + lockPath(st.name, "events")
 	if st.waiter != "" {
 		target += "?waiter=" + url.QueryEscape(st.waiter)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := e.newRequest(ctx, http.MethodGet, target, nil, "text/event-stream")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	if e.token != "" {
-		req.Header.Set("Authorization", "Bearer "+e.token)
+	open := time.AfterFunc(openTimeout, cancel)
+	if len(e.servers) == 1 {
+		open.Stop() // nobody else to try: wait as long as it takes
 	}
 	resp, err := e.hc.Do(req)
+	if !open.Stop() && len(e.servers) > 1 {
+		// The server did not answer in time: it is left for the next.
+		if err == nil {
+			resp.Body.Close()
+		}
+		return &url.Error{Op: http.MethodGet, URL: target, Err: fmt.Errorf("no answer within %v", openTimeout)}
+	}
 	if err != nil {
 		return err
 	}
@@ -241,6 +279,7 @@ func (st *stream) connect(onReady func()) error {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 		return errorFrom("subscribe", resp.StatusCode, data)
 	}
+	*opened = true
 	// A stream that says nothing, not even its heartbeat, is dead.
 	idle := time.AfterFunc(idleTimeout, cancel)
 	defer idle.Stop()

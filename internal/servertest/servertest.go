@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,4 +47,87 @@ func Start(t testing.TB, eng engine.Engine, checkShutdown bool, opts ...server.O
 		scheme = "https://"
 	}
 	return srv, scheme + ln.Addr().String()
+}
+
+// Killable serves eng with opts like Start, on a listener whose
+// connections kill cuts at once, as when the server's process is killed:
+// every connection is reset (no answer, no shutdown event reaches a
+// client), the port is closed so new connections are refused, and then the
+// server is closed. kill is safe to call more than once; the test's end
+// calls it too.
+func Killable(t testing.TB, eng engine.Engine, opts ...server.Option) (srv *server.Server, url string, kill func()) {
+	t.Helper()
+	srv, err := server.New(eng, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &killListener{Listener: inner, conns: map[net.Conn]bool{}}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			ln.kill()
+			_ = srv.Close()
+			<-done // Serve ends with the listener: whatever it returns
+		})
+	}
+	t.Cleanup(kill)
+	return srv, "http://" + inner.Addr().String(), kill
+}
+
+// killListener tracks its connections, so that kill can reset them all.
+type killListener struct {
+	net.Listener
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	killed bool
+}
+
+func (l *killListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.killed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[c] = true
+	return c, nil
+}
+
+// kill closes the port and resets every connection.
+func (l *killListener) kill() {
+	l.mu.Lock()
+	l.killed = true
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	_ = l.Listener.Close()
+	for c := range conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a reset, as the kernel sends for a killed process
+		}
+		_ = c.Close()
+	}
+}
+
+// ClosedAddr returns a loopback address where nothing listens: a port that
+// was free a moment ago (a server that is down).
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }

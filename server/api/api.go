@@ -9,6 +9,23 @@
 // so JavaScript reads them exactly). docs/API.md documents every endpoint.
 package api
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// HolderID is the holder id the server reports for an owner token
+// (LockInfo.HolderID, HolderInfo.HolderID, ErrorDetail.HolderID): a short
+// public fingerprint that tells holders apart without giving their token
+// away, and lets an owner recognise its own hold.
+func HolderID(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte("distlock holder id\x00" + owner))
+	return hex.EncodeToString(h[:6])
+}
+
 // Error codes: the stable part of every error answer. Clients switch on
 // the code, never on the message.
 const (
@@ -389,6 +406,16 @@ type InfoResponse struct {
 	Role    string `json:"role"`
 	Auth    bool   `json:"auth"`
 	Version string `json:"version"`
+	// Embedded: the server runs on the embedded engine, so its locks live
+	// in its own memory, die with its process, and no other server shares
+	// them.
+	Embedded bool `json:"embedded,omitempty"`
+	// Backend names the lock state the server answers for: two servers
+	// that report the same Backend share their locks, and a client that
+	// names both may switch from one to the other. An embedded engine's is
+	// "embedded:" and an id of that server process alone; a server on a
+	// shared backend reports what its operator declared, or nothing.
+	Backend string `json:"backend,omitempty"`
 }
 
 // Server-sent event names of GET /v1/locks/{name}/events.
