@@ -25,8 +25,19 @@ const (
 )
 
 // pingTimeout bounds the first round trip, which tells an unreachable
-// backend from a busy lock before any waiting starts.
+// backend from a busy lock before any waiting starts. A command's wait
+// budget (--wait) bounds it too: see acquireWith.
 const pingTimeout = 5 * time.Second
+
+// interrupted returns ctx's error when ctx was cancelled (a signal), nil
+// when it is live or its deadline (a wait budget) passed: a check cut
+// short by the budget reports the backend unreachable, with its exit code.
+func interrupted(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
 
 // backendHelp documents the backend settings, for the help texts.
 const backendHelp = `Backend (every command but demo):
@@ -160,8 +171,8 @@ func openNode(ctx context.Context, url string) (rdb goredis.UniversalClient, add
 	err = rdb.Ping(pctx).Err()
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return rdb, addr, eng, ctx.Err()
+		if err := interrupted(ctx); err != nil {
+			return rdb, addr, eng, err
 		}
 		return rdb, addr, eng, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
 			"Check that Redis is running there and that %s (or --redis) points at it.", addr, err, envRedis)}
@@ -237,8 +248,8 @@ func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
 	cancel()
 	if err != nil {
 		_ = eng.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := interrupted(ctx); err != nil {
+			return nil, err
 		}
 		if errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) {
 			return nil, usageErr("the distlock server at %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
