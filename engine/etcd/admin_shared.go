@@ -22,13 +22,14 @@ func (k keyspace) taken(name, owner string) string { return k.name(name) + taken
 // forceShared frees every holder of the shared lock name and wakes the
 // head of its queue; it reports whether anyone held it.
 func (e *Engine) forceShared(ctx context.Context, name string) (bool, error) {
+	freed := false // a deletion may have been applied without an answer
 	for range maxConflicts {
 		st, err := e.readShared(ctx, name)
 		if err != nil {
 			return false, err
 		}
 		if len(st.holders) == 0 {
-			return false, nil
+			return freed, nil
 		}
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(name)), "<", st.rev+1).WithPrefix(),
@@ -44,7 +45,8 @@ func (e *Engine) forceShared(ctx context.Context, name string) (bool, error) {
 			}
 		}
 		ops = append(ops, e.wakeOps(st, "", 0)...)
-		ok, err := e.commit(ctx, "force-release "+name, cmps, ops...)
+		ok, unsure, err := e.commitUnsure(ctx, "force-release "+name, cmps, ops...)
+		freed = freed || unsure
 		if err != nil || ok {
 			return ok, err
 		}
@@ -67,7 +69,7 @@ func (e *Engine) takenOver(ctx context.Context, rs []engine.ExtendRequest, out [
 	if len(ops) == 0 || len(ops) > maxTxnOps {
 		return
 	}
-	resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+	resp, _, err := e.txn(ctx, "taken over", nil, ops)
 	if err != nil {
 		return // Missing is still true: the holder lost its permits
 	}

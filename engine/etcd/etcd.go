@@ -31,6 +31,8 @@ type Engine struct {
 	cli    *clientv3.Client
 	keys   keyspace
 	minTTL time.Duration
+	// attempt bounds one request to etcd (WithAttemptTimeout).
+	attempt time.Duration
 
 	pool    leasePool
 	leaseMu sync.Mutex
@@ -79,7 +81,7 @@ func WithMinTTL(d time.Duration) Option {
 // New returns an engine on the etcd cluster that cli talks to. The engine
 // does not close cli.
 func New(cli *clientv3.Client, opts ...Option) *Engine {
-	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL,
+	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL, attempt: DefaultAttemptTimeout,
 		kept: make(map[clientv3.LeaseID]time.Time)}
 	for _, o := range opts {
 		o(e)

@@ -1,0 +1,137 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/enginetest"
+	etcdengine "github.com/distlock/distlock/engine/etcd"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
+	"github.com/distlock/distlock/internal/waiting"
+)
+
+// electionTimeout is etcd's default election timeout, which the harness's
+// members run with: a new leader is elected within one to two of them
+// after the old one stops (the timeout is randomized up to twice itself).
+const electionTimeout = time.Second
+
+// attemptClient returns a Client on an engine of its own with per-attempt
+// deadline d, on an etcd client of every member.
+func attemptClient(t *testing.T, cl *etcdtest.Cluster, d time.Duration) *distlock.Client {
+	t.Helper()
+	e := etcdengine.New(cl.Client(t), etcdengine.WithAttemptTimeout(d))
+	c := distlock.New(e)
+	t.Cleanup(func() { _ = c.Close(); _ = e.Close() })
+	return c
+}
+
+// TestPausedLeaderCalls stops the leader (SIGSTOP: its connections stay
+// open, so a request sent there hangs rather than fails) while a lock is
+// held, and makes every kind of call through clients of all endpoints:
+// each completes within a few per-attempt deadlines plus an election
+// (requests that hang are sent again to another member), and the lock
+// semantics hold: the release frees the lock, a held lock refuses another
+// owner, tokens increase, an extension keeps the lease.
+func TestPausedLeaderCalls(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const attempt = 500 * time.Millisecond
+	// A call's requests are sequential steps (a read, then a transaction;
+	// the Client's own steps around them); each may be sent to the stopped
+	// member once before it goes elsewhere, and the first waits for the
+	// election.
+	const bound = 4*attempt + 2*electionTimeout
+	name := lockName(t)
+	holder, other := attemptClient(t, cl, attempt), attemptClient(t, cl, attempt)
+	l, err := holder.Acquire(ctx, name, distlock.WithTTL(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := cl.Leader(cl.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Members[leader]
+	t.Cleanup(m.Cont) // before the cluster's Kill, which sends SIGCONT too
+	probe := enginetest.StartProbe(t)
+	m.Stop()
+	t.Logf("stopped the leader %s", m.Name)
+	timed := func(what string, f func() error) {
+		t.Helper()
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s with the leader stopped: %v (after %v)", what, err, took)
+		}
+		t.Logf("%s took %v", what, took)
+		enginetest.Bounded(t, what, took, bound+probe.Slack(), probe.Delay(), attempt)
+	}
+	timed("Extend", func() error { return l.Extend(ctx, 6*time.Second) })
+	timed("TryAcquire of a held lock", func() error {
+		got, err := other.TryAcquire(ctx, name)
+		if err == nil {
+			_ = got.Release(ctx)
+			return errors.New("granted while held")
+		}
+		if errors.Is(err, distlock.ErrLocked) {
+			return nil
+		}
+		return err
+	})
+	timed("Release", func() error { return l.Release(ctx) })
+	var l2 *distlock.Lease
+	timed("Acquire", func() (err error) {
+		l2, err = other.Acquire(ctx, name, distlock.WithTTL(6*time.Second))
+		return err
+	})
+	if l2.Token() <= l.Token() {
+		t.Fatalf("token %d granted after %d", l2.Token(), l.Token())
+	}
+	timed("Inspect", func() error {
+		info, err := holder.Inspect(ctx, name)
+		if err == nil && (!info.Held || info.Owner != l2.Owner() || info.Token != l2.Token()) {
+			err = errors.New("does not see the holder")
+		}
+		return err
+	})
+	timed("Release of the second grant", func() error { return l2.Release(ctx) })
+	m.Cont()
+	cl.WaitReady(30 * time.Second)
+}
+
+// TestWaitBudgetUnreachable: against a member that accepts connections but
+// never answers (stopped), an Acquire returns within its context's
+// deadline plus the documented overrun (waiting.LeaveTimeout), with the
+// deadline's error, and a TryAcquire within its own.
+func TestWaitBudgetUnreachable(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	m := cl.Members[0]
+	c := attemptClient(t, cl, etcdengine.DefaultAttemptTimeout)
+	t.Cleanup(m.Cont)
+	probe := enginetest.StartProbe(t)
+	m.Stop()
+	const budget = 2 * time.Second
+	for _, try := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		start := time.Now()
+		var err error
+		if try {
+			_, err = c.TryAcquire(ctx, lockName(t))
+		} else {
+			_, err = c.Acquire(ctx, lockName(t))
+		}
+		took := time.Since(start)
+		cancel()
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("try %v: got %v, want the deadline's error", try, err)
+		}
+		t.Logf("try %v: %v after %v", try, err, took)
+		enginetest.Bounded(t, "a call with a 2s budget", took, budget+waiting.LeaveTimeout+probe.Slack(), probe.Delay(), budget/4)
+	}
+	m.Cont()
+}
