@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -100,6 +101,41 @@ func TestPausedLeaderCalls(t *testing.T) {
 		return err
 	})
 	timed("Release of the second grant", func() error { return l2.Release(ctx) })
+	// The other kinds go through the same requests.
+	var p1 *distlock.Lease
+	timed("Semaphore Acquire", func() (err error) {
+		p1, err = holder.Semaphore(name+"-sem", 1).Acquire(ctx, distlock.WithTTL(6*time.Second))
+		return err
+	})
+	timed("Semaphore TryAcquire of a full semaphore", func() error {
+		if p, err := other.Semaphore(name+"-sem", 1).TryAcquire(ctx); !errors.Is(err, distlock.ErrLocked) {
+			if err == nil {
+				_ = p.Release(ctx)
+			}
+			return fmt.Errorf("got %v, want locked", err)
+		}
+		return nil
+	})
+	timed("Semaphore Release", func() error { return p1.Release(ctx) })
+	var r *distlock.Lease
+	timed("RWMutex RLock", func() (err error) {
+		r, err = holder.RWMutex(name+"-rw").RLock(ctx, distlock.WithTTL(6*time.Second))
+		return err
+	})
+	timed("RWMutex RUnlock", func() error { return r.Release(ctx) })
+	var lead *distlock.Leadership
+	timed("Campaign", func() (err error) {
+		lead, err = holder.Campaign(ctx, name+"-elect", "a", distlock.WithTTL(6*time.Second))
+		return err
+	})
+	timed("Leader", func() error {
+		got, err := other.Leader(ctx, name+"-elect")
+		if err == nil && got.Term != lead.Term() {
+			err = fmt.Errorf("term %d, want %d", got.Term, lead.Term())
+		}
+		return err
+	})
+	timed("Resign", func() error { return lead.Resign(ctx) })
 	m.Cont()
 	cl.WaitReady(30 * time.Second)
 }
