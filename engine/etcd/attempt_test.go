@@ -171,3 +171,87 @@ func TestWaitBudgetUnreachable(t *testing.T) {
 	}
 	m.Cont()
 }
+
+// TestPausedLeaderSubscribe: engines whose clients were connected to every
+// member before the leader stopped subscribe afterwards. Each engine's
+// watch stream goes to one member, the stopped one for about a third of
+// them: a watch not created within an attempt deadline is made again on a
+// new stream, which goes to another member. Every Subscribe returns within
+// a few attempt deadlines plus an election, and every subscription is
+// woken by a release of the lock.
+func TestPausedLeaderSubscribe(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const attempt = 500 * time.Millisecond
+	// Up to three watch streams in a row may go to the stopped member
+	// (attempts of 1, 2 and 4 times the deadline), the first while the
+	// cluster elects a new leader.
+	const bound = 8*attempt + 2*electionTimeout
+	name := lockName(t)
+	var engines []*etcdengine.Engine
+	for range 9 {
+		e := etcdengine.New(cl.Client(t), etcdengine.WithAttemptTimeout(attempt))
+		t.Cleanup(func() { _ = e.Close() })
+		if _, err := e.Inspect(ctx, name); err != nil { // connected to every member
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	holder := attemptClient(t, cl, attempt)
+	l, err := holder.Acquire(ctx, name, distlock.WithTTL(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := cl.Leader(cl.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Members[leader]
+	t.Cleanup(m.Cont)
+	probe := enginetest.StartProbe(t)
+	m.Stop()
+	t.Logf("stopped the leader %s", m.Name)
+	type subbed struct {
+		took time.Duration
+		err  error
+		sub  interface {
+			C() <-chan struct{}
+			Close()
+		}
+	}
+	results := make(chan subbed, len(engines))
+	for _, e := range engines {
+		go func() {
+			start := time.Now()
+			s, err := e.Subscribe(ctx, name)
+			results <- subbed{time.Since(start), err, s}
+		}()
+	}
+	var subs []subbed
+	for range engines {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("Subscribe with the leader stopped: %v (after %v)", r.err, r.took)
+		}
+		t.Cleanup(r.sub.Close)
+		subs = append(subs, r)
+		enginetest.Bounded(t, "Subscribe", r.took, bound+probe.Slack(), probe.Delay(), attempt)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range subs {
+		select {
+		case <-s.sub.C():
+		case <-ctx.Done():
+			t.Fatalf("subscription %d (made in %v) was not woken by the release", i, s.took)
+		}
+	}
+	var worst time.Duration
+	for _, s := range subs {
+		worst = max(worst, s.took)
+	}
+	t.Logf("%d subscriptions made in at most %v, all woken by the release", len(subs), worst)
+	m.Cont()
+}
