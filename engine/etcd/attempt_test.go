@@ -29,6 +29,23 @@ func attemptClient(t *testing.T, cl *etcdtest.Cluster, d time.Duration) *distloc
 	return c
 }
 
+// stopLeader stops (SIGSTOP) the leader of cl, found by the maintenance
+// Status API, and returns it and a probe of this machine's scheduling
+// delays started just before; the member is resumed when the test ends.
+func stopLeader(t *testing.T, cl *etcdtest.Cluster) (*etcdtest.Member, *enginetest.Probe) {
+	t.Helper()
+	leader, err := cl.Leader(cl.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Members[leader]
+	t.Cleanup(m.Cont) // before the cluster's Kill, which sends SIGCONT too
+	probe := enginetest.StartProbe(t)
+	m.Stop()
+	t.Logf("stopped the leader %s", m.Name)
+	return m, probe
+}
+
 // TestPausedLeaderCalls stops the leader (SIGSTOP: its connections stay
 // open, so a request sent there hangs rather than fails) while a lock is
 // held, and makes every kind of call through clients of all endpoints:
@@ -52,15 +69,7 @@ func TestPausedLeaderCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader, err := cl.Leader(cl.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := cl.Members[leader]
-	t.Cleanup(m.Cont) // before the cluster's Kill, which sends SIGCONT too
-	probe := enginetest.StartProbe(t)
-	m.Stop()
-	t.Logf("stopped the leader %s", m.Name)
+	m, probe := stopLeader(t, cl)
 	timed := func(what string, f func() error) {
 		t.Helper()
 		start := time.Now()
@@ -203,15 +212,7 @@ func TestPausedLeaderSubscribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader, err := cl.Leader(cl.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := cl.Members[leader]
-	t.Cleanup(m.Cont)
-	probe := enginetest.StartProbe(t)
-	m.Stop()
-	t.Logf("stopped the leader %s", m.Name)
+	m, probe := stopLeader(t, cl)
 	type subbed struct {
 		took time.Duration
 		err  error
