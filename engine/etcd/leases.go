@@ -189,6 +189,9 @@ func (e *Engine) timeLeft(ctx context.Context, id clientv3.LeaseID) (time.Durati
 // write put, or puts late, goes at once.
 func (e *Engine) revokeLater(id clientv3.LeaseID) {
 	e.forget(id)
+	if e.bgCtx.Err() != nil {
+		return // closed: the lease expires on its own
+	}
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
