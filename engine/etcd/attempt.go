@@ -70,10 +70,11 @@ func (e *Engine) attemptContext(ctx context.Context, timedOut int) (context.Cont
 // answer.
 //
 // Every request of the engine goes through retry, writes too: each write
-// transaction compares a key that its own operations change (or only
-// deletes), so an attempt applied without an answer makes the next attempt's
-// comparison fail, and the caller reads again and decides again (see
-// docs/ETCD.md, "Stopped members").
+// transaction compares a key that its own operations change, or does only
+// what is the same done twice (deletes; a wake-up put again), so an attempt
+// applied without an answer makes the next attempt's comparison fail, and
+// the caller reads again and decides again (see docs/ETCD.md, "Stopped
+// members").
 func (e *Engine) retry(ctx context.Context, f func(ctx context.Context) error) (unsure bool, err error) {
 	slow := 0 // attempts that ran out of time
 	for n := 0; ; n++ {
