@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +18,8 @@ import (
 // (5 s). In the test process, so that the time measured is the command's,
 // not a process start's.
 func TestWaitBudgetCoversConnecting(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + l.Addr().String()
-	_ = l.Close() // nothing listens there now
 	stderr := &lockedBuffer{}
-	env := map[string]string{envEtcd: endpoint}
+	env := map[string]string{envEtcd: "http://" + closedPort(t)}
 	a := &app{stdin: strings.NewReader(""), stdout: &lockedBuffer{}, stderr: stderr,
 		getenv: func(k string) string { return env[k] }}
 	const wait = time.Second

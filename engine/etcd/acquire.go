@@ -28,7 +28,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		// The lease of a new grant is obtained while the state is read.
 		lease = newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
 	}
-	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) }, e.revokeLater)
+	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) })
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.read(ctx, r.Name); err != nil {
@@ -105,7 +105,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		e.grantedOps(st, r.Waiter)...)
 	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
 	if unsure {
-		lease.name()
+		e.taint(id)
 	}
 	if err != nil {
 		return engine.Grant{}, false, err
@@ -153,8 +153,8 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 			e.grantedOps(st, r.Waiter)...)
 		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, st.unchanged(e, r.Waiter), ops)
 	})
-	if unsure && id != old {
-		lease.name()
+	if unsure {
+		e.taint(id)
 	}
 	if err != nil {
 		return engine.Grant{}, false, err

@@ -35,9 +35,10 @@ const (
 // DefaultAttemptTimeout; d <= 0 keeps it). A request that takes longer (its
 // member is stopped, or lost the leader) is abandoned and sent again, while
 // the caller's context allows: the etcd client balances requests
-// round-robin, so the next attempt goes to another member. An attempt after
-// one that ran out of time gets twice as long (up to 8 times d), so that a
-// member that is slow rather than stopped still answers. A caller's
+// round-robin, so the next attempt goes to another member. After three
+// attempts in a row ran out of time, each further one gets twice as long (up
+// to 8 times d), so that a cluster that is slow rather than stopped still
+// answers. A caller's
 // deadline caps it too: an attempt gets at most a third of the time left
 // (at least 100 ms), so that a call can still be sent twice more.
 func WithAttemptTimeout(d time.Duration) Option {
@@ -49,15 +50,27 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // attemptContext returns the context of an attempt of a request made under
-// ctx after timedOut attempts of it ran out of time: each such attempt
-// doubles the next one's deadline (up to 8 times the first), so that a
-// request a loaded member answers slowly still gets its answer.
+// ctx after timedOut attempts of it ran out of time: attemptDeadline.
 func (e *Engine) attemptContext(ctx context.Context, timedOut int) (context.Context, context.CancelFunc) {
-	d := e.attempt << min(timedOut, 3)
+	d := e.attemptDeadline(timedOut)
 	if dl, ok := ctx.Deadline(); ok {
 		d = min(d, max(time.Until(dl)/3, minAttempt))
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// patientAfter is how many attempts in a row may run out of time before the
+// next gets longer: with three members, at least one of them went to a
+// member that answers, if slowly.
+const patientAfter = 3
+
+// attemptDeadline is the deadline of an attempt after timedOut attempts of
+// the request ran out of time: the configured one for the first
+// patientAfter attempts (each goes to another member), then twice as long
+// for each further one, up to 8 times, so that a request that every member
+// answers slowly (a loaded cluster) still gets its answer.
+func (e *Engine) attemptDeadline(timedOut int) time.Duration {
+	return e.attempt << min(max(timedOut-patientAfter+1, 0), 3)
 }
 
 // retry runs f, one request to etcd, until it answers, fails for a reason

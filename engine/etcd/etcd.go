@@ -37,6 +37,8 @@ type Engine struct {
 	pool    leasePool
 	leaseMu sync.Mutex
 	kept    map[clientv3.LeaseID]time.Time // lease -> expiry at the latest renewal sent
+	// tainted: leases a write of unknown outcome put a key on (see taint).
+	tainted map[clientv3.LeaseID]bool
 
 	heads   heads        // the waiters of this engine believed to head their queue
 	waiters waiterLeases // the leases of this engine's waiters

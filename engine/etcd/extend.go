@@ -262,6 +262,9 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
 		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}

@@ -51,14 +51,14 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	if leaseAlive {
 		e.noteKept(id, kept[0], sent)
 	}
+	if unsure {
+		e.taint(id)
+	}
 	// A lease the lock key may be on (an attempt applied without an
-	// answer, or to be applied late) is never pooled: the call that goes on
-	// takes it as its own if the key is there, and revokes it otherwise.
+	// answer, or to be applied late) is tainted: the call that goes on
+	// takes it as its own if the key is there; recycled, it is revoked.
 	if err != nil {
-		switch {
-		case unsure:
-			e.revokeLater(id)
-		case leaseAlive:
+		if leaseAlive || unsure {
 			e.recycle(id, ttl)
 		}
 		return engine.Grant{}, nil, nil, err
@@ -68,12 +68,7 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		if err != nil {
 			return engine.Grant{}, nil, nil, err
 		}
-		switch {
-		case unsure && leaseAlive:
-			p := resolved(id)
-			p.name()
-			return engine.Grant{}, st, p, nil
-		case !leaseAlive:
+		if !leaseAlive {
 			return engine.Grant{}, st, nil, nil
 		}
 		return engine.Grant{}, st, resolved(id), nil
@@ -104,24 +99,28 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 
 // fastRelease frees a lock this engine granted (one hold, unchanged since)
 // in one transaction; otherwise the transaction reads the name's keys,
-// which it returns as st for the full decision. unsure: see retry.
-func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done, unsure bool, err error) {
+// which it returns as st for the full decision. gone is the lock's lease
+// when the deletion's outcome is unknown (see retry), else nil.
+func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
-		return nil, false, false, nil
+		return nil, false, nil, nil
 	}
 	lockKey := e.keys.lock(name)
 	resp, unsure, err := e.txn(ctx, "release "+name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev)},
 		[]clientv3.Op{clientv3.OpDelete(lockKey)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+	if unsure {
+		gone = &l
+	}
 	if err != nil {
-		return nil, false, unsure, err
+		return nil, false, gone, err
 	}
 	if resp.Succeeded {
 		e.setLockLease(name, owner, clientv3.NoLease)
 		e.recycle(l.lease, l.ttl)
-		return nil, true, unsure, nil
+		return nil, true, nil, nil
 	}
 	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
-	return st, false, unsure, err
+	return st, false, gone, err
 }

@@ -104,15 +104,36 @@ func (e *Engine) noteKept(id clientv3.LeaseID, ttl int64, sent time.Time) {
 	e.kept[id] = sent.Add(time.Duration(ttl) * time.Second)
 }
 
-// recycle offers lease id, which no key uses any more, to the pool.
+// recycle offers lease id, which no key uses any more, to the pool; a
+// tainted lease is revoked instead.
 func (e *Engine) recycle(id clientv3.LeaseID, ttl int64) {
 	e.leaseMu.Lock()
 	expiry, ok := e.kept[id]
 	delete(e.kept, id)
+	tainted := e.tainted[id]
+	delete(e.tainted, id)
 	e.leaseMu.Unlock()
-	if ok {
+	switch {
+	case tainted:
+		e.revokeLater(id)
+	case ok:
 		e.pool.put(id, ttl, expiry)
 	}
+}
+
+// taint marks lease id as named by a write whose outcome was unknown (see
+// retry) and that the call then found applied, or applied again: an
+// abandoned attempt of that write may still be applied late, after the
+// key is gone, and put it again. Such a lease is never pooled: when its
+// key goes (a release, a move to a new ttl), it is revoked, and the late
+// write with it.
+func (e *Engine) taint(id clientv3.LeaseID) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	if e.tainted == nil {
+		e.tainted = make(map[clientv3.LeaseID]bool)
+	}
+	e.tainted[id] = true
 }
 
 // forget drops what the engine knows of lease id (its key is gone).
@@ -120,6 +141,7 @@ func (e *Engine) forget(id clientv3.LeaseID) {
 	e.leaseMu.Lock()
 	defer e.leaseMu.Unlock()
 	delete(e.kept, id)
+	delete(e.tainted, id)
 }
 
 // keepAlive renews every lease of ids in one round trip (pipelined on one

@@ -102,6 +102,11 @@ func TestLostAnswers(t *testing.T) {
 	if err != nil || info.Owner != "o" || info.Count != 1 || info.Token != g.Token {
 		t.Fatalf("after the grant: %+v, %v; want o, count 1, token %d", info, err, g.Token)
 	}
+	key, err := cli.Get(ctx, etcdengine.DefaultPrefix+name+"/lock")
+	if err != nil || len(key.Kvs) != 1 {
+		t.Fatalf("the lock key: %v, %v", key, err)
+	}
+	lease := clientv3.LeaseID(key.Kvs[0].Lease)
 	req.Attempt = "a2"
 	if g, err = e.Acquire(ctx, req); err != nil || g.Count != 2 {
 		t.Fatalf("re-entry: %+v, %v", g, err)
@@ -124,6 +129,14 @@ func TestLostAnswers(t *testing.T) {
 	if info, err = e.Inspect(ctx, name); err != nil || info.Held {
 		t.Fatalf("after the last release: %+v, %v; want free", info, err)
 	}
+	// The grant's lease was named by a write whose answer was lost: an
+	// abandoned attempt could put the key again late, so the release
+	// revokes the lease rather than keep it for the next grant (it would
+	// live for its ttl, 10 s, there).
+	waitFor(t, req.TTL/2, "the revocation of the lease of the grant whose answer was lost", func() bool {
+		ttl, err := cli.TimeToLive(ctx, lease)
+		return err == nil && ttl.TTL == -1
+	})
 
 	sem := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name + "-sem", Owner: "s", TTL: 10 * time.Second, Attempt: "b1"},
 		Kind: engine.Semaphore, Limit: 2, Weight: 1}

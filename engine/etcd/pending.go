@@ -14,9 +14,6 @@ type pending struct {
 	id    clientv3.LeaseID
 	err   error
 	taken bool
-	// named: a write that puts a key on the lease may have been applied
-	// without an answer (see retry), or may still be, late.
-	named bool
 }
 
 func newPending(ctx context.Context, f func(context.Context) (clientv3.LeaseID, error)) *pending {
@@ -37,9 +34,6 @@ func (p *pending) get() (clientv3.LeaseID, error) {
 // take marks the lease as used by a key.
 func (p *pending) take() { p.taken = true }
 
-// name marks the lease as named by a write whose outcome is unknown.
-func (p *pending) name() { p.named = true }
-
 // adopt takes the lease if it is id (a key found on it is the call's own,
 // put by a write whose answer was lost).
 func (p *pending) adopt(id clientv3.LeaseID) {
@@ -52,17 +46,11 @@ func (p *pending) adopt(id clientv3.LeaseID) {
 	}
 }
 
-// release waits for the lease and, unless it was taken, hands it to
-// unused, or to revoke when a write whose outcome is unknown named it: a
-// key that write put, or puts late, goes with the lease, and no such
-// write can put one after it.
-func (p *pending) release(unused, revoke func(clientv3.LeaseID)) {
+// release waits for the lease and hands it to unused unless it was taken
+// (unused recycles it, which revokes a tainted one: see Engine.taint).
+func (p *pending) release(unused func(clientv3.LeaseID)) {
 	<-p.done
-	switch {
-	case p.taken || p.err != nil:
-	case p.named:
-		revoke(p.id)
-	default:
+	if !p.taken && p.err == nil {
 		unused(p.id)
 	}
 }

@@ -23,7 +23,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, freed, err := e.fastRelease(ctx, name, owner)
+	st, done, gone, err := e.fastRelease(ctx, name, owner)
 	if err != nil || done {
 		if done {
 			return engine.ReleaseResult{Status: engine.Released}, nil
@@ -38,8 +38,9 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			}
 		}
 		switch {
-		case freed && (st.lock == nil || st.hold.Owner != owner):
+		case gone != nil && (st.lock == nil || st.hold.Owner != owner):
 			e.setLockLease(name, owner, clientv3.NoLease)
+			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		case st.lock == nil:
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
@@ -64,7 +65,9 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			continue
 		}
 		ok, unsure, err := e.free(ctx, st)
-		freed = freed || unsure
+		if unsure {
+			gone = &lockRef{lease: clientv3.LeaseID(st.lock.Lease), ttl: st.hold.TTL}
+		}
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}

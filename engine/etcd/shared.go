@@ -332,7 +332,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	}
 	ttl := leaseSeconds(r.TTL)
 	lease := newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
-	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) }, e.revokeLater)
+	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) })
 	var cl configLease
 	for range maxConflicts {
 		st, err := e.readShared(ctx, r.Name)
@@ -385,7 +385,7 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 		ops = append(ops, wake...)
 		resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
 		if unsure {
-			lease.name()
+			e.taint(id)
 		}
 		if err != nil {
 			return engine.Grant{}, false, err
@@ -514,8 +514,8 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, false)...)
 		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, cmps, ops)
 	})
-	if unsure && id != old {
-		lease.name()
+	if unsure {
+		e.taint(id)
 	}
 	if err != nil {
 		return engine.Grant{}, false, err
@@ -582,7 +582,7 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, freed, err := e.fastReleaseShared(ctx, name, owner)
+	st, done, gone, err := e.fastReleaseShared(ctx, name, owner)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -598,8 +598,9 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 		}
 		h := st.holder(owner)
 		switch {
-		case h == nil && freed: // as Release: this call's deletion, likely
+		case h == nil && gone != nil: // as Release: this call's deletion, likely
 			e.setLockLease(name, owner, clientv3.NoLease)
+			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		case h == nil:
 			e.setLockLease(name, owner, clientv3.NoLease)
@@ -629,7 +630,9 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			clientv3.Compare(clientv3.ModRevision(e.keys.config(name)), "=", modRev(st.cfg)))
 		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, e.wakeOps(st, "", st.used()-h.Weight)...)
 		ok, unsure, err := e.commitUnsure(ctx, "release "+name, cmps, ops...)
-		freed = freed || unsure
+		if unsure {
+			gone = &lockRef{lease: clientv3.LeaseID(h.kv.Lease), ttl: h.TTL}
+		}
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}
@@ -646,27 +649,30 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 // fastReleaseShared drops a hold this engine granted (one hold, its key
 // unchanged since) in one transaction when nobody waits (so nobody is to be
 // woken); otherwise the transaction reads the name's keys, which it returns
-// as st for the full decision. unsure: see retry.
-func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done, unsure bool, err error) {
+// as st for the full decision. gone: as fastRelease's.
+func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
-		return nil, false, false, nil
+		return nil, false, nil, nil
 	}
 	key := e.keys.holder(name, owner)
 	resp, unsure, err := e.txn(ctx, "release "+name, []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", l.rev),
 		clientv3.Compare(clientv3.Version(e.keys.sharedQueue(name)), "=", 0).WithPrefix(),
 	}, []clientv3.Op{clientv3.OpDelete(key)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+	if unsure {
+		gone = &l
+	}
 	if err != nil {
-		return nil, false, unsure, err
+		return nil, false, gone, err
 	}
 	if resp.Succeeded {
 		e.setLockLease(name, owner, clientv3.NoLease)
 		e.recycle(l.lease, l.ttl)
-		return nil, true, unsure, nil
+		return nil, true, nil, nil
 	}
 	st, err = e.decodeShared(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
-	return st, false, unsure, err
+	return st, false, gone, err
 }
 
 // InspectShared implements engine.Sharer: one read of the name's keys and
@@ -827,6 +833,9 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
 		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}

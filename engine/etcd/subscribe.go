@@ -136,13 +136,13 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	var once sync.Once
 	ready := func() { once.Do(func() { close(wn.ready) }) }
 	prefix := w.e.keys.name(name)
-	slow := 0 // watches in a row not created in time: each waits twice as long (up to 8 times)
+	slow := 0 // watches in a row not created in time (see attemptDeadline)
 	for ctx.Err() == nil {
 		wc := w.current()
 		wctx, cancel := context.WithCancel(ctx)
 		var created atomic.Bool
 		// Watch itself blocks while the stream is being opened.
-		stall := time.AfterFunc(w.e.attempt<<min(slow, 3), func() {
+		stall := time.AfterFunc(w.e.attemptDeadline(slow), func() {
 			if !created.Load() {
 				w.replace(wc)
 				cancel()
