@@ -23,8 +23,19 @@ const (
 )
 
 // pingTimeout bounds the first round trip, which tells an unreachable
-// backend from a busy lock before any waiting starts.
+// backend from a busy lock before any waiting starts. A command's wait
+// budget (--wait) bounds it too: see acquireWith.
 const pingTimeout = 5 * time.Second
+
+// interrupted returns ctx's error when ctx was cancelled (a signal), nil
+// when it is live or its deadline (a wait budget) passed: a check cut
+// short by the budget reports the backend unreachable, with its exit code.
+func interrupted(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
 
 // backendHelp documents the backend settings, for the help texts.
 const backendHelp = `Backend (every command but demo):
@@ -197,8 +208,8 @@ func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
 	cancel()
 	if err != nil {
 		_ = eng.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := interrupted(ctx); err != nil {
+			return nil, err
 		}
 		if errors.Is(err, remote.ErrBackendMismatch) {
 			return nil, usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",

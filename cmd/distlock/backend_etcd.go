@@ -39,8 +39,8 @@ func (a *app) openEtcd(ctx context.Context, endpoints string) (*backend, error) 
 	cancel()
 	if statusErr != nil {
 		_ = cli.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := interrupted(ctx); err != nil {
+			return nil, err
 		}
 		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach etcd at %s: %v.\nCheck %s.", endpoints, statusErr, envEtcd)}
 	}

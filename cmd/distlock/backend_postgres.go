@@ -41,8 +41,8 @@ func (a *app) openPostgresPool(ctx context.Context, url string) (*pgxpool.Pool, 
 	cancel()
 	if err != nil {
 		pool.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := interrupted(ctx); err != nil {
+			return nil, err
 		}
 		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach PostgreSQL (%s): %v.\nCheck %s.", envPostgres, err, envPostgres)}
 	}

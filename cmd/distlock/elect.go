@@ -56,7 +56,7 @@ func (a *app) cmdElect(args []string) int {
 	}
 	for {
 		var l *distlock.Leadership
-		b, lease, code := a.acquireWith(cmd, name, *redisURL, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+		b, lease, code := a.acquireWith(cmd, name, *redisURL, 0, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 			var err error
 			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), fairOption(*fair))
 			if err != nil {

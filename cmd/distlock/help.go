@@ -46,8 +46,9 @@ the group has exited.
 Flags (before NAME, or anywhere before --):
   --ttl DURATION     time to live of the lease, renewed every ttl/3 (default 30s;
                      50ms to 24h). Loss is detected within one ttl.
-  --wait DURATION    how long to wait for the lock (default 10s); 0 makes one
-                     attempt and exits 75 at once if the lock is busy
+  --wait DURATION    how long to wait for the lock, connecting included
+                     (default 10s); 0 makes one attempt and exits 75 at
+                     once if the lock is busy
   --fair             wait first-come, first-served across every process
   --grace DURATION   on lock loss, time between SIGTERM and SIGKILL (default 5s)
   --metadata TEXT    shown by 'distlock status' (default: host, pid and command)

@@ -67,7 +67,7 @@ func (a *app) cmdRun(args []string) int {
 	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 
-	b, lease, code := a.acquireWith(cmd, name, *redisURL, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+	b, lease, code := a.acquireWith(cmd, name, *redisURL, *wait, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
 	})
 	if lease == nil {
@@ -161,17 +161,22 @@ func flagGiven(fs *flag.FlagSet, names ...string) bool {
 // it reports the error and returns a nil lease and the exit code.
 func (a *app) runAcquire(cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
 	opts ...distlock.Option) (*backend, *distlock.Lease, int) {
-	return a.acquireWith(cmd, name, redisURL, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+	return a.acquireWith(cmd, name, redisURL, wait, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 		return acquireLease(ctx, c, name, wait, opts...)
 	})
 }
 
 // acquireWith connects to the backend and takes a lease on name with take.
-// A signal in sigs interrupts it. On failure it reports the error and
-// returns a nil lease and the exit code.
-func (a *app) acquireWith(cmd, name, redisURL string, sigs <-chan os.Signal,
+// A wait budget (wait > 0) counts from the start and covers connecting
+// too: a backend that does not answer ends the command when the budget
+// does, not after pingTimeout. A signal in sigs interrupts it. On failure
+// it reports the error and returns a nil lease and the exit code.
+func (a *app) acquireWith(cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
 	take func(context.Context, *distlock.Client) (*distlock.Lease, error)) (*backend, *distlock.Lease, int) {
 	ctx, cancel := context.WithCancel(context.Background())
+	if wait > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), wait)
+	}
 	defer cancel()
 	type result struct {
 		b     *backend

@@ -103,9 +103,12 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		noSharedHolder(e, r.Name))
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
-	resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
-		return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+		return engine.Grant{}, false, err
 	}
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
@@ -125,6 +128,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 		h.Attempt = r.Attempt
 	}
 	old := clientv3.LeaseID(st.lock.Lease)
+	lease.adopt(old) // the key on the call's own lease: a grant whose answer was lost
 	id := old
 	if h.TTL != ttl && !keepsLease(h.Count, h.TTL, ttl) {
 		var err error
@@ -142,14 +146,18 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 		}
 	}
 	var resp *clientv3.TxnResponse
+	var unsure bool
 	var err error
 	both(renew, func() {
 		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
 			e.grantedOps(st, r.Waiter)...)
-		resp, err = e.cli.Txn(ctx).If(st.unchanged(e, r.Waiter)...).Then(ops...).Commit()
+		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, st.unchanged(e, r.Waiter), ops)
 	})
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
-		return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+		return engine.Grant{}, false, err
 	}
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
@@ -221,9 +229,9 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 		if r.Waiter != "" { // where the waiter stands, as of the transaction
 			ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 		}
-		resp, err := e.cli.Txn(ctx).If(st.unchanged(e, r.Waiter)...).Then(ops...).Commit()
+		resp, _, err := e.txn(ctx, "queue on "+r.Name, st.unchanged(e, r.Waiter), ops)
 		if err != nil {
-			return engine.Grant{}, false, backendErr("queue on "+r.Name, err)
+			return engine.Grant{}, false, err
 		}
 		if !resp.Succeeded {
 			return engine.Grant{}, false, nil
@@ -287,10 +295,8 @@ func (e *Engine) settle(ctx context.Context, st *state) error {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(w.kv.Key)), "=", w.kv.ModRevision))
 		ops = append(ops, clientv3.OpDelete(string(w.kv.Key)))
 	}
-	if _, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit(); err != nil {
-		return backendErr("settle "+st.name, err)
-	}
-	return nil
+	_, _, err := e.txn(ctx, "settle "+st.name, cmps, ops)
+	return err
 }
 
 // due reports whether a head is owed the lock ahead of newcomers: a fair

@@ -24,6 +24,7 @@ func (k keyspace) taken(name, owner string) string { return k.name(name) + taken
 // when owner is not "", and wakes the head of its queue if it fits; it
 // reports whether anyone (owner) held it.
 func (e *Engine) forceShared(ctx context.Context, name, owner string) (bool, error) {
+	freed := false // a deletion may have been applied without an answer
 	for range maxConflicts {
 		st, err := e.readShared(ctx, name)
 		if err != nil {
@@ -46,10 +47,11 @@ func (e *Engine) forceShared(ctx context.Context, name, owner string) (bool, err
 			used -= h.Weight
 		}
 		if len(ops) == 0 {
-			return false, nil
+			return freed, nil
 		}
 		ops = append(ops, e.wakeOps(st, "", used)...)
-		ok, err := e.commit(ctx, "force-release "+name, cmps, ops...)
+		ok, unsure, err := e.commitUnsure(ctx, "force-release "+name, cmps, ops...)
+		freed = freed || unsure
 		if err != nil || ok {
 			return ok, err
 		}
@@ -83,7 +85,7 @@ func (e *Engine) takenOver(ctx context.Context, rs []engine.ExtendRequest, out [
 	if len(ops) == 0 || len(ops) > maxTxnOps {
 		return
 	}
-	resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+	resp, _, err := e.txn(ctx, "taken over", nil, ops)
 	if err != nil {
 		return // Missing is still true: the holder lost its hold
 	}

@@ -31,10 +31,14 @@ type Engine struct {
 	cli    *clientv3.Client
 	keys   keyspace
 	minTTL time.Duration
+	// attempt bounds one request to etcd (WithAttemptTimeout).
+	attempt time.Duration
 
 	pool    leasePool
 	leaseMu sync.Mutex
 	kept    map[clientv3.LeaseID]time.Time // lease -> expiry at the latest renewal sent
+	// tainted: leases a write of unknown outcome put a key on (see taint).
+	tainted map[clientv3.LeaseID]bool
 
 	heads   heads        // the waiters of this engine believed to head their queue
 	waiters waiterLeases // the leases of this engine's waiters
@@ -80,7 +84,7 @@ func WithMinTTL(d time.Duration) Option {
 // New returns an engine on the etcd cluster that cli talks to. The engine
 // does not close cli.
 func New(cli *clientv3.Client, opts ...Option) *Engine {
-	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL,
+	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL, attempt: DefaultAttemptTimeout,
 		kept: make(map[clientv3.LeaseID]time.Time)}
 	for _, o := range opts {
 		o(e)

@@ -25,29 +25,9 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	// An extension is idempotent, so an attempt that hangs (its requests
-	// went to a member that is stopped but still accepts connections) is
-	// abandoned after a third of the time left and sent again: the etcd
-	// client balances requests round-robin, so the next attempt goes to
-	// other members. A later attempt only makes the leases live longer.
-	for {
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		if dl, ok := ctx.Deadline(); ok {
-			actx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/3, minAttempt))
-		}
-		out, err := e.extendOnce(actx, rs)
-		hung := err != nil && actx.Err() != nil && ctx.Err() == nil
-		cancel()
-		if !hung {
-			return out, err
-		}
-	}
-}
-
-// minAttempt is the least time an extension attempt is given.
-const minAttempt = 100 * time.Millisecond
-
-func (e *Engine) extendOnce(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	// Each request below is sent again on another member when it hangs
+	// (see retry); renewals are idempotent, and a later one only makes a
+	// lease live longer.
 	sent := time.Now()
 	// Leases renewed in the first round trip: the ones this engine knows.
 	guess := make([]clientv3.LeaseID, len(rs))
@@ -212,10 +192,10 @@ func (e *Engine) readMany(ctx context.Context, rs []engine.ExtendRequest) ([][]*
 					ops = append(ops, clientv3.OpGet(e.keys.lock(r.Name)))
 				}
 			}
-			resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+			resp, _, err := e.txn(ctx, "read for extend", nil, ops)
 			if err != nil {
 				mu.Lock()
-				first = backendErr("read for extend", err)
+				first = err
 				mu.Unlock()
 				return
 			}
@@ -280,14 +260,19 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 	}
 	h := st.hold
 	h.TTL = ttl
-	ok, err := e.commit(ctx, "extend "+r.Name,
+	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
 		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
 	if !ok {
-		e.recycle(id, ttl)
+		if !unsure { // else the key may be on it: never pooled
+			e.recycle(id, ttl)
+		}
 		// Changed since the read: a re-entry, a release, another owner.
 		// The next renewal judges it again.
 		return engine.ExtendResult{Err: conflict("extend", r.Name)}

@@ -41,20 +41,27 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	var kept []int64
 	var kerr error
 	var resp *clientv3.TxnResponse
+	var unsure bool
 	var err error
 	both(func() { kept, kerr = e.keepAlive(ctx, []clientv3.LeaseID{id}) }, func() {
-		resp, err = e.cli.Txn(ctx).If(cmps...).Then(ops...).
-			Else(clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix())).Commit()
+		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, cmps, ops,
+			clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 	})
 	leaseAlive := kerr == nil && kept[0] > 0
 	if leaseAlive {
 		e.noteKept(id, kept[0], sent)
 	}
+	if unsure {
+		e.taint(id)
+	}
+	// A lease the lock key may be on (an attempt applied without an
+	// answer, or to be applied late) is tainted: the call that goes on
+	// takes it as its own if the key is there; recycled, it is revoked.
 	if err != nil {
-		if leaseAlive {
+		if leaseAlive || unsure {
 			e.recycle(id, ttl)
 		}
-		return engine.Grant{}, nil, nil, backendErr("acquire "+r.Name, err)
+		return engine.Grant{}, nil, nil, err
 	}
 	if !resp.Succeeded {
 		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
@@ -92,24 +99,28 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 
 // fastRelease frees a lock this engine granted (one hold, unchanged since)
 // in one transaction; otherwise the transaction reads the name's keys,
-// which it returns as st for the full decision.
-func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, err error) {
+// which it returns as st for the full decision. gone is the lock's lease
+// when the deletion's outcome is unknown (see retry), else nil.
+func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	lockKey := e.keys.lock(name)
-	resp, err := e.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev),
-	).Then(clientv3.OpDelete(lockKey)).Else(clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())).Commit()
+	resp, unsure, err := e.txn(ctx, "release "+name,
+		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev)},
+		[]clientv3.Op{clientv3.OpDelete(lockKey)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+	if unsure {
+		gone = &l
+	}
 	if err != nil {
-		return nil, false, backendErr("release "+name, err)
+		return nil, false, gone, err
 	}
 	if resp.Succeeded {
 		e.setLockLease(name, owner, clientv3.NoLease)
 		e.recycle(l.lease, l.ttl)
-		return nil, true, nil
+		return nil, true, nil, nil
 	}
 	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
-	return st, false, err
+	return st, false, gone, err
 }

@@ -105,9 +105,9 @@ func (e *Engine) page(ctx context.Context, prefix, cursor string, limit int) (*c
 		}
 		from = cursor + "\x00"
 	}
-	resp, err := e.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(int64(max(limit, 1)*4)))
+	resp, err := e.get(ctx, "list", from, clientv3.WithRange(end), clientv3.WithLimit(int64(max(limit, 1)*4)))
 	if err != nil {
-		return nil, "", backendErr("list", err)
+		return nil, "", err
 	}
 	next := ""
 	if resp.More && len(resp.Kvs) > 0 {

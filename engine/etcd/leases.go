@@ -81,9 +81,9 @@ func (e *Engine) obtain(ctx context.Context, ttl int64) (clientv3.LeaseID, error
 			return id, nil
 		}
 	}
-	resp, err := e.cli.Grant(ctx, ttl)
+	resp, err := e.grant(ctx, "grant a lease", ttl)
 	if err != nil {
-		return 0, backendErr("grant a lease", err)
+		return 0, err
 	}
 	e.noteKept(resp.ID, ttl, sent)
 	return resp.ID, nil
@@ -104,15 +104,36 @@ func (e *Engine) noteKept(id clientv3.LeaseID, ttl int64, sent time.Time) {
 	e.kept[id] = sent.Add(time.Duration(ttl) * time.Second)
 }
 
-// recycle offers lease id, which no key uses any more, to the pool.
+// recycle offers lease id, which no key uses any more, to the pool; a
+// tainted lease is revoked instead.
 func (e *Engine) recycle(id clientv3.LeaseID, ttl int64) {
 	e.leaseMu.Lock()
 	expiry, ok := e.kept[id]
 	delete(e.kept, id)
+	tainted := e.tainted[id]
+	delete(e.tainted, id)
 	e.leaseMu.Unlock()
-	if ok {
+	switch {
+	case tainted:
+		e.revokeLater(id)
+	case ok:
 		e.pool.put(id, ttl, expiry)
 	}
+}
+
+// taint marks lease id as named by a write whose outcome was unknown (see
+// retry) and that the call then found applied, or applied again: an
+// abandoned attempt of that write may still be applied late, after the
+// key is gone, and put it again. Such a lease is never pooled: when its
+// key goes (a release, a move to a new ttl), it is revoked, and the late
+// write with it.
+func (e *Engine) taint(id clientv3.LeaseID) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	if e.tainted == nil {
+		e.tainted = make(map[clientv3.LeaseID]bool)
+	}
+	e.tainted[id] = true
 }
 
 // forget drops what the engine knows of lease id (its key is gone).
@@ -120,37 +141,44 @@ func (e *Engine) forget(id clientv3.LeaseID) {
 	e.leaseMu.Lock()
 	defer e.leaseMu.Unlock()
 	delete(e.kept, id)
+	delete(e.tainted, id)
 }
 
 // keepAlive renews every lease of ids in one round trip (pipelined on one
-// keepalive stream) and returns each lease's ttl in seconds as the leader
-// renewed it, 0 for a lease that no longer exists.
+// keepalive stream, sent again on a new stream when it hangs: see retry)
+// and returns each lease's ttl in seconds as the leader renewed it, 0 for
+// a lease that no longer exists.
 func (e *Engine) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	return request(ctx, e, "keepalive", func(ctx context.Context) ([]int64, error) { return e.keepAliveOnce(ctx, ids) })
+}
+
+// keepAliveOnce is one attempt of keepAlive.
+func (e *Engine) keepAliveOnce(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := pb.NewLeaseClient(e.cli.ActiveConnection()).LeaseKeepAlive(sctx)
 	if err != nil {
-		return nil, backendErr("keepalive", err)
+		return nil, err
 	}
 	for _, id := range ids {
 		if err := stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
-			return nil, backendErr("keepalive", err)
+			return nil, err
 		}
 	}
 	if err := stream.CloseSend(); err != nil {
-		return nil, backendErr("keepalive", err)
+		return nil, err
 	}
 	got := make(map[int64]int64, len(ids))
 	for range ids {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return nil, backendErr("keepalive", fmt.Errorf("stream ended after %d of %d answers", len(got), len(ids)))
+			return nil, fmt.Errorf("%w after %d of %d answers", errStreamEnded, len(got), len(ids))
 		}
 		if err != nil {
-			return nil, backendErr("keepalive", err)
+			return nil, err
 		}
 		got[resp.ID] = resp.TTL
 	}
@@ -165,12 +193,34 @@ func (e *Engine) keepAlive(ctx context.Context, ids []clientv3.LeaseID) ([]int64
 // seconds, rounded down; one second is added, capped at the granted ttl),
 // and -1 when the lease is gone.
 func (e *Engine) timeLeft(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
-	resp, err := e.cli.TimeToLive(ctx, id)
+	resp, err := request(ctx, e, "lease time to live", func(ctx context.Context) (*clientv3.LeaseTimeToLiveResponse, error) {
+		return e.cli.TimeToLive(ctx, id)
+	})
 	if err != nil {
-		return 0, backendErr("lease time to live", err)
+		return 0, err
 	}
 	if resp.TTL < 0 {
 		return -1, nil
 	}
 	return time.Duration(min(resp.TTL+1, resp.GrantedTTL)) * time.Second, nil
+}
+
+// revokeLater revokes lease id in the background (within a few attempt
+// deadlines; the engine's Close ends it): it was named by a write whose
+// outcome is unknown and the call did not use it, so that a key such a
+// write put, or puts late, goes at once.
+func (e *Engine) revokeLater(id clientv3.LeaseID) {
+	e.forget(id)
+	if e.bgCtx.Err() != nil {
+		return // closed: the lease expires on its own
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		ctx, cancel := context.WithTimeout(e.bgCtx, 4*e.attempt)
+		defer cancel()
+		_, _ = request(ctx, e, "revoke a lease", func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
+			return e.cli.Revoke(ctx, id)
+		})
+	}()
 }

@@ -34,7 +34,20 @@ func (p *pending) get() (clientv3.LeaseID, error) {
 // take marks the lease as used by a key.
 func (p *pending) take() { p.taken = true }
 
-// release waits for the lease and hands it to unused unless it was taken.
+// adopt takes the lease if it is id (a key found on it is the call's own,
+// put by a write whose answer was lost).
+func (p *pending) adopt(id clientv3.LeaseID) {
+	select {
+	case <-p.done:
+		if p.err == nil && p.id == id {
+			p.taken = true
+		}
+	default: // not obtained yet: no write named it
+	}
+}
+
+// release waits for the lease and hands it to unused unless it was taken
+// (unused recycles it, which revokes a tainted one: see Engine.taint).
 func (p *pending) release(unused func(clientv3.LeaseID)) {
 	<-p.done
 	if !p.taken && p.err == nil {

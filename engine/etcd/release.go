@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -10,17 +12,25 @@ import (
 
 // Release implements engine.Engine: one hold of owner is dropped; the last
 // one deletes the lock key, which wakes the head of the queue.
+//
+// A deletion sent again after an attempt that may have been applied
+// without an answer (see retry) finds the key gone, or another owner's: the
+// release answers Released then, since this call's deletion is the likely
+// cause (the other one, the lease's expiry, the Client has already
+// signalled). A count-down carries the call's own mark (hold.Rel), by which
+// a count-down applied without an answer is recognised and not repeated.
 func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, err := e.fastRelease(ctx, name, owner)
+	st, done, gone, err := e.fastRelease(ctx, name, owner)
 	if err != nil || done {
 		if done {
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		return engine.ReleaseResult{}, err
 	}
+	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.read(ctx, name); err != nil {
@@ -28,14 +38,21 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			}
 		}
 		switch {
+		case gone != nil && (st.lock == nil || st.hold.Owner != owner):
+			e.setLockLease(name, owner, clientv3.NoLease)
+			e.recycle(gone.lease, gone.ttl)
+			return engine.ReleaseResult{Status: engine.Released}, nil
 		case st.lock == nil:
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		case st.hold.Owner != owner:
 			return engine.ReleaseResult{Status: engine.NotOwner}, nil
+		case st.hold.Rel == rel:
+			return engine.ReleaseResult{Status: engine.Released, Remaining: st.hold.Count}, nil
 		}
 		if st.hold.Count > 1 {
 			h := st.hold
 			h.Count--
+			h.Rel = rel
 			ok, err := e.commit(ctx, "release "+name, st.unchanged(e, ""),
 				clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 			if err != nil {
@@ -47,7 +64,10 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			st = nil
 			continue
 		}
-		ok, err := e.free(ctx, st)
+		ok, unsure, err := e.free(ctx, st)
+		if unsure {
+			gone = &lockRef{lease: clientv3.LeaseID(st.lock.Lease), ttl: st.hold.TTL}
+		}
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}
@@ -81,20 +101,23 @@ func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, er
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
+	freed := false // a deletion may have been applied without an answer
 	for range maxConflicts {
 		st, err := e.read(ctx, name)
 		if err != nil {
 			return false, err
 		}
 		if st.lock == nil {
-			return e.forceShared(ctx, name, owner)
+			ok, err := e.forceShared(ctx, name, owner)
+			return ok || (freed && err == nil), err
 		}
 		if owner != "" && st.hold.Owner != owner {
-			return false, nil
+			return freed, nil
 		}
-		ok, err := e.commit(ctx, "force-release "+name,
+		ok, unsure, err := e.commitUnsure(ctx, "force-release "+name,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.lock(name)), "=", st.lock.ModRevision)},
 			append(e.takenOps(name, st.hold.Owner, st.lock.Lease), clientv3.OpDelete(e.keys.lock(name)))...)
+		freed = freed || unsure
 		if err != nil || ok {
 			return ok, err
 		}
@@ -103,12 +126,12 @@ func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, er
 }
 
 // free deletes the lock key of st; ok is false when it changed since it
-// was read. The deletion itself wakes the head of the queue (its engine
-// watches the lock key, as in etcd's recipe), and while the head lives no
-// newcomer takes the lock ahead of it (see admit): a release needs no
-// reservation, and so no read of the queue.
-func (e *Engine) free(ctx context.Context, st *state) (bool, error) {
-	return e.commit(ctx, "release "+st.name,
+// was read (unsure: see retry). The deletion itself wakes the head of the
+// queue (its engine watches the lock key, as in etcd's recipe), and while
+// the head lives no newcomer takes the lock ahead of it (see admit): a
+// release needs no reservation, and so no read of the queue.
+func (e *Engine) free(ctx context.Context, st *state) (ok, unsure bool, err error) {
+	return e.commitUnsure(ctx, "release "+st.name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", st.lock.ModRevision)},
 		clientv3.OpDelete(e.keys.lock(st.name)))
 }
@@ -146,9 +169,20 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 
 // commit runs ops if every comparison holds, and reports whether they did.
 func (e *Engine) commit(ctx context.Context, op string, cmps []clientv3.Cmp, ops ...clientv3.Op) (bool, error) {
-	resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
-		return false, backendErr(op, err)
-	}
-	return resp.Succeeded, nil
+	ok, _, err := e.commitUnsure(ctx, op, cmps, ops...)
+	return ok, err
 }
+
+// commitUnsure is commit that also reports whether an attempt may have
+// been applied without an answer (see retry): ok false with unsure true
+// may mean that the operations were applied by that attempt.
+func (e *Engine) commitUnsure(ctx context.Context, op string, cmps []clientv3.Cmp, ops ...clientv3.Op) (ok, unsure bool, err error) {
+	resp, unsure, err := e.txn(ctx, op, cmps, ops)
+	if err != nil {
+		return false, unsure, err
+	}
+	return resp.Succeeded, unsure, nil
+}
+
+// releaseMark returns a mark of one release call (see hold.Rel).
+func releaseMark() string { return strconv.FormatUint(rand.Uint64(), 36) }

@@ -79,6 +79,7 @@ type sharedHold struct {
 	TTL      int64             `json:"t"` // the ttl of the key's lease, in seconds
 	Kind     engine.SharedKind `json:"k"`
 	Limit    int               `json:"l"`
+	Rel      string            `json:"r,omitempty"` // as hold.Rel
 }
 
 // sharedEntry is the value of a waiter's key.
@@ -113,9 +114,9 @@ type sharedState struct {
 
 // readShared returns name's shared state in one linearizable range read.
 func (e *Engine) readShared(ctx context.Context, name string) (*sharedState, error) {
-	resp, err := e.cli.Get(ctx, e.keys.name(name), clientv3.WithPrefix())
+	resp, err := e.get(ctx, "read "+name, e.keys.name(name), clientv3.WithPrefix())
 	if err != nil {
-		return nil, backendErr("read "+name, err)
+		return nil, err
 	}
 	return e.decodeShared(name, resp.Header.Revision, resp.Kvs)
 }
@@ -288,9 +289,9 @@ func (e *Engine) configOps(ctx context.Context, st *sharedState, cfg sharedConfi
 	}
 	if cl.id == clientv3.NoLease {
 		sent := time.Now()
-		resp, err := e.cli.Grant(ctx, configTTL)
+		resp, err := e.grant(ctx, "grant a lease", configTTL)
 		if err != nil {
-			return nil, backendErr("grant a lease", err)
+			return nil, err
 		}
 		cl.id = resp.ID
 		e.noteKept(resp.ID, configTTL, sent)
@@ -382,9 +383,12 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 		wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
 		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, len(wake) > 0)...)
 		ops = append(ops, wake...)
-		resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
+		if unsure {
+			e.taint(id)
+		}
 		if err != nil {
-			return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+			return engine.Grant{}, false, err
 		}
 		if !resp.Succeeded {
 			return engine.Grant{}, false, nil
@@ -438,9 +442,9 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 		cmps := append(st.unchanged(e),
 			clientv3.Compare(clientv3.ModRevision(e.keys.sharedWaiter(r.Name, r.Waiter)), "=", modRev(kvOf(own))))
 		ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
-		resp, err := e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, _, err := e.txn(ctx, "queue on "+r.Name, cmps, ops)
 		if err != nil {
-			return engine.Grant{}, false, backendErr("queue on "+r.Name, err)
+			return engine.Grant{}, false, err
 		}
 		if !resp.Succeeded {
 			return engine.Grant{}, false, nil
@@ -486,6 +490,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 		h.Attempt = r.Attempt
 	}
 	old := clientv3.LeaseID(hk.kv.Lease)
+	lease.adopt(old) // the key on the call's own lease: a grant whose answer was lost
 	id := old
 	if h.TTL != ttl && !keepsLease(h.Count, h.TTL, ttl) {
 		if id, err = lease.get(); err != nil {
@@ -498,6 +503,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 	var kept []int64
 	var kerr error
 	var resp *clientv3.TxnResponse
+	var unsure bool
 	both(func() {
 		if id == old {
 			kept, kerr = e.keepAlive(ctx, []clientv3.LeaseID{id})
@@ -506,10 +512,13 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Sh
 		cmps := append(st.unchanged(e), clientv3.Compare(clientv3.ModRevision(key), "=", hk.kv.ModRevision))
 		ops := append([]clientv3.Op{clientv3.OpPut(key, mustJSON(h), clientv3.WithLease(id))}, cops...)
 		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, false)...)
-		resp, err = e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, cmps, ops)
 	})
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
-		return engine.Grant{}, false, backendErr("acquire "+r.Name, err)
+		return engine.Grant{}, false, err
 	}
 	if !resp.Succeeded {
 		return engine.Grant{}, false, nil
@@ -573,13 +582,14 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, err := e.fastReleaseShared(ctx, name, owner)
+	st, done, gone, err := e.fastReleaseShared(ctx, name, owner)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	if done {
 		return engine.ReleaseResult{Status: engine.Released}, nil
 	}
+	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.readShared(ctx, name); err != nil {
@@ -587,15 +597,23 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			}
 		}
 		h := st.holder(owner)
-		if h == nil {
+		switch {
+		case h == nil && gone != nil: // as Release: this call's deletion, likely
+			e.setLockLease(name, owner, clientv3.NoLease)
+			e.recycle(gone.lease, gone.ttl)
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		case h == nil:
 			e.setLockLease(name, owner, clientv3.NoLease)
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		case h.Rel == rel:
+			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
 		key := e.keys.holder(name, owner)
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.kv.ModRevision)}
 		if h.Count > 1 {
 			hold := h.sharedHold
 			hold.Count--
+			hold.Rel = rel
 			ok, err := e.commit(ctx, "release "+name, cmps,
 				clientv3.OpPut(key, mustJSON(hold), clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))))
 			if err != nil {
@@ -611,7 +629,10 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(name)), "<", st.rev+1).WithPrefix(),
 			clientv3.Compare(clientv3.ModRevision(e.keys.config(name)), "=", modRev(st.cfg)))
 		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, e.wakeOps(st, "", st.used()-h.Weight)...)
-		ok, err := e.commit(ctx, "release "+name, cmps, ops...)
+		ok, unsure, err := e.commitUnsure(ctx, "release "+name, cmps, ops...)
+		if unsure {
+			gone = &lockRef{lease: clientv3.LeaseID(h.kv.Lease), ttl: h.TTL}
+		}
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}
@@ -628,27 +649,30 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 // fastReleaseShared drops a hold this engine granted (one hold, its key
 // unchanged since) in one transaction when nobody waits (so nobody is to be
 // woken); otherwise the transaction reads the name's keys, which it returns
-// as st for the full decision.
-func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done bool, err error) {
+// as st for the full decision. gone: as fastRelease's.
+func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	key := e.keys.holder(name, owner)
-	resp, err := e.cli.Txn(ctx).If(
+	resp, unsure, err := e.txn(ctx, "release "+name, []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", l.rev),
 		clientv3.Compare(clientv3.Version(e.keys.sharedQueue(name)), "=", 0).WithPrefix(),
-	).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())).Commit()
+	}, []clientv3.Op{clientv3.OpDelete(key)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+	if unsure {
+		gone = &l
+	}
 	if err != nil {
-		return nil, false, backendErr("release "+name, err)
+		return nil, false, gone, err
 	}
 	if resp.Succeeded {
 		e.setLockLease(name, owner, clientv3.NoLease)
 		e.recycle(l.lease, l.ttl)
-		return nil, true, nil
+		return nil, true, nil, nil
 	}
 	st, err = e.decodeShared(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
-	return st, false, err
+	return st, false, gone, err
 }
 
 // InspectShared implements engine.Sharer: one read of the name's keys and
@@ -806,14 +830,19 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 	}
 	old := h.TTL
 	h.TTL = ttl
-	ok, err := e.commit(ctx, "extend "+r.Name,
+	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
 		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+	if unsure {
+		e.taint(id)
+	}
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
 	if !ok {
-		e.recycle(id, ttl)
+		if !unsure { // else the key may be on it: never pooled
+			e.recycle(id, ttl)
+		}
 		return engine.ExtendResult{Err: conflict("extend", r.Name)}
 	}
 	e.recycle(clientv3.LeaseID(kv.Lease), old)

@@ -38,9 +38,9 @@ func (e *Engine) reservationLease(ctx context.Context) (clientv3.LeaseID, error)
 		return id, nil
 	}
 	sent := time.Now()
-	resp, err := e.cli.Grant(ctx, reserveTTL)
+	resp, err := e.grant(ctx, "grant a reservation lease", reserveTTL)
 	if err != nil {
-		return 0, backendErr("grant a reservation lease", err)
+		return 0, err
 	}
 	e.noteKept(resp.ID, reserveTTL, sent)
 	return resp.ID, nil
@@ -58,7 +58,7 @@ func (e *Engine) refillLocked() {
 	go func() {
 		defer e.bg.Done()
 		sent := time.Now()
-		resp, err := e.cli.Grant(e.bgCtx, reserveTTL)
+		resp, err := e.grant(e.bgCtx, "grant a reservation lease", reserveTTL)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.filling = false

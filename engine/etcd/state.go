@@ -20,6 +20,9 @@ type hold struct {
 	Attempt  string `json:"a,omitempty"`
 	Metadata string `json:"m,omitempty"`
 	TTL      int64  `json:"t"` // the ttl of the key's lease, in seconds
+	// Rel marks the release that last counted the hold down, so that one
+	// applied without an answer is not repeated (see Release).
+	Rel string `json:"r,omitempty"`
 }
 
 // entry is the value of a waiter's key in the queue.
@@ -58,9 +61,9 @@ type state struct {
 
 // read returns name's state in one linearizable range read.
 func (e *Engine) read(ctx context.Context, name string) (*state, error) {
-	resp, err := e.cli.Get(ctx, e.keys.name(name), clientv3.WithPrefix())
+	resp, err := e.get(ctx, "read "+name, e.keys.name(name), clientv3.WithPrefix())
 	if err != nil {
-		return nil, backendErr("read "+name, err)
+		return nil, err
 	}
 	return e.decode(name, resp.Header.Revision, resp.Kvs)
 }

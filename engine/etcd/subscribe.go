@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -19,8 +20,8 @@ import (
 const readyTimeout = 5 * time.Second
 
 // watcher keeps one etcd watch per name that this engine's subscribers
-// wait on (the etcd client multiplexes them on one gRPC stream), and wakes
-// the subscribers its events concern.
+// wait on (the engine's etcd watcher multiplexes them on one gRPC stream),
+// and wakes the subscribers its events concern.
 type watcher struct {
 	e      *Engine
 	ctx    context.Context
@@ -28,6 +29,7 @@ type watcher struct {
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
+	wc     clientv3.Watcher // the engine's own: replaced when its stream hangs
 	names  map[string]*watched
 	closed bool
 }
@@ -52,6 +54,29 @@ func (w *watcher) init(e *Engine) {
 	w.e = e
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.names = make(map[string]*watched)
+	w.wc = clientv3.NewWatcher(e.cli)
+}
+
+// current returns the etcd watcher watches are made on.
+func (w *watcher) current() clientv3.Watcher {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.wc
+}
+
+// replace closes wc, whose stream did not create a watch within an attempt
+// deadline (its member is stopped, or lost the leader), unless it was
+// replaced already, and makes a new one: its stream is opened on the next
+// member. Every watch of the old one ends, and is made again on the new one.
+func (w *watcher) replace(wc clientv3.Watcher) {
+	w.mu.Lock()
+	if w.wc != wc || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.wc = clientv3.NewWatcher(w.e.cli)
+	w.mu.Unlock()
+	_ = wc.Close()
 }
 
 // Subscribe implements engine.Engine: the subscription is woken whenever
@@ -102,22 +127,35 @@ func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Su
 }
 
 // run keeps the watch of name until ctx ends, and wakes every subscriber
-// whenever the watch had to be made again (events may have been missed).
+// whenever the watch had to be made again (events may have been missed). A
+// watch not created within an attempt deadline replaces the engine's etcd
+// watcher, as retry sends a request again: its stream goes to another
+// member.
 func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	defer w.wg.Done()
 	var once sync.Once
 	ready := func() { once.Do(func() { close(wn.ready) }) }
 	prefix := w.e.keys.name(name)
+	slow := 0 // watches in a row not created in time (see attemptDeadline)
 	for ctx.Err() == nil {
-		ch := w.e.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
-		for resp := range ch {
-			if resp.Created {
-				ready()
+		wc := w.current()
+		wctx, cancel := context.WithCancel(ctx)
+		var created atomic.Bool
+		// Watch itself blocks while the stream is being opened.
+		stall := time.AfterFunc(w.e.attemptDeadline(slow), func() {
+			if !created.Load() {
+				w.replace(wc)
+				cancel()
 			}
-			if resp.Canceled || resp.Err() != nil {
-				break
-			}
-			w.events(name, resp.Events)
+		})
+		ch := wc.Watch(clientv3.WithRequireLeader(wctx), prefix, clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+		w.watchOn(ch, name, func() { created.Store(true); ready() })
+		stall.Stop()
+		cancel()
+		if created.Load() {
+			slow = 0
+		} else {
+			slow++
 		}
 		if ctx.Err() != nil {
 			return
@@ -128,6 +166,20 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// watchOn delivers the events of ch until it ends or fails; created is
+// called when the watch is created.
+func (w *watcher) watchOn(ch clientv3.WatchChan, name string, created func()) {
+	for resp := range ch {
+		if resp.Created {
+			created()
+		}
+		if resp.Canceled || resp.Err() != nil {
+			return
+		}
+		w.events(name, resp.Events)
 	}
 }
 
@@ -214,6 +266,7 @@ func (w *watcher) close() {
 	w.mu.Unlock()
 	w.cancel()
 	w.wg.Wait()
+	_ = w.current().Close()
 }
 
 // Close implements engine.Subscription.
