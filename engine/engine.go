@@ -301,19 +301,19 @@ type ForceReleaser interface {
 }
 
 // NameChecker is implemented by engines with rules of their own for lock
-// names, beyond distlock's (1 to 512 bytes of UTF-8): Redis refuses names
-// that start with '}', which would break the hash tag that keeps a lock's
-// keys in one Cluster slot. distlock.Client checks every name with it
-// before any call, and so does the server before it answers; a name it
-// refuses changes nothing.
+// names, beyond the one rule of every engine (ValidateName). No engine of
+// this module has any: a name one of them takes, all take. CheckName
+// applies both; distlock.Client checks every name with it before any call,
+// and so does the server before it answers; a name it refuses changes
+// nothing.
 type NameChecker interface {
 	// CheckName returns an *ArgumentError when name breaks a rule of the
 	// engine, nil otherwise.
 	CheckName(name string) error
 }
 
-// ArgumentError reports input an engine cannot take (a rule of its own,
-// see NameChecker). Nothing was changed.
+// ArgumentError reports input an engine cannot take (a name, see
+// ValidateName; a kind or limit, see CheckShared). Nothing was changed.
 type ArgumentError struct {
 	Arg    string // the argument: "name"
 	Reason string // what is wrong with it
@@ -321,9 +321,13 @@ type ArgumentError struct {
 
 func (e *ArgumentError) Error() string { return "invalid " + e.Arg + ": " + e.Reason }
 
-// CheckName checks name with eng's own rules, when it has any
-// (NameChecker).
+// CheckName checks name with the rule of every engine (ValidateName), then
+// with eng's own rules, when it has any (NameChecker). It returns an
+// *ArgumentError, or nil.
 func CheckName(eng Engine, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
 	if nc, ok := eng.(NameChecker); ok {
 		return nc.CheckName(name)
 	}
