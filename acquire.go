@@ -196,6 +196,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	case err == nil && g.Acquired:
 		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, true)
 		if err == nil {
+			l.reentered = g.Count > 1
 			return l, nil
 		}
 		if errors.Is(err, ErrClosed) {

@@ -227,10 +227,19 @@ type Info struct {
 	// engine still remembers (0 when it remembers none).
 	HighWater uint64
 	// Waiters is the number of waiters: the live entries of the lock's
-	// waiter queue on an engine with one (Queuer), else the subscribers
-	// waiting for the lock, as the engine can see them (one per waiting
-	// client connection on Redis).
+	// waiter queue (Queuer), the same count on every engine; 0 on an
+	// engine without a queue. An election's observers (Subscribe) are not
+	// waiters: see Subscribers.
 	Waiters int
+	// Subscribers counts the subscriptions to the lock's wake-ups that the
+	// engine can see (Subscribe and SubscribeWaiter alike: observers and
+	// waiters), for operators and tests; unlike Waiters it is not the same
+	// count everywhere. The embedded engine counts every subscription; Redis
+	// the client connections subscribed to the lock's channel (one per
+	// engine, however many wait or observe through it); a quorum its
+	// nodes' highest; engines that cannot see other processes'
+	// subscriptions (etcd, PostgreSQL) and shared locks' Inspect leave it 0.
+	Subscribers int
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share
 	// (distlock.Client.Inspect fills it in from the fields above when the
