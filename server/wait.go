@@ -125,7 +125,7 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 	o.waited = time.Since(start)
 	if lastErr != nil {
 		o.err = engineErr("acquire", lastErr)
-		o.failure = &distlock.BackendError{Op: "acquire", Name: name, Err: lastErr}
+		o.failure = attemptFailure(name, lastErr)
 	} else {
 		ttl := holderTTLms(o.grant.HolderTTL)
 		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
@@ -161,9 +161,27 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 
 func lastErrOrLocked(o *acquireOutcome, lastErr error) error {
 	if lastErr != nil {
-		return &distlock.BackendError{Op: "acquire", Err: lastErr}
+		return attemptFailure("", lastErr)
 	}
 	return &distlock.LockedError{TTL: o.grant.HolderTTL}
+}
+
+// attemptFailure is the observer's error for an attempt the engine
+// answered with err: a refusal of the request (another kind, limit or
+// weight, an upgrade, a feature the engine lacks: the caller's mistake,
+// which the metrics count as refused) as distlock's *ArgumentError,
+// ErrUpgrade or *UnsupportedError; anything else as a *BackendError.
+func attemptFailure(name string, err error) error {
+	var ae *engine.ArgumentError
+	switch {
+	case errors.As(err, &ae):
+		return &distlock.ArgumentError{Arg: ae.Arg, Reason: ae.Reason}
+	case errors.Is(err, engine.ErrUpgrade):
+		return distlock.ErrUpgrade
+	case errors.Is(err, errors.ErrUnsupported):
+		return &distlock.UnsupportedError{Feature: "acquire", Reason: err.Error()}
+	}
+	return &distlock.BackendError{Op: "acquire", Name: name, Err: err}
 }
 
 // errTooManyWaiters is the observer's reason for a waiter turned away.
