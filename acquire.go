@@ -249,7 +249,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		}
 		a.last = &BackendError{Op: "acquire", Name: a.name, Node: c.node, Err: err}
 	default:
-		a.last = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved}
+		a.last = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved, Kind: a.o.kind, Weight: a.o.weight}
 		a.contended = true
 	}
 	return nil, nil
