@@ -196,6 +196,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	case err == nil && g.Acquired:
 		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, true)
 		if err == nil {
+			l.reentered = g.Count > 1
 			return l, nil
 		}
 		if errors.Is(err, ErrClosed) {
@@ -248,7 +249,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		}
 		a.last = &BackendError{Op: "acquire", Name: a.name, Node: c.node, Err: err}
 	default:
-		a.last = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved}
+		a.last = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved, Kind: a.o.kind, Weight: a.o.weight}
 		a.contended = true
 	}
 	return nil, nil

@@ -222,9 +222,6 @@ func (c *Client) enter(ctx context.Context, name string, call bool) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
-	if err := validateName(name); err != nil {
-		return err
-	}
 	if err := engine.CheckName(c.eng, name); err != nil {
 		return argumentFrom(err)
 	}

@@ -26,6 +26,12 @@ var ErrNoLeader = errors.New("distlock: no leader")
 // in README.md). Options are Acquire's (WithTTL sets how quickly a dead
 // leader is replaced); WithMetadata is the value's and is ignored.
 //
+// A Campaign by the owner that leads already (WithOwner) re-enters, as
+// Acquire does (same term, one more hold), and proclaims value (as etcd's
+// Campaign does on the leader's own lease), so Leader, observers and the
+// Leadership agree on it, on every engine. If that Proclaim fails, the
+// hold is dropped again and its error returned.
+//
 // value must be 1 to MaxMetadataLen bytes of UTF-8.
 func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Option) (*Leadership, error) {
 	if err := validateValue(value); err != nil {
@@ -36,7 +42,15 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 	if err != nil {
 		return nil, err
 	}
-	return &Leadership{lease: l, value: value}, nil
+	ld := &Leadership{lease: l, value: value}
+	if l.reentered {
+		// A re-entry keeps the stored value: store this one.
+		if err := ld.Proclaim(ctx, value); err != nil {
+			_ = l.Release(ctx)
+			return nil, err
+		}
+	}
+	return ld, nil
 }
 
 // validateValue checks a leader's value.
@@ -66,7 +80,9 @@ func (l *Leadership) Name() string { return l.lease.Name() }
 // resources the leader writes to.
 func (l *Leadership) Term() uint64 { return l.lease.Token() }
 
-// Value returns the value the leader last proclaimed.
+// Value returns the value this Leadership last set (Campaign, Proclaim).
+// Another Leadership of the same owner (a re-entered Campaign) may have
+// proclaimed another since; Leader reads the stored one.
 func (l *Leadership) Value() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -52,23 +52,49 @@ func (e *NotHolderError) Error() string {
 func (e *NotHolderError) Is(target error) bool { return target == ErrNotHeld }
 
 // LockedError reports that another owner holds the lock, or that the lock
-// is free but kept for waiters queued before (Queued).
+// is free but kept for waiters queued before (Queued); for a semaphore or
+// a reader-writer lock (Kind), that the permits asked for are not free, or
+// that waiters queued before get them first (Queued).
 type LockedError struct {
 	Name string
 	// TTL is the time the holder's lease has left when it was asked
 	// (negative when the lock has no expiry); with Queued, the time left of
-	// the reservation for the head of the queue.
+	// the reservation for the head of the queue. For a shared lock, the
+	// soonest holder's time left: when permits may come back without a
+	// release.
 	TTL time.Duration
 	// Queued: the lock is free, but kept for the waiters queued for it (a
 	// fair waiter heads the queue, or a release reserved it for the head).
+	// For a shared lock: the permits asked for would fit, but waiters
+	// queued before come first (first come, first served), whoever holds
+	// the rest.
 	Queued bool
+	// Kind is the kind of the shared lock asked for (engine.Semaphore,
+	// engine.RWLock); 0 for a mutex. Weight is the permits asked for (an
+	// RW lock's reader 1, its writer engine.RWPermits).
+	Kind   engine.SharedKind
+	Weight int
 }
 
-func (e *LockedError) Error() string {
-	if e.Queued {
-		return fmt.Sprintf("distlock: %q is free but kept for the waiters queued for it (for %v at least)", e.Name, e.TTL.Round(time.Millisecond))
+func (e *LockedError) Error() string { return "distlock: " + e.State() }
+
+// State says what the lock's state refused, without the "distlock: "
+// prefix of Error: for messages of tools (the CLI) that show it.
+func (e *LockedError) State() string {
+	ttl := e.TTL.Round(time.Millisecond)
+	switch {
+	case e.Kind != 0 && e.Queued:
+		return fmt.Sprintf("%q is kept for the waiters queued first (first come, first served; for %v at least)", e.Name, ttl)
+	case e.Kind == engine.RWLock && e.Weight < engine.RWPermits:
+		return fmt.Sprintf("%q is write-locked (the writer's lease ends in %v)", e.Name, ttl)
+	case e.Kind == engine.RWLock:
+		return fmt.Sprintf("%q is read- or write-locked by others (the soonest lease ends in %v)", e.Name, ttl)
+	case e.Kind == engine.Semaphore:
+		return fmt.Sprintf("%q has fewer than %d free permits (the soonest lease ends in %v)", e.Name, max(e.Weight, 1), ttl)
+	case e.Queued:
+		return fmt.Sprintf("%q is free but kept for the waiters queued for it (for %v at least)", e.Name, ttl)
 	}
-	return fmt.Sprintf("distlock: %q is locked by another owner (lease ends in %v)", e.Name, e.TTL.Round(time.Millisecond))
+	return fmt.Sprintf("%q is locked by another owner (lease ends in %v)", e.Name, ttl)
 }
 
 // Is matches ErrLocked.

@@ -52,6 +52,7 @@ type Lease struct {
 	token     uint64
 	autoRenew bool
 	shared    bool      // a shared lock's (engine.Sharer): a permit or a reader's or writer's lease
+	reentered bool      // the grant was a re-entry: the owner held the lock already
 	granted   time.Time // when the grant was sent
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values

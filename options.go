@@ -17,7 +17,7 @@ const (
 	// MaxTTL is the longest time to live accepted.
 	MaxTTL = 24 * time.Hour
 	// MaxNameLen is the longest lock name accepted, in bytes.
-	MaxNameLen = 512
+	MaxNameLen = engine.MaxNameLen
 	// MaxOwnerLen is the longest owner id accepted, in bytes.
 	MaxOwnerLen = 256
 	// MaxMetadataLen is the longest metadata string accepted, in bytes.
@@ -172,21 +172,15 @@ func ValidateMetadata(m string) error {
 	return nil
 }
 
-// ValidateName checks a lock name with distlock's own rule, which every
-// call applies: 1 to 512 bytes of UTF-8. It returns an *ArgumentError.
-// Servers and tools use it to reject a name before doing anything with it.
-// An engine may add rules of its own (engine.NameChecker: Redis refuses a
-// leading '}'), which every Client call checks as well.
-func ValidateName(name string) error { return validateName(name) }
-
-func validateName(name string) error {
-	switch {
-	case name == "":
-		return &ArgumentError{Arg: "name", Reason: "empty"}
-	case len(name) > MaxNameLen:
-		return &ArgumentError{Arg: "name", Reason: "longer than 512 bytes"}
-	case !utf8.ValidString(name):
-		return &ArgumentError{Arg: "name", Reason: "not valid UTF-8"}
+// ValidateName checks a lock name with the rule every call applies on
+// every engine (engine.ValidateName): 1 to 512 bytes of UTF-8, without a
+// NUL byte, not starting with '}'. It returns an *ArgumentError. Servers
+// and tools use it to reject a name before doing anything with it. (A
+// third-party engine may add rules of its own, engine.NameChecker, which
+// every Client call checks as well.)
+func ValidateName(name string) error {
+	if err := engine.ValidateName(name); err != nil {
+		return argumentFrom(err)
 	}
 	return nil
 }

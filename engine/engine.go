@@ -228,10 +228,19 @@ type Info struct {
 	// engine still remembers (0 when it remembers none).
 	HighWater uint64
 	// Waiters is the number of waiters: the live entries of the lock's
-	// waiter queue on an engine with one (Queuer), else the subscribers
-	// waiting for the lock, as the engine can see them (one per waiting
-	// client connection on Redis).
+	// waiter queue (Queuer), the same count on every engine; 0 on an
+	// engine without a queue. An election's observers (Subscribe) are not
+	// waiters: see Subscribers.
 	Waiters int
+	// Subscribers counts the subscriptions to the lock's wake-ups that the
+	// engine can see (Subscribe and SubscribeWaiter alike: observers and
+	// waiters), for operators and tests; unlike Waiters it is not the same
+	// count everywhere. The embedded engine counts every subscription; Redis
+	// the client connections subscribed to the lock's channel (one per
+	// engine, however many wait or observe through it); a quorum its
+	// nodes' highest; engines that cannot see other processes'
+	// subscriptions (etcd, PostgreSQL) and shared locks' Inspect leave it 0.
+	Subscribers int
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share
 	// (distlock.Client.Inspect fills it in from the fields above when the
@@ -319,19 +328,19 @@ type HolderReleaser interface {
 }
 
 // NameChecker is implemented by engines with rules of their own for lock
-// names, beyond distlock's (1 to 512 bytes of UTF-8): Redis refuses names
-// that start with '}', which would break the hash tag that keeps a lock's
-// keys in one Cluster slot. distlock.Client checks every name with it
-// before any call, and so does the server before it answers; a name it
-// refuses changes nothing.
+// names, beyond the one rule of every engine (ValidateName). No engine of
+// this module has any: a name one of them takes, all take. CheckName
+// applies both; distlock.Client checks every name with it before any call,
+// and so does the server before it answers; a name it refuses changes
+// nothing.
 type NameChecker interface {
 	// CheckName returns an *ArgumentError when name breaks a rule of the
 	// engine, nil otherwise.
 	CheckName(name string) error
 }
 
-// ArgumentError reports input an engine cannot take (a rule of its own,
-// see NameChecker). Nothing was changed.
+// ArgumentError reports input an engine cannot take (a name, see
+// ValidateName; a kind or limit, see CheckShared). Nothing was changed.
 type ArgumentError struct {
 	Arg    string // the argument: "name"
 	Reason string // what is wrong with it
@@ -339,9 +348,13 @@ type ArgumentError struct {
 
 func (e *ArgumentError) Error() string { return "invalid " + e.Arg + ": " + e.Reason }
 
-// CheckName checks name with eng's own rules, when it has any
-// (NameChecker).
+// CheckName checks name with the rule of every engine (ValidateName), then
+// with eng's own rules, when it has any (NameChecker). It returns an
+// *ArgumentError, or nil.
 func CheckName(eng Engine, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
 	if nc, ok := eng.(NameChecker); ok {
 		return nc.CheckName(name)
 	}

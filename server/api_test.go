@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/internal/redistest"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -178,9 +180,27 @@ func TestFence(t *testing.T) {
 	want(t, "fence token 0", call(t, "POST", lockURL(s, "f", "fence"), "", map[string]any{"owner": "me"}), 400, api.CodeInvalidArgument)
 }
 
-// TestListPaging: prefix and cursor.
+// TestListPaging: prefix and cursor; a page holds at most limit locks on
+// every engine, also where the engine's own page holds more (Redis SCAN
+// answers about 100 keys at a time), and the pages list every lock once.
 func TestListPaging(t *testing.T) {
-	s := start(t, nil)
+	for _, backend := range []string{"embedded", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			var eng engine.Engine
+			if backend == "redis" {
+				e, err := redisengine.New(redistest.Start(t).Client())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = e.Close() })
+				eng = e
+			}
+			listPaging(t, start(t, eng))
+		})
+	}
+}
+
+func listPaging(t *testing.T, s *testServer) {
 	for i := range 5 {
 		want(t, "acquire", call(t, "POST", lockURL(s, fmt.Sprintf("a/%d", i), "acquire"), "", map[string]any{"metadata": "m"}), 200, "")
 	}
@@ -196,7 +216,11 @@ func TestListPaging(t *testing.T) {
 		r := call(t, "GET", s.url+"/v1/locks?"+q.Encode(), "", nil)
 		want(t, "list", r, 200, "")
 		m := r.json(t)
-		for _, l := range m["locks"].([]any) {
+		locks := m["locks"].([]any)
+		if len(locks) > 2 {
+			t.Fatalf("a page of limit 2 holds %d locks: %s", len(locks), r.body)
+		}
+		for _, l := range locks {
 			lm := l.(map[string]any)
 			if lm["held"] != true || lm["metadata"] != "m" {
 				t.Fatalf("listed lock: %v", lm)
@@ -207,6 +231,9 @@ func TestListPaging(t *testing.T) {
 		next, _ := m["next"].(string)
 		if next == "" {
 			break
+		}
+		if pages > 10 {
+			t.Fatalf("more than 10 pages: %v", names)
 		}
 		cursor = next
 	}
@@ -219,6 +246,7 @@ func TestListPaging(t *testing.T) {
 	}
 	want(t, "limit 0", call(t, "GET", s.url+"/v1/locks?limit=0", "", nil), 400, api.CodeInvalidArgument)
 	want(t, "limit 1001", call(t, "GET", s.url+"/v1/locks?limit=1001", "", nil), 400, api.CodeInvalidArgument)
+	want(t, "a cursor the server never gave", call(t, "GET", s.url+"/v1/locks?cursor=x", "", nil), 400, api.CodeInvalidArgument)
 }
 
 // TestForceRelease: frees the lock and wakes a waiting request.

@@ -114,6 +114,33 @@ func (s *Server) handleCampaign(w http.ResponseWriter, r *http.Request, role Rol
 		Metadata: req.Value, Announce: true})
 }
 
+// proclaimAgain stores the value of a campaign by the owner that leads
+// already (a re-entry keeps the stored value), as distlock.Client.Campaign
+// does, so the leader's value, its observers' and the campaign's agree. If
+// that fails, it drops the re-entry's hold again and returns the answer.
+func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string) *apiError {
+	ctx, cancel := engineContext(ctx)
+	defer cancel()
+	var e *apiError
+	ms, ok := s.eng.(engine.MetadataSetter)
+	st, err := engine.Extended, error(nil)
+	if ok {
+		st, err = ms.SetMetadata(ctx, name, owner, value)
+	}
+	switch {
+	case !ok:
+		e = newError(http.StatusNotImplemented, api.CodeNotSupported, "campaign: this server's engine cannot change the value of the leader that campaigns again")
+	case err != nil:
+		e = engineErr("campaign", err)
+	case st != engine.Extended:
+		return notHeld(name, st)
+	default:
+		return nil
+	}
+	_, _ = s.eng.Release(ctx, name, owner)
+	return e
+}
+
 // checkTerm answers whether owner leads name in term; a not_held answer
 // when it does not.
 func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest) *apiError {

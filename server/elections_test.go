@@ -143,3 +143,33 @@ func watchLeader(t *testing.T, s *testServer, name string) func() api.LeaderInfo
 		return api.LeaderInfo{}
 	}
 }
+
+// TestCampaignAgain: a second campaign by the leader's own owner re-enters
+// (same term, a second hold) and stores its value, as
+// distlock.Client.Campaign does: the leader and the watchers see it. An
+// open watch is no follower.
+func TestCampaignAgain(t *testing.T) {
+	s := start(t, nil)
+	watch := watchLeader(t, s, "e")
+	if st := watch(); st.Elected {
+		t.Fatalf("first watch event: %+v, want no leader", st)
+	}
+	a := call(t, "POST", electionURL(s, "e", "campaign"), "", map[string]any{"owner": "leader-1", "value": "a", "ttl_ms": 10000})
+	want(t, "campaign", a, 200, "")
+	term := num(t, a, "token")
+	if st := watch(); st.Value != "a" || st.Term != term {
+		t.Fatalf("watch after the campaign: %+v", st)
+	}
+	again := call(t, "POST", electionURL(s, "e", "campaign"), "", map[string]any{"owner": "leader-1", "value": "a2", "ttl_ms": 10000})
+	want(t, "campaign again", again, 200, "")
+	if num(t, again, "token") != term || num(t, again, "count") != 2 {
+		t.Fatalf("campaign again: %s, want term %d and count 2", again.body, term)
+	}
+	l := call(t, "GET", electionURL(s, "e", ""), "", nil)
+	if m := l.json(t); m["value"] != "a2" || uint64(m["term"].(float64)) != term || m["followers"].(float64) != 0 {
+		t.Fatalf("leader after the second campaign: %s, want a2 in term %d and no follower", l.body, term)
+	}
+	if st := watch(); st.Value != "a2" || st.Term != term {
+		t.Fatalf("watch after the second campaign: %+v, want a2", st)
+	}
+}

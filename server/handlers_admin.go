@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,6 +16,10 @@ import (
 
 // DefaultListLimit is the page size of a listing unless limit says.
 const DefaultListLimit = 100
+
+// maxCursorLen bounds a listing's cursor: an engine's cursor (a lock name
+// on some engines) and a lock name (listPage).
+const maxCursorLen = 4096
 
 // handleList serves GET /v1/locks?prefix=&cursor=&limit=.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
@@ -33,7 +38,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		writeError(w, badRequest("prefix", fmt.Sprintf("invalid prefix: at most %d bytes of UTF-8", distlock.MaxNameLen)))
 		return
 	}
-	if len(cursor) > 1024 {
+	if len(cursor) > maxCursorLen {
 		writeError(w, badRequest("cursor", "invalid cursor: too long"))
 		return
 	}
@@ -42,19 +47,18 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot list locks"))
 		return
 	}
-	infos, next, err := lister.List(r.Context(), prefix, cursor, limit)
+	infos, next, err := listPage(r.Context(), lister, prefix, cursor, limit)
+	if errors.Is(err, errBadCursor) {
+		writeError(w, badRequest("cursor", "invalid cursor: "+err.Error()))
+		return
+	}
 	p, partial := engine.AsPartial(err)
 	if err != nil && !partial {
 		writeError(w, engineErr("list", err))
 		return
 	}
 	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next, Partial: apiPartial(p)}
-	seen := make(map[string]bool, len(infos))
 	for _, i := range infos {
-		if seen[i.Name] {
-			continue // SCAN may return a key twice
-		}
-		seen[i.Name] = true
 		out.Locks = append(out.Locks, lockInfo(i, role))
 	}
 	writeJSON(w, http.StatusOK, out)

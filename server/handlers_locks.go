@@ -100,6 +100,12 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		writeError(w, o.err)
 		return
 	}
+	if req.Announce && o.grant.Count > 1 {
+		if e := s.proclaimAgain(r.Context(), name, owner, req.Metadata); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
 	s.holds.granted(name, owner, o.grant.Count, ttl, o.waited, o.contended)
 	if req.Announce {
 		s.elections.seen(name, o.grant.Token)
@@ -527,7 +533,7 @@ func lockInfo(i engine.Info, role Role) api.LockInfo {
 	if i.Kind != 0 {
 		return sharedLockInfo(i, role)
 	}
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Partial: apiPartial(i.Partial)}
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Subscribers: i.Subscribers, Partial: apiPartial(i.Partial)}
 	if i.Held {
 		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)
 		if role >= RoleAdmin {

@@ -162,7 +162,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// waiters returns the engine's waiter count of name.
+// waiters returns the engine's waiter count of name: its queue's entries.
 func waiters(t *testing.T, eng engine.Engine, name string) int {
 	t.Helper()
 	info, err := eng.Inspect(context.Background(), name)
@@ -170,6 +170,17 @@ func waiters(t *testing.T, eng engine.Engine, name string) int {
 		t.Fatal(err)
 	}
 	return info.Waiters
+}
+
+// subscribers returns the engine's count of name's wake-up subscriptions
+// (event streams, waiters' subscriptions).
+func subscribers(t *testing.T, eng engine.Engine, name string) int {
+	t.Helper()
+	info, err := eng.Inspect(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Subscribers
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (the logs).

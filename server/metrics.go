@@ -20,7 +20,8 @@ import (
 //
 //	distlock_acquisitions_total                  grants
 //	distlock_acquire_contended_total             acquires that found the lock held by another owner
-//	distlock_acquire_failures_total{reason}      locked, timeout, canceled, backend, closed, other
+//	distlock_acquire_failures_total{reason}      why an acquire gave up (see failureReason):
+//	                                             locked, timeout, canceled, refused, backend, closed, other
 //	distlock_acquire_wait_seconds{outcome}       time from the call to the grant (acquired) or give-up (failed)
 //	distlock_hold_seconds{end}                   time held, until released, lost or expired (server: ttl ran out unseen)
 //	distlock_renewals_total{result}              ok, failed
@@ -84,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.gatherer, _ = reg.(prometheus.Gatherer)
 	// Show the label values before their first event.
-	for _, r := range []string{"locked", "timeout", "canceled", "backend", "closed", "other"} {
+	for _, r := range []string{"locked", "timeout", "canceled", "refused", "backend", "closed", "other"} {
 		m.failures.WithLabelValues(r)
 	}
 	for _, r := range []string{"ok", "failed"} {
@@ -145,13 +146,21 @@ func (m *Metrics) Lost(_ string, cause distlock.LossCause, held time.Duration) {
 // to quorum.WithNodeErrors.
 func (m *Metrics) NodeError(node string, _ error) { m.nodeErrors.WithLabelValues(node).Inc() }
 
-// failureReason labels why an acquire gave up.
+// failureReason labels why an acquire gave up: its wait's deadline
+// (timeout) or cancellation (canceled); the lock held by another owner
+// (locked); the request refused by the engine, which no retry mends and
+// which is the caller's mistake, not the backend's (refused: another
+// kind, limit or weight than the name's, a read-to-write upgrade, a
+// feature the engine lacks); the lock service failing (backend); the
+// Client or server closing (closed).
 func failureReason(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
+	case errors.Is(err, distlock.ErrInvalidArgument):
+		return "refused"
 	case errors.Is(err, distlock.ErrLocked):
 		return "locked"
 	case errors.Is(err, distlock.ErrBackend):

@@ -172,3 +172,38 @@ func TestMetricsObserver(t *testing.T) {
 		t.Fatalf("server serves other metrics: acquisitions %v", v)
 	}
 }
+
+// TestRefusalMetrics: a request the engine refuses (another kind or limit
+// than the name's, a read-to-write upgrade) is the caller's mistake: it is
+// counted with reason="refused", never as a backend failure, whether it
+// was one attempt or a waiting one.
+func TestRefusalMetrics(t *testing.T) {
+	s := start(t, nil)
+	acquire := func(name string, body map[string]any) reply {
+		return call(t, "POST", s.url+"/v1/locks/"+name+"/acquire", "", body)
+	}
+	want(t, "mutex", acquire("m", map[string]any{"ttl_ms": 10000}), 200, "")
+	want(t, "semaphore", acquire("s", map[string]any{"kind": "semaphore", "limit": 2, "ttl_ms": 10000}), 200, "")
+	want(t, "reader", acquire("rw", map[string]any{"kind": "rwlock", "mode": "read", "owner": "r", "ttl_ms": 10000}), 200, "")
+	for _, bad := range []struct {
+		what, name string
+		body       map[string]any
+	}{
+		{"a semaphore of a mutex", "m", map[string]any{"kind": "semaphore", "limit": 2}},
+		{"a mutex of a semaphore, waiting", "s", map[string]any{"wait_ms": 5000}},
+		{"another limit", "s", map[string]any{"kind": "semaphore", "limit": 3}},
+		{"an upgrade", "rw", map[string]any{"kind": "rwlock", "mode": "write", "owner": "r"}},
+	} {
+		r := acquire(bad.name, bad.body)
+		if r.status < 400 || r.status >= 500 {
+			t.Fatalf("%s: HTTP %d %s, want a refusal", bad.what, r.status, r.body)
+		}
+	}
+	text := scrape(t, s)
+	if v := metric(t, text, `distlock_acquire_failures_total{reason="refused"}`); v != 4 {
+		t.Errorf(`reason="refused" = %v, want 4`, v)
+	}
+	if v := metric(t, text, `distlock_acquire_failures_total{reason="backend"}`); v != 0 {
+		t.Errorf(`reason="backend" = %v, want 0: refusals counted as backend failures`, v)
+	}
+}

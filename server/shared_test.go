@@ -227,6 +227,13 @@ func TestSharedWaiting(t *testing.T) {
 	}
 	go ask("w", "write")
 	waitFor(t, patience, "the writer to queue", func() bool { return sharedInfo(t, s.eng, "rw").Waiters == 1 })
+	// A reader that tries now, while a reader holds the lock, is told
+	// that the waiters queued first come first: the lock is not "free".
+	tried := call(t, "POST", lockURL(s, "rw", "acquire"), "", rw("r3", "read", 0))
+	want(t, "a reader's try behind the writer", tried, 409, api.CodeLocked)
+	if m, _ := tried.json(t)["error"].(map[string]any)["message"].(string); !strings.Contains(m, "kept for the waiters queued first") || strings.Contains(m, "free") {
+		t.Fatalf("a reader's try behind the writer: %s", tried.body)
+	}
 	go ask("r2", "read")
 	waitFor(t, patience, "the reader to queue behind it", func() bool { return sharedInfo(t, s.eng, "rw").Waiters == 2 })
 	queued := time.Now()

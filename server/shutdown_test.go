@@ -30,7 +30,9 @@ func TestShutdownEmbedded(t *testing.T) {
 	if line, _ := rd.ReadString('\n'); line != "event: ready\n" {
 		t.Fatalf("stream began with %q", line)
 	}
-	waitFor(t, patience, "the waiter", func() bool { return waiters(t, s.eng, "s") == 2 })
+	waitFor(t, patience, "the waiter and the stream", func() bool {
+		return waiters(t, s.eng, "s") == 1 && subscribers(t, s.eng, "s") == 2
+	})
 
 	// The waiter's budget (30s) is shorter than Shutdown's: a Shutdown
 	// that waited for it would see it answered locked, not shutting_down.

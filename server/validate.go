@@ -21,14 +21,11 @@ import (
 // The server validates every request before its engine sees it, with the
 // limits of package distlock (engines assume validated input).
 
-// validateName checks a lock name with distlock's own rule
-// (distlock.ValidateName) and the engine's (engine.NameChecker), as a
-// Client does, so the two cannot drift.
+// validateName checks a lock name with the rule of every engine
+// (engine.ValidateName, which distlock.ValidateName applies too) and the
+// engine's own, if any (engine.NameChecker), as a Client does, so the two
+// cannot drift.
 func (s *Server) validateName(name string) *apiError {
-	var ae *distlock.ArgumentError
-	if err := distlock.ValidateName(name); errors.As(err, &ae) {
-		return badRequest("name", "invalid name: "+ae.Reason)
-	}
 	var ee *engine.ArgumentError
 	if err := engine.CheckName(s.eng, name); errors.As(err, &ee) {
 		return badRequest("name", "invalid name: "+ee.Reason)

@@ -19,11 +19,11 @@ import (
 type acquireOutcome struct {
 	grant     engine.Grant // the last answer
 	waited    time.Duration
-	contended bool      // an attempt found the lock held by another owner
-	err       *apiError // the answer when not granted
-	failure   error     // for the observer, when not granted
-	gone      bool      // the client went away while waiting
-	shared    bool      // a shared lock's permits were asked for
+	contended bool        // an attempt found the lock held by another owner
+	err       *apiError   // the answer when not granted
+	failure   error       // for the observer, when not granted
+	gone      bool        // the client went away while waiting
+	shared    *sharedSpec // a shared lock's permits were asked for
 }
 
 // acquire tries to acquire for req; with a wait budget it holds the request
@@ -41,7 +41,7 @@ type acquireOutcome struct {
 // (engine.Sharer.AcquireShared), and waits in its queue.
 func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec) acquireOutcome {
 	start := time.Now()
-	o := acquireOutcome{shared: sh != nil}
+	o := acquireOutcome{shared: sh}
 	var lastErr error
 	// A failing engine ends the wait before its budget does: at once for an
 	// error no retry mends (a closed engine: the server is shutting down;
@@ -125,21 +125,24 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 	o.waited = time.Since(start)
 	if lastErr != nil {
 		o.err = engineErr("acquire", lastErr)
-		o.failure = &distlock.BackendError{Op: "acquire", Name: name, Err: lastErr}
+		o.failure = attemptFailure(name, lastErr)
 	} else {
 		ttl := holderTTLms(o.grant.HolderTTL)
+		locked := &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
 		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
-		if o.shared {
-			msg = fmt.Sprintf("not enough permits free, or others queued first (the soonest holder's lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
-		}
-		if o.grant.HolderTTL < 0 {
+		switch {
+		case o.shared != nil:
+			// What the shared lock's state refused, worded as the Client
+			// words it (a reader behind a queued writer is not "free").
+			locked.Kind, locked.Weight = o.shared.kind, o.shared.weight
+			msg = locked.State()
+		case o.grant.HolderTTL < 0:
 			msg = "held by another owner, with no expiry (a leaked lock: see force-release)"
+		case o.grant.Reserved:
+			msg = fmt.Sprintf("free, but kept for the waiters queued for it (for %v at least)", o.grant.HolderTTL.Round(time.Millisecond))
 		}
 		if ctxErr != nil {
 			msg += fmt.Sprintf("; gave up after waiting %v", o.waited.Round(time.Millisecond))
-		}
-		if o.grant.Reserved {
-			msg = fmt.Sprintf("free, but kept for the waiters queued for it (for %v at least)", o.grant.HolderTTL.Round(time.Millisecond))
 		}
 		o.err = newError(http.StatusConflict, api.CodeLocked, msg)
 		o.err.detail.HolderTTLMs = &ttl
@@ -149,7 +152,7 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		if o.grant.Retry > 0 {
 			o.err.detail.RetryMs = max(1, o.grant.Retry.Milliseconds())
 		}
-		o.failure = &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
+		o.failure = locked
 	}
 	if ctxErr != nil {
 		waited := o.waited.Milliseconds()
@@ -161,9 +164,27 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 
 func lastErrOrLocked(o *acquireOutcome, lastErr error) error {
 	if lastErr != nil {
-		return &distlock.BackendError{Op: "acquire", Err: lastErr}
+		return attemptFailure("", lastErr)
 	}
 	return &distlock.LockedError{TTL: o.grant.HolderTTL}
+}
+
+// attemptFailure is the observer's error for an attempt the engine
+// answered with err: a refusal of the request (another kind, limit or
+// weight, an upgrade, a feature the engine lacks: the caller's mistake,
+// which the metrics count as refused) as distlock's *ArgumentError,
+// ErrUpgrade or *UnsupportedError; anything else as a *BackendError.
+func attemptFailure(name string, err error) error {
+	var ae *engine.ArgumentError
+	switch {
+	case errors.As(err, &ae):
+		return &distlock.ArgumentError{Arg: ae.Arg, Reason: ae.Reason}
+	case errors.Is(err, engine.ErrUpgrade):
+		return distlock.ErrUpgrade
+	case errors.Is(err, errors.ErrUnsupported):
+		return &distlock.UnsupportedError{Feature: "acquire", Reason: err.Error()}
+	}
+	return &distlock.BackendError{Op: "acquire", Name: name, Err: err}
 }
 
 // errTooManyWaiters is the observer's reason for a waiter turned away.

@@ -186,7 +186,7 @@ func TestLockEvents(t *testing.T) {
 	if ev := next(); ev != api.EventReady {
 		t.Fatalf("first event %q", ev)
 	}
-	if waiters(t, s.eng, "ev") != 1 {
+	if subscribers(t, s.eng, "ev") != 1 {
 		t.Fatal("ready before the engine subscription")
 	}
 	for range 3 {
@@ -198,5 +198,5 @@ func TestLockEvents(t *testing.T) {
 		}
 	}
 	cancel()
-	waitFor(t, patience, "the subscription to go", func() bool { return waiters(t, s.eng, "ev") == 0 })
+	waitFor(t, patience, "the subscription to go", func() bool { return subscribers(t, s.eng, "ev") == 0 })
 }

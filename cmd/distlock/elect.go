@@ -143,7 +143,7 @@ func (a *app) cmdLeader(args []string) int {
 	defer done()
 	show := func(l distlock.Leader) {
 		if *asJSON {
-			a.printJSON(leaderJSON{Name: name, Elected: l.Elected(), Value: l.Value, Term: l.Term, TTLMs: l.TTL.Milliseconds()})
+			a.printJSONLine(leaderJSON{Name: name, Elected: l.Elected(), Value: l.Value, Term: l.Term, TTLMs: l.TTL.Milliseconds()})
 			return
 		}
 		if !l.Elected() {

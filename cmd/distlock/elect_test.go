@@ -42,6 +42,9 @@ func TestElectOneLeaderAtATime(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || !l.Elected || !strings.HasPrefix(l.Value, "node-") || l.Term == 0 {
 		t.Fatalf("distlock leader --json while one leads: %q (%v)", r.stdout, err)
 	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("distlock leader --json: %q, want one object on one line (as the docs say)", r.stdout)
+	}
 	wg.Wait()
 	for _, r := range results {
 		expect(t, r, 0)

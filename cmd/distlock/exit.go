@@ -109,7 +109,13 @@ func explain(err error, name, where string) error {
 		return usageErr("the lock backend (%s) has no distlock tables: run 'distlock postgres init' first (%v)", where, err)
 	case errors.As(err, &locked):
 		msg := fmt.Sprintf("%q is held by another owner (its lease ends in %s)", name, fmtTTL(locked.TTL))
-		if locked.TTL < 0 {
+		switch {
+		case locked.Kind != 0 || locked.Queued:
+			// A semaphore short of free permits, a side of a
+			// reader-writer lock, a lock kept for the waiters queued
+			// first: not "held by another owner".
+			msg = locked.State()
+		case locked.TTL < 0:
 			msg = fmt.Sprintf("%q is held and never expires: a leaked lock (see distlock leaks)", name)
 		}
 		if errors.As(err, &wait) {

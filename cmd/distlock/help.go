@@ -65,8 +65,8 @@ Lock kinds (default: NAME is an exclusive lock):
   --exclusive        take the write side of the reader-writer lock NAME: alone,
                      with no reader. Waiters are served in arrival order, so a
                      waiting writer is not starved by a stream of readers.
-  A semaphore or reader-writer lock needs a backend that keeps them (a distlock
-  server; Redlock keeps reader-writer locks but refuses a --limit above 1).
+  Every backend keeps semaphores and reader-writer locks (Redis, etcd,
+  PostgreSQL, a distlock server), but Redlock refuses a --limit above 1.
   Each holder's lease expires on its own, and DISTLOCK_FENCE is its own token.
 
 Exit codes:

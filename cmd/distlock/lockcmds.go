@@ -151,6 +151,10 @@ func (a *app) printJSON(v any) {
 	_ = enc.Encode(v)
 }
 
+// printJSONLine prints v as JSON on one line (a stream of objects, one per
+// line, as distlock leader --json --watch prints).
+func (a *app) printJSONLine(v any) { _ = json.NewEncoder(a.stdout).Encode(v) }
+
 // shellQuote quotes s for a POSIX shell when it needs quoting.
 func shellQuote(s string) string {
 	safe := s != ""

@@ -199,3 +199,25 @@ func envLine(out, key string) string {
 	}
 	return ""
 }
+
+// TestRedlockSemaphoreRefused: Redlock refuses a semaphore of more than one
+// permit (exit 64), and the hint names the backends that keep them: every
+// one but Redlock, not only a server on the embedded engine.
+func TestRedlockSemaphoreRefused(t *testing.T) {
+	t.Parallel()
+	srvs := redistest.StartN(t, 3)
+	urls := make([]string, len(srvs))
+	for i, s := range srvs {
+		urls[i] = s.URL()
+	}
+	c := cli{env: map[string]string{"DISTLOCK_REDIS": strings.Join(urls, ",")}}
+	r := c.run(t, "run", "--wait", "0", "--limit", "2", "pool", "--", "true")
+	expect(t, r, exitUsage, "Redis, etcd, PostgreSQL and a distlock server keep semaphores", "Redlock keeps reader-writer locks")
+	if strings.Contains(r.stderr, "embedded engine") {
+		t.Errorf("the hint still asks for a server on the embedded engine:\n%v", r)
+	}
+	r = c.run(t, "run", "-h")
+	if !strings.Contains(r.stdout+r.stderr, "Every backend keeps semaphores and reader-writer locks") {
+		t.Errorf("run -h does not say which backends keep shared locks:\n%v", r)
+	}
+}

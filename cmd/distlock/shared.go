@@ -103,8 +103,8 @@ func (k *lockKind) take(ctx context.Context, c *distlock.Client, name string, wa
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil, &cliError{code: exitUsage, msg: fmt.Sprintf("this backend cannot keep %s: %v.\n"+
-			"Semaphores and reader-writer locks need a backend that keeps shared locks (a distlock server on the embedded engine; "+
-			"Redlock keeps reader-writer locks, and semaphores of limit 1 only)", k.kindName(), err)}
+			"Redis, etcd, PostgreSQL and a distlock server keep semaphores and reader-writer locks; "+
+			"Redlock keeps reader-writer locks, and semaphores of limit 1 only", k.kindName(), err)}
 	}
 	return l, err
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -244,4 +245,55 @@ func TestStatusListLeaksShared(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &leaks); err != nil || len(leaks) != 1 || leaks[0].Holder != big.Owner() || leaks[0].Weight != 2 || leaks[0].Type != "semaphore" {
 		t.Fatalf("leaks --json: %+v, %v", leaks, err)
 	}
+}
+
+// TestRunBusyShared: a busy semaphore or reader-writer lock is described
+// as it is: a half-full semaphore has too few free permits, a reader
+// behind a queued writer is kept for the waiters queued first; neither is
+// "held by another owner".
+func TestRunBusyShared(t *testing.T) {
+	t.Parallel()
+	s := serveIn(t, nil)
+	c := cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}
+	lib := serverLibrary(t, s.url)
+	ctx := testCtx(t)
+	notSaid := func(r result, s string) {
+		t.Helper()
+		if strings.Contains(r.stdout+r.stderr, s) {
+			t.Errorf("output says %q:\n%v", s, r)
+		}
+	}
+
+	l, err := lib.Semaphore("half", 3).Acquire(ctx, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	r := c.run(t, "run", "--wait", "0", "--limit", "3", "--weight", "3", "half", "--", "true")
+	expect(t, r, exitBusy, `"half" has fewer than 3 free permits`)
+	notSaid(r, "held by another owner")
+
+	rw := lib.RWMutex("cache")
+	for range 2 {
+		r, err := rw.RLock(ctx, distlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release(ctx)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = rw.Lock(wctx) }()
+	for start := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+		if info, err := rw.Inspect(ctx); err == nil && info.Waiters == 1 {
+			break
+		}
+		if time.Since(start) > patience {
+			t.Fatal("the writer did not queue")
+		}
+	}
+	r = c.run(t, "run", "--wait", "0", "--shared", "cache", "--", "true")
+	expect(t, r, exitBusy, `"cache" is kept for the waiters queued first`)
+	notSaid(r, "held by another owner")
+	notSaid(r, "free")
 }

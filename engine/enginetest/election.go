@@ -1,6 +1,7 @@
 package enginetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -22,22 +23,7 @@ func (s *suite) electionHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := func(what string, ok func(distlock.Leader) bool) distlock.Leader {
-		t.Helper()
-		for {
-			select {
-			case st, open := <-changes:
-				if !open {
-					t.Fatalf("%s: the observer's channel closed", what)
-				}
-				if ok(st) {
-					return st
-				}
-			case <-ctx.Done():
-				t.Fatalf("%s: not observed", what)
-			}
-		}
-	}
+	next := func(what string, ok func(distlock.Leader) bool) { t.Helper(); observed(t, ctx, changes, what, ok) }
 	next("no leader", func(st distlock.Leader) bool { return !st.Elected() })
 	la, err := a.Campaign(ctx, name, "a")
 	if err != nil {
@@ -173,4 +159,110 @@ func (s *suite) electionExpiry(t *testing.T) {
 		}
 	}
 	t.Fatal("the observer never saw b")
+}
+
+// electionWaitersCount: Inspect's Waiters counts the live queue entries
+// only, on every engine: with a leader, an observer and one candidate
+// queued it is 1 (the observer's subscription is no waiter), and 0 again
+// once the candidate gives up while the observer still watches.
+func (s *suite) electionWaitersCount(t *testing.T) {
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	a, b, o := s.client(t), s.client(t), s.client(t)
+	la, err := a.Campaign(ctx, name, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = la.Resign(ctx) })
+	changes, err := o.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed(t, ctx, changes, "a elected", func(st distlock.Leader) bool { return st.Value == "a" && st.Term == la.Term() })
+	if info, err := o.Inspect(ctx, name); err != nil || info.Waiters != 0 {
+		t.Fatalf("a leader and an observer: %d waiters, %v; want 0", info.Waiters, err)
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Campaign(bctx, name, "b")
+		done <- err
+	}()
+	var info distlock.Info
+	waitFor(t, 20*time.Second, "b to queue", func() bool {
+		info, err = o.Inspect(ctx, name)
+		return err == nil && info.Waiters > 0
+	})
+	if info.Waiters != 1 {
+		t.Fatalf("one candidate queued and one observer: %d waiters, want 1", info.Waiters)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled campaign: %v", err)
+	}
+	waitFor(t, 20*time.Second, "b to leave the queue", func() bool {
+		info, err = o.Inspect(ctx, name)
+		return err == nil && info.Waiters == 0
+	})
+}
+
+// electionCampaignAgain: a second Campaign by the leader's own owner
+// re-enters (same term) and proclaims its value: the new Leadership's
+// Value, Leader and the observers agree on it, on every engine; the
+// election stays led until both Leaderships resigned.
+func (s *suite) electionCampaignAgain(t *testing.T) {
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	c, o := s.client(t), s.client(t)
+	owner := distlock.WithOwner("leader-" + name)
+	l1, err := c.Campaign(ctx, name, "v1", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := o.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed(t, ctx, changes, "v1 elected", func(st distlock.Leader) bool { return st.Value == "v1" && st.Term == l1.Term() })
+	l2, err := c.Campaign(ctx, name, "v2", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Term() != l1.Term() || l2.Value() != "v2" {
+		t.Fatalf("second campaign: term %d value %q, want term %d value v2", l2.Term(), l2.Value(), l1.Term())
+	}
+	if st, err := o.Leader(ctx, name); err != nil || st.Value != "v2" || st.Term != l1.Term() {
+		t.Fatalf("Leader after the second campaign: %+v, %v; want v2 in term %d", st, err, l1.Term())
+	}
+	observed(t, ctx, changes, "v2 proclaimed", func(st distlock.Leader) bool { return st.Value == "v2" && st.Term == l1.Term() })
+	if err := l2.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := o.Leader(ctx, name); err != nil || st.Value != "v2" || st.Term != l1.Term() {
+		t.Fatalf("Leader after one of two Resigns: %+v, %v; want v2 in term %d", st, err, l1.Term())
+	}
+	if err := l1.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Leader(ctx, name); !errors.Is(err, distlock.ErrNoLeader) {
+		t.Fatalf("Leader after both Resigns: %v, want ErrNoLeader", err)
+	}
+}
+
+// observed waits for a state on an observer's channel that ok accepts.
+func observed(t *testing.T, ctx context.Context, changes <-chan distlock.Leader, what string, ok func(distlock.Leader) bool) {
+	t.Helper()
+	for {
+		select {
+		case st, open := <-changes:
+			if !open {
+				t.Fatalf("%s: the observer's channel closed", what)
+			}
+			if ok(st) {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: not observed", what)
+		}
+	}
 }

@@ -90,6 +90,8 @@ func Run(t *testing.T, h Harness) {
 		{"ElectionHandover", s.electionHandover},
 		{"ElectionProclaim", s.electionProclaim},
 		{"ElectionExpiry", s.electionExpiry},
+		{"ElectionWaitersCount", s.electionWaitersCount},
+		{"ElectionCampaignAgain", s.electionCampaignAgain},
 		{"SemaphoreLimit", s.semaphoreLimit},
 		{"SemaphoreExpiry", s.semaphoreExpiry},
 		{"SemaphoreFIFO", s.semaphoreFIFO},

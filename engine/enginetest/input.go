@@ -100,24 +100,37 @@ func (s *suite) badInput(t *testing.T) {
 	}
 }
 
-// engineNameRule: a leading '}' breaks a rule of Redis's, not distlock's
-// (engine.NameChecker). An engine either refuses such a name with an
-// *ArgumentError before any call, or takes it like any other name.
+// engineNameRule: a name is refused or taken alike on every engine (one
+// rule, engine.ValidateName): a leading '}' (which would empty a Redis
+// Cluster hash tag) and a NUL byte (which PostgreSQL's text cannot hold)
+// are refused before any call, by Acquire, TryAcquire, Semaphore, RWMutex,
+// Campaign and Inspect alike, with an *ArgumentError for the name and
+// nothing changed; a '}' elsewhere in a name is an ordinary character.
 func (s *suite) engineNameRule(t *testing.T, c *distlock.Client) {
 	ctx := ctxTimeout(t, 30*time.Second)
-	name := "}" + lockName(t)
-	l, err := c.TryAcquire(ctx, name)
-	var ae *distlock.ArgumentError
-	switch {
-	case err == nil:
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
+	base := lockName(t)
+	calls := map[string]func(name string) error{
+		"TryAcquire": func(name string) error { _, err := c.TryAcquire(ctx, name); return err },
+		"Acquire":    func(name string) error { _, err := c.Acquire(ctx, name); return err },
+		"Semaphore":  func(name string) error { _, err := c.Semaphore(name, 1).TryAcquire(ctx); return err },
+		"RWMutex":    func(name string) error { _, err := c.RWMutex(name).TryRLock(ctx); return err },
+		"Campaign":   func(name string) error { _, err := c.Campaign(ctx, name, "v"); return err },
+		"Inspect":    func(name string) error { _, err := c.Inspect(ctx, name); return err },
+	}
+	for call, f := range calls {
+		for _, name := range []string{"}" + base + call, base + call + "\x00nul"} {
+			var ae *distlock.ArgumentError
+			if err := f(name); !errors.As(err, &ae) || ae.Arg != "name" || !errors.Is(err, distlock.ErrInvalidArgument) {
+				t.Errorf("%s(%q) = %v, want an *ArgumentError for the name", call, name, err)
+			}
 		}
-	case errors.As(err, &ae) && errors.Is(err, distlock.ErrInvalidArgument):
-		if _, err := c.Inspect(ctx, name); !errors.Is(err, distlock.ErrInvalidArgument) {
-			t.Errorf("Inspect of a refused name: %v, want ErrInvalidArgument", err)
-		}
-	default:
-		t.Errorf("name %q: %v, want a grant or an *ArgumentError", name, err)
+	}
+	inner := base + "}x"
+	l, err := c.TryAcquire(ctx, inner)
+	if err != nil {
+		t.Fatalf("TryAcquire(%q) = %v, want a grant", inner, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,9 +87,11 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	return leaks, next, nil
 }
 
-// info describes the lock name at now; the caller holds e.mu.
+// info describes the lock name at now (Inspect, List): Waiters are the
+// live queue entries, Subscribers every subscription; the caller holds
+// e.mu.
 func (e *Engine) info(name string, now time.Time) engine.Info {
-	info := engine.Info{Name: name, Waiters: len(e.subs[name])}
+	info := engine.Info{Name: name, Waiters: e.queueLen(name, now), Subscribers: len(e.subs[name])}
 	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
 		info.HighWater = hw.token
 	}

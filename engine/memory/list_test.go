@@ -105,7 +105,7 @@ func TestListInfo(t *testing.T) {
 		t.Fatalf("List = %+v", infos)
 	}
 	want := engine.Info{Name: "a", Held: true, Owner: "owner-a", Count: 2, Metadata: "host=x",
-		Token: token, TTL: 50 * time.Second, HighWater: token, Waiters: 1}
+		Token: token, TTL: 50 * time.Second, HighWater: token, Subscribers: 1} // a subscriber is no waiter
 	if !reflect.DeepEqual(infos[0], want) {
 		t.Fatalf("List info = %+v\nwant        %+v", infos[0], want)
 	}

@@ -283,17 +283,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := e.check(ctx); err != nil {
 		return engine.Info{}, err
 	}
-	now := e.now()
-	info := engine.Info{Name: name, Waiters: e.queueLen(name, now) + e.plainSubs(name)}
-	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
-		info.HighWater = hw.token
-	}
-	if l := e.live(name, now); l != nil {
-		info.Held = true
-		info.Owner, info.Count, info.Metadata, info.Token = l.owner, l.count, l.metadata, l.token
-		info.TTL = l.expires.Sub(now)
-	}
-	return info, nil
+	return e.info(name, e.now()), nil
 }
 
 // RaiseFence implements engine.FenceRaiser: while owner holds the lock,

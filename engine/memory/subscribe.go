@@ -75,15 +75,3 @@ func (e *Engine) freed(name string) {
 	e.wakeHead(name, e.settle(name, now), now, true)
 	e.notifyWaiter(name, "")
 }
-
-// plainSubs counts name's subscribers that wait outside the queue; the
-// caller holds e.mu.
-func (e *Engine) plainSubs(name string) int {
-	n := 0
-	for s := range e.subs[name] {
-		if s.waiter == "" {
-			n++
-		}
-	}
-	return n
-}

@@ -6,12 +6,6 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// CheckName implements engine.NameChecker: PostgreSQL's text cannot hold
-// a NUL byte, so a name with one is refused before any call.
-func (e *Engine) CheckName(name string) error {
-	return checkText("name", name)
-}
-
 // checkText refuses a text argument PostgreSQL cannot store.
 func checkText(arg, s string) error {
 	if containsNUL(s) {

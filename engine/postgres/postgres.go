@@ -31,7 +31,6 @@ var (
 	_ engine.Engine         = (*Engine)(nil)
 	_ engine.Queuer         = (*Engine)(nil)
 	_ engine.Describer      = (*Engine)(nil)
-	_ engine.NameChecker    = (*Engine)(nil)
 	_ engine.ForceReleaser  = (*Engine)(nil)
 	_ engine.HolderReleaser = (*Engine)(nil)
 	_ engine.OnceReleaser   = (*Engine)(nil)

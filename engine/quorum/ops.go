@@ -647,6 +647,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
 		info.Waiters = max(info.Waiters, x.v.Waiters)
+		info.Subscribers = max(info.Subscribers, x.v.Subscribers)
 		if x.v.Held {
 			votes[x.v.Owner]++
 		}
@@ -661,10 +662,10 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
-				hw, w := info.HighWater, info.Waiters
+				hw, w, s := info.HighWater, info.Waiters, info.Subscribers
 				p := info.Partial
 				info = x.v
-				info.HighWater, info.Waiters, info.Partial = hw, w, p
+				info.HighWater, info.Waiters, info.Subscribers, info.Partial = hw, w, s, p
 				info.Holders = nil // one node's view: rebuilt from the majority's (Client.Inspect)
 			}
 			tokens[x.v.Token]++

@@ -240,7 +240,7 @@ func (e *Engine) inspectMany(ctx context.Context, names []string) ([]engine.Info
 		if !held {
 			continue // released since the scan
 		}
-		if err := e.countClassicWaiters(ctx, &info); err != nil {
+		if err := e.countClassicSubscribers(ctx, &info); err != nil {
 			return nil, err
 		}
 		infos = append(infos, info)

@@ -417,25 +417,26 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		return engine.Info{}, err
 	}
 	info, _, err := r.info(e, name)
-	if n, _ := r.queued.Int(); err == nil && n == 0 {
-		err = e.countClassicWaiters(ctx, &info)
+	if err == nil {
+		err = e.countClassicSubscribers(ctx, &info)
 	}
 	return info, err
 }
 
-// countClassicWaiters sets info.Waiters with classic pub/sub on Cluster,
-// where each node knows only its own subscribers: the sum over every node.
-func (e *Engine) countClassicWaiters(ctx context.Context, info *engine.Info) error {
+// countClassicSubscribers sets info.Subscribers with classic pub/sub on
+// Cluster, where each node knows only its own subscribers: the sum over
+// every node.
+func (e *Engine) countClassicSubscribers(ctx context.Context, info *engine.Info) error {
 	cc, ok := e.client.(*goredis.ClusterClient)
 	if !ok || e.sharded != nil {
 		return nil
 	}
 	var mu sync.Mutex
-	info.Waiters = 0
+	info.Subscribers = 0
 	return cc.ForEachShard(ctx, func(ctx context.Context, c *goredis.Client) error {
 		n, err := c.PubSubNumSub(ctx, e.channel(info.Name)).Result()
 		mu.Lock()
-		info.Waiters += int(n[e.channel(info.Name)])
+		info.Subscribers += int(n[e.channel(info.Name)])
 		mu.Unlock()
 		return err
 	})
@@ -471,7 +472,7 @@ func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string)
 // numSub queues the count of the lock's wake-up subscribers: PUBSUB
 // NUMSUB, or with sharded pub/sub PUBSUB SHARDNUMSUB sent to the master of
 // the channel's slot, the only node that knows its subscribers. (Classic
-// pub/sub on Cluster: see countClassicWaiters.)
+// pub/sub on Cluster: see countClassicSubscribers.)
 func (e *Engine) numSub(ctx context.Context, p goredis.Pipeliner, name string) *goredis.MapStringIntCmd {
 	if e.sharded == nil {
 		return p.PubSubNumSub(ctx, e.channel(name))
@@ -489,13 +490,10 @@ var errNotALock = errors.New("not a distlock lock")
 // A key of another type (WRONGTYPE, a reply error) or a string distlock did
 // not write (errNotALock) is an error.
 func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, err error) {
-	// Waiters: the queue's live entries; with no queue, the subscribers
-	// (waiters outside a queue).
+	// Waiters: the queue's live entries, and nothing else (an observer's
+	// subscription is counted in Subscribers).
 	queued, _ := r.queued.Int()
-	info = engine.Info{Name: name, Waiters: queued}
-	if info.Waiters == 0 {
-		info.Waiters = int(r.subs.Val()[e.channel(name)])
-	}
+	info = engine.Info{Name: name, Waiters: queued, Subscribers: int(r.subs.Val()[e.channel(name)])}
 	if v, err := r.hw.Result(); err == nil {
 		info.HighWater, _ = strconv.ParseUint(v, 10, 64)
 	}

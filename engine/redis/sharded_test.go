@@ -76,8 +76,8 @@ func TestClusterShardedWakeups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 1 {
-				t.Fatalf("classic %v: inspect counts %d waiters, %v; want 1", classic, info.Waiters, err)
+			if info, err := holder.Inspect(ctx, name); err != nil || info.Subscribers != 1 || info.Waiters != 0 {
+				t.Fatalf("classic %v: inspect counts %d subscribers and %d waiters, %v; want 1 and 0", classic, info.Subscribers, info.Waiters, err)
 			}
 			shard := node.Client().PubSubShardNumSub(ctx, key).Val()[key]
 			if want := map[bool]int64{false: 1, true: 0}[classic]; shard != want {

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/memory"
 )
 
-// TestEngineNameRuleThroughServer: the server checks names with its
-// engine's rules too (a leading '}' on Redis), and a Client on the remote
-// engine gets the refusal as an *ArgumentError, not as a backend failure
-// to retry; a waiting Acquire returns at once.
+// TestEngineNameRuleThroughServer: a server checks names with the rule of
+// every engine (engine.ValidateName: a leading '}' is refused on the
+// embedded engine as on Redis), and a Client on the remote engine gets the
+// refusal as an *ArgumentError, not as a backend failure to retry; a
+// waiting Acquire returns at once.
 func TestEngineNameRuleThroughServer(t *testing.T) {
-	_, url := startRedisServer(t)
+	_, url := startServer(t, memory.New())
 	c := distlock.New(newRemote(t, url))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

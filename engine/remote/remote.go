@@ -502,7 +502,7 @@ func escapeName(name string) string {
 }
 
 func fromLockInfo(l api.LockInfo) engine.Info {
-	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters}
+	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Subscribers: l.Subscribers}
 	if l.Kind != "" {
 		return fromSharedInfo(l)
 	}

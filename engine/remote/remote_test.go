@@ -126,8 +126,8 @@ func TestSubscribeReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if info, _ := mem.Inspect(ctx, "n"); info.Waiters != 1 {
-		t.Fatalf("subscribed, but the engine sees %d waiters", info.Waiters)
+	if info, _ := mem.Inspect(ctx, "n"); info.Subscribers != 1 {
+		t.Fatalf("subscribed, but the engine sees %d subscribers", info.Subscribers)
 	}
 	_ = srv1.Close()
 	select {
@@ -143,7 +143,7 @@ func TestSubscribeReconnect(t *testing.T) {
 	_, _ = startServerOn(t, mem, ln2)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if info, _ := mem.Inspect(ctx, "n"); info.Waiters == 1 {
+		if info, _ := mem.Inspect(ctx, "n"); info.Subscribers == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -258,7 +258,7 @@ func TestClose(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if info, _ := mem.Inspect(ctx, "c"); info.Waiters == 0 {
+		if info, _ := mem.Inspect(ctx, "c"); info.Subscribers == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -322,9 +322,14 @@ type LockInfo struct {
 	TTLMs int64 `json:"ttl_ms,omitempty"`
 	// HighWater is the highest fencing token minted for the name.
 	HighWater uint64 `json:"high_water"`
-	// Waiters is the number of waiters the engine sees (on Redis: client
-	// connections subscribed to the lock, one per server).
+	// Waiters is the number of waiters: the live entries of the lock's
+	// queue (engine.Info.Waiters), the same count on every engine.
 	Waiters int `json:"waiters"`
+	// Subscribers counts the subscriptions to the lock's wake-ups the
+	// engine can see (engine.Info.Subscribers: observers and waiters; on
+	// Redis one per subscribed connection; 0 where the engine cannot see
+	// them, as on etcd and PostgreSQL).
+	Subscribers int `json:"subscribers,omitempty"`
 	// Kind is "semaphore" or "rwlock" for a shared lock, empty for a
 	// mutex. A shared lock's holders are in Holders (the fields Owner to
 	// TTLMs above stay empty, but Token is the highest holder token); Limit
