@@ -173,8 +173,9 @@ func TestMetricsObserver(t *testing.T) {
 	}
 }
 
-// TestRefusalMetrics: a request the engine refuses (another kind or limit
-// than the name's, a read-to-write upgrade) is the caller's mistake: it is
+// TestRefusalMetrics: a request the engine refuses (another kind than the
+// name's, a weight beyond its stored limit, a read-to-write upgrade) is the
+// caller's mistake: it is
 // counted with reason="refused", never as a backend failure, whether it
 // was one attempt or a waiting one.
 func TestRefusalMetrics(t *testing.T) {
@@ -191,7 +192,7 @@ func TestRefusalMetrics(t *testing.T) {
 	}{
 		{"a semaphore of a mutex", "m", map[string]any{"kind": "semaphore", "limit": 2}},
 		{"a mutex of a semaphore, waiting", "s", map[string]any{"wait_ms": 5000}},
-		{"another limit", "s", map[string]any{"kind": "semaphore", "limit": 3}},
+		{"a weight beyond the stored limit", "s", map[string]any{"kind": "semaphore", "limit": 3, "weight": 3}},
 		{"an upgrade", "rw", map[string]any{"kind": "rwlock", "mode": "write", "owner": "r"}},
 	} {
 		r := acquire(bad.name, bad.body)
