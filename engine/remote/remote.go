@@ -425,7 +425,8 @@ func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bo
 	return out.WasHeld, err
 }
 
-// List implements engine.Lister.
+// List implements engine.Lister. A page the server's engine answered from
+// some of its parts comes with an *engine.PartialError (engine.AsPartial).
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	q := url.Values{}
 	if prefix != "" {
@@ -442,6 +443,9 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	infos := make([]engine.Info, len(out.Locks))
 	for i, l := range out.Locks {
 		infos[i] = fromLockInfo(l)
+	}
+	if p := partialOf(out.Partial); p != nil {
+		return infos, out.Next, p // the page of the parts that answered
 	}
 	return infos, out.Next, nil
 }
@@ -502,7 +506,7 @@ func escapeName(name string) string {
 }
 
 func fromLockInfo(l api.LockInfo) engine.Info {
-	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Subscribers: l.Subscribers}
+	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Subscribers: l.Subscribers, Partial: partialOf(l.Partial)}
 	if l.Kind != "" {
 		return fromSharedInfo(l)
 	}

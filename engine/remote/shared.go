@@ -63,7 +63,7 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 
 // fromSharedInfo reads a shared lock's state.
 func fromSharedInfo(l api.LockInfo) engine.Info {
-	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Token: l.Token, Limit: l.Limit}
+	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Token: l.Token, Limit: l.Limit, Partial: partialOf(l.Partial)}
 	switch l.Kind {
 	case api.KindSemaphore:
 		i.Kind = engine.Semaphore
