@@ -16,7 +16,7 @@ import (
 // a short extension of one of two holds moves the expiry earlier, on a
 // mutex and on a semaphore's holder.
 func TestReentryExpiryUpgrade(t *testing.T) {
-	const schema = "upgrade_v3"
+	const schema = "upgrade_v3_reentry"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pool := newPool(t)

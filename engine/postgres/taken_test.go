@@ -17,7 +17,7 @@ import (
 // still answers for processes of version 3, a lease held across the upgrade
 // still renews, and a mutex's force-release now marks its holder taken over.
 func TestTakenUpgrade(t *testing.T) {
-	const schema = "upgrade_v3"
+	const schema = "upgrade_v3_taken"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pool := newPool(t)
@@ -36,7 +36,7 @@ func TestTakenUpgrade(t *testing.T) {
 	// Version 3's own functions (this engine calls version 4's).
 	var n int32
 	var held bool
-	if err := pool.QueryRow(ctx, `SELECT upgrade_v3.force_release_shared('s'), upgrade_v3.force_release('x')`).Scan(&n, &held); err != nil || n != 1 || !held {
+	if err := pool.QueryRow(ctx, `SELECT upgrade_v3_taken.force_release_shared('s'), upgrade_v3_taken.force_release('x')`).Scan(&n, &held); err != nil || n != 1 || !held {
 		t.Fatalf("force-release on version 3: %d, %v, %v", n, held, err)
 	}
 	if res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "x", Owner: "xo", TTL: time.Minute}}); err != nil || res[0].Status != engine.Missing {
@@ -48,11 +48,11 @@ func TestTakenUpgrade(t *testing.T) {
 		}
 	}
 	var version int
-	if err := pool.QueryRow(ctx, `SELECT max(version) FROM upgrade_v3.version`).Scan(&version); err != nil || version != postgres.SchemaVersion {
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM upgrade_v3_taken.version`).Scan(&version); err != nil || version != postgres.SchemaVersion {
 		t.Fatalf("version %d (%v), want %d", version, err, postgres.SchemaVersion)
 	}
 	var old *string
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('upgrade_v3.shared_taken')::text`).Scan(&old); err != nil || old != nil {
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('upgrade_v3_taken.shared_taken')::text`).Scan(&old); err != nil || old != nil {
 		t.Fatalf("shared_taken after the upgrade: %v, %v", old, err)
 	}
 	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "s", Owner: "a", TTL: time.Minute, Shared: true}, {Name: "m", Owner: "mo", TTL: time.Minute}})
@@ -60,7 +60,7 @@ func TestTakenUpgrade(t *testing.T) {
 		t.Fatalf("after the upgrade: %+v, %v; want the freed holder taken over, the mutex held across it extended", res, err)
 	}
 	var status int32
-	if err := pool.QueryRow(ctx, `SELECT o_status FROM upgrade_v3.extend_shared_taken(ARRAY['s'], ARRAY['a'], ARRAY[60000000::bigint], ARRAY[false])`).Scan(&status); err != nil || status != 3 {
+	if err := pool.QueryRow(ctx, `SELECT o_status FROM upgrade_v3_taken.extend_shared_taken(ARRAY['s'], ARRAY['a'], ARRAY[60000000::bigint], ARRAY[false])`).Scan(&status); err != nil || status != 3 {
 		t.Fatalf("extend_shared_taken, as a version 3 process calls it: %d, %v; want 3", status, err)
 	}
 	if held, err := e.ForceRelease(ctx, "m"); err != nil || !held {
