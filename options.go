@@ -79,8 +79,9 @@ func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } 
 // the lock; a release reserves the lock for it. Without it the queue still
 // wakes only its head, but a newcomer may take a free lock first (more
 // throughput), until the head has been passed over for a short bound
-// (engine.StarvationBound). Engines without a waiter queue (a quorum) answer
-// an *UnsupportedError. TryAcquire ignores it.
+// (engine.StarvationBound). A quorum (engine/quorum), whose nodes each keep
+// a queue of their own and so cannot promise one order, answers an
+// *UnsupportedError. TryAcquire ignores it.
 func WithFair() Option { return func(o *options) { o.fair = true } }
 
 // WithWeight takes n permits of a Semaphore at once (default 1; at most
