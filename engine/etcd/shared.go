@@ -406,19 +406,7 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Shar
 	wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
 	ops = append(ops, e.sharedGrantedOps(st, r.Waiter, len(wake) > 0)...)
 	ops = append(ops, wake...)
-	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
-	if unsure {
-		e.taint(id)
-	}
-	if err != nil {
-		return engine.Grant{}, false, err
-	}
-	if !resp.Succeeded {
-		return engine.Grant{}, false, nil
-	}
-	lease.take()
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
-	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
+	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
 
 // queueShared queues r's waiter (or keeps it queued, renewing its lease),
