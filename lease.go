@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/internal/waiting"
 )
 
 // Lease is one hold of a lock. It knows a local validity deadline on the
@@ -61,8 +60,7 @@ type Lease struct {
 	ttl       time.Duration
 	deadline  time.Time                 // local validity deadline
 	lastSent  time.Time                 // send time of the last confirmed acquire/extend
-	nextRenew time.Time                 // when the watchdog renews at the latest
-	renewFrom time.Time                 // from when it renews along with others (coalescing)
+	renewal   schedule                  // when the watchdog renews it
 	timer     *time.Timer               // fires at deadline
 	lastErr   error                     // last renewal error since the last confirmation
 	inflight  bool                      // a renewal sent before the deadline is not answered yet
@@ -376,8 +374,7 @@ func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
 func (l *Lease) setValidity(sent time.Time, ttl time.Duration) {
 	l.lastSent = sent
 	l.deadline = sent.Add(ttl - drift(ttl))
-	l.nextRenew = sent.Add(ttl / 3)
-	l.renewFrom = sent.Add(ttl / 6)
+	l.renewal = renewAfter(sent, ttl)
 }
 
 // renewFailed schedules a jittered retry after a failed renewal.
@@ -385,8 +382,7 @@ func (l *Lease) renewFailed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastErr = err
-	l.nextRenew = time.Now().Add(waiting.Jitter(min(l.ttl/10, time.Second)))
-	l.renewFrom = l.nextRenew
+	l.renewal = retryAfter(l.ttl)
 }
 
 // checkDeadline ends the lease when its deadline has passed. The deadline
@@ -460,7 +456,7 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 	if l.extending != nil {
 		return false, time.Time{}
 	}
-	return !now.Before(l.renewFrom), l.nextRenew
+	return l.renewal.due(now)
 }
 
 // requestLocked is the lease's renewal request; l.mu is held.
