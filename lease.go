@@ -53,6 +53,7 @@ type Lease struct {
 	shared    bool      // a shared lock's (engine.Sharer): a permit or a reader's or writer's lease
 	reentered bool      // the grant was a re-entry: the owner held the lock already
 	granted   time.Time // when the grant was sent
+	holdEnd   time.Time // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
 
@@ -68,6 +69,7 @@ type Lease struct {
 	err       error                     // nil while held
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
+	dropped   bool                      // the hold was released in the authority already (WithMaxHold)
 }
 
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
@@ -78,6 +80,9 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 		ttl:     o.ttl,
 	}
 	l.parent = ctx
+	if o.maxHoldSet {
+		l.holdEnd = sent.Add(o.maxHold)
+	}
 	l.setValidity(sent, o.ttl)
 	return l
 }
@@ -112,7 +117,8 @@ func (l *Lease) TTL() time.Duration {
 	return l.ttl
 }
 
-// Deadline returns the local validity deadline (monotonic clock).
+// Deadline returns the local validity deadline (monotonic clock), never
+// later than HoldLimit when the lease has one (WithMaxHold).
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -265,8 +271,14 @@ func (l *Lease) Release(ctx context.Context) error {
 		return ErrReleased
 	}
 	l.end(ErrReleased)
+	dropped := l.dropped
 	l.mu.Unlock()
 	l.c.forget(l)
+	if dropped {
+		// Its end (WithMaxHold) released the hold already: a second
+		// release would drop another hold of a re-entrant owner.
+		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+	}
 
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
@@ -373,7 +385,7 @@ func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
 // extension sent at sent; l.mu is held (or l is new).
 func (l *Lease) setValidity(sent time.Time, ttl time.Duration) {
 	l.lastSent = sent
-	l.deadline = sent.Add(ttl - drift(ttl))
+	l.deadline = l.capHold(sent.Add(ttl - drift(ttl)))
 	l.renewal = renewAfter(sent, ttl)
 }
 
@@ -396,6 +408,9 @@ func (l *Lease) checkDeadline() { l.current() }
 func (l *Lease) expireLocked(now time.Time) bool {
 	if l.err != nil || now.Before(l.deadline) {
 		return false // ended, or still valid (renewed just now, perhaps)
+	}
+	if l.endHoldLocked(now) {
+		return true
 	}
 	cause, err := Expired, l.lastErr
 	if l.inflight && err == nil {

@@ -40,6 +40,9 @@ type options struct {
 	// A shared lock's call (Semaphore, RWMutex): its kind and limit.
 	kind  engine.SharedKind
 	limit int
+	// WithMaxHold's (maxhold.go)
+	maxHold    time.Duration
+	maxHoldSet bool
 }
 
 // shared reports whether the call is a shared lock's.
@@ -126,6 +129,9 @@ func (o *options) validate() error {
 	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight >= engine.RWPermits):
 		// (the engine checks it against the stored limit)
 		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit: a grant takes at least one permit", o.weight)}
+	}
+	if err := o.validateMaxHold(); err != nil {
+		return err
 	}
 	if err := ValidateOwner(o.owner); err != nil {
 		return err
