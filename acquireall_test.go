@@ -326,11 +326,17 @@ func TestAcquireAllRenewsInOneBatch(t *testing.T) {
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
-		_ = s.Release(ctx)
+		if err := s.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 		c.Close()
 		if n := ce.partial.Load(); n != 0 {
 			t.Errorf("ordered %v: %d of %d Extend calls renewed part of the set", ordered, n, ce.calls.Load())
 		}
+		if !ordered && (ce.batches.Load() != 1 || ce.singles.Load() != 0) {
+			t.Errorf("Release: %d batches and %d single releases; want one batch", ce.batches.Load(), ce.singles.Load())
+		}
+		assertFree(t, distlock.New(ce.Engine), names...)
 	}
 }
 
@@ -338,7 +344,18 @@ func TestAcquireAllRenewsInOneBatch(t *testing.T) {
 // the set of one-letter names.
 type countingEngine struct {
 	engine.Engine
-	calls, partial atomic.Int64
+	calls, partial   atomic.Int64
+	batches, singles atomic.Int64 // ReleaseMulti and Release calls
+}
+
+func (c *countingEngine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	c.batches.Add(1)
+	return c.Engine.(engine.MultiReleaser).ReleaseMulti(ctx, names, owners)
+}
+
+func (c *countingEngine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	c.singles.Add(1)
+	return c.Engine.Release(ctx, name, owner)
 }
 
 func (c *countingEngine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {

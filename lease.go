@@ -259,20 +259,36 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
+	prev, again := l.stop()
+	if again {
+		return ErrReleased
+	}
+	rctx, cancel := l.c.releaseContext(ctx)
+	defer cancel()
+	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+	return l.released(res, err, prev)
+}
+
+// stop ends the lease as released, locally, before its release is sent:
+// it returns why it had ended before (nil while it was held), or again
+// when it was released already (nothing is to be sent).
+func (l *Lease) stop() (prev error, again bool) {
 	l.mu.Lock()
 	l.expireLocked(time.Now()) // a lease past its deadline was lost before it was released
-	prev := l.err
+	prev = l.err
 	if prev == ErrReleased {
 		l.mu.Unlock()
-		return ErrReleased
+		return nil, true
 	}
 	l.end(ErrReleased)
 	l.mu.Unlock()
 	l.c.forget(l)
+	return prev, false
+}
 
-	rctx, cancel := l.c.releaseContext(ctx)
-	defer cancel()
-	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+// released is Release's error for the engine's answer res (or failure
+// err) to the release of a lease that had ended with prev before.
+func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error {
 	if err != nil {
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}

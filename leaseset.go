@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // LeaseSet is one hold of several locks, granted together by AcquireAll or
@@ -14,7 +16,8 @@ import (
 // closed, Context is cancelled and Err returns that member's error (a
 // *LostError names the lock that was lost). The members' renewals travel in
 // the Client's watchdog batches together: one Extend round trip per node
-// and tick for the whole set. Release releases every member.
+// and tick for the whole set. Release releases every member, in one round
+// trip where the engine can.
 //
 // A LeaseSet is safe for concurrent use.
 type LeaseSet struct {
@@ -164,10 +167,12 @@ func (s *LeaseSet) bind(parent context.Context) (context.Context, func()) {
 	}
 }
 
-// Release releases every member, in parallel (each as Lease.Release: never
-// inheriting ctx's cancellation, bounded by the Client's release timeout).
-// It returns the members' errors joined: nil when every member was held
-// and released. Later calls return ErrReleased and send nothing.
+// Release releases every member: in one round trip per node where the
+// engine can (engine.MultiReleaser: memory, Redis), else each member as
+// Lease.Release in parallel; never inheriting ctx's cancellation, bounded
+// by the Client's release timeout. It returns the members' errors joined:
+// nil when every member was held and released. Later calls return
+// ErrReleased and send nothing.
 func (s *LeaseSet) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
@@ -179,7 +184,42 @@ func (s *LeaseSet) Release(ctx context.Context) error {
 	if done {
 		return ErrReleased
 	}
+	if mr, ok := s.c.eng.(engine.MultiReleaser); ok {
+		return releaseBatch(ctx, mr, s.members)
+	}
 	return releaseLeases(ctx, s.members)
+}
+
+// releaseBatch releases leases in one ReleaseMulti call.
+func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease) error {
+	var names, owners []string
+	var sent []*Lease
+	var prevs []error
+	for _, l := range leases {
+		prev, again := l.stop()
+		if !again {
+			names, owners = append(names, l.name), append(owners, l.owner)
+			sent, prevs = append(sent, l), append(prevs, prev)
+		}
+	}
+	if len(sent) == 0 {
+		return ErrReleased // every member was released before (Client.Close)
+	}
+	rctx, cancel := leases[0].c.releaseContext(ctx)
+	defer cancel()
+	res, err := mr.ReleaseMulti(rctx, names, owners)
+	if err == nil && len(res) != len(sent) {
+		err = errShortReply
+	}
+	errs := make([]error, len(sent))
+	for i, l := range sent {
+		var r engine.ReleaseResult
+		if err == nil {
+			r = res[i]
+		}
+		errs[i] = l.released(r, err, prevs[i])
+	}
+	return errors.Join(errs...)
 }
 
 // releaseLeases releases leases in parallel and joins their errors.

@@ -30,6 +30,17 @@ type MultiAcquirer interface {
 	AcquireMulti(ctx context.Context, rs []AcquireRequest) (MultiGrant, error)
 }
 
+// MultiReleaser is implemented by engines that can release several locks
+// in one round trip (a LeaseSet's Release): memory under its one lock,
+// Redis in one pipeline (one per node on Cluster).
+type MultiReleaser interface {
+	// ReleaseMulti is Release of each lock names[i] by owners[i], in one
+	// round trip; the results are in the order of the names. An error
+	// means the round trip as a whole failed (some releases may have been
+	// applied: each is safe to send again).
+	ReleaseMulti(ctx context.Context, names, owners []string) ([]ReleaseResult, error)
+}
+
 // MultiGrant is the answer to AcquireMulti.
 type MultiGrant struct {
 	// Acquired reports that every request was granted; Tokens holds the

@@ -6,7 +6,25 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-var _ engine.MultiAcquirer = (*Engine)(nil)
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// ReleaseMulti implements engine.MultiReleaser: every release under the
+// engine's one lock.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]engine.ReleaseResult, len(names))
+	for i, name := range names {
+		out[i] = e.release(name, owners[i])
+	}
+	return out, nil
+}
 
 // AcquireMulti implements engine.MultiAcquirer: under the engine's one
 // lock, every name is checked (free, nobody queued, no shared holder) and

@@ -17,7 +17,35 @@ var multiSrc string
 
 var multiScript = newScript(lockSrc + mintSrc + multiSrc)
 
-var _ engine.MultiAcquirer = (*Engine)(nil)
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// ReleaseMulti implements engine.MultiReleaser: the release scripts, each
+// with its lock's queue keys (a marked lock wakes its queue), in one
+// pipeline: one round trip, one per node on Cluster.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	cmds, err := pipeline(ctx, e.client, []*script{releaseScript}, func(p goredis.Pipeliner) []*goredis.Cmd {
+		cmds := make([]*goredis.Cmd, len(names))
+		for i, name := range names {
+			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(name, owners[i], e.releaseID(), true))
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.ReleaseResult, len(names))
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = releaseResult(n)
+	}
+	return out, nil
+}
 
 // AcquireMulti implements engine.MultiAcquirer: one script, one round trip,
 // when every name's keys are on one node. That is always the case on a
