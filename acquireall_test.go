@@ -12,6 +12,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -23,8 +24,9 @@ type setEngine struct {
 }
 
 // setEngines returns the engines the set tests run on: memory and Redis
-// (one script per set), and both with the one-step grant hidden (the
-// ordered path of the quorum, the server, etcd and PostgreSQL; no queue).
+// (one script per set), both with the one-step grant hidden (the ordered
+// path of the server, etcd and PostgreSQL; no queue), and a Redlock quorum
+// of three redis-servers (ordered too).
 func setEngines(t *testing.T) []setEngine {
 	t.Helper()
 	srv := redistest.Start(t)
@@ -34,7 +36,18 @@ func setEngines(t *testing.T) []setEngine {
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	m := memory.New()
-	return []setEngine{{"memory", m}, {"redis", r}, {"memory-ordered", plainEngine{m}}, {"redis-ordered", plainEngine{r}}}
+	nodes := make([]engine.Engine, 3)
+	for i, s := range redistest.StartN(t, 3) {
+		if nodes[i], err = redisengine.New(s.Client()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := quorum.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return []setEngine{{"memory", m}, {"redis", r}, {"memory-ordered", plainEngine{m}}, {"redis-ordered", plainEngine{r}}, {"quorum", q}}
 }
 
 // plainEngine hides every optional interface of its engine (the one-step
