@@ -263,12 +263,28 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
+	prev, done := l.stop()
+	if done != nil {
+		return done
+	}
+	rctx, cancel := l.c.releaseContext(ctx)
+	defer cancel()
+	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+	return l.released(res, err, prev)
+}
+
+// stop ends the lease as released, locally, before its release is sent:
+// it returns why it had ended before (nil while it was held), and done,
+// Release's answer, when nothing is to be sent: ErrReleased when it was
+// released already, or an error matching ErrNotHeld when its end released
+// the hold (WithMaxHold).
+func (l *Lease) stop() (prev, done error) {
 	l.mu.Lock()
 	l.expireLocked(time.Now()) // a lease past its deadline was lost before it was released
-	prev := l.err
+	prev = l.err
 	if prev == ErrReleased {
 		l.mu.Unlock()
-		return ErrReleased
+		return nil, ErrReleased
 	}
 	l.end(ErrReleased)
 	dropped := l.dropped
@@ -277,12 +293,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	if dropped {
 		// Its end (WithMaxHold) released the hold already: a second
 		// release would drop another hold of a re-entrant owner.
-		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+		return prev, fmt.Errorf("%w: %w", ErrNotHeld, prev)
 	}
+	return prev, nil
+}
 
-	rctx, cancel := l.c.releaseContext(ctx)
-	defer cancel()
-	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+// released is Release's error for the engine's answer res (or failure
+// err) to the release of a lease that had ended with prev before.
+func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error {
 	if err != nil {
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}

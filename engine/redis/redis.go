@@ -375,15 +375,21 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
 	n, err := e.runRelease(ctx, name, owner, id)
-	switch {
-	case err != nil:
+	if err != nil {
 		return engine.ReleaseResult{}, err
-	case n >= 0:
-		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
-	case n == -1:
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
-	return engine.ReleaseResult{Status: engine.NotOwner}, nil
+	return releaseResult(n), nil
+}
+
+// releaseResult reads the release script's answer n.
+func releaseResult(n int64) engine.ReleaseResult {
+	switch {
+	case n >= 0:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}
+	case n == -1:
+		return engine.ReleaseResult{Status: engine.NotHeld}
+	}
+	return engine.ReleaseResult{Status: engine.NotOwner}
 }
 
 // Capabilities implements engine.Describer: fair waiting is supported.
