@@ -243,8 +243,8 @@ type Info struct {
 	Subscribers int
 	// Queue lists the live entries of the lock's waiter queue in arrival
 	// order (at most MaxQueueListed of them), for operators' wait-for
-	// graphs: filled in by the memory and Redis engines' Inspect (a mutex's
-	// queue), nil elsewhere.
+	// graphs: filled in by the memory engine (every kind) and Redis (a
+	// mutex's queue), nil elsewhere.
 	Queue []Waiter
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share

@@ -123,20 +123,24 @@ func checkContention(t *testing.T, holder, waiter *process) {
 	wctx, wwork := waiter.tp.Tracer("test").Start(ctx, "waiter work")
 	done := make(chan error, 1)
 	go func() {
-		wl, err := waiter.c.Acquire(wctx, "trace/x")
+		wl, err := waiter.c.Acquire(wctx, "trace/x", distlock.WithOwner("waiter-1"))
 		if err == nil {
 			err = wl.Release(ctx)
 		}
 		done <- err
 	}()
-	// Released once the waiter is in the queue (on both engines).
-	for {
+	// Released once the waiter is in the queue (on both engines), which
+	// lists it under its owner.
+	for deadline := time.Now().Add(time.Minute); ; {
 		info, err := holder.c.Inspect(ctx, "trace/x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Waiters == 1 {
+		if info.Waiters == 1 && len(info.Queue) == 1 && distlock.WaiterOwner(info.Queue[0].ID) == "waiter-1" {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiter is not listed in the queue: %+v", info)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
