@@ -205,3 +205,72 @@ func TestTraceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestStampNeverHurtsMetadata: the caller's metadata always wins. A stamp
+// that would make it longer than MaxMetadataLen is dropped (the grant is
+// stored with the caller's metadata alone); metadata too long is refused
+// with an *ArgumentError as without an observer, and nothing is stored; a
+// malformed stamp is not stored; an election's value is never stamped.
+func TestStampNeverHurtsMetadata(t *testing.T) {
+	ctx := context.Background()
+	eng := memory.New()
+	rec := &eventRecorder{stamp: testStamp}
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	stored := func(name string) string {
+		t.Helper()
+		info, err := c.Inspect(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Metadata
+	}
+
+	full := strings.Repeat("m", distlock.MaxMetadataLen)
+	l, err := c.Acquire(ctx, "full", distlock.WithMetadata(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stored("full"); got != full {
+		t.Fatalf("metadata of the maximum length stored as %d bytes, want it unchanged", len(got))
+	}
+	_ = l.Release(ctx)
+
+	room := strings.Repeat("m", distlock.MaxMetadataLen-len(testStamp)-len("\x1etraceparent="))
+	l, err = c.Acquire(ctx, "room", distlock.WithMetadata(room))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md, tp := distlock.TraceMetadata(stored("room")); md != room || tp != testStamp {
+		t.Fatalf("metadata with just room for the stamp: %d bytes and %q", len(md), tp)
+	}
+	_ = l.Release(ctx)
+
+	var ae *distlock.ArgumentError
+	if _, err := c.Acquire(ctx, "long", distlock.WithMetadata(full+"x")); !errors.As(err, &ae) {
+		t.Fatalf("metadata too long: %v, want an *ArgumentError", err)
+	}
+	if info, _ := c.Inspect(ctx, "long"); info.Held {
+		t.Fatal("a refused acquire left the lock held")
+	}
+
+	bad := distlock.New(eng, distlock.WithObserver(&eventRecorder{stamp: "not a traceparent"}))
+	defer bad.Close()
+	l, err = bad.Acquire(ctx, "bad", distlock.WithMetadata("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stored("bad"); got != "x" {
+		t.Fatalf("a malformed stamp was stored: %q", got)
+	}
+	_ = l.Release(ctx)
+
+	ld, err := c.Campaign(ctx, "elect", "leader-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(ctx)
+	if got := stored("elect"); got != "leader-1" {
+		t.Fatalf("an election's value was stamped: %q", got)
+	}
+}

@@ -138,3 +138,20 @@ func TestWaitForDeadlock(t *testing.T) {
 		_ = os.WriteFile(dst, data, 0o644)
 	}
 }
+
+// TestWaitForMethod: anything but GET is refused (405) and changes
+// nothing.
+func TestWaitForMethod(t *testing.T) {
+	s := start(t, nil)
+	resp, err := http.Post(s.url+"/v1/waitfor", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" {
+		t.Fatalf("POST /v1/waitfor: %s, Allow %q", resp.Status, resp.Header.Get("Allow"))
+	}
+	if g := getWaitFor(t, s.url); len(g.Locks) != 0 || len(g.Cycles) != 0 {
+		t.Fatalf("graph of an idle server: %+v", g)
+	}
+}
