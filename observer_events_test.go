@@ -199,6 +199,25 @@ func TestTraceMetadata(t *testing.T) {
 			t.Errorf("TraceMetadata(%q) = %q, %q; want %q, %q", tc.stored, md, tp, tc.md, tc.tp)
 		}
 	}
+	const tok = "0af7651916cd43dd8448eb211c80319c"
+	for _, tc := range []struct{ token, owner, id string }{
+		{tok, "job-7", tok + ":job-7"},
+		{tok, "", tok},
+		{tok, strings.Repeat("o", distlock.MaxOwnerLen-32), tok}, // would not fit
+		{"not-a-token", "job-7", "not-a-token"},
+	} {
+		id := distlock.WaiterID(tc.token, tc.owner)
+		if id != tc.id {
+			t.Errorf("WaiterID(%q, %q) = %q, want %q", tc.token, tc.owner, id, tc.id)
+		}
+		want := ""
+		if id != tc.token {
+			want = tc.owner
+		}
+		if distlock.WaiterOwner(id) != want {
+			t.Errorf("WaiterOwner(%q) = %q, want %q", id, distlock.WaiterOwner(id), want)
+		}
+	}
 	for _, id := range []string{"", "abc", "0af7651916cd43dd8448eb211c80319c", "0af7651916cd43dd8448eb211c80319c:", "0AF7651916CD43DD8448EB211C80319C:x", "0af7651916cd43dd8448eb211c80319cxowner"} {
 		if o := distlock.WaiterOwner(id); o != "" {
 			t.Errorf("WaiterOwner(%q) = %q, want none", id, o)

@@ -155,3 +155,38 @@ func TestWaitForMethod(t *testing.T) {
 		t.Fatalf("graph of an idle server: %+v", g)
 	}
 }
+
+// TestWaitForHeldOpen: a held-open HTTP acquire with an owner (no Go
+// client) is drawn too: the server's own queue entry names the request's
+// owner.
+func TestWaitForHeldOpen(t *testing.T) {
+	s := start(t, nil)
+	eng, err := remote.New(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := distlock.New(eng)
+	defer func() { c.Close(); eng.Close() }()
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "held-open", distlock.WithOwner("go-holder"), distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Post(s.url+"/v1/locks/held-open/acquire", "application/json",
+			strings.NewReader(`{"owner":"curl-user","ttl_ms":10000,"wait_ms":60000}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, patience, "the held-open acquire's edge", func() bool {
+		g := getWaitFor(t, s.url)
+		return len(g.Edges) == 1 && g.Edges[0].From.Owner == "curl-user" && g.Edges[0].To.Owner == "go-holder"
+	})
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
