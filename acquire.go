@@ -115,10 +115,10 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 		a.contended = true // others of this Client wait for it: take a turn first
 	}
 	// Refused (or failed): wait, on a context that Close ends.
-	ob.waiting(a)
 	var stop func()
 	a.ctx, stop = c.closable(ctx)
 	defer stop()
+	ob.waiting(a)
 	l, err = a.wait(q)
 	return l, a.contended, err
 }

@@ -117,18 +117,26 @@ func engineName(c *Client) string {
 	return t
 }
 
+// waitingInspectBound bounds the Inspect that tells AcquireWaiting who
+// holds the lock.
+const waitingInspectBound = 2 * time.Second
+
 // waiting tells the observer that the attempt a waits, with the holders
 // the engine reports.
 func (ob *observation) waiting(a *attempt) {
 	if ob.eo == nil {
 		return
 	}
+	// The wait does not hang on it: the Inspect is bounded (and ended by
+	// Close, through a.ctx).
+	ctx, cancel := context.WithTimeout(a.ctx, waitingInspectBound)
+	defer cancel()
 	var info engine.Info
 	var err error
 	if s, ok := a.c.eng.(engine.Sharer); ok && a.o.shared() {
-		info, err = s.InspectShared(a.ctx, a.name)
+		info, err = s.InspectShared(ctx, a.name)
 	} else {
-		info, err = a.c.eng.Inspect(a.ctx, a.name)
+		info, err = a.c.eng.Inspect(ctx, a.name)
 	}
 	ev := ob.ev
 	if err == nil {
