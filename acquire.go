@@ -48,8 +48,8 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // observed runs acquire and reports it to the Observer.
 func (c *Client) observed(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
 	start := time.Now()
-	ob := &observation{}
-	l, contended, err := c.acquire(ctx, name, opts, wait, ob)
+	var ob observation
+	l, contended, err := c.acquire(ctx, name, opts, wait, &ob)
 	ob.end(l, err, time.Since(start))
 	switch {
 	case err == nil:
@@ -89,7 +89,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}
-	*ob = *c.startObservation(ctx, name, o, wait, &a.req)
+	*ob = c.startObservation(ctx, name, o, wait, &a.req)
 	ob.a = a
 	// One attempt first: an uncontended lock costs nothing more. Not when
 	// goroutines of this Client wait for the name already: a newcomer does

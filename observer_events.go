@@ -88,12 +88,12 @@ type observation struct {
 
 // startObservation starts the call's observation: StartAcquire, and the stamp put
 // into req's metadata.
-func (c *Client) startObservation(ctx context.Context, name string, o options, wait bool, req *engine.AcquireRequest) *observation {
+func (c *Client) startObservation(ctx context.Context, name string, o options, wait bool, req *engine.AcquireRequest) observation {
 	eo, ok := c.obs.(EventObserver)
 	if !ok {
-		return &observation{}
+		return observation{}
 	}
-	ob := &observation{eo: eo, ev: Event{Name: name, Kind: o.kind.String(), Engine: engineName(c), Owner: o.owner, Wait: wait}}
+	ob := observation{eo: eo, ev: Event{Name: name, Kind: o.kind.String(), Engine: engineName(c), Owner: o.owner, Wait: wait}}
 	var stamp string
 	ob.ctx, stamp = eo.StartAcquire(ctx, ob.ev)
 	if stamp != "" && !o.announce {
