@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
@@ -280,5 +281,69 @@ func TestNoLinkWithoutStamp(t *testing.T) {
 		if s.Name == distlockotel.SpanAcquire && s.Status.Code != codes.Error {
 			t.Errorf("failed call's span status %v", s.Status)
 		}
+	}
+}
+
+// TestSharedKinds: a semaphore's permit and an RW lock's read side are
+// traced like a mutex, with their kind; a waiting writer links to the
+// reader holding the lock.
+func TestSharedKinds(t *testing.T) {
+	ctx := context.Background()
+	eng := memory.New()
+	p, w := newProcess(t, eng), newProcess(t, eng)
+	sl, err := p.c.Semaphore("sem", 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rl, err := p.c.RWMutex("rw").RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		wl, err := w.c.RWMutex("rw").Lock(ctx)
+		if err == nil {
+			err = wl.Release(ctx)
+		}
+		done <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; {
+		info, err := eng.InspectShared(ctx, "rw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Waiters == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer never queued")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := rl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	var readerSpan trace.SpanContext
+	for _, s := range p.spans.GetSpans() {
+		if s.Name == distlockotel.SpanAcquire {
+			kinds[attrs(s)[distlockotel.AttrLockKind].AsString()]++
+			if attrs(s)[distlockotel.AttrLockName].AsString() == "rw" {
+				readerSpan = s.SpanContext
+			}
+		}
+	}
+	if kinds["semaphore"] != 1 || kinds["rwlock"] != 1 {
+		t.Errorf("acquire spans by kind %v", kinds)
+	}
+	wacq := w.span(t, distlockotel.SpanAcquire)
+	if len(wacq.Links) != 1 || wacq.Links[0].SpanContext.SpanID() != readerSpan.SpanID() {
+		t.Errorf("writer's links %v, want the reader's acquire span %v", wacq.Links, readerSpan)
 	}
 }
