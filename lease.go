@@ -56,6 +56,7 @@ type Lease struct {
 	holdEnd   time.Time // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
+	obs       *observation    // the EventObserver's view of the hold (nil: none)
 
 	mu        sync.Mutex
 	ttl       time.Duration
@@ -362,6 +363,7 @@ func (l *Lease) answer(r engine.ExtendResult, sent time.Time, ttl time.Duration,
 	l.mu.Unlock()
 	ok := batchErr == nil && r.Err == nil && r.Status == engine.Extended
 	l.c.obs.Renewed(l.name, ok)
+	l.observed().renewed(renewalErr(ok, firstErr(batchErr, r.Err), r.Status))
 	switch {
 	case batchErr != nil || r.Err != nil:
 		l.renewFailed(firstErr(batchErr, r.Err))
@@ -468,8 +470,10 @@ func (l *Lease) end(why error) {
 	// are up to date by the time Done is closed.
 	if lost, ok := why.(*LostError); ok {
 		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
+		l.obs.ended(lost.Cause, time.Since(l.granted))
 	} else {
 		l.c.obs.Released(l.name, time.Since(l.granted))
+		l.obs.ended(0, time.Since(l.granted))
 	}
 	close(l.done)
 	for _, cancel := range l.cancels {
