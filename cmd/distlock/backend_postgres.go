@@ -1,3 +1,5 @@
+//go:build full
+
 package main
 
 import (
@@ -10,15 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/distlock/distlock"
 	pgengine "github.com/distlock/distlock/engine/postgres"
-)
-
-// envPostgres names the PostgreSQL database: DISTLOCK_POSTGRES=postgres://...
-// (DISTLOCK_POSTGRES_SCHEMA: the schema, default distlock).
-const (
-	envPostgres       = "DISTLOCK_POSTGRES"
-	envPostgresSchema = "DISTLOCK_POSTGRES_SCHEMA"
 )
 
 // postgresSchema is the schema the CLI uses.
@@ -47,35 +41,6 @@ func (a *app) openPostgresPool(ctx context.Context, url string) (*pgxpool.Pool, 
 		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach PostgreSQL (%s): %v.\nCheck %s.", envPostgres, err, envPostgres)}
 	}
 	return pool, nil
-}
-
-// openPostgres opens the PostgreSQL backend. Its schema must have been made
-// with distlock postgres init.
-func (a *app) openPostgres(ctx context.Context, url string) (*backend, error) {
-	pool, err := a.openPostgresPool(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	schema := a.postgresSchema()
-	eng, err := pgengine.New(pool, pgengine.WithSchema(schema))
-	if err != nil {
-		pool.Close()
-		return nil, usageErr("%s: %v", envPostgresSchema, err)
-	}
-	// A first read tells a schema that was never made from a busy lock.
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	_, err = eng.Inspect(pctx, "distlock-cli-check")
-	cancel()
-	if err != nil {
-		_ = eng.Close()
-		pool.Close()
-		if errors.Is(err, pgengine.ErrNotMigrated) {
-			return nil, usageErr("the schema %q has no distlock tables: run 'distlock postgres init' first (%v)", schema, err)
-		}
-		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("PostgreSQL failed: %v", err)}
-	}
-	return &backend{client: distlock.New(eng), eng: eng, where: "postgres schema " + schema,
-		closers: []func(){pool.Close}}, nil
 }
 
 // cmdPostgres implements distlock postgres init: it creates (or brings up
@@ -109,3 +74,6 @@ func (a *app) cmdPostgres(args []string) int {
 	fmt.Fprintf(a.stdout, "schema %q is ready for distlock\n", schema)
 	return exitOK
 }
+
+// notMigrated reports an error of a PostgreSQL schema never migrated.
+func notMigrated(err error) bool { return errors.Is(err, pgengine.ErrNotMigrated) }
