@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -47,6 +48,9 @@ func (a *app) openPostgresPool(ctx context.Context, url string) (*pgxpool.Pool, 
 // to date) the engine's schema, tables and functions.
 func (a *app) cmdPostgres(args []string) int {
 	const cmd = "postgres"
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		return a.flagError(cmd, flag.ErrHelp)
+	}
 	if len(args) == 0 || args[0] != "init" {
 		return a.usage(cmd, "usage: distlock postgres init   (with %s=postgres://... set; %s names the schema, default %s)",
 			envPostgres, envPostgresSchema, pgengine.DefaultSchema)

@@ -12,3 +12,7 @@ func TestLightBuildNamesTheTag(t *testing.T) {
 	}
 	expect(t, cli{}.run(t, "postgres", "init"), exitUsage, "-tags full")
 }
+
+// buildTags: the binary the tests run is the default build, as this test
+// binary is.
+const buildTags = ""

@@ -105,6 +105,9 @@ func (a *app) main(args []string) int {
 	return a.fail("", &cliError{code: exitUsage, msg: msg + "\nRun 'distlock help' to see the commands."})
 }
 
+// isHelpFlag reports whether arg asks for help (-h, -help, --help).
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
 // cmdHelp prints the overview, or one command's help.
 func (a *app) cmdHelp(args []string) int {
 	if len(args) == 0 {
@@ -112,7 +115,7 @@ func (a *app) cmdHelp(args []string) int {
 		return exitOK
 	}
 	topic := args[0]
-	if topic == "-h" || topic == "-help" || topic == "--help" {
+	if isHelpFlag(topic) {
 		topic = "help"
 	}
 	if h, ok := helpFor(topic); ok {

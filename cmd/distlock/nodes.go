@@ -57,7 +57,20 @@ func checkNodes(ctx context.Context, q *quorum.Engine, setting string, grace tim
 // its grace was over.
 var errNoAnswer = errors.New("no answer in time (the other nodes answered)")
 
-// pingAll asks every node about one lock at once, each within pingTimeout,
+// pinger is a node engine that can be pinged (Redis); others are asked
+// about one lock.
+type pinger interface{ Ping(context.Context) error }
+
+// ping checks that n answers.
+func ping(ctx context.Context, n engine.Engine) error {
+	if p, ok := n.(pinger); ok {
+		return p.Ping(ctx)
+	}
+	_, err := n.Inspect(ctx, checkName)
+	return err
+}
+
+// pingAll pings every node at once, each within pingTimeout,
 // and returns each one's error: when every one answered, or once a
 // majority answered without error and grace has passed since (the ones
 // still out then get errNoAnswer).
@@ -70,10 +83,7 @@ func pingAll(ctx context.Context, nodes []engine.Engine, grace time.Duration) []
 	defer cancel() // ends the pings still out
 	ch := make(chan answer, len(nodes))
 	for i, n := range nodes {
-		go func() {
-			_, err := n.Inspect(pctx, checkName)
-			ch <- answer{i, err}
-		}()
+		go func() { ch <- answer{i, ping(pctx, n)} }()
 	}
 	errs := make([]error, len(nodes))
 	answered := make([]bool, len(nodes))

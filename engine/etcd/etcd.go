@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +125,9 @@ func (e *Engine) Close() error {
 	}
 	return nil
 }
+
+// String names the engine by its endpoints, for messages.
+func (e *Engine) String() string { return "etcd " + strings.Join(e.cli.Endpoints(), ",") }
 
 // check fails after Close and when ctx is done.
 func (e *Engine) check(ctx context.Context) error {

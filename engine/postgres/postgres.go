@@ -91,6 +91,9 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
+// String names the engine by its schema, for messages.
+func (e *Engine) String() string { return "postgres schema " + e.schema }
+
 // Schema returns the engine's schema.
 func (e *Engine) Schema() string { return e.schema }
 

@@ -234,6 +234,10 @@ func (e *Engine) Permanent(err error) bool {
 		goredis.HasErrorPrefix(err, "unknown command") || goredis.HasErrorPrefix(err, "unknown subcommand")
 }
 
+// Ping sends PING: a check that the server answers, and a warm connection
+// for the calls that follow (distlock's CLI pings a quorum's nodes so).
+func (e *Engine) Ping(ctx context.Context) error { return e.client.Ping(ctx).Err() }
+
 // String names the engine by its address, for error messages.
 func (e *Engine) String() string {
 	if e.addr != "" {
