@@ -38,8 +38,8 @@ const pingTimeout = 5 * time.Second
 const checkName = "distlock-cli-check"
 
 // fullBuildHint says how to get a distlock that speaks etcd and PostgreSQL.
-const fullBuildHint = "this distlock was built without %s support (it keeps the first build fast): " +
-	"build it with -tags full: go install -tags full ./cmd/distlock (or go run -tags full ./cmd/distlock %s)"
+const fullBuildHint = "this distlock is the light build (-tags lite), without %s support: " +
+	"build it without -tags lite: go install ./cmd/distlock (or go run ./cmd/distlock %s)"
 
 // interrupted returns ctx's error when ctx was cancelled (a signal), nil
 // when it is live or its deadline (a wait budget) passed: a check cut
@@ -73,7 +73,7 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
                  schema DISTLOCK_POSTGRES_SCHEMA (default distlock), made once
                  with 'distlock postgres init'.
-  etcd and PostgreSQL need the full build: go install -tags full ./cmd/distlock
+  (a light build, -tags lite, leaves out etcd and PostgreSQL)
 `
 
 // backend is an open connection to the lock backend.

@@ -1,13 +1,13 @@
-//go:build !full
+//go:build lite
 
 package main
 
 import "flag"
 
-// The default build links the embedded engine, Redis (and Redlock) and the
-// distlock server client; etcd and PostgreSQL come with -tags full (see
-// backends_full.go, backend_postgres.go), so that the first build of
-// distlock compiles neither gRPC and the etcd client nor pgx.
+// The light build (-tags lite) links the embedded engine, Redis (and
+// Redlock) and the distlock server client only: the default build adds etcd
+// and PostgreSQL (backends_full.go, backend_postgres.go). The light build
+// compiles neither gRPC and the etcd client nor pgx.
 
 // cmdPostgres explains that this build has no PostgreSQL.
 func (a *app) cmdPostgres(args []string) int {

@@ -1,10 +1,10 @@
-//go:build full
+//go:build !lite
 
 package main
 
-// The backends of the full build (-tags full), in their own modules: the
-// default build leaves them out, so that the first build compiles neither
-// gRPC and the etcd client nor pgx.
+// The backends in modules of their own that the default build links and the
+// light build (-tags lite) leaves out: it compiles neither gRPC and the etcd
+// client nor pgx.
 import (
 	_ "github.com/distlock/distlock/engine/etcd"     // etcd://, etcds://
 	_ "github.com/distlock/distlock/engine/postgres" // postgres://, postgresql://

@@ -1,4 +1,4 @@
-//go:build unix && full
+//go:build unix && !lite
 
 package main
 

@@ -1,7 +1,7 @@
-//go:build full
+//go:build !lite
 
 package main
 
-// buildTags: the tests run in the full build (etcd, PostgreSQL), so the
-// binary they run is built with it too.
-const buildTags = "full"
+// buildTags: the tests run in the default build (every backend), as the
+// binary they run is.
+const buildTags = ""

@@ -422,7 +422,7 @@ distlock) with its tables, sequences and functions, in one transaction. It is
 idempotent and safe to run from several hosts at once. The other commands
 never create anything: on a schema that was not made they say to run this.
 
-Needs the full build (go install -tags full ./cmd/distlock).
+Not in the light build (-tags lite).
 
 Exit codes: 0 the schema is ready, 1 the init failed, 64 usage (this build has
 no PostgreSQL), 69 PostgreSQL unreachable.
