@@ -1,11 +1,13 @@
 package enginetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +40,7 @@ type checkConfig struct {
 
 // configFromEnv reads SeedEnv and LongEnv.
 func configFromEnv(t *testing.T) checkConfig {
-	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 90 * time.Second}
+	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second}
 	if v := os.Getenv(LongEnv); v != "" && v != "0" {
 		cfg.budget, cfg.clients, cfg.ops = 3*time.Minute, 6, 40
 		if d, err := time.ParseDuration(v); err == nil {
@@ -125,15 +127,14 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 			run  func(schedule) ([]string, *history)
 		}{{"concurrent", false, concurrent}, {"sequential", true, sequential}} {
 			s := generate(seed, g, mode.seq)
-			bad, _ := mode.run(s)
+			bad, hist := mode.run(s)
 			rounds++
 			ops += s.ops()
 			if len(bad) == 0 {
 				continue
 			}
-			small, smallBad := shrink(s, bad, func(c schedule) []string { b, _ := mode.run(c); return b }, time.Now().Add(cfg.shrinkIn))
-			_, hist := mode.run(small)
-			return failure(t, seed, mode.name, s, bad, small, smallBad, hist)
+			small, smallBad, smallHist := shrink(s, bad, hist, mode.run, time.Now().Add(cfg.shrinkIn))
+			return failure(t, seed, mode.name, s, bad, small, smallBad, smallHist)
 		}
 	}
 	t.Logf("checker: %d histories (%d operations) in %v, no violation", rounds, ops, time.Since(start).Round(time.Millisecond))
@@ -158,7 +159,9 @@ func failure(t *testing.T, seed uint64, mode string, s schedule, bad []string, s
 	}
 	if hist != nil {
 		b.WriteString("a history of the shrunk schedule:\n")
-		for _, e := range hist.Events[:min(len(hist.Events), 120)] {
+		evs := slices.Clone(hist.Events)
+		slices.SortStableFunc(evs, func(a, b *event) int { return cmp.Compare(a.Inv, b.Inv) })
+		for _, e := range evs[:min(len(evs), 150)] {
 			b.WriteString("  " + e.String() + "\n")
 		}
 	}

@@ -7,16 +7,16 @@ import (
 
 // shrink removes clients, then runs of operations (halves down to single
 // operations), from s while fails still finds a violation, until the
-// deadline. It returns the smallest failing schedule found and its
-// violations. A failure that depends on timing may not come back on every
+// deadline. It returns the smallest failing schedule found, its
+// violations and its history. A failure that depends on timing may not come back on every
 // run: shrinking then stops early, and the schedule is less small.
-func shrink(s schedule, bad []string, fails func(schedule) []string, deadline time.Time) (schedule, []string) {
+func shrink(s schedule, bad []string, hist *history, fails func(schedule) ([]string, *history), deadline time.Time) (schedule, []string, *history) {
 	try := func(c schedule) bool {
 		if time.Now().After(deadline) || c.ops() == 0 {
 			return false
 		}
-		if b := fails(c); len(b) > 0 {
-			s, bad = c, b
+		if b, h := fails(c); len(b) > 0 {
+			s, bad, hist = c, b, h
 			return true
 		}
 		return false
@@ -42,5 +42,5 @@ func shrink(s schedule, bad []string, fails func(schedule) []string, deadline ti
 			}
 		}
 	}
-	return s, bad
+	return s, bad, hist
 }

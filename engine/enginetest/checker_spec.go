@@ -36,6 +36,7 @@ type cgrant struct {
 	possFrom time.Duration // its request
 	possTo   time.Duration
 	unknown  bool // a wait that ended: granted and dropped, or never granted
+	holds    int  // the holds (re-entries) not released yet
 }
 
 func (g *cgrant) String() string {
@@ -80,11 +81,12 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 		if e.Op.Kind == opReenter {
 			if g := byOwner[e.Owner]; e.Out == outOK && g != nil && g.token == e.Token {
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
-				continue // a re-entry: the cgrant it joined stays
+				g.holds++
+				continue // a re-entry: the grant it joined stays
 			}
 		}
 		g := &cgrant{ev: e, name: e.NameIdx, owner: e.Owner, class: e.Class, weight: max(e.Weight, 1), token: e.Token,
-			sureFrom: e.Resp, possFrom: e.Inv}
+			sureFrom: e.Resp, possFrom: e.Inv, holds: 1}
 		switch {
 		case e.Out == outOK:
 			g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
@@ -129,7 +131,10 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 					continue
 				}
 				g.sureTo = min(g.sureTo, e.Inv)
-				if e.Out == outOK || e.Out == outNotHeld {
+				if e.Out == outOK && e.Op.Kind == opRelease {
+					g.holds--
+				}
+				if e.Out == outNotHeld || e.Out == outOK && (g.holds <= 0 || e.Op.Kind == opForceHolder) {
 					g.possTo = min(g.possTo, e.Resp+tm.slack)
 				}
 			}

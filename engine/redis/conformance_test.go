@@ -14,7 +14,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	enginetest.Run(t, harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del))
+	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }
 
 // TestConformanceCluster runs the suite on a Redis Cluster of three
@@ -23,7 +25,9 @@ func TestConformance(t *testing.T) {
 // pub/sub on the master of each lock's slot.
 func TestConformanceCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	enginetest.Run(t, harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del))
+	h := harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del)
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }
 
 // harness runs the suite with every engine on a client of its own from
