@@ -32,11 +32,12 @@ const (
 	opList                       // engine.Lister.List of the round's names
 	opBadWeight                  // Semaphore TryAcquire with a weight above the limit: an argument error
 	opKill                       // the client dies: it stops, leaving its leases to expire
+	opGhost                      // a fair waiter that dies queued (engine.Queuer), op.Wait its entry's ttl
 )
 
 var opNames = [...]string{"try", "acquire", "reenter", "release", "extend", "attach", "sem-try", "sem-acquire",
 	"set-limit", "read-try", "read-acquire", "write-try", "write-acquire", "campaign", "proclaim",
-	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill"}
+	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -48,7 +49,7 @@ func (k opKind) waits() bool {
 // acquires reports whether the operation asks for a grant.
 func (k opKind) acquires() bool {
 	switch k {
-	case opTry, opAcquire, opReenter, opSemTry, opSemAcquire, opReadTry, opReadAcquire, opWriteTry, opWriteAcquire, opCampaign:
+	case opTry, opAcquire, opReenter, opSemTry, opSemAcquire, opReadTry, opReadAcquire, opWriteTry, opWriteAcquire, opCampaign, opGhost:
 		return true
 	}
 	return false
@@ -73,7 +74,7 @@ func (c lockClass) String() string {
 // class returns the lock class an acquiring operation asks for.
 func (k opKind) class() lockClass {
 	switch k {
-	case opTry, opAcquire, opReenter, opCampaign:
+	case opTry, opAcquire, opReenter, opCampaign, opGhost:
 		return classMutex
 	case opSemTry, opSemAcquire, opBadWeight:
 		return classSem
@@ -133,7 +134,7 @@ func (o op) String() string {
 	if o.TTL > 0 {
 		fmt.Fprintf(&b, " ttl=%v", o.TTL)
 	}
-	if o.Kind.waits() {
+	if o.Kind.waits() || o.Kind == opGhost {
 		fmt.Fprintf(&b, " wait=%v", o.Wait)
 	}
 	if o.Weight > 0 {
@@ -199,8 +200,9 @@ type genConfig struct {
 }
 
 // generate builds the schedule of seed. Name 0 is the fair name when the
-// engine is fair: every waiting operation on it is a fair mutex Acquire, so
-// that the checker can tell when a newcomer skipped the queue.
+// engine is fair: every waiting operation on it is a fair mutex Acquire,
+// and ghost waiters (fair queue entries that are never heartbeated) queue
+// on it, so that the checker can tell when a newcomer skipped the queue.
 func generate(seed uint64, g genConfig, sequential bool) schedule {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	s := schedule{Seed: seed, Names: g.names, Sequential: sequential}
@@ -227,6 +229,9 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 	}
 	if !sequential {
 		table = append(table, weighted{opKill, 1})
+		if g.fair {
+			table = append(table, weighted{opGhost, 3})
+		}
 	}
 	total := 0
 	for _, w := range table {
@@ -267,7 +272,10 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 				o.Limit = semLimits[rng.IntN(len(semLimits))]
 			}
 			if g.fair && o.Name == 0 && o.Kind.waits() {
+				// Long waits, so that a queue forms that newcomers must
+				// respect.
 				o.Kind, o.Fair = opAcquire, true
+				o.Wait = g.base * time.Duration(2+rng.IntN(4))
 			}
 			switch o.Kind {
 			case opRelease, opExtend, opAttach, opProclaim, opReenter, opForceHolder:
@@ -275,6 +283,9 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 			}
 			if o.Kind == opKill {
 				o.Name = -1
+			}
+			if o.Kind == opGhost {
+				o.Name, o.Wait = 0, 4*g.base
 			}
 			if o.Kind != opExtend && o.Kind != opAttach && o.Kind != opBadWeight && !o.Kind.acquires() {
 				o.TTL = 0

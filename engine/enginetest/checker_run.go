@@ -295,6 +295,8 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 		err = rc.inspect(octx, e)
 	case opList:
 		err = rc.list(octx, e)
+	case opGhost:
+		e.Token, e.Bool, err = rc.ghost(octx, e)
 	}
 	e.Resp = time.Since(rc.start)
 	e.Err = err
@@ -312,6 +314,22 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 	}
 	rc.checkLocal()
 	return e
+}
+
+// ghost asks for the fair name as a fair waiter that then dies: a queue
+// entry with o.Wait as its heartbeat ttl, never heartbeated nor taken
+// (a grant, when the lock was free, is a holder that dies). It returns the
+// grant's token, or whether the request was queued.
+func (rc *runClient) ghost(ctx context.Context, e *event) (token uint64, queued bool, err error) {
+	g, err := rc.eng.Acquire(ctx, engine.AcquireRequest{Name: e.Name, Owner: e.Owner, TTL: e.Op.TTL, Attempt: e.Owner,
+		Waiting: true, Waiter: "w-" + e.Owner, WaiterTTL: e.Op.Wait, Fair: true})
+	switch {
+	case err != nil:
+		return 0, false, err
+	case g.Acquired:
+		return g.Token, false, nil
+	}
+	return 0, g.Queued, distlock.ErrLocked
 }
 
 // checkLocal reports a lease that reads valid past its deadline, and
@@ -382,12 +400,14 @@ func (rc *runClient) list(ctx context.Context, e *event) error {
 // classify sorts an answer into an outcome.
 func classify(err error) outcome {
 	var ae *distlock.ArgumentError
+	var eae *engine.ArgumentError
 	switch {
 	case err == nil:
 		return outOK
 	case errors.Is(err, errors.ErrUnsupported):
 		return outUnsupported
-	case errors.As(err, &ae) && strings.Contains(ae.Reason, ", not a "):
+	case errors.As(err, &ae) && strings.Contains(ae.Reason, ", not a "),
+		errors.As(err, &eae) && strings.Contains(eae.Reason, ", not a "): // a ghost's refusal comes from the engine
 		return outKind
 	case errors.Is(err, distlock.ErrInvalidArgument):
 		return outArg

@@ -264,10 +264,10 @@ func checkRefusals(gs []*cgrant, evs []*event, tm timing) []string {
 				}
 			}
 		}
-		if e.Out == outLocked && !e.Op.Kind.waits() && e.Op.Kind != opReenter && free(gs, evs, e, tm) {
+		if e.Out == outLocked && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && free(gs, evs, e, tm) {
 			bad = append(bad, fmt.Sprintf("refused while free: %v, while no holder could be live and no waiter queued", e))
 		}
-		if e.Out == outOK && tm.fair && !e.Op.Kind.waits() && e.Class == classMutex && queueSkipped(evs, e) {
+		if e.Out == outOK && tm.fair && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && e.Class == classMutex && (queueSkipped(evs, e) || ghostSkipped(evs, e)) {
 			bad = append(bad, fmt.Sprintf("queue: %v took the lock while a fair waiter was queued for it", e))
 		}
 	}
@@ -280,6 +280,9 @@ func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
 	for _, w := range evs {
 		if w.NameIdx == e.NameIdx && w.Op.Kind.waits() && w.Inv <= e.Resp && e.Inv <= w.Resp+engine.ReserveTTL+tm.slack {
 			return false // a waiter may be queued, or the lock reserved for it
+		}
+		if w.NameIdx == e.NameIdx && w.Op.Kind == opGhost && w.Inv <= e.Resp && e.Inv <= w.Resp+w.Op.Wait+engine.ReserveTTL+tm.slack {
+			return false // a ghost waiter may be queued
 		}
 		if w.NameIdx == e.NameIdx && w.Op.Kind == opSetLimit && w.Inv <= e.Resp {
 			return false // limits may have changed: judged by exclusion only
@@ -321,6 +324,19 @@ func queueSkipped(evs []*event, e *event) bool {
 			}
 		}
 		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ghostSkipped reports whether the newcomer e was granted while a ghost
+// waiter (a fair queue entry) was surely queued: answered queued before e
+// was asked for, and its entry's ttl not run out before e's answer.
+func ghostSkipped(evs []*event, e *event) bool {
+	for _, g := range evs {
+		if g.Op.Kind == opGhost && g.NameIdx == e.NameIdx && g.Out == outLocked && g.Bool &&
+			g.Resp < e.Inv && e.Resp < g.Inv+g.Op.Wait-margin(g.Op.Wait) {
 			return true
 		}
 	}
