@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,4 +203,47 @@ func (b blindInspect) Inspect(ctx context.Context, name string) (engine.Info, er
 		info.Held, info.Owner, info.Holders = false, "", nil
 	}
 	return info, err
+}
+
+// TestDifferentialCatchesKindAsContention: the sequential replay tells an
+// engine that refuses another kind as contention (the answer of Redis and
+// PostgreSQL before issue 23) from the embedded engine, whatever the
+// specification makes of it: a sequential schedule has no timing to
+// blame.
+func TestDifferentialCatchesKindAsContention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g := genConfig{clients: 3, names: 2, ops: 30, base: 150 * time.Millisecond, shared: true, semaphores: true, lister: true}
+	s := generate(1, g, true)
+	mem, ref := memory.New(), memory.New()
+	defer func() { _ = mem.Close(); _ = ref.Close() }()
+	mutant := kindAsContention{mem}
+	got := runSchedule(ctx, s, "diff", func(int) engine.Engine { return mutant })
+	want := runSchedule(ctx, s, "diff", func(int) engine.Engine { return ref })
+	if bad := differ(got, want); len(bad) == 0 || !strings.Contains(bad[0], "-> locked") || !strings.Contains(bad[0], "kind-refused") {
+		t.Fatalf("the differential comparison found %q, want a contention where the embedded engine refused the kind", bad)
+	}
+	if bad := differ(want, want); len(bad) != 0 {
+		t.Fatalf("a history differs from itself: %q", bad)
+	}
+}
+
+// kindAsContention answers a request for another kind than the name's as
+// contention, not as an argument error.
+type kindAsContention struct{ *memory.Engine }
+
+func (k kindAsContention) contention(g engine.Grant, err error) (engine.Grant, error) {
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) && strings.Contains(ae.Reason, ", not a ") {
+		return engine.Grant{Holder: "someone", HolderTTL: time.Second}, nil
+	}
+	return g, err
+}
+
+func (k kindAsContention) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return k.contention(k.Engine.Acquire(ctx, r))
+}
+
+func (k kindAsContention) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	return k.contention(k.Engine.AcquireShared(ctx, r))
 }

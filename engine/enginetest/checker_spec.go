@@ -307,7 +307,8 @@ func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
 // queueSkipped reports whether the newcomer e was granted while a fair
 // waiter was surely queued: an Inspect answered before e was asked for saw
 // waiters, every waiting operation on the name since is a fair one, none
-// has ended or is about to give up.
+// has ended or is about to give up, and no ghost waiter's entry could have
+// been among those seen (ghostSkipped judges those).
 func queueSkipped(evs []*event, e *event) bool {
 	for _, in := range evs {
 		if in.Op.Kind != opInspect || in.NameIdx != e.NameIdx || in.Out != outOK || in.Resp >= e.Inv || !sawWaiters(in) {
@@ -315,6 +316,10 @@ func queueSkipped(evs []*event, e *event) bool {
 		}
 		ok := true
 		for _, w := range evs {
+			if w.NameIdx == e.NameIdx && w.Op.Kind == opGhost && w.Inv <= e.Resp && w.Resp+w.Op.Wait >= in.Inv {
+				ok = false // a ghost's entry the Inspect saw may have expired since
+				break
+			}
 			if w.NameIdx != e.NameIdx || !w.Op.Kind.waits() || w.Inv > e.Resp {
 				continue
 			}
