@@ -93,12 +93,18 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	_, g.lister = probe.(engine.Lister)
 	_, g.forcer = probe.(engine.ForceReleaser)
 	_, g.holderForce = probe.(engine.HolderReleaser)
+	g.drops = h.Faulty != nil
 	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair}
 	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack}
-	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v",
-		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer)
+	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v",
+		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops)
 
-	newEngine := func(int) engine.Engine { return h.New(t) }
+	newEngine := func(int) (engine.Engine, func()) {
+		if h.Faulty != nil {
+			return h.Faulty(t)
+		}
+		return h.New(t), nil
+	}
 	concurrent := func(s schedule) ([]string, *history) {
 		hist := runSchedule(ctx, s, lockName(t), newEngine)
 		return judge(hist, tm), hist
@@ -108,7 +114,7 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 		hist := runSchedule(ctx, s, prefix, newEngine)
 		mem := memory.New()
 		defer func() { _ = mem.Close() }()
-		ref := runSchedule(ctx, s, prefix, func(int) engine.Engine { return mem })
+		ref := runSchedule(ctx, s, prefix, func(int) (engine.Engine, func()) { return mem, nil })
 		bad := judge(hist, tm)
 		bad = append(bad, judge(ref, memTiming)...)
 		return append(bad, differ(hist, ref)...), hist

@@ -33,11 +33,12 @@ const (
 	opBadWeight                  // Semaphore TryAcquire with a weight above the limit: an argument error
 	opKill                       // the client dies: it stops, leaving its leases to expire
 	opGhost                      // a fair waiter that dies queued (engine.Queuer), op.Wait its entry's ttl
+	opDrop                       // the client's connection loses the next reply (Harness.Faulty)
 )
 
 var opNames = [...]string{"try", "acquire", "reenter", "release", "extend", "attach", "sem-try", "sem-acquire",
 	"set-limit", "read-try", "read-acquire", "write-try", "write-acquire", "campaign", "proclaim",
-	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter"}
+	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter", "drop-reply"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -196,6 +197,7 @@ type genConfig struct {
 	base                time.Duration // the shortest ttl (fitted to the engine)
 	shared, semaphores  bool          // engine.Sharer; semaphores above limit 1
 	fair, lister        bool          // Capabilities.Fair; engine.Lister
+	drops               bool          // Harness.Faulty: replies may be lost
 	forcer, holderForce bool          // engine.ForceReleaser; engine.HolderReleaser
 }
 
@@ -231,6 +233,9 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		table = append(table, weighted{opKill, 1})
 		if g.fair {
 			table = append(table, weighted{opGhost, 3})
+		}
+		if g.drops {
+			table = append(table, weighted{opDrop, 3})
 		}
 	}
 	total := 0
@@ -281,7 +286,7 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 			case opRelease, opExtend, opAttach, opProclaim, opReenter, opForceHolder:
 				o.Name = -1 // the held lease's name
 			}
-			if o.Kind == opKill {
+			if o.Kind == opKill || o.Kind == opDrop {
 				o.Name = -1
 			}
 			if o.Kind == opGhost {

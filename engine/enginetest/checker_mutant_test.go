@@ -218,8 +218,8 @@ func TestDifferentialCatchesKindAsContention(t *testing.T) {
 	mem, ref := memory.New(), memory.New()
 	defer func() { _ = mem.Close(); _ = ref.Close() }()
 	mutant := kindAsContention{mem}
-	got := runSchedule(ctx, s, "diff", func(int) engine.Engine { return mutant })
-	want := runSchedule(ctx, s, "diff", func(int) engine.Engine { return ref })
+	got := runSchedule(ctx, s, "diff", func(int) (engine.Engine, func()) { return mutant, nil })
+	want := runSchedule(ctx, s, "diff", func(int) (engine.Engine, func()) { return ref, nil })
 	if bad := differ(got, want); len(bad) == 0 || !strings.Contains(bad[0], "-> locked") || !strings.Contains(bad[0], "kind-refused") {
 		t.Fatalf("the differential comparison found %q, want a contention where the embedded engine refused the kind", bad)
 	}

@@ -105,7 +105,7 @@ type held struct {
 // runSchedule runs s with one Client per engine (newEngine(i) for client
 // i), on names under prefix, and returns the history. The Clients are
 // closed (their leases released) after the history is complete.
-func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(i int) engine.Engine) *history {
+func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(i int) (engine.Engine, func())) *history {
 	h := &history{Prefix: prefix}
 	for i := range s.Names {
 		h.Names = append(h.Names, fmt.Sprintf("%s-n%d", prefix, i))
@@ -113,8 +113,8 @@ func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(
 	start := time.Now()
 	clients := make([]*runClient, len(s.Clients))
 	for i := range s.Clients {
-		e := newEngine(i)
-		clients[i] = &runClient{id: i, eng: e, c: distlock.New(e), h: h, start: start}
+		e, drop := newEngine(i)
+		clients[i] = &runClient{id: i, eng: e, c: distlock.New(e), h: h, start: start, drop: drop}
 	}
 	defer func() {
 		var wg sync.WaitGroup
@@ -144,6 +144,12 @@ func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(
 			for j, o := range ops {
 				if o.Kind == opKill {
 					return // its leases stay until their ttls end
+				}
+				if o.Kind == opDrop {
+					if d := clients[i].drop; d != nil {
+						d() // the next reply on the client's connection is lost
+					}
+					continue
 				}
 				if o.Gap > 0 {
 					select {
@@ -176,6 +182,7 @@ type runClient struct {
 	start time.Time
 	held  []*held
 	local []string
+	drop  func() // Harness.Faulty's: lose the next reply (nil: none)
 }
 
 // pick returns the held lease slot selects, preferring one of class (any
