@@ -3,6 +3,7 @@ package enginetest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -272,7 +273,7 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 			case opSemTry, opSemAcquire:
 				o.Weight = 1 + rng.IntN(2)
 			case opBadWeight:
-				o.Weight = semLimit + 1 + rng.IntN(2)
+				o.Weight = slices.Max(semLimits) + 1 + rng.IntN(2) // above every limit a SetLimit may set
 			case opSetLimit:
 				o.Limit = semLimits[rng.IntN(len(semLimits))]
 			}

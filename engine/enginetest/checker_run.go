@@ -238,7 +238,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 		e.NameIdx, e.Owner, e.Class = target.nameIdx, target.owner, target.class
 	}
 	e.Name = rc.h.Names[e.NameIdx]
-	if o.Kind.acquires() && o.Kind != opReenter {
+	if o.Kind.acquires() && o.Kind != opReenter || o.Kind == opBadWeight {
 		e.Owner = fmt.Sprintf("c%do%d", rc.id, idx)
 	}
 	wait := 10 * time.Second
@@ -307,10 +307,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 	}
 	e.Resp = time.Since(rc.start)
 	e.Err = err
-	e.Out = classify(err)
-	if o.Kind.waits() && e.Out == outOther && errors.Is(err, context.DeadlineExceeded) {
-		e.Out = outLocked // a wait that ended with its budget
-	}
+	e.Out = classify(err) // a wait that ended on a backend error (no answer) is outOther, not a refusal
 	if l != nil {
 		e.Token = l.Token()
 		if o.Kind == opAttach {

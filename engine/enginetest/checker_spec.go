@@ -65,6 +65,11 @@ func judge(h *history, tm timing) []string {
 	bad = append(bad, checkRefusals(grants, evs, tm)...)
 	bad = append(bad, checkEarlyLoss(grants, evs)...)
 	bad = append(bad, checkViews(grants, evs)...)
+	for _, e := range evs {
+		if e.Op.Kind == opBadWeight && e.Out != outArg && e.Out != outKind && e.Out != outOther {
+			bad = append(bad, fmt.Sprintf("argument: %v, a weight above every limit, was not refused as an argument error", e))
+		}
+	}
 	return bad
 }
 
