@@ -99,11 +99,24 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v",
 		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops)
 
-	newEngine := func(int) (engine.Engine, func()) {
-		if h.Faulty != nil {
-			return h.Faulty(t)
+	// One engine per client, kept for every round (the harness closes them
+	// when the test ends): a pool or connection per round would pile up.
+	type faulty struct {
+		e    engine.Engine
+		drop func()
+	}
+	engines := map[int]faulty{}
+	newEngine := func(i int) (engine.Engine, func()) {
+		f, ok := engines[i]
+		switch {
+		case ok:
+		case h.Faulty != nil:
+			f.e, f.drop = h.Faulty(t)
+		default:
+			f.e = h.New(t)
 		}
-		return h.New(t), nil
+		engines[i] = f
+		return f.e, f.drop
 	}
 	concurrent := func(s schedule) ([]string, *history) {
 		hist := runSchedule(ctx, s, lockName(t), newEngine)

@@ -203,7 +203,8 @@ type genConfig struct {
 }
 
 // generate builds the schedule of seed. Name 0 is the fair name when the
-// engine is fair: every waiting operation on it is a fair mutex Acquire,
+// engine is fair: the busiest name, asked for as a mutex (or election)
+// only, and every waiting operation on it is a fair mutex Acquire,
 // and ghost waiters (fair queue entries that are never heartbeated) queue
 // on it, so that the checker can tell when a newcomer skipped the queue.
 func generate(seed uint64, g genConfig, sequential bool) schedule {
@@ -257,6 +258,12 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		ops := make([]op, 0, g.ops)
 		for range g.ops {
 			o := op{Kind: pick(), Name: rng.IntN(g.names), Slot: rng.IntN(4)}
+			if g.fair && rng.IntN(3) == 0 {
+				o.Name = 0 // the fair name is the busiest: queues form there
+			}
+			if g.fair && o.Name == 0 && o.Kind.class() != classMutex && o.Kind.class() != classNone && g.names > 1 {
+				o.Name = 1 + rng.IntN(g.names-1) // the fair name is a mutex's: the kinds meet on the others
+			}
 			if sequential {
 				o.TTL = time.Minute // nothing expires: the answers do not depend on timing
 				if o.Kind.waits() {

@@ -43,6 +43,7 @@ type event struct {
 	Class         lockClass
 	Weight        int
 	Token         uint64
+	Target        uint64 // the token of the lease acted on (release, extend, ...)
 	Out           outcome
 	Err           error
 	Bool          bool          // ForceRelease's answer
@@ -235,7 +236,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 			e.Inv, e.Resp = time.Since(rc.start), time.Since(rc.start)
 			return e
 		}
-		e.NameIdx, e.Owner, e.Class = target.nameIdx, target.owner, target.class
+		e.NameIdx, e.Owner, e.Class, e.Target = target.nameIdx, target.owner, target.class, target.lease.Token()
 	}
 	e.Name = rc.h.Names[e.NameIdx]
 	if o.Kind.acquires() && o.Kind != opReenter || o.Kind == opBadWeight {

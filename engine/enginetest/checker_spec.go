@@ -167,7 +167,9 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 }
 
 // ownerGrant returns the grant of e's owner that e acted on: the latest
-// asked for before e.
+// asked for before e. The engines act by owner, so a lease of an earlier
+// grant of the same owner (re-entered as a new grant after a force-release)
+// releases or extends the owner's current grant when its Client sends it.
 func ownerGrant(gs []*cgrant, e *event) *cgrant {
 	var last *cgrant
 	for _, g := range gs {
@@ -272,7 +274,7 @@ func checkRefusals(gs []*cgrant, evs []*event, tm timing) []string {
 		if e.Out == outLocked && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && free(gs, evs, e, tm) {
 			bad = append(bad, fmt.Sprintf("refused while free: %v, while no holder could be live and no waiter queued", e))
 		}
-		if e.Out == outOK && tm.fair && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && e.Class == classMutex && (queueSkipped(evs, e) || ghostSkipped(evs, e)) {
+		if e.Out == outOK && tm.fair && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && e.Class == classMutex && (queueSkipped(gs, evs, e) || ghostSkipped(gs, evs, e)) {
 			bad = append(bad, fmt.Sprintf("queue: %v took the lock while a fair waiter was queued for it", e))
 		}
 	}
@@ -314,10 +316,13 @@ func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
 // waiters, every waiting operation on the name since is a fair one, none
 // has ended or is about to give up, and no ghost waiter's entry could have
 // been among those seen (ghostSkipped judges those).
-func queueSkipped(evs []*event, e *event) bool {
+func queueSkipped(gs []*cgrant, evs []*event, e *event) bool {
 	for _, in := range evs {
 		if in.Op.Kind != opInspect || in.NameIdx != e.NameIdx || in.Out != outOK || in.Resp >= e.Inv || !sawWaiters(in) {
 			continue
+		}
+		if e.Resp >= kept(gs, evs, in) {
+			continue // the head may have been dropped after a reservation lapsed
 		}
 		ok := true
 		for _, w := range evs {
@@ -343,14 +348,50 @@ func queueSkipped(evs []*event, e *event) bool {
 // ghostSkipped reports whether the newcomer e was granted while a ghost
 // waiter (a fair queue entry) was surely queued: answered queued before e
 // was asked for, and its entry's ttl not run out before e's answer.
-func ghostSkipped(evs []*event, e *event) bool {
+func ghostSkipped(gs []*cgrant, evs []*event, e *event) bool {
 	for _, g := range evs {
 		if g.Op.Kind == opGhost && g.NameIdx == e.NameIdx && g.Out == outLocked && g.Bool &&
-			g.Resp < e.Inv && e.Resp < g.Inv+g.Op.Wait-margin(g.Op.Wait) {
+			g.Resp < e.Inv && e.Resp < g.Inv+g.Op.Wait-margin(g.Op.Wait) && e.Resp < kept(gs, evs, g) {
 			return true
 		}
 	}
 	return false
+}
+
+// kept returns until when the queue seen by the event q (an Inspect, or a
+// ghost's request) surely keeps its head: a head that does not take the
+// lock within ReserveTTL of its being freed is dropped (engine.Queuer), so
+// only until ReserveTTL, less a margin, after the first moment after q's
+// request at which the name may have been free.
+func kept(gs []*cgrant, evs []*event, q *event) time.Duration {
+	free := q.Resp + time.Hour
+	held := false
+	for _, g := range gs {
+		if g.name != q.NameIdx {
+			continue
+		}
+		if g.surelyOver(q.Inv, q.Resp) {
+			held = true
+		}
+		switch {
+		case g.unknown && g.possTo >= q.Inv:
+			free = min(free, max(g.possFrom, q.Inv)) // dropped by its Client at any time
+		case !g.unknown && g.sureTo >= q.Inv:
+			free = min(free, g.sureTo) // its earliest end
+		}
+	}
+	if !held {
+		free = q.Inv
+	}
+	for _, r := range evs {
+		switch r.Op.Kind {
+		case opRelease, opForce, opForceHolder:
+			if r.NameIdx == q.NameIdx && r.Resp >= q.Inv {
+				free = min(free, max(r.Inv, q.Inv))
+			}
+		}
+	}
+	return free + engine.ReserveTTL - margin(engine.ReserveTTL)
 }
 
 func sawWaiters(in *event) bool {
@@ -372,7 +413,9 @@ func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
 		default:
 			continue
 		}
-		if g := ownerGrant(gs, e); g != nil && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
+		// Only a lease of the current grant: a lease of an earlier one is
+		// told it is lost by its Client, without asking the engine.
+		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
 			bad = append(bad, fmt.Sprintf("lost early: %v answered not held while %v", e, g))
 		}
 	}
