@@ -36,6 +36,13 @@ type Harness struct {
 	// with SET). Nil: an in-process register that yields between read and
 	// write.
 	Register func(t *testing.T, name string) Register
+
+	// Faulty, when set, returns an engine on the backend whose connection
+	// can lose a reply: drop makes it lose the next one (the command ran;
+	// the client never learns its outcome, and its library may send it
+	// again). The randomized checker (Check) gives each Client such an
+	// engine and drops replies at random. Nil: no reply is lost.
+	Faulty func(t *testing.T) (e engine.Engine, drop func())
 }
 
 // Register is a shared integer with separate reads and writes.

@@ -13,11 +13,13 @@ import (
 // etcd client of its own, like a separate process.
 func TestConformance(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine {
 			e := etcdengine.New(cl.Client(t))
 			t.Cleanup(func() { _ = e.Close() })
 			return e
 		},
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }

@@ -11,7 +11,9 @@ import (
 func TestConformance(t *testing.T) {
 	shared := memory.New() // one authority for every client in the suite
 	t.Cleanup(func() { _ = shared.Close() })
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine { return shared },
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }

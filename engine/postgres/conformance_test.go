@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 	if _, err := admin.Exec(context.Background(), `CREATE TABLE IF NOT EXISTS registers (name text PRIMARY KEY, v bigint NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine { return newEngine(t, newPool(t), schema) },
 		// Behind the library's back, as an operator's UPDATE: no wake-up.
 		Delete: func(t *testing.T, name string) {
@@ -28,5 +28,7 @@ func TestConformance(t *testing.T) {
 			}
 		},
 		Register: func(t *testing.T, name string) enginetest.Register { return &register{name: name, pool: admin} },
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }

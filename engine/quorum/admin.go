@@ -39,10 +39,11 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 		return nil, "", &NoQuorumError{Op: "list", OK: len(e.nodes) - len(errs), Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
 	}
 	type vote struct {
-		info   engine.Info
-		votes  int
-		tokens map[uint64]int            // token -> nodes
-		held   map[string]map[uint64]int // a shared lock's holder -> token -> nodes
+		info    engine.Info
+		votes   int
+		tokens  map[uint64]int            // token -> nodes
+		held    map[string]map[uint64]int // a shared lock's holder -> token -> nodes
+		holders []engine.Holder           // every holder any node listed, as first listed
 	}
 	byHolder := map[[2]string]*vote{}
 	for _, x := range rs {
@@ -61,6 +62,7 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 			for _, h := range info.Holders {
 				if v.held[h.Owner] == nil {
 					v.held[h.Owner] = map[uint64]int{}
+					v.holders = append(v.holders, h)
 				}
 				v.held[h.Owner][h.Token]++
 			}
@@ -72,16 +74,30 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 	}
 	var out []engine.Info
 	for _, v := range byHolder {
-		if v.votes >= e.majority {
-			v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
-			holders := make([]engine.Holder, len(v.info.Holders))
-			copy(holders, v.info.Holders)
-			for i := range holders {
-				holders[i].Token = e.token(v.held[holders[i].Owner]) // each holder's too
-			}
-			v.info.Holders = holders
-			out = append(out, v.info)
+		if v.votes < e.majority {
+			continue
 		}
+		v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
+		// The holders a majority lists, as InspectShared's: a minority's
+		// can be a grant that lost (the readers a node took while the
+		// writer won the others), and the node that answered first may
+		// lack one that won.
+		var holders []engine.Holder
+		for _, h := range v.holders {
+			nodes := 0
+			for _, n := range v.held[h.Owner] {
+				nodes += n
+			}
+			if nodes >= e.majority {
+				h.Token = e.token(v.held[h.Owner]) // each holder's settled token too
+				holders = append(holders, h)
+			}
+		}
+		if len(v.holders) > 0 && len(holders) == 0 {
+			continue // held on nodes, by nobody a majority confirms
+		}
+		v.info.Holders = holders
+		out = append(out, v.info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if p := partial(e, rs); p != nil {

@@ -82,7 +82,7 @@ func lockKey(name string) string { return redisengine.DefaultPrefix + "{" + name
 func TestConformance(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	counter := redistest.Start(t) // the protected resource lives elsewhere
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine {
 			return newQuorum(t, srvs)
 		},
@@ -96,7 +96,9 @@ func TestConformance(t *testing.T) {
 		Register: func(t *testing.T, name string) enginetest.Register {
 			return redistest.NewRegister(counter.Client(), name)
 		},
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }
 
 // TestConformanceOneNode: a quorum of one node (calls made inline, no

@@ -14,7 +14,17 @@ import (
 
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	enginetest.Run(t, harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del))
+	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
+	enginetest.Run(t, h)
+	// The checker's Clients talk to Redis through proxies that lose a
+	// reply when asked (go-redis then sends the command again).
+	h.Faulty = func(t *testing.T) (engine.Engine, func()) {
+		drop := redistest.NewReplyDropper(t, srv.Addr())
+		rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return listEngine(t, rdb), drop.Arm
+	}
+	enginetest.Check(t, h)
 }
 
 // TestConformanceCluster runs the suite on a Redis Cluster of three
@@ -23,7 +33,9 @@ func TestConformance(t *testing.T) {
 // pub/sub on the master of each lock's slot.
 func TestConformanceCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
-	enginetest.Run(t, harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del))
+	h := harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del)
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }
 
 // harness runs the suite with every engine on a client of its own from

@@ -38,9 +38,11 @@ func TestConformanceEmbedded(t *testing.T) {
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
 	_, url := startServer(t, mem, server.WithLogger(quietLogger()))
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }
 
 // startRedisServer serves the Redis engine on a new redis-server until the
@@ -61,12 +63,14 @@ func startRedisServer(t *testing.T) (*redistest.Server, string) {
 // redis-server.
 func TestConformanceRedis(t *testing.T) {
 	rs, url := startRedisServer(t)
-	enginetest.Run(t, enginetest.Harness{
+	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
 		Delete: func(t *testing.T, name string) {
 			if err := rs.Del(context.Background(), redisengine.DefaultPrefix+"{"+name+"}"); err != nil {
 				t.Fatal(err)
 			}
 		},
-	})
+	}
+	enginetest.Run(t, h)
+	enginetest.Check(t, h)
 }

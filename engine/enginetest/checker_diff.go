@@ -1,0 +1,56 @@
+package enginetest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// answer is what of an operation's answer must not depend on the engine
+// when the schedule is run one operation at a time with ttls too long to
+// expire: the outcome (grant, contention, kind refusal, argument error,
+// unsupported, not held), ForceRelease's answer, and what Inspect and List
+// saw (holders with their weights, kind and limit). Tokens are not
+// compared (each engine has its own clock-seeded counter); their order is
+// judged by the specification on each history.
+func answer(e *event) string {
+	s := fmt.Sprintf("%v -> %v", e.Op, e.Out)
+	if e.Op.Kind == opForce {
+		s += fmt.Sprintf(" held=%v", e.Bool)
+	}
+	var views []string
+	for _, in := range e.Infos {
+		var hs []string
+		for _, h := range in.Holders {
+			hs = append(hs, fmt.Sprintf("%s:w%d", h.Owner, max(h.Weight, 1))) // a mutex's weight may be left 0
+		}
+		slices.Sort(hs)
+		if len(hs) == 0 {
+			continue // an empty view: engines differ in listing free names
+		}
+		views = append(views, fmt.Sprintf("%s[%s]", in.Name, strings.Join(hs, " ")))
+	}
+	slices.Sort(views)
+	views = slices.Compact(views)
+	if len(views) > 0 {
+		s += " " + strings.Join(views, " ")
+	}
+	return s
+}
+
+// differ compares the answers of two runs of one sequential schedule and
+// returns the first operations where they differ.
+func differ(got, want *history) []string {
+	var bad []string
+	for i := range min(len(got.Events), len(want.Events)) {
+		g, w := answer(got.Events[i]), answer(want.Events[i])
+		if g != w {
+			bad = append(bad, fmt.Sprintf("differential: client %d op %d answered %s; the memory engine %s",
+				got.Events[i].Client, got.Events[i].Index, g, w))
+			if len(bad) == 3 {
+				break
+			}
+		}
+	}
+	return bad
+}

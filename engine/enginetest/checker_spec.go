@@ -1,0 +1,462 @@
+package enginetest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// timing is how the specification bounds an engine's clocks: a grant is
+// surely live from its answer until its ttl, counted from its request, less
+// margin; it may be live from its request until its ttl, counted from its
+// answer and fitted to the engine (fit), plus slack.
+type timing struct {
+	fit   func(time.Duration) time.Duration
+	slack time.Duration
+	fair  bool // Capabilities.Fair: a fair waiter's queue keeps newcomers out
+}
+
+func margin(ttl time.Duration) time.Duration { return engine.Drift(ttl) + 5*time.Millisecond }
+
+// grant is one new grant of a history (re-entries and attaches are events
+// of the grant they joined) with the intervals in which it is surely and
+// possibly live.
+type cgrant struct {
+	ev       *event
+	name     int
+	owner    string
+	class    lockClass
+	weight   int
+	token    uint64
+	sureFrom time.Duration // its answer
+	sureTo   time.Duration
+	possFrom time.Duration // its request
+	possTo   time.Duration
+	unknown  bool // a wait that ended: granted and dropped, or never granted
+	holds    int  // the holds (re-entries) not released yet
+}
+
+func (g *cgrant) String() string {
+	return fmt.Sprintf("%s %s of %s (token %d, surely live %.1f-%.1fms, possibly %.1f-%.1fms)",
+		g.class, g.ev.Op.Kind, g.owner, g.token, ms(g.sureFrom), ms(g.sureTo), ms(g.possFrom), ms(g.possTo))
+}
+
+// surelyOver reports whether g is surely live over all of [a, b].
+func (g *cgrant) surelyOver(a, b time.Duration) bool {
+	return !g.unknown && g.sureFrom <= a && b < g.sureTo
+}
+
+// possiblyDuring reports whether g may be live at some point of [a, b].
+func (g *cgrant) possiblyDuring(a, b time.Duration) bool { return g.possFrom <= b && a <= g.possTo }
+
+// judge checks a history against the sequential specification of the
+// locks and returns the violations found, each in words.
+func judge(h *history, tm timing) []string {
+	evs := slices.Clone(h.Events)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Inv < evs[j].Inv })
+	grants := buildGrants(evs, tm)
+	var bad []string
+	bad = append(bad, h.Local...)
+	bad = append(bad, checkExclusion(grants, evs)...)
+	bad = append(bad, checkTokens(grants, evs)...)
+	bad = append(bad, checkRefusals(grants, evs, tm)...)
+	bad = append(bad, checkEarlyLoss(grants, evs)...)
+	bad = append(bad, checkViews(grants, evs)...)
+	for _, e := range evs {
+		if e.Op.Kind == opBadWeight && e.Out != outArg && e.Out != outKind && e.Out != outOther {
+			bad = append(bad, fmt.Sprintf("argument: %v, a weight above every limit, was not refused as an argument error", e))
+		}
+	}
+	return bad
+}
+
+// buildGrants turns the history's grants into intervals: the events of a
+// grant's owner after it (extensions, attaches, releases) and the
+// force-releases of its name bound them.
+func buildGrants(evs []*event, tm timing) []*cgrant {
+	var gs []*cgrant
+	byOwner := map[string]*cgrant{} // the owner's latest grant so far
+	for _, e := range evs {
+		if !e.Op.Kind.acquires() || e.Out == outSkipped {
+			continue
+		}
+		if e.Op.Kind == opReenter {
+			if g := byOwner[e.Owner]; e.Out == outOK && g != nil && g.token == e.Token {
+				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
+				g.holds++
+				continue // a re-entry: the grant it joined stays
+			}
+		}
+		g := &cgrant{ev: e, name: e.NameIdx, owner: e.Owner, class: e.Class, weight: max(e.Weight, 1), token: e.Token,
+			sureFrom: e.Resp, possFrom: e.Inv, holds: 1}
+		switch {
+		case e.Out == outOK:
+			g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
+			g.possTo = e.Resp + tm.fit(e.Op.TTL) + tm.slack
+		case e.Op.Kind.waits() && (e.Out == outLocked || e.Out == outOther):
+			// A wait that ended may have been granted as it ended and its
+			// hold dropped by the Client.
+			g.unknown = true
+			g.possTo = e.Resp + tm.fit(e.Op.TTL) + tm.slack
+		case e.Out == outOther:
+			g.unknown = true
+			g.possTo = e.Resp + tm.fit(e.Op.TTL) + tm.slack
+		default:
+			continue
+		}
+		byOwner[e.Owner] = g
+		gs = append(gs, g)
+	}
+	for _, e := range evs {
+		switch e.Op.Kind {
+		case opExtend, opAttach, opRelease, opReenter, opForceHolder:
+			g := ownerGrant(gs, e)
+			if g == nil || g.unknown || e.Inv < g.sureFrom && e.Op.Kind != opForceHolder {
+				continue
+			}
+			switch e.Op.Kind {
+			case opExtend, opAttach:
+				if e.Out == outOK && e.Inv < g.sureTo {
+					// Held when the extension ran (at or after its request),
+					// continuously since the grant, and until its ttl after.
+					g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
+				} else if e.Out == outOK {
+					g.sureTo = min(g.sureTo, e.Inv)
+				}
+				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
+			case opReenter:
+				// A re-entry that was a new grant (its own token): the
+				// earlier one had ended.
+				g.sureTo = min(g.sureTo, e.Inv)
+			case opRelease, opForceHolder:
+				if e.Out == outSkipped {
+					continue
+				}
+				g.sureTo = min(g.sureTo, e.Inv)
+				if e.Out == outOK && e.Op.Kind == opRelease {
+					g.holds--
+				}
+				if e.Out == outNotHeld || e.Out == outOK && (g.holds <= 0 || e.Op.Kind == opForceHolder) {
+					g.possTo = min(g.possTo, e.Resp+tm.slack)
+				}
+			}
+		case opForce:
+			if e.Out != outOK && e.Out != outOther {
+				continue
+			}
+			for _, g := range gs {
+				if g.name != e.NameIdx {
+					continue
+				}
+				if e.Resp > g.possFrom {
+					g.sureTo = min(g.sureTo, e.Inv)
+				}
+				if e.Out == outOK && e.Inv > g.sureFrom {
+					g.possTo = min(g.possTo, e.Resp+tm.slack)
+				}
+			}
+		}
+	}
+	for _, g := range gs {
+		g.possTo = max(g.possTo, g.sureTo)
+	}
+	return gs
+}
+
+// ownerGrant returns the grant of e's owner that e acted on: the latest
+// asked for before e. The engines act by owner, so a lease of an earlier
+// grant of the same owner (re-entered as a new grant after a force-release)
+// releases or extends the owner's current grant when its Client sends it.
+func ownerGrant(gs []*cgrant, e *event) *cgrant {
+	var last *cgrant
+	for _, g := range gs {
+		if g.owner == e.Owner && g.ev != e && g.ev.Inv < e.Inv && (last == nil || g.ev.Inv > last.ev.Inv) {
+			last = g
+		}
+	}
+	return last
+}
+
+// checkExclusion: no two grants that exclude each other are surely live at
+// one moment; semaphore permits surely held never exceed the largest limit
+// that may be in force.
+func checkExclusion(gs []*cgrant, evs []*event) []string {
+	var bad []string
+	for i, a := range gs {
+		for _, b := range gs[i+1:] {
+			if a.name != b.name || a.owner == b.owner || a.unknown || b.unknown || !conflicts(a.class, b.class) {
+				continue
+			}
+			from, to := max(a.sureFrom, b.sureFrom), min(a.sureTo, b.sureTo)
+			if from < to {
+				bad = append(bad, fmt.Sprintf("exclusion: %v and %v were both live during %.1f-%.1fms", a, b, ms(from), ms(to)))
+			}
+		}
+		if a.class != classSem || a.unknown || a.sureFrom >= a.sureTo {
+			continue
+		}
+		sum, who := 0, []string{}
+		for _, b := range gs {
+			if b.name == a.name && b.class == classSem && !b.unknown && b.sureFrom <= a.sureFrom && a.sureFrom < b.sureTo {
+				sum += b.weight
+				who = append(who, fmt.Sprintf("%s(%d)", b.owner, b.weight))
+			}
+		}
+		if limit := maxLimit(evs, a.name, a.sureFrom); sum > limit {
+			bad = append(bad, fmt.Sprintf("semaphore: %d permits held at %.1fms, limit at most %d: %v", sum, ms(a.sureFrom), limit, who))
+		}
+	}
+	return bad
+}
+
+// maxLimit is the largest limit of name that may be in force at t: the
+// declared one, or one a SetLimit asked for before t.
+func maxLimit(evs []*event, name int, t time.Duration) int {
+	limit := semLimit
+	for _, e := range evs {
+		if e.Op.Kind == opSetLimit && e.NameIdx == name && e.Inv <= t && e.Out != outArg && e.Out != outKind {
+			limit = max(limit, e.Op.Limit)
+		}
+	}
+	return limit
+}
+
+// minLimit is the smallest limit of name that may be in force at t.
+func minLimit(evs []*event, name int, t time.Duration) int {
+	limit := semLimit
+	for _, e := range evs {
+		if e.Op.Kind == opSetLimit && e.NameIdx == name && e.Inv <= t {
+			limit = min(limit, e.Op.Limit)
+		}
+	}
+	return limit
+}
+
+// checkTokens: a grant answered before another was asked for has the
+// smaller token; a re-entry keeps its grant's token.
+func checkTokens(gs []*cgrant, evs []*event) []string {
+	var bad []string
+	for _, a := range gs {
+		for _, b := range gs {
+			if a.name != b.name || a.unknown || b.unknown || a.ev.Resp >= b.ev.Inv {
+				continue
+			}
+			if a.token >= b.token {
+				bad = append(bad, fmt.Sprintf("tokens: %v was granted before %v was asked for, with a token not below it", a, b))
+			}
+		}
+	}
+	return bad
+}
+
+// checkRefusals: a request for a kind other than the one surely holding
+// its name is refused as an argument error, not as contention; a request
+// that nothing else may conflict with (no holder may be live, no waiter
+// may be queued, the permits a dead holder had are back) is granted; a
+// newcomer does not take a lock a fair waiter is queued for.
+func checkRefusals(gs []*cgrant, evs []*event, tm timing) []string {
+	var bad []string
+	for _, e := range evs {
+		if !e.Op.Kind.acquires() || e.Out == outSkipped {
+			continue
+		}
+		if e.Out == outLocked {
+			for _, g := range gs {
+				if g.name == e.NameIdx && g.class.family() != e.Class.family() && g.surelyOver(e.Inv, e.Resp) {
+					bad = append(bad, fmt.Sprintf("kinds: %v was refused as contention while %v held the name", e, g))
+					break
+				}
+			}
+		}
+		if e.Out == outLocked && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && free(gs, evs, e, tm) {
+			bad = append(bad, fmt.Sprintf("refused while free: %v, while no holder could be live and no waiter queued", e))
+		}
+		if e.Out == outOK && tm.fair && !e.Op.Kind.waits() && e.Op.Kind != opReenter && e.Op.Kind != opGhost && e.Class == classMutex && (queueSkipped(gs, evs, e) || ghostSkipped(gs, evs, e)) {
+			bad = append(bad, fmt.Sprintf("queue: %v took the lock while a fair waiter was queued for it", e))
+		}
+	}
+	return bad
+}
+
+// free reports whether nothing could keep the refused request e from its
+// grant.
+func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
+	for _, w := range evs {
+		if w.NameIdx == e.NameIdx && w.Op.Kind.waits() && w.Inv <= e.Resp && e.Inv <= w.Resp+engine.ReserveTTL+tm.slack {
+			return false // a waiter may be queued, or the lock reserved for it
+		}
+		if w.NameIdx == e.NameIdx && w.Op.Kind == opGhost && w.Inv <= e.Resp && e.Inv <= w.Resp+w.Op.Wait+engine.ReserveTTL+tm.slack {
+			return false // a ghost waiter may be queued
+		}
+		if w.NameIdx == e.NameIdx && w.Op.Kind == opSetLimit && w.Inv <= e.Resp {
+			return false // limits may have changed: judged by exclusion only
+		}
+	}
+	weight := 0
+	for _, g := range gs {
+		if g.name != e.NameIdx || g.ev == e || !g.possiblyDuring(e.Inv, e.Resp) {
+			continue
+		}
+		if g.class.family() != e.Class.family() || g.class != classSem || e.Class != classSem {
+			if conflicts(g.class, e.Class) {
+				return false
+			}
+			continue
+		}
+		weight += g.weight
+	}
+	return e.Class != classSem || weight+e.Weight <= minLimit(evs, e.NameIdx, e.Resp)
+}
+
+// queueSkipped reports whether the newcomer e was granted while a fair
+// waiter was surely queued: an Inspect answered before e was asked for saw
+// waiters, every waiting operation on the name since is a fair one, none
+// has ended or is about to give up, and no ghost waiter's entry could have
+// been among those seen (ghostSkipped judges those).
+func queueSkipped(gs []*cgrant, evs []*event, e *event) bool {
+	for _, in := range evs {
+		if in.Op.Kind != opInspect || in.NameIdx != e.NameIdx || in.Out != outOK || in.Resp >= e.Inv || !sawWaiters(in) {
+			continue
+		}
+		if e.Resp >= kept(gs, evs, in) {
+			continue // the head may have been dropped after a reservation lapsed
+		}
+		ok := true
+		for _, w := range evs {
+			if w.NameIdx == e.NameIdx && w.Op.Kind == opGhost && w.Inv <= e.Resp && w.Resp+w.Op.Wait >= in.Inv {
+				ok = false // a ghost's entry the Inspect saw may have expired since
+				break
+			}
+			if w.NameIdx != e.NameIdx || !w.Op.Kind.waits() || w.Inv > e.Resp {
+				continue
+			}
+			if !w.Op.Fair || w.Resp >= in.Inv && w.Resp <= e.Resp || w.Resp > in.Inv && w.Inv+w.Op.Wait-50*time.Millisecond < e.Resp {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ghostSkipped reports whether the newcomer e was granted while a ghost
+// waiter (a fair queue entry) was surely queued: answered queued before e
+// was asked for, and its entry's ttl not run out before e's answer.
+func ghostSkipped(gs []*cgrant, evs []*event, e *event) bool {
+	for _, g := range evs {
+		if g.Op.Kind == opGhost && g.NameIdx == e.NameIdx && g.Out == outLocked && g.Bool &&
+			g.Resp < e.Inv && e.Resp < g.Inv+g.Op.Wait-margin(g.Op.Wait) && e.Resp < kept(gs, evs, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// kept returns until when the queue seen by the event q (an Inspect, or a
+// ghost's request) surely keeps its head: a head that does not take the
+// lock within ReserveTTL of its being freed is dropped (engine.Queuer), so
+// only until ReserveTTL, less a margin, after the first moment after q's
+// request at which the name may have been free.
+func kept(gs []*cgrant, evs []*event, q *event) time.Duration {
+	free := q.Resp + time.Hour
+	held := false
+	for _, g := range gs {
+		if g.name != q.NameIdx {
+			continue
+		}
+		if g.surelyOver(q.Inv, q.Resp) {
+			held = true
+		}
+		switch {
+		case g.unknown && g.possTo >= q.Inv:
+			free = min(free, max(g.possFrom, q.Inv)) // dropped by its Client at any time
+		case !g.unknown && g.sureTo >= q.Inv:
+			free = min(free, g.sureTo) // its earliest end
+		}
+	}
+	if !held {
+		free = q.Inv
+	}
+	for _, r := range evs {
+		switch r.Op.Kind {
+		case opRelease, opForce, opForceHolder:
+			if r.NameIdx == q.NameIdx && r.Resp >= q.Inv {
+				free = min(free, max(r.Inv, q.Inv))
+			}
+		}
+	}
+	return free + engine.ReserveTTL - margin(engine.ReserveTTL)
+}
+
+func sawWaiters(in *event) bool {
+	for _, i := range in.Infos {
+		if i.Waiters > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEarlyLoss: an extension, release or proclaim of a lease that is
+// surely live is not answered "not held".
+func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
+	var bad []string
+	for _, e := range evs {
+		switch e.Op.Kind {
+		case opExtend, opRelease, opProclaim, opAttach:
+		default:
+			continue
+		}
+		// Only a lease of the current grant: a lease of an earlier one is
+		// told it is lost by its Client, without asking the engine.
+		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
+			bad = append(bad, fmt.Sprintf("lost early: %v answered not held while %v", e, g))
+		}
+	}
+	return bad
+}
+
+// checkViews: Inspect and List show every grant surely live while they
+// ran, and no holder that cannot be live.
+func checkViews(gs []*cgrant, evs []*event) []string {
+	var bad []string
+	for _, e := range evs {
+		if (e.Op.Kind != opInspect && e.Op.Kind != opList) || e.Out != outOK {
+			continue
+		}
+		seen := map[string]map[string]bool{}
+		for _, in := range e.Infos {
+			if seen[in.Name] == nil {
+				seen[in.Name] = map[string]bool{}
+			}
+			for _, hd := range in.Holders {
+				seen[in.Name][hd.Owner] = true
+			}
+		}
+		for _, g := range gs {
+			if (e.Op.Kind == opList || g.name == e.NameIdx) && g.surelyOver(e.Inv, e.Resp) && !seen[g.ev.Name][g.owner] {
+				bad = append(bad, fmt.Sprintf("view: %v did not show %v", e, g))
+			}
+		}
+		for name, owners := range seen {
+			for owner := range owners {
+				live := false
+				for _, g := range gs {
+					if g.ev.Name == name && g.owner == owner && g.possiblyDuring(e.Inv, e.Resp) {
+						live = true
+					}
+				}
+				if !live {
+					bad = append(bad, fmt.Sprintf("view: %v showed %s holding %s, which cannot be live then", e, owner, name))
+				}
+			}
+		}
+	}
+	return bad
+}
