@@ -189,6 +189,12 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.NoFencing = true
 		case NoTimeFloor:
 			cfg.NoTimeFloor = true
+		case FenceOff:
+			cfg.NoFence = true
+		case LateLoss:
+			// Holds outlast the lease of a partitioned holder (4 ttl):
+			// its loss comes while it still works.
+			cfg.Impl, cfg.MinHold = client.ImplLateLoss, 4*spec.TTL
 		}
 		if e.sentinel != nil {
 			cfg.Sentinel, cfg.Nodes = true, e.sentinel.Addrs()
