@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/safety/check"
+	"github.com/distlock/distlock/safety/history"
 )
 
-// The negative controls of I5, I6, I7 and I9: each breaks what one
+// The negative controls of I5, I6, I7, I9 and I11: each breaks what one
 // check guards, in a short run, and the run fails unless that check
 // reports the violation.
 //
@@ -23,6 +24,9 @@ import (
 //	                   4 ttl after the heal the history shows
 //	LongPause     I9   a queue scenario whose node is SIGSTOPped for
 //	                   check.QueueBound + 3 ttl while clients wait
+//	ClockBack     I11  the election's node runs 30 s ahead for one
+//	                   election, then restarts empty with its clock right:
+//	                   the time floor cannot keep the terms in order
 
 // controlRuns are the runs of these controls (QuickSuite and FullSuite).
 func controlRuns(seed uint64) []RunSpec {
@@ -32,6 +36,7 @@ func controlRuns(seed uint64) []RunSpec {
 		{Scenario: ScenarioByID(5), Mode: Single, Control: LateLoss, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(7), Mode: Single, Control: HealLate, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(15), Mode: Single, Control: LongPause, TTL: ttl, Duration: 9 * time.Second, Seed: seed},
+		{Scenario: ScenarioByID(17), Mode: Single, Control: ClockBack, TTL: ttl, Duration: 5 * time.Second, Seed: seed},
 	}
 }
 
@@ -43,6 +48,8 @@ func controlInject(c Control) func(context.Context, *env) {
 		return pauseHealLate
 	case LongPause:
 		return pausePastQueueBound
+	case ClockBack:
+		return clockAheadThenRestart
 	}
 	return nil
 }
@@ -58,6 +65,8 @@ func controlExpect(c Control) string {
 		return "I7 slow recovery"
 	case LongPause:
 		return "I9 lock free past the bound while a client waits"
+	case ClockBack:
+		return "I11 term inversions"
 	}
 	return ""
 }
@@ -74,6 +83,8 @@ func controlMissed(c Control, r check.Result) string {
 		return fmt.Sprintf("no slow recovery detected (recoveries %v)", r.Recoveries)
 	case c == LongPause && r.FreeOver == 0:
 		return fmt.Sprintf("the lock was not found free past %v while a client waited (longest %v)", check.QueueBound, r.LongestFree.Round(time.Millisecond))
+	case c == ClockBack && r.TermInversions == 0:
+		return fmt.Sprintf("no term inversion detected (%d leaderships)", len(r.Leaderships))
 	}
 	return ""
 }
@@ -115,4 +126,34 @@ func pausePastQueueBound(ctx context.Context, e *env) {
 	_ = e.nodes[0].Resume()
 	e.fault(7, "node0", fmt.Sprintf("SIGSTOP %v", d), start, time.Now())
 	<-ctx.Done() // once per run
+}
+
+// clockAheadThenRestart (ClockBack): right after a leader's lease check,
+// node 0's fencing high-water moved to its time + 30 s (the terms a clock
+// that far ahead gives); at the next election (its term from there), the
+// node killed and restarted empty (the high-water lost, the clock right
+// again); once per run.
+func clockAheadThenRestart(ctx context.Context, e *env) {
+	if _, ok := e.waitChecked(ctx, anyClient); !ok {
+		return
+	}
+	elected := e.rec.Watch(func(ev history.Event) bool {
+		return ev.Kind == history.KindAcquire && ev.Result == history.OK
+	})
+	now := time.Now()
+	if _, err := e.jump(0, 30*time.Second, false); err != nil {
+		e.logf("skew: %v", err)
+	}
+	e.fault(6, "node0", "clock 30 s ahead (fencing high-water)", now, now)
+	select {
+	case <-elected:
+	case <-ctx.Done():
+		return
+	}
+	start := time.Now()
+	if err := e.nodes[0].Restart(); err != nil {
+		e.logf("restart: %v", err)
+	}
+	e.fault(8, "node0", "killed, restarted empty at once (clock right)", start, time.Now())
+	<-ctx.Done()
 }

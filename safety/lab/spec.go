@@ -84,6 +84,9 @@ const (
 	// LongPause: the lock node paused past I9's bound while clients wait
 	// (I9; controls.go).
 	LongPause Control = "node-paused-past-bound"
+	// ClockBack: the election's node 30 s ahead, then restarted empty
+	// (I11; controls.go).
+	ClockBack Control = "election-clock-back"
 )
 
 // Expect returns what the control must show.
