@@ -32,9 +32,14 @@ func newLateLease(l *distlock.Lease, late time.Duration) *lateLease {
 	return w
 }
 
+// Valid says valid until Done closes, when the lease was lost.
 func (l *lateLease) Valid() (ok, over bool) {
-	if at, _, lost := l.libLease.Loss(); lost && time.Now().Before(at.Add(l.late)) {
-		return true, false
+	if _, _, lost := l.libLease.Loss(); lost {
+		select {
+		case <-l.done:
+		default:
+			return true, false
+		}
 	}
 	return l.libLease.Valid()
 }

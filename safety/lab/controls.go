@@ -33,7 +33,7 @@ func controlRuns(seed uint64) []RunSpec {
 	const ttl = 500 * time.Millisecond
 	return []RunSpec{
 		{Scenario: ScenarioByID(1), Mode: Single, Control: FenceOff, TTL: ttl, Duration: 5 * time.Second, Seed: seed},
-		{Scenario: ScenarioByID(5), Mode: Single, Control: LateLoss, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
+		{Scenario: ScenarioByID(5), Mode: Single, Control: LateLoss, TTL: ttl, Duration: 6 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(7), Mode: Single, Control: HealLate, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(15), Mode: Single, Control: LongPause, TTL: ttl, Duration: 9 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(17), Mode: Single, Control: ClockBack, TTL: ttl, Duration: 5 * time.Second, Seed: seed},
