@@ -24,6 +24,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -83,7 +84,7 @@ type Result struct {
 	// I4: acknowledged adds missing from the final set.
 	AckFenced, AckControl   int
 	LostFenced, LostControl int
-	// I5: "ok", "violation", "timeout" or "n/a".
+	// I5: "ok", "violation", Timeout or "n/a".
 	Linearizable  string
 	Visualization string
 	// I6: loss-signal lags (signal time minus local deadline) of library
@@ -120,6 +121,12 @@ type Result struct {
 	Deposed        Deposed
 
 	Notes []string
+
+	// Unjudged lists what the history does not let the checks decide: the
+	// final state of the fenced resource missing while acknowledged adds
+	// exist (I4, and I2's final-set part), porcupine out of time (I5). A
+	// run with any is a failed run ("cannot judge"), never a pass.
+	Unjudged []string
 
 	// I12 (semaphores): moments (a grant's window starting) at which the
 	// permits held, weights counted, exceeded the limit; MaxHeld is the
@@ -169,6 +176,7 @@ func Run(events []history.Event, p Params) Result {
 	r.AckFenced, r.LostFenced = lost(h, history.Fenced)
 	r.AckControl, r.LostControl = lost(h, history.Control)
 	r.Linearizable, r.Visualization = linearizable(h, p)
+	r.Unjudged = unjudged(h, r, p)
 	r.Lags, r.Late, r.Excluded = signals(h, p)
 	r.Recoveries, r.Slow, r.Unchecked = recoveries(h, p)
 	cs := calls(h)
@@ -278,6 +286,20 @@ func index(events []history.Event) *hist {
 	}
 	sort.Slice(h.grants, func(i, j int) bool { return h.grants[i].Complete < h.grants[j].Complete })
 	return h
+}
+
+// unjudged lists what r cannot decide (Result.Unjudged): I4 (and I2's
+// final-set part) without the fenced resource's final state while
+// acknowledged adds exist, I5 when porcupine ran out of time.
+func unjudged(h *hist, r Result, p Params) []string {
+	var out []string
+	if _, ok := h.final[history.Fenced]; !ok && r.AckFenced > 0 {
+		out = append(out, fmt.Sprintf("I2, I4: no final state of the fenced resource (%d acknowledged adds unchecked)", r.AckFenced))
+	}
+	if r.Linearizable == Timeout {
+		out = append(out, fmt.Sprintf("I5: porcupine gave no answer within %v", linearizeTimeout(p)))
+	}
+	return out
 }
 
 // Drift is distlock's drift allowance for ttl.

@@ -126,21 +126,36 @@ func linearizable(h *hist, p Params) (string, string) {
 		}
 		ops = append(ops, porcupine.Operation{ClientId: id, Input: in, Call: e.Invoke, Output: out, Return: ret})
 	}
-	timeout := p.LinearizeTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+	res, info := porcupine.CheckOperationsVerbose(FencedRegister, ops, linearizeTimeout(p))
+	v := verdict(res)
+	if v == "violation" && p.VisualizePath != "" {
+		if err := porcupine.VisualizePath(FencedRegister, info, p.VisualizePath); err == nil {
+			return v, p.VisualizePath
+		}
 	}
-	res, info := porcupine.CheckOperationsVerbose(FencedRegister, ops, timeout)
+	return v, ""
+}
+
+// Timeout is I5's verdict when porcupine gave no answer in time: the
+// history is not judged (Result.Unjudged), which fails a run.
+const Timeout = "timeout"
+
+// verdict maps porcupine's answer to I5's: "ok", "violation" or Timeout
+// (porcupine.Unknown: out of time).
+func verdict(res porcupine.CheckResult) string {
 	switch res {
 	case porcupine.Ok:
-		return "ok", ""
+		return "ok"
 	case porcupine.Illegal:
-		if p.VisualizePath != "" {
-			if err := porcupine.VisualizePath(FencedRegister, info, p.VisualizePath); err == nil {
-				return "violation", p.VisualizePath
-			}
-		}
-		return "violation", ""
+		return "violation"
 	}
-	return "timeout", ""
+	return Timeout
+}
+
+// linearizeTimeout is porcupine's bound (30 s when unset).
+func linearizeTimeout(p Params) time.Duration {
+	if p.LinearizeTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return p.LinearizeTimeout
 }

@@ -6,7 +6,8 @@ import (
 	"github.com/distlock/distlock/safety/client"
 )
 
-// signals measures loss-signal lags of library leases (I6): the signal time
+// signals measures loss-signal lags of library leases (I6; and of its
+// negative control's, the library's lease told late): the signal time
 // minus the local deadline the lease had. A lease whose holder found it
 // still valid after its deadline (a "checked" event past it) counts as late
 // too. Holders stopped by SIGSTOP around the deadline are excluded: a
@@ -24,7 +25,7 @@ func signals(h *hist, p Params) (lags []time.Duration, late, excluded int) {
 	}
 	library := func(owner string) bool {
 		g := h.byOwner[owner]
-		return g != nil && (g.Impl == client.ImplLibrary || g.Impl == "")
+		return g != nil && (g.Impl == client.ImplLibrary || g.Impl == "" || g.Impl == client.ImplLateLoss)
 	}
 	for _, e := range h.losses {
 		if !library(e.Owner) {

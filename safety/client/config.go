@@ -24,7 +24,15 @@ const (
 	// Client and Campaign, but a leader that ignores its leadership's loss
 	// signal (Done/Context) and keeps acting for one more ttl after it.
 	ImplIgnoreLoss = "leader-ignores-loss"
+	// ImplLateLoss is I6's negative control: the real Client, behind a
+	// lease that tells its holder of a loss LateLoss after the library
+	// did (Valid stays true, Done and Loss come late), as a library whose
+	// deadline timer fired late would.
+	ImplLateLoss = "loss-signal-late"
 )
+
+// LateLoss is how late ImplLateLoss tells its holder of a loss.
+const LateLoss = 250 * time.Millisecond
 
 // Styles of acquiring.
 const (
@@ -59,6 +67,10 @@ type Config struct {
 	// control): tokens count up from the high-water, which a failover to
 	// a replica that missed grants brings back stale.
 	NoTimeFloor bool `json:"no_time_floor,omitempty"`
+	// NoFence writes the fenced copy with plain commands (I5's negative
+	// control): the history still calls it fenced, but nothing refuses
+	// a stale token.
+	NoFence bool `json:"no_fence,omitempty"`
 
 	MaxOps    int           `json:"max_ops"`    // read-modify-writes per hold, at most
 	MinHold   time.Duration `json:"min_hold"`   // keep doing them for at least this long

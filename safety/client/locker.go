@@ -152,11 +152,14 @@ func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 		return nil, err
 	}
 	switch cfg.Impl {
-	case ImplLibrary, "", ImplIgnoreLoss:
+	case ImplLibrary, "", ImplIgnoreLoss, ImplLateLoss:
 		if cfg.Impl == ImplIgnoreLoss && !cfg.Elect {
 			break
 		}
 		l := &libLocker{c: distlock.New(eng), eng: eng, ttl: cfg.TTL, closeConns: closeAll}
+		if cfg.Impl == ImplLateLoss {
+			l.late = LateLoss
+		}
 		if cfg.Queue && cfg.Policy == history.PolicyFair {
 			l.fair = true
 		}
@@ -194,6 +197,16 @@ type libLocker struct {
 	elect  bool
 	value  string
 	ignore time.Duration
+	// late > 0: leases tell of a loss that much late (ImplLateLoss).
+	late time.Duration
+}
+
+// wrap is the lab's Lease of lease.
+func (l *libLocker) wrap(lease *distlock.Lease) Lease {
+	if l.late > 0 {
+		return newLateLease(lease, l.late)
+	}
+	return libLease{lease}
 }
 
 func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease, error) {
@@ -216,7 +229,7 @@ func (l *libLocker) Acquire(ctx context.Context, name string, wait bool) (Lease,
 	if err != nil {
 		return nil, err
 	}
-	return libLease{lease}, nil
+	return l.wrap(lease), nil
 }
 
 // SharedLocker hands out shared locks' grants.
@@ -259,7 +272,7 @@ func (l *libLocker) AcquireShared(ctx context.Context, name string, wait bool, l
 	if err != nil {
 		return nil, err
 	}
-	return libLease{lease}, nil
+	return l.wrap(lease), nil
 }
 
 func (l *libLocker) Close() error {

@@ -83,7 +83,9 @@ func NewStore(cfg Config) (Store, error) {
 	case BackendPostgres:
 		return newPGStore(cfg)
 	}
-	return NewResource(cfg.Resource, cfg.Name), nil
+	r := NewResource(cfg.Resource, cfg.Name)
+	r.noFence = cfg.NoFence
+	return r, nil
 }
 
 // Resource is a client's connection to the protected resource on Redis.
@@ -91,6 +93,9 @@ type Resource struct {
 	rdb   *goredis.Client
 	guard *fence.Redis
 	name  string
+	// noFence: the fenced copy is read and written without the fence
+	// (Config.NoFence).
+	noFence bool
 }
 
 // NewResource connects to the resource server at addr for lock name.
@@ -110,6 +115,9 @@ func (r *Resource) Close() error { return r.rdb.Close() }
 // ReadFenced reads the fenced copy with a fenced HMGET (raising the mark).
 func (r *Resource) ReadFenced(ctx context.Context, token uint64, holder string) (State, error) {
 	k := DataKey(r.name)
+	if r.noFence {
+		return r.read(ctx, k)
+	}
 	reply, err := r.guard.Exec(ctx, FenceKey(r.name), token, holder, []string{k}, "HMGET", k, "counter", "set")
 	if err != nil {
 		return State{}, err
@@ -120,22 +128,34 @@ func (r *Resource) ReadFenced(ctx context.Context, token uint64, holder string) 
 // WriteFenced writes the fenced copy iff token is not stale.
 func (r *Resource) WriteFenced(ctx context.Context, token uint64, holder string, s State) error {
 	k := DataKey(r.name)
+	if r.noFence {
+		return r.write(ctx, k, s)
+	}
 	_, err := r.guard.Exec(ctx, FenceKey(r.name), token, holder, []string{k}, "HSET", k, "counter", s.Counter, "set", s.Set)
 	return err
 }
 
 // ReadControl reads the control copy.
 func (r *Resource) ReadControl(ctx context.Context) (State, error) {
-	vals, err := r.rdb.HMGet(ctx, ControlKey(r.name), "counter", "set").Result()
+	return r.read(ctx, ControlKey(r.name))
+}
+
+// WriteControl writes the control copy, trusting the lock alone.
+func (r *Resource) WriteControl(ctx context.Context, s State) error {
+	return r.write(ctx, ControlKey(r.name), s)
+}
+
+// read and write are the plain commands on copy key.
+func (r *Resource) read(ctx context.Context, key string) (State, error) {
+	vals, err := r.rdb.HMGet(ctx, key, "counter", "set").Result()
 	if err != nil {
 		return State{}, err
 	}
 	return parseState(vals)
 }
 
-// WriteControl writes the control copy, trusting the lock alone.
-func (r *Resource) WriteControl(ctx context.Context, s State) error {
-	return r.rdb.HSet(ctx, ControlKey(r.name), "counter", s.Counter, "set", s.Set).Err()
+func (r *Resource) write(ctx context.Context, key string, s State) error {
+	return r.rdb.HSet(ctx, key, "counter", s.Counter, "set", s.Set).Err()
 }
 
 // ReadFinal reads both copies with plain commands (after the run).

@@ -199,19 +199,26 @@ func (w *Worker) watch(l Lease, stop <-chan struct{}) {
 				At: history.Now(), Deadline: history.Mono(d)})
 		}
 	}
+	// loss records the lease's loss signal, if it was lost: when Done
+	// closes, or when the hold stopped first (the holder saw the loss
+	// through Valid before this loop saw Done).
+	loss := func() {
+		if at, cause, lost := l.Loss(); lost {
+			w.rec(history.Event{Kind: history.KindLoss, Client: cfg.ID, Name: cfg.Name, Owner: l.Owner(), Token: l.Token(),
+				At: history.Mono(at), Deadline: history.Mono(l.Deadline()), Cause: cause})
+		}
+	}
 	for {
 		select {
 		case <-l.Done():
 			check()
-			if at, cause, lost := l.Loss(); lost {
-				w.rec(history.Event{Kind: history.KindLoss, Client: cfg.ID, Name: cfg.Name, Owner: l.Owner(), Token: l.Token(),
-					At: history.Mono(at), Deadline: history.Mono(l.Deadline()), Cause: cause})
-			}
+			loss()
 			return
 		case <-t.C:
 			check()
 		case <-stop:
 			check()
+			loss()
 			return
 		}
 	}

@@ -189,6 +189,17 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 			cfg.NoFencing = true
 		case NoTimeFloor:
 			cfg.NoTimeFloor = true
+		case FenceOff:
+			cfg.NoFence = true
+		case LongPause:
+			// Calls wait 20 ttl, past the pause: with the usual 10 ttl
+			// every call's budget ends before the node resumes, and the
+			// free time splits where no call waits.
+			cfg.Budget = 20 * spec.TTL
+		case LateLoss:
+			// Holds outlast the lease of a partitioned holder (4 ttl):
+			// its loss comes while it still works.
+			cfg.Impl, cfg.MinHold = client.ImplLateLoss, 4*spec.TTL
 		}
 		if e.sentinel != nil {
 			cfg.Sentinel, cfg.Nodes = true, e.sentinel.Addrs()

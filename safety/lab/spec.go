@@ -74,6 +74,19 @@ const (
 	// NoTimeFloor: the Redis engines are built WithoutTimeFloor (tokens
 	// count up from a high-water that a failover brings back stale).
 	NoTimeFloor Control = "time-floor-off"
+	// FenceOff: the fenced copy without its fence (I5; controls.go).
+	FenceOff Control = "fence-off"
+	// LateLoss: the lease's loss told 250 ms late (I6; controls.go).
+	LateLoss Control = "loss-signal-late"
+	// HealLate: the lock node back 4 ttl after the recorded heal (I7;
+	// controls.go).
+	HealLate Control = "heal-recorded-early"
+	// LongPause: the lock node paused past I9's bound while clients wait
+	// (I9; controls.go).
+	LongPause Control = "node-paused-past-bound"
+	// ClockBack: the election's node 30 s ahead, then restarted empty
+	// (I11; controls.go).
+	ClockBack Control = "election-clock-back"
 )
 
 // Expect returns what the control must show.
@@ -92,7 +105,7 @@ func (c Control) Expect() string {
 	case NoTimeFloor:
 		return "a superseded holder's write accepted (and I3 token inversions)"
 	}
-	return ""
+	return controlExpect(c)
 }
 
 // RunSpec is one run: a scenario in a mode, possibly under a negative

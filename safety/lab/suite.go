@@ -72,6 +72,8 @@ func QuickSuite(seed uint64) Suite {
 	// Sentinel (ttl SentinelTTL): one failover to a replica that missed
 	// the last grant, and the control without the time floor.
 	runs = append(runs, sentinelRuns(seed)...)
+	// The negative controls of I5, I6, I7 and I9 (controls.go).
+	runs = append(runs, controlRuns(seed)...)
 	return Suite{Name: "quick", Runs: runs}
 }
 
@@ -107,6 +109,7 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 	)
 	runs = append(runs, sentinelRuns(seed)...)
+	runs = append(runs, controlRuns(seed)...)
 	return Suite{Name: "full", Runs: runs}
 }
 
