@@ -26,6 +26,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/distlock/distlock/safety/history"
@@ -223,6 +224,7 @@ func index(events []history.Event) *hist {
 	lossAt := map[string]int64{}
 	validity := map[string][][2]int64{}
 	lastDeadline := map[string]int64{}
+	begun := map[string]history.Event{} // applies sent whose outcome is not recorded yet
 	for _, e := range events {
 		switch e.Kind {
 		case history.KindAcquire:
@@ -253,7 +255,10 @@ func index(events []history.Event) *hist {
 			lastDeadline[e.Owner] = max(lastDeadline[e.Owner], e.Deadline)
 		case history.KindRelease:
 			releases[e.Owner] = e.Invoke
+		case history.KindApplyBegin:
+			begun[applyKey(e.Client, e.Res, e.Detail, e.Invoke)] = e
 		case history.KindRead, history.KindWrite:
+			delete(begun, applyKey(e.Client, e.Res, e.Kind, e.Invoke))
 			h.applies[e.Res] = append(h.applies[e.Res], e)
 		case history.KindFault:
 			h.faults = append(h.faults, e)
@@ -264,6 +269,19 @@ func index(events []history.Event) *hist {
 		case history.KindRunEnd:
 			h.runEnd = e.At
 		}
+	}
+	// An apply sent by a client that died before it recorded the answer:
+	// the resource may have applied it, so it is an apply of unknown
+	// outcome (a fenced read may have raised the mark, a write set the
+	// value).
+	dead := make([]history.Event, 0, len(begun))
+	for _, b := range begun {
+		dead = append(dead, b)
+	}
+	sort.Slice(dead, func(i, j int) bool { return dead[i].Invoke < dead[j].Invoke })
+	for _, b := range dead {
+		b.Kind, b.Detail, b.Result = b.Detail, "", history.Unknown
+		h.applies[b.Res] = append(h.applies[b.Res], b)
 	}
 	for _, g := range h.grants {
 		g.Intervals = append(g.Intervals, validity[g.Owner]...)
@@ -304,3 +322,9 @@ func unjudged(h *hist, r Result, p Params) []string {
 
 // Drift is distlock's drift allowance for ttl.
 func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// applyKey identifies an apply across its KindApplyBegin and its KindRead
+// or KindWrite event.
+func applyKey(client, res, kind string, invoke int64) string {
+	return client + "\x00" + res + "\x00" + kind + "\x00" + strconv.FormatInt(invoke, 10)
+}

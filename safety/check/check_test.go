@@ -410,3 +410,36 @@ func TestQueueRecoveryBound(t *testing.T) {
 		t.Fatalf("queue bound: slow %d", r.Slow)
 	}
 }
+
+// TestDeadClientsApplyIsUnknown: a client killed after it sent a fenced
+// write but before it recorded the answer leaves only the write's begin
+// (history.KindApplyBegin); the resource applied the write, and a later
+// read returns its value. The check takes the begun write as one of
+// unknown outcome, so the history is linearizable; without the begin (the
+// history the lab kept before), the read's value came from nowhere.
+func TestDeadClientsApplyIsUnknown(t *testing.T) {
+	s0 := client.State{}
+	s1 := s0.With("10:a-1")
+	read := history.Event{Kind: history.KindRead, Client: "b", Name: "n", Owner: "ob", Token: 20, Res: history.Fenced,
+		Invoke: 10 * ms, Complete: 11 * ms, Result: history.Accepted, Value: s1.Digest()}
+	begin := history.Event{Kind: history.KindApplyBegin, Detail: history.KindWrite, Client: "a", Name: "n", Owner: "oa", Token: 10,
+		Res: history.Fenced, Invoke: 2 * ms, Value: s1.Digest(), Add: "10:a-1"}
+	with := &b{}
+	with.add(begin).add(read)
+	if r := Run(with.ev, params); r.Linearizable != "ok" {
+		t.Fatalf("I5 with the begun write: %s", r.Linearizable)
+	}
+	without := &b{}
+	without.add(read)
+	if r := Run(without.ev, params); r.Linearizable != "violation" {
+		t.Fatalf("I5 without the begun write: %s, want violation", r.Linearizable)
+	}
+	// A begin whose apply was recorded is that apply, not a second one.
+	write := begin
+	write.Kind, write.Detail, write.Result, write.Complete = history.KindWrite, "", history.Rejected, 3*ms
+	done := &b{}
+	done.add(begin).add(write).add(read)
+	if r := Run(done.ev, params); r.Linearizable != "violation" {
+		t.Fatalf("I5 with the write recorded rejected: %s, want violation", r.Linearizable)
+	}
+}

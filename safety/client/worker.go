@@ -238,16 +238,18 @@ func (w *Worker) rmw(l Lease) bool {
 	var ferr, cerr error
 	fr := history.Event{Kind: history.KindRead, Client: cfg.ID, Name: cfg.Name, Owner: owner, Token: token, Res: history.Fenced}
 	cr := history.Event{Kind: history.KindRead, Client: cfg.ID, Name: cfg.Name, Owner: owner, Token: token, Res: history.Control}
+	fr.Invoke = history.Now()
+	cr.Invoke = fr.Invoke
+	w.begin(fr)
+	w.begin(cr)
 	parallel(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout)
 		defer cancel()
-		fr.Invoke = history.Now()
 		fs, ferr = w.res.ReadFenced(ctx, token, owner)
 		fr.Complete = history.Now()
 	}, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout)
 		defer cancel()
-		cr.Invoke = history.Now()
 		cs, cerr = w.res.ReadControl(ctx)
 		cr.Complete = history.Now()
 	})
@@ -291,10 +293,11 @@ func (w *Worker) rmw(l Lease) bool {
 	if ferr == nil {
 		ns := fs.With(elem)
 		fw.Value = ns.Digest()
+		fw.Invoke = history.Now()
+		w.begin(fw)
 		writes = append(writes, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout)
 			defer cancel()
-			fw.Invoke = history.Now()
 			fwErr = w.res.WriteFenced(ctx, token, owner, ns)
 			fw.Complete = history.Now()
 		})
@@ -302,10 +305,11 @@ func (w *Worker) rmw(l Lease) bool {
 	if cerr == nil {
 		ns := cs.With(elem)
 		cw.Value = ns.Digest()
+		cw.Invoke = history.Now()
+		w.begin(cw)
 		writes = append(writes, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout)
 			defer cancel()
-			cw.Invoke = history.Now()
 			cwErr = w.res.WriteControl(ctx, ns)
 			cw.Complete = history.Now()
 		})
@@ -329,6 +333,14 @@ func (w *Worker) rmw(l Lease) bool {
 		w.rec(cw)
 	}
 	return goOn
+}
+
+// begin records that the apply e (its Invoke set) is about to be sent
+// (history.KindApplyBegin): if the process dies before it records e, the
+// checks still know the resource may have applied it.
+func (w *Worker) begin(e history.Event) {
+	e.Detail, e.Kind = e.Kind, history.KindApplyBegin
+	w.rec(e)
 }
 
 // acquireShared takes a shared lock's grant (Config.Shared): its weight

@@ -24,6 +24,13 @@ const (
 	// resource, Result is accepted, rejected or unknown.
 	KindRead  = "read"
 	KindWrite = "write"
+	// KindApplyBegin is recorded just before a read or write (Detail: its
+	// kind) is sent, with the Client, Res and Invoke its KindRead or
+	// KindWrite will carry (a write's Value and Add too). A begin without
+	// that event is an apply whose client died (SIGKILL) before it saw the
+	// answer: the checks take it as an apply of unknown outcome, since the
+	// resource may have applied it.
+	KindApplyBegin = "apply-begin"
 	// KindFault is one fault window [Start, End] of Class on Target.
 	KindFault = "fault"
 	// KindFinal is the final state of a resource, read after the run.
