@@ -1,0 +1,145 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Extend implements engine.Engine. ZooKeeper has no batch of reads and
+// writes, so the requests are sent together, each on its own: a holder's
+// renewal rewrites its child's data at the version it read (the write's
+// mtime is the new base of its ttl); a waiter's heartbeat rewrites its place
+// in line and, when the waiter is at the front with every child before it
+// expired (deleted then), asks it to try (Wake).
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			if r.Shared {
+				out[i].Err = errors.ErrUnsupported
+				return
+			}
+			if err := e.checkTTL(r.TTL); err != nil && !r.Waiter {
+				out[i].Err = err
+				return
+			}
+			if r.Waiter {
+				out[i] = e.heartbeat(ctx, r)
+			} else {
+				out[i] = e.renew(ctx, r)
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// renew extends a holder's lease.
+func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
+	for range maxConflicts {
+		l, err := e.read(ctx, r.Name)
+		if err != nil {
+			return engine.ExtendResult{Err: err}
+		}
+		c, ok := l.holder(r.Owner)
+		if !ok {
+			e.dropHolding(key{r.Name, r.Owner})
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+		}
+		d := c.d
+		d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), l.now, r.TTL)
+		st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue
+		}
+		if errors.Is(err, zk.ErrNoNode) {
+			e.dropHolding(key{r.Name, r.Owner})
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+		}
+		if err != nil {
+			return engine.ExtendResult{Err: err}
+		}
+		if st.Mtime > c.expiry() {
+			// Expired before this write: the lease is gone, not renewed.
+			_ = e.del(ctx, c.path, st.Version)
+			e.dropHolding(key{r.Name, r.Owner})
+			return engine.ExtendResult{Status: engine.Missing}
+		}
+		return engine.ExtendResult{Status: engine.Extended, Token: uint64(c.st.Czxid)}
+	}
+	return engine.ExtendResult{Err: conflict("extend", r.Name)}
+}
+
+// holder returns the child by which owner holds the lock: the lowest
+// child, when it is held by owner. (A held child is the lowest: children
+// before it were gone when it was granted, and later ones come after it.
+// Whether it expired is judged by its renewal's own write.)
+func (l *line) holder(owner string) (child, bool) {
+	if len(l.kids) > 0 && l.kids[0].d.Held && l.kids[0].d.Owner == owner {
+		return l.kids[0], true
+	}
+	return child{}, false
+}
+
+// lostTo tells why owner no longer holds the lock: HeldByOther when a
+// force-release freed its lease and that lease has not ended yet (the
+// renewal, take, deletes the mark: told once), or when another owner
+// holds the lock; Missing otherwise.
+func (e *Engine) lostTo(ctx context.Context, l *line, owner string, take bool) engine.ExtendStatus {
+	mark := markPrefix + tag(owner)
+	if slices.Contains(l.marks, mark) {
+		b, st, err := e.get(ctx, l.path+"/"+mark)
+		var until int64
+		if err == nil && json.Unmarshal(b, &until) == nil {
+			if l.now > until || take {
+				_ = e.del(ctx, l.path+"/"+mark, st.Version)
+			}
+			if l.now <= until {
+				return engine.HeldByOther
+			}
+		}
+	}
+	if len(l.kids) > 0 && l.kids[0].d.Held && l.now <= l.kids[0].expiry() {
+		return engine.HeldByOther
+	}
+	return engine.Missing
+}
+
+// heartbeat renews a waiter's place in line.
+func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
+	k := key{r.Name, r.Owner}
+	w, ok := e.waiter(k)
+	if !ok {
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	if _, err := e.set(ctx, w.path, w.d.encode(), -1); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return engine.ExtendResult{Status: engine.Missing}
+		}
+		return engine.ExtendResult{Err: err}
+	}
+	l, err := e.read(ctx, r.Name)
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	live, expired := l.live(l.now)
+	if err := e.sweep(ctx, expired); err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	res := engine.ExtendResult{Status: engine.Extended}
+	if len(live) > 0 && live[0].path == w.path {
+		res.Wake = true
+	}
+	return res
+}
