@@ -56,7 +56,7 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
                  schema DISTLOCK_POSTGRES_SCHEMA (default distlock), made once
                  with 'distlock postgres init'.
-`
+` + zookeeperHelp
 
 // backend is an open connection to the lock backend.
 type backend struct {
@@ -91,6 +91,14 @@ func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Contex
 // Redlock quorum; a majority of them must answer (see openNodes). Its errors are *cliError
 // with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
+	if servers := strings.TrimSpace(a.getenv(envZooKeeper)); servers != "" && strings.TrimSpace(flagURL) == "" {
+		for _, other := range []string{envRedis, envServer, envEtcd, envPostgres} {
+			if strings.TrimSpace(a.getenv(other)) != "" {
+				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envZooKeeper, other)
+			}
+		}
+		return a.openZooKeeper(ctx, servers)
+	}
 	if url := strings.TrimSpace(a.getenv(envPostgres)); url != "" && strings.TrimSpace(flagURL) == "" {
 		for _, other := range []string{envRedis, envServer, envEtcd} {
 			if strings.TrimSpace(a.getenv(other)) != "" {

@@ -308,8 +308,8 @@ live dashboard at / and Prometheus metrics at /metrics.
 
 With no backend flag it runs on the embedded engine, with nothing installed:
 this process is then the lock authority (like a single Redis), and its locks
-die with it: no other server shares them. With --redis, --redlock, --etcd or
---postgres it keeps no lock state of its own, so several servers can run side
+die with it: no other server shares them. With --redis, --redlock, --etcd,
+--postgres or --zookeeper it keeps no lock state of its own, so several servers can run side
 by side, and a client naming them all goes on through another when one dies.
 
 Clients: the Go library with engine/remote, the other distlock commands with
@@ -323,6 +323,8 @@ Flags:
   --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
   --postgres URL            run on PostgreSQL (schema: $DISTLOCK_POSTGRES_SCHEMA or
                             distlock; make it first with 'distlock postgres init')
+  --zookeeper HOST:PORT,... run on a ZooKeeper ensemble (ttls up to the session
+                            timeout it grants; 40s asked)
   --backend-id ID           name the shared backend (the same on every server of
                             it): clients naming several servers use only those
                             that report the same id (not on the embedded engine)

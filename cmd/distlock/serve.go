@@ -45,6 +45,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	redlock := stringFlag(fs, "", "redlock")
 	etcdEndpoints := stringFlag(fs, "", "etcd")
 	pgURL := stringFlag(fs, "", "postgres")
+	zkServers := stringFlag(fs, "", "zookeeper")
 	backendID := stringFlag(fs, "", "backend-id")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
@@ -65,7 +66,9 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""),
 		*pgURL != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != ""):
 		return a.usage(cmd, "--redis, --redlock, --etcd and --postgres exclude each other: one backend")
-	case *backendID != "" && *redisURL == "" && *redlock == "" && *etcdEndpoints == "" && *pgURL == "":
+	case *zkServers != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != "" || *pgURL != ""):
+		return a.usage(cmd, "--zookeeper excludes --redis, --redlock, --etcd and --postgres: one backend")
+	case *backendID != "" && *redisURL == "" && *redlock == "" && *etcdEndpoints == "" && *pgURL == "" && *zkServers == "":
 		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --redis, --redlock, --etcd or --postgres")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
@@ -114,10 +117,12 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	var eng engine.Engine
 	var closeEngine func()
 	var desc string
-	if *etcdEndpoints != "" || *pgURL != "" {
+	if *etcdEndpoints != "" || *pgURL != "" || *zkServers != "" {
 		var b *backend
 		if *pgURL != "" {
 			b, err = a.openPostgres(ctx, *pgURL)
+		} else if *zkServers != "" {
+			b, err = a.openZooKeeper(ctx, *zkServers)
 		} else {
 			b, err = a.openEtcd(ctx, *etcdEndpoints)
 		}

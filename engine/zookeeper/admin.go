@@ -40,19 +40,16 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 		if err != nil {
 			return false, err
 		}
-		live, _ := l.live(max(now, l.now))
-		if len(live) == 0 || !live[0].d.Held || !which(live[0].d.Owner) {
+		c, ok := l.holder(max(now, l.now))
+		if !ok || !which(c.d.Owner) {
 			return false, nil
 		}
-		c := live[0]
 		mark, _ := json.Marshal(c.expiry())
-		_, err = do(ctx, e, "create", func() (string, error) {
-			return e.conn.Create(l.path+"/"+markPrefix+tag(c.d.Owner), mark, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return false, err
-		}
-		err = e.del(ctx, c.path, c.st.Version)
+		markPath := l.path + "/" + markPrefix + tag(c.d.Owner)
+		_ = e.del(ctx, markPath, -1) // an earlier mark of the same owner
+		_, err = e.multi(ctx, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+			&zk.DeleteRequest{Path: c.path, Version: c.st.Version},
+			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: -1})
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -78,14 +75,15 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		if err != nil {
 			return 0, err
 		}
-		c, ok := l.holder(owner)
+		c, ok := l.heldBy(owner)
 		if !ok {
 			return e.lostTo(ctx, &l, owner, false), nil
 		}
 		d := c.d
 		d.Metadata = metadata
 		d.Base = c.expiry() - d.TTL
-		_, err = e.set(ctx, c.path, d.encode(), c.st.Version)
+		_, err = e.multi(ctx, &zk.SetDataRequest{Path: c.path, Data: d.encode(), Version: c.st.Version},
+			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evMetadata}.encode(), Version: -1})
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

@@ -70,12 +70,28 @@ func (e *Engine) del(ctx context.Context, path string, version int32) error {
 
 // children lists a node's children; none when it does not exist.
 func (e *Engine) children(ctx context.Context, path string) ([]string, error) {
-	kids, err := do(ctx, e, "list", func() ([]string, error) {
-		kids, _, err := e.conn.Children(path)
-		return kids, err
+	kids, _, err := e.childrenStat(ctx, path)
+	return kids, err
+}
+
+// childrenStat lists a node's children with the node's stat (nil, and no
+// children, when it does not exist).
+func (e *Engine) childrenStat(ctx context.Context, path string) ([]string, *zk.Stat, error) {
+	type got struct {
+		kids []string
+		st   *zk.Stat
+	}
+	g, err := do(ctx, e, "list", func() (got, error) {
+		kids, st, err := e.conn.Children(path)
+		return got{kids, st}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return kids, err
+	return g.kids, g.st, err
+}
+
+// multi runs ops as one transaction; its error is the first failed op's.
+func (e *Engine) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return do(ctx, e, "multi", func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) })
 }

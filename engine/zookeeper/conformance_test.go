@@ -12,6 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(map[int]string{1: "1member", 3: "3members"}[n], func(t *testing.T) {
+			t.Parallel()
 			ens := shared(t, n)
 			enginetest.Run(t, enginetest.Harness{
 				New: func(t *testing.T) engine.Engine { return dial(t, ens.Servers()) },

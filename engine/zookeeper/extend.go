@@ -52,7 +52,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		if err != nil {
 			return engine.ExtendResult{Err: err}
 		}
-		c, ok := l.holder(r.Owner)
+		c, ok := l.heldBy(r.Owner)
 		if !ok {
 			e.dropHolding(key{r.Name, r.Owner})
 			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
@@ -72,24 +72,14 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		}
 		if st.Mtime > c.expiry() {
 			// Expired before this write: the lease is gone, not renewed.
-			_ = e.del(ctx, c.path, st.Version)
+			c.st = st
+			_ = e.free(ctx, c)
 			e.dropHolding(key{r.Name, r.Owner})
 			return engine.ExtendResult{Status: engine.Missing}
 		}
 		return engine.ExtendResult{Status: engine.Extended, Token: uint64(c.st.Czxid)}
 	}
 	return engine.ExtendResult{Err: conflict("extend", r.Name)}
-}
-
-// holder returns the child by which owner holds the lock: the lowest
-// child, when it is held by owner. (A held child is the lowest: children
-// before it were gone when it was granted, and later ones come after it.
-// Whether it expired is judged by its renewal's own write.)
-func (l *line) holder(owner string) (child, bool) {
-	if len(l.kids) > 0 && l.kids[0].d.Held && l.kids[0].d.Owner == owner {
-		return l.kids[0], true
-	}
-	return child{}, false
 }
 
 // lostTo tells why owner no longer holds the lock: HeldByOther when a
@@ -110,7 +100,7 @@ func (e *Engine) lostTo(ctx context.Context, l *line, owner string, take bool) e
 			}
 		}
 	}
-	if len(l.kids) > 0 && l.kids[0].d.Held && l.now <= l.kids[0].expiry() {
+	if _, ok := l.holder(l.now); ok {
 		return engine.HeldByOther
 	}
 	return engine.Missing
@@ -129,16 +119,16 @@ func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.E
 		}
 		return engine.ExtendResult{Err: err}
 	}
-	l, err := e.read(ctx, r.Name)
+	l, err := e.readLine(ctx, r.Name, w.path, false)
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
-	live, expired := l.live(l.now)
-	if err := e.sweep(ctx, expired); err != nil {
+	line, expired := l.waiters(l.now)
+	if err := e.sweep(ctx, &l, expired); err != nil {
 		return engine.ExtendResult{Err: err}
 	}
 	res := engine.ExtendResult{Status: engine.Extended}
-	if len(live) > 0 && live[0].path == w.path {
+	if _, held := l.holder(l.now); !held && len(line) > 0 && line[0].path == w.path {
 		res.Wake = true
 	}
 	return res

@@ -23,7 +23,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err != nil {
 		return engine.Info{}, err
 	}
-	l, err := e.read(ctx, name)
+	l, err := e.readAll(ctx, name)
 	if err != nil {
 		return engine.Info{}, err
 	}
@@ -33,18 +33,15 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 // info describes the line at the clock estimate now.
 func (l *line) info(name string, now int64) engine.Info {
 	info := engine.Info{Name: name}
-	live, _ := l.live(now)
-	for i, c := range live {
-		if i == 0 && c.d.Held {
-			info.Held, info.Owner, info.Count, info.Metadata = true, c.d.Owner, c.d.Count, c.d.Metadata
-			info.Token, info.TTL = uint64(c.st.Czxid), left(c.expiry()-now)
-			info.HighWater = info.Token // the tokens before it went with their children
-			info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
-				TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
-		} else if c.d.Waiter != "" {
-			info.Waiters++
-		}
+	if c, ok := l.holder(now); ok {
+		info.Held, info.Owner, info.Count, info.Metadata = true, c.d.Owner, c.d.Count, c.d.Metadata
+		info.Token, info.TTL = uint64(c.st.Czxid), left(c.expiry()-now)
+		info.HighWater = info.Token // the tokens before it went with their children
+		info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
+			TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
 	}
+	line, _ := l.waiters(now)
+	info.Waiters = len(line)
 	return info
 }
 
@@ -70,7 +67,7 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	}
 	var infos []engine.Info
 	for _, n := range names {
-		l, err := e.read(ctx, n)
+		l, err := e.readAll(ctx, n)
 		if err != nil {
 			return nil, "", err
 		}

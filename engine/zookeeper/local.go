@@ -15,13 +15,38 @@ func (e *Engine) setWaiter(k key, w waitNode) {
 		return
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.waiting[k].path != w.path {
+		if ch, ok := e.placed[k]; ok {
+			close(ch)
+			delete(e.placed, k)
+		}
+	}
 	e.waiting[k] = w
-	e.mu.Unlock()
 }
 
+// placeSignal returns a channel closed when the waiter k takes a new
+// place in line.
+func (e *Engine) placeSignal(k key) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.placed[k]
+	if !ok {
+		ch = make(chan struct{})
+		e.placed[k] = ch
+	}
+	return ch
+}
+
+// dropWaiter forgets the waiter's place (and ends its place signal: a
+// subscription sets its watches again).
 func (e *Engine) dropWaiter(k key) {
 	e.mu.Lock()
 	delete(e.waiting, k)
+	if ch, ok := e.placed[k]; ok {
+		close(ch)
+		delete(e.placed, k)
+	}
 	e.mu.Unlock()
 }
 

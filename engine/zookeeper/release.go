@@ -31,11 +31,10 @@ func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.Re
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}
-		c, ok := l.holder(owner)
+		c, ok := l.heldBy(owner)
 		if !ok {
 			e.dropHolding(key{name, owner})
-			live, _ := l.live(l.now)
-			if len(live) > 0 && live[0].d.Held {
+			if _, held := l.holder(l.now); held {
 				return engine.ReleaseResult{Status: engine.NotOwner}, nil
 			}
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
@@ -44,7 +43,7 @@ func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.Re
 			return engine.ReleaseResult{Status: engine.Released, Remaining: c.d.Count}, nil
 		}
 		if c.d.Count <= 1 {
-			err = e.del(ctx, c.path, c.st.Version)
+			err = e.free(ctx, c)
 		} else {
 			d := c.d
 			d.Count--

@@ -13,16 +13,30 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Subscribe implements engine.Engine: a watch of the name's children (a
-// contender arriving or leaving, a holder released or expired and
-// deleted) and of the lowest child's data (a grant confirmed, metadata
-// proclaimed). Each firing wakes the subscription and the watches are set
-// again; a lost connection wakes it too (its watches may have missed a
+// Subscribe implements engine.Engine: a watch of the name node's data,
+// which every grant, release (expiry, force-release) and proclaimed
+// metadata writes. Each firing wakes the subscription and the watch is set
+// again; a lost connection wakes it too (the watch may have missed a
 // change).
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	return e.subscribe(ctx, func(ctx context.Context) ([]<-chan zk.Event, error) {
-		return e.watchName(ctx, name)
+	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
+		chs, err := e.watchName(ctx, name)
+		return watches{zk: chs}, err
 	})
+}
+
+// watches are what a subscription waits on: ZooKeeper watches (a firing
+// wakes the subscriber) and a local signal to set them again without a
+// wake-up (a waiter took its place in line: from then on it watches its
+// predecessor, not the name).
+type watches struct {
+	zk    []<-chan zk.Event
+	rearm <-chan struct{}
+	// gone: only a deletion wakes (a predecessor's heartbeats rewrite its
+	// data, which fires the watch too: that sets it again, silently).
+	gone bool
+	// target is the path watched (the place before, or the name's node).
+	target string
 }
 
 // SubscribeWaiter implements engine.Queuer: the waiter watches only the
@@ -30,12 +44,15 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 // child, it watches the name as Subscribe does.
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
 	k := key{name, waiter}
-	return e.subscribe(ctx, func(ctx context.Context) ([]<-chan zk.Event, error) {
+	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
+		rearm := e.placeSignal(k)
 		w, ok := e.waiter(k)
 		if !ok {
-			return e.watchName(ctx, name)
+			chs, err := e.watchName(ctx, name)
+			return watches{zk: chs, rearm: rearm, target: e.namePath(name)}, err
 		}
-		return e.watchBefore(ctx, name, w.path)
+		chs, target, err := e.watchBefore(ctx, name, w.path)
+		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target}, err
 	})
 }
 
@@ -57,85 +74,52 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return nil
 }
 
-// watchName sets the watches of Subscribe.
+// watchName watches the name node's data (its creation when missing).
 func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, error) {
 	p := e.namePath(name)
-	type set struct {
-		kids []string
-		ch   <-chan zk.Event
-	}
-	s, err := do(ctx, e, "watch", func() (set, error) {
-		kids, _, ch, err := e.conn.ChildrenW(p)
-		return set{kids, ch}, err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
-			_, _, ch, err := e.conn.ExistsW(p)
-			return ch, err
-		})
-		return []<-chan zk.Event{ch}, err
-	}
-	if err != nil {
-		return nil, err
-	}
-	chs := []<-chan zk.Event{s.ch}
-	if low := lowest(s.kids); low != "" {
-		ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
-			_, _, ch, err := e.conn.ExistsW(p + "/" + low)
-			return ch, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		chs = append(chs, ch)
-	}
-	return chs, nil
-}
-
-// watchBefore watches the child before own in the name's line (own itself
-// when it is the first: its deletion or change).
-func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, error) {
-	p := e.namePath(name)
-	kids, err := e.children(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	var line []child
-	for _, k := range kids {
-		if c, ok := parseChild(p, k); ok {
-			line = append(line, c)
-		}
-	}
-	slices.SortFunc(line, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
-	target := own
-	if i := find(line, own); i > 0 {
-		target = line[i-1].path
-	}
 	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
-		_, _, ch, err := e.conn.ExistsW(target)
+		_, _, ch, err := e.conn.ExistsW(p)
 		return ch, err
 	})
 	return []<-chan zk.Event{ch}, err
 }
 
-// lowest returns the first contender's child name in line order.
-func lowest(kids []string) string {
-	low, lowSeq := "", ""
+// watchBefore watches the place in line just before own (no herd), or,
+// for the head of the line, the name node's data (a release, a grant); it
+// returns the path it watches.
+func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, error) {
+	p := e.namePath(name)
+	kids, err := e.children(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	var line []child
 	for _, k := range kids {
-		if c, ok := parseChild("", k); ok && (lowSeq == "" || c.seq < lowSeq) {
-			low, lowSeq = k, c.seq
+		if c, ok := parseChild(p, k); ok && (c.wait != heldTag || c.path == own) {
+			line = append(line, c)
 		}
 	}
-	return low
+	slices.SortFunc(line, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	i := find(line, own)
+	if i <= 0 {
+		chs, err := e.watchName(ctx, name)
+		return chs, p, err
+	}
+	before := line[i-1].path
+	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
+		_, _, ch, err := e.conn.ExistsW(before)
+		return ch, err
+	})
+	return []<-chan zk.Event{ch}, before, err
 }
 
 // subscribe runs a subscription whose watches arm sets; the first set is
 // in place when it returns.
-func (e *Engine) subscribe(ctx context.Context, arm func(context.Context) ([]<-chan zk.Event, error)) (engine.Subscription, error) {
+func (e *Engine) subscribe(ctx context.Context, arm func(context.Context) (watches, error)) (engine.Subscription, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	chs, err := arm(ctx)
+	ws, err := arm(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +133,7 @@ func (e *Engine) subscribe(ctx context.Context, arm func(context.Context) ([]<-c
 	e.mu.Unlock()
 	go func() {
 		defer e.bg.Done()
-		s.run(e, chs, arm)
+		s.run(e, ws, arm)
 	}()
 	return s, nil
 }
@@ -171,7 +155,7 @@ func (s *subscription) Close() { s.once.Do(func() { close(s.stop) }) }
 // them again, until the subscription or the engine closes. A watch that
 // could not be set is tried again after a pause, with a wake-up (a change
 // may have been missed meanwhile).
-func (s *subscription) run(e *Engine, chs []<-chan zk.Event, arm func(context.Context) ([]<-chan zk.Event, error)) {
+func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (watches, error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -182,13 +166,14 @@ func (s *subscription) run(e *Engine, chs []<-chan zk.Event, arm func(context.Co
 		cancel()
 	}()
 	for {
-		if !firstOf(ctx, chs) {
+		what := firstOf(ctx, ws)
+		if what == gone {
 			return
 		}
-		s.sig.Wake()
+		before := ws.target
 		for {
 			var err error
-			if chs, err = arm(ctx); err == nil {
+			if ws, err = arm(ctx); err == nil {
 				break
 			}
 			s.sig.Wake()
@@ -198,31 +183,57 @@ func (s *subscription) run(e *Engine, chs []<-chan zk.Event, arm func(context.Co
 				return
 			}
 		}
+		// The wake-up comes after the watches are set again: a change
+		// between the firing and the new watches is seen by the attempt
+		// the wake-up causes; a later one fires the new watches. A silent
+		// re-arm wakes too when the watched node changed (the place before
+		// may have gone meanwhile).
+		if what == fired || ws.target != before {
+			s.sig.Wake()
+		}
 	}
 }
 
-// firstOf waits until one of chs fires (true) or ctx ends (false).
-func firstOf(ctx context.Context, chs []<-chan zk.Event) bool {
+// What firstOf saw first.
+const (
+	gone  = iota // ctx ended
+	fired        // a ZooKeeper watch fired
+	rearm        // the local signal
+)
+
+// firstOf waits until one of ws fires or ctx ends.
+func firstOf(ctx context.Context, ws watches) int {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	fired := make(chan struct{}, len(chs))
+	got := make(chan int, len(ws.zk)+1)
 	var wg sync.WaitGroup
-	for _, ch := range chs {
+	for _, ch := range ws.zk {
 		wg.Go(func() {
 			select {
-			case <-ch:
-				fired <- struct{}{}
+			case ev := <-ch:
+				if ws.gone && ev.Type == zk.EventNodeDataChanged {
+					got <- rearm
+				} else {
+					got <- fired
+				}
 			case <-ctx.Done():
 			}
 		})
 	}
-	ok := false
+	if ws.rearm != nil {
+		wg.Go(func() {
+			select {
+			case <-ws.rearm:
+				got <- rearm
+			case <-ctx.Done():
+			}
+		})
+	}
+	what := gone
 	select {
-	case <-fired:
-		ok = true
+	case what = <-got:
 	case <-ctx.Done():
 	}
 	cancel()
 	wg.Wait()
-	return ok
+	return what
 }

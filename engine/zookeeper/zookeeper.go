@@ -35,8 +35,9 @@ type Engine struct {
 
 	mu      sync.Mutex
 	closed  bool
-	held    map[key]string   // (name, owner) -> the child this engine saw it hold
-	waiting map[key]waitNode // (name, waiter) -> the waiter's child
+	held    map[key]string        // (name, owner) -> the child this engine saw it hold
+	waiting map[key]waitNode      // (name, waiter) -> the waiter's child
+	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
 
 	done chan struct{} // closed by Close: subscriptions end
 	bg   sync.WaitGroup
@@ -84,7 +85,7 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
 	e := &Engine{conn: conn, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]string{}, waiting: map[key]waitNode{}, done: make(chan struct{})}
+		held: map[key]string{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, done: make(chan struct{})}
 	for _, o := range opts {
 		o(e)
 	}
