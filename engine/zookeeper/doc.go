@@ -6,15 +6,16 @@
 // interfaces), as engine/etcd is; contract v3 (one request per operation,
 // URL openers) is not done yet.
 //
-// Each lock name is a container node under the engine's root. Every
-// contender creates an ephemeral sequential child with a protected name
-// (a random GUID in it, as Curator's withProtection, so that a create whose
-// answer was lost is found again instead of left behind). The lowest live
-// child holds the lock; a waiter's child stays in line and the waiter
-// watches only its predecessor (FIFO, no herd), re-checking the whole line
-// after every wake-up. The fencing token is the holder child's creation
-// zxid (czxid), strictly increasing across the ensemble and across the name
-// being cleared (the sequence number restarts; the zxid does not).
+// Each lock name is a container node under the engine's root. A waiter
+// takes its place in line as an ephemeral sequential child with a protected
+// name (a random GUID in it, as Curator's withProtection, so that a create
+// whose answer was lost is found again instead of left behind) and watches
+// only the place before its own (FIFO, no herd), re-checking the whole line
+// after every wake-up. A grant is one multi-op that creates the holder's
+// ephemeral child and writes the name node at the version read with the
+// line, so two grants decided on one reading cannot both take effect. The
+// fencing token is the holder child's creation zxid (czxid), strictly
+// increasing across the ensemble and across the name being cleared.
 //
 // A lock's ttl is kept in its child's data and judged against the
 // ensemble's own clock: a child is expired once a later write's mtime is
