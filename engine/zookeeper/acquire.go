@@ -190,19 +190,16 @@ func (a *attempt) grant(ctx context.Context, l *line) (engine.Grant, bool, error
 	if err != nil {
 		return engine.Grant{}, false, err
 	}
-	token := int64(0)
+	var st *zk.Stat
 	if p.parent != nil {
-		token = p.parent.Mzxid // the grant's zxid: the child's czxid
-	} else {
-		_, st, err := e.get(ctx, p.path)
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		token = st.Czxid
+		// The child's stat: the grant's zxid and time, version 0.
+		st = &zk.Stat{Czxid: p.parent.Mzxid, Mzxid: p.parent.Mzxid, Ctime: p.parent.Mtime, Mtime: p.parent.Mtime}
+	} else if _, st, err = e.get(ctx, p.path); err != nil {
+		return engine.Grant{}, false, err
 	}
 	a.forget()
-	e.setHolding(key{r.Name, r.Owner}, p.path)
-	return engine.Grant{Acquired: true, Token: uint64(token), Count: 1}, true, nil
+	e.setHolding(key{r.Name, r.Owner}, child{path: p.path, d: d, st: st})
+	return engine.Grant{Acquired: true, Token: uint64(st.Czxid), Count: 1}, true, nil
 }
 
 // undoGrant frees a grant whose caller gave up before its answer.
@@ -227,7 +224,7 @@ func lastSlash(p string) int {
 func (a *attempt) reenter(ctx context.Context, c child, now int64) (engine.Grant, bool, error) {
 	e, r := a.e, a.r
 	if r.Attempt != "" && c.d.Attempt == r.Attempt {
-		e.setHolding(key{r.Name, r.Owner}, c.path)
+		e.setHolding(key{r.Name, r.Owner}, c)
 		return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: c.d.Count}, true, nil
 	}
 	d := c.d
@@ -246,7 +243,7 @@ func (a *attempt) reenter(ctx context.Context, c child, now int64) (engine.Grant
 		c.st = st
 		return engine.Grant{}, false, e.free(ctx, c)
 	}
-	e.setHolding(key{r.Name, r.Owner}, c.path)
+	e.setHolding(key{r.Name, r.Owner}, child{path: c.path, d: d, st: st})
 	return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: d.Count}, true, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -45,8 +46,15 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	return out, nil
 }
 
-// renew extends a holder's lease.
+// renew extends a holder's lease: one write at the version this engine
+// last wrote (the fast path), or a read of the line first.
 func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
+	k := key{r.Name, r.Owner}
+	if c, ok := e.holding(k); ok && c.d.Count == 1 {
+		if res, done := e.rewrite(ctx, k, c, r.TTL, c.st.Mtime); done {
+			return res
+		}
+	}
 	for range maxConflicts {
 		l, err := e.read(ctx, r.Name)
 		if err != nil {
@@ -57,29 +65,39 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 			e.dropHolding(key{r.Name, r.Owner})
 			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
 		}
-		d := c.d
-		d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), l.now, r.TTL)
-		st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
-		if errors.Is(err, zk.ErrBadVersion) {
-			continue
+		if res, done := e.rewrite(ctx, k, c, r.TTL, l.now); done {
+			return res
 		}
-		if errors.Is(err, zk.ErrNoNode) {
-			e.dropHolding(key{r.Name, r.Owner})
+		if _, _, err := e.get(ctx, c.path); errors.Is(err, zk.ErrNoNode) {
+			e.dropHolding(k)
 			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
 		}
-		if err != nil {
-			return engine.ExtendResult{Err: err}
-		}
-		if st.Mtime > c.expiry() {
-			// Expired before this write: the lease is gone, not renewed.
-			c.st = st
-			_ = e.free(ctx, c)
-			e.dropHolding(key{r.Name, r.Owner})
-			return engine.ExtendResult{Status: engine.Missing}
-		}
-		return engine.ExtendResult{Status: engine.Extended, Token: uint64(c.st.Czxid)}
 	}
 	return engine.ExtendResult{Err: conflict("extend", r.Name)}
+}
+
+// rewrite renews the held child c at the version it was read or written
+// at (now: a clock estimate no later than the write); done is false when
+// the child changed or went meanwhile (read the line then).
+func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration, now int64) (engine.ExtendResult, bool) {
+	d := c.d
+	d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), now, ttl)
+	st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		return engine.ExtendResult{}, false
+	}
+	if err != nil {
+		return engine.ExtendResult{Err: err}, true
+	}
+	if st.Mtime > c.expiry() {
+		// Expired before this write: the lease is gone, not renewed.
+		c.st = st
+		_ = e.free(ctx, c)
+		e.dropHolding(k)
+		return engine.ExtendResult{Status: engine.Missing}, true
+	}
+	e.setHolding(k, child{path: c.path, d: d, st: st})
+	return engine.ExtendResult{Status: engine.Extended, Token: uint64(st.Czxid)}, true
 }
 
 // lostTo tells why owner no longer holds the lock: HeldByOther when a

@@ -11,12 +11,13 @@ import (
 	"github.com/distlock/distlock/engine/zookeeper/zktest"
 )
 
-// TestFaults injects member faults into an ensemble of three of its own
-// (the shared one serves the conformance suite meanwhile), one fault at a
-// time, each bounded, with the ensemble whole again after each.
+// TestFaults injects member faults into the shared ensemble of three, one
+// fault at a time, each bounded, with the ensemble whole again after each.
+// It is not parallel: TestConformance (which runs before it, as tests that
+// are not parallel do) has finished with the ensemble, and no other test
+// uses it.
 func TestFaults(t *testing.T) {
-	t.Parallel()
-	ens := zktest.Start(t, 3)
+	ens := shared(t, 3)
 	t.Run("LeaderKilledUnderHeldLock", func(t *testing.T) { leaderKilled(t, ens) })
 	t.Run("MajorityStopped", func(t *testing.T) { majorityStopped(t, ens) })
 }

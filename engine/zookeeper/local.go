@@ -50,15 +50,18 @@ func (e *Engine) dropWaiter(k key) {
 	e.mu.Unlock()
 }
 
-func (e *Engine) holding(k key) string {
+// holding returns the held child this engine last wrote for k (its data
+// and stat as written), if any.
+func (e *Engine) holding(k key) (child, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.held[k]
+	c, ok := e.held[k]
+	return c, ok
 }
 
-func (e *Engine) setHolding(k key, path string) {
+func (e *Engine) setHolding(k key, c child) {
 	e.mu.Lock()
-	e.held[k] = path
+	e.held[k] = c
 	e.mu.Unlock()
 }
 

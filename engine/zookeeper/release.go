@@ -26,6 +26,17 @@ func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.Re
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 {
+		// The fast path: one multi-op at the version this engine wrote.
+		err := e.free(ctx, c)
+		if err == nil {
+			e.dropHolding(key{name, owner})
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		}
+		if !verdict(err) {
+			return engine.ReleaseResult{}, err
+		}
+	}
 	for range maxConflicts {
 		l, err := e.read(ctx, name)
 		if err != nil {

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // change).
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
 	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
-		chs, err := e.watchName(ctx, name)
+		chs, _, err := e.watchName(ctx, name)
 		return watches{zk: chs}, err
 	})
 }
@@ -37,6 +38,9 @@ type watches struct {
 	gone bool
 	// target is the path watched (the place before, or the name's node).
 	target string
+	// held: the name's node is watched and says the lock is held (a
+	// waiter that just became the head has nothing to try until a release).
+	held bool
 }
 
 // SubscribeWaiter implements engine.Queuer: the waiter watches only the
@@ -48,11 +52,11 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 		rearm := e.placeSignal(k)
 		w, ok := e.waiter(k)
 		if !ok {
-			chs, err := e.watchName(ctx, name)
+			chs, _, err := e.watchName(ctx, name)
 			return watches{zk: chs, rearm: rearm, target: e.namePath(name)}, err
 		}
-		chs, target, err := e.watchBefore(ctx, name, w.path)
-		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target}, err
+		chs, target, held, err := e.watchBefore(ctx, name, w.path)
+		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target, held: held}, err
 	})
 }
 
@@ -74,24 +78,39 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return nil
 }
 
-// watchName watches the name node's data (its creation when missing).
-func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, error) {
+// watchName watches the name node's data (its creation when missing),
+// and reports whether the lock may be free (its last event is not a grant
+// or proclaimed metadata).
+func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, bool, error) {
 	p := e.namePath(name)
-	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
-		_, _, ch, err := e.conn.ExistsW(p)
-		return ch, err
+	type got struct {
+		b  []byte
+		ch <-chan zk.Event
+	}
+	g, err := do(ctx, e, "watch", func() (got, error) {
+		b, _, ch, err := e.conn.GetW(p)
+		return got{b, ch}, err
 	})
-	return []<-chan zk.Event{ch}, err
+	if errors.Is(err, zk.ErrNoNode) {
+		ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
+			_, _, ch, err := e.conn.ExistsW(p)
+			return ch, err
+		})
+		return []<-chan zk.Event{ch}, true, err
+	}
+	var ev event
+	_ = json.Unmarshal(g.b, &ev)
+	return []<-chan zk.Event{g.ch}, ev.Kind != evGranted && ev.Kind != evMetadata, err
 }
 
 // watchBefore watches the place in line just before own (no herd), or,
 // for the head of the line, the name node's data (a release, a grant); it
-// returns the path it watches.
-func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, error) {
+// returns the path it watches, and for the head whether the lock is held.
+func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, bool, error) {
 	p := e.namePath(name)
 	kids, err := e.children(ctx, p)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	var line []child
 	for _, k := range kids {
@@ -102,15 +121,15 @@ func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk
 	slices.SortFunc(line, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
 	i := find(line, own)
 	if i <= 0 {
-		chs, err := e.watchName(ctx, name)
-		return chs, p, err
+		chs, free, err := e.watchName(ctx, name)
+		return chs, p, !free, err
 	}
 	before := line[i-1].path
 	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
 		_, _, ch, err := e.conn.ExistsW(before)
 		return ch, err
 	})
-	return []<-chan zk.Event{ch}, before, err
+	return []<-chan zk.Event{ch}, before, false, err
 }
 
 // subscribe runs a subscription whose watches arm sets; the first set is
@@ -170,7 +189,7 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		if what == gone {
 			return
 		}
-		before := ws.target
+		before, wasBefore := ws.target, ws.gone
 		for {
 			var err error
 			if ws, err = arm(ctx); err == nil {
@@ -187,8 +206,10 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		// between the firing and the new watches is seen by the attempt
 		// the wake-up causes; a later one fires the new watches. A silent
 		// re-arm wakes too when the watched node changed (the place before
-		// may have gone meanwhile).
-		if what == fired || ws.target != before {
+		// may have gone meanwhile). A waiter whose predecessor went and
+		// that now heads the line of a held lock is not woken: the
+		// release will (the predecessor was granted, or left).
+		if (what == fired || ws.target != before) && !(wasBefore && ws.held) {
 			s.sig.Wake()
 		}
 	}

@@ -35,7 +35,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	closed  bool
-	held    map[key]string        // (name, owner) -> the child this engine saw it hold
+	held    map[key]child         // (name, owner) -> the held child as this engine last wrote it
 	waiting map[key]waitNode      // (name, waiter) -> the waiter's child
 	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
 
@@ -85,7 +85,7 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
 	e := &Engine{conn: conn, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]string{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, done: make(chan struct{})}
+		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, done: make(chan struct{})}
 	for _, o := range opts {
 		o(e)
 	}
