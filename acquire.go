@@ -60,7 +60,7 @@ func (c *Client) observed(ctx context.Context, name string, opts []Option, wait 
 
 // acquire is one attempt (TryAcquire), or attempts under a waiting policy:
 // the engine's queue when it has one (queuewait.go), else the Client's own
-// turns (localwait.go).
+// turns (turn.go) around the wait loop (wait.go).
 func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (_ *Lease, contended bool, _ error) {
 	if err := c.begin(ctx, name); err != nil {
 		return nil, false, err

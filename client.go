@@ -3,8 +3,17 @@
 // longer be proven, fencing tokens on every grant, and waiting by
 // notification rather than polling.
 //
-// A Client runs on an engine: engine/memory inside one process, engine/redis
-// on a Redis deployment. The semantics are the same on every engine.
+// A Client runs on an engine, one lock authority: engine/memory inside one
+// process, engine/redis on Redis (one node, Sentinel or Cluster),
+// engine/quorum for Redlock over independent nodes, engine/etcd,
+// engine/postgres, and engine/remote for a distlock server. The semantics
+// are the same on every engine; an engine that lacks a feature answers an
+// *UnsupportedError rather than approximating it.
+//
+// Besides the mutex (Acquire, TryAcquire, Do), a Client hands out
+// semaphores (Semaphore), reader-writer locks (RWMutex) and leader
+// elections (Campaign, Leader), all on the same lock model: one name, one record in
+// the engine, one fencing-token sequence.
 //
 //	client := distlock.New(memory.New())
 //	defer client.Close()

@@ -113,6 +113,10 @@ const (
 	// Unreachable: renewals failed with backend errors until the local
 	// validity deadline passed.
 	Unreachable
+	// MaxHoldExceeded: the lease was held for its maximum hold time
+	// (WithMaxHold); the Client released it. Its *LostError matches
+	// ErrMaxHoldExceeded.
+	MaxHoldExceeded
 )
 
 func (c LossCause) String() string {
@@ -123,6 +127,8 @@ func (c LossCause) String() string {
 		return "taken over by another owner"
 	case Unreachable:
 		return "backend unreachable"
+	case MaxHoldExceeded:
+		return "held for its maximum hold time"
 	}
 	return "unknown"
 }
@@ -146,8 +152,11 @@ func (e *LostError) Error() string {
 	return s
 }
 
-// Is matches ErrLeaseLost.
-func (e *LostError) Is(target error) bool { return target == ErrLeaseLost }
+// Is matches ErrLeaseLost, and ErrMaxHoldExceeded for the cause
+// MaxHoldExceeded.
+func (e *LostError) Is(target error) bool {
+	return target == ErrLeaseLost || target == ErrMaxHoldExceeded && e.Cause == MaxHoldExceeded
+}
 
 // Unwrap returns the last renewal error, if any.
 func (e *LostError) Unwrap() error { return e.Err }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/internal/waiting"
 )
 
 // Lease is one hold of a lock. It knows a local validity deadline on the
@@ -54,6 +53,7 @@ type Lease struct {
 	shared    bool      // a shared lock's (engine.Sharer): a permit or a reader's or writer's lease
 	reentered bool      // the grant was a re-entry: the owner held the lock already
 	granted   time.Time // when the grant was sent
+	holdEnd   time.Time // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
 
@@ -61,8 +61,7 @@ type Lease struct {
 	ttl       time.Duration
 	deadline  time.Time                 // local validity deadline
 	lastSent  time.Time                 // send time of the last confirmed acquire/extend
-	nextRenew time.Time                 // when the watchdog renews at the latest
-	renewFrom time.Time                 // from when it renews along with others (coalescing)
+	renewal   schedule                  // when the watchdog renews it
 	timer     *time.Timer               // fires at deadline
 	lastErr   error                     // last renewal error since the last confirmation
 	inflight  bool                      // a renewal sent before the deadline is not answered yet
@@ -70,6 +69,7 @@ type Lease struct {
 	err       error                     // nil while held
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
+	dropped   bool                      // the hold was released in the authority already (WithMaxHold)
 }
 
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
@@ -80,6 +80,9 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 		ttl:     o.ttl,
 	}
 	l.parent = ctx
+	if o.maxHoldSet {
+		l.holdEnd = sent.Add(o.maxHold)
+	}
 	l.setValidity(sent, o.ttl)
 	return l
 }
@@ -114,7 +117,8 @@ func (l *Lease) TTL() time.Duration {
 	return l.ttl
 }
 
-// Deadline returns the local validity deadline (monotonic clock).
+// Deadline returns the local validity deadline (monotonic clock), never
+// later than HoldLimit when the lease has one (WithMaxHold).
 func (l *Lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -267,8 +271,14 @@ func (l *Lease) Release(ctx context.Context) error {
 		return ErrReleased
 	}
 	l.end(ErrReleased)
+	dropped := l.dropped
 	l.mu.Unlock()
 	l.c.forget(l)
+	if dropped {
+		// Its end (WithMaxHold) released the hold already: a second
+		// release would drop another hold of a re-entrant owner.
+		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+	}
 
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
@@ -375,9 +385,8 @@ func (l *Lease) confirm(sent time.Time, ttl time.Duration) {
 // extension sent at sent; l.mu is held (or l is new).
 func (l *Lease) setValidity(sent time.Time, ttl time.Duration) {
 	l.lastSent = sent
-	l.deadline = sent.Add(ttl - drift(ttl))
-	l.nextRenew = sent.Add(ttl / 3)
-	l.renewFrom = sent.Add(ttl / 6)
+	l.deadline = l.capHold(sent.Add(ttl - drift(ttl)))
+	l.renewal = renewAfter(sent, ttl)
 }
 
 // renewFailed schedules a jittered retry after a failed renewal.
@@ -385,8 +394,7 @@ func (l *Lease) renewFailed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastErr = err
-	l.nextRenew = time.Now().Add(waiting.Jitter(min(l.ttl/10, time.Second)))
-	l.renewFrom = l.nextRenew
+	l.renewal = retryAfter(l.ttl)
 }
 
 // checkDeadline ends the lease when its deadline has passed. The deadline
@@ -400,6 +408,9 @@ func (l *Lease) checkDeadline() { l.current() }
 func (l *Lease) expireLocked(now time.Time) bool {
 	if l.err != nil || now.Before(l.deadline) {
 		return false // ended, or still valid (renewed just now, perhaps)
+	}
+	if l.endHoldLocked(now) {
+		return true
 	}
 	cause, err := Expired, l.lastErr
 	if l.inflight && err == nil {
@@ -460,7 +471,7 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 	if l.extending != nil {
 		return false, time.Time{}
 	}
-	return !now.Before(l.renewFrom), l.nextRenew
+	return l.renewal.due(now)
 }
 
 // requestLocked is the lease's renewal request; l.mu is held.

@@ -60,13 +60,7 @@ func TestLeaseStoppedPastDeadline(t *testing.T) {
 
 	// Another client takes every lock: the holders' leases have ended on
 	// the server, so their local deadlines (earlier still) have passed.
-	eng, err := redisengine.New(srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	c := distlock.New(eng)
-	t.Cleanup(func() { _ = c.Close() })
+	c := redisClient(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for _, h := range holders {

@@ -40,6 +40,9 @@ type options struct {
 	// A shared lock's call (Semaphore, RWMutex): its kind and limit.
 	kind  engine.SharedKind
 	limit int
+	// WithMaxHold's (maxhold.go)
+	maxHold    time.Duration
+	maxHoldSet bool
 }
 
 // shared reports whether the call is a shared lock's.
@@ -79,8 +82,9 @@ func WithMetadata(s string) Option { return func(o *options) { o.metadata = s } 
 // the lock; a release reserves the lock for it. Without it the queue still
 // wakes only its head, but a newcomer may take a free lock first (more
 // throughput), until the head has been passed over for a short bound
-// (engine.StarvationBound). Engines without a waiter queue (a quorum) answer
-// an *UnsupportedError. TryAcquire ignores it.
+// (engine.StarvationBound). A quorum (engine/quorum), whose nodes each keep
+// a queue of their own and so cannot promise one order, answers an
+// *UnsupportedError. TryAcquire ignores it.
 func WithFair() Option { return func(o *options) { o.fair = true } }
 
 // WithWeight takes n permits of a Semaphore at once (default 1; at most
@@ -125,6 +129,9 @@ func (o *options) validate() error {
 	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight >= engine.RWPermits):
 		// (the engine checks it against the stored limit)
 		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit: a grant takes at least one permit", o.weight)}
+	}
+	if err := o.validateMaxHold(); err != nil {
+		return err
 	}
 	if err := ValidateOwner(o.owner); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/internal/waiting"
 )
 
 // WaiterTTL is the heartbeat ttl of a waiter's entry in an engine's queue
@@ -25,8 +24,7 @@ type queueWaiter struct {
 	mu       sync.Mutex
 	queued   bool      // entered the queue (and registered with the watchdog)
 	lastSent time.Time // send time of the last confirmed heartbeat or attempt
-	nextBeat time.Time
-	beatFrom time.Time
+	beat     schedule  // when the watchdog sends its heartbeat
 }
 
 // enter records that an attempt sent at sent put (or kept) the waiter in
@@ -52,8 +50,7 @@ func (w *queueWaiter) confirmLocked(sent time.Time) {
 		return
 	}
 	w.lastSent = sent
-	w.nextBeat = sent.Add(WaiterTTL / 3)
-	w.beatFrom = sent.Add(WaiterTTL / 6)
+	w.beat = renewAfter(sent, WaiterTTL)
 }
 
 // close stops the heartbeats (the wait loop leaves the queue itself).
@@ -80,7 +77,7 @@ func (w *queueWaiter) wake() {
 func (w *queueWaiter) renewDue(now time.Time) (bool, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !now.Before(w.beatFrom), w.nextBeat
+	return w.beat.due(now)
 }
 
 // sending implements renewable: a heartbeat is sent whenever due.
@@ -102,8 +99,7 @@ func (w *queueWaiter) apply(r engine.ExtendResult, sent time.Time, _ time.Durati
 	w.mu.Lock()
 	switch {
 	case batchErr != nil || r.Err != nil:
-		w.nextBeat = time.Now().Add(waiting.Jitter(min(WaiterTTL/10, time.Second)))
-		w.beatFrom = w.nextBeat
+		w.beat = retryAfter(WaiterTTL)
 	default:
 		w.confirmLocked(sent)
 	}

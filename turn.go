@@ -16,13 +16,6 @@ type turn struct {
 	refs int
 }
 
-// waitersOn reports whether goroutines of this Client wait for name.
-func (c *Client) waitersOn(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.turns[name] != nil
-}
-
 // takeTurn waits for the turn on name, or for ctx to end.
 func (c *Client) takeTurn(ctx context.Context, name string) (release func(), err error) {
 	c.mu.Lock()

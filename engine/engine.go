@@ -214,6 +214,10 @@ const (
 )
 
 // Info describes a lock.
+//
+// Info is not comparable with ==: it holds a slice (Holders) and a pointer
+// (Partial). Compare the fields that matter, or use reflect.DeepEqual in
+// tests.
 type Info struct {
 	Name string
 	// Held reports whether anyone holds the lock.

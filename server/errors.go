@@ -2,11 +2,9 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -36,15 +34,6 @@ func shuttingDown() *apiError {
 	e := newError(http.StatusServiceUnavailable, api.CodeShuttingDown, "the server is shutting down; retry later, or on another server")
 	e.detail.RetryMs = 1000
 	return e
-}
-
-// fromArgError turns a validation error of package distlock into an answer.
-func fromArgError(err error) *apiError {
-	var ae *distlock.ArgumentError
-	if errors.As(err, &ae) {
-		return badRequest(ae.Arg, "invalid "+ae.Arg+": "+ae.Reason)
-	}
-	return badRequest("", err.Error())
 }
 
 // writeError writes an error answer.

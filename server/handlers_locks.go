@@ -24,37 +24,12 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role
 // serveAcquire answers an acquire (or an election's campaign) once its
 // body is decoded.
 func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role, name string, req api.AcquireRequest) {
-	ttl, e := s.ttlFrom(req.TTLMs)
-	if e == nil {
-		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
-	}
-	var wait, waiterTTL time.Duration
-	if e == nil {
-		wait, e = s.waitFrom(req.WaitMs)
-	}
-	if e == nil {
-		waiterTTL, e = waiterTTLFrom(req.WaiterTTLMs)
-	}
-	if e == nil {
-		e = validateWaiter(req.Waiter, false)
-	}
-	if e == nil && req.Waiter != "" && wait > 0 {
-		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
-	}
-	var sh *sharedSpec
-	if e == nil {
-		sh, e = sharedFrom(req)
-	}
-	if e == nil && sh != nil && req.Announce {
-		e = badRequest("announce", "invalid announce: an election is a mutex, not a "+req.Kind)
-	}
-	if e == nil && sh != nil {
-		_, e = s.sharer("acquire")
-	}
+	args, e := s.checkAcquire(req)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
+	ttl, wait, waiterTTL, sh := args.ttl, args.wait, args.waiterTTL, args.sh
 	if _, queues := s.eng.(engine.Queuer); sh == nil && req.Fair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "fair: this server's engine keeps no waiter queue"))
 		return
@@ -110,6 +85,50 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if req.Announce {
 		s.elections.seen(name, o.grant.Token)
 	}
+	writeJSON(w, http.StatusOK, acquireResponse(name, owner, ttl, o, sh))
+}
+
+// acquireArgs are an acquire request's checked arguments.
+type acquireArgs struct {
+	ttl, wait, waiterTTL time.Duration
+	sh                   *sharedSpec // nil for a mutex
+}
+
+// checkAcquire checks an acquire request's arguments, the first error
+// found being the answer.
+func (s *Server) checkAcquire(req api.AcquireRequest) (acquireArgs, *apiError) {
+	ttl, e := s.ttlFrom(req.TTLMs)
+	if e == nil {
+		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
+	}
+	var wait, waiterTTL time.Duration
+	if e == nil {
+		wait, e = s.waitFrom(req.WaitMs)
+	}
+	if e == nil {
+		waiterTTL, e = waiterTTLFrom(req.WaiterTTLMs)
+	}
+	if e == nil {
+		e = validateWaiter(req.Waiter, false)
+	}
+	if e == nil && req.Waiter != "" && wait > 0 {
+		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
+	}
+	var sh *sharedSpec
+	if e == nil {
+		sh, e = sharedFrom(req)
+	}
+	if e == nil && sh != nil && req.Announce {
+		e = badRequest("announce", "invalid announce: an election is a mutex, not a "+req.Kind)
+	}
+	if e == nil && sh != nil {
+		_, e = s.sharer("acquire")
+	}
+	return acquireArgs{ttl: ttl, wait: wait, waiterTTL: waiterTTL, sh: sh}, e
+}
+
+// acquireResponse is the answer to a granted acquire.
+func acquireResponse(name, owner string, ttl time.Duration, o acquireOutcome, sh *sharedSpec) api.AcquireResponse {
 	resp := api.AcquireResponse{
 		Name: name, Owner: owner, Token: o.grant.Token, Count: o.grant.Count,
 		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
@@ -120,7 +139,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 			resp.Mode = modeOf(sh.weight)
 		}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp
 }
 
 // release drops one hold of owner on name: a mutex's, or (shared) a

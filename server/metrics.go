@@ -91,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{"ok", "failed"} {
 		m.renewals.WithLabelValues(r)
 	}
-	for _, c := range []distlock.LossCause{distlock.Expired, distlock.TakenOver, distlock.Unreachable} {
+	for _, c := range []distlock.LossCause{distlock.Expired, distlock.TakenOver, distlock.Unreachable, distlock.MaxHoldExceeded} {
 		m.lost.WithLabelValues(causeLabel(c))
 	}
 	return m, nil
@@ -179,6 +179,8 @@ func causeLabel(c distlock.LossCause) string {
 		return "taken_over"
 	case distlock.Unreachable:
 		return "unreachable"
+	case distlock.MaxHoldExceeded:
+		return "max_hold"
 	}
 	return "other"
 }

@@ -103,19 +103,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		noSharedHolder(e, r.Name))
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
-	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
-	if unsure {
-		e.taint(id)
-	}
-	if err != nil {
-		return engine.Grant{}, false, err
-	}
-	if !resp.Succeeded {
-		return engine.Grant{}, false, nil
-	}
-	lease.take()
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
-	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
+	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
 
 // reenter counts up a hold of the owner that holds the lock (unless the
@@ -338,4 +326,24 @@ func (e *Engine) reentered(id, old clientv3.LeaseID, lease *pending, kept []int6
 	}
 	e.noteKept(id, ttl, sent)
 	return true, nil
+}
+
+// commitGrant commits a first grant of name to owner on lease id: the
+// token is the transaction's revision. False when the state changed since
+// it was read (cmps failed); a lease the outcome of whose transaction is
+// unknown is tainted.
+func (e *Engine) commitGrant(ctx context.Context, name, owner string, id clientv3.LeaseID, ttl int64, lease *pending, cmps []clientv3.Cmp, ops []clientv3.Op) (engine.Grant, bool, error) {
+	resp, unsure, err := e.txn(ctx, "acquire "+name, cmps, ops)
+	if unsure {
+		e.taint(id)
+	}
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	if !resp.Succeeded {
+		return engine.Grant{}, false, nil
+	}
+	lease.take()
+	e.wrote(name, owner, id, resp.Header.Revision, 1, ttl)
+	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
 }

@@ -30,31 +30,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	// lease live longer.
 	sent := time.Now()
 	// Leases renewed in the first round trip: the ones this engine knows.
-	guess := make([]clientv3.LeaseID, len(rs))
-	var known []clientv3.LeaseID
-	for i, r := range rs {
-		if r.Waiter {
-			if l, ok := e.waiters.get(waiterRef{r.Name, r.Owner}); ok {
-				guess[i] = l.id
-			}
-		} else {
-			guess[i] = e.lockLease(r.Name, r.Owner)
-		}
-		if guess[i] != clientv3.NoLease {
-			known = append(known, guess[i])
-		}
-	}
-	// A shared lock's kind and limit live while its holders renew.
-	cfgSeen := map[clientv3.LeaseID]bool{}
-	for _, r := range rs {
-		if !r.Shared || r.Waiter {
-			continue
-		}
-		if id := e.configLeaseOf(r.Name); id != clientv3.NoLease && !cfgSeen[id] && !e.alive(id, configTTL*time.Second/2) {
-			cfgSeen[id] = true
-			known = append(known, id)
-		}
-	}
+	known, cfgSeen := e.knownLeases(rs)
 	var kvs [][]*mvccpb.KeyValue
 	var revs []int64
 	var rerr, kerr error
@@ -74,8 +50,51 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	if rerr != nil {
 		return nil, rerr
 	}
-	out := make([]engine.ExtendResult, len(rs))
-	var late []int // requests whose lease must be renewed now
+	out, late := e.judgeExtends(rs, revs, kvs)
+	e.takenOver(ctx, rs, out)
+	// Renew each lease: from the first round trip when it was the right
+	// one, else now.
+	e.renewAgain(ctx, rs, kvs, late, kept, kerr, out)
+	e.settleExtends(ctx, rs, kvs, late, kept, sent, out)
+	return out, nil
+}
+
+// knownLeases returns the leases of rs that this engine knows (a lock's or a
+// queued waiter's lease, and the config leases of shared locks due for
+// renewal), to renew in the first round trip; cfgSeen marks the config
+// leases among them.
+func (e *Engine) knownLeases(rs []engine.ExtendRequest) (known []clientv3.LeaseID, cfgSeen map[clientv3.LeaseID]bool) {
+	for _, r := range rs {
+		guess := clientv3.NoLease
+		if r.Waiter {
+			if l, ok := e.waiters.get(waiterRef{r.Name, r.Owner}); ok {
+				guess = l.id
+			}
+		} else {
+			guess = e.lockLease(r.Name, r.Owner)
+		}
+		if guess != clientv3.NoLease {
+			known = append(known, guess)
+		}
+	}
+	// A shared lock's kind and limit live while its holders renew.
+	cfgSeen = map[clientv3.LeaseID]bool{}
+	for _, r := range rs {
+		if !r.Shared || r.Waiter {
+			continue
+		}
+		if id := e.configLeaseOf(r.Name); id != clientv3.NoLease && !cfgSeen[id] && !e.alive(id, configTTL*time.Second/2) {
+			cfgSeen[id] = true
+			known = append(known, id)
+		}
+	}
+	return known, cfgSeen
+}
+
+// judgeExtends answers each request from the keys read in the first round
+// trip; late lists the requests still held, whose lease must be renewed.
+func (e *Engine) judgeExtends(rs []engine.ExtendRequest, revs []int64, kvs [][]*mvccpb.KeyValue) (out []engine.ExtendResult, late []int) {
+	out = make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
 		if r.Waiter && r.Shared {
 			out[i] = e.sharedHeartbeat(r, revs[i], kvs[i])
@@ -100,9 +119,13 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			late = append(late, i)
 		}
 	}
-	e.takenOver(ctx, rs, out)
-	// Renew each lease: from the first round trip when it was the right
-	// one, else now.
+	return out, late
+}
+
+// renewAgain renews the leases of the late requests that the first round
+// trip did not renew (it guessed another lease, or it failed); a failure
+// there is each such request's error.
+func (e *Engine) renewAgain(ctx context.Context, rs []engine.ExtendRequest, kvs [][]*mvccpb.KeyValue, late []int, kept map[clientv3.LeaseID]int64, kerr error, out []engine.ExtendResult) {
 	var again []clientv3.LeaseID
 	for _, i := range late {
 		id := leaseOf(rs[i], kvs[i], e)
@@ -126,6 +149,12 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			}
 		}
 	}
+}
+
+// settleExtends answers the late requests from their lease's time left: a
+// lease gone is a lost lock, a lease shorter than the requested ttl moves
+// the key to a new lease, else the lease is noted as kept.
+func (e *Engine) settleExtends(ctx context.Context, rs []engine.ExtendRequest, kvs [][]*mvccpb.KeyValue, late []int, kept map[clientv3.LeaseID]int64, sent time.Time, out []engine.ExtendResult) {
 	for _, i := range late {
 		if out[i].Err != nil {
 			continue
@@ -148,7 +177,6 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			}
 		}
 	}
-	return out, nil
 }
 
 // leaseOf returns the lease of the key an extension read.

@@ -21,22 +21,7 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		return engine.Grant{}, nil, nil, nil
 	}
 	lockKey := e.keys.lock(r.Name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0), noSharedHolder(e, r.Name)}
-	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
-	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
-	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
-		// A waiter seen at the head stays there until it leaves: it takes
-		// a free lock that is reserved for nobody if its entry is there.
-		own := e.keys.waiter(r.Name, r.Waiter)
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Version(own), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
-		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
-	} else {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Version(e.keys.queue(r.Name)), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
-	}
+	cmps, ops := e.fastGrantTxn(r, id, ttl)
 	sent := time.Now()
 	var kept []int64
 	var kerr error
@@ -95,6 +80,31 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil
+}
+
+// fastGrantTxn is the transaction of a fast grant on lease id: the lock
+// key put when the lock is free and no shared holder exists, and the queue
+// empty and unreserved, or, for a waiter verified at the head, its entry
+// there (taken out with the grant).
+func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl int64) ([]clientv3.Cmp, []clientv3.Op) {
+	lockKey := e.keys.lock(r.Name)
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0), noSharedHolder(e, r.Name)}
+	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
+	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
+	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
+		// A waiter seen at the head stays there until it leaves: it takes
+		// a free lock that is reserved for nobody if its entry is there.
+		own := e.keys.waiter(r.Name, r.Waiter)
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.Version(own), ">", 0),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
+	} else {
+		cmps = append(cmps,
+			clientv3.Compare(clientv3.Version(e.keys.queue(r.Name)), "=", 0).WithPrefix(),
+			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+	}
+	return cmps, ops
 }
 
 // fastRelease frees a lock this engine granted (one hold, unchanged since)

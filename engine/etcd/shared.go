@@ -368,34 +368,7 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 	head := st.head()
 	ahead := head != nil && head.id != r.Waiter
 	if !ahead && st.fits(r.Weight) {
-		cops, err := e.configOps(ctx, st, cfg, cl)
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		id, err := lease.get()
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		h := sharedHold{Weight: r.Weight, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl, Kind: st.kind, Limit: st.limit}
-		cmps := append(st.unchanged(e), clientv3.Compare(clientv3.CreateRevision(e.keys.holder(r.Name, r.Owner)), "=", 0))
-		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.holder(r.Name, r.Owner), mustJSON(h), clientv3.WithLease(id))}, cops...)
-		// The next head, if it fits too (its wake-up replaces ours).
-		wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
-		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, len(wake) > 0)...)
-		ops = append(ops, wake...)
-		resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops)
-		if unsure {
-			e.taint(id)
-		}
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		if !resp.Succeeded {
-			return engine.Grant{}, false, nil
-		}
-		lease.take()
-		e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
-		return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
+		return e.grantShared(ctx, st, r, ttl, lease, cl, cfg)
 	}
 	g := engine.Grant{}
 	if len(st.holders) == 0 || st.fits(r.Weight) {
@@ -411,8 +384,36 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 	if r.Waiter == "" {
 		return g, true, nil
 	}
-	// Queue (or stay queued), and wake the head if it fits (a head whose
-	// wake-up was lost, or whose predecessor died).
+	return e.queueShared(ctx, st, r, head, g)
+}
+
+// grantShared grants r a hold of the shared lock in one transaction (with
+// the lock's config and the next head's wake-up, if it fits too); false
+// when the state changed since it was read.
+func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.SharedRequest, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
+	cops, err := e.configOps(ctx, st, cfg, cl)
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	id, err := lease.get()
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	h := sharedHold{Weight: r.Weight, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl, Kind: st.kind, Limit: st.limit}
+	cmps := append(st.unchanged(e), clientv3.Compare(clientv3.CreateRevision(e.keys.holder(r.Name, r.Owner)), "=", 0))
+	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.holder(r.Name, r.Owner), mustJSON(h), clientv3.WithLease(id))}, cops...)
+	// The next head, if it fits too (its wake-up replaces ours).
+	wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
+	ops = append(ops, e.sharedGrantedOps(st, r.Waiter, len(wake) > 0)...)
+	ops = append(ops, wake...)
+	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
+}
+
+// queueShared queues r's waiter (or keeps it queued, renewing its lease),
+// and wakes the head if it fits (a head whose wake-up was lost, or whose
+// predecessor died); g is the refusal so far. False when the state changed
+// since it was read, or the waiter's entry expired.
+func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.SharedRequest, head *sharedWaiterKV, g engine.Grant) (engine.Grant, bool, error) {
 	var ops []clientv3.Op
 	own := st.waiter(r.Waiter)
 	if own != nil {

@@ -32,6 +32,7 @@ type Engine struct {
 	queues    map[string]*waitQueue
 	shared    map[string]*sharedLock          // semaphores and reader-writer locks
 	taken     map[string]map[string]time.Time // name -> owner -> lease end (taken.go)
+	latches   map[string]*latch               // countdown latches (latch.go)
 	lastSweep time.Time
 	closed    bool
 	now       func() time.Time

@@ -388,48 +388,55 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 	}, decided, nil)
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
-		var extended, missing, other int
-		tokens := map[uint64]int{}
-		var errs []error
-		for _, x := range rs {
-			var one engine.ExtendResult
-			switch {
-			case x.err != nil:
-				errs = append(errs, x.err)
-				continue
-			case i >= len(x.v):
-				continue
-			default:
-				one = x.v[i]
-			}
-			switch {
-			case one.Err != nil:
-				errs = append(errs, one.Err)
-			case one.Status == engine.Extended:
-				extended++
-				tokens[one.Token]++
-			case one.Status == engine.HeldByOther:
-				other++
-			default:
-				missing++
-			}
-		}
-		switch {
-		case extended >= e.majority:
-			// Token 0 when the nodes that extended disagree on the token
-			// (no majority settled one): extended, but no token to report.
-			out[i] = engine.ExtendResult{Status: engine.Extended, Token: e.token(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
-		case len(e.nodes)-(missing+other) < e.majority:
-			// A majority says the owner does not hold it: lost.
-			out[i].Status = engine.Missing
-			if other > missing {
-				out[i].Status = engine.HeldByOther
-			}
-		default:
-			out[i].Err = &NoQuorumError{Op: "extend", OK: extended, Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
-		}
+		out[i] = e.extendOutcome(rs, reqs, i)
 	}
 	return out, nil
+}
+
+// extendOutcome is request i's answer from the nodes' answers: extended
+// when a majority extended it (with the token they settled on), lost
+// (missing or held by another) when a majority says the owner does not
+// hold it, else a *NoQuorumError.
+func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine.ExtendRequest, i int) engine.ExtendResult {
+	var extended, missing, other int
+	tokens := map[uint64]int{}
+	var errs []error
+	for _, x := range rs {
+		var one engine.ExtendResult
+		switch {
+		case x.err != nil:
+			errs = append(errs, x.err)
+			continue
+		case i >= len(x.v):
+			continue
+		default:
+			one = x.v[i]
+		}
+		switch {
+		case one.Err != nil:
+			errs = append(errs, one.Err)
+		case one.Status == engine.Extended:
+			extended++
+			tokens[one.Token]++
+		case one.Status == engine.HeldByOther:
+			other++
+		default:
+			missing++
+		}
+	}
+	switch {
+	case extended >= e.majority:
+		// Token 0 when the nodes that extended disagree on the token
+		// (no majority settled one): extended, but no token to report.
+		return engine.ExtendResult{Status: engine.Extended, Token: e.token(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
+	case len(e.nodes)-(missing+other) < e.majority:
+		// A majority says the owner does not hold it: lost.
+		if other > missing {
+			return engine.ExtendResult{Status: engine.HeldByOther}
+		}
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	return engine.ExtendResult{Err: &NoQuorumError{Op: "extend", OK: extended, Majority: e.majority, Nodes: len(e.nodes), Errs: errs}}
 }
 
 // Release implements engine.Engine: on every node concurrently. It returns
@@ -490,6 +497,14 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 			late(i, x)
 		}
 	}
+	return e.releaseOutcome(rs)
+}
+
+// releaseOutcome is a release's answer from the nodes' answers: released
+// when a majority dropped a hold (or any did, among mixed answers), with
+// the holds left that a majority confirms; not held or not the owner when a
+// majority says so; a *NoQuorumError when a majority failed.
+func (e *Engine) releaseOutcome(rs []result[engine.ReleaseResult]) (engine.ReleaseResult, error) {
 	released, notHeld, failed := countReleases(rs)
 	notOwner := 0
 	var left []int // the holds left on each node that answered (0: freed there)

@@ -1,0 +1,138 @@
+package distlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// CountDownLatch is a handle on the countdown latch name, in the style of
+// Redisson's RCountDownLatch, across processes: a count stored with the
+// name in the lock authority, which anyone counts down, and whose waiters
+// are woken by notification when it reaches zero. A latch that reached
+// zero is gone: TrySetCount starts it again. Latch names are a namespace
+// of their own, beside the locks' (a latch and a lock may have the same
+// name). The count has no expiry: a process that dies before its
+// CountDown leaves the waiters waiting until their contexts end. Engines
+// that keep latches: the embedded engine and Redis (engine.Latcher);
+// elsewhere every call is an *UnsupportedError. A CountDownLatch is cheap;
+// make one per use or keep it.
+type CountDownLatch struct {
+	c    *Client
+	name string
+}
+
+// CountDownLatch returns a handle on the latch name. Nothing is sent until
+// a call.
+func (c *Client) CountDownLatch(name string) *CountDownLatch {
+	return &CountDownLatch{c: c, name: name}
+}
+
+// Name returns the latch's name.
+func (l *CountDownLatch) Name() string { return l.name }
+
+// latcher checks the call's input and returns the engine's latches.
+func (l *CountDownLatch) latcher(ctx context.Context) (engine.Latcher, error) {
+	if err := l.c.check(ctx, l.name); err != nil {
+		return nil, err
+	}
+	lt, ok := l.c.eng.(engine.Latcher)
+	if !ok {
+		return nil, &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: "the engine keeps no latches (engine.Latcher)"}
+	}
+	return lt, nil
+}
+
+// TrySetCount sets the latch's count when it is zero (the latch is not
+// counting), and reports whether it did; a latch still counting keeps its
+// count. count must be at least 1 (else an *ArgumentError, and nothing
+// changes).
+func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
+	lt, err := l.latcher(ctx)
+	if err != nil {
+		return false, err
+	}
+	if count < 1 {
+		return false, &ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is below 1", count)}
+	}
+	set, err := lt.SetCount(ctx, l.name, count)
+	if err != nil {
+		return false, l.c.backendErr(ctx, "latch-set", l.name, err)
+	}
+	return set, nil
+}
+
+// CountDown takes one off the latch's count; when it reaches zero, every
+// waiter is woken. On a latch at zero it does nothing. A lost reply is
+// resent with the same call id, which the engine applies once.
+func (l *CountDownLatch) CountDown(ctx context.Context) error {
+	lt, err := l.latcher(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := lt.CountDown(ctx, l.name, l.c.owners.next()); err != nil {
+		return l.c.backendErr(ctx, "latch-count-down", l.name, err)
+	}
+	return nil
+}
+
+// Count returns the latch's count: zero once it reached zero (or was
+// never set).
+func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
+	lt, err := l.latcher(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := lt.Count(ctx, l.name)
+	if err != nil {
+		return 0, l.c.backendErr(ctx, "latch-count", l.name, err)
+	}
+	return n, nil
+}
+
+// Wait returns once the latch's count is zero (at once when it is), woken
+// by notification: it subscribes to the name's wake-ups first, then reads
+// the count, and reads it again at each wake-up (a reconnect wakes it too,
+// in case one was missed). When ctx ends it returns a *WaitError matching
+// ctx's error; when the Client is closed, one matching ErrClosed; a
+// backend failure is a *BackendError.
+func (l *CountDownLatch) Wait(ctx context.Context) error {
+	lt, err := l.latcher(ctx)
+	if err != nil {
+		return err
+	}
+	if err := l.c.begin(ctx, l.name); err != nil {
+		return err
+	}
+	defer l.c.endCall()
+	start := time.Now()
+	wctx, stop := l.c.closable(ctx)
+	defer stop()
+	giveUp := func() error { return &WaitError{Name: l.name, Waited: time.Since(start), Ctx: ctxErr(wctx)} }
+	sub, err := l.c.eng.Subscribe(wctx, l.name)
+	if err != nil {
+		if wctx.Err() != nil {
+			return giveUp()
+		}
+		return l.c.backendErr(ctx, "subscribe", l.name, err)
+	}
+	defer sub.Close()
+	for {
+		n, err := lt.Count(wctx, l.name)
+		switch {
+		case wctx.Err() != nil:
+			return giveUp()
+		case err != nil:
+			return l.c.backendErr(ctx, "latch-count", l.name, err)
+		case n == 0:
+			return nil
+		}
+		select {
+		case <-sub.C():
+		case <-wctx.Done():
+			return giveUp()
+		}
+	}
+}
