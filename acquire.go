@@ -48,7 +48,9 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // observed runs acquire and reports it to the Observer.
 func (c *Client) observed(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
 	start := time.Now()
-	l, contended, err := c.acquire(ctx, name, opts, wait)
+	var ob observation
+	l, contended, err := c.acquire(ctx, name, opts, wait, &ob)
+	ob.end(l, err, time.Since(start))
 	switch {
 	case err == nil:
 		c.obs.Acquired(name, time.Since(start), contended)
@@ -61,7 +63,7 @@ func (c *Client) observed(ctx context.Context, name string, opts []Option, wait 
 // acquire is one attempt (TryAcquire), or attempts under a waiting policy:
 // the engine's queue when it has one (queuewait.go), else the Client's own
 // turns (turn.go) around the wait loop (wait.go).
-func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool) (_ *Lease, contended bool, _ error) {
+func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool, ob *observation) (_ *Lease, contended bool, _ error) {
 	if err := c.begin(ctx, name); err != nil {
 		return nil, false, err
 	}
@@ -87,6 +89,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}
+	*ob = c.startObservation(ctx, name, o, wait, &a.req)
+	ob.a = a
 	// One attempt first: an uncontended lock costs nothing more. Not when
 	// goroutines of this Client wait for the name already: a newcomer does
 	// not take the lock ahead of them (Behind, or a local turn first).
@@ -114,6 +118,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait b
 	var stop func()
 	a.ctx, stop = c.closable(ctx)
 	defer stop()
+	ob.waiting(a)
 	l, err = a.wait(q)
 	return l, a.contended, err
 }
@@ -129,6 +134,7 @@ type attempt struct {
 	g         engine.Grant // the last answer
 	last      error        // the last refusal (*LockedError) or failure (*BackendError)
 	contended bool         // an attempt found the lock held by another owner
+	queued    bool         // an attempt entered the engine's waiter queue
 	// failures ends a wait on a backend that cannot work (nil for
 	// TryAcquire, whose one attempt ends the call anyway).
 	failures *waiting.Failures
@@ -192,6 +198,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	sent := time.Now()
 	g, err := a.send(actx)
 	a.g = g
+	a.queued = a.queued || g.Queued
 	switch {
 	case err == nil && g.Acquired:
 		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, true)

@@ -26,12 +26,25 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	fctx, cancel := l.bind(ctx) // checks the lease's deadline as l.Err does
+	return runHeld(ctx, l, fn)
+}
+
+// held is what Do and DoAll run fn under: a *Lease or a *LeaseSet.
+type held interface {
+	bind(ctx context.Context) (context.Context, func())
+	Err() error
+	Release(ctx context.Context) error
+}
+
+// runHeld runs fn on a context bound to h, then releases h, and joins fn's
+// error, a loss of h while fn ran and a failed release.
+func runHeld(ctx context.Context, h held, fn func(ctx context.Context) error) error {
+	fctx, cancel := h.bind(ctx) // checks the deadline as h.Err does
 	fnErr := fn(fctx)
 	cancel()
 
-	lost := l.Err() // nil unless lost while fn ran
-	relErr := l.Release(ctx)
+	lost := h.Err() // nil unless lost while fn ran
+	relErr := h.Release(ctx)
 	if lost != nil && errors.Is(relErr, ErrNotHeld) {
 		relErr = nil // the loss says it already
 	}

@@ -56,6 +56,7 @@ type Lease struct {
 	holdEnd   time.Time // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
+	obs       *observation    // the EventObserver's view of the hold (nil: none)
 
 	mu        sync.Mutex
 	ttl       time.Duration
@@ -263,12 +264,28 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
+	prev, done := l.stop()
+	if done != nil {
+		return done
+	}
+	rctx, cancel := l.c.releaseContext(ctx)
+	defer cancel()
+	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+	return l.released(res, err, prev)
+}
+
+// stop ends the lease as released, locally, before its release is sent:
+// it returns why it had ended before (nil while it was held), and done,
+// Release's answer, when nothing is to be sent: ErrReleased when it was
+// released already, or an error matching ErrNotHeld when its end released
+// the hold (WithMaxHold).
+func (l *Lease) stop() (prev, done error) {
 	l.mu.Lock()
 	l.expireLocked(time.Now()) // a lease past its deadline was lost before it was released
-	prev := l.err
+	prev = l.err
 	if prev == ErrReleased {
 		l.mu.Unlock()
-		return ErrReleased
+		return nil, ErrReleased
 	}
 	l.end(ErrReleased)
 	dropped := l.dropped
@@ -277,12 +294,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	if dropped {
 		// Its end (WithMaxHold) released the hold already: a second
 		// release would drop another hold of a re-entrant owner.
-		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+		return prev, fmt.Errorf("%w: %w", ErrNotHeld, prev)
 	}
+	return prev, nil
+}
 
-	rctx, cancel := l.c.releaseContext(ctx)
-	defer cancel()
-	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+// released is Release's error for the engine's answer res (or failure
+// err) to the release of a lease that had ended with prev before.
+func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error {
 	if err != nil {
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}
@@ -344,6 +363,7 @@ func (l *Lease) answer(r engine.ExtendResult, sent time.Time, ttl time.Duration,
 	l.mu.Unlock()
 	ok := batchErr == nil && r.Err == nil && r.Status == engine.Extended
 	l.c.obs.Renewed(l.name, ok)
+	l.observed().renewed(renewalErr(ok, firstErr(batchErr, r.Err), r.Status))
 	switch {
 	case batchErr != nil || r.Err != nil:
 		l.renewFailed(firstErr(batchErr, r.Err))
@@ -450,8 +470,10 @@ func (l *Lease) end(why error) {
 	// are up to date by the time Done is closed.
 	if lost, ok := why.(*LostError); ok {
 		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
+		l.obs.ended(lost.Cause, time.Since(l.granted))
 	} else {
 		l.c.obs.Released(l.name, time.Since(l.granted))
+		l.obs.ended(0, time.Since(l.granted))
 	}
 	close(l.done)
 	for _, cancel := range l.cancels {

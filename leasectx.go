@@ -11,7 +11,16 @@ import "context"
 // asks Done and Value) starts cancelled.
 type leaseContext struct {
 	context.Context // cancelled by the lease's end
-	l               *Lease
+	l               checked
+}
+
+// checked is what a leaseContext checks: a *Lease, or a *LeaseSet (every
+// member's deadline).
+type checked interface {
+	// current ends what passed its deadline and returns Err's answer.
+	current() error
+	// label names it in the context's String.
+	label() string
 }
 
 // Done checks the lease's deadline, then returns the channel closed when
@@ -35,7 +44,10 @@ func (c *leaseContext) Value(key any) any {
 }
 
 // String names the context for fmt.
-func (c *leaseContext) String() string { return "distlock.Lease(" + c.l.name + ").Context" }
+func (c *leaseContext) String() string { return c.l.label() + ".Context" }
+
+// label implements checked.
+func (l *Lease) label() string { return "distlock.Lease(" + l.name + ")" }
 
 // bind returns a context derived from parent that is also cancelled when
 // the lease ends (at once, by Lease.end, with its Err as the cause) and
@@ -43,14 +55,20 @@ func (c *leaseContext) String() string { return "distlock.Lease(" + c.l.name + "
 // nil) when the caller is done with it.
 func (l *Lease) bind(parent context.Context) (_ context.Context, cancel func()) {
 	ctx, cancelCause := context.WithCancelCause(parent)
+	l.notify(cancelCause)
+	return &leaseContext{Context: ctx, l: l}, func() { cancelCause(nil) }
+}
+
+// notify has cancel called with the lease's Err when the lease ends (at
+// once when it has ended already).
+func (l *Lease) notify(cancel context.CancelCauseFunc) {
 	l.mu.Lock()
 	ended := l.err
 	if ended == nil {
-		l.cancels = append(l.cancels, cancelCause)
+		l.cancels = append(l.cancels, cancel)
 	}
 	l.mu.Unlock()
 	if ended != nil {
-		cancelCause(ended)
+		cancel(ended)
 	}
-	return &leaseContext{Context: ctx, l: l}, func() { cancelCause(nil) }
 }

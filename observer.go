@@ -1,6 +1,10 @@
 package distlock
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // Observer receives the events of a Client's locks: the hook for metrics
 // (see the server's Prometheus collector) and logs. Its methods are called
@@ -35,3 +39,45 @@ func (nopObserver) Waiting(string, int)                        {}
 func (nopObserver) Renewed(string, bool)                       {}
 func (nopObserver) Released(string, time.Duration)             {}
 func (nopObserver) Lost(string, LossCause, time.Duration)      {}
+
+// FailureReason labels why an acquire gave up, as the server's metrics
+// and the OpenTelemetry adapter's label it: its wait's deadline (timeout)
+// or cancellation (canceled); the lock held by another owner (locked); the
+// request refused by the engine, which no retry mends and which is the
+// caller's mistake, not the backend's (refused: another kind, limit or
+// weight than the name's, a read-to-write upgrade, a feature the engine
+// lacks); the lock service failing (backend); the Client or server closing
+// (closed); else other.
+func FailureReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrInvalidArgument):
+		return "refused"
+	case errors.Is(err, ErrLocked):
+		return "locked"
+	case errors.Is(err, ErrBackend):
+		return "backend"
+	case errors.Is(err, ErrClosed):
+		return "closed"
+	}
+	return "other"
+}
+
+// Label is the cause as metrics label it: expired, taken_over,
+// unreachable, or other.
+func (c LossCause) Label() string {
+	switch c {
+	case Expired:
+		return "expired"
+	case TakenOver:
+		return "taken_over"
+	case Unreachable:
+		return "unreachable"
+	case MaxHoldExceeded:
+		return "max_hold"
+	}
+	return "other"
+}

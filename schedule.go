@@ -33,3 +33,9 @@ func retryAfter(ttl time.Duration) schedule {
 func (s schedule) due(now time.Time) (bool, time.Time) {
 	return !now.Before(s.from), s.next
 }
+
+// earliest is the schedule due when the first of s and o is, each bound
+// taken at its earlier time (the members of a lock set renew together).
+func (s schedule) earliest(o schedule) schedule {
+	return schedule{from: minTime(s.from, o.from), next: minTime(s.next, o.next)}
+}

@@ -30,7 +30,7 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	var fatal error
 	loop := waiting.Loop{Engine: c.eng, Name: a.name, Detached: c.releaseContext, Failures: a.failures}
 	if q != nil {
-		w := &queueWaiter{a: a, id: c.owners.next(), kick: make(chan struct{}, 1)}
+		w := &queueWaiter{a: a, id: c.waiterID(a.o.owner), kick: make(chan struct{}, 1)}
 		defer w.close()
 		a.req.Waiter, a.req.WaiterTTL, a.req.Fair = w.id, WaiterTTL, a.o.fair
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, w.id, w.enter, w.kick

@@ -245,6 +245,11 @@ type Info struct {
 	// nodes' highest; engines that cannot see other processes'
 	// subscriptions (etcd, PostgreSQL) and shared locks' Inspect leave it 0.
 	Subscribers int
+	// Queue lists the live entries of the lock's waiter queue in arrival
+	// order (at most MaxQueueListed of them), for operators' wait-for
+	// graphs: filled in by the memory engine (every kind) and Redis (a
+	// mutex's queue), nil elsewhere.
+	Queue []Waiter
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share
 	// (distlock.Client.Inspect fills it in from the fields above when the
@@ -259,6 +264,18 @@ type Info struct {
 	// parts that answered (see PartialError). Nil when every part
 	// answered.
 	Partial *PartialError
+}
+
+// MaxQueueListed bounds Info.Queue.
+const MaxQueueListed = 100
+
+// Waiter is one entry of a lock's waiter queue (Info.Queue).
+type Waiter struct {
+	// ID is the waiter's id (AcquireRequest.Waiter); distlock.WaiterOwner
+	// reads the owner a Client puts in it.
+	ID string
+	// Waited is how long it has been in the queue.
+	Waited time.Duration
 }
 
 // Holder is one holder of a lock.

@@ -72,6 +72,7 @@ type snapshot struct {
 	Locks     []api.LockInfo   `json:"locks"`
 	Elections []api.LeaderInfo `json:"elections"`
 	Truncated bool             `json:"truncated,omitempty"`
+	WaitFor   *api.WaitFor     `json:"waitfor,omitempty"`
 	ListError string           `json:"list_error,omitempty"`
 	Waiting   int              `json:"waiting"`
 	Holders   int              `json:"holders"`
@@ -192,7 +193,8 @@ func (h *dashboardHub) build() []byte {
 		for _, i := range infos {
 			snap.Locks = append(snap.Locks, lockInfo(i, RoleRead))
 		}
-		snap.Truncated = truncated
+		wf := waitFor(infos, RoleRead)
+		snap.Truncated, snap.WaitFor = truncated, &wf
 	} else {
 		snap.ListError = "this engine cannot list locks"
 	}

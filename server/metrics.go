@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -146,44 +145,11 @@ func (m *Metrics) Lost(_ string, cause distlock.LossCause, held time.Duration) {
 // to quorum.WithNodeErrors.
 func (m *Metrics) NodeError(node string, _ error) { m.nodeErrors.WithLabelValues(node).Inc() }
 
-// failureReason labels why an acquire gave up: its wait's deadline
-// (timeout) or cancellation (canceled); the lock held by another owner
-// (locked); the request refused by the engine, which no retry mends and
-// which is the caller's mistake, not the backend's (refused: another
-// kind, limit or weight than the name's, a read-to-write upgrade, a
-// feature the engine lacks); the lock service failing (backend); the
-// Client or server closing (closed).
-func failureReason(err error) string {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, distlock.ErrInvalidArgument):
-		return "refused"
-	case errors.Is(err, distlock.ErrLocked):
-		return "locked"
-	case errors.Is(err, distlock.ErrBackend):
-		return "backend"
-	case errors.Is(err, distlock.ErrClosed):
-		return "closed"
-	}
-	return "other"
-}
+// failureReason labels why an acquire gave up (distlock.FailureReason).
+func failureReason(err error) string { return distlock.FailureReason(err) }
 
-func causeLabel(c distlock.LossCause) string {
-	switch c {
-	case distlock.Expired:
-		return "expired"
-	case distlock.TakenOver:
-		return "taken_over"
-	case distlock.Unreachable:
-		return "unreachable"
-	case distlock.MaxHoldExceeded:
-		return "max_hold"
-	}
-	return "other"
-}
+// causeLabel labels a loss cause (distlock.LossCause.Label).
+func causeLabel(c distlock.LossCause) string { return c.Label() }
 
 // fanout is the server's own Observer: the Prometheus metrics, the
 // dashboard's chart, and a nudge to the dashboard that something changed.

@@ -17,6 +17,7 @@ import (
 //	GET    /healthz                    liveness (no token)
 //	GET    /metrics                    Prometheus (read)
 //	GET    /v1/info                    engine, caller's role (read)
+//	GET    /v1/waitfor                 wait-for graph and its cycles (read; waitfor.go)
 //	GET    /v1/locks?prefix&cursor&limit  list (read)
 //	POST   /v1/extend                  batch extend (write)
 //	GET    /v1/dashboard/events        dashboard stream (read)
@@ -43,6 +44,8 @@ func (s *Server) routes() http.Handler {
 			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
 		case path == "/v1/extend":
 			s.route(w, r, http.MethodPost, RoleWrite, s.handleExtendBatch)
+		case path == "/v1/waitfor":
+			s.route(w, r, http.MethodGet, RoleRead, s.handleWaitFor)
 		case path == "/v1/info":
 			s.route(w, r, http.MethodGet, RoleRead, s.handleInfo)
 		case path == "/v1/dashboard/events":

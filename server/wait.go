@@ -83,7 +83,8 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	if q, ok := s.eng.(engine.Queuer); ok {
 		// The server's own queue entry, with its own heartbeat: the
 		// request's (the remote engine's waiter is the remote side's).
-		req.Waiter, req.WaiterTTL = newOwner(), distlock.WaiterTTL
+		// Its id names the request's owner, for the wait-for graph.
+		req.Waiter, req.WaiterTTL = distlock.WaiterID(newOwner(), req.Owner), distlock.WaiterTTL
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
 			// A shared lock's queue: its own leave and heartbeats.

@@ -54,6 +54,14 @@ Flags (before NAME, or anywhere before --):
   --metadata TEXT    shown by 'distlock status' (default: host, pid and command)
   --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
   -v, --verbose      report acquisition and release on standard error
+  --also NAME2       take NAME2 too, all or nothing, with NAME (repeatable):
+                     COMMAND starts only when every lock is held and is
+                     stopped when any of them is lost. Sets that share names
+                     never deadlock, in whatever order they list them. Each
+                     name's variables are numbered in the order given:
+                     DISTLOCK_NAME_1 (NAME), DISTLOCK_FENCE_1, DISTLOCK_OWNER_1,
+                     DISTLOCK_NAME_2, ...; DISTLOCK_NAMES is their count.
+                     Exclusive locks only.
 
 Lock kinds (default: NAME is an exclusive lock):
   -n, --limit K      NAME is a semaphore of K permits (1 to 2^30-1): up to K

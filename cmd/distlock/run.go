@@ -40,10 +40,14 @@ func (a *app) cmdRun(args []string) int {
 	verbose := boolFlag(fs, "v", "verbose")
 	fair := boolFlag(fs, "fair")
 	kind := kindFlags(fs)
+	also := namesFlag(fs, "also")
 
 	name, argv, err := parseRunArgs(fs, args)
 	if err == nil {
 		err = kind.check(fs)
+	}
+	if err == nil && len(*also) > 0 && flagGiven(fs, "n", "limit", "weight", "shared", "exclusive") {
+		err = usageErr("--also takes mutexes only: it cannot be given with --limit, --weight, --shared or --exclusive")
 	}
 	switch {
 	case err != nil:
@@ -66,6 +70,11 @@ func (a *app) cmdRun(args []string) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
+	if len(*also) > 0 {
+		return a.runSet(runSpec{names: append([]string{name}, *also...), argv: argv, redisURL: *redisURL,
+			ttl: *ttl, wait: *wait, grace: *grace, verbose: *verbose, sigs: sigs},
+			distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+	}
 
 	b, lease, code := a.acquireWith(cmd, name, *redisURL, *wait, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
@@ -173,6 +182,21 @@ func (a *app) runAcquire(cmd, name, redisURL string, wait time.Duration, sigs <-
 // it reports the error and returns a nil lease and the exit code.
 func (a *app) acquireWith(cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
 	take func(context.Context, *distlock.Client) (*distlock.Lease, error)) (*backend, *distlock.Lease, int) {
+	return acquireHeld(a, cmd, name, redisURL, wait, sigs, take)
+}
+
+// holding is what distlock run holds and supervises: a *distlock.Lease,
+// or with --also a *distlock.LeaseSet.
+type holding interface {
+	Done() <-chan struct{}
+	Err() error
+	Release(ctx context.Context) error
+}
+
+// acquireHeld is acquireWith for a lease or a set of leases (take's H).
+func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
+	take func(context.Context, *distlock.Client) (H, error)) (*backend, H, int) {
+	var none H
 	ctx, cancel := context.WithCancel(context.Background())
 	if wait > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), wait)
@@ -180,7 +204,7 @@ func (a *app) acquireWith(cmd, name, redisURL string, wait time.Duration, sigs <
 	defer cancel()
 	type result struct {
 		b     *backend
-		lease *distlock.Lease
+		lease H
 		err   error
 	}
 	done := make(chan result, 1)
@@ -199,14 +223,14 @@ func (a *app) acquireWith(cmd, name, redisURL string, wait time.Duration, sigs <
 	case sig := <-sigs:
 		cancel()
 		r = <-done
-		if r.lease != nil {
+		if r.b != nil && r.err == nil {
 			_ = r.lease.Release(context.Background())
 		}
 		if r.b != nil {
 			r.b.close(false)
 		}
 		fmt.Fprintf(a.stderr, "distlock %s: interrupted by %v while waiting for %q; the command was not started\n", cmd, sig, name)
-		return nil, nil, exitSignal + signalNumber(sig)
+		return nil, none, exitSignal + signalNumber(sig)
 	}
 	if r.err != nil {
 		where := ""
@@ -214,7 +238,7 @@ func (a *app) acquireWith(cmd, name, redisURL string, wait time.Duration, sigs <
 			where = r.b.where
 			r.b.close(false)
 		}
-		return nil, nil, a.fail(cmd, explain(r.err, name, where))
+		return nil, none, a.fail(cmd, explain(r.err, refusedName(r.err, name), where))
 	}
 	return r.b, r.lease, exitOK
 }
@@ -236,7 +260,7 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 // sigs are passed on to the group; next says what happens after a loss
 // (cmd is the command name, for messages). It returns the command's exit
 // status.
-func (a *app) supervise(cmd string, ch *child, lease *distlock.Lease, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
+func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	defer ch.restoreTerminal()
@@ -317,7 +341,7 @@ func (a *app) stopGroup(ch *child, deadline time.Time) {
 }
 
 // leaseLost reports whether the lease was lost (rather than released).
-func leaseLost(l *distlock.Lease) bool {
+func leaseLost(l holding) bool {
 	return errors.Is(l.Err(), distlock.ErrLeaseLost)
 }
 

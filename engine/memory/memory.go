@@ -219,20 +219,25 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	return e.release(name, owner), nil
+}
+
+// release drops one hold of owner on name; the caller holds e.mu.
+func (e *Engine) release(name, owner string) engine.ReleaseResult {
 	l := e.live(name, e.now())
 	switch {
 	case l == nil:
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		return engine.ReleaseResult{Status: engine.NotHeld}
 	case l.owner != owner:
-		return engine.ReleaseResult{Status: engine.NotOwner}, nil
+		return engine.ReleaseResult{Status: engine.NotOwner}
 	}
 	l.count--
 	if l.count > 0 {
-		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}, nil
+		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	delete(e.locks, name)
 	e.freed(name)
-	return engine.ReleaseResult{Status: engine.Released}, nil
+	return engine.ReleaseResult{Status: engine.Released}
 }
 
 // ForceRelease implements engine.ForceReleaser: it frees the lock whoever

@@ -220,17 +220,22 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return nil
 }
 
-// queueLen counts name's live waiters; the caller holds e.mu.
-func (e *Engine) queueLen(name string, now time.Time) int {
+// liveQueue counts name's live waiters and lists the first
+// engine.MaxQueueListed of them (Info.Queue); the caller holds e.mu.
+func (e *Engine) liveQueue(name string, now time.Time) (int, []engine.Waiter) {
 	n := 0
+	var list []engine.Waiter
 	if q := e.queues[name]; q != nil {
 		for _, w := range q.order {
 			if now.Before(w.deadline) {
 				n++
+				if n <= engine.MaxQueueListed {
+					list = append(list, engine.Waiter{ID: w.id, Waited: now.Sub(w.since)})
+				}
 			}
 		}
 	}
-	return n
+	return n, list
 }
 
 // Capabilities implements engine.Describer: fair, embedded.

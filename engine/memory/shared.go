@@ -231,6 +231,11 @@ func (e *Engine) sharedInfo(name string, s *sharedLock, now time.Time) engine.In
 	info.Held = len(info.Holders) > 0
 	if s.q != nil {
 		info.Waiters = len(s.q.entries)
+		for _, w := range s.q.order {
+			if len(info.Queue) < engine.MaxQueueListed {
+				info.Queue = append(info.Queue, engine.Waiter{ID: w.id, Waited: now.Sub(w.since)})
+			}
+		}
 	}
 	return info
 }

@@ -375,15 +375,21 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
 	n, err := e.runRelease(ctx, name, owner, id)
-	switch {
-	case err != nil:
+	if err != nil {
 		return engine.ReleaseResult{}, err
-	case n >= 0:
-		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
-	case n == -1:
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
-	return engine.ReleaseResult{Status: engine.NotOwner}, nil
+	return releaseResult(n), nil
+}
+
+// releaseResult reads the release script's answer n.
+func releaseResult(n int64) engine.ReleaseResult {
+	switch {
+	case n >= 0:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}
+	case n == -1:
+		return engine.ReleaseResult{Status: engine.NotHeld}
+	}
+	return engine.ReleaseResult{Status: engine.NotOwner}
 }
 
 // Capabilities implements engine.Describer: fair waiting is supported.
@@ -451,12 +457,27 @@ type lockReads struct {
 	queued *goredis.Cmd
 }
 
-// liveWaitersSrc counts the queue entries whose heartbeat deadline (KEYS[1],
-// server time in µs) has not passed: expired ones stay in the queue until
-// the next script on the lock drops them, and must not be counted. EVAL,
-// not EVALSHA: Inspect is not on the lock path, and the script is short.
+// liveWaitersSrc lists the queue's entries whose heartbeat deadline has not
+// passed (expired ones stay in the queue until the next script on the lock
+// drops them, and must not be counted): their count, then up to
+// engine.MaxQueueListed of them in arrival order, each its id and the
+// time since it entered the queue in µs. KEYS are the queue (arrival
+// tickets), its deadlines and its state (see scripts/queue.lua); times are
+// the server's. EVAL, not EVALSHA: Inspect is not on the lock path.
 const liveWaitersSrc = `local t = redis.call('TIME')
-return redis.call('ZCOUNT', KEYS[1], string.format('(%d', tonumber(t[1]) * 1000000 + tonumber(t[2])), '+inf')`
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local out = {0}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local d = redis.call('ZSCORE', KEYS[2], id)
+  if d and tonumber(d) > now then
+    out[1] = out[1] + 1
+    if out[1] <= tonumber(ARGV[1]) then
+      out[#out + 1] = id
+      out[#out + 1] = now - tonumber(redis.call('HGET', KEYS[3], 'w:' .. id) or now)
+    end
+  end
+end
+return out`
 
 // readLock queues on p the reads of the lock name.
 func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string) lockReads {
@@ -465,7 +486,7 @@ func (e *Engine) readLock(ctx context.Context, p goredis.Pipeliner, name string)
 		pttl:   p.PTTL(ctx, e.lockKey(name)),
 		hw:     p.Get(ctx, e.fenceKey(name)),
 		subs:   e.numSub(ctx, p, name),
-		queued: p.Eval(ctx, liveWaitersSrc, []string{e.queueKey(name) + "d"}),
+		queued: p.Eval(ctx, liveWaitersSrc, []string{e.queueKey(name), e.queueKey(name) + "d", e.queueKey(name) + "s"}, engine.MaxQueueListed),
 	}
 }
 
@@ -483,6 +504,23 @@ func (e *Engine) numSub(ctx context.Context, p goredis.Pipeliner, name string) *
 	return cmd
 }
 
+// liveWaiters reads liveWaitersSrc's reply: the count of live waiters and
+// the entries listed.
+func liveWaiters(cmd *goredis.Cmd) (int, []engine.Waiter) {
+	res, _ := cmd.Slice()
+	if len(res) == 0 {
+		return 0, nil
+	}
+	n, _ := res[0].(int64)
+	var queue []engine.Waiter
+	for i := 1; i+1 < len(res); i += 2 {
+		id, _ := res[i].(string)
+		us, _ := res[i+1].(int64)
+		queue = append(queue, engine.Waiter{ID: id, Waited: time.Duration(us) * time.Microsecond})
+	}
+	return int(n), queue
+}
+
 // errNotALock: a string at a lock's key that distlock did not write.
 var errNotALock = errors.New("not a distlock lock")
 
@@ -492,8 +530,8 @@ var errNotALock = errors.New("not a distlock lock")
 func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, err error) {
 	// Waiters: the queue's live entries, and nothing else (an observer's
 	// subscription is counted in Subscribers).
-	queued, _ := r.queued.Int()
-	info = engine.Info{Name: name, Waiters: queued, Subscribers: int(r.subs.Val()[e.channel(name)])}
+	queued, queue := liveWaiters(r.queued)
+	info = engine.Info{Name: name, Waiters: queued, Queue: queue, Subscribers: int(r.subs.Val()[e.channel(name)])}
 	if v, err := r.hw.Result(); err == nil {
 		info.HighWater, _ = strconv.ParseUint(v, 10, 64)
 	}

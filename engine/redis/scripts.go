@@ -13,6 +13,8 @@ var (
 	lockSrc string // decode and encode of the lock's value, for the scripts below
 	//go:embed scripts/queue.lua
 	queueSrc string // the waiter queue, for the scripts that touch it
+	//go:embed scripts/mint.lua
+	mintSrc string // the minting of a fencing token, for the scripts that grant
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/extend.lua
@@ -32,7 +34,7 @@ var (
 )
 
 var (
-	acquireScript      = newScript(include(acquireSrc))
+	acquireScript      = newScript(mintSrc + include(acquireSrc))
 	extendScript       = newScript(lockSrc + takenSrc + extendSrc)
 	releaseScript      = newScript(include(releaseSrc))
 	forceReleaseScript = newScript(lockSrc + queueSrc + takenSrc + forceReleaseSrc)

@@ -106,6 +106,7 @@
     $("stat-acq").textContent = String(sum(s.timeline.acquired));
     $("stat-lost").textContent = String(sum(s.timeline.lost));
     renderLocks(s);
+    renderWaitFor(s.waitfor);
     renderElections(s);
     renderChart(s.timeline);
   }
@@ -178,6 +179,52 @@
     if (!l.held) return "rwlock (free)";
     if (l.mode === "write") return "rwlock (write)";
     return "rwlock (read \u00d7" + holders.length + ")";
+  }
+
+  // renderWaitFor shows the wait-for graph's edges, and each cycle (a
+  // deadlock across names) as an alert that names its owners and waits.
+  function renderWaitFor(g) {
+    const edges = (g && g.edges) || [], cycles = (g && g.cycles) || [];
+    const box = $("cycles");
+    box.textContent = "";
+    for (const c of cycles) {
+      const div = document.createElement("div");
+      div.className = "cycle";
+      const title = document.createElement("strong");
+      title.textContent = "Deadlock: a cycle of " + c.edges.length + " owners";
+      div.appendChild(title);
+      const ul = document.createElement("ul");
+      for (const e of c.edges) {
+        const li = document.createElement("li");
+        li.textContent = e.from.id + " waits for " + e.lock + " (" + fmtDuration(e.waited_ms) + ") held by " + e.to.id;
+        ul.appendChild(li);
+      }
+      div.appendChild(ul);
+      box.appendChild(div);
+    }
+    const body = $("waitfor-body");
+    body.textContent = "";
+    if (edges.length === 0) {
+      const tr = document.createElement("tr");
+      tr.className = "empty";
+      cell(tr, "", "nobody waits for a lock held by a known owner").colSpan = 5;
+      body.appendChild(tr);
+    }
+    const inCycle = new Set();
+    for (const c of cycles) for (const e of c.edges) inCycle.add(e.from.id + "\u0000" + e.lock);
+    for (const e of edges) {
+      const tr = document.createElement("tr");
+      if (inCycle.has(e.from.id + "\u0000" + e.lock)) tr.className = "in-cycle";
+      cell(tr, "holder", e.from.id, "waiter's owner (fingerprint)");
+      cell(tr, "name", e.lock);
+      cell(tr, "holder", e.to.id, "holder's owner (fingerprint)");
+      cell(tr, "num", fmtDuration(e.waited_ms));
+      cell(tr, "num", e.holder_ttl_ms < 0 ? "never" : fmtDuration(e.holder_ttl_ms || 0));
+      body.appendChild(tr);
+    }
+    const notes = [];
+    if (g && g.queue_unknown) notes.push("this engine does not list its waiters: some waits cannot be drawn");
+    $("waitfor-note").textContent = notes.join("; ");
   }
 
   function renderElections(s) {

@@ -33,7 +33,7 @@
 --
 -- The lock's and the queue's functions (lock.lua, queue.lua) are defined
 -- (their closures built, on every run) only on the paths that need them:
--- the grant of a free lock without a queue builds none and runs EXISTS
+-- the grant of a free lock without a queue builds only mint.lua's and runs EXISTS
 -- (of the lock, its queue and the shared lock's holders), the minting
 -- (INCR, and TIME and SET for the time floor) and SET; a refusal of a
 -- caller outside the queue and a re-entry build only the lock's.
@@ -134,40 +134,11 @@ if n > 0 then
     return {1, s.t, s.c}
   end
 end
--- token = max(high-water + 1, server clock in µs): the time floor. Tokens
--- never run ahead of the clock of the server that minted them (every grant
--- takes longer than a microsecond), so a token stays above the ones a
--- failover to a replica lost, or a restart from a lagging file, as long as
--- the new master's clock is not behind the old one's by more than the time
--- between the grants.
--- With the floor off (ARGV[7] '0'), token = high-water + 1, seeded from
--- the clock only when there is no high-water (first grant, FLUSHALL, a
--- restart without persistence, its ttl ran out): a stale high-water
--- repeats tokens.
-local fence = KEYS[#KEYS]
-local token = redis.pcall('INCR', fence)
-if type(token) ~= 'number' or token > 9007199254740991 then
-  -- Past 2^53-1 (engine.MaxToken), or past INCR's range: a high-water
-  -- written by hand. Undone, and refused as exhausted, never granted with
-  -- a token clients cannot hold exactly.
-  if type(token) == 'number' then
-    redis.call('DECR', fence)
-  end
+-- The token (mint.lua): refused as exhausted past 2^53-1.
+local token = mint(KEYS[#KEYS], ARGV[4], ARGV[7])
+if not token then
   return redis.error_reply('DISTLOCK fence exhausted')
 end
-if token == 1 then
-  local t = redis.call('TIME')
-  token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  redis.call('SET', fence, string.format('%d', token), 'PX', ARGV[4])
-elseif ARGV[7] ~= '0' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if now > token then
-    token = now
-    redis.call('SET', fence, string.format('%d', token), 'KEEPTTL')
-  end
-end
-token = string.format('%d', token) -- exact: Lua's own rendering is %.14g
 -- While waiters queue, the grant is marked: its release wakes the head.
 local v
 if ARGV[3] == '' and ARGV[5] == ARGV[1] then

@@ -1,0 +1,213 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// MaxSetSize is the most names one AcquireAll, TryAcquireAll or DoAll
+// takes.
+const MaxSetSize = 64
+
+// AcquireAll waits until every lock of names is granted to the caller, or
+// ctx ends, and returns them as one LeaseSet: all or nothing. The caller
+// never holds part of the set: when the call fails (ctx ended, the Client
+// closed, a backend failed) every name it took is released and every
+// queue it entered is left before it returns.
+//
+// It first asks for the whole set in one atomic step where the engine can
+// (engine.MultiAcquirer: memory, Redis when every name is on one node):
+// granted when every name is free and nobody queues for it, one round
+// trip. Otherwise, and on engines that cannot, it takes the names one by
+// one in sorted order, each as Acquire does (entering the name's waiter
+// queue, WithFair honoured), holding the names already taken while it
+// waits for the next. Every set goes in the same order, so sets that share
+// names never wait for each other in a cycle: no deadlock. See
+// docs/API.md, "Sets of locks".
+//
+// Options apply to every member (WithTTL, WithAutoRenew, WithMetadata,
+// WithFair); WithOwner is refused: each member has its own random owner
+// token (LeaseSet.Owner). Names must be distinct, 1 to MaxSetSize of them;
+// bad input is an *ArgumentError and changes nothing. When ctx ends, the
+// error is Acquire's *WaitError for the name the set was waiting for.
+func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option) (*LeaseSet, error) {
+	return c.acquireAll(ctx, names, opts, true)
+}
+
+// TryAcquireAll makes one attempt at the whole set, all or nothing. When a
+// name is held by another owner (or kept for the waiters queued for it) it
+// returns that name's *LockedError (matching ErrLocked), having taken
+// nothing and entered no queue. Its input is checked as AcquireAll's.
+func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Option) (*LeaseSet, error) {
+	return c.acquireAll(ctx, names, opts, false)
+}
+
+// DoAll acquires every lock of names (waiting as AcquireAll does), runs fn
+// under them and releases them, as Do does for one lock: fn's context is
+// cancelled when ctx ends or any member is lost, and the error joins fn's,
+// the loss and a failed release.
+func (c *Client) DoAll(ctx context.Context, names []string, fn func(ctx context.Context) error, opts ...Option) error {
+	if fn == nil {
+		return &ArgumentError{Arg: "fn", Reason: "nil"}
+	}
+	s, err := c.AcquireAll(ctx, names, opts...)
+	if err != nil {
+		return err
+	}
+	return runHeld(ctx, s, fn)
+}
+
+// checkSet checks the names of a set and returns them sorted; it changes
+// nothing.
+func (c *Client) checkSet(ctx context.Context, names []string) ([]string, error) {
+	switch {
+	case len(names) == 0:
+		return nil, &ArgumentError{Arg: "names", Reason: "empty: a set needs at least one name"}
+	case len(names) > MaxSetSize:
+		return nil, &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%d names; a set takes at most %d", len(names), MaxSetSize)}
+	}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	for i, name := range sorted {
+		if err := c.check(ctx, name); err != nil {
+			return nil, err
+		}
+		if i > 0 && sorted[i-1] == name {
+			return nil, &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q appears more than once", name)}
+		}
+	}
+	return sorted, nil
+}
+
+func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, wait bool) (*LeaseSet, error) {
+	sorted, err := c.checkSet(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	if err := c.checkOptions(&o); err != nil {
+		return nil, err
+	}
+	if o.owner != "" {
+		return nil, &ArgumentError{Arg: "owner", Reason: "WithOwner is not for sets: each member gets its own random owner"}
+	}
+	if wait && o.fair && !engine.CapabilitiesOf(c.eng).Fair {
+		return nil, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
+	}
+	if err := c.begin(ctx, sorted[0]); err != nil {
+		return nil, err
+	}
+	defer c.endCall()
+	if ma, ok := c.eng.(engine.MultiAcquirer); ok {
+		s, err := c.acquireAtomic(ctx, ma, sorted, o)
+		switch {
+		case s != nil:
+			return s, nil
+		case !wait && errors.Is(err, engine.ErrNotAtomic):
+			return c.acquireOrdered(ctx, sorted, opts, false)
+		case !wait || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
+			return nil, err
+		}
+		// Refused (or the attempt failed): wait, one name at a time.
+	}
+	return c.acquireOrdered(ctx, sorted, opts, wait)
+}
+
+// acquireAtomic asks for the set in one step. It returns the set, or the
+// refusal (the blocking name's *LockedError), or the failure; an
+// engine.ErrNotAtomic when the engine cannot take these names at once.
+func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sorted []string, o options) (*LeaseSet, error) {
+	owner := c.owners.next()
+	rs := make([]engine.AcquireRequest, len(sorted))
+	for i, name := range sorted {
+		rs[i] = engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, OneOff: true, TTL: o.ttl, Metadata: o.metadata}
+	}
+	start := time.Now()
+	mg, err := ma.AcquireMulti(ctx, rs)
+	switch {
+	case errors.Is(err, engine.ErrNotAtomic):
+		return nil, err
+	case err != nil && (isArgument(err) || engine.IsPermanent(c.eng, err)):
+		return nil, c.backendErr(ctx, "acquire", sorted[0], err)
+	case err != nil:
+		// The set may have been granted all the same (a lost reply).
+		for _, name := range sorted {
+			c.cleanup(name, owner, false)
+		}
+		return nil, c.backendErr(ctx, "acquire", sorted[0], err)
+	case !mg.Acquired:
+		if mg.Blocked < 0 || mg.Blocked >= len(sorted) {
+			return nil, &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errShortReply}
+		}
+		g := mg.Grant
+		return nil, &LockedError{Name: sorted[mg.Blocked], TTL: g.HolderTTL, Queued: g.Reserved}
+	case len(mg.Tokens) != len(sorted):
+		for _, name := range sorted {
+			c.cleanup(name, owner, false)
+		}
+		return nil, &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errShortReply}
+	}
+	members := make([]*Lease, len(sorted))
+	for i, name := range sorted {
+		members[i] = newLease(c, ctx, name, owner, mg.Tokens[i], o, start)
+	}
+	if !c.skipValidity && !time.Now().Before(start.Add(o.ttl-drift(o.ttl))) {
+		err = &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errValidityUsedUp}
+	} else if !c.trackAll(members) {
+		err = ErrClosed
+	}
+	if err != nil {
+		for _, name := range sorted {
+			c.cleanup(name, owner, false)
+		}
+		return nil, err
+	}
+	for _, l := range members {
+		l.start()
+		c.obs.Acquired(l.name, time.Since(start), false)
+	}
+	return newLeaseSet(c, ctx, members), nil
+}
+
+// trackAll registers the leases of a set, all or none (none when the
+// Client is closed).
+func (c *Client) trackAll(leases []*Lease) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	for _, l := range leases {
+		c.leases[l] = struct{}{}
+	}
+	return true
+}
+
+// acquireOrdered takes the names one by one in sorted order (Acquire when
+// wait, else TryAcquire), and on the first failure releases what it took
+// (nothing stays held, and Acquire left each queue it entered).
+func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, wait bool) (*LeaseSet, error) {
+	members := make([]*Lease, 0, len(sorted))
+	for _, name := range sorted {
+		var l *Lease
+		var err error
+		if wait {
+			l, err = c.Acquire(ctx, name, opts...)
+		} else {
+			l, err = c.TryAcquire(ctx, name, opts...)
+		}
+		if err != nil {
+			if len(members) > 0 {
+				_ = releaseLeases(ctx, members)
+			}
+			return nil, err
+		}
+		members = append(members, l)
+	}
+	return newLeaseSet(c, ctx, members), nil
+}

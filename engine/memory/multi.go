@@ -1,0 +1,68 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// ReleaseMulti implements engine.MultiReleaser: every release under the
+// engine's one lock.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]engine.ReleaseResult, len(names))
+	for i, name := range names {
+		out[i] = e.release(name, owners[i])
+	}
+	return out, nil
+}
+
+// AcquireMulti implements engine.MultiAcquirer: under the engine's one
+// lock, every name is checked (free, nobody queued, no shared holder) and
+// its next token computed before any is granted, so a refusal or an
+// exhausted fence changes nothing.
+func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.check(ctx); err != nil {
+		return engine.MultiGrant{}, err
+	}
+	now := e.now()
+	e.sweep(now)
+	tokens := make([]uint64, len(rs))
+	for i, r := range rs {
+		if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
+			return engine.MultiGrant{}, engine.KindError(r.Name, sl.kind, 0)
+		}
+		if l := e.live(r.Name, now); l != nil {
+			return engine.MultiGrant{Blocked: i, Grant: engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}}, nil
+		}
+		if q := e.settle(r.Name, now); q != nil {
+			// Free, but waiters queue for it: a set does not go ahead of them.
+			left := engine.ReserveTTL
+			if q.reserved != nil {
+				left = q.until.Sub(now)
+			}
+			return engine.MultiGrant{Blocked: i, Grant: engine.Grant{HolderTTL: left, Reserved: true}}, nil
+		}
+		token, err := e.next(r.Name, now)
+		if err != nil {
+			return engine.MultiGrant{}, err
+		}
+		tokens[i] = token
+	}
+	for i, r := range rs {
+		e.locks[r.Name] = &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, tokens[i], now),
+			metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+	}
+	return engine.MultiGrant{Acquired: true, Tokens: tokens}, nil
+}

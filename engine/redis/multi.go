@@ -1,0 +1,123 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
+)
+
+//go:embed scripts/multi.lua
+var multiSrc string
+
+var multiScript = newScript(lockSrc + mintSrc + multiSrc)
+
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// ReleaseMulti implements engine.MultiReleaser: the release scripts, each
+// with its lock's queue keys (a marked lock wakes its queue), in one
+// pipeline: one round trip, one per node on Cluster.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	cmds, err := pipeline(ctx, e.client, []*script{releaseScript}, func(p goredis.Pipeliner) []*goredis.Cmd {
+		cmds := make([]*goredis.Cmd, len(names))
+		for i, name := range names {
+			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(name, owners[i], e.releaseID(), true))
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.ReleaseResult, len(names))
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = releaseResult(n)
+	}
+	return out, nil
+}
+
+// AcquireMulti implements engine.MultiAcquirer: one script, one round trip,
+// when every name's keys are on one node. That is always the case on a
+// standalone or Sentinel-managed server (a *goredis.Client); on Cluster
+// (or any other client) only when every name has the same hash tag
+// (sameSlot), else it answers engine.ErrNotAtomic and changes nothing.
+func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	if len(rs) == 0 {
+		return engine.MultiGrant{Acquired: true}, nil
+	}
+	if _, single := e.client.(*goredis.Client); !single && !sameSlot(rs) {
+		return engine.MultiGrant{}, fmt.Errorf("%w: the names are in different Redis Cluster hash slots", engine.ErrNotAtomic)
+	}
+	keys := make([]string, 0, 5*len(rs))
+	for _, r := range rs {
+		k := e.keys(r.Name) // lock, queue, :qd, :qs, fence
+		keys = append(keys, k[0], k[1], e.prefix+"{"+r.Name+"}"+keySuffixes[5], e.prefix+"{"+r.Name+"}"+keySuffixes[6], k[4])
+	}
+	r0 := rs[0]
+	floor := ""
+	if e.noFloor != "" {
+		floor = "0"
+	}
+	res, err := e.batch.run(ctx, multiScript, keys, r0.Owner, ms(r0.TTL), r0.Metadata, e.fenceMS, floor).Result()
+	if err != nil {
+		return engine.MultiGrant{}, sharedError(err, r0.Name, 0, 0, 0)
+	}
+	a, ok := res.([]any)
+	if !ok || len(a) == 0 {
+		return engine.MultiGrant{}, fmt.Errorf("acquire multi: unexpected reply %v", res)
+	}
+	if a[0] == int64(1) {
+		if len(a) != len(rs)+1 {
+			return engine.MultiGrant{}, fmt.Errorf("acquire multi: %d tokens for %d names", len(a)-1, len(rs))
+		}
+		tokens := make([]uint64, len(rs))
+		for i := range rs {
+			if tokens[i], err = parseToken(a[i+1]); err != nil {
+				return engine.MultiGrant{}, err
+			}
+		}
+		return engine.MultiGrant{Acquired: true, Tokens: tokens}, nil
+	}
+	if len(a) != 4 {
+		return engine.MultiGrant{}, fmt.Errorf("acquire multi: unexpected reply %v", res)
+	}
+	i, _ := a[1].(int64)
+	holder, _ := a[2].(string)
+	pttl, _ := a[3].(int64)
+	g := engine.Grant{Holder: holder, HolderTTL: time.Duration(pttl) * time.Millisecond}
+	if holder == "" {
+		g.Reserved, g.HolderTTL = true, engine.ReserveTTL
+	}
+	return engine.MultiGrant{Blocked: int(i) - 1, Grant: g}, nil
+}
+
+// sameSlot reports whether every name of rs has the same Redis Cluster
+// hash tag in the engine's keys (prefix{NAME}...: the name up to its first
+// '}'), so that all their keys are in one slot. Names whose tags differ
+// may share a slot too; they are not taken in one script all the same.
+func sameSlot(rs []engine.AcquireRequest) bool {
+	tag := func(name string) string {
+		if i := strings.IndexByte(name, '}'); i >= 0 {
+			return name[:i]
+		}
+		return name
+	}
+	t := tag(rs[0].Name)
+	for _, r := range rs[1:] {
+		if tag(r.Name) != t {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,39 @@
+-- mint returns the next fencing token of the high-water key fence, as a
+-- string (exact: Lua's own rendering is %.14g), or nil when it is
+-- exhausted. fenceTTL is the high-water's ttl in ms; floor '0' turns the
+-- time floor off. The acquire and multi scripts mint with it.
+--
+-- token = max(high-water + 1, server clock in µs): the time floor. Tokens
+-- never run ahead of the clock of the server that minted them (every grant
+-- takes longer than a microsecond), so a token stays above the ones a
+-- failover to a replica lost, or a restart from a lagging file, as long as
+-- the new master's clock is not behind the old one's by more than the time
+-- between the grants.
+-- With the floor off, token = high-water + 1, seeded from the clock only
+-- when there is no high-water (first grant, FLUSHALL, a restart without
+-- persistence, its ttl ran out): a stale high-water repeats tokens.
+local function mint(fence, fenceTTL, floor)
+  local token = redis.pcall('INCR', fence)
+  if type(token) ~= 'number' or token > 9007199254740991 then
+    -- Past 2^53-1 (engine.MaxToken), or past INCR's range: a high-water
+    -- written by hand. Undone, and refused as exhausted, never granted
+    -- with a token clients cannot hold exactly.
+    if type(token) == 'number' then
+      redis.call('DECR', fence)
+    end
+    return nil
+  end
+  if token == 1 then
+    local t = redis.call('TIME')
+    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', fence, string.format('%d', token), 'PX', fenceTTL)
+  elseif floor ~= '0' then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if now > token then
+      token = now
+      redis.call('SET', fence, string.format('%d', token), 'KEEPTTL')
+    end
+  end
+  return string.format('%d', token)
+end

@@ -1,0 +1,59 @@
+-- Grants every lock of a set to ARGV[1] for ARGV[2] ms, or none
+-- (engine.MultiAcquirer). KEYS: five per name, as acquire.lua's short form
+-- takes them: the lock, its queue, the shared lock's hash and holders, the
+-- fencing high-water. ARGV: owner (a one-off owner, its own attempt id),
+-- ttl ms, metadata, high-water ttl ms, time floor ('0' turns it off).
+-- A name is taken only when its lock is free, nobody queues for it and no
+-- live shared holder has it. Every name is checked before any is granted:
+-- a refusal answers {0, i, holder, pttl} for the first name i (1-based)
+-- that is held ('' and 0 when it is free but waiters queue), a shared
+-- holder the error reply 'DISTLOCK kind <k>', having changed nothing.
+-- A grant answers {1, token...}, one token per name in order, each minted
+-- by mint.lua, as acquire.lua mints it. A fence past 2^53-1 undoes the set's
+-- grants so far and answers 'DISTLOCK fence exhausted'.
+local now
+for i = 0, #KEYS / 5 - 1 do
+  local L, Q, S, SH = KEYS[i * 5 + 1], KEYS[i * 5 + 2], KEYS[i * 5 + 3], KEYS[i * 5 + 4]
+  local n = redis.call('EXISTS', L, Q, SH)
+  if n > 0 then
+    if redis.call('EXISTS', SH) == 1 then
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      end
+      if redis.call('ZCOUNT', SH, string.format('(%d', now), '+inf') > 0 then
+        local k = redis.call('HGET', S, 'k')
+        if k then
+          return redis.error_reply('DISTLOCK kind ' .. k)
+        end
+      end
+    end
+    local v = redis.call('GET', L)
+    if v then
+      return {0, i + 1, decode(v).o, redis.call('PTTL', L)}
+    end
+    if redis.call('EXISTS', Q) == 1 then
+      return {0, i + 1, '', 0}
+    end
+  end
+end
+local out = {1}
+for i = 0, #KEYS / 5 - 1 do
+  local L, fence = KEYS[i * 5 + 1], KEYS[i * 5 + 5]
+  local token = mint(fence, ARGV[4], ARGV[5])
+  if not token then
+    for j = 0, i - 1 do
+      redis.call('DEL', KEYS[j * 5 + 1])
+    end
+    return redis.error_reply('DISTLOCK fence exhausted')
+  end
+  local v
+  if ARGV[3] == '' then
+    v = token .. ' ' .. ARGV[1]
+  else
+    v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[1]})
+  end
+  redis.call('SET', L, v, 'PX', ARGV[2])
+  out[#out + 1] = token
+end
+return out
