@@ -34,7 +34,7 @@ var errValidityUsedUp = errors.New("grant arrived after its validity was used up
 // wait returns within a small overrun of ctx's deadline on every engine
 // (see docs/ARCHITECTURE.md, "Waiting").
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	return c.observed(ctx, name, opts, true)
+	return c.observed(ctx, name, opts, waitForIt)
 }
 
 // TryAcquire makes one attempt. When another owner holds the lock it returns
@@ -42,14 +42,14 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 // has left. It never enters a waiter queue, and it is refused a free lock
 // that is kept for queued waiters (LockedError.Queued).
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	return c.observed(ctx, name, opts, false)
+	return c.observed(ctx, name, opts, tryOnce)
 }
 
 // observed runs acquire and reports it to the Observer.
-func (c *Client) observed(ctx context.Context, name string, opts []Option, wait bool) (*Lease, error) {
+func (c *Client) observed(ctx context.Context, name string, opts []Option, p policy) (*Lease, error) {
 	start := time.Now()
 	var ob observation
-	l, contended, err := c.acquire(ctx, name, opts, wait, &ob)
+	l, contended, err := c.acquire(ctx, name, opts, p, &ob)
 	ob.end(l, err, time.Since(start))
 	switch {
 	case err == nil:
@@ -60,10 +60,31 @@ func (c *Client) observed(ctx context.Context, name string, opts []Option, wait 
 	return l, err
 }
 
+// policy is how an acquire call attempts: once (TryAcquire), or until
+// granted or ctx ends (Acquire).
+type policy int
+
+const (
+	tryOnce policy = iota
+	waitForIt
+)
+
+// failPolicy is what a grant that fails locally (validity used up, Client
+// closed) does with the hold it was given.
+type failPolicy int
+
+const (
+	// dropHold releases it: the call's own attempt added it.
+	dropHold failPolicy = iota
+	// keepHold leaves it: it was there before (Attach).
+	keepHold
+)
+
 // acquire is one attempt (TryAcquire), or attempts under a waiting policy:
 // the engine's queue when it has one (queuewait.go), else the Client's own
 // turns (turn.go) around the wait loop (wait.go).
-func (c *Client) acquire(ctx context.Context, name string, opts []Option, wait bool, ob *observation) (_ *Lease, contended bool, _ error) {
+func (c *Client) acquire(ctx context.Context, name string, opts []Option, p policy, ob *observation) (_ *Lease, contended bool, _ error) {
+	wait := p == waitForIt
 	if err := c.begin(ctx, name); err != nil {
 		return nil, false, err
 	}
@@ -201,7 +222,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	a.queued = a.queued || g.Queued
 	switch {
 	case err == nil && g.Acquired:
-		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, true)
+		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, dropHold)
 		if err == nil {
 			l.reentered = g.Count > 1
 			return l, nil
@@ -284,10 +305,10 @@ func (a *attempt) giveUp(why error) error {
 // grant turns a confirmed grant (or, for Attach, extension) sent at sent into
 // a Lease. When the validity was used up before the reply arrived, or the
 // client was closed meanwhile, it fails, and drops the hold that acquire
-// added (own is true).
-func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, own bool) (*Lease, error) {
+// added when onFail is dropHold.
+func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, onFail failPolicy) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
-		if own {
+		if onFail == dropHold {
 			c.cleanup(name, owner, o.shared())
 		}
 		return nil, err

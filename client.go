@@ -44,6 +44,7 @@ const DefaultReleaseTimeout = 5 * time.Second
 // on one Redis). The engine stays its creator's to close, after the Clients.
 type Client struct {
 	eng            engine.Engine
+	ownsEng        bool // Open made eng: Close closes it
 	node           string
 	releaseTimeout time.Duration
 	failureBudget  time.Duration // WithBackendFailureBudget
@@ -182,8 +183,9 @@ func (c *Client) ForceReleaseHolder(ctx context.Context, name, owner string) err
 // on the Client (they return an error matching ErrClosed), releases every
 // lease the Client still holds and stops the watchdog; later calls fail with
 // ErrClosed. Leases it released report ErrReleased. When Close returns, the
-// Client sends nothing more to the engine. It does not close the engine.
-// Close is idempotent.
+// Client sends nothing more to the engine. It does not close the engine
+// of New; it closes the engine (and its connections) of Open, and returns
+// the engine's error. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -215,6 +217,9 @@ func (c *Client) Close() error {
 	wg.Wait()
 	c.renew.close()
 	c.bg.Wait()
+	if c.ownsEng {
+		return c.eng.Close()
+	}
 	return nil
 }
 

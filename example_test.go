@@ -122,3 +122,22 @@ func ExampleClient_Attach() {
 	fmt.Println(again.Token() == lease.Token(), again.Release(ctx))
 	// Output: true <nil>
 }
+
+// Open takes a backend by URL; the engine packages a program imports
+// register their schemes (mem:// here: engine/memory, imported above).
+func ExampleOpen() {
+	ctx := context.Background()
+	client, err := distlock.Open(ctx, "mem://") // or "redis://:secret@10.0.0.5:6379/0", "etcd://a:2379,b:2379", ...
+	if err != nil {
+		fmt.Println(err) // errors.Is(err, distlock.ErrInvalidArgument) for a URL that cannot be used
+		return
+	}
+	defer client.Close() // closes the connections Open made
+	lease, err := client.TryAcquire(ctx, "nightly-report")
+	fmt.Println(err, lease.Token() > 0)
+	_, err = distlock.Open(ctx, "mem://?ttl=1s")
+	fmt.Println(errors.Is(err, distlock.ErrInvalidArgument))
+	// Output:
+	// <nil> true
+	// true
+}

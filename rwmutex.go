@@ -37,22 +37,22 @@ func (rw *RWMutex) Name() string { return rw.name }
 
 // RLock waits for the read side. Options are Acquire's.
 func (rw *RWMutex) RLock(ctx context.Context, opts ...Option) (*Lease, error) {
-	return rw.c.observed(ctx, rw.name, rw.options(opts, 1), true)
+	return rw.c.observed(ctx, rw.name, rw.options(opts, 1), waitForIt)
 }
 
 // TryRLock makes one attempt at the read side.
 func (rw *RWMutex) TryRLock(ctx context.Context, opts ...Option) (*Lease, error) {
-	return rw.c.observed(ctx, rw.name, rw.options(opts, 1), false)
+	return rw.c.observed(ctx, rw.name, rw.options(opts, 1), tryOnce)
 }
 
 // Lock waits for the write side. Options are Acquire's.
 func (rw *RWMutex) Lock(ctx context.Context, opts ...Option) (*Lease, error) {
-	return rw.c.observed(ctx, rw.name, rw.options(opts, engine.RWPermits), true)
+	return rw.c.observed(ctx, rw.name, rw.options(opts, engine.RWPermits), waitForIt)
 }
 
 // TryLock makes one attempt at the write side.
 func (rw *RWMutex) TryLock(ctx context.Context, opts ...Option) (*Lease, error) {
-	return rw.c.observed(ctx, rw.name, rw.options(opts, engine.RWPermits), false)
+	return rw.c.observed(ctx, rw.name, rw.options(opts, engine.RWPermits), tryOnce)
 }
 
 // Inspect lists the holders (Info.Holders: a writer has weight

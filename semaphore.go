@@ -53,13 +53,13 @@ func (s *Semaphore) Limit() int { return s.limit }
 // WithOwner, WithMetadata, WithAutoRenew) and WithWeight; WithFair changes
 // nothing: a semaphore is always first come, first served.
 func (s *Semaphore) Acquire(ctx context.Context, opts ...Option) (*Lease, error) {
-	return s.c.observed(ctx, s.name, s.options(opts), true)
+	return s.c.observed(ctx, s.name, s.options(opts), waitForIt)
 }
 
 // TryAcquire makes one attempt. When the permits are not free, or others
 // wait for them (LockedError.Queued), it returns a *LockedError.
 func (s *Semaphore) TryAcquire(ctx context.Context, opts ...Option) (*Lease, error) {
-	return s.c.observed(ctx, s.name, s.options(opts), false)
+	return s.c.observed(ctx, s.name, s.options(opts), tryOnce)
 }
 
 // options adds the semaphore's kind and limit, and the default weight.

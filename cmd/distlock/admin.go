@@ -64,7 +64,7 @@ func toJSON(i engine.Info) infoJSON {
 func (a *app) cmdStatus(args []string) int {
 	const cmd = "status"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
@@ -109,8 +109,8 @@ func (a *app) cmdStatus(args []string) int {
 	}
 	if q, ok := b.eng.(*quorum.Engine); ok {
 		fmt.Fprintf(w, "nodes:\t\n")
-		for i, n := range q.InspectNodes(ctx, name) {
-			addr := b.addrs[i]
+		for _, n := range q.InspectNodes(ctx, name) {
+			addr := n.Node
 			ni, err := n.Info, n.Err
 			switch {
 			case err != nil:
@@ -133,7 +133,7 @@ func (a *app) cmdStatus(args []string) int {
 func (a *app) cmdList(args []string) int {
 	const cmd = "list"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "[PREFIX]"); !ok {
@@ -260,7 +260,7 @@ type leakJSON struct {
 func (a *app) cmdLeaks(args []string) int {
 	const cmd = "leaks"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	maxTTL := durationFlag(fs, "max-ttl", defaultMaxTTL)
 	pos, err := parseInterspersed(fs, args)
@@ -397,7 +397,7 @@ func findLeaks(ctx context.Context, f engine.LeakFinder, prefix string, maxTTL t
 func (a *app) cmdForceRelease(args []string) int {
 	const cmd = "force-release"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	yes := boolFlag(fs, "y", "yes")
 	owner := stringFlag(fs, "", "owner")
 	pos, err := parseInterspersed(fs, args)

@@ -4,28 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+	"github.com/distlock/distlock/engine/quorum"
 	"github.com/distlock/distlock/engine/remote"
 )
 
-// Environment variables that choose the backend.
+// Environment variables that choose the backend: DISTLOCK_URL takes any
+// backend URL; the others are the older, per-backend settings, each mapped
+// to a URL (backendURL).
 const (
-	envRedis  = "DISTLOCK_REDIS"
-	envServer = "DISTLOCK_SERVER"
+	envURL            = "DISTLOCK_URL"
+	envRedis          = "DISTLOCK_REDIS"
+	envServer         = "DISTLOCK_SERVER"
+	envEtcd           = "DISTLOCK_ETCD"
+	envPostgres       = "DISTLOCK_POSTGRES"
+	envPostgresSchema = "DISTLOCK_POSTGRES_SCHEMA"
+	envZooKeeper      = "DISTLOCK_ZOOKEEPER"
 )
 
 // pingTimeout bounds the first round trip, which tells an unreachable
 // backend from a busy lock before any waiting starts. A command's wait
 // budget (--wait) bounds it too: see acquireWith.
 const pingTimeout = 5 * time.Second
+
+// checkName is the lock name the first round trip inspects.
+const checkName = "distlock-cli-check"
+
+// fullBuildHint says how to get a distlock that speaks etcd and PostgreSQL.
+const fullBuildHint = "this distlock was built without %s support (it keeps the first build fast): " +
+	"build it with -tags full: go install -tags full ./cmd/distlock (or go run -tags full ./cmd/distlock %s)"
 
 // interrupted returns ctx's error when ctx was cancelled (a signal), nil
 // when it is live or its deadline (a wait budget) passed: a check cut
@@ -39,6 +54,9 @@ func interrupted(ctx context.Context) error {
 
 // backendHelp documents the backend settings, for the help texts.
 const backendHelp = `Backend (every command but demo):
+  DISTLOCK_URL=URL (or --backend URL)   any backend by URL (docs/CLI.md lists them):
+                 mem:// redis:// rediss:// redis+cluster:// redis+sentinel://
+                 redlock://h1,h2,h3 distlock:// distlocks:// etcd:// postgres://
   DISTLOCK_REDIS=redis://[[user]:password@]host:6379[/db]   one Redis server
                  (rediss:// for TLS); --redis URL overrides it.
   DISTLOCK_REDIS=redis-cluster://host:6379?addr=host2:6379&addr=host3:6379
@@ -56,26 +74,24 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
                  schema DISTLOCK_POSTGRES_SCHEMA (default distlock), made once
                  with 'distlock postgres init'.
-` + zookeeperHelp
+  DISTLOCK_ZOOKEEPER=host:2181[,host2:2181...]   a ZooKeeper ensemble: a ttl
+                 may not exceed the session timeout it grants (40s asked).
+  etcd, PostgreSQL and ZooKeeper need the full build: go install -tags full ./cmd/distlock
+`
 
 // backend is an open connection to the lock backend.
 type backend struct {
 	client *distlock.Client
-	eng    engine.Engine   // one node, or the quorum of all nodes
-	nodes  []engine.Engine // the node engines, in the order of rdbs
-	rdbs   []goredis.UniversalClient
-	addrs  []string // of rdbs, for messages: "10.0.0.5:6379" or "cluster a:6379,b:6379"
-	where  string   // for messages: "redis 10.0.0.5:6379"
-	// closers close what else the backend opened (an etcd client).
-	closers []func()
+	eng    engine.Engine // opened by URL: its Close closes its connections
+	where  string        // for messages: "Redis at 10.0.0.5:6379"
 }
 
 // connect opens the backend of a one-shot command (see openBackend) with a
 // context that SIGINT and SIGTERM cancel. done closes the backend
 // (keepLeases: see backend.close) and stops the signal handling.
-func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Context, b *backend, done func(), err error) {
+func (a *app) connect(cmd, flagURL string, keepLeases bool) (ctx context.Context, b *backend, done func(), err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	b, err = a.openBackend(ctx, cmd, redisURL)
+	b, err = a.openBackend(ctx, cmd, flagURL)
 	if err != nil {
 		stop()
 		return nil, nil, nil, err
@@ -86,180 +102,231 @@ func (a *app) connect(cmd, redisURL string, keepLeases bool) (ctx context.Contex
 	}, nil
 }
 
-// openBackend connects to the backend that the --redis flag (if not empty)
-// or the environment names, and checks that it answers. Several URLs make a
-// Redlock quorum; a majority of them must answer (see openNodes). Its errors are *cliError
-// with the exit code and a hint.
+// openBackend opens the backend that the --redis or --backend flag (if not
+// empty) or the environment names, and checks that it answers (see
+// checkBackend). Its errors are *cliError with the exit code and a hint.
 func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, error) {
-	if servers := strings.TrimSpace(a.getenv(envZooKeeper)); servers != "" && strings.TrimSpace(flagURL) == "" {
-		for _, other := range []string{envRedis, envServer, envEtcd, envPostgres} {
-			if strings.TrimSpace(a.getenv(other)) != "" {
-				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envZooKeeper, other)
-			}
-		}
-		return a.openZooKeeper(ctx, servers)
-	}
-	if url := strings.TrimSpace(a.getenv(envPostgres)); url != "" && strings.TrimSpace(flagURL) == "" {
-		for _, other := range []string{envRedis, envServer, envEtcd} {
-			if strings.TrimSpace(a.getenv(other)) != "" {
-				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envPostgres, other)
-			}
-		}
-		return a.openPostgres(ctx, url)
-	}
-	if eps := strings.TrimSpace(a.getenv(envEtcd)); eps != "" && strings.TrimSpace(flagURL) == "" {
-		for _, other := range []string{envRedis, envServer} {
-			if strings.TrimSpace(a.getenv(other)) != "" {
-				return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envEtcd, other)
-			}
-		}
-		return a.openEtcd(ctx, eps)
-	}
-	if srv := strings.TrimSpace(a.getenv(envServer)); srv != "" && strings.TrimSpace(flagURL) == "" {
-		if strings.TrimSpace(a.getenv(envRedis)) != "" {
-			return nil, usageErr("both %s and %s are set: unset one of them (or pass --redis URL to use Redis).", envRedis, envServer)
-		}
-		return a.openServer(ctx, srv)
-	}
-	urls, err := a.redisURLs(cmd, flagURL)
+	u, setting, err := a.backendURL(flagURL)
 	if err != nil {
 		return nil, err
 	}
+	return a.openURL(ctx, u, setting)
+}
+
+// backendURL maps the flag or the one backend setting of the environment
+// to a backend URL, and names the setting it came from, for messages.
+func (a *app) backendURL(flagURL string) (u, setting string, err error) {
+	if u := strings.TrimSpace(flagURL); u != "" {
+		return u, "--redis or --backend", nil
+	}
+	settings := []struct {
+		env   string
+		toURL func(string) (string, error)
+	}{
+		{envURL, nil}, {envRedis, nil}, {envServer, a.serverURL}, {envEtcd, etcdURL}, {envPostgres, a.postgresURL}, {envZooKeeper, zookeeperURL},
+	}
+	for i, s := range settings {
+		v := strings.TrimSpace(a.getenv(s.env))
+		if v == "" {
+			continue
+		}
+		for _, other := range settings[i+1:] {
+			if strings.TrimSpace(a.getenv(other.env)) != "" {
+				return "", "", usageErr("both %s and %s are set: unset one of them (or pass --backend URL).", s.env, other.env)
+			}
+		}
+		if s.toURL != nil {
+			v, err = s.toURL(v)
+		}
+		return v, s.env, err
+	}
+	return "", "", usageErr("this command needs a shared lock backend, and none is configured: "+
+		"set %s=redis://host:6379 (or pass --redis URL), %s=http://host:7420 for a distlock server, or %s=URL for any backend.\n"+
+		"To see distlock work with nothing installed, run: distlock demo", envRedis, envServer, envURL)
+}
+
+// serverURL maps DISTLOCK_SERVER (http:// or https:// URLs) and
+// DISTLOCK_TOKEN to a distlock:// URL list.
+func (a *app) serverURL(list string) (string, error) {
+	return mapURLs(list, envServer, map[string]string{"http": "distlock", "https": "distlocks"},
+		url.UserPassword("", strings.TrimSpace(a.getenv(envToken))))
+}
+
+// etcdURL maps DISTLOCK_ETCD (http:// or https:// endpoints) to an
+// etcd:// or etcds:// URL.
+func etcdURL(list string) (string, error) {
+	u, err := mapURLs(list, envEtcd, map[string]string{"http": "etcd", "https": "etcds"}, nil)
+	if err != nil {
+		return "", err
+	}
+	scheme, _, _ := strings.Cut(u, "://")
+	hosts := strings.ReplaceAll(u, scheme+"://", "")
+	return scheme + "://" + hosts, nil
+}
+
+// zookeeperURL maps DISTLOCK_ZOOKEEPER (host:port, several separated by
+// commas) to a zookeeper:// URL.
+func zookeeperURL(list string) (string, error) {
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h == "" || strings.Contains(h, "/") {
+			return "", usageErr("cannot use %q from %s: want host:2181[,host2:2181...].", h, envZooKeeper)
+		}
+	}
+	return "zookeeper://" + strings.ReplaceAll(list, " ", ""), nil
+}
+
+// postgresURL adds DISTLOCK_POSTGRES_SCHEMA to DISTLOCK_POSTGRES.
+func (a *app) postgresURL(u string) (string, error) {
+	schema := strings.TrimSpace(a.getenv(envPostgresSchema))
+	if schema == "" {
+		return u, nil
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "schema=" + url.QueryEscape(schema), nil
+}
+
+// mapURLs rewrites the schemes of a comma-separated list by schemes (a
+// URL of another scheme is a usage error naming env), with user as the
+// userinfo when it has a password.
+func mapURLs(list, env string, schemes map[string]string, user *url.Userinfo) (string, error) {
+	var out []string
+	for _, raw := range strings.Split(list, ",") {
+		if raw = strings.TrimSpace(raw); raw == "" {
+			return "", usageErr("empty URL in %s=%q: separate URLs with single commas.", env, list)
+		}
+		u, err := url.Parse(raw)
+		if err != nil || schemes[u.Scheme] == "" || u.Host == "" {
+			return "", usageErr("cannot use %q from %s: want http://host:port or https://host:port, several separated by commas.", raw, env)
+		}
+		u.Scheme = schemes[u.Scheme]
+		if p, ok := user.Password(); ok && p != "" {
+			u.User = user
+		}
+		out = append(out, u.String())
+	}
+	return strings.Join(out, ","), nil
+}
+
+// openURL opens the backend of u (from setting) and checks that it
+// answers.
+func (a *app) openURL(ctx context.Context, u, setting string, opts ...engine.OpenOption) (*backend, error) {
 	nodeTimeout, err := a.nodeTimeout()
 	if err != nil {
 		return nil, err
 	}
-	ns, _, err := openNodes(ctx, urls, pingGrace(nodeTimeout))
+	if nodeTimeout > 0 {
+		opts = append(opts, engine.WithNodeTimeout(nodeTimeout))
+	}
+	eng, err := engine.Open(ctx, u, opts...)
 	if err != nil {
+		return nil, openErr(err, u, setting)
+	}
+	b := &backend{client: distlock.New(eng), eng: eng, where: describe(eng)}
+	if err := a.checkBackend(ctx, b, setting, pingGrace(nodeTimeout)); err != nil {
+		_ = eng.Close()
 		return nil, err
 	}
-	b := &backend{nodes: ns.engs, rdbs: ns.rdbs, addrs: ns.addrs}
-	if len(urls) == 1 {
-		b.eng, b.where = ns.engs[0], "redis "+b.addrs[0]
-	} else {
-		q, err := openQuorum(ns.engs, nodeTimeout)
-		if err != nil {
-			b.closeConns()
-			return nil, err
-		}
-		b.eng, b.where = q, fmt.Sprintf("Redlock over %d nodes", len(urls))
-	}
-	b.client = distlock.New(b.eng)
 	return b, nil
 }
 
-// newRedisClient makes the go-redis client of url: redis:// or rediss://
-// for one server, redis-cluster:// or rediss-cluster:// for a Redis Cluster
-// (go-redis's cluster URL: the host and every addr parameter are seeds).
-// Context deadlines are honoured, so a renewal or release that Redis does
-// not answer is bounded by its own deadline rather than by a socket
-// timeout; and a node where nothing listens fails fast (fewer dial attempts
-// per command: the lease and the wait loop retry on their own).
-func newRedisClient(url string) (goredis.UniversalClient, string, error) {
-	scheme, rest, _ := strings.Cut(url, "://")
-	if base, ok := strings.CutSuffix(scheme, "-cluster"); ok && (base == "redis" || base == "rediss") {
-		opts, err := goredis.ParseClusterURL(base + "://" + rest)
-		if err != nil {
-			return nil, "", usageErr("cannot use %q as a Redis Cluster URL: %v.\nUse the form "+
-				"redis-cluster://[[user]:password@]host:6379[?addr=host2:6379&addr=host3:6379] (rediss-cluster:// for TLS).", redactURL(url), err)
-		}
-		opts.ContextTimeoutEnabled = true
-		if opts.DialerRetries == 0 {
-			opts.DialerRetries = 2
-		}
-		return goredis.NewClusterClient(opts), "cluster " + strings.Join(opts.Addrs, ","), nil
+// openErr explains an error of engine.Open.
+func openErr(err error, u, setting string) error {
+	scheme, _, _ := strings.Cut(strings.ToLower(u), "://")
+	switch {
+	case errors.Is(err, engine.ErrUnknownScheme) && strings.HasPrefix(scheme, "etcd"):
+		return usageErr(fullBuildHint, "etcd", "...")
+	case errors.Is(err, engine.ErrUnknownScheme) && strings.HasPrefix(scheme, "postgres"):
+		return usageErr(fullBuildHint, "PostgreSQL", "...")
 	}
-	opts, err := goredis.ParseURL(url)
-	if err != nil {
-		return nil, "", usageErr("cannot use %q as a Redis URL: %v.\nUse the form redis://[[user]:password@]host:6379[/db] "+
-			"(rediss:// for TLS, redis-cluster://host:6379 for a Redis Cluster).", redactURL(url), err)
-	}
-	opts.ContextTimeoutEnabled = true
-	if opts.DialerRetries == 0 {
-		opts.DialerRetries = 2
-	}
-	return goredis.NewClient(opts), opts.Addr, nil
+	return usageErr("cannot use the backend URL of %s: %v.\nSee 'distlock help' for the forms of every backend's URL.",
+		setting, strings.TrimPrefix(err.Error(), "distlock: "))
 }
 
-// redisURLs picks the Redis URLs to use (several for Redlock), or says why
-// there are none.
-func (a *app) redisURLs(cmd, flagURL string) ([]string, error) {
-	url := strings.TrimSpace(flagURL)
-	if url == "" {
-		url = strings.TrimSpace(a.getenv(envRedis))
-	}
-	if url == "" {
-		return nil, usageErr("this command needs a shared lock backend, and none is configured: "+
-			"set %s=redis://host:6379 (or pass --redis URL), or %s=http://host:7420 for a distlock server.\n"+
-			"To see distlock work with nothing installed, run: distlock demo", envRedis, envServer)
-	}
-	var urls []string
-	for _, u := range strings.Split(url, ",") {
-		if u = strings.TrimSpace(u); u == "" {
-			return nil, usageErr("empty URL in the list %q: separate Redis URLs with single commas.", redactURL(url))
+// describe names an engine for messages.
+func describe(eng engine.Engine) string {
+	switch e := eng.(type) {
+	case *memory.Engine:
+		return "embedded"
+	case *quorum.Engine:
+		return fmt.Sprintf("Redlock over %d Redis nodes", e.Nodes())
+	case fmt.Stringer:
+		if where, ok := strings.CutPrefix(e.String(), "redis "); ok {
+			return "Redis at " + where
 		}
-		urls = append(urls, u)
+		return e.String()
 	}
-	return urls, nil
+	return fmt.Sprintf("%T", eng)
 }
 
-// openServer connects to a distlock server and checks that it answers and
-// takes the token (DISTLOCK_TOKEN).
-func (a *app) openServer(ctx context.Context, url string) (*backend, error) {
-	eng, err := remote.New(url, remote.WithToken(strings.TrimSpace(a.getenv(envToken))))
-	if err != nil {
-		return nil, usageErr("cannot use %q as a distlock server URL: %v.\nUse the form http://host:7420 (https:// for TLS), several separated by commas.",
-			url, strings.TrimPrefix(err.Error(), "distlock/engine/remote: "))
+// checkBackend makes the first round trip: a distlock server is pinged
+// (it tells a refused token and servers that do not share their locks), a
+// Redlock quorum's nodes are all asked (a majority must answer, see
+// checkNodes), any other engine is asked about one lock.
+func (a *app) checkBackend(ctx context.Context, b *backend, setting string, grace time.Duration) error {
+	switch e := b.eng.(type) {
+	case *remote.Engine:
+		return a.checkServer(ctx, e, setting)
+	case *quorum.Engine:
+		return checkNodes(ctx, e, setting, grace)
 	}
+	err, stop := firstTrip(ctx, func(ctx context.Context) error {
+		_, err := b.eng.Inspect(ctx, checkName)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case stop != nil:
+		return stop
+	case notMigrated(err):
+		return usageErr("the backend (%s) has no distlock tables: run 'distlock postgres init' first (%v)", b.where, err)
+	}
+	return &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach %s: %v.\nCheck that it is running there and that %s points at it.",
+		b.where, err, setting)}
+}
+
+// firstTrip makes the first round trip within pingTimeout; stop is ctx's
+// error when a signal ended it (see interrupted).
+func firstTrip(ctx context.Context, trip func(context.Context) error) (err, stop error) {
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	_, err = eng.Ping(pctx)
-	cancel()
-	if err != nil {
-		_ = eng.Close()
-		if err := interrupted(ctx); err != nil {
-			return nil, err
-		}
-		if errors.Is(err, remote.ErrBackendMismatch) {
-			return nil, usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",
-				envServer, err)
-		}
-		if errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) {
-			return nil, usageErr("the distlock server at %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
-				url, err, envToken)
-		}
-		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the distlock server at %s: %v.\n"+
-			"Check that distlock serve runs there and that %s points at it.", url, err, envServer)}
+	defer cancel()
+	if err = trip(pctx); err != nil {
+		stop = interrupted(ctx)
 	}
-	return &backend{client: distlock.New(eng), eng: eng, where: eng.String()}, nil
+	return err, stop
+}
+
+// checkServer pings a distlock server and checks that it takes the token
+// (DISTLOCK_TOKEN).
+func (a *app) checkServer(ctx context.Context, eng *remote.Engine, setting string) error {
+	err, stop := firstTrip(ctx, func(ctx context.Context) error {
+		_, err := eng.Ping(ctx)
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case stop != nil:
+		return stop
+	case errors.Is(err, remote.ErrBackendMismatch):
+		return usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",
+			setting, err)
+	case errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden):
+		return usageErr("the %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
+			eng, err, envToken)
+	}
+	return &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the %s: %v.\n"+
+		"Check that distlock serve runs there and that %s points at it.", eng, err, setting)}
 }
 
 // close closes the client (releasing the leases it still holds, unless
-// keepLeases), the engine and the connection.
+// keepLeases) and the engine with its connections.
 func (b *backend) close(keepLeases bool) {
 	if !keepLeases {
 		_ = b.client.Close()
 	}
 	_ = b.eng.Close()
-	b.closeConns()
-}
-
-func (b *backend) closeConns() {
-	for _, rdb := range b.rdbs {
-		_ = rdb.Close()
-	}
-	for _, c := range b.closers {
-		c()
-	}
-}
-
-// redactURL hides a password in a URL, for messages.
-func redactURL(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = "****@" + rest[at+1:]
-	}
-	return scheme + "://" + rest
 }

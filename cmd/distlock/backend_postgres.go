@@ -1,8 +1,11 @@
+//go:build full
+
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os/signal"
 	"strings"
@@ -10,15 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/distlock/distlock"
 	pgengine "github.com/distlock/distlock/engine/postgres"
-)
-
-// envPostgres names the PostgreSQL database: DISTLOCK_POSTGRES=postgres://...
-// (DISTLOCK_POSTGRES_SCHEMA: the schema, default distlock).
-const (
-	envPostgres       = "DISTLOCK_POSTGRES"
-	envPostgresSchema = "DISTLOCK_POSTGRES_SCHEMA"
 )
 
 // postgresSchema is the schema the CLI uses.
@@ -49,39 +44,13 @@ func (a *app) openPostgresPool(ctx context.Context, url string) (*pgxpool.Pool, 
 	return pool, nil
 }
 
-// openPostgres opens the PostgreSQL backend. Its schema must have been made
-// with distlock postgres init.
-func (a *app) openPostgres(ctx context.Context, url string) (*backend, error) {
-	pool, err := a.openPostgresPool(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	schema := a.postgresSchema()
-	eng, err := pgengine.New(pool, pgengine.WithSchema(schema))
-	if err != nil {
-		pool.Close()
-		return nil, usageErr("%s: %v", envPostgresSchema, err)
-	}
-	// A first read tells a schema that was never made from a busy lock.
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	_, err = eng.Inspect(pctx, "distlock-cli-check")
-	cancel()
-	if err != nil {
-		_ = eng.Close()
-		pool.Close()
-		if errors.Is(err, pgengine.ErrNotMigrated) {
-			return nil, usageErr("the schema %q has no distlock tables: run 'distlock postgres init' first (%v)", schema, err)
-		}
-		return nil, &cliError{code: exitBackend, msg: fmt.Sprintf("PostgreSQL failed: %v", err)}
-	}
-	return &backend{client: distlock.New(eng), eng: eng, where: "postgres schema " + schema,
-		closers: []func(){pool.Close}}, nil
-}
-
 // cmdPostgres implements distlock postgres init: it creates (or brings up
 // to date) the engine's schema, tables and functions.
 func (a *app) cmdPostgres(args []string) int {
 	const cmd = "postgres"
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		return a.flagError(cmd, flag.ErrHelp)
+	}
 	if len(args) == 0 || args[0] != "init" {
 		return a.usage(cmd, "usage: distlock postgres init   (with %s=postgres://... set; %s names the schema, default %s)",
 			envPostgres, envPostgresSchema, pgengine.DefaultSchema)
@@ -109,3 +78,6 @@ func (a *app) cmdPostgres(args []string) int {
 	fmt.Fprintf(a.stdout, "schema %q is ready for distlock\n", schema)
 	return exitOK
 }
+
+// notMigrated reports an error of a PostgreSQL schema never migrated.
+func notMigrated(err error) bool { return errors.Is(err, pgengine.ErrNotMigrated) }

@@ -53,7 +53,7 @@ func TestClusterBackend(t *testing.T) {
 	expect(t, wait(t, cmd, start, &out, &errb, patience), 0)
 
 	bad := cli{redis: "redis-cluster://" + cl.Nodes[0].Addr() + "?bogus=1"}
-	expect(t, bad.run(t, "status", "x"), exitUsage, "Redis Cluster URL")
+	expect(t, bad.run(t, "status", "x"), exitUsage, "cannot use the backend URL of DISTLOCK_REDIS", "unexpected option: bogus")
 }
 
 // waiters returns the value of the waiters line of status output.

@@ -63,9 +63,9 @@ func TestDemoTallyCatchesErrors(t *testing.T) {
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	c := cli{}
-	for _, name := range []string{"run", "acquire", "extend", "release", "status", "list", "leaks", "force-release", "demo", "help"} {
-		h, ok := helpFor(name)
-		if !ok || !strings.Contains(h, "Usage: distlock "+name) || !strings.Contains(h, "Example") {
+	for _, cmd := range (*app)(nil).commands() {
+		name, h := cmd.name, cmd.help
+		if !strings.Contains(h, "Usage: distlock "+name) || !strings.Contains(h, "Example") {
 			t.Errorf("help of %s lacks a usage line or an example:\n%s", name, h)
 		}
 		if name != "help" && !strings.Contains(h, "Exit codes") {

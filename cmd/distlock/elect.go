@@ -24,7 +24,7 @@ func (a *app) cmdElect(args []string) int {
 	ttl := durationFlag(fs, "ttl", distlock.DefaultTTL)
 	grace := durationFlag(fs, "grace", defaultGrace)
 	value := stringFlag(fs, "", "value")
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	verbose := boolFlag(fs, "v", "verbose")
 	once := boolFlag(fs, "once")
 	fair := boolFlag(fs, "fair")
@@ -128,7 +128,7 @@ type leaderJSON struct {
 func (a *app) cmdLeader(args []string) int {
 	const cmd = "leader"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	watch := boolFlag(fs, "watch", "w")
 	pos, err := parseInterspersed(fs, args)

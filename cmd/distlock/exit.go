@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
-	pgengine "github.com/distlock/distlock/engine/postgres"
 	"github.com/distlock/distlock/engine/remote"
 )
 
@@ -105,7 +104,7 @@ func explain(err error, name, where string) error {
 		return usageErr("the %s refused the token during %s (%s): %s.\n"+
 			"Set %s to a token of the server whose role may do this (write to take locks, admin to force-release).",
 			where, re.Op, re.Code, re.Message, envToken)
-	case errors.Is(err, pgengine.ErrNotMigrated):
+	case notMigrated(err):
 		return usageErr("the lock backend (%s) has no distlock tables: run 'distlock postgres init' first (%v)", where, err)
 	case errors.As(err, &locked):
 		msg := fmt.Sprintf("%q is held by another owner (its lease ends in %s)", name, fmtTTL(locked.TTL))
@@ -151,7 +150,7 @@ func explain(err error, name, where string) error {
 // this caller (a token the server refuses, a PostgreSQL schema never
 // migrated): a usage error, which no retry mends, not a failing backend.
 func refusedSetup(err error) bool {
-	return errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) || errors.Is(err, pgengine.ErrNotMigrated)
+	return errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden) || notMigrated(err)
 }
 
 // fmtTTL renders a lock's time left: rounded, and "never" for no expiry.

@@ -52,7 +52,7 @@ Flags (before NAME, or anywhere before --):
   --fair             wait first-come, first-served across every process
   --grace DURATION   on lock loss, time between SIGTERM and SIGKILL (default 5s)
   --metadata TEXT    shown by 'distlock status' (default: host, pid and command)
-  --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL        the backend (default: the environment; --redis too)
   -v, --verbose      report acquisition and release on standard error
   --also NAME2       take NAME2 too, all or nothing, with NAME (repeatable):
                      COMMAND starts only when every lock is held and is
@@ -125,7 +125,7 @@ Flags:
   --fair            wait first-come, first-served across every process
   --metadata TEXT   shown by 'distlock status' (default: host and pid)
   --json            print JSON
-  --redis URL       the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL       the backend (default: the environment; --redis too)
 
 Exit codes: 0 acquired, 64 usage, 69 backend error, 75 lock busy.
 
@@ -147,7 +147,7 @@ OWNER does not hold NAME any more: stop the work the lock protects then.
 Flags:
   --ttl DURATION   the new time to live (default 30s; 50ms to 24h)
   --json           print JSON: {"name", "owner", "fence", "ttl_ms"}
-  --redis URL      the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL      the backend (default: the environment; --redis too)
 
 Exit codes: 0 extended, 64 usage, 69 backend error, 76 not held by OWNER.
 
@@ -163,7 +163,7 @@ printed), and wakes a waiter. To prove ownership it first extends the lock (to
 itself within 5s.
 
 Flags:
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL   the backend (default: the environment; --redis too)
 
 Exit codes: 0 released, 64 usage, 69 backend error, 76 not held by OWNER
 (it expired, was released already, or another owner holds it).
@@ -187,7 +187,7 @@ Flags:
                 a shared lock adds "kind", "limit", "mode" and "holders":
                 [{"owner", "weight", "mode", "holds", "ttl_ms", "fence",
                 "metadata"}]
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL   the backend (default: the environment; --redis too)
 
 Exit codes: 0 (held or free), 64 usage, 69 backend error.
 
@@ -206,7 +206,7 @@ may or may not be listed.
 
 Flags:
   --json        print a JSON array of the objects 'distlock status --json' prints
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL   the backend (default: the environment; --redis too)
 
 Exit codes: 0, 64 usage, 69 backend error.
 
@@ -232,7 +232,7 @@ Flags:
   --json               print a JSON array: {"key", "name", "kind", "type",
                        "ttl_ms"}, and for a shared lock's holder "holder",
                        "weight" and "mode"
-  --redis URL          the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL          the backend (default: the environment; --redis too)
 
 Exit codes: 0 no leaks, 1 leaks found (so that cron can alert), 64 usage,
 69 backend error.
@@ -261,7 +261,7 @@ Flags:
                  and list show it); exit 76 when OWNER holds nothing of
                  NAME, which changes nothing
   -y, --yes      do not ask
-  --redis URL    the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL    the backend (default: the environment; --redis too)
 
 Exit codes: 0 released (or was not held), 1 not confirmed, 64 usage,
 69 backend error, 76 OWNER holds nothing (--owner).
@@ -285,7 +285,7 @@ limit 1 only.
 
 Flags:
   --json        print the semaphore as distlock status --json does
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL   the backend (default: the environment; --redis too)
 
 Exit codes: 0 set, 64 usage (a bad LIMIT, NAME held as another kind of lock,
 a backend that cannot keep the limit), 69 backend error.
@@ -316,8 +316,8 @@ live dashboard at / and Prometheus metrics at /metrics.
 
 With no backend flag it runs on the embedded engine, with nothing installed:
 this process is then the lock authority (like a single Redis), and its locks
-die with it: no other server shares them. With --redis, --redlock, --etcd,
---postgres or --zookeeper it keeps no lock state of its own, so several servers can run side
+die with it: no other server shares them. With --backend, --redis, --redlock,
+--etcd or --postgres it keeps no lock state of its own, so several servers can run side
 by side, and a client naming them all goes on through another when one dies.
 
 Clients: the Go library with engine/remote, the other distlock commands with
@@ -326,13 +326,13 @@ curl.
 
 Flags:
   --listen HOST:PORT        address to listen on (default 127.0.0.1:7420)
+  --backend URL             run on any backend by URL (redis://, redlock://,
+                            etcd://, postgres://...; see docs/CLI.md)
   --redis URL               run on one Redis server (redis://host:6379)
   --redlock URL,URL,...     run on Redlock over N independent Redis nodes
   --etcd URL,URL,...        run on an etcd v3 cluster (ttls: whole seconds, at least 2s)
   --postgres URL            run on PostgreSQL (schema: $DISTLOCK_POSTGRES_SCHEMA or
                             distlock; make it first with 'distlock postgres init')
-  --zookeeper HOST:PORT,... run on a ZooKeeper ensemble (ttls up to the session
-                            timeout it grants; 40s asked)
   --backend-id ID           name the shared backend (the same on every server of
                             it): clients naming several servers use only those
                             that report the same id (not on the embedded engine)
@@ -404,8 +404,11 @@ Flags (before NAME, or anywhere before --):
   --grace DURATION   on loss, time between SIGTERM and SIGKILL (default 5s)
   --once             do not campaign again after a loss
   --fair             strict arrival order among campaigners
-  --redis URL        the Redis to use (default: $DISTLOCK_REDIS)
+  --backend URL        the backend (default: the environment; --redis too)
   -v, --verbose      report elections and resignations on standard error
+
+Exit codes: COMMAND's own when it exits on its own, 64 usage, 69 backend error,
+76 leadership lost with --once.
 
 Example:
   distlock elect --value "$(hostname)" scheduler -- ./scheduler --term "$DISTLOCK_TERM"
@@ -418,6 +421,11 @@ database DISTLOCK_POSTGRES names: the schema DISTLOCK_POSTGRES_SCHEMA (default
 distlock) with its tables, sequences and functions, in one transaction. It is
 idempotent and safe to run from several hosts at once. The other commands
 never create anything: on a schema that was not made they say to run this.
+
+Needs the full build (go install -tags full ./cmd/distlock).
+
+Exit codes: 0 the schema is ready, 1 the init failed, 64 usage (this build has
+no PostgreSQL), 69 PostgreSQL unreachable.
 
 Example:
   export DISTLOCK_POSTGRES=postgres://app:secret@db:5432/app
@@ -435,41 +443,11 @@ per change; a slow terminal sees the latest state, never a stale one.
 Flags:
   --watch, -w   follow the changes
   --json        one JSON object per line: {"name","elected","value","term","ttl_ms"}
-  --redis URL   the Redis to use (default: $DISTLOCK_REDIS)
-`
+  --backend URL   the backend (default: the environment; --redis too)
 
-func helpFor(cmd string) (string, bool) {
-	switch cmd {
-	case "run":
-		return runHelp, true
-	case "elect":
-		return electHelp, true
-	case "leader":
-		return leaderHelp, true
-	case "acquire":
-		return acquireHelp, true
-	case "extend":
-		return extendHelp, true
-	case "release":
-		return releaseHelp, true
-	case "status":
-		return statusHelp, true
-	case "list":
-		return listHelp, true
-	case "leaks":
-		return leaksHelp, true
-	case "force-release":
-		return forceReleaseHelp, true
-	case "limit":
-		return limitHelp, true
-	case "serve":
-		return serveHelp, true
-	case "demo":
-		return demoHelp, true
-	case "postgres":
-		return postgresHelp, true
-	case "help":
-		return helpHelp, true
-	}
-	return "", false
-}
+Exit codes: 0 somebody leads, 1 nobody does, 64 usage, 69 backend error.
+
+Examples:
+  distlock leader nightly-report
+  distlock leader --watch --json nightly-report
+`

@@ -14,7 +14,7 @@ import (
 func (a *app) cmdLimit(args []string) int {
 	const cmd = "limit"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME", "LIMIT"); !ok {

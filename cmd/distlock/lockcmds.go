@@ -33,7 +33,7 @@ func (a *app) cmdAcquire(args []string) int {
 	ttl := durationFlag(fs, "ttl", distlock.DefaultTTL)
 	wait := durationFlag(fs, "wait", defaultWait)
 	metadata := stringFlag(fs, "", "metadata")
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	fair := boolFlag(fs, "fair")
 	pos, err := parseInterspersed(fs, args)
@@ -88,7 +88,7 @@ func (a *app) cmdExtend(args []string) int {
 	const cmd = "extend"
 	fs := flagSet(cmd)
 	ttl := durationFlag(fs, "ttl", distlock.DefaultTTL)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseOwnerArgs(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME", "OWNER"); !ok {
@@ -120,7 +120,7 @@ func (a *app) cmdExtend(args []string) int {
 func (a *app) cmdRelease(args []string) int {
 	const cmd = "release"
 	fs := flagSet(cmd)
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	pos, err := parseOwnerArgs(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME", "OWNER"); !ok {
 		return code

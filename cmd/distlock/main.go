@@ -18,27 +18,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-
-	goredis "github.com/redis/go-redis/v9"
 )
 
 func main() {
-	// go-redis logs connection failures on its own; distlock reports
-	// them once, with what to do next.
-	goredis.SetLogger(silentLogger{})
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(a.main(os.Args[1:]))
 }
-
-// silentLogger discards go-redis's log lines.
-type silentLogger struct{}
-
-func (silentLogger) Printf(context.Context, string, ...any) {}
 
 // app is one invocation of distlock: its standard streams and environment.
 type app struct {
@@ -52,28 +41,41 @@ type app struct {
 type command struct {
 	name    string
 	summary string             // one line, for the command list
+	help    string             // what 'distlock help NAME' and 'distlock NAME -h' print
 	run     func([]string) int // parses its own flags; returns the exit code
 }
 
-// commands lists the subcommands in the order the help shows them.
+// commands lists the subcommands in the order the help shows them: the
+// one table that dispatch (main), the help (overview, helpFor) and the
+// tests read.
 func (a *app) commands() []command {
 	return []command{
-		{"run", "run a command while holding a lock; stop it if the lock is lost", a.cmdRun},
-		{"elect", "run a command only while elected leader; campaign again after a loss", a.cmdElect},
-		{"leader", "show the leader of an election, or follow its changes", a.cmdLeader},
-		{"acquire", "take a lock for a shell script and print its tokens", a.cmdAcquire},
-		{"extend", "extend a lock taken with acquire", a.cmdExtend},
-		{"release", "release a lock taken with acquire", a.cmdRelease},
-		{"status", "show who holds a lock", a.cmdStatus},
-		{"list", "list the locks held", a.cmdList},
-		{"leaks", "find lock keys that will never expire", a.cmdLeaks},
-		{"force-release", "free a lock whoever holds it (a repair)", a.cmdForceRelease},
-		{"limit", "change the number of permits of a semaphore", a.cmdLimit},
-		{"serve", "run the lock server: HTTP API, live dashboard, /metrics", a.cmdServe},
-		{"postgres", "postgres init: make the schema the PostgreSQL backend needs", a.cmdPostgres},
-		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", a.cmdDemo},
-		{"help", "show help for a command", a.cmdHelp},
+		{"run", "run a command while holding a lock; stop it if the lock is lost", runHelp, a.cmdRun},
+		{"elect", "run a command only while elected leader; campaign again after a loss", electHelp, a.cmdElect},
+		{"leader", "show the leader of an election, or follow its changes", leaderHelp, a.cmdLeader},
+		{"acquire", "take a lock for a shell script and print its tokens", acquireHelp, a.cmdAcquire},
+		{"extend", "extend a lock taken with acquire", extendHelp, a.cmdExtend},
+		{"release", "release a lock taken with acquire", releaseHelp, a.cmdRelease},
+		{"status", "show who holds a lock", statusHelp, a.cmdStatus},
+		{"list", "list the locks held", listHelp, a.cmdList},
+		{"leaks", "find lock keys that will never expire", leaksHelp, a.cmdLeaks},
+		{"force-release", "free a lock whoever holds it (a repair)", forceReleaseHelp, a.cmdForceRelease},
+		{"limit", "change the number of permits of a semaphore", limitHelp, a.cmdLimit},
+		{"serve", "run the lock server: HTTP API, live dashboard, /metrics", serveHelp, a.cmdServe},
+		{"postgres", "postgres init: make the schema the PostgreSQL backend needs", postgresHelp, a.cmdPostgres},
+		{"demo", "watch fencing tokens stop a paused worker (nothing to install)", demoHelp, a.cmdDemo},
+		{"help", "show help for a command", helpHelp, a.cmdHelp},
 	}
+}
+
+// helpFor returns the help text of the command cmd, from the table.
+func helpFor(cmd string) (string, bool) {
+	for _, c := range (*app)(nil).commands() {
+		if c.name == cmd {
+			return c.help, true
+		}
+	}
+	return "", false
 }
 
 // main runs the command named by args[0] and returns the exit code.
@@ -103,6 +105,9 @@ func (a *app) main(args []string) int {
 	return a.fail("", &cliError{code: exitUsage, msg: msg + "\nRun 'distlock help' to see the commands."})
 }
 
+// isHelpFlag reports whether arg asks for help (-h, -help, --help).
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
 // cmdHelp prints the overview, or one command's help.
 func (a *app) cmdHelp(args []string) int {
 	if len(args) == 0 {
@@ -110,7 +115,7 @@ func (a *app) cmdHelp(args []string) int {
 		return exitOK
 	}
 	topic := args[0]
-	if topic == "-h" || topic == "-help" || topic == "--help" {
+	if isHelpFlag(topic) {
 		topic = "help"
 	}
 	if h, ok := helpFor(topic); ok {

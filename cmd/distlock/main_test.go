@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if raceBuild {
 		args = append(args, "-race")
 	}
+	if buildTags != "" {
+		args = append(args, "-tags", buildTags)
+	}
 	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -7,31 +7,12 @@ import (
 	"strings"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/quorum"
-	redisengine "github.com/distlock/distlock/engine/redis"
 )
 
 // envNodeTimeout sets a Redlock quorum's per-node timeout.
 const envNodeTimeout = "DISTLOCK_NODE_TIMEOUT"
-
-// redisNodes are the Redis deployments of a backend: one, or the nodes of
-// a Redlock quorum, in the order of their URLs.
-type redisNodes struct {
-	rdbs  []goredis.UniversalClient
-	addrs []string // of rdbs, for messages: "10.0.0.5:6379" or "cluster a:6379,b:6379"
-	engs  []engine.Engine
-}
-
-// closeConns closes the connections (the engines belong to whoever was
-// given them: a quorum closes its nodes).
-func (ns *redisNodes) closeConns() {
-	for _, rdb := range ns.rdbs {
-		_ = rdb.Close()
-	}
-}
 
 // nodeTimeout reads DISTLOCK_NODE_TIMEOUT: 0 when unset (the quorum's
 // default), a usage error when it is not a positive duration.
@@ -47,82 +28,75 @@ func (a *app) nodeTimeout() (time.Duration, error) {
 	return d, nil
 }
 
-// openNodes connects to every URL and pings them all at once: a single
-// node within pingTimeout; several (Redlock) until each answered, or until
-// a majority answered and the others had grace more (the per-node
-// timeout), so that one hung node costs a command no more than that. A
-// node that did not answer is left in (the quorum tolerates it) and named
-// in down; a majority must answer. Its errors are *cliError.
-func openNodes(ctx context.Context, urls []string, grace time.Duration) (ns *redisNodes, down []string, err error) {
-	ns = &redisNodes{}
-	for _, url := range urls {
-		rdb, addr, err := newRedisClient(url)
-		if err != nil {
-			ns.closeConns()
-			return nil, nil, err
-		}
-		ns.rdbs, ns.addrs = append(ns.rdbs, rdb), append(ns.addrs, addr)
-		eng, err := redisengine.New(rdb)
-		if err != nil {
-			ns.closeConns()
-			return nil, nil, &cliError{code: exitFailed, msg: err.Error()}
-		}
-		ns.engs = append(ns.engs, eng)
+// checkNodes asks every node of a Redlock quorum at once, until each
+// answered, or until a majority answered and the others had grace more
+// (the per-node timeout), so that one hung node costs a command no more
+// than that. A node that did not answer is left in (the quorum tolerates
+// it); a majority must answer. Its errors are *cliError.
+func checkNodes(ctx context.Context, q *quorum.Engine, setting string, grace time.Duration) error {
+	nodes := q.NodeEngines()
+	errs := pingAll(ctx, nodes, grace)
+	if err := interrupted(ctx); err != nil {
+		return err
 	}
-	errs := pingAll(ctx, ns.rdbs, grace)
-	if ctx.Err() != nil {
-		ns.closeConns()
-		return nil, nil, ctx.Err()
-	}
+	var down []string
 	for i, err := range errs {
 		if err != nil {
-			down = append(down, fmt.Sprintf("cannot reach Redis at %s: %v.\n"+
-				"Check that Redis is running there and that %s (or --redis) points at it.", ns.addrs[i], err, envRedis))
+			down = append(down, fmt.Sprintf("cannot reach %s: %v.\n"+
+				"Check that Redis is running there and that %s points at it.", describe(nodes[i]), err, setting))
 		}
 	}
-	if len(urls) == 1 && len(down) == 1 {
-		ns.closeConns()
-		return nil, nil, &cliError{code: exitBackend, msg: down[0]}
+	if len(nodes)-len(down) < q.Majority() {
+		return &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
+			len(nodes)-len(down), len(nodes), q.Majority(), strings.Join(down, "\n"))}
 	}
-	if majority := len(urls)/2 + 1; len(urls)-len(down) < majority {
-		ns.closeConns()
-		return nil, nil, &cliError{code: exitBackend, msg: fmt.Sprintf("only %d of %d Redlock nodes answer, %d needed:\n%s",
-			len(urls)-len(down), len(urls), majority, strings.Join(down, "\n"))}
-	}
-	return ns, down, nil
+	return nil
 }
 
-// errNoAnswer: a Redlock node had not answered the ping when a majority
-// had, and its grace was over.
+// errNoAnswer: a Redlock node had not answered when a majority had, and
+// its grace was over.
 var errNoAnswer = errors.New("no answer in time (the other nodes answered)")
 
-// pingAll pings every client at once, each within pingTimeout, and returns
-// each one's error: when every one answered, or once a majority answered
-// without error and grace has passed since (the ones still out then get
-// errNoAnswer).
-func pingAll(ctx context.Context, rdbs []goredis.UniversalClient, grace time.Duration) []error {
+// pinger is a node engine that can be pinged (Redis); others are asked
+// about one lock.
+type pinger interface{ Ping(context.Context) error }
+
+// ping checks that n answers.
+func ping(ctx context.Context, n engine.Engine) error {
+	if p, ok := n.(pinger); ok {
+		return p.Ping(ctx)
+	}
+	_, err := n.Inspect(ctx, checkName)
+	return err
+}
+
+// pingAll pings every node at once, each within pingTimeout,
+// and returns each one's error: when every one answered, or once a
+// majority answered without error and grace has passed since (the ones
+// still out then get errNoAnswer).
+func pingAll(ctx context.Context, nodes []engine.Engine, grace time.Duration) []error {
 	type answer struct {
 		i   int
 		err error
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel() // ends the pings still out
-	ch := make(chan answer, len(rdbs))
-	for i, rdb := range rdbs {
-		go func() { ch <- answer{i, rdb.Ping(pctx).Err()} }()
+	ch := make(chan answer, len(nodes))
+	for i, n := range nodes {
+		go func() { ch <- answer{i, ping(pctx, n)} }()
 	}
-	errs := make([]error, len(rdbs))
-	answered := make([]bool, len(rdbs))
-	ok, majority := 0, len(rdbs)/2+1
+	errs := make([]error, len(nodes))
+	answered := make([]bool, len(nodes))
+	ok, majority := 0, len(nodes)/2+1
 	var graceOver <-chan time.Time
-	for n := 0; n < len(rdbs); n++ {
+	for n := 0; n < len(nodes); n++ {
 		select {
 		case a := <-ch:
 			errs[a.i], answered[a.i] = a.err, true
 			if a.err == nil {
 				ok++
 			}
-			if ok == majority && len(rdbs) > 1 && graceOver == nil {
+			if ok == majority && graceOver == nil {
 				t := time.NewTimer(grace)
 				defer t.Stop()
 				graceOver = t.C
@@ -137,19 +111,6 @@ func pingAll(ctx context.Context, rdbs []goredis.UniversalClient, grace time.Dur
 		}
 	}
 	return errs
-}
-
-// openQuorum makes the Redlock quorum of nodes, with the per-node timeout
-// of DISTLOCK_NODE_TIMEOUT (when set) and opts.
-func openQuorum(nodes []engine.Engine, nodeTimeout time.Duration, opts ...quorum.Option) (*quorum.Engine, error) {
-	if nodeTimeout > 0 {
-		opts = append(opts, quorum.WithNodeTimeout(nodeTimeout))
-	}
-	q, err := quorum.New(nodes, opts...)
-	if err != nil {
-		return nil, &cliError{code: exitFailed, msg: err.Error()}
-	}
-	return q, nil
 }
 
 // pingGrace is how long the pings of a Redlock backend wait for the nodes

@@ -36,7 +36,7 @@ func (a *app) cmdRun(args []string) int {
 	wait := durationFlag(fs, "wait", defaultWait)
 	grace := durationFlag(fs, "grace", defaultGrace)
 	metadata := stringFlag(fs, "", "metadata")
-	redisURL := stringFlag(fs, "", "redis")
+	redisURL := stringFlag(fs, "", "redis", "backend")
 	verbose := boolFlag(fs, "v", "verbose")
 	fair := boolFlag(fs, "fair")
 	kind := kindFlags(fs)

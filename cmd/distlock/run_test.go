@@ -267,7 +267,7 @@ func TestRunUsageErrors(t *testing.T) {
 	}{
 		{nil, "needs a shared lock backend, and none is configured: set DISTLOCK_REDIS=redis://host:6379"},
 		{map[string]string{"DISTLOCK_REDIS": "redis://a:1,,redis://c:3"}, "empty URL in the list"},
-		{map[string]string{"DISTLOCK_SERVER": "locks:8080"}, "as a distlock server URL"},
+		{map[string]string{"DISTLOCK_SERVER": "locks:8080"}, "from DISTLOCK_SERVER: want http://host:port"},
 		{map[string]string{"DISTLOCK_REDIS": "http://x"}, "cannot use"},
 	} {
 		for _, args := range [][]string{{"run", "x", "--", "true"}, {"status", "x"}, {"list"}} {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/engine/memory"
-	"github.com/distlock/distlock/engine/quorum"
 	"github.com/distlock/distlock/server"
 )
 
@@ -45,7 +43,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	redlock := stringFlag(fs, "", "redlock")
 	etcdEndpoints := stringFlag(fs, "", "etcd")
 	pgURL := stringFlag(fs, "", "postgres")
-	zkServers := stringFlag(fs, "", "zookeeper")
+	backendURL := stringFlag(fs, "", "backend")
 	backendID := stringFlag(fs, "", "backend-id")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
@@ -60,16 +58,19 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	if code, ok := a.positional(cmd, pos, err); !ok {
 		return code
 	}
+	given := 0
+	for _, f := range []string{*redisURL, *redlock, *etcdEndpoints, *pgURL, *backendURL} {
+		if f != "" {
+			given++
+		}
+	}
 	switch {
 	case *redisURL != "" && *redlock != "":
 		return a.usage(cmd, "--redis and --redlock exclude each other: one Redis, or Redlock over several")
-	case *etcdEndpoints != "" && (*redisURL != "" || *redlock != ""),
-		*pgURL != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != ""):
-		return a.usage(cmd, "--redis, --redlock, --etcd and --postgres exclude each other: one backend")
-	case *zkServers != "" && (*redisURL != "" || *redlock != "" || *etcdEndpoints != "" || *pgURL != ""):
-		return a.usage(cmd, "--zookeeper excludes --redis, --redlock, --etcd and --postgres: one backend")
-	case *backendID != "" && *redisURL == "" && *redlock == "" && *etcdEndpoints == "" && *pgURL == "" && *zkServers == "":
-		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --redis, --redlock, --etcd or --postgres")
+	case given > 1:
+		return a.usage(cmd, "--backend, --redis, --redlock, --etcd and --postgres exclude each other: one backend")
+	case *backendID != "" && given == 0:
+		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --backend, --redis, --redlock, --etcd or --postgres")
 	case (*certFile == "") != (*keyFile == ""):
 		return a.usage(cmd, "--tls-cert and --tls-key go together")
 	case *maxWaiters < 1 || *maxPerName < 1:
@@ -114,28 +115,16 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
 
-	var eng engine.Engine
-	var closeEngine func()
-	var desc string
-	if *etcdEndpoints != "" || *pgURL != "" || *zkServers != "" {
-		var b *backend
-		if *pgURL != "" {
-			b, err = a.openPostgres(ctx, *pgURL)
-		} else if *zkServers != "" {
-			b, err = a.openZooKeeper(ctx, *zkServers)
-		} else {
-			b, err = a.openEtcd(ctx, *etcdEndpoints)
-		}
-		if err == nil {
-			eng, desc = b.eng, b.where
-			closeEngine = func() { _ = b.eng.Close(); b.closeConns() }
-		}
-	} else {
-		eng, closeEngine, desc, err = a.serveEngine(ctx, *redisURL, *redlock, metrics)
-	}
+	u, setting, err := a.serveURL(*backendURL, *redisURL, *redlock, *etcdEndpoints, *pgURL)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
+	b, err := a.openURL(ctx, u, setting, engine.WithNodeErrors(metrics.NodeError))
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	eng, desc := b.eng, b.where
+	closeEngine := func() { _ = eng.Close() }
 	defer closeEngine()
 	defer sweep(ctx, eng, log)()
 	opts = append(opts, server.WithEngineName(desc))
@@ -236,47 +225,25 @@ func (a *app) serveTokens(file string) (*server.Tokens, error) {
 	return nil, nil
 }
 
-// serveEngine opens the server's engine: embedded, one Redis, or Redlock
-// over several (a majority must answer).
-func (a *app) serveEngine(ctx context.Context, redisURL, redlock string, m *server.Metrics) (engine.Engine, func(), string, error) {
-	if redisURL == "" && redlock == "" {
-		eng := memory.New()
-		return eng, func() { _ = eng.Close() }, "embedded", nil
+// serveURL is the URL of the server's engine, from its flags (which
+// exclude each other), and the flag it came from: the embedded engine
+// (mem://) when none is given.
+func (a *app) serveURL(backendURL, redisURL, redlock, etcdEndpoints, pgURL string) (u, setting string, err error) {
+	switch {
+	case backendURL != "":
+		return backendURL, "--backend", nil
+	case redisURL != "":
+		return redisURL, "--redis", nil
+	case redlock != "":
+		return redlock, "--redlock", nil
+	case etcdEndpoints != "":
+		u, err = etcdURL(etcdEndpoints)
+		return u, "--etcd", err
+	case pgURL != "":
+		u, err = a.postgresURL(pgURL)
+		return u, "--postgres", err
 	}
-	urls := []string{strings.TrimSpace(redisURL)}
-	if redlock != "" {
-		urls = nil
-		for _, u := range strings.Split(redlock, ",") {
-			if u = strings.TrimSpace(u); u == "" {
-				return nil, nil, "", usageErr("--redlock: empty URL in the list %q: separate Redis URLs with single commas", redactURL(redlock))
-			}
-			urls = append(urls, u)
-		}
-	}
-	nodeTimeout, err := a.nodeTimeout()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	ns, _, err := openNodes(ctx, urls, pingGrace(nodeTimeout))
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if len(urls) == 1 {
-		return ns.engs[0], func() {
-			_ = ns.engs[0].Close()
-			ns.closeConns()
-		}, "redis " + ns.addrs[0], nil
-	}
-	q, err := openQuorum(ns.engs, nodeTimeout, quorum.WithNodeErrors(m.NodeError))
-	if err != nil {
-		ns.closeConns()
-		return nil, nil, "", err
-	}
-	// The quorum owns the node engines; the connections stay ours.
-	return q, func() {
-		_ = q.Close()
-		ns.closeConns()
-	}, fmt.Sprintf("Redlock over %d Redis nodes", len(urls)), nil
+	return "mem://", "the embedded engine", nil
 }
 
 // sweeper is an engine that keeps rows of expired leases until swept (the

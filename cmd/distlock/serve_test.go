@@ -192,7 +192,7 @@ func TestServeUsage(t *testing.T) {
 	}
 	expect(t, c.run(t, "serve", "--redis", "redis://"+closedPort(t)), exitBackend, "cannot reach Redis")
 	expect(t, cli{env: map[string]string{"DISTLOCK_TOKENS": "admin:short"}}.run(t, "serve"), exitUsage, "at least 16")
-	expect(t, cli{env: map[string]string{"DISTLOCK_SERVER": "locks:7420"}}.run(t, "status", "x"), exitUsage, "as a distlock server URL")
+	expect(t, cli{env: map[string]string{"DISTLOCK_SERVER": "locks:7420"}}.run(t, "status", "x"), exitUsage, "from DISTLOCK_SERVER: want http://host:port")
 	expect(t, cli{env: map[string]string{"DISTLOCK_SERVER": "http://" + closedPort(t)}}.run(t, "status", "x"), exitBackend, "cannot reach the distlock server")
 	expect(t, cli{env: map[string]string{"DISTLOCK_SERVER": "http://127.0.0.1:1", "DISTLOCK_REDIS": "redis://127.0.0.1:1"}}.run(t, "status", "x"),
 		exitUsage, "both DISTLOCK_REDIS and DISTLOCK_SERVER")

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && full
 
 package main
 
@@ -13,8 +13,8 @@ import (
 // (DISTLOCK_ZOOKEEPER): run holds the lock while the command runs and
 // passes the token (the holder node's czxid), status sees a holder, a
 // ttl above the session timeout is refused, a malformed server list and
-// two backends at once are usage errors; and distlock serve --zookeeper
-// serves a client of the server.
+// two backends at once are usage errors; and distlock serve --backend
+// zookeeper://... serves a client of the server.
 func TestZooKeeperBackend(t *testing.T) {
 	t.Parallel()
 	ens := zktest.Start(t, 1)
@@ -30,10 +30,12 @@ func TestZooKeeperBackend(t *testing.T) {
 	expect(t, c.run(t, "acquire", "--ttl", "10m", "long"), exitUsage, "session timeout")
 	bad := cli{env: map[string]string{"DISTLOCK_ZOOKEEPER": "zk://" + servers}}
 	expect(t, bad.run(t, "status", "held"), exitUsage, "host:2181")
+	url := cli{env: map[string]string{"DISTLOCK_URL": "zookeeper://" + servers}}
+	expect(t, url.run(t, "status", "held"), 0, "held")
 	both := cli{env: map[string]string{"DISTLOCK_ZOOKEEPER": servers, "DISTLOCK_ETCD": "http://127.0.0.1:1"}}
 	expect(t, both.run(t, "status", "held"), exitUsage, "both")
 
-	s := serveIn(t, nil, "--zookeeper", servers)
+	s := serveIn(t, nil, "--backend", "zookeeper://"+servers)
 	via := cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}
 	expect(t, via.run(t, "run", "--ttl", "3s", "via-server", "--", "true"), 0)
 	expect(t, via.run(t, "status", "via-server"), 0, "free")

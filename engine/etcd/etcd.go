@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ const maxConflicts = 64
 // use. The zero value is not usable; call New.
 type Engine struct {
 	cli    *clientv3.Client
+	owned  bool // WithOwnedClient: Close closes cli
 	keys   keyspace
 	minTTL time.Duration
 	// attempt bounds one request to etcd (WithAttemptTimeout).
@@ -81,8 +83,12 @@ func WithMinTTL(d time.Duration) Option {
 	return func(e *Engine) { e.minTTL = max(d, MinTTL) }
 }
 
+// WithOwnedClient makes the engine own its client: Close closes it too
+// (an engine opened by URL owns the client it made).
+func WithOwnedClient() Option { return func(e *Engine) { e.owned = true } }
+
 // New returns an engine on the etcd cluster that cli talks to. The engine
-// does not close cli.
+// does not close cli (unless WithOwnedClient).
 func New(cli *clientv3.Client, opts ...Option) *Engine {
 	e := &Engine{cli: cli, keys: keyspace{root: DefaultPrefix}, minTTL: MinTTL, attempt: DefaultAttemptTimeout,
 		kept: make(map[clientv3.LeaseID]time.Time)}
@@ -101,8 +107,8 @@ func (e *Engine) Capabilities() engine.Capabilities {
 }
 
 // Close stops the engine's watches and ends its subscriptions. It does not
-// close the etcd client. Leases the engine keeps for reuse expire on their
-// own within their ttl.
+// close the etcd client (unless WithOwnedClient). Leases the engine keeps for reuse expire on their
+// own within their ttl. With WithOwnedClient it closes the client last.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -114,8 +120,14 @@ func (e *Engine) Close() error {
 	e.watch.close()
 	e.bgEnd()
 	e.bg.Wait()
+	if e.owned {
+		return e.cli.Close()
+	}
 	return nil
 }
+
+// String names the engine by its endpoints, for messages.
+func (e *Engine) String() string { return "etcd " + strings.Join(e.cli.Endpoints(), ",") }
 
 // check fails after Close and when ctx is done.
 func (e *Engine) check(ctx context.Context) error {

@@ -25,6 +25,7 @@ type Engine struct {
 	sql    statements
 	listen *listener // nil with WithoutListen
 	closed atomic.Bool
+	owned  bool // WithOwnedPool: Close closes pool
 }
 
 var (
@@ -44,6 +45,7 @@ var (
 type Option func(*config)
 
 type config struct {
+	owned      bool
 	schema     string
 	noListen   bool
 	listenConf *pgx.ConnConfig
@@ -53,6 +55,10 @@ type config struct {
 // functions (DefaultSchema without it). It must have been migrated
 // (Migrate) with the same name.
 func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
+
+// WithOwnedPool makes the engine own its pool: Close closes it too (an
+// engine opened by URL owns the pool it made).
+func WithOwnedPool() Option { return func(c *config) { c.owned = true } }
 
 // WithoutListen makes the engine wait without LISTEN: for a pool behind
 // PgBouncer in transaction mode, where no connection keeps a session.
@@ -68,7 +74,7 @@ func WithListenConfig(cfg *pgx.ConnConfig) Option {
 }
 
 // New returns an engine on pool, in the schema WithSchema names. It does
-// not take ownership of pool, and sends nothing until it is used. The
+// not take ownership of pool (unless WithOwnedPool), and sends nothing until it is used. The
 // schema must exist (Migrate).
 func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	c := config{schema: DefaultSchema}
@@ -78,12 +84,15 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	if err := checkSchema(c.schema); err != nil {
 		return nil, err
 	}
-	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema)}
+	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned}
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}
 	return e, nil
 }
+
+// String names the engine by its schema, for messages.
+func (e *Engine) String() string { return "postgres schema " + e.schema }
 
 // Schema returns the engine's schema.
 func (e *Engine) Schema() string { return e.schema }
@@ -93,13 +102,16 @@ func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities
 
 // Close implements engine.Engine: it closes the listening connection and
 // wakes every subscription; later calls fail with engine.ErrClosed. It
-// does not close the pool.
+// does not close the pool, unless WithOwnedPool.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
 	if e.listen != nil {
 		e.listen.close()
+	}
+	if e.owned {
+		e.pool.Close()
 	}
 	return nil
 }

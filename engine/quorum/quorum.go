@@ -150,6 +150,17 @@ func New(engines []engine.Engine, opts ...Option) (*Engine, error) {
 func (e *Engine) Nodes() int    { return len(e.nodes) }
 func (e *Engine) Majority() int { return e.majority }
 
+// NodeEngines returns the node engines, in the order given to New: for
+// checks that look at each node (distlock's CLI pings them all before its
+// first call). A call made through them bypasses the quorum.
+func (e *Engine) NodeEngines() []engine.Engine {
+	out := make([]engine.Engine, len(e.nodes))
+	for i, n := range e.nodes {
+		out[i] = n.eng
+	}
+	return out
+}
+
 // String names the quorum.
 func (e *Engine) String() string { return fmt.Sprintf("quorum of %d", len(e.nodes)) }
 

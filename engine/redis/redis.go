@@ -84,6 +84,7 @@ type Engine struct {
 	contended contendedNames         // names whose scripts send every key at once
 	id        string                 // random, names this engine in release ids
 	releases  atomic.Uint64          // numbers this engine's releases
+	owned     bool                   // WithOwnedClient: Close closes client
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -94,6 +95,10 @@ var _ engine.Queuer = (*Engine)(nil)
 
 // Option configures an Engine.
 type Option func(*Engine)
+
+// WithOwnedClient makes the engine own its client: Close closes it too
+// (an engine opened by URL owns the client it made).
+func WithOwnedClient() Option { return func(e *Engine) { e.owned = true } }
 
 // WithPrefix sets the prefix of every key and channel (default "distlock:").
 // It must not contain '{' or '}': the lock name is the hash tag.
@@ -161,7 +166,7 @@ var ErrNoContextTimeout = errors.New("distlock/engine/redis: the go-redis client
 	"build it with ContextTimeoutEnabled: true (in Options, FailoverOptions, ClusterOptions or UniversalOptions)")
 
 // New returns an engine that uses client. The client stays the caller's:
-// Close does not close it.
+// Close does not close it (unless WithOwnedClient).
 //
 // The client must honour context deadlines: New refuses a *Client,
 // *ClusterClient or *Ring built without ContextTimeoutEnabled with
@@ -190,8 +195,11 @@ func New(client goredis.UniversalClient, opts ...Option) (*Engine, error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	e.id = hex.EncodeToString(b[:])
-	if c, ok := client.(*goredis.Client); ok {
+	switch c := client.(type) {
+	case *goredis.Client:
 		e.addr = c.Options().Addr
+	case *goredis.ClusterClient:
+		e.addr = "cluster " + strings.Join(c.Options().Addrs, ",")
 	}
 	e.publish = "PUBLISH"
 	if cc, ok := client.(*goredis.ClusterClient); ok && !e.classic {
@@ -225,6 +233,10 @@ func (e *Engine) Permanent(err error) bool {
 	return goredis.IsPermissionError(err) || goredis.IsAuthError(err) ||
 		goredis.HasErrorPrefix(err, "unknown command") || goredis.HasErrorPrefix(err, "unknown subcommand")
 }
+
+// Ping sends PING: a check that the server answers, and a warm connection
+// for the calls that follow (distlock's CLI pings a quorum's nodes so).
+func (e *Engine) Ping(ctx context.Context) error { return e.client.Ping(ctx).Err() }
 
 // String names the engine by its address, for error messages.
 func (e *Engine) String() string {
@@ -554,10 +566,14 @@ func (r lockReads) info(e *Engine, name string) (info engine.Info, held bool, er
 
 // Close implements engine.Engine: it ends the subscription connection,
 // fails the Acquire and Release calls still queued for a pipeline with
-// engine.ErrClosed, and waits for the pipelines in flight.
+// engine.ErrClosed, and waits for the pipelines in flight; with
+// WithOwnedClient, it closes the client.
 func (e *Engine) Close() error {
 	e.watch.close()
 	e.batch.close()
+	if e.owned {
+		return e.client.Close()
+	}
 	return nil
 }
 
