@@ -4,12 +4,16 @@ go 1.26.8
 
 replace github.com/distlock/distlock => ../
 
+replace github.com/distlock/distlock/engine/zookeeper => ../engine/zookeeper
+
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/distlock/distlock v0.0.0
 	github.com/distlock/distlock/engine/etcd v0.0.0
 	github.com/distlock/distlock/engine/postgres v0.0.0
+	github.com/distlock/distlock/engine/zookeeper v0.0.0
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79

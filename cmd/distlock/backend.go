@@ -27,6 +27,7 @@ const (
 	envEtcd           = "DISTLOCK_ETCD"
 	envPostgres       = "DISTLOCK_POSTGRES"
 	envPostgresSchema = "DISTLOCK_POSTGRES_SCHEMA"
+	envZooKeeper      = "DISTLOCK_ZOOKEEPER"
 )
 
 // pingTimeout bounds the first round trip, which tells an unreachable
@@ -73,7 +74,9 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_POSTGRES=postgres://user:password@host:5432/db   PostgreSQL, in the
                  schema DISTLOCK_POSTGRES_SCHEMA (default distlock), made once
                  with 'distlock postgres init'.
-  (a light build, -tags lite, leaves out etcd and PostgreSQL)
+  DISTLOCK_ZOOKEEPER=host:2181[,host2:2181...]   a ZooKeeper ensemble: a ttl
+                 may not exceed the session timeout it grants (40s asked).
+  (a light build, -tags lite, leaves out etcd, PostgreSQL and ZooKeeper)
 `
 
 // backend is an open connection to the lock backend.
@@ -120,7 +123,7 @@ func (a *app) backendURL(flagURL string) (u, setting string, err error) {
 		env   string
 		toURL func(string) (string, error)
 	}{
-		{envURL, nil}, {envRedis, nil}, {envServer, a.serverURL}, {envEtcd, etcdURL}, {envPostgres, a.postgresURL},
+		{envURL, nil}, {envRedis, nil}, {envServer, a.serverURL}, {envEtcd, etcdURL}, {envPostgres, a.postgresURL}, {envZooKeeper, zookeeperURL},
 	}
 	for i, s := range settings {
 		v := strings.TrimSpace(a.getenv(s.env))
@@ -159,6 +162,17 @@ func etcdURL(list string) (string, error) {
 	scheme, _, _ := strings.Cut(u, "://")
 	hosts := strings.ReplaceAll(u, scheme+"://", "")
 	return scheme + "://" + hosts, nil
+}
+
+// zookeeperURL maps DISTLOCK_ZOOKEEPER (host:port, several separated by
+// commas) to a zookeeper:// URL.
+func zookeeperURL(list string) (string, error) {
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h == "" || strings.Contains(h, "/") {
+			return "", usageErr("cannot use %q from %s: want host:2181[,host2:2181...].", h, envZooKeeper)
+		}
+	}
+	return "zookeeper://" + strings.ReplaceAll(list, " ", ""), nil
 }
 
 // postgresURL adds DISTLOCK_POSTGRES_SCHEMA to DISTLOCK_POSTGRES.

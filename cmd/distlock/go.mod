@@ -6,6 +6,7 @@ require (
 	github.com/distlock/distlock v0.0.0
 	github.com/distlock/distlock/engine/etcd v0.0.0-00010101000000-000000000000
 	github.com/distlock/distlock/engine/postgres v0.0.0-00010101000000-000000000000
+	github.com/distlock/distlock/engine/zookeeper v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 )
@@ -15,6 +16,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
+	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -46,4 +48,5 @@ replace (
 	github.com/distlock/distlock => ../..
 	github.com/distlock/distlock/engine/etcd => ../../engine/etcd
 	github.com/distlock/distlock/engine/postgres => ../../engine/postgres
+	github.com/distlock/distlock/engine/zookeeper => ../../engine/zookeeper
 )

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock"
+	zkengine "github.com/distlock/distlock/engine/zookeeper"
+	"github.com/distlock/distlock/engine/zookeeper/zktest"
+)
+
+// The ZooKeeper scenarios (issue 27), as Go benchmarks on ensembles of one
+// and three members started by engine/zookeeper's harness (zktest), against
+// go-zookeeper's own zk.Lock (Curator's recipe in Go):
+//
+//	Z1: uncontended acquire+release from one goroutine (p50 per pair);
+//	Z3: 16 clients (a session each) on one name, each holding 1 ms
+//	    (acquisitions per second, p99 wait).
+//
+// Run them on a quiet machine only:
+//
+//	go test -run '^$' -bench 'Z[13]' -benchtime 2000x ./bench/
+
+// zkLocker is one client of a benchmark: acquire and release one name.
+type zkLocker interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+}
+
+// zkDistlock is a distlock Client on the ZooKeeper engine.
+type zkDistlock struct {
+	c    *distlock.Client
+	name string
+	l    *distlock.Lease
+}
+
+func (d *zkDistlock) lock(ctx context.Context) (err error) {
+	d.l, err = d.c.Acquire(ctx, d.name, distlock.WithTTL(10*time.Second))
+	return err
+}
+func (d *zkDistlock) unlock(ctx context.Context) error { return d.l.Release(ctx) }
+
+// zkRecipe is go-zookeeper's zk.Lock on a session of its own.
+type zkRecipe struct{ l *zk.Lock }
+
+func (r *zkRecipe) lock(context.Context) error   { return r.l.Lock() }
+func (r *zkRecipe) unlock(context.Context) error { return r.l.Unlock() }
+
+// zkClients returns n lockers of kind ("distlock" or "zk.Lock") on name,
+// each on its own session, closed when b ends.
+func zkClients(b *testing.B, servers []string, kind, name string, n int) []zkLocker {
+	b.Helper()
+	out := make([]zkLocker, n)
+	for i := range out {
+		switch kind {
+		case "distlock":
+			e, err := zkengine.Dial(context.Background(), servers, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := distlock.New(e)
+			b.Cleanup(func() { _ = c.Close(); _ = e.Close() })
+			out[i] = &zkDistlock{c: c, name: name}
+		default:
+			conn, _, err := zk.Connect(servers, 40*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(conn.Close)
+			out[i] = &zkRecipe{l: zk.NewLock(conn, "/zklock/"+name, zk.WorldACL(zk.PermAll))}
+		}
+	}
+	return out
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// zkEnsembles runs fn under a sub-benchmark per ensemble size and kind.
+func zkEnsembles(b *testing.B, fn func(b *testing.B, servers []string, kind string)) {
+	for _, members := range []int{1, 3} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			ens := zktest.Start(b, members)
+			for _, kind := range []string{"distlock", "zk.Lock"} {
+				b.Run(kind, func(b *testing.B) { fn(b, ens.Servers(), kind) })
+			}
+		})
+	}
+}
+
+// BenchmarkZ1 measures an uncontended acquire+release.
+func BenchmarkZ1(b *testing.B) {
+	zkEnsembles(b, func(b *testing.B, servers []string, kind string) {
+		ctx := context.Background()
+		l := zkClients(b, servers, kind, fmt.Sprintf("z1-%d", time.Now().UnixNano()), 1)[0]
+		took := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			if err := l.lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			took = append(took, time.Since(start))
+		}
+		b.ReportMetric(msAt(took, 0.50), "p50-ms")
+	})
+}
+
+// BenchmarkZ3 measures 16 clients on one name, each holding 1 ms, for b.N
+// acquisitions in all.
+func BenchmarkZ3(b *testing.B) {
+	const clients = 16
+	zkEnsembles(b, func(b *testing.B, servers []string, kind string) {
+		ctx := context.Background()
+		ls := zkClients(b, servers, kind, fmt.Sprintf("z3-%d", time.Now().UnixNano()), clients)
+		var (
+			mu    sync.Mutex
+			waits []time.Duration
+			left  = b.N
+			wg    sync.WaitGroup
+			first error
+		)
+		b.ResetTimer()
+		start := time.Now()
+		for _, l := range ls {
+			wg.Go(func() {
+				for {
+					mu.Lock()
+					if left == 0 || first != nil {
+						mu.Unlock()
+						return
+					}
+					left--
+					mu.Unlock()
+					asked := time.Now()
+					err := l.lock(ctx)
+					if err == nil {
+						waited := time.Since(asked)
+						time.Sleep(time.Millisecond)
+						err = l.unlock(ctx)
+						mu.Lock()
+						waits = append(waits, waited)
+						mu.Unlock()
+					}
+					if err != nil {
+						mu.Lock()
+						first = err
+						mu.Unlock()
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if first != nil {
+			b.Fatal(first)
+		}
+		b.ReportMetric(float64(len(waits))/time.Since(start).Seconds(), "acq/s")
+		b.ReportMetric(msAt(waits, 0.99), "p99-wait-ms")
+	})
+}
+
+// msAt returns the q-quantile of ds in milliseconds.
+func msAt(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, int(q*float64(len(s))))]) / float64(time.Millisecond)
+}

@@ -1,0 +1,313 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Acquire implements engine.Engine. A call reads the name's line (its
+// waiter's place refreshed first, which proves the session and moves the
+// clock estimate to now), deletes children that have expired, and then:
+//
+//   - the owner's own child holds: re-entry (or the copy of the grant with
+//     the same Attempt);
+//   - another owner holds: refused; a waiter keeps (or takes) its place in
+//     line, an ephemeral sequential child in arrival order;
+//   - the lock is free: granted unless a place in line comes first (the
+//     lock reserved for the head after a release, a fair head, or a call
+//     asking to stay behind). A grant is one transaction: the holder's
+//     child created (the waiter's place deleted) and the name node's data
+//     written at the version read with the line, so that of two grants
+//     decided on one reading only one takes effect. The token is the
+//     holder child's czxid, the grant transaction's zxid.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.Grant{}, err
+	}
+	if err := e.checkTTL(r.TTL); err != nil {
+		return engine.Grant{}, err
+	}
+	a := attempt{e: e, r: r, k: key{r.Name, r.Waiter}}
+	for range maxConflicts {
+		g, done, err := a.round(ctx)
+		if err != nil || done {
+			return g, err
+		}
+	}
+	return engine.Grant{}, conflict("acquire", r.Name)
+}
+
+// attempt is one Acquire call's state across its rounds.
+type attempt struct {
+	e     *Engine
+	r     engine.AcquireRequest
+	k     key
+	place waitNode // the waiter's place in line (path "": none)
+	fresh bool     // a write of this round gave the clock
+}
+
+// round runs one read-decide-write round; done is false when another
+// client's change got in the way and the round must be run again.
+func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
+	e, r := a.e, a.r
+	if err := a.refresh(ctx); err != nil {
+		return engine.Grant{}, false, err
+	}
+	l, err := e.readLine(ctx, r.Name, a.place.path, false)
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	now := l.now
+	if !a.fresh && len(l.kids) > 0 {
+		c, err := e.clock(ctx)
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		now = max(now, c)
+	}
+	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
+		a.forget() // deleted meanwhile: expired, or dropped after a reservation lapsed
+		return engine.Grant{}, false, nil
+	}
+	line, expired := l.waiters(now)
+	if len(expired) > 0 {
+		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
+	}
+	if h, ok := l.holder(now); ok {
+		if h.d.Owner == r.Owner {
+			if err := a.leave(ctx); err != nil {
+				return engine.Grant{}, false, err
+			}
+			return a.reenter(ctx, h, now)
+		}
+		return a.refuse(ctx, engine.Grant{Holder: h.d.Owner, HolderTTL: left(h.expiry() - now)}, line)
+	}
+	if len(line) > 0 && line[0].path != a.place.path {
+		head := line[0]
+		if until, ok := l.reservedFor(head); ok {
+			if now < until {
+				return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(until - now)}, line)
+			}
+			// The head did not take the lock reserved for it: it leaves
+			// the line, and the next head is tried.
+			return engine.Grant{}, false, e.drop(ctx, &l, head)
+		}
+		if head.d.Fair || r.Fair || r.Behind {
+			return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(head.expiry() - now)}, line)
+		}
+	}
+	return a.grant(ctx, &l)
+}
+
+// refresh rewrites the waiter's place from an earlier attempt: it proves
+// the session (a place gone with an expired session ends the wait) and
+// gives the clock.
+func (a *attempt) refresh(ctx context.Context) error {
+	e := a.e
+	a.fresh = false
+	if a.place.path == "" && a.r.Waiter != "" {
+		a.place, _ = e.waiter(a.k)
+	}
+	if a.place.path == "" {
+		return nil
+	}
+	if _, err := e.set(ctx, a.place.path, a.place.d.encode(), -1); err != nil {
+		if !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		session := a.place.session
+		a.forget()
+		if session != e.conn.SessionID() {
+			return ErrSessionExpired
+		}
+		return nil
+	}
+	a.fresh = true
+	return nil
+}
+
+// refuse answers g, with the waiter's place in line taken when it has none.
+func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (engine.Grant, bool, error) {
+	e, r := a.e, a.r
+	if r.Waiter == "" {
+		return g, true, nil
+	}
+	if a.place.path == "" {
+		d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve}
+		if r.WaiterTTL <= 0 {
+			d.TTL = ms(r.TTL)
+		}
+		parent := e.namePath(r.Name)
+		prefix := childPrefix(r.Owner, tag(r.Waiter))
+		session := e.conn.SessionID()
+		p, err := e.protectedCreate(ctx, parent, prefix, func() (placed, error) {
+			path, err := e.conn.Create(parent+"/"+prefix, d.encode(), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+			return placed{path: path}, err
+		}, func(p placed) { _ = e.conn.Delete(p.path, -1) })
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		a.place = waitNode{path: p.path, session: session, d: d}
+		e.setWaiter(a.k, a.place)
+		line = append(line, child{path: p.path})
+	}
+	g.Queued, g.Head = true, len(line) > 0 && line[0].path == a.place.path
+	return g, true, nil
+}
+
+// grant takes the free lock: one transaction creates the holder's child,
+// deletes the waiter's place and writes the name node's event at the
+// version read with the line.
+func (a *attempt) grant(ctx context.Context, l *line) (engine.Grant, bool, error) {
+	e, r := a.e, a.r
+	if l.parent == nil {
+		return engine.Grant{}, false, e.ensure(ctx, l.path, true)
+	}
+	d := data{Owner: r.Owner, Held: true, TTL: ms(r.TTL), Count: 1, Metadata: r.Metadata, Attempt: r.Attempt}
+	prefix := childPrefix(r.Owner, heldTag)
+	ops := []any{
+		&zk.CreateRequest{Path: l.path + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence},
+		&zk.SetDataRequest{Path: l.path, Data: event{Kind: evGranted}.encode(), Version: l.parent.Version},
+	}
+	if a.place.path != "" {
+		ops = append(ops, &zk.DeleteRequest{Path: a.place.path, Version: -1})
+	}
+	p, err := e.protectedCreate(ctx, l.path, prefix, func() (placed, error) {
+		res, err := e.conn.Multi(ops...)
+		if err != nil {
+			return placed{}, err
+		}
+		return placed{path: res[0].String, parent: res[1].Stat}, nil
+	}, func(p placed) { e.undoGrant(p.path) })
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		return engine.Grant{}, false, nil
+	}
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	var st *zk.Stat
+	if p.parent != nil {
+		// The child's stat: the grant's zxid and time, version 0.
+		st = &zk.Stat{Czxid: p.parent.Mzxid, Mzxid: p.parent.Mzxid, Ctime: p.parent.Mtime, Mtime: p.parent.Mtime}
+	} else if _, st, err = e.get(ctx, p.path); err != nil {
+		return engine.Grant{}, false, err
+	}
+	a.forget()
+	e.setHolding(key{r.Name, r.Owner}, child{path: p.path, d: d, st: st})
+	return engine.Grant{Acquired: true, Token: uint64(st.Czxid), Count: 1}, true, nil
+}
+
+// undoGrant frees a grant whose caller gave up before its answer.
+func (e *Engine) undoGrant(path string) {
+	parent := path[:lastSlash(path)]
+	_, _ = e.conn.Multi(&zk.DeleteRequest{Path: path, Version: -1},
+		&zk.SetDataRequest{Path: parent, Data: event{Kind: evReleased}.encode(), Version: -1})
+}
+
+func lastSlash(p string) int {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return i
+		}
+	}
+	return 0
+}
+
+// reenter adds a hold to the owner's held child c (or answers the copy
+// of its last grant). A child found expired by the write's own clock is
+// deleted instead, and the round runs again (a fresh grant).
+func (a *attempt) reenter(ctx context.Context, c child, now int64) (engine.Grant, bool, error) {
+	e, r := a.e, a.r
+	if r.Attempt != "" && c.d.Attempt == r.Attempt {
+		e.setHolding(key{r.Name, r.Owner}, c)
+		return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: c.d.Count}, true, nil
+	}
+	d := c.d
+	d.Count++
+	d.Attempt = r.Attempt
+	d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), now, r.TTL)
+	st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		return engine.Grant{}, false, nil
+	}
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	if st.Mtime > c.expiry() {
+		// It had expired before this write: not a hold to add to.
+		c.st = st
+		return engine.Grant{}, false, e.free(ctx, c)
+	}
+	e.setHolding(key{r.Name, r.Owner}, child{path: c.path, d: d, st: st})
+	return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: d.Count}, true, nil
+}
+
+// holdExpiry returns the Base and TTL fields of a child whose owner now
+// has holds holds, that expires at current (ms), written at about now
+// (ms, no later than the write): engine.HoldExpiry's rule, with the base
+// left to the write's mtime (0) when the expiry moves to the ttl from now.
+func holdExpiry(holds int, current, now int64, ttl time.Duration) (base, t int64) {
+	t = ms(ttl)
+	if holds > 1 && current > now+t {
+		return current - t, t
+	}
+	return 0, t
+}
+
+// leave deletes the call's place in line, if it has one.
+func (a *attempt) leave(ctx context.Context) error {
+	if a.place.path == "" {
+		return nil
+	}
+	err := a.e.del(ctx, a.place.path, -1)
+	a.forget()
+	return ignoreNoNode(err)
+}
+
+// forget drops the call's place from its state and the engine's.
+func (a *attempt) forget() {
+	a.e.dropWaiter(a.k)
+	a.place = waitNode{}
+}
+
+// sweep deletes expired children, each only at the version it was read at
+// (a child renewed meanwhile stays); a holder's deletion is a release.
+func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
+	for _, c := range expired {
+		var err error
+		if c.d.Held {
+			err = e.free(ctx, c)
+		} else {
+			err = e.del(ctx, c.path, c.st.Version)
+		}
+		if err != nil && !verdict(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// free deletes the held child c at the version read and records the
+// release in the name node (which reserves the lock for the head of the
+// line, and wakes the subscribers).
+func (e *Engine) free(ctx context.Context, c child) error {
+	_, err := e.multi(ctx, &zk.DeleteRequest{Path: c.path, Version: c.st.Version},
+		&zk.SetDataRequest{Path: c.path[:lastSlash(c.path)], Data: event{Kind: evReleased}.encode(), Version: -1})
+	return err
+}
+
+// drop deletes the head of the line whose reservation lapsed and records
+// a release again, which reserves the lock for the next head.
+func (e *Engine) drop(ctx context.Context, l *line, head child) error {
+	_, err := e.multi(ctx, &zk.DeleteRequest{Path: head.path, Version: head.st.Version},
+		&zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: l.parent.Version})
+	if err != nil && !verdict(err) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// ForceRelease implements engine.ForceReleaser: the holder's child is
+// deleted (which wakes the waiter behind it), after a mark for the holder
+// is left, so that its next renewal answers HeldByOther. The mark is an
+// ephemeral child (markPrefix + the owner's tag) with the freed lease's
+// expiry; the holder's renewal that reads it deletes it (or, past that
+// expiry, ignores and deletes it); one never read goes with the session of
+// the engine that left it.
+func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
+	return e.force(ctx, name, func(string) bool { return true })
+}
+
+// ForceReleaseHolder implements engine.HolderReleaser: ForceRelease, when
+// owner holds the mutex.
+func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	return e.force(ctx, name, func(o string) bool { return o == owner })
+}
+
+func (e *Engine) force(ctx context.Context, name string, which func(owner string) bool) (bool, error) {
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	now, err := e.clock(ctx)
+	if err != nil {
+		return false, err
+	}
+	for range maxConflicts {
+		l, err := e.read(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		c, ok := l.holder(max(now, l.now))
+		if !ok || !which(c.d.Owner) {
+			return false, nil
+		}
+		mark, _ := json.Marshal(c.expiry())
+		markPath := l.path + "/" + markPrefix + tag(c.d.Owner)
+		_ = e.del(ctx, markPath, -1) // an earlier mark of the same owner
+		_, err = e.multi(ctx, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+			&zk.DeleteRequest{Path: c.path, Version: c.st.Version},
+			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: -1})
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		e.dropHolding(key{name, c.d.Owner})
+		return true, nil
+	}
+	return false, conflict("force-release", name)
+}
+
+// SetMetadata implements engine.MetadataSetter: the holder's child gets
+// the new metadata and keeps its expiry (the base of its ttl is written
+// out, as the write moves the child's mtime). The change wakes the
+// name's subscribers (their watch of the holder's data).
+func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	for range maxConflicts {
+		l, err := e.read(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		c, ok := l.heldBy(owner)
+		if !ok {
+			return e.lostTo(ctx, &l, owner, false), nil
+		}
+		d := c.d
+		d.Metadata = metadata
+		d.Base = c.expiry() - d.TTL
+		_, err = e.multi(ctx, &zk.SetDataRequest{Path: c.path, Data: d.encode(), Version: c.st.Version},
+			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evMetadata}.encode(), Version: -1})
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return engine.Extended, nil
+	}
+	return 0, conflict("set metadata", name)
+}

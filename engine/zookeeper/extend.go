@@ -1,0 +1,153 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Extend implements engine.Engine. ZooKeeper has no batch of reads and
+// writes, so the requests are sent together, each on its own: a holder's
+// renewal rewrites its child's data at the version it read (the write's
+// mtime is the new base of its ttl); a waiter's heartbeat rewrites its place
+// in line and, when the waiter is at the front with every child before it
+// expired (deleted then), asks it to try (Wake).
+func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]engine.ExtendResult, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			if r.Shared {
+				out[i].Err = errors.ErrUnsupported
+				return
+			}
+			if err := e.checkTTL(r.TTL); err != nil && !r.Waiter {
+				out[i].Err = err
+				return
+			}
+			if r.Waiter {
+				out[i] = e.heartbeat(ctx, r)
+			} else {
+				out[i] = e.renew(ctx, r)
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// renew extends a holder's lease: one write at the version this engine
+// last wrote (the fast path), or a read of the line first.
+func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
+	k := key{r.Name, r.Owner}
+	if c, ok := e.holding(k); ok && c.d.Count == 1 {
+		if res, done := e.rewrite(ctx, k, c, r.TTL, c.st.Mtime); done {
+			return res
+		}
+	}
+	for range maxConflicts {
+		l, err := e.read(ctx, r.Name)
+		if err != nil {
+			return engine.ExtendResult{Err: err}
+		}
+		c, ok := l.heldBy(r.Owner)
+		if !ok {
+			e.dropHolding(key{r.Name, r.Owner})
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+		}
+		if res, done := e.rewrite(ctx, k, c, r.TTL, l.now); done {
+			return res
+		}
+		if _, _, err := e.get(ctx, c.path); errors.Is(err, zk.ErrNoNode) {
+			e.dropHolding(k)
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+		}
+	}
+	return engine.ExtendResult{Err: conflict("extend", r.Name)}
+}
+
+// rewrite renews the held child c at the version it was read or written
+// at (now: a clock estimate no later than the write); done is false when
+// the child changed or went meanwhile (read the line then).
+func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration, now int64) (engine.ExtendResult, bool) {
+	d := c.d
+	d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), now, ttl)
+	st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		return engine.ExtendResult{}, false
+	}
+	if err != nil {
+		return engine.ExtendResult{Err: err}, true
+	}
+	if st.Mtime > c.expiry() {
+		// Expired before this write: the lease is gone, not renewed.
+		c.st = st
+		_ = e.free(ctx, c)
+		e.dropHolding(k)
+		return engine.ExtendResult{Status: engine.Missing}, true
+	}
+	e.setHolding(k, child{path: c.path, d: d, st: st})
+	return engine.ExtendResult{Status: engine.Extended, Token: uint64(st.Czxid)}, true
+}
+
+// lostTo tells why owner no longer holds the lock: HeldByOther when a
+// force-release freed its lease and that lease has not ended yet (the
+// renewal, take, deletes the mark: told once), or when another owner
+// holds the lock; Missing otherwise.
+func (e *Engine) lostTo(ctx context.Context, l *line, owner string, take bool) engine.ExtendStatus {
+	mark := markPrefix + tag(owner)
+	if slices.Contains(l.marks, mark) {
+		b, st, err := e.get(ctx, l.path+"/"+mark)
+		var until int64
+		if err == nil && json.Unmarshal(b, &until) == nil {
+			if l.now > until || take {
+				_ = e.del(ctx, l.path+"/"+mark, st.Version)
+			}
+			if l.now <= until {
+				return engine.HeldByOther
+			}
+		}
+	}
+	if _, ok := l.holder(l.now); ok {
+		return engine.HeldByOther
+	}
+	return engine.Missing
+}
+
+// heartbeat renews a waiter's place in line.
+func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
+	k := key{r.Name, r.Owner}
+	w, ok := e.waiter(k)
+	if !ok {
+		return engine.ExtendResult{Status: engine.Missing}
+	}
+	if _, err := e.set(ctx, w.path, w.d.encode(), -1); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return engine.ExtendResult{Status: engine.Missing}
+		}
+		return engine.ExtendResult{Err: err}
+	}
+	l, err := e.readLine(ctx, r.Name, w.path, false)
+	if err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	line, expired := l.waiters(l.now)
+	if err := e.sweep(ctx, &l, expired); err != nil {
+		return engine.ExtendResult{Err: err}
+	}
+	res := engine.ExtendResult{Status: engine.Extended}
+	if _, held := l.holder(l.now); !held && len(line) > 0 && line[0].path == w.path {
+		res.Wake = true
+	}
+	return res
+}

@@ -1,0 +1,41 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// TestTTLAboveSession: a ttl above the session timeout the ensemble
+// granted is refused with an *ArgumentError (ErrInvalidArgument through the
+// Client) and changes nothing; the session timeout itself is taken.
+func TestTTLAboveSession(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	e := dial(t, ens.Servers())
+	c := distlock.New(e)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "ttl-above-session"
+	_, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "o", TTL: e.SessionTimeout() + time.Millisecond})
+	var ae *engine.ArgumentError
+	if !errors.As(err, &ae) || ae.Arg != "ttl" {
+		t.Fatalf("engine Acquire with a ttl above the session: %v, want an *ArgumentError for ttl", err)
+	}
+	if _, err := c.Acquire(ctx, name, distlock.WithTTL(e.SessionTimeout()+time.Second)); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("Client Acquire with a ttl above the session: %v, want ErrInvalidArgument", err)
+	}
+	if info, err := c.Inspect(ctx, name); err != nil || info.Held || info.Waiters != 0 {
+		t.Fatalf("the refused calls changed the lock: %+v, %v", info, err)
+	}
+	l, err := c.Acquire(ctx, name, distlock.WithTTL(e.SessionTimeout()))
+	if err != nil {
+		t.Fatalf("a ttl of the session timeout: %v", err)
+	}
+	_ = l.Release(ctx)
+}

@@ -1,0 +1,168 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Inspect implements engine.Engine. It reads the ensemble's clock (a
+// write of the root node's data: the only way to learn it) and the line,
+// and changes no lock.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.Info{}, err
+	}
+	now, err := e.clock(ctx)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	l, err := e.readAll(ctx, name)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return l.info(name, max(now, l.now)), nil
+}
+
+// info describes the line at the clock estimate now.
+func (l *line) info(name string, now int64) engine.Info {
+	info := engine.Info{Name: name}
+	if c, ok := l.holder(now); ok {
+		info.Held, info.Owner, info.Count, info.Metadata = true, c.d.Owner, c.d.Count, c.d.Metadata
+		info.Token, info.TTL = uint64(c.st.Czxid), left(c.expiry()-now)
+		info.HighWater = info.Token // the tokens before it went with their children
+		info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
+			TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
+	}
+	line, _ := l.waiters(now)
+	info.Waiters = len(line)
+	return info
+}
+
+// List implements engine.Lister: the held locks whose names start with
+// prefix, in name order, one page of at most limit names a call (cursor:
+// the last name of the previous page).
+func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, "", err
+	}
+	names, err := e.names(ctx, prefix, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = max(limit, 1)
+	next := ""
+	if len(names) > limit {
+		names, next = names[:limit], names[limit-1]
+	}
+	now, err := e.clock(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var infos []engine.Info
+	for _, n := range names {
+		l, err := e.readAll(ctx, n)
+		if err != nil {
+			return nil, "", err
+		}
+		if info := l.info(n, max(now, l.now)); info.Held {
+			infos = append(infos, info)
+		}
+	}
+	return infos, next, nil
+}
+
+// names returns the lock names under the root that start with prefix and
+// sort after cursor, in order.
+func (e *Engine) names(ctx context.Context, prefix, cursor string) ([]string, error) {
+	kids, err := e.children(ctx, e.root)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, k := range kids {
+		if n, ok := lockName(k); ok && strings.HasPrefix(n, prefix) && n > cursor {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Leaks implements engine.LeakFinder. Every node the engine writes goes by
+// itself: a lock name's node is a container (ZooKeeper deletes it once
+// empty), a contender's child and a force-release's mark are ephemeral.
+// A leak is anything else under a name: a persistent node (left by another
+// tool, or by a client that created the name as a plain node).
+func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, "", err
+	}
+	kids, err := e.children(ctx, e.root)
+	if err != nil {
+		return nil, "", err
+	}
+	slices.Sort(kids)
+	limit = max(limit, 1)
+	var leaks []engine.Leak
+	for i, k := range kids {
+		if k <= cursor {
+			continue
+		}
+		if len(leaks) >= limit {
+			return leaks, kids[i-1], nil
+		}
+		n, ok := lockName(k)
+		if (ok && !strings.HasPrefix(n, prefix)) || (!ok && prefix != "") {
+			continue
+		}
+		found, err := e.leaksOf(ctx, e.root+"/"+k, n)
+		if err != nil {
+			return nil, "", err
+		}
+		leaks = append(leaks, found...)
+	}
+	return leaks, "", nil
+}
+
+// leaksOf reports the persistent nodes at and under path (a root child).
+func (e *Engine) leaksOf(ctx context.Context, path, name string) ([]engine.Leak, error) {
+	_, st, err := e.get(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var leaks []engine.Leak
+	kind := engine.LeakLock
+	if name == "" {
+		kind = engine.LeakOther
+	}
+	if st.EphemeralOwner == 0 {
+		leaks = append(leaks, engine.Leak{Key: path, Name: name, Kind: kind, Type: "persistent znode", TTL: -1})
+	}
+	kids, err := e.children(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		_, cst, err := e.get(ctx, path+"/"+k)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if cst.EphemeralOwner == 0 {
+			leaks = append(leaks, engine.Leak{Key: path + "/" + k, Name: name, Kind: kind, Type: "persistent znode", TTL: -1})
+		}
+	}
+	return leaks, nil
+}

@@ -1,0 +1,434 @@
+package zookeeper
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Node names. A lock name is the container child namePrefix+PathEscape(name)
+// of the root; a contender is an ephemeral child of it named
+//
+//	_c_<guid>-<owner tag>-<waiter tag or heldTag>-<sequence>
+//
+// (the _c_<guid>- protection of Curator, so that a create whose answer
+// was lost is found by its GUID): a waiter's place in line (sequential,
+// so that the line is in arrival order) or the holder's child, created by
+// the grant. A force-release's mark for the holder it freed is the
+// ephemeral child markPrefix+<owner tag>. The name's node's own data says
+// what happened last (see event); its mtime says when.
+const (
+	namePrefix = "l-"
+	protected  = "_c_"
+	markPrefix = "_x_"
+	hashLen    = 12
+	heldTag    = "hhhhhhhhhhhh"
+)
+
+// namePath returns the path of the lock name's node.
+func (e *Engine) namePath(name string) string {
+	return e.root + "/" + namePrefix + url.PathEscape(name)
+}
+
+// lockName returns the lock name of a child of the root ("", false for a
+// child that is not a lock's).
+func lockName(child string) (string, bool) {
+	esc, ok := strings.CutPrefix(child, namePrefix)
+	if !ok {
+		return "", false
+	}
+	n, err := url.PathUnescape(esc)
+	return n, err == nil
+}
+
+// tag is the short hash of an owner or waiter id in a child's name.
+func tag(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:])[:hashLen]
+}
+
+// data is what a contender's child holds.
+type data struct {
+	Owner     string   `json:"o"`
+	Waiter    string   `json:"w,omitempty"`
+	Held      bool     `json:"h,omitempty"` // the holder's child; false: a place in line
+	TTL       int64    `json:"t"`           // ms, from Base
+	Base      int64    `json:"b,omitempty"` // ms of the ensemble's clock; 0: the node's mtime
+	Count     int      `json:"c,omitempty"`
+	Metadata  string   `json:"m,omitempty"`
+	Attempt   string   `json:"a,omitempty"`
+	Releases  []string `json:"r,omitempty"` // the latest ReleaseOnce ids applied
+	Fair      bool     `json:"f,omitempty"`
+	NoReserve bool     `json:"n,omitempty"`
+}
+
+// maxReleases is how many ReleaseOnce ids a child remembers.
+const maxReleases = 8
+
+func (d *data) encode() []byte { b, _ := json.Marshal(d); return b }
+
+// event is the name node's data: what changed the lock last.
+type event struct {
+	Kind string `json:"k"` // released (freed: a release, an expiry, a force-release), granted, metadata
+}
+
+// Event kinds.
+const (
+	evReleased = "released"
+	evGranted  = "granted"
+	evMetadata = "metadata"
+)
+
+func (v event) encode() []byte { b, _ := json.Marshal(v); return b }
+
+// child is one contender's child as read.
+type child struct {
+	path  string
+	name  string
+	seq   string
+	owner string // the owner tag
+	wait  string // the waiter tag, or heldTag
+	d     data
+	st    *zk.Stat
+}
+
+// expiry returns the child's expiry in the ensemble's clock (ms); for a
+// child whose data was not read, the end of time.
+func (c *child) expiry() int64 {
+	if c.st == nil {
+		return math.MaxInt64
+	}
+	base := c.d.Base
+	if base == 0 {
+		base = c.st.Mtime
+	}
+	return base + c.d.TTL
+}
+
+// parseChild parses a contender's child name; false for other children.
+func parseChild(parent, name string) (child, bool) {
+	rest, ok := strings.CutPrefix(name, protected)
+	if !ok {
+		return child{}, false
+	}
+	parts := strings.Split(rest, "-")
+	if len(parts) != 4 || len(parts[3]) != 10 {
+		return child{}, false
+	}
+	return child{path: parent + "/" + name, name: name, owner: parts[1], wait: parts[2], seq: parts[3]}, true
+}
+
+// line is the state of one lock name: its contenders in arrival order,
+// the name node's stat and last event, and an estimate of the ensemble's
+// clock no later than when they were read.
+type line struct {
+	path   string
+	parent *zk.Stat // nil: the name has no node
+	event  event
+	kids   []child
+	marks  []string // force-release marks' names
+	now    int64
+}
+
+// read lists the name's children with the name node's stat, and reads its
+// event and the data of the children a decision needs: the holder's, the
+// first place in line's and own's (every child's with all). The reads are
+// sent together. Children deleted meanwhile are left out; a name node
+// changed meanwhile is read again. A place in line not read counts as
+// live: only the head's expiry matters to a decision (an expired head is
+// deleted, and the next one read in the next round).
+func (e *Engine) read(ctx context.Context, name string) (line, error) {
+	return e.readLine(ctx, name, "", false)
+}
+
+// readAll is read with every child's data (Inspect, List).
+func (e *Engine) readAll(ctx context.Context, name string) (line, error) {
+	return e.readLine(ctx, name, "", true)
+}
+
+func (e *Engine) readLine(ctx context.Context, name, own string, all bool) (line, error) {
+	for range maxConflicts {
+		l, again, err := e.readOnce(ctx, name, own, all)
+		if err != nil || !again {
+			return l, err
+		}
+	}
+	return line{}, conflict("read", name)
+}
+
+func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line, bool, error) {
+	l := line{path: e.namePath(name)}
+	names, st, err := e.childrenStat(ctx, l.path)
+	if err != nil || st == nil {
+		return l, false, err
+	}
+	l.parent, l.now = st, st.Mtime
+	for _, n := range names {
+		if c, ok := parseChild(l.path, n); ok {
+			l.kids = append(l.kids, c)
+		} else if strings.HasPrefix(n, markPrefix) {
+			l.marks = append(l.marks, n)
+		}
+	}
+	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	errs := make([]error, len(l.kids)+1)
+	var wg sync.WaitGroup
+	headRead := false
+	for i := range l.kids {
+		c := &l.kids[i]
+		switch {
+		case all, c.wait == heldTag, c.path == own:
+		case !headRead:
+			headRead = true
+		default:
+			continue
+		}
+		wg.Go(func() {
+			b, st, err := e.get(ctx, l.kids[i].path)
+			if err == nil {
+				err = json.Unmarshal(b, &l.kids[i].d)
+			}
+			l.kids[i].st, errs[i] = st, err
+		})
+	}
+	var pst *zk.Stat
+	wg.Go(func() {
+		var b []byte
+		b, pst, errs[len(l.kids)] = e.get(ctx, l.path)
+		if errs[len(l.kids)] == nil && len(b) > 0 {
+			_ = json.Unmarshal(b, &l.event)
+		}
+	})
+	wg.Wait()
+	if err := errs[len(l.kids)]; err != nil {
+		return l, errors.Is(err, zk.ErrNoNode), ignoreNoNode(err)
+	}
+	if pst.Version != st.Version {
+		return l, true, nil
+	}
+	kept := l.kids[:0]
+	for i, c := range l.kids {
+		switch {
+		case errors.Is(errs[i], zk.ErrNoNode):
+			return l, true, nil // the line changed: read it again
+		case errs[i] != nil:
+			return l, false, errs[i]
+		case c.st == nil:
+			kept = append(kept, c)
+		default:
+			kept = append(kept, c)
+			l.now = max(l.now, c.st.Mtime)
+		}
+	}
+	l.kids = kept
+	return l, false, nil
+}
+
+func ignoreNoNode(err error) error {
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// holder returns the live holder's child (the one held child, unless it
+// expired by the clock estimate now).
+func (l *line) holder(now int64) (child, bool) {
+	for _, c := range l.kids {
+		if c.d.Held && now <= c.expiry() {
+			return c, true
+		}
+	}
+	return child{}, false
+}
+
+// heldBy returns the held child of owner, expired or not.
+func (l *line) heldBy(owner string) (child, bool) {
+	for _, c := range l.kids {
+		if c.d.Held && c.d.Owner == owner {
+			return c, true
+		}
+	}
+	return child{}, false
+}
+
+// waiters returns the live places in line, in arrival order, and the
+// expired children (held or not).
+func (l *line) waiters(now int64) (live, expired []child) {
+	for _, c := range l.kids {
+		switch {
+		case now > c.expiry():
+			expired = append(expired, c)
+		case !c.d.Held:
+			live = append(live, c)
+		}
+	}
+	return live, expired
+}
+
+// reservedFor returns the place in line the lock is reserved for, and
+// until when: after a release, for engine.ReserveTTL, the head of the line
+// when it is fair or had waited longer than engine.StarvationBound at the
+// release, unless it asked for no reservation.
+func (l *line) reservedFor(head child) (until int64, ok bool) {
+	if l.parent == nil || l.event.Kind != evReleased || head.d.NoReserve {
+		return 0, false
+	}
+	released := l.parent.Mtime
+	if !head.d.Fair && head.st.Ctime+engine.StarvationBound.Milliseconds() > released {
+		return 0, false
+	}
+	return released + engine.ReserveTTL.Milliseconds(), true
+}
+
+// find returns the index in kids of the child at path, or -1.
+func find(kids []child, path string) int {
+	return slices.IndexFunc(kids, func(c child) bool { return c.path == path })
+}
+
+// clock returns the ensemble's clock now: the mtime of a write of the
+// root node's data (creating the root when missing).
+func (e *Engine) clock(ctx context.Context) (int64, error) {
+	st, err := e.set(ctx, e.root, nil, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = e.ensure(ctx, e.root, false); err == nil {
+			st, err = e.set(ctx, e.root, nil, -1)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Mtime, nil
+}
+
+// ensure creates the node at path (a container when container is true),
+// and its parents (plain nodes), unless it exists.
+func (e *Engine) ensure(ctx context.Context, path string, container bool) error {
+	flags := int32(0)
+	if container {
+		flags = zk.FlagContainer
+	}
+	_, err := do(ctx, e, "create", func() (string, error) {
+		if container {
+			return e.conn.CreateContainer(path, nil, flags, zk.WorldACL(zk.PermAll))
+		}
+		return e.conn.Create(path, nil, flags, zk.WorldACL(zk.PermAll))
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		if i := strings.LastIndexByte(path, '/'); i > 0 {
+			if err := e.ensure(ctx, path[:i], false); err != nil {
+				return err
+			}
+			return e.ensure(ctx, path, container)
+		}
+	}
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// placed is what a protected create made: the child's path and, for a
+// grant, the name node's stat after it (nil when the answer was lost and
+// the child was found by its GUID).
+type placed struct {
+	path   string
+	parent *zk.Stat
+}
+
+// protectedCreate runs run, which creates a child of the name node parent
+// whose name starts with prefix (a GUID in it), and returns what it made.
+// When the answer is lost (the connection broke), the child is looked up
+// by its prefix: a create that took effect is found, not left behind; when
+// the session expired, no child can exist and run runs again. When ctx
+// ends before the answer, what run made is handed to undo in the
+// background once the answer comes: a contender that gave up leaves
+// nothing behind.
+func (e *Engine) protectedCreate(ctx context.Context, parent, prefix string, run func() (placed, error), undo func(placed)) (placed, error) {
+	for range maxConflicts {
+		p, err := e.runProtected(ctx, run, undo)
+		switch {
+		case err == nil:
+			return p, nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := e.ensure(ctx, parent, true); err != nil {
+				return placed{}, err
+			}
+			continue
+		case errors.Is(err, zk.ErrSessionExpired):
+			continue
+		case errors.Is(err, zk.ErrConnectionClosed):
+			if ctx.Err() != nil {
+				return placed{}, err
+			}
+			names, lerr := e.children(ctx, parent)
+			if lerr != nil {
+				return placed{}, lerr
+			}
+			for _, n := range names {
+				if strings.HasPrefix(n, prefix) {
+					return placed{path: parent + "/" + n}, nil
+				}
+			}
+			continue
+		}
+		return placed{}, err
+	}
+	return placed{}, conflict("create", parent)
+}
+
+func (e *Engine) runProtected(ctx context.Context, run func() (placed, error), undo func(placed)) (placed, error) {
+	type answer struct {
+		p   placed
+		err error
+	}
+	ch := make(chan answer, 1)
+	abandoned := make(chan bool, 1) // whether the caller gave up before the answer
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		p, err := run()
+		ch <- answer{p, err}
+		if <-abandoned && err == nil {
+			undo(p)
+		}
+	}()
+	select {
+	case a := <-ch:
+		abandoned <- false
+		if a.err != nil && !verdict(a.err) {
+			a.err = backendErr("create", a.err)
+		}
+		return a.p, a.err
+	case <-ctx.Done():
+		abandoned <- true
+		return placed{}, backendErr("create", ctx.Err())
+	}
+}
+
+// childPrefix returns a new protected name prefix for a child of owner
+// (and waiter, or heldTag for a holder's child).
+func childPrefix(owner, waiterTag string) string {
+	var g [16]byte
+	_, _ = rand.Read(g[:])
+	return protected + hex.EncodeToString(g[:]) + "-" + tag(owner) + "-" + waiterTag + "-"
+}
+
+// ms converts a duration to the ensemble clock's milliseconds, rounding up.
+func ms(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// left converts a time left in ms to a duration.
+func left(msLeft int64) time.Duration { return time.Duration(msLeft) * time.Millisecond }

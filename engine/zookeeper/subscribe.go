@@ -1,0 +1,260 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// Subscribe implements engine.Engine: a watch of the name node's data,
+// which every grant, release (expiry, force-release) and proclaimed
+// metadata writes. Each firing wakes the subscription and the watch is set
+// again; a lost connection wakes it too (the watch may have missed a
+// change).
+func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
+		chs, _, err := e.watchName(ctx, name)
+		return watches{zk: chs}, err
+	})
+}
+
+// watches are what a subscription waits on: ZooKeeper watches (a firing
+// wakes the subscriber) and a local signal to set them again without a
+// wake-up (a waiter took its place in line: from then on it watches its
+// predecessor, not the name).
+type watches struct {
+	zk    []<-chan zk.Event
+	rearm <-chan struct{}
+	// gone: only a deletion wakes (a predecessor's heartbeats rewrite its
+	// data, which fires the watch too: that sets it again, silently).
+	gone bool
+	// target is the path watched (the place before, or the name's node).
+	target string
+	// held: the name's node is watched and says the lock is held (a
+	// waiter that just became the head has nothing to try until a release).
+	held bool
+}
+
+// SubscribeWaiter implements engine.Queuer: the waiter watches only the
+// child just before its own (no herd). Before its first attempt made its
+// child, it watches the name as Subscribe does.
+func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
+	k := key{name, waiter}
+	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
+		rearm := e.placeSignal(k)
+		w, ok := e.waiter(k)
+		if !ok {
+			chs, _, err := e.watchName(ctx, name)
+			return watches{zk: chs, rearm: rearm, target: e.namePath(name)}, err
+		}
+		chs, target, held, err := e.watchBefore(ctx, name, w.path)
+		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target, held: held}, err
+	})
+}
+
+// Leave implements engine.Queuer: the waiter's child is deleted, which
+// wakes the waiter behind it.
+func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+	if err := e.check(ctx); err != nil {
+		return err
+	}
+	k := key{name, waiter}
+	w, ok := e.waiter(k)
+	if !ok {
+		return nil
+	}
+	if err := e.del(ctx, w.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	e.dropWaiter(k)
+	return nil
+}
+
+// watchName watches the name node's data (its creation when missing),
+// and reports whether the lock may be free (its last event is not a grant
+// or proclaimed metadata).
+func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, bool, error) {
+	p := e.namePath(name)
+	type got struct {
+		b  []byte
+		ch <-chan zk.Event
+	}
+	g, err := do(ctx, e, "watch", func() (got, error) {
+		b, _, ch, err := e.conn.GetW(p)
+		return got{b, ch}, err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
+			_, _, ch, err := e.conn.ExistsW(p)
+			return ch, err
+		})
+		return []<-chan zk.Event{ch}, true, err
+	}
+	var ev event
+	_ = json.Unmarshal(g.b, &ev)
+	return []<-chan zk.Event{g.ch}, ev.Kind != evGranted && ev.Kind != evMetadata, err
+}
+
+// watchBefore watches the place in line just before own (no herd), or,
+// for the head of the line, the name node's data (a release, a grant); it
+// returns the path it watches, and for the head whether the lock is held.
+func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, bool, error) {
+	p := e.namePath(name)
+	kids, err := e.children(ctx, p)
+	if err != nil {
+		return nil, "", false, err
+	}
+	var line []child
+	for _, k := range kids {
+		if c, ok := parseChild(p, k); ok && (c.wait != heldTag || c.path == own) {
+			line = append(line, c)
+		}
+	}
+	slices.SortFunc(line, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	i := find(line, own)
+	if i <= 0 {
+		chs, free, err := e.watchName(ctx, name)
+		return chs, p, !free, err
+	}
+	before := line[i-1].path
+	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
+		_, _, ch, err := e.conn.ExistsW(before)
+		return ch, err
+	})
+	return []<-chan zk.Event{ch}, before, false, err
+}
+
+// subscribe runs a subscription whose watches arm sets; the first set is
+// in place when it returns.
+func (e *Engine) subscribe(ctx context.Context, arm func(context.Context) (watches, error)) (engine.Subscription, error) {
+	if err := e.check(ctx); err != nil {
+		return nil, err
+	}
+	ws, err := arm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &subscription{sig: engine.NewSignal(), stop: make(chan struct{})}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, engine.ErrClosed
+	}
+	e.bg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.bg.Done()
+		s.run(e, ws, arm)
+	}()
+	return s, nil
+}
+
+// subscription is a Subscription on ZooKeeper watches.
+type subscription struct {
+	sig  engine.Signal
+	stop chan struct{}
+	once sync.Once
+}
+
+// C implements engine.Subscription.
+func (s *subscription) C() <-chan struct{} { return s.sig.C() }
+
+// Close implements engine.Subscription.
+func (s *subscription) Close() { s.once.Do(func() { close(s.stop) }) }
+
+// run waits for any of the watches to fire, wakes the subscriber and sets
+// them again, until the subscription or the engine closes. A watch that
+// could not be set is tried again after a pause, with a wake-up (a change
+// may have been missed meanwhile).
+func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (watches, error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+		case <-e.done:
+		}
+		cancel()
+	}()
+	for {
+		what := firstOf(ctx, ws)
+		if what == gone {
+			return
+		}
+		before, wasBefore := ws.target, ws.gone
+		for {
+			var err error
+			if ws, err = arm(ctx); err == nil {
+				break
+			}
+			s.sig.Wake()
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
+		// The wake-up comes after the watches are set again: a change
+		// between the firing and the new watches is seen by the attempt
+		// the wake-up causes; a later one fires the new watches. A silent
+		// re-arm wakes too when the watched node changed (the place before
+		// may have gone meanwhile). A waiter whose predecessor went and
+		// that now heads the line of a held lock is not woken: the
+		// release will (the predecessor was granted, or left).
+		if (what == fired || ws.target != before) && !(wasBefore && ws.held) {
+			s.sig.Wake()
+		}
+	}
+}
+
+// What firstOf saw first.
+const (
+	gone  = iota // ctx ended
+	fired        // a ZooKeeper watch fired
+	rearm        // the local signal
+)
+
+// firstOf waits until one of ws fires or ctx ends.
+func firstOf(ctx context.Context, ws watches) int {
+	ctx, cancel := context.WithCancel(ctx)
+	got := make(chan int, len(ws.zk)+1)
+	var wg sync.WaitGroup
+	for _, ch := range ws.zk {
+		wg.Go(func() {
+			select {
+			case ev := <-ch:
+				if ws.gone && ev.Type == zk.EventNodeDataChanged {
+					got <- rearm
+				} else {
+					got <- fired
+				}
+			case <-ctx.Done():
+			}
+		})
+	}
+	if ws.rearm != nil {
+		wg.Go(func() {
+			select {
+			case <-ws.rearm:
+				got <- rearm
+			case <-ctx.Done():
+			}
+		})
+	}
+	what := gone
+	select {
+	case what = <-got:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	return what
+}

@@ -1,0 +1,300 @@
+// Package zktest runs ZooKeeper for tests: Debian's zookeeper package (3.8)
+// started with java, one process per member, each in the foreground on free
+// loopback ports with a data directory of its own, stopped by pid when the
+// test (or TestMain) that started it ends. It never uses a system service.
+package zktest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Jar is the server jar of Debian's zookeeper package; its manifest names
+// the jars it needs.
+const Jar = "/usr/share/java/zookeeper.jar"
+
+// logJars bind the server's logging to log4j 1.2, configured by the
+// log4j.properties the harness writes (warnings only, to the member's log).
+var logJars = []string{"/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"}
+
+// TB is the part of testing.TB the harness uses; Main provides one outside
+// a test.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+	Failed() bool
+}
+
+// Ensemble is a set of ZooKeeper members on loopback.
+type Ensemble struct {
+	t       TB
+	Members []*Member
+}
+
+// Member is one ZooKeeper server process.
+type Member struct {
+	e    *Ensemble
+	ID   int
+	Addr string // client address, host:port
+	dir  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts an ensemble of n members (1: standalone) and waits until
+// every member serves (a standalone server, or a follower or leader of a
+// quorum). Every process is killed when t ends. It fails t when Java or
+// the zookeeper package is missing.
+func Start(t TB, n int) *Ensemble {
+	t.Helper()
+	if _, err := os.Stat(Jar); err != nil {
+		t.Fatalf("zktest: %v (apt-get install zookeeper)", err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("zktest: %v (the zookeeper package needs a JRE)", err)
+	}
+	e := &Ensemble{t: t}
+	var servers []string
+	for i := 1; i <= n; i++ {
+		m := &Member{e: e, ID: i, dir: t.TempDir(), Addr: freeAddr(t)}
+		e.Members = append(e.Members, m)
+		servers = append(servers, fmt.Sprintf("server.%d=%s:%s", i, freeAddr(t), port(freeAddr(t))))
+	}
+	t.Cleanup(e.stop)
+	for _, m := range e.Members {
+		m.configure(n, servers)
+		m.start()
+	}
+	e.WaitReady(90 * time.Second)
+	return e
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
+
+// configure writes the member's zoo.cfg, myid and log4j.properties. Ticks
+// of 500 ms let sessions be as short as 1 s; sessions up to 3 min are
+// granted as asked (up to 3 min). forceSync=no: tests only, a killed process keeps its
+// writes in the page cache.
+func (m *Member) configure(n int, servers []string) {
+	t := m.e.t
+	data := filepath.Join(m.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := []string{
+		"tickTime=500", "initLimit=20", "syncLimit=10",
+		"dataDir=" + data,
+		"clientPort=" + port(m.Addr), "clientPortAddress=127.0.0.1",
+		"minSessionTimeout=1000", "maxSessionTimeout=180000",
+		"forceSync=no", "admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,ruok",
+		"maxClientCnxns=0",
+	}
+	if n > 1 {
+		cfg = append(cfg, servers...)
+	}
+	files := map[string]string{
+		"zoo.cfg":          strings.Join(cfg, "\n") + "\n",
+		"data/myid":        strconv.Itoa(m.ID) + "\n",
+		"log4j.properties": "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\nlog4j.appender.CONSOLE.layout.ConversionPattern=%d %-5p %m%n\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(m.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// start runs the member's JVM in the foreground of its own process group.
+func (m *Member) start() {
+	t := m.e.t
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(m.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := strings.Join(append([]string{m.dir, Jar}, logJars...), ":")
+	cmd := exec.Command("java",
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.admin.enableServer=false",
+		"-cp", cp,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(m.dir, "zoo.cfg"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start zookeeper %d: %v", m.ID, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	m.mu.Lock()
+	m.cmd, m.done = cmd, done
+	m.mu.Unlock()
+}
+
+// Servers returns the client addresses of every member.
+func (e *Ensemble) Servers() []string {
+	var s []string
+	for _, m := range e.Members {
+		s = append(s, m.Addr)
+	}
+	return s
+}
+
+// WaitReady waits until every running member serves clients (polling
+// with the srvr command; no fixed sleeps).
+func (e *Ensemble) WaitReady(d time.Duration) {
+	e.t.Helper()
+	end := time.Now().Add(d)
+	var last error
+	for time.Now().Before(end) {
+		last = nil
+		for _, m := range e.Members {
+			if !m.Running() {
+				continue
+			}
+			if _, err := m.Mode(); err != nil {
+				last = err
+				break
+			}
+		}
+		if last == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.dumpLogs()
+	e.t.Fatalf("zookeeper not ready after %v: %v", d, last)
+}
+
+// Mode asks the member for its mode ("standalone", "leader", "follower")
+// with the srvr command; an error when it does not serve.
+func (m *Member) Mode() (string, error) {
+	c, err := net.DialTimeout("tcp", m.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		if mode, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return mode, nil
+		}
+	}
+	return "", fmt.Errorf("member %d (%s): not serving", m.ID, m.Addr)
+}
+
+// Leader returns the member that leads the quorum (the only member of a
+// standalone server), or nil when none is known.
+func (e *Ensemble) Leader() *Member {
+	for _, m := range e.Members {
+		if !m.Running() {
+			continue
+		}
+		if mode, err := m.Mode(); err == nil && (mode == "leader" || mode == "standalone") {
+			return m
+		}
+	}
+	return nil
+}
+
+// Running reports whether the member's process runs (stopped or not).
+func (m *Member) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill kills the member (SIGKILL, by pid) and waits for it to exit.
+func (m *Member) Kill() {
+	m.mu.Lock()
+	cmd, done := m.cmd, m.done
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// Stop pauses the member (SIGSTOP).
+func (m *Member) Stop() { m.signal(syscall.SIGSTOP) }
+
+// Cont resumes a paused member (SIGCONT).
+func (m *Member) Cont() { m.signal(syscall.SIGCONT) }
+
+func (m *Member) signal(sig syscall.Signal) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		_ = syscall.Kill(m.cmd.Process.Pid, sig)
+	}
+}
+
+// Restart starts a killed member again on its data directory.
+func (m *Member) Restart() {
+	m.e.t.Helper()
+	m.Kill()
+	m.start()
+}
+
+func (e *Ensemble) stop() {
+	for _, m := range e.Members {
+		m.Kill()
+	}
+	if e.t.Failed() {
+		e.dumpLogs()
+	}
+}
+
+func (e *Ensemble) dumpLogs() {
+	for _, m := range e.Members {
+		b, _ := os.ReadFile(filepath.Join(m.dir, "zookeeper.log"))
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		e.t.Logf("zookeeper %d log (tail):\n%s", m.ID, b)
+	}
+}
