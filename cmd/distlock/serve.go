@@ -37,6 +37,84 @@ func (a *app) cmdServe(args []string) int {
 // the server's URL once it listens.
 func (a *app) serve(ctx context.Context, args []string, ready func(url string)) int {
 	const cmd = "serve"
+	f, code, ok := a.serveFlags(cmd, args)
+	if !ok {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	reg := server.NewRegistry()
+	metrics, err := server.NewMetrics(reg)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	opts, tokens, err := a.serverOptions(f, log, metrics)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+
+	u, setting, err := a.serveURL(f.backend, f.redis, f.redlock, f.etcd, f.postgres)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	b, err := a.openURL(ctx, u, setting, engine.WithNodeErrors(metrics.NodeError))
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	eng, desc := b.eng, b.where
+	closeEngine := func() { _ = eng.Close() }
+	defer closeEngine()
+	defer sweep(ctx, eng, log)()
+	opts = append(opts, server.WithEngineName(desc))
+	if f.backendID != "" {
+		opts = append(opts, server.WithBackendID(f.backendID))
+	}
+	srv, err := server.New(eng, opts...)
+	var ae *distlock.ArgumentError
+	if errors.As(err, &ae) {
+		return a.usage(cmd, "--%s: %s", strings.ReplaceAll(ae.Arg, " ", "-"), ae.Reason)
+	}
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		_ = srv.Close()
+		return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("cannot listen on %s: %v.\nPick another address with --listen HOST:PORT.", f.listen, err)})
+	}
+	scheme := "http"
+	if srv.TLS() {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	a.announce(url, desc, srv, tokens)
+	if ready != nil {
+		ready(url)
+	}
+
+	select {
+	case err := <-served:
+		_ = srv.Close()
+		return a.fail(cmd, &cliError{code: exitFailed, msg: err.Error()})
+	case <-ctx.Done():
+	}
+	return a.shutdown(cmd, srv, served, f.grace)
+}
+
+// serveOptions holds distlock serve's flags.
+type serveOptions struct {
+	listen, redis, redlock, etcd, postgres, backend, backendID string
+	tokensFile, certFile, keyFile                              string
+	public                                                     bool
+	maxWaiters, maxPerName                                     int
+	maxWait, readTimeout, grace                                time.Duration
+}
+
+// serveFlags parses distlock serve's arguments; when they cannot be served
+// it returns the exit code, having said why.
+func (a *app) serveFlags(cmd string, args []string) (serveOptions, int, bool) {
 	fs := flagSet(cmd)
 	listen := stringFlag(fs, defaultListen, "listen")
 	redisURL := stringFlag(fs, "", "redis")
@@ -56,102 +134,79 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	grace := durationFlag(fs, "shutdown-timeout", 10*time.Second)
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err); !ok {
-		return code
+		return serveOptions{}, code, false
 	}
+	f := serveOptions{listen: *listen, redis: *redisURL, redlock: *redlock, etcd: *etcdEndpoints, postgres: *pgURL,
+		backend: *backendURL, backendID: *backendID, tokensFile: *tokensFile, certFile: *certFile, keyFile: *keyFile,
+		public: *public, maxWaiters: *maxWaiters, maxPerName: *maxPerName, maxWait: *maxWait, readTimeout: *readTimeout, grace: *grace}
+	if msg := a.serveConflict(f); msg != "" {
+		return serveOptions{}, a.usage(cmd, "%s", msg), false
+	}
+	return f, 0, true
+}
+
+// serveConflict says what is wrong with f, or "" when it can be served.
+func (a *app) serveConflict(f serveOptions) string {
 	given := 0
-	for _, f := range []string{*redisURL, *redlock, *etcdEndpoints, *pgURL, *backendURL} {
-		if f != "" {
+	for _, s := range []string{f.redis, f.redlock, f.etcd, f.postgres, f.backend} {
+		if s != "" {
 			given++
 		}
 	}
 	switch {
-	case *redisURL != "" && *redlock != "":
-		return a.usage(cmd, "--redis and --redlock exclude each other: one Redis, or Redlock over several")
+	case f.redis != "" && f.redlock != "":
+		return "--redis and --redlock exclude each other: one Redis, or Redlock over several"
 	case given > 1:
-		return a.usage(cmd, "--backend, --redis, --redlock, --etcd and --postgres exclude each other: one backend")
-	case *backendID != "" && given == 0:
-		return a.usage(cmd, "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --backend, --redis, --redlock, --etcd or --postgres")
-	case (*certFile == "") != (*keyFile == ""):
-		return a.usage(cmd, "--tls-cert and --tls-key go together")
-	case *maxWaiters < 1 || *maxPerName < 1:
-		return a.usage(cmd, "--max-waiters and --max-waiters-per-name must be positive")
-	case *maxWait <= 0:
-		return a.usage(cmd, "--max-wait must be positive")
-	case *readTimeout <= 0:
-		return a.usage(cmd, "--read-timeout must be positive")
+		return "--backend, --redis, --redlock, --etcd and --postgres exclude each other: one backend"
+	case f.backendID != "" && given == 0:
+		return "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --backend, --redis, --redlock, --etcd or --postgres"
+	case (f.certFile == "") != (f.keyFile == ""):
+		return "--tls-cert and --tls-key go together"
+	case f.maxWaiters < 1 || f.maxPerName < 1:
+		return "--max-waiters and --max-waiters-per-name must be positive"
+	case f.maxWait <= 0:
+		return "--max-wait must be positive"
+	case f.readTimeout <= 0:
+		return "--read-timeout must be positive"
 	}
+	if tokensGiven := f.tokensFile != "" || strings.TrimSpace(a.getenv(envTokens)) != ""; !tokensGiven && !f.public && !loopbackAddr(f.listen) {
+		return fmt.Sprintf("--listen %s is not a loopback address, and no tokens are given: anyone who reaches it could take "+
+			"and break every lock.\nGive --tokens-file (or %s), or pass --insecure-public to allow it anyway", f.listen, envTokens)
+	}
+	return ""
+}
 
-	if tokensGiven := *tokensFile != "" || strings.TrimSpace(a.getenv(envTokens)) != ""; !tokensGiven && !*public && !loopbackAddr(*listen) {
-		return a.usage(cmd, "--listen %s is not a loopback address, and no tokens are given: anyone who reaches it could take "+
-			"and break every lock.\nGive --tokens-file (or %s), or pass --insecure-public to allow it anyway", *listen, envTokens)
-	}
-
-	log := slog.New(slog.NewTextHandler(a.stderr, nil))
-	reg := server.NewRegistry()
-	metrics, err := server.NewMetrics(reg)
-	if err != nil {
-		return a.fail(cmd, err)
-	}
+// serverOptions are the server's options from f: logging, metrics,
+// limits, timeouts, bearer tokens (nil when none are given) and TLS.
+func (a *app) serverOptions(f serveOptions, log *slog.Logger, metrics *server.Metrics) ([]server.Option, *server.Tokens, error) {
 	opts := []server.Option{
 		server.WithLogger(log), server.WithMetrics(metrics),
-		server.WithMaxWaiters(*maxWaiters, *maxPerName), server.WithMaxWait(*maxWait),
-		server.WithTimeouts(server.Timeouts{Header: *readTimeout, Body: *readTimeout}),
+		server.WithMaxWaiters(f.maxWaiters, f.maxPerName), server.WithMaxWait(f.maxWait),
+		server.WithTimeouts(server.Timeouts{Header: f.readTimeout, Body: f.readTimeout}),
 	}
-	tokens, err := a.serveTokens(*tokensFile)
+	tokens, err := a.serveTokens(f.tokensFile)
 	if err != nil {
-		return a.fail(cmd, err)
+		return nil, nil, err
 	}
 	if tokens != nil {
 		opts = append(opts, server.WithTokens(tokens))
 	}
-	if *public {
+	if f.public {
 		opts = append(opts, server.WithInsecurePublic())
 	}
-	if *certFile != "" {
-		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+	if f.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
 		if err != nil {
-			return a.fail(cmd, usageErr("cannot load the TLS certificate: %v", err))
+			return nil, nil, usageErr("cannot load the TLS certificate: %v", err)
 		}
 		opts = append(opts, server.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	}
+	return opts, tokens, nil
+}
 
-	u, setting, err := a.serveURL(*backendURL, *redisURL, *redlock, *etcdEndpoints, *pgURL)
-	if err != nil {
-		return a.fail(cmd, err)
-	}
-	b, err := a.openURL(ctx, u, setting, engine.WithNodeErrors(metrics.NodeError))
-	if err != nil {
-		return a.fail(cmd, err)
-	}
-	eng, desc := b.eng, b.where
-	closeEngine := func() { _ = eng.Close() }
-	defer closeEngine()
-	defer sweep(ctx, eng, log)()
-	opts = append(opts, server.WithEngineName(desc))
-	if *backendID != "" {
-		opts = append(opts, server.WithBackendID(*backendID))
-	}
-	srv, err := server.New(eng, opts...)
-	var ae *distlock.ArgumentError
-	if errors.As(err, &ae) {
-		return a.usage(cmd, "--%s: %s", strings.ReplaceAll(ae.Arg, " ", "-"), ae.Reason)
-	}
-	if err != nil {
-		return a.fail(cmd, err)
-	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		_ = srv.Close()
-		return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("cannot listen on %s: %v.\nPick another address with --listen HOST:PORT.", *listen, err)})
-	}
-	scheme := "http"
-	if srv.TLS() {
-		scheme = "https"
-	}
-	url := scheme + "://" + ln.Addr().String()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
+// announce tells the operator where the server listens, on which engine,
+// and with what authentication.
+func (a *app) announce(url, desc string, srv *server.Server, tokens *server.Tokens) {
 	fmt.Fprintf(a.stderr, "distlock serve: listening on %s (dashboard: %s/, API: %s/v1, metrics: %s/metrics)\n", url, url, url, url)
 	fmt.Fprintf(a.stderr, "distlock serve: engine: %s\n", desc)
 	if srv.Embedded() {
@@ -163,22 +218,18 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 	} else {
 		fmt.Fprintf(a.stderr, "distlock serve: authentication: %d bearer token(s)\n", tokens.Len())
 	}
-	if ready != nil {
-		ready(url)
-	}
+}
 
-	select {
-	case err := <-served:
-		_ = srv.Close()
-		return a.fail(cmd, &cliError{code: exitFailed, msg: err.Error()})
-	case <-ctx.Done():
-	}
+// shutdown stops srv once the command's context ended: waiting requests
+// are answered shutting_down, and requests still running after grace are
+// cut off.
+func (a *app) shutdown(cmd string, srv *server.Server, served <-chan error, grace time.Duration) int {
 	fmt.Fprintln(a.stderr, "distlock serve: shutting down: waiting requests are answered shutting_down")
-	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
-		fmt.Fprintf(a.stderr, "distlock serve: requests still running after %v were cut off: %v\n", *grace, err)
+		fmt.Fprintf(a.stderr, "distlock serve: requests still running after %v were cut off: %v\n", grace, err)
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return a.fail(cmd, &cliError{code: exitFailed, msg: err.Error()})
