@@ -322,22 +322,7 @@ func (a *app) cmdLeaks(args []string) int {
 		fmt.Fprintf(a.stderr, "distlock leaks: partial: %s\n", partialNote(partials[0]))
 	}
 	if *asJSON {
-		out := make([]leakJSON, 0, len(leaks))
-		for _, l := range leaks {
-			ttl := l.TTL.Milliseconds()
-			if l.TTL < 0 {
-				ttl = -1
-			}
-			j := leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl}
-			if l.holder != nil {
-				j.Holder, j.Weight = l.holder.Owner, l.holder.Weight
-				if l.Type == engine.RWLock.String() {
-					j.Mode = modeOf(l.holder.Weight)
-				}
-			}
-			out = append(out, j)
-		}
-		a.printJSON(out)
+		a.printJSON(leaksJSON(leaks))
 	} else {
 		a.printLeaks(leaks, *maxTTL)
 	}
@@ -345,6 +330,27 @@ func (a *app) cmdLeaks(args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// leaksJSON is leaks as --json prints them: a ttl of -1 for none, and a
+// shared lock's holder with its weight (and an RW lock's mode).
+func leaksJSON(leaks []leak) []leakJSON {
+	out := make([]leakJSON, 0, len(leaks))
+	for _, l := range leaks {
+		ttl := l.TTL.Milliseconds()
+		if l.TTL < 0 {
+			ttl = -1
+		}
+		j := leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl}
+		if l.holder != nil {
+			j.Holder, j.Weight = l.holder.Owner, l.holder.Weight
+			if l.Type == engine.RWLock.String() {
+				j.Mode = modeOf(l.holder.Weight)
+			}
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 // printLeaks prints leaks as a table and says how to fix them.

@@ -104,15 +104,22 @@ func (a *app) cmdRun(args []string) int {
 			kind.describe(), name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
 	}
 
-	code, lost := a.supervise(cmd, ch, lease, name, *grace, sigs, "it will not be restarted")
+	return a.superviseRun(cmd, ch, lease, name, *ttl, *grace, *verbose, sigs)
+}
+
+// superviseRun runs the child under the lease until it exits (or the lease
+// is lost, when it is stopped), then releases the lock and returns the
+// child's exit code (exitLost after a loss).
+func (a *app) superviseRun(cmd string, ch *child, lease *distlock.Lease, name string, ttl, grace time.Duration, verbose bool, sigs chan os.Signal) int {
+	code, lost := a.supervise(cmd, ch, lease, name, grace, sigs, "it will not be restarted")
 	if lost {
 		// The lock is not ours any more: nothing to release.
 		return exitLost
 	}
 	if err := lease.Release(context.Background()); err != nil {
 		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %q failed: %v\n"+
-			"It stays locked until its ttl (%v) runs out.\n", name, strings.TrimPrefix(err.Error(), "distlock: "), *ttl)
-	} else if *verbose {
+			"It stays locked until its ttl (%v) runs out.\n", name, strings.TrimPrefix(err.Error(), "distlock: "), ttl)
+	} else if verbose {
 		fmt.Fprintf(a.stderr, "distlock run: released %q; the command exited with %d\n", name, code)
 	}
 	return code
