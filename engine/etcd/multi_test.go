@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
@@ -184,4 +186,49 @@ func TestMultiNoDeadlock(t *testing.T) {
 		t.Cleanup(func() { _ = cs[i].Close(); _ = e.Close() })
 	}
 	enginetest.SetCycles(t, testCtx(t, 90*time.Second), cs, "cycle/", rounds, distlock.WithTTL(5*time.Second))
+}
+
+// TestMultiLostAnswer: a set's grant applied by etcd whose answer is lost
+// is sent again and found to be the set's own: granted (not refused by
+// itself), each token its key's CreateRevision; the set's release frees
+// every name and revokes the leases a late attempt could use.
+func TestMultiLostAnswer(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	ctx := testCtx(t, 60*time.Second)
+	cli := cl.Client(t)
+	faults := &lostAnswers{KV: cli.KV}
+	cli.KV = faults
+	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
+	t.Cleanup(func() { _ = e.Close() })
+
+	names := []string{"lost-a", "lost-b"}
+	faults.arm()
+	mg, err := e.AcquireMulti(ctx, setRequests("s", names...))
+	if err != nil || !mg.Acquired || len(mg.Tokens) != 2 {
+		t.Fatalf("set grant whose answer was lost: %+v, %v; want granted", mg, err)
+	}
+	if faults.lost != 1 {
+		t.Fatalf("%d answers lost, want 1: the fault did not apply", faults.lost)
+	}
+	var leases []clientv3.LeaseID
+	for i, n := range names {
+		key, err := cli.Get(ctx, etcdengine.DefaultPrefix+n+"/lock")
+		if err != nil || len(key.Kvs) != 1 || uint64(key.Kvs[0].CreateRevision) != mg.Tokens[i] {
+			t.Fatalf("%s's key: %v, %v; want created at token %d", n, key, err, mg.Tokens[i])
+		}
+		leases = append(leases, clientv3.LeaseID(key.Kvs[0].Lease))
+	}
+	res, err := e.ReleaseMulti(ctx, names, []string{"s", "s"})
+	if err != nil || res[0].Status != engine.Released || res[1].Status != engine.Released {
+		t.Fatalf("ReleaseMulti: %+v, %v", res, err)
+	}
+	assertFreeOn(t, e, names...)
+	waitFor(t, 5*time.Second, "the revocation of the set's leases", func() bool {
+		for _, id := range leases {
+			if ttl, err := cli.TimeToLive(ctx, id); err != nil || ttl.TTL != -1 {
+				return false
+			}
+		}
+		return true
+	})
 }
