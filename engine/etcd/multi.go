@@ -2,9 +2,11 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
@@ -161,6 +163,9 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 	})
 	if err != nil {
 		ls.recycle(e, unsure)
+		if !unsure && errors.Is(err, rpctypes.ErrTooManyOps) { // a server run with a lower --max-txn-ops
+			err = fmt.Errorf("%w: %w", engine.ErrNotAtomic, err)
+		}
 		return engine.MultiGrant{}, false, err
 	}
 	rev := resp.Header.Revision

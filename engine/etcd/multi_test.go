@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock"
@@ -231,4 +232,68 @@ func TestMultiLostAnswer(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// tooManyOps answers every transaction of more than max comparisons as a
+// server run with --max-txn-ops max does, changing nothing.
+type tooManyOps struct {
+	clientv3.KV
+	max int
+}
+
+func (k tooManyOps) Txn(ctx context.Context) clientv3.Txn {
+	return &limitTxn{Txn: k.KV.Txn(ctx), max: k.max}
+}
+
+type limitTxn struct {
+	clientv3.Txn
+	max, cmps int
+}
+
+func (t *limitTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
+	t.cmps = len(cs)
+	t.Txn = t.Txn.If(cs...)
+	return t
+}
+func (t *limitTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+func (t *limitTxn) Else(ops ...clientv3.Op) clientv3.Txn {
+	t.Txn = t.Txn.Else(ops...)
+	return t
+}
+
+func (t *limitTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.cmps > t.max {
+		return nil, rpctypes.ErrTooManyOps
+	}
+	return t.Txn.Commit()
+}
+
+// TestMultiTooManyOps: on a server whose --max-txn-ops is below a set's
+// comparisons, the set is engine.ErrNotAtomic (nothing held, its leases
+// kept for reuse), and TryAcquireAll takes it name by name.
+func TestMultiTooManyOps(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	ctx := testCtx(t, 60*time.Second)
+	cli := cl.Client(t)
+	cli.KV = tooManyOps{KV: cli.KV, max: 8}
+	e := etcdengine.New(cli)
+	t.Cleanup(func() { _ = e.Close() })
+	names := []string{"ops-a", "ops-b", "ops-c"}
+	if _, err := e.AcquireMulti(ctx, setRequests("s", names...)); !errors.Is(err, engine.ErrNotAtomic) {
+		t.Fatalf("AcquireMulti of 12 comparisons on a limit of 8: %v; want engine.ErrNotAtomic", err)
+	}
+	assertFreeOn(t, e, names...)
+	c := distlock.New(e)
+	defer c.Close()
+	set, err := c.TryAcquireAll(ctx, names)
+	if err != nil {
+		t.Fatalf("TryAcquireAll: %v; want the set, name by name", err)
+	}
+	if err := set.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assertFreeOn(t, e, names...)
 }
