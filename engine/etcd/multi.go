@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -75,24 +76,39 @@ type setLeases struct {
 }
 
 // setLeases takes a lease of each request's ttl: from the pool, else a
-// new one (alive from its grant on).
+// new one (alive from its grant on), the new ones granted concurrently.
 func (e *Engine) setLeases(ctx context.Context, rs []engine.AcquireRequest) (*setLeases, error) {
 	ls := &setLeases{ids: make([]clientv3.LeaseID, len(rs)), ttls: make([]int64, len(rs)), alive: make([]bool, len(rs))}
+	var missing []int
 	for i, r := range rs {
 		ls.ttls[i] = leaseSeconds(r.TTL)
 		if id, ok := e.pool.take(ls.ttls[i]); ok {
 			ls.ids[i] = id
 			ls.pooled = append(ls.pooled, i)
-			continue
+		} else {
+			missing = append(missing, i)
 		}
-		sent := time.Now()
-		resp, err := e.grant(ctx, "grant a lease", ls.ttls[i])
-		if err != nil {
-			ls.recycle(e, false)
-			return nil, err
-		}
-		e.noteKept(resp.ID, ls.ttls[i], sent)
-		ls.ids[i], ls.alive[i] = resp.ID, true
+	}
+	errs := make([]error, len(missing))
+	var wg sync.WaitGroup
+	for j, i := range missing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent := time.Now()
+			resp, err := e.grant(ctx, "grant a lease", ls.ttls[i])
+			if err != nil {
+				errs[j] = err
+				return
+			}
+			e.noteKept(resp.ID, ls.ttls[i], sent)
+			ls.ids[i], ls.alive[i] = resp.ID, true
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		ls.recycle(e, false)
+		return nil, err
 	}
 	return ls, nil
 }
