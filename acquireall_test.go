@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
@@ -395,60 +396,18 @@ func (c *countingEngine) Extend(ctx context.Context, rs []engine.ExtendRequest) 
 	return c.Engine.Extend(ctx, rs)
 }
 
-// cycleSets are the sets of the deadlock schedule, a ring: client i asks
-// for names i and i+1 (mod n) in that order, so the last client asks in
-// the opposite order to the others (n-1, then 0), and taking the names in
-// the caller's order closes a cycle once each client holds its first.
-func cycleSets(p string, n int) [][]string {
-	sets := make([][]string, n)
-	for i := range sets {
-		sets[i] = []string{fmt.Sprintf("%s%d", p, i), fmt.Sprintf("%s%d", p, (i+1)%n)}
-	}
-	return sets
-}
-
 // TestAcquireAllNoDeadlock: Clients whose sets form cycles in opposite
 // orders all finish their rounds, with mutual exclusion on every name.
 func TestAcquireAllNoDeadlock(t *testing.T) {
 	const clients, rounds = 6, 15
 	for _, se := range setEngines(t) {
 		t.Run(se.name, func(t *testing.T) {
-			ctx := testCtx(t, 30*time.Second)
-			sets := cycleSets(se.name+"/cycle/", clients)
-			var inUse sync.Map
-			var wg sync.WaitGroup
-			errs := make(chan error, clients)
-			for i := range clients {
-				c := distlock.New(se.eng)
-				defer c.Close()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range rounds {
-						err := c.DoAll(ctx, sets[i], func(context.Context) error {
-							for _, n := range sets[i] {
-								if _, busy := inUse.LoadOrStore(n, i); busy {
-									return fmt.Errorf("%q held twice", n)
-								}
-							}
-							time.Sleep(time.Millisecond)
-							for _, n := range sets[i] {
-								inUse.Delete(n)
-							}
-							return nil
-						})
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
+			cs := make([]*distlock.Client, clients)
+			for i := range cs {
+				cs[i] = distlock.New(se.eng)
+				defer cs[i].Close()
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			enginetest.SetCycles(t, testCtx(t, 30*time.Second), cs, se.name+"/cycle/", rounds)
 		})
 	}
 }
@@ -460,7 +419,7 @@ func TestSequentialDeadlocks(t *testing.T) {
 	const clients = 6
 	eng := memory.New()
 	ctx := testCtx(t, 10*time.Second)
-	sets := cycleSets("seq/", clients)
+	sets := enginetest.CycleSets("seq/", clients)
 	var holding sync.WaitGroup
 	holding.Add(clients)
 	var tried sync.WaitGroup

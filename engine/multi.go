@@ -8,7 +8,7 @@ import (
 // MultiAcquirer is implemented by engines that can grant several mutexes
 // in one atomic step and one round trip (distlock.Client.AcquireAll): the
 // memory engine under its one lock, Redis in one script when every name's
-// keys are on one node. Engines without it are driven by the Client one
+// keys are on one node, etcd in one transaction. Engines without it are driven by the Client one
 // name at a time, in sorted order, with rollback.
 type MultiAcquirer interface {
 	// AcquireMulti grants every request of rs, or none. The requests are
@@ -32,7 +32,7 @@ type MultiAcquirer interface {
 
 // MultiReleaser is implemented by engines that can release several locks
 // in one round trip (a LeaseSet's Release): memory under its one lock,
-// Redis in one pipeline (one per node on Cluster).
+// Redis in one pipeline (one per node on Cluster), etcd in one transaction.
 type MultiReleaser interface {
 	// ReleaseMulti is Release of each lock names[i] by owners[i], in one
 	// round trip; the results are in the order of the names. An error

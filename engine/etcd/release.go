@@ -30,6 +30,14 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		}
 		return engine.ReleaseResult{}, err
 	}
+	return e.releaseRead(ctx, name, owner, st, gone)
+}
+
+// releaseRead is Release after its fast attempt: st is the name's keys as
+// read (nil: read them), gone the lock's lease when a deletion may have
+// been applied without an answer (see retry), else nil.
+func (e *Engine) releaseRead(ctx context.Context, name, owner string, st *state, gone *lockRef) (engine.ReleaseResult, error) {
+	var err error
 	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
