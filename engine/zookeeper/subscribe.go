@@ -52,8 +52,8 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 		rearm := e.placeSignal(k)
 		w, ok := e.waiter(k)
 		if !ok {
-			chs, _, err := e.watchName(ctx, name)
-			return watches{zk: chs, rearm: rearm, target: e.namePath(name)}, err
+			chs, free, err := e.watchName(ctx, name)
+			return watches{zk: chs, rearm: rearm, target: e.namePath(name), held: !free}, err
 		}
 		chs, target, held, err := e.watchBefore(ctx, name, w.path)
 		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target, held: held}, err
@@ -107,10 +107,24 @@ func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event,
 // for the head of the line, the name node's data (a release, a grant); it
 // returns the path it watches, and for the head whether the lock is held.
 func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, bool, error) {
+	for {
+		chs, target, held, gone, err := e.watchBeforeOnce(ctx, name, own)
+		if err != nil || !gone {
+			return chs, target, held, err
+		}
+		// The place before went between the listing and the watch: a
+		// watch on a missing node fires only when it is created again,
+		// which it never is. Look at the line again.
+	}
+}
+
+// watchBeforeOnce is one try of watchBefore; gone reports that the place
+// before it meant to watch had gone already.
+func (e *Engine) watchBeforeOnce(ctx context.Context, name, own string) (_ []<-chan zk.Event, _ string, _ bool, gone bool, _ error) {
 	p := e.namePath(name)
 	kids, err := e.children(ctx, p)
 	if err != nil {
-		return nil, "", false, err
+		return nil, "", false, false, err
 	}
 	var line []child
 	for _, k := range kids {
@@ -122,14 +136,16 @@ func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk
 	i := find(line, own)
 	if i <= 0 {
 		chs, free, err := e.watchName(ctx, name)
-		return chs, p, !free, err
+		return chs, p, !free, false, err
 	}
 	before := line[i-1].path
+	exists := false
 	ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
-		_, _, ch, err := e.conn.ExistsW(before)
+		ok, _, ch, err := e.conn.ExistsW(before)
+		exists = ok
 		return ch, err
 	})
-	return []<-chan zk.Event{ch}, before, false, err
+	return []<-chan zk.Event{ch}, before, false, err == nil && !exists, err
 }
 
 // subscribe runs a subscription whose watches arm sets; the first set is
@@ -209,7 +225,11 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		// may have gone meanwhile). A waiter whose predecessor went and
 		// that now heads the line of a held lock is not woken: the
 		// release will (the predecessor was granted, or left).
-		if (what == fired || ws.target != before) && !(wasBefore && ws.held) {
+		// A silent re-arm that finds the name's lock free wakes too: the
+		// release may have come between the old watch and the new one
+		// (a watch fires once, and the old one's event has no reader).
+		freed := what == rearm && !ws.gone && !ws.held
+		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) {
 			s.sig.Wake()
 		}
 	}
