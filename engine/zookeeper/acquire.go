@@ -53,6 +53,7 @@ type attempt struct {
 	// place in line and its holder's child carry.
 	kind   engine.SharedKind
 	weight int
+	synced bool // a kind refusal synced the session's member (kindRefused)
 }
 
 // round runs one read-decide-write round; done is false when another
@@ -75,7 +76,7 @@ func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
 		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
 	}
 	if hs, _ := l.shared(now); len(hs) > 0 {
-		return engine.Grant{}, false, engine.KindError(r.Name, hs[0].d.Kind, 0)
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
 	}
 	if h, ok := l.holder(now); ok {
 		if h.d.Owner == r.Owner {

@@ -416,7 +416,9 @@ func (e *Engine) runProtected(ctx context.Context, run func() (placed, error), u
 	}
 	ch := make(chan answer, 1)
 	abandoned := make(chan bool, 1) // whether the caller gave up before the answer
-	e.bg.Add(1)
+	if !e.begin() {
+		return placed{}, engine.ErrClosed
+	}
 	go func() {
 		defer e.bg.Done()
 		p, err := run()

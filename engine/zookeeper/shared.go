@@ -63,7 +63,7 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 	}
 	if _, ok := l.holder(now); ok {
 		// Refused before the kind is stored: a refusal changes nothing.
-		return engine.Grant{}, false, engine.KindError(r.Name, 0, r.Kind)
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
 	rec, err := e.kindOf(ctx, r)
 	if err != nil {
@@ -106,6 +106,21 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 		g.Holder, g.Reserved = holders[0].d.Owner, false
 	}
 	return a.refuse(ctx, g, line)
+}
+
+// kindRefused returns err, the refusal of another kind's live holder,
+// once the line it was read from is known to be current: the first time,
+// the member the session reads from catches up with the leader (sync: a
+// follower may serve a line from before the holder's release) and nil is
+// returned for the round to run again.
+func (a *attempt) kindRefused(ctx context.Context, err error) error {
+	if a.synced {
+		return err
+	}
+	a.synced = true
+	path := a.e.namePath(a.r.Name)
+	_, serr := do(ctx, a.e, "sync", func() (string, error) { return a.e.conn.Sync(path) })
+	return ignoreNoNode(serr)
 }
 
 // readNow reads the line of the attempt's name and the ensemble's clock
