@@ -49,6 +49,11 @@ type attempt struct {
 	k     key
 	place waitNode // the waiter's place in line (path "": none)
 	fresh bool     // a write of this round gave the clock
+	// A shared lock's request (kind 0: a mutex's): the kind and weight its
+	// place in line and its holder's child carry.
+	kind   engine.SharedKind
+	weight int
+	synced bool // a kind refusal synced the session's member (kindRefused)
 }
 
 // round runs one read-decide-write round; done is false when another
@@ -58,17 +63,9 @@ func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
 	if err := a.refresh(ctx); err != nil {
 		return engine.Grant{}, false, err
 	}
-	l, err := e.readLine(ctx, r.Name, a.place.path, false)
+	l, now, err := a.readNow(ctx)
 	if err != nil {
 		return engine.Grant{}, false, err
-	}
-	now := l.now
-	if !a.fresh && len(l.kids) > 0 {
-		c, err := e.clock(ctx)
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		now = max(now, c)
 	}
 	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
 		a.forget() // deleted meanwhile: expired, or dropped after a reservation lapsed
@@ -77,6 +74,9 @@ func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
 	line, expired := l.waiters(now)
 	if len(expired) > 0 {
 		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
+	}
+	if hs, _ := l.shared(now); len(hs) > 0 {
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
 	}
 	if h, ok := l.holder(now); ok {
 		if h.d.Owner == r.Owner {
@@ -138,7 +138,7 @@ func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (eng
 		return g, true, nil
 	}
 	if a.place.path == "" {
-		d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve}
+		d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve, Kind: a.kind, Weight: a.weight}
 		if r.WaiterTTL <= 0 {
 			d.TTL = ms(r.TTL)
 		}
@@ -164,16 +164,24 @@ func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (eng
 // deletes the waiter's place and writes the name node's event at the
 // version read with the line.
 func (a *attempt) grant(ctx context.Context, l *line) (engine.Grant, bool, error) {
+	return a.grantWith(ctx, l, evGranted)
+}
+
+// grantWith is grant writing the event ev, with the request's kind and
+// weight in the holder's child, and the checks in extra among the
+// transaction's operations (a shared lock's stored limit at the version
+// read).
+func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...any) (engine.Grant, bool, error) {
 	e, r := a.e, a.r
 	if l.parent == nil {
 		return engine.Grant{}, false, e.ensure(ctx, l.path, true)
 	}
-	d := data{Owner: r.Owner, Held: true, TTL: ms(r.TTL), Count: 1, Metadata: r.Metadata, Attempt: r.Attempt}
+	d := data{Owner: r.Owner, Held: true, TTL: ms(r.TTL), Count: 1, Metadata: r.Metadata, Attempt: r.Attempt, Kind: a.kind, Weight: a.weight}
 	prefix := childPrefix(r.Owner, heldTag)
-	ops := []any{
+	ops := append([]any{
 		&zk.CreateRequest{Path: l.path + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence},
-		&zk.SetDataRequest{Path: l.path, Data: event{Kind: evGranted}.encode(), Version: l.parent.Version},
-	}
+		&zk.SetDataRequest{Path: l.path, Data: event{Kind: ev}.encode(), Version: l.parent.Version},
+	}, extra...)
 	if a.place.path != "" {
 		ops = append(ops, &zk.DeleteRequest{Path: a.place.path, Version: -1})
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// ForceRelease implements engine.ForceReleaser: the holder's child is
+// ForceRelease implements engine.ForceReleaser (of a shared lock, every
+// holder is freed, each with its mark): the holder's child is
 // deleted (which wakes the waiter behind it), after a mark for the holder
 // is left, so that its next renewal answers HeldByOther. The mark is an
 // ephemeral child (markPrefix + the owner's tag) with the freed lease's
@@ -22,9 +23,25 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 }
 
 // ForceReleaseHolder implements engine.HolderReleaser: ForceRelease, when
-// owner holds the mutex.
+// owner holds the mutex; of a shared lock, owner's permits alone.
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
 	return e.force(ctx, name, func(o string) bool { return o == owner })
+}
+
+// forced returns the live holders a force-release frees: the mutex's
+// holder, or every holder of a shared lock, that which accepts.
+func (l *line) forced(now int64, which func(owner string) bool) []child {
+	holders, _ := l.shared(now)
+	if h, ok := l.holder(now); ok {
+		holders = []child{h}
+	}
+	var freed []child
+	for _, c := range holders {
+		if which(c.d.Owner) {
+			freed = append(freed, c)
+		}
+	}
+	return freed
 }
 
 func (e *Engine) force(ctx context.Context, name string, which func(owner string) bool) (bool, error) {
@@ -40,23 +57,28 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 		if err != nil {
 			return false, err
 		}
-		c, ok := l.holder(max(now, l.now))
-		if !ok || !which(c.d.Owner) {
+		freed := l.forced(max(now, l.now), which)
+		if len(freed) == 0 {
 			return false, nil
 		}
-		mark, _ := json.Marshal(c.expiry())
-		markPath := l.path + "/" + markPrefix + tag(c.d.Owner)
-		_ = e.del(ctx, markPath, -1) // an earlier mark of the same owner
-		_, err = e.multi(ctx, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
-			&zk.DeleteRequest{Path: c.path, Version: c.st.Version},
-			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: -1})
+		var ops []any
+		for _, c := range freed {
+			mark, _ := json.Marshal(c.expiry())
+			markPath := l.path + "/" + markPrefix + tag(c.d.Owner)
+			_ = e.del(ctx, markPath, -1) // an earlier mark of the same owner
+			ops = append(ops, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+				&zk.DeleteRequest{Path: c.path, Version: c.st.Version})
+		}
+		_, err = e.multi(ctx, append(ops, &zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: -1})...)
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return false, err
 		}
-		e.dropHolding(key{name, c.d.Owner})
+		for _, c := range freed {
+			e.dropHolding(key{name, c.d.Owner})
+		}
 		return true, nil
 	}
 	return false, conflict("force-release", name)

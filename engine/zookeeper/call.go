@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // do runs one request of the client library, which takes no context, and
@@ -19,7 +21,10 @@ func do[T any](ctx context.Context, e *Engine, op string, f func() (T, error)) (
 		err error
 	}
 	ch := make(chan answer, 1)
-	e.bg.Add(1)
+	if !e.begin() {
+		var zero T
+		return zero, engine.ErrClosed
+	}
 	go func() {
 		defer e.bg.Done()
 		v, err := f()
@@ -35,6 +40,18 @@ func do[T any](ctx context.Context, e *Engine, op string, f func() (T, error)) (
 		var zero T
 		return zero, backendErr(op, ctx.Err())
 	}
+}
+
+// begin counts a background request in e.bg, unless the engine is closed
+// (false): Close's wait then never races with a new request's Add.
+func (e *Engine) begin() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.bg.Add(1)
+	return true
 }
 
 // verdict reports whether err is ZooKeeper's answer about the tree (a

@@ -13,10 +13,21 @@ func TestConformance(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		t.Run(map[int]string{1: "1member", 3: "3members"}[n], func(t *testing.T) {
 			t.Parallel()
-			ens := shared(t, n)
-			enginetest.Run(t, enginetest.Harness{
-				New: func(t *testing.T) engine.Engine { return dial(t, ens.Servers()) },
-			})
+			enginetest.Run(t, harness(t, n))
 		})
 	}
+}
+
+// TestChecker runs the randomized checker (mutexes, semaphores, RW locks)
+// on one member, beside the suite.
+func TestChecker(t *testing.T) {
+	t.Parallel()
+	enginetest.Check(t, harness(t, 1))
+}
+
+// harness gives each engine a connection of its own to the shared
+// ensemble of n members.
+func harness(t *testing.T, n int) enginetest.Harness {
+	ens := shared(t, n)
+	return enginetest.Harness{New: func(t *testing.T) engine.Engine { return dial(t, ens.Servers()) }}
 }

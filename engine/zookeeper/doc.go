@@ -26,8 +26,11 @@
 // request the ensemble answered, so a lease ttl may not exceed the session
 // timeout (Acquire refuses a longer one).
 //
-// Semaphores and reader-writer locks (engine.Sharer) are not implemented:
-// distlock answers its unsupported error for them on this engine.
+// Semaphores and reader-writer locks (engine.Sharer) live on the same
+// line of children: each shared holder's child carries its weight, and a
+// grant is the same multi-op, with the name's stored kind and limit (a
+// persistent node beside the name's container) checked at the version
+// read.
 //
 // See docs/ZOOKEEPER.md for the design, its costs and the guarantees.
 package zookeeper

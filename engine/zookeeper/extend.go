@@ -13,7 +13,8 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Extend implements engine.Engine. ZooKeeper has no batch of reads and
+// Extend implements engine.Engine, for mutexes and shared locks alike
+// (their holders and places are the same children). ZooKeeper has no batch of reads and
 // writes, so the requests are sent together, each on its own: a holder's
 // renewal rewrites its child's data at the version it read (the write's
 // mtime is the new base of its ttl); a waiter's heartbeat rewrites its place
@@ -27,10 +28,6 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	var wg sync.WaitGroup
 	for i, r := range rs {
 		wg.Go(func() {
-			if r.Shared {
-				out[i].Err = errors.ErrUnsupported
-				return
-			}
 			if err := e.checkTTL(r.TTL); err != nil && !r.Waiter {
 				out[i].Err = err
 				return
@@ -146,7 +143,10 @@ func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.E
 		return engine.ExtendResult{Err: err}
 	}
 	res := engine.ExtendResult{Status: engine.Extended}
-	if _, held := l.holder(l.now); !held && len(line) > 0 && line[0].path == w.path {
+	_, held := l.holder(l.now)
+	if len(line) > 0 && line[0].path == w.path && (!held || w.d.Kind != 0) {
+		// The head of a free mutex, or of a shared lock (it may fit beside
+		// the holders: its attempt tells).
 		res.Wake = true
 	}
 	return res

@@ -39,3 +39,38 @@ func TestTTLAboveSession(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 }
+
+// TestSharedBadInput: an unknown shared kind and a limit below 1 are
+// refused with an *ArgumentError and store nothing (no kind, no holder).
+func TestSharedBadInput(t *testing.T) {
+	t.Parallel()
+	e := dial(t, shared(t, 1).Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "shared-bad-input"
+	req := engine.AcquireRequest{Name: name, Owner: "o", TTL: time.Minute}
+	for what, call := range map[string]func() error{
+		"kind 0": func() error {
+			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Limit: 2, Weight: 1})
+			return err
+		},
+		"kind 9": func() error {
+			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Kind: 9, Limit: 2, Weight: 1})
+			return err
+		},
+		"limit 0": func() error { _, err := e.SetLimit(ctx, name, 0); return err },
+		"limit -1": func() error {
+			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Kind: engine.Semaphore, Limit: -1, Weight: 1})
+			return err
+		},
+	} {
+		var ae *engine.ArgumentError
+		if err := call(); !errors.As(err, &ae) {
+			t.Fatalf("%s: %v, want an *engine.ArgumentError", what, err)
+		}
+	}
+	info, err := e.InspectShared(ctx, name)
+	if err != nil || info.Held || info.Kind != 0 || info.Limit != 0 || info.Waiters != 0 {
+		t.Fatalf("the refused calls changed the lock: %+v, %v", info, err)
+	}
+}

@@ -16,18 +16,28 @@ import (
 // write of the root node's data: the only way to learn it) and the line,
 // and changes no lock.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.check(ctx); err != nil {
+	l, now, err := e.inspectLine(ctx, name)
+	if err != nil {
 		return engine.Info{}, err
+	}
+	return l.info(name, now), nil
+}
+
+// inspectLine reads the ensemble's clock and then name's line with every
+// child's data, and returns the line and the clock estimate.
+func (e *Engine) inspectLine(ctx context.Context, name string) (line, int64, error) {
+	if err := e.check(ctx); err != nil {
+		return line{}, 0, err
 	}
 	now, err := e.clock(ctx)
 	if err != nil {
-		return engine.Info{}, err
+		return line{}, 0, err
 	}
 	l, err := e.readAll(ctx, name)
 	if err != nil {
-		return engine.Info{}, err
+		return line{}, 0, err
 	}
-	return l.info(name, max(now, l.now)), nil
+	return l, max(now, l.now), nil
 }
 
 // info describes the line at the clock estimate now.
@@ -40,9 +50,61 @@ func (l *line) info(name string, now int64) engine.Info {
 		info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
 			TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
 	}
-	line, _ := l.waiters(now)
-	info.Waiters = len(line)
+	info.Waiters = l.queued(now, false)
 	return info
+}
+
+// queued counts the live places in line of a shared lock's requests
+// (shared true) or of a mutex's.
+func (l *line) queued(now int64, shared bool) int {
+	line, _ := l.waiters(now)
+	n := 0
+	for _, c := range line {
+		if (c.d.Kind != 0) == shared {
+			n++
+		}
+	}
+	return n
+}
+
+// InspectShared implements engine.Sharer: the kind record, the clock and
+// the line are read (changing no lock).
+func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+	l, now, err := e.inspectLine(ctx, name)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return e.sharedInfo(ctx, name, &l, now)
+}
+
+// sharedInfo describes the shared lock name, whose line l was read at the
+// clock estimate now, with its kind record.
+func (e *Engine) sharedInfo(ctx context.Context, name string, l *line, now int64) (engine.Info, error) {
+	info := engine.Info{Name: name}
+	rec, ok, err := e.readKind(ctx, name)
+	if err != nil || !ok {
+		return info, err
+	}
+	info.Kind, info.Limit = rec.Kind, rec.Limit
+	holders, _ := l.shared(now)
+	for _, c := range holders {
+		h := engine.Holder{Owner: c.d.Owner, Count: c.d.Count, Token: uint64(c.st.Czxid),
+			TTL: left(c.expiry() - now), Metadata: c.d.Metadata, Weight: c.d.Weight}
+		info.Holders = append(info.Holders, h)
+		info.Token = max(info.Token, h.Token)
+	}
+	info.Held, info.HighWater = len(holders) > 0, info.Token
+	info.Waiters = l.queued(now, true)
+	return info, nil
+}
+
+// describe is List's view of name's line l at now: the shared lock's
+// when shared holders hold it, the mutex's otherwise.
+func (e *Engine) describe(ctx context.Context, name string, l *line, now int64) (engine.Info, error) {
+	if hs, _ := l.shared(now); len(hs) > 0 {
+		return e.sharedInfo(ctx, name, l, now)
+	}
+	return l.info(name, now), nil
 }
 
 // List implements engine.Lister: the held locks whose names start with
@@ -71,7 +133,11 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 		if err != nil {
 			return nil, "", err
 		}
-		if info := l.info(n, max(now, l.now)); info.Held {
+		info, err := e.describe(ctx, n, &l, max(now, l.now))
+		if err != nil {
+			return nil, "", err
+		}
+		if info.Held {
 			infos = append(infos, info)
 		}
 	}
@@ -96,10 +162,12 @@ func (e *Engine) names(ctx context.Context, prefix, cursor string) ([]string, er
 }
 
 // Leaks implements engine.LeakFinder. Every node the engine writes goes by
-// itself: a lock name's node is a container (ZooKeeper deletes it once
-// empty), a contender's child and a force-release's mark are ephemeral.
-// A leak is anything else under a name: a persistent node (left by another
-// tool, or by a client that created the name as a plain node).
+// itself, but a shared lock's kind record (kept on purpose, kind.go): a
+// lock name's node is a container (ZooKeeper deletes it once empty), a
+// contender's child and a force-release's mark are ephemeral. A leak is a
+// persistent node under a name (left by another tool), or a child of the
+// root that is no lock's. A name's own node is not judged: the ensemble
+// reports a container's stat like a plain node's (ephemeralOwner 0).
 func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
@@ -117,6 +185,9 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, curs
 		}
 		if len(leaks) >= limit {
 			return leaks, kids[i-1], nil
+		}
+		if strings.HasPrefix(k, kindPrefix) {
+			continue // a shared lock's kind and limit: kept on purpose (kind.go)
 		}
 		n, ok := lockName(k)
 		if (ok && !strings.HasPrefix(n, prefix)) || (!ok && prefix != "") {
@@ -145,7 +216,9 @@ func (e *Engine) leaksOf(ctx context.Context, path, name string) ([]engine.Leak,
 	if name == "" {
 		kind = engine.LeakOther
 	}
-	if st.EphemeralOwner == 0 {
+	if st.EphemeralOwner == 0 && name == "" {
+		// A lock name's node is not judged: ZooKeeper (3.8) reports a
+		// container's ephemeralOwner as 0, like a plain node's.
 		leaks = append(leaks, engine.Leak{Key: path, Name: name, Kind: kind, Type: "persistent znode", TTL: -1})
 	}
 	kids, err := e.children(ctx, path)

@@ -73,6 +73,9 @@ type data struct {
 	Releases  []string `json:"r,omitempty"` // the latest ReleaseOnce ids applied
 	Fair      bool     `json:"f,omitempty"`
 	NoReserve bool     `json:"n,omitempty"`
+	// A shared lock's holder or waiter: its kind and weight (0: a mutex's).
+	Kind   engine.SharedKind `json:"s,omitempty"`
+	Weight int               `json:"g,omitempty"`
 }
 
 // maxReleases is how many ReleaseOnce ids a child remembers.
@@ -90,6 +93,10 @@ const (
 	evReleased = "released"
 	evGranted  = "granted"
 	evMetadata = "metadata"
+	// A shared grant, and a semaphore's new limit: the head of the line is
+	// woken (it may fit beside the holders).
+	evShared = "shared"
+	evLimit  = "limit"
 )
 
 func (v event) encode() []byte { b, _ := json.Marshal(v); return b }
@@ -244,15 +251,27 @@ func ignoreNoNode(err error) error {
 	return err
 }
 
-// holder returns the live holder's child (the one held child, unless it
-// expired by the clock estimate now).
+// holder returns the mutex's live holder's child (the one held child of
+// a mutex, unless it expired by the clock estimate now).
 func (l *line) holder(now int64) (child, bool) {
 	for _, c := range l.kids {
-		if c.d.Held && now <= c.expiry() {
+		if c.d.Held && c.d.Kind == 0 && now <= c.expiry() {
 			return c, true
 		}
 	}
 	return child{}, false
+}
+
+// shared returns the live holders of a shared lock, in grant order, and
+// the permits they take.
+func (l *line) shared(now int64) (holders []child, used int) {
+	for _, c := range l.kids {
+		if c.d.Held && c.d.Kind != 0 && now <= c.expiry() {
+			holders = append(holders, c)
+			used += c.d.Weight
+		}
+	}
+	return holders, used
 }
 
 // heldBy returns the held child of owner, expired or not.
@@ -397,7 +416,9 @@ func (e *Engine) runProtected(ctx context.Context, run func() (placed, error), u
 	}
 	ch := make(chan answer, 1)
 	abandoned := make(chan bool, 1) // whether the caller gave up before the answer
-	e.bg.Add(1)
+	if !e.begin() {
+		return placed{}, engine.ErrClosed
+	}
 	go func() {
 		defer e.bg.Done()
 		p, err := run()

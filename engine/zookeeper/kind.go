@@ -1,0 +1,86 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// A shared lock's kind and limit are stored in the persistent child
+// kindPrefix+PathEscape(name) of the root, beside the name's container:
+// they outlive the holders (the container goes once empty), so that the
+// stored limit governs and the other shared kind is refused after every
+// holder left. A grant checks the record's version in its transaction:
+// a SetLimit between the read and the grant makes the grant run again.
+const kindPrefix = "k-"
+
+// kindRecord is a shared lock's stored kind and limit.
+type kindRecord struct {
+	Kind    engine.SharedKind `json:"s"`
+	Limit   int               `json:"l"`
+	version int32
+	path    string
+}
+
+// kindPath returns the path of name's kind record.
+func (e *Engine) kindPath(name string) string {
+	return e.root + "/" + kindPrefix + url.PathEscape(name)
+}
+
+// readKind reads name's kind record (ok false: none).
+func (e *Engine) readKind(ctx context.Context, name string) (kindRecord, bool, error) {
+	rec := kindRecord{path: e.kindPath(name)}
+	b, st, err := e.get(ctx, rec.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, false, backendErr("read kind of "+name, err)
+	}
+	rec.version = st.Version
+	return rec, true, nil
+}
+
+// createKind stores name's kind record as rec; false when another client
+// stored one first (read it then).
+func (e *Engine) createKind(ctx context.Context, name string, rec kindRecord) (bool, error) {
+	b, _ := json.Marshal(rec)
+	path := e.kindPath(name)
+	create := func() (string, error) { return e.conn.Create(path, b, 0, zk.WorldACL(zk.PermAll)) }
+	_, err := do(ctx, e, "create", create)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = e.ensure(ctx, e.root, false); err == nil {
+			_, err = do(ctx, e, "create", create)
+		}
+	}
+	if errors.Is(err, zk.ErrNodeExists) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// kindOf returns the kind record of r's shared lock, storing r's kind and
+// declared limit when it has none.
+func (e *Engine) kindOf(ctx context.Context, r engine.SharedRequest) (kindRecord, error) {
+	for range maxConflicts {
+		rec, ok, err := e.readKind(ctx, r.Name)
+		if err != nil || ok {
+			return rec, err
+		}
+		if err := engine.CheckShared(r, r.Kind, r.Limit); err != nil {
+			return rec, err // a semaphore is not made with a bad limit
+		}
+		if _, err := e.createKind(ctx, r.Name, kindRecord{Kind: r.Kind, Limit: r.Limit}); err != nil {
+			return rec, err
+		}
+	}
+	return kindRecord{}, conflict("kind", r.Name)
+}

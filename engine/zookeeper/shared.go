@@ -1,0 +1,228 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var _ engine.Sharer = (*Engine)(nil)
+
+// AcquireShared implements engine.Sharer on the mutex's nodes: each holder
+// is a held child carrying its kind and weight, a waiter a place in the
+// same line. A request is granted when its weight fits in the permits the
+// live holders leave under the stored limit (kind.go) and no place in line
+// comes before its own (strict FIFO with weights: a large head is not
+// overtaken). The grant is the mutex's transaction (the holder's child
+// created, the name node written at the version read with the line) with
+// the kind record checked at the version read: two grants decided on one
+// reading, or a grant and a SetLimit, cannot both take effect. The token
+// is the holder child's czxid. A live mutex holder refuses the request
+// (engine.KindError), as shared holders refuse a mutex.
+func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if err := e.check(ctx); err != nil {
+		return engine.Grant{}, err
+	}
+	switch r.Kind {
+	case engine.Semaphore:
+	case engine.RWLock:
+		r.Limit = engine.RWPermits
+	default:
+		return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a shared kind", r.Kind)}
+	}
+	if err := e.checkTTL(r.TTL); err != nil {
+		return engine.Grant{}, err
+	}
+	a := attempt{e: e, r: r.AcquireRequest, k: key{r.Name, r.Waiter}, kind: r.Kind, weight: r.Weight}
+	for range maxConflicts {
+		g, done, err := a.sharedRound(ctx, r)
+		if err != nil || done {
+			return g, err
+		}
+	}
+	return engine.Grant{}, conflict("acquire", r.Name)
+}
+
+// sharedRound runs one read-decide-write round of AcquireShared; done is
+// false when another client's change got in the way.
+func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engine.Grant, bool, error) {
+	e := a.e
+	if err := a.refresh(ctx); err != nil {
+		return engine.Grant{}, false, err
+	}
+	l, now, err := a.readNow(ctx)
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	if _, ok := l.holder(now); ok {
+		// Refused before the kind is stored: a refusal changes nothing.
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
+	}
+	rec, err := e.kindOf(ctx, r)
+	if err != nil {
+		return engine.Grant{}, false, err
+	}
+	if err := engine.CheckShared(r, rec.Kind, rec.Limit); err != nil {
+		return engine.Grant{}, false, err
+	}
+	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
+		a.forget()
+		return engine.Grant{}, false, nil
+	}
+	line, expired := l.waiters(now)
+	if len(expired) > 0 {
+		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
+	}
+	holders, used := l.shared(now)
+	for _, h := range holders {
+		if h.d.Owner != r.Owner {
+			continue
+		}
+		if h.d.Weight != r.Weight {
+			if rec.Kind == engine.RWLock {
+				return engine.Grant{}, false, engine.ErrUpgrade
+			}
+			return engine.Grant{}, false, engine.HeldWeightError(r.Name, h.d.Weight, r.Weight)
+		}
+		if err := a.leave(ctx); err != nil {
+			return engine.Grant{}, false, err
+		}
+		return a.reenter(ctx, h, now)
+	}
+	fits := r.Weight <= rec.Limit-used
+	ahead := len(line) > 0 && line[0].path != a.place.path
+	if fits && !ahead {
+		return a.grantWith(ctx, &l, evShared, &zk.CheckVersionRequest{Path: rec.path, Version: rec.version})
+	}
+	g := engine.Grant{Reserved: true, HolderTTL: soonest(holders, now)}
+	if len(holders) > 0 && !fits {
+		g.Holder, g.Reserved = holders[0].d.Owner, false
+	}
+	return a.refuse(ctx, g, line)
+}
+
+// kindRefused returns err, the refusal of another kind's live holder,
+// once the line it was read from is known to be current: the first time,
+// the member the session reads from catches up with the leader (sync: a
+// follower may serve a line from before the holder's release) and nil is
+// returned for the round to run again.
+func (a *attempt) kindRefused(ctx context.Context, err error) error {
+	if a.synced {
+		return err
+	}
+	a.synced = true
+	path := a.e.namePath(a.r.Name)
+	_, serr := do(ctx, a.e, "sync", func() (string, error) { return a.e.conn.Sync(path) })
+	return ignoreNoNode(serr)
+}
+
+// readNow reads the line of the attempt's name and the ensemble's clock
+// (a write of this round gave it, or a write of the root's data).
+func (a *attempt) readNow(ctx context.Context) (line, int64, error) {
+	l, err := a.e.readLine(ctx, a.r.Name, a.place.path, false)
+	if err != nil {
+		return l, 0, err
+	}
+	now := l.now
+	if !a.fresh && len(l.kids) > 0 {
+		c, err := a.e.clock(ctx)
+		if err != nil {
+			return l, 0, err
+		}
+		now = max(now, c)
+	}
+	return l, now, nil
+}
+
+// soonest returns the shortest time left of holders at now (0: none).
+func soonest(holders []child, now int64) time.Duration {
+	least := int64(math.MaxInt64)
+	for _, h := range holders {
+		least = min(least, h.expiry()-now)
+	}
+	if len(holders) == 0 {
+		return 0
+	}
+	return left(least)
+}
+
+// ReleaseShared implements engine.Sharer: Release of the owner's held
+// child (its permits come back with its last hold; the name node's write
+// wakes the head of the line).
+func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	return e.release(ctx, name, owner, "")
+}
+
+// LeaveShared implements engine.Sharer: Leave (the line is the name's).
+func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+	return e.Leave(ctx, name, waiter)
+}
+
+// SetLimit implements engine.Sharer: the kind record is written at the
+// version read (made when missing), then the name node's data, which
+// wakes the head of the line. A name a mutex holds, or an RW lock, is
+// refused with engine.KindError; a limit below 1 with an
+// *engine.ArgumentError. Holders above a smaller limit keep their permits.
+func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	if limit < 1 {
+		return 0, &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is below 1", limit)}
+	}
+	now, err := e.clock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for range maxConflicts {
+		l, err := e.read(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		if _, ok := l.holder(max(now, l.now)); ok {
+			return 0, engine.KindError(name, 0, engine.Semaphore)
+		}
+		prev, done, err := e.writeLimit(ctx, name, limit)
+		if err != nil || !done {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if _, err := e.set(ctx, l.path, event{Kind: evLimit}.encode(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return 0, err
+		}
+		return prev, nil
+	}
+	return 0, conflict("set limit", name)
+}
+
+// writeLimit stores limit in name's kind record and returns the previous
+// one (0: none); done is false when another client wrote it meanwhile.
+func (e *Engine) writeLimit(ctx context.Context, name string, limit int) (int, bool, error) {
+	rec, ok, err := e.readKind(ctx, name)
+	if err != nil {
+		return 0, false, err
+	}
+	next := kindRecord{Kind: engine.Semaphore, Limit: limit}
+	if !ok {
+		made, err := e.createKind(ctx, name, next)
+		return 0, made, err
+	}
+	if rec.Kind != engine.Semaphore {
+		return 0, false, engine.KindError(name, rec.Kind, engine.Semaphore)
+	}
+	b, _ := json.Marshal(next)
+	_, err = e.set(ctx, rec.path, b, rec.version)
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		return 0, false, nil
+	}
+	return rec.Limit, err == nil, err
+}
