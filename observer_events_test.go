@@ -99,7 +99,11 @@ func TestEventObserver(t *testing.T) {
 		got <- err
 	}()
 	// The waiter's queue entry names its explicit owner.
+	deadline := time.Now().Add(time.Minute) // a bound for a hang, not a speed
 	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never showed in the queue")
+		}
 		info, err := holder.Inspect(ctx, "ev")
 		if err != nil {
 			t.Fatal(err)
@@ -116,6 +120,9 @@ func TestEventObserver(t *testing.T) {
 	for {
 		if ev, _, _ := holderRec.snapshot(); len(ev) >= 3 {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no renewal was observed")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
