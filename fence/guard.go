@@ -39,7 +39,7 @@ type highWater struct {
 // write must not call Do or Check for the same resource on the same Guard:
 // that deadlocks.
 func (g *Guard) Do(resource string, token uint64, holder string, write func() error) error {
-	if err := checkArgs(resource, token, holder); err != nil {
+	if err := ValidateWrite(resource, token, holder); err != nil {
 		return err
 	}
 	if write == nil {
@@ -52,7 +52,7 @@ func (g *Guard) Do(resource string, token uint64, holder string, write func() er
 // when it is not stale, without running anything. It returns nil, a
 // *StaleError or an error wrapping ErrInvalidArgument.
 func (g *Guard) Check(resource string, token uint64, holder string) error {
-	if err := checkArgs(resource, token, holder); err != nil {
+	if err := ValidateWrite(resource, token, holder); err != nil {
 		return err
 	}
 	return g.entry(resource).do(resource, token, holder, nil)

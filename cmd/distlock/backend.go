@@ -38,7 +38,7 @@ const pingTimeout = 5 * time.Second
 // checkName is the lock name the first round trip inspects.
 const checkName = "distlock-cli-check"
 
-// fullBuildHint says how to get a distlock that speaks etcd and PostgreSQL.
+// fullBuildHint says how to get a distlock that speaks every backend.
 const fullBuildHint = "this distlock is the light build (-tags lite), without %s support: " +
 	"build it without -tags lite: go install ./cmd/distlock (or go run ./cmd/distlock %s)"
 
@@ -76,7 +76,7 @@ const backendHelp = `Backend (every command but demo):
                  with 'distlock postgres init'.
   DISTLOCK_ZOOKEEPER=host:2181[,host2:2181...]   a ZooKeeper ensemble: a ttl
                  may not exceed the session timeout it grants (40s asked).
-  (a light build, -tags lite, leaves out etcd, PostgreSQL and ZooKeeper)
+  (the light build, -tags lite, speaks mem:// and distlock:// only)
 `
 
 // backend is an open connection to the lock backend.
@@ -232,14 +232,25 @@ func (a *app) openURL(ctx context.Context, u, setting string, opts ...engine.Ope
 	return b, nil
 }
 
+// fullBuildOnly names the backends the light build leaves out, by the
+// prefix of their URL schemes.
+var fullBuildOnly = map[string]string{
+	"redis":     "Redis",
+	"redlock":   "Redis",
+	"etcd":      "etcd",
+	"postgres":  "PostgreSQL",
+	"zookeeper": "ZooKeeper",
+}
+
 // openErr explains an error of engine.Open.
 func openErr(err error, u, setting string) error {
 	scheme, _, _ := strings.Cut(strings.ToLower(u), "://")
-	switch {
-	case errors.Is(err, engine.ErrUnknownScheme) && strings.HasPrefix(scheme, "etcd"):
-		return usageErr(fullBuildHint, "etcd", "...")
-	case errors.Is(err, engine.ErrUnknownScheme) && strings.HasPrefix(scheme, "postgres"):
-		return usageErr(fullBuildHint, "PostgreSQL", "...")
+	if errors.Is(err, engine.ErrUnknownScheme) {
+		for prefix, backend := range fullBuildOnly {
+			if strings.HasPrefix(scheme, prefix) {
+				return usageErr(fullBuildHint, backend, "...")
+			}
+		}
 	}
 	return usageErr("cannot use the backend URL of %s: %v.\nSee 'distlock help' for the forms of every backend's URL.",
 		setting, strings.TrimPrefix(err.Error(), "distlock: "))

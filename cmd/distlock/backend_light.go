@@ -4,10 +4,11 @@ package main
 
 import "flag"
 
-// The light build (-tags lite) links the embedded engine, Redis (and
-// Redlock) and the distlock server client only: the default build adds etcd
-// and PostgreSQL (backends_full.go, backend_postgres.go). The light build
-// compiles neither gRPC and the etcd client nor pgx.
+// The light build (-tags lite) links the embedded engine and the distlock
+// server client only: the default build adds Redis (backends_redis.go), etcd,
+// PostgreSQL and ZooKeeper (backends_full.go, backend_postgres.go). The light
+// build compiles no backend client: neither go-redis, gRPC and the etcd
+// client, pgx nor the ZooKeeper client.
 
 // cmdPostgres explains that this build has no PostgreSQL.
 func (a *app) cmdPostgres(args []string) int {
