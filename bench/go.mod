@@ -7,7 +7,7 @@ replace github.com/distlock/distlock => ../
 replace github.com/distlock/distlock/engine/zookeeper => ../engine/zookeeper
 
 require (
-	github.com/bsm/redislock v0.9.4
+	github.com/bsm/redislock v0.10.0
 	github.com/distlock/distlock v0.0.0
 	github.com/distlock/distlock/engine/etcd v0.0.0
 	github.com/distlock/distlock/engine/postgres v0.0.0

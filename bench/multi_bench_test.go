@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bsm/redislock"
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
@@ -21,19 +24,19 @@ import (
 //
 //	go test -run '^$' -bench 'M1|M2' -benchtime 3s ./bench
 //
-// The peer of M1, bsm/redislock's ObtainMulti, is in v0.10.0; the module
-// proxy serves v0.9.4 at the latest, which has no ObtainMulti, so that row
-// is left out (and says so).
+// The peer of M1 is bsm/redislock v0.10.0's ObtainMulti (one script, all
+// keys or none, no fencing token), on the same Redis server.
 
-// multiEngines starts the engines the M benchmarks run on.
-func multiEngines(b *testing.B) map[string]engine.Engine {
+// multiEngines starts the engines the M benchmarks run on, and returns the
+// Redis server's address for the peer.
+func multiEngines(b *testing.B) (map[string]engine.Engine, string) {
 	srv := redistest.Start(b)
 	r, err := redisengine.New(srv.ClientWithPool(64))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = r.Close() })
-	return map[string]engine.Engine{"memory": memory.New(), "redis": r}
+	return map[string]engine.Engine{"memory": memory.New(), "redis": r}, srv.Addr()
 }
 
 func setNames(prefix string, n int) []string {
@@ -49,7 +52,10 @@ func setNames(prefix string, n int) []string {
 // (in sorted order, the safe way by hand), and one single lock for scale
 // (the target: a set of 8 at most 1.5x a single acquire on one Redis).
 func BenchmarkM1(b *testing.B) {
-	engines := multiEngines(b)
+	engines, addr := multiEngines(b)
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	b.Cleanup(func() { _ = rdb.Close() })
+	peer := redislock.New(rdb)
 	for _, en := range []string{"memory", "redis"} {
 		c := distlock.New(engines[en])
 		b.Cleanup(func() { _ = c.Close() })
@@ -89,8 +95,18 @@ func BenchmarkM1(b *testing.B) {
 					}
 				}
 			})
+			if en != "redis" {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/set%d/redislock-ObtainMulti", en, n), func(b *testing.B) {
-				b.Skip("bsm/redislock v0.10.0 (ObtainMulti) is not on the module proxy: v0.9.4 is the latest there")
+				keys := setNames(fmt.Sprintf("m1-peer-%d-", n), n)
+				for b.Loop() {
+					l, err := peer.ObtainMulti(ctx, keys, time.Minute, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = l.Release(ctx)
+				}
 			})
 		}
 	}
@@ -103,7 +119,7 @@ func BenchmarkM1(b *testing.B) {
 // expected from either, since both go in one order).
 func BenchmarkM2(b *testing.B) {
 	const clients, pool, size = 16, 20, 3
-	engines := multiEngines(b)
+	engines, _ := multiEngines(b)
 	names := setNames("m2-", pool)
 	for _, en := range []string{"memory", "redis"} {
 		for _, way := range []string{"AcquireAll", "ordered-sequential"} {
