@@ -247,8 +247,8 @@ type Info struct {
 	Subscribers int
 	// Queue lists the live entries of the lock's waiter queue in arrival
 	// order (at most MaxQueueListed of them), for operators' wait-for
-	// graphs: filled in by the memory engine (every kind) and Redis (a
-	// mutex's queue), nil elsewhere.
+	// graphs: filled in by the memory engine, Redis and etcd (every
+	// kind) and a quorum (a mutex's, as one node lists it), nil elsewhere.
 	Queue []Waiter
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share
@@ -274,7 +274,8 @@ type Waiter struct {
 	// ID is the waiter's id (AcquireRequest.Waiter); distlock.WaiterOwner
 	// reads the owner a Client puts in it.
 	ID string
-	// Waited is how long it has been in the queue.
+	// Waited is how long it has been in the queue; 0 where the engine
+	// records no arrival time (etcd: the order is known, not the time).
 	Waited time.Duration
 }
 

@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueReservationLapses", s.reservationLapses},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
+		{"QueueListed", s.queueListed},
 		{"RaiseFenceHolder", s.raiseFenceHolder},
 		{"RaiseFenceNotHolder", s.raiseFenceNotHolder},
 		{"RaiseFenceNeverLowers", s.raiseFenceNeverLowers},

@@ -28,7 +28,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 }
 
 func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
-	info := engine.Info{Name: st.name, Waiters: len(st.queue)}
+	info := engine.Info{Name: st.name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w waiterKV) string { return w.id })}
 	if st.lock == nil {
 		return info, nil
 	}
@@ -37,7 +37,7 @@ func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
 		return engine.Info{}, err
 	}
 	if left < 0 { // expired between the two reads
-		return engine.Info{Name: st.name, Waiters: len(st.queue)}, nil
+		return engine.Info{Name: st.name, Waiters: info.Waiters, Queue: info.Queue}, nil
 	}
 	info.Held = true
 	info.Owner, info.Count, info.Metadata = st.hold.Owner, st.hold.Count, st.hold.Metadata
@@ -151,4 +151,15 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 		}
 	}
 	return leaks, next, nil
+}
+
+// listQueue lists the first engine.MaxQueueListed waiters of queue (in
+// arrival order) for Info.Queue. etcd records no arrival time, so Waited
+// is 0: the order, not the time, is known.
+func listQueue[W any](queue []W, id func(W) string) []engine.Waiter {
+	var out []engine.Waiter
+	for _, w := range queue[:min(len(queue), engine.MaxQueueListed)] {
+		out = append(out, engine.Waiter{ID: id(w)})
+	}
+	return out
 }

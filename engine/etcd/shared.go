@@ -686,7 +686,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	if err != nil {
 		return engine.Info{}, err
 	}
-	info := engine.Info{Name: name, Waiters: len(st.queue)}
+	info := engine.Info{Name: name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w sharedWaiterKV) string { return w.id })}
 	if st.limit == 0 {
 		return info, nil
 	}

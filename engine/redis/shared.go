@@ -189,23 +189,37 @@ type sharedHolder struct {
 	Metadata string `json:"m"`
 }
 
-// InspectShared implements engine.Sharer.
+// InspectShared implements engine.Sharer. Info.Queue lists the first
+// engine.MaxQueueListed waiters in arrival order.
 func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	res, err := e.runShared(ctx, sharedInspectScript, name).Slice()
+	res, err := e.runShared(ctx, sharedInspectScript, name, engine.MaxQueueListed).Slice()
 	if err != nil {
 		return engine.Info{}, err
 	}
-	if len(res) < 4 || (len(res)-4)%3 != 0 {
+	bad := func() (engine.Info, error) {
 		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v", res)
+	}
+	if len(res) < 5 {
+		return bad()
 	}
 	kind, _ := res[0].(int64)
 	limit, _ := res[1].(int64)
 	waiters, _ := res[3].(int64)
+	listed, _ := res[4].(int64)
 	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), Waiters: int(waiters)}
 	if hw, ok := res[2].(string); ok && hw != "" {
 		info.HighWater, _ = strconv.ParseUint(hw, 10, 64)
 	}
-	for i := 4; i < len(res); i += 3 {
+	i := 5 + 2*int(listed)
+	if listed < 0 || i > len(res) || (len(res)-i)%3 != 0 {
+		return bad()
+	}
+	for j := 5; j < i; j += 2 {
+		id, _ := res[j].(string)
+		us, _ := res[j+1].(int64)
+		info.Queue = append(info.Queue, engine.Waiter{ID: id, Waited: time.Duration(max(us, 0)) * time.Microsecond})
+	}
+	for ; i < len(res); i += 3 {
 		owner, _ := res[i].(string)
 		left, _ := res[i+1].(int64)
 		v, _ := res[i+2].(string)

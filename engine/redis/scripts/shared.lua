@@ -14,7 +14,7 @@
 --   KEYS[4] the waiter queue (ZSET waiter -> arrival ticket)
 --   KEYS[5] the waiters' heartbeat deadlines (ZSET waiter -> µs)
 --   KEYS[6] the queue's state (HASH: n = last ticket, 'w:<id>' = the
---           permits waiter id asks for)
+--           permits waiter id asks for, 't:<id>' = when it entered, µs)
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
 --           name's taken-over marks (taken.lua), the mutex's too
@@ -72,7 +72,7 @@ local function sh_remove(id)
   if id ~= '' and sh_queued then
     redis.call('ZREM', SQ, id)
     redis.call('ZREM', SQD, id)
-    redis.call('HDEL', SQS, 'w:' .. id)
+    redis.call('HDEL', SQS, 'w:' .. id, 't:' .. id)
   end
 end
 
@@ -146,6 +146,7 @@ local function sh_enqueue(id, ttl, weight, now)
   sh_queued = true
   if not redis.call('ZSCORE', SQ, id) then
     redis.call('ZADD', SQ, redis.call('HINCRBY', SQS, 'n', 1), id)
+    redis.call('HSET', SQS, 't:' .. id, sh_int(now))
   end
   redis.call('HSET', SQS, 'w:' .. id, weight)
   redis.call('ZADD', SQD, sh_int(now + tonumber(ttl) * 1000), id)
