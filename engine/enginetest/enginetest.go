@@ -114,6 +114,12 @@ func Run(t *testing.T, h Harness) {
 		{"KindsRefused", s.kindsRefused},
 		{"AdminKinds", s.adminKinds},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
+		{"SetAllOrNothing", s.setAllOrNothing},
+		{"SetGivesUpClean", s.setGivesUpClean},
+		{"SetLoss", s.setLoss},
+		{"SetCycles", s.setCycles},
+		{"SetKilledHolder", s.setKilledHolder},
+		{"SetNotStarved", s.setNotStarved},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -64,9 +65,12 @@ func include(src string) string {
 // pipeline runs the commands that add queues with EVALSHA in one round trip.
 // It loads the digests of scripts that no server has answered yet first
 // (once per process); a script whose digest could not be loaded is sent
-// with EVAL. When the server does not have a script cached (after a
-// restart or SCRIPT FLUSH), it loads the scripts and runs the pipeline once
-// more.
+// with EVAL. When a server does not have a script cached (after a restart,
+// a failover or SCRIPT FLUSH), it loads the scripts and sends again only
+// the commands that failed with NOSCRIPT, with their own arguments (a
+// release's id among them), by digest and then with the script's source:
+// on a Cluster the other masters ran theirs, and a command that was
+// applied is never sent twice.
 func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*script,
 	add func(goredis.Pipeliner) []*goredis.Cmd) ([]*goredis.Cmd, error) {
 	for _, s := range scripts {
@@ -74,23 +78,54 @@ func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*script,
 	}
 	var cmds []*goredis.Cmd
 	_, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error { cmds = add(p); return nil })
-	if !noScript(cmds) {
+	retry := noScriptCalls(cmds)
+	if len(retry) == 0 {
 		return cmds, err
 	}
 	for _, s := range scripts {
-		if err := s.Load(ctx, c); err != nil {
-			return nil, err
+		_ = s.Load(ctx, c) // on failure the round with the source below still runs it
+	}
+	for _, withSource := range []bool{false, true} {
+		sub := make([]*goredis.Cmd, len(retry))
+		_, _ = c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for j, i := range retry {
+				sub[j] = goredis.NewCmd(ctx, resendArgs(cmds[i].Args(), scripts, withSource)...)
+				_ = p.Process(ctx, sub[j])
+			}
+			return nil
+		})
+		var again []int
+		for j, i := range retry {
+			cmds[i] = sub[j]
+			if isNoScript(sub[j].Err()) {
+				again = append(again, i)
+			}
+		}
+		if retry = again; len(retry) == 0 {
+			break
 		}
 	}
-	_, err = c.Pipelined(ctx, func(p goredis.Pipeliner) error { cmds = add(p); return nil })
-	return cmds, err
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return cmds, err
+		}
+	}
+	return cmds, nil
 }
 
-func noScript(cmds []*goredis.Cmd) bool {
-	for _, c := range cmds {
-		if isNoScript(c.Err()) {
-			return true
+// resendArgs returns the arguments of an EVALSHA (or EVAL) command to send
+// it again: the same, or with withSource an EVAL of the script among
+// scripts whose digest it names.
+func resendArgs(args []any, scripts []*script, withSource bool) []any {
+	args = slices.Clone(args)
+	if !withSource || len(args) < 2 {
+		return args
+	}
+	for _, s := range scripts {
+		if d := s.Digest(); d != nil && d == args[1] {
+			args[0], args[1] = "eval", s.Source()
+			break
 		}
 	}
-	return false
+	return args
 }
