@@ -411,3 +411,37 @@ func TestMultiRowOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiResent: a copy of a set's call sent again finds the names of
+// the first copy its own (same owner, same attempt): granted with their
+// tokens. The same owner from another attempt is refused as held. A copy
+// refused by a name another owner took since frees the names it found its
+// own, leaving nothing held.
+func TestMultiResent(t *testing.T) {
+	ctx, pool, e, p := setup(t, "multi")
+	a, b := p+"a", p+"b"
+	rs := setRequests("s", a, b)
+	first, err := e.AcquireMulti(ctx, rs)
+	if err != nil || !first.Acquired {
+		t.Fatalf("AcquireMulti: %+v, %v", first, err)
+	}
+	again, err := e.AcquireMulti(ctx, rs)
+	if err != nil || !again.Acquired || again.Tokens[0] != first.Tokens[0] || again.Tokens[1] != first.Tokens[1] {
+		t.Fatalf("the copy sent again: %+v, %v; want granted with tokens %v", again, err, first.Tokens)
+	}
+	other := setRequests("s", a, b)
+	other[0].Attempt, other[1].Attempt = "another", "another"
+	if mg, err := e.AcquireMulti(ctx, other); err != nil || mg.Acquired || mg.Blocked != 0 || mg.Grant.Holder != "s" {
+		t.Fatalf("the owner from another attempt: %+v, %v; want refused at 0, held by s", mg, err)
+	}
+	if held, err := e.ForceRelease(ctx, b); err != nil || !held {
+		t.Fatalf("ForceRelease b: %v, %v", held, err)
+	}
+	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: b, Owner: "x", Attempt: "x", TTL: time.Minute}); err != nil || !g.Acquired {
+		t.Fatalf("Acquire b: %+v, %v", g, err)
+	}
+	if mg, err := e.AcquireMulti(ctx, rs); err != nil || mg.Acquired || mg.Blocked != 1 || mg.Grant.Holder != "x" {
+		t.Fatalf("the copy sent again after b was taken: %+v, %v; want refused at 1 by x", mg, err)
+	}
+	assertUntouched(t, ctx, e, pool, a)
+}

@@ -1162,9 +1162,11 @@ LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_u
 -- waiter, fair or not: a set never goes ahead of a queue), and no shared
 -- lock's holder may hold it (_mutex_check, refused with its DL001 error,
 -- the DETAIL being the request's index, 1-based, having changed nothing).
--- A name held by the request's own owner is a resent copy of this call
--- whose answer was lost (the owners are one-off): it keeps its token and
--- its lease restarts from now, as a resent attempt's re-entry does. Only
+-- A name held by the request's own owner from the request's own attempt
+-- is a resent copy of this call whose answer was lost (the owners are
+-- one-off): it keeps its token and its lease restarts from now, as a
+-- resent attempt's re-entry does (held by the owner from another attempt,
+-- it is refused as held). Only
 -- once every name passed is any granted, each token drawn then, while the
 -- call holds every row: greatest(a value of the tokens sequence, the
 -- name's high-waters + 1), as acquire's. A refusal answers the first
@@ -1188,6 +1190,7 @@ DECLARE
   rv text;
   ru timestamptz;
   tok bigint;
+  mine boolean[];
 BEGIN
   o_acquired := false; o_tokens := '{}'; o_blocked := -1; o_holder := ''; o_holder_ttl_us := 0;
   o_reserved := false;
@@ -1204,10 +1207,13 @@ BEGIN
   END LOOP;
   now_ := clock_timestamp();
   hws := array_fill(0::bigint, ARRAY[n]);
+  mine := array_fill(false, ARRAY[n]);
   BEGIN
     FOR i IN 1 .. n LOOP
       cur := i;
       hws[i] := {{S}}._mutex_check(p_names[i], now_);
+      l := ls[i];
+      mine[i] := {{S}}._live(l, now_) AND l.owner = p_owners[i] AND l.attempt IS NOT DISTINCT FROM p_attempts[i];
     END LOOP;
   EXCEPTION WHEN SQLSTATE 'DL001' THEN
     RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = SQLERRM, DETAIL = cur::text;
@@ -1215,7 +1221,7 @@ BEGIN
   FOR i IN 1 .. n LOOP
     l := ls[i];
     IF {{S}}._live(l, now_) THEN
-      CONTINUE WHEN l.owner = p_owners[i]; -- a resent copy's grant
+      CONTINUE WHEN mine[i]; -- a resent copy's grant
       o_blocked := i - 1;
       o_holder := l.owner;
       o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
@@ -1235,9 +1241,8 @@ BEGIN
   IF o_blocked >= 0 THEN
     DELETE FROM {{S}}.locks WHERE name = ANY (made);
     FOR i IN 1 .. n LOOP
-      l := ls[i];
-      IF {{S}}._live(l, now_) AND l.owner = p_owners[i] THEN
-        PERFORM {{S}}._free(l, now_, false);
+      IF mine[i] THEN
+        PERFORM {{S}}._free(ls[i], now_, false);
       END IF;
     END LOOP;
     RETURN;
@@ -1245,9 +1250,8 @@ BEGIN
   o_tokens := array_fill(0::bigint, ARRAY[n]);
   FOR i IN 1 .. n LOOP
     l := ls[i];
-    IF {{S}}._live(l, now_) THEN -- a resent copy's: the token stays
-      UPDATE {{S}}.locks SET expires_at = now_ + p_ttls_us[i] * interval '1 microsecond', attempt = p_attempts[i]
-       WHERE name = p_names[i];
+    IF mine[i] THEN -- a resent copy's: the token stays
+      UPDATE {{S}}.locks SET expires_at = now_ + p_ttls_us[i] * interval '1 microsecond' WHERE name = p_names[i];
       o_tokens[i] := l.token;
       CONTINUE;
     END IF;
