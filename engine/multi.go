@@ -10,7 +10,8 @@ import (
 // in one atomic step and one round trip (distlock.Client.AcquireAll): the
 // memory engine under its one lock, Redis in one script when every name's
 // keys are on one node, etcd in one transaction, PostgreSQL in one function
-// call. Engines without it are driven by the Client one
+// call, the remote engine in one request to a server whose engine has it.
+// Engines without it are driven by the Client one
 // name at a time, in sorted order, with rollback.
 type MultiAcquirer interface {
 	// AcquireMulti grants every request of rs, or none. The requests are

@@ -18,16 +18,6 @@ import (
 	"github.com/distlock/distlock/engine/postgres/pgtest"
 )
 
-// setRequests returns one-off mutex requests of owner for names, as
-// Client.AcquireAll sends them.
-func setRequests(owner string, names ...string) []engine.AcquireRequest {
-	rs := make([]engine.AcquireRequest, len(names))
-	for i, n := range names {
-		rs[i] = engine.AcquireRequest{Name: n, Owner: owner, Attempt: owner, OneOff: true, TTL: time.Minute}
-	}
-	return rs
-}
-
 // assertUntouched checks that nobody holds names, nobody queues for them,
 // and that they have no row of locks (a refused set deletes the rows it
 // made).
@@ -89,7 +79,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || !g.Acquired {
 		t.Fatalf("Acquire b: %+v, %v", g, err)
 	}
-	mg, err := e.AcquireMulti(ctx, setRequests("s", a, b, c))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, b, c))
 	if err != nil || mg.Acquired || mg.Blocked != 1 || mg.Grant.Holder != "x" || mg.Grant.HolderTTL <= 0 {
 		t.Fatalf("AcquireMulti over held b: %+v, %v; want refused at 1 by x", mg, err)
 	}
@@ -100,7 +90,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || !sg.Acquired {
 		t.Fatalf("AcquireShared: %+v, %v", sg, err)
 	}
-	_, err = e.AcquireMulti(ctx, setRequests("s", a, sem))
+	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, sem))
 	var ae *engine.ArgumentError
 	if !errors.As(err, &ae) || err.Error() != engine.KindError(sem, engine.Semaphore, 0).Error() {
 		t.Fatalf("AcquireMulti over a semaphore: %v; want %v", err, engine.KindError(sem, engine.Semaphore, 0))
@@ -112,10 +102,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 		rs   []engine.AcquireRequest
 		want func(error) bool
 	}{
-		{"a repeated name", setRequests("s", a, c, a), func(err error) bool { return errors.As(err, &ae) }},
-		{"a NUL in a name", setRequests("s", a, "c\x00"), func(err error) bool { return errors.As(err, &ae) }},
-		{"a NUL in an owner", setRequests("s\x00", a, c), func(err error) bool { return errors.As(err, &ae) }},
-		{"a waiter", append(setRequests("s", a), engine.AcquireRequest{Name: c, Owner: "s", Waiter: "w", TTL: time.Minute}),
+		{"a repeated name", enginetest.SetRequests("s", time.Minute, a, c, a), func(err error) bool { return errors.As(err, &ae) }},
+		{"a NUL in a name", enginetest.SetRequests("s", time.Minute, a, "c\x00"), func(err error) bool { return errors.As(err, &ae) }},
+		{"a NUL in an owner", enginetest.SetRequests("s\x00", time.Minute, a, c), func(err error) bool { return errors.As(err, &ae) }},
+		{"a waiter", append(enginetest.SetRequests("s", time.Minute, a), engine.AcquireRequest{Name: c, Owner: "s", Waiter: "w", TTL: time.Minute}),
 			func(err error) bool { return errors.Is(err, engine.ErrNotAtomic) }},
 	} {
 		if _, err := e.AcquireMulti(ctx, bad.rs); !bad.want(err) {
@@ -140,7 +130,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if r, err := e.Release(ctx, b, "x"); err != nil || r.Status != engine.Released {
 		t.Fatalf("Release b: %+v, %v", r, err)
 	}
-	mg, err = e.AcquireMulti(ctx, setRequests("s", a, b))
+	mg, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, b))
 	if err != nil || mg.Acquired || mg.Blocked != 1 || !mg.Grant.Reserved || mg.Grant.HolderTTL <= 0 {
 		t.Fatalf("AcquireMulti over queued b: %+v, %v; want refused at 1, reserved", mg, err)
 	}
@@ -178,7 +168,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 	if _, err := e.ReleaseShared(ctx, names[1], "p"); err != nil {
 		t.Fatal(err)
 	}
-	mg, err := e.AcquireMulti(ctx, setRequests("s", names...))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, names...))
 	if err != nil || !mg.Acquired || len(mg.Tokens) != 3 {
 		t.Fatalf("AcquireMulti: %+v, %v", mg, err)
 	}
@@ -242,7 +232,7 @@ func TestMultiStalledToken(t *testing.T) {
 	app := "stalled-set"
 	letGo := holdStall(t, ctx)
 	stalled := newEngine(t, newPool(t, stallParams(app)...), schema)
-	done := goAcquireMulti(ctx, stalled, setRequests("s", names...))
+	done := goAcquireMulti(ctx, stalled, enginetest.SetRequests("s", time.Minute, names...))
 	waitLocked(t, ctx, app, 1) // in the trigger of its first insert
 	other := mutexMeanwhile(t, ctx, names[1])(newEngine(t, newPool(t), schema))
 	letGo()
@@ -294,7 +284,7 @@ func TestMultiLostAnswer(t *testing.T) {
 	names := []string{p + "a", p + "b"}
 
 	letGo := holdStall(t, ctx)
-	done := goAcquireMulti(ctx, e, setRequests("s", names...))
+	done := goAcquireMulti(ctx, e, enginetest.SetRequests("s", time.Minute, names...))
 	waitLocked(t, ctx, app, 1)
 	proxy.Pause() // the answer will be held
 	letGo()
@@ -341,7 +331,7 @@ func TestMultiUpgrade(t *testing.T) {
 	pool := newPool(t)
 	oldSchema(t, ctx, pool, schema, "schema_v4.sql")
 	e := newEngine(t, pool, schema)
-	if _, err := e.AcquireMulti(ctx, setRequests("s", "a", "b")); !errors.Is(err, engine.ErrNotAtomic) {
+	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, "a", "b")); !errors.Is(err, engine.ErrNotAtomic) {
 		t.Fatalf("AcquireMulti on version 4: %v; want engine.ErrNotAtomic", err)
 	}
 	assertUntouched(t, ctx, e, pool, "a", "b")
@@ -360,7 +350,7 @@ func TestMultiUpgrade(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mg, err := e.AcquireMulti(ctx, setRequests("s", "a", "b"))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, "a", "b"))
 	if err != nil || !mg.Acquired || mg.Tokens[0] <= held.Token("a") {
 		t.Fatalf("AcquireMulti after the upgrade: %+v, %v", mg, err)
 	}
@@ -390,7 +380,7 @@ func TestMultiRowOrder(t *testing.T) {
 		e := newEngine(t, newPool(t, stallParams(app)...), schema)
 		go func() {
 			for r := range rounds {
-				rs := setRequests(fmt.Sprintf("o%d-%d", i, r), sets[i]...)
+				rs := enginetest.SetRequests(fmt.Sprintf("o%d-%d", i, r), time.Minute, sets[i]...)
 				mg, err := e.AcquireMulti(ctx, rs)
 				if err == nil && mg.Acquired {
 					_, err = e.ReleaseMulti(ctx, sets[i], []string{rs[0].Owner, rs[1].Owner})
@@ -420,7 +410,7 @@ func TestMultiRowOrder(t *testing.T) {
 func TestMultiResent(t *testing.T) {
 	ctx, pool, e, p := setup(t, "multi")
 	a, b := p+"a", p+"b"
-	rs := setRequests("s", a, b)
+	rs := enginetest.SetRequests("s", time.Minute, a, b)
 	first, err := e.AcquireMulti(ctx, rs)
 	if err != nil || !first.Acquired {
 		t.Fatalf("AcquireMulti: %+v, %v", first, err)
@@ -429,7 +419,7 @@ func TestMultiResent(t *testing.T) {
 	if err != nil || !again.Acquired || again.Tokens[0] != first.Tokens[0] || again.Tokens[1] != first.Tokens[1] {
 		t.Fatalf("the copy sent again: %+v, %v; want granted with tokens %v", again, err, first.Tokens)
 	}
-	other := setRequests("s", a, b)
+	other := enginetest.SetRequests("s", time.Minute, a, b)
 	other[0].Attempt, other[1].Attempt = "another", "another"
 	if mg, err := e.AcquireMulti(ctx, other); err != nil || mg.Acquired || mg.Blocked != 0 || mg.Grant.Holder != "s" {
 		t.Fatalf("the owner from another attempt: %+v, %v; want refused at 0, held by s", mg, err)
