@@ -435,3 +435,34 @@ func TestMultiResent(t *testing.T) {
 	}
 	assertUntouched(t, ctx, e, pool, a)
 }
+
+// TestMultiLapsedWaiter: a waiter whose heartbeat stopped does not keep a
+// free name from a set: the set is granted, and the dead waiter is
+// dropped from the queue.
+func TestMultiLapsedWaiter(t *testing.T) {
+	ctx, pool, e, p := setup(t, "multi")
+	a, b := p+"a", p+"b"
+	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: b, Owner: "x", Attempt: "x", TTL: time.Minute}); err != nil || !g.Acquired {
+		t.Fatalf("Acquire b: %+v, %v", g, err)
+	}
+	q, err := e.Acquire(ctx, engine.AcquireRequest{Name: b, Owner: "w", Attempt: "w", TTL: time.Minute,
+		Waiter: "w", WaiterTTL: 50 * time.Millisecond})
+	if err != nil || !q.Queued {
+		t.Fatalf("queue on b: %+v, %v", q, err)
+	}
+	if r, err := e.Release(ctx, b, "x"); err != nil || r.Status != engine.Released {
+		t.Fatalf("Release b: %+v, %v", r, err)
+	}
+	waitFor(t, "the waiter's heartbeat deadline", func() bool {
+		info, err := e.Inspect(ctx, b)
+		return err == nil && info.Waiters == 0
+	})
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, b))
+	if err != nil || !mg.Acquired {
+		t.Fatalf("a set over b, its only waiter dead: %+v, %v; want granted", mg, err)
+	}
+	var rows int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM multi.waiters WHERE name = $1`, b).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("%d waiters of b left (%v); want the dead one dropped", rows, err)
+	}
+}
