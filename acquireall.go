@@ -22,7 +22,8 @@ const MaxSetSize = 64
 //
 // It first asks for the whole set in one atomic step where the engine can
 // (engine.MultiAcquirer: memory, Redis when every name is on one node,
-// etcd up to 32 names):
+// etcd up to 32 names, PostgreSQL in one function call, a server in one
+// request when its engine can):
 // granted when every name is free and nobody queues for it, one round
 // trip. Otherwise, and on engines that cannot, it takes the names one by
 // one in sorted order, each as Acquire does (entering the name's waiter

@@ -166,7 +166,8 @@ func (s *LeaseSet) bind(parent context.Context) (context.Context, func()) {
 }
 
 // Release releases every member: in one round trip per node where the
-// engine can (engine.MultiReleaser: memory, Redis, etcd), else each member as
+// engine can (engine.MultiReleaser: memory, Redis, etcd, PostgreSQL, a
+// server), else each member as
 // Lease.Release in parallel; never inheriting ctx's cancellation, bounded
 // by the Client's release timeout. It returns the members' errors joined:
 // nil when every member was held and released. Later calls return

@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // MultiAcquirer is implemented by engines that can grant several mutexes
 // in one atomic step and one round trip (distlock.Client.AcquireAll): the
 // memory engine under its one lock, Redis in one script when every name's
-// keys are on one node, etcd in one transaction. Engines without it are driven by the Client one
+// keys are on one node, etcd in one transaction, PostgreSQL in one function
+// call, the remote engine in one request to a server whose engine has it.
+// Engines without it are driven by the Client one
 // name at a time, in sorted order, with rollback.
 type MultiAcquirer interface {
 	// AcquireMulti grants every request of rs, or none. The requests are
@@ -32,7 +35,8 @@ type MultiAcquirer interface {
 
 // MultiReleaser is implemented by engines that can release several locks
 // in one round trip (a LeaseSet's Release): memory under its one lock,
-// Redis in one pipeline (one per node on Cluster), etcd in one transaction.
+// Redis in one pipeline (one per node on Cluster), etcd in one transaction,
+// PostgreSQL in one function call.
 type MultiReleaser interface {
 	// ReleaseMulti is Release of each lock names[i] by owners[i], in one
 	// round trip; the results are in the order of the names. An error
@@ -56,3 +60,36 @@ type MultiGrant struct {
 // ErrNotAtomic is AcquireMulti's answer for names the engine cannot grant
 // in one step. Nothing was changed.
 var ErrNotAtomic = errors.New("engine cannot grant these names in one step")
+
+// CheckSet refuses a set AcquireMulti cannot take, changing nothing: a
+// name given twice (an *ArgumentError), or a request with a waiter (a
+// set's requests queue nowhere: ErrNotAtomic).
+func CheckSet(rs []AcquireRequest) error {
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		if seen[r.Name] {
+			return &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q is given twice", r.Name)}
+		}
+		seen[r.Name] = true
+		if r.Waiter != "" {
+			return fmt.Errorf("%w: a set's request queues no waiter", ErrNotAtomic)
+		}
+	}
+	return nil
+}
+
+// CheckReleaseSet refuses a ReleaseMulti whose owners do not match its
+// names one for one, or that gives a name twice (an *ArgumentError).
+func CheckReleaseSet(names, owners []string) error {
+	if len(names) != len(owners) {
+		return &ArgumentError{Arg: "owners", Reason: "one owner per name is needed"}
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			return &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q is given twice", name)}
+		}
+		seen[name] = true
+	}
+	return nil
+}

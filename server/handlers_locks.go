@@ -222,9 +222,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 		}
 		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner, true))
 		if e != nil {
-			e.detail.Message = fmt.Sprintf("locks[%d]: %s", i, e.detail.Message)
-			e.detail.Arg = fmt.Sprintf("locks[%d].%s", i, e.detail.Arg)
-			writeError(w, e)
+			writeError(w, itemErr("locks", i, e))
 			return
 		}
 		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter, Shared: l.Shared}

@@ -20,6 +20,8 @@ import (
 //	GET    /v1/waitfor                 wait-for graph and its cycles (read; waitfor.go)
 //	GET    /v1/locks?prefix&cursor&limit  list (read)
 //	POST   /v1/extend                  batch extend (write)
+//	POST   /v1/sets/acquire            a set of locks, all or none, one attempt (write; sets.go)
+//	POST   /v1/sets/release            release a set of locks (write)
 //	GET    /v1/dashboard/events        dashboard stream (read)
 //	GET    /v1/locks/{name}            status (read)
 //	DELETE /v1/locks/{name}[?owner=O]  force-release: every holder, or O's hold (admin)
@@ -44,6 +46,10 @@ func (s *Server) routes() http.Handler {
 			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
 		case path == "/v1/extend":
 			s.route(w, r, http.MethodPost, RoleWrite, s.handleExtendBatch)
+		case path == "/v1/sets/acquire":
+			s.route(w, r, http.MethodPost, RoleWrite, s.handleSetAcquire)
+		case path == "/v1/sets/release":
+			s.route(w, r, http.MethodPost, RoleWrite, s.handleSetRelease)
 		case path == "/v1/waitfor":
 			s.route(w, r, http.MethodGet, RoleRead, s.handleWaitFor)
 		case path == "/v1/info":

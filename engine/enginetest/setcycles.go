@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 )
 
 // CycleSets are the sets of the deadlock schedule, a ring: client i asks
@@ -60,4 +61,15 @@ func SetCycles(t *testing.T, ctx context.Context, clients []*distlock.Client, p 
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// SetRequests are the requests of a set of names taken by owner for ttl,
+// as Client.AcquireAll sends them to engine.MultiAcquirer: one-off mutex
+// requests, the owner its own attempt id.
+func SetRequests(owner string, ttl time.Duration, names ...string) []engine.AcquireRequest {
+	rs := make([]engine.AcquireRequest, len(names))
+	for i, n := range names {
+		rs[i] = engine.AcquireRequest{Name: n, Owner: owner, Attempt: owner, OneOff: true, TTL: ttl}
+	}
+	return rs
 }

@@ -53,17 +53,7 @@ func checkSet(rs []engine.AcquireRequest) error {
 	if len(rs) > maxMulti {
 		return fmt.Errorf("%w: %d names, more than the %d of one etcd transaction", engine.ErrNotAtomic, len(rs), maxMulti)
 	}
-	seen := make(map[string]bool, len(rs))
-	for _, r := range rs {
-		if seen[r.Name] {
-			return &engine.ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q is given twice", r.Name)}
-		}
-		seen[r.Name] = true
-		if r.Waiter != "" {
-			return fmt.Errorf("%w: a set's request queues no waiter", engine.ErrNotAtomic)
-		}
-	}
-	return nil
+	return engine.CheckSet(rs)
 }
 
 // setLeases are the leases of a set's grant, one per request: pooled ones

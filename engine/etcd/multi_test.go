@@ -17,16 +17,6 @@ import (
 	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
-// setRequests returns one-off mutex requests of owner for names, as
-// Client.AcquireAll sends them.
-func setRequests(owner string, names ...string) []engine.AcquireRequest {
-	rs := make([]engine.AcquireRequest, len(names))
-	for i, n := range names {
-		rs[i] = engine.AcquireRequest{Name: n, Owner: owner, Attempt: owner, OneOff: true, TTL: 5 * time.Second}
-	}
-	return rs
-}
-
 // testCtx returns a context that ends after d or with the test.
 func testCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -61,7 +51,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || !g.Acquired {
 		t.Fatalf("Acquire b: %+v, %v", g, err)
 	}
-	mg, err := e.AcquireMulti(ctx, setRequests("s", "a", "b", "c"))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "b", "c"))
 	if err != nil || mg.Acquired || mg.Blocked != 1 || mg.Grant.Holder != "x" || mg.Grant.HolderTTL <= 0 {
 		t.Fatalf("AcquireMulti over held b: %+v, %v; want refused at 1 by x", mg, err)
 	}
@@ -73,21 +63,21 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || !sg.Acquired {
 		t.Fatalf("AcquireShared: %+v, %v", sg, err)
 	}
-	_, err = e.AcquireMulti(ctx, setRequests("s", "a", "sem"))
+	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "sem"))
 	var ae *engine.ArgumentError
 	if !errors.As(err, &ae) {
 		t.Fatalf("AcquireMulti over a semaphore: %v; want a kind error", err)
 	}
 	assertFreeOn(t, e, "a")
 
-	if _, err := e.AcquireMulti(ctx, setRequests("s", "a", "c", "a")); !errors.As(err, &ae) {
+	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "c", "a")); !errors.As(err, &ae) {
 		t.Errorf("AcquireMulti with a repeated name: %v; want *engine.ArgumentError", err)
 	}
 	many := make([]string, 33)
 	for i := range many {
 		many[i] = fmt.Sprintf("many/%d", i)
 	}
-	if _, err := e.AcquireMulti(ctx, setRequests("s", many...)); !errors.Is(err, engine.ErrNotAtomic) {
+	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, many...)); !errors.Is(err, engine.ErrNotAtomic) {
 		t.Errorf("AcquireMulti of 33 names: %v; want engine.ErrNotAtomic", err)
 	}
 	if _, err := e.ReleaseMulti(ctx, []string{"a", "a"}, []string{"s", "s"}); !errors.As(err, &ae) {
@@ -105,7 +95,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if r, err := e.Release(ctx, "b", "x"); err != nil || r.Status != engine.Released {
 		t.Fatalf("Release b: %+v, %v", r, err)
 	}
-	mg, err = e.AcquireMulti(ctx, setRequests("s", "a", "b"))
+	mg, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "b"))
 	if err != nil || mg.Acquired || mg.Blocked != 1 || !mg.Grant.Reserved {
 		t.Fatalf("AcquireMulti over queued b: %+v, %v; want refused at 1, reserved", mg, err)
 	}
@@ -133,7 +123,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 		return g.Token
 	}
 	before := single("t/a")
-	mg, err := e.AcquireMulti(ctx, setRequests("s", "t/a", "t/b", "t/c"))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "t/a", "t/b", "t/c"))
 	if err != nil || !mg.Acquired || len(mg.Tokens) != 3 {
 		t.Fatalf("AcquireMulti: %+v, %v", mg, err)
 	}
@@ -204,7 +194,7 @@ func TestMultiLostAnswer(t *testing.T) {
 
 	names := []string{"lost-a", "lost-b"}
 	faults.arm()
-	mg, err := e.AcquireMulti(ctx, setRequests("s", names...))
+	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, names...))
 	if err != nil || !mg.Acquired || len(mg.Tokens) != 2 {
 		t.Fatalf("set grant whose answer was lost: %+v, %v; want granted", mg, err)
 	}
@@ -282,7 +272,7 @@ func TestMultiTooManyOps(t *testing.T) {
 	e := etcdengine.New(cli)
 	t.Cleanup(func() { _ = e.Close() })
 	names := []string{"ops-a", "ops-b", "ops-c"}
-	if _, err := e.AcquireMulti(ctx, setRequests("s", names...)); !errors.Is(err, engine.ErrNotAtomic) {
+	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, names...)); !errors.Is(err, engine.ErrNotAtomic) {
 		t.Fatalf("AcquireMulti of 12 comparisons on a limit of 8: %v; want engine.ErrNotAtomic", err)
 	}
 	assertFreeOn(t, e, names...)

@@ -19,15 +19,8 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	if len(names) != len(owners) {
-		return nil, &engine.ArgumentError{Arg: "owners", Reason: "one owner per name is needed"}
-	}
-	seen := make(map[string]bool, len(names))
-	for _, name := range names {
-		if seen[name] {
-			return nil, &engine.ArgumentError{Arg: "names", Reason: "\"" + name + "\" is given twice"}
-		}
-		seen[name] = true
+	if err := engine.CheckReleaseSet(names, owners); err != nil {
+		return nil, err
 	}
 	if len(names) == 0 {
 		return nil, nil

@@ -14,7 +14,7 @@ import (
 
 // TestQuotedInput: names, owners and metadata full of SQL's quoting
 // characters travel as parameters: they are stored and read back as they
-// are, and list finds them.
+// are, and list finds them; so do a set's arrays of them.
 func TestQuotedInput(t *testing.T) {
 	const schema = "input"
 	migrated(t, schema)
@@ -46,6 +46,20 @@ func TestQuotedInput(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("%q: %v", name, err)
 		}
+	}
+	// A set of them, in one call: the arrays travel as parameters too.
+	names := []string{`it's "quoted"; --`, `$$ dollar $$ quotes $1`, `{"array", literal}`, `back\slash`}
+	set, err := c.TryAcquireAll(ctx, names, distlock.WithMetadata(`meta ' " {,} $$`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if info, err := c.Inspect(ctx, name); err != nil || info.Owner != set.Owner(name) || info.Token != set.Token(name) || info.Metadata != `meta ' " {,} $$` {
+			t.Fatalf("%q in a set: %+v, %v", name, info, err)
+		}
+	}
+	if err := set.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -21,9 +21,10 @@ var schemaSQL string
 // 4: a semaphore's stored limit governs, a request that declares another
 // is served under it; a re-entered hold's expiry never moved earlier,
 // engine.HoldExpiry; a force-release marks every holder it frees taken
-// over, of either kind, and frees one holder by owner). Migrate brings a
-// schema of any earlier version up to it.
-const SchemaVersion = 4
+// over, of either kind, and frees one holder by owner; 5: sets of
+// mutexes granted and released in one call, acquire_multi and
+// release_multi). Migrate brings a schema of any earlier version up to it.
+const SchemaVersion = 5
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

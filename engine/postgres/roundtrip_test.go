@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -32,8 +33,8 @@ func (c *counter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trac
 func (c *counter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
 
 // TestOneStatementEach: once a connection has prepared the engine's
-// statements, an uncontended acquire is one statement, a release one, and
-// the renewal of many leases one; the median acquire+release through the
+// statements, an uncontended acquire is one statement, a release one, the
+// renewal of many leases one, and a set of 8 names one, its release one; the median acquire+release through the
 // Client is logged.
 func TestOneStatementEach(t *testing.T) {
 	const schema = "engine"
@@ -98,5 +99,26 @@ func TestOneStatementEach(t *testing.T) {
 	}
 	if sent := n.queries.Load() - q; sent != 1 {
 		t.Fatalf("renewing 100 leases sent %d statements", sent)
+	}
+
+	// A set of 8 through the Client: one statement to take it, one to
+	// release it (the first round prepares them).
+	set := make([]string, 8)
+	for i := range set {
+		set[i] = fmt.Sprintf("%s/set/%d", name, i)
+	}
+	for i := range 2 {
+		q := n.queries.Load()
+		s, err := c.TryAcquireAll(ctx, set, distlock.WithAutoRenew(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		acquired := n.queries.Load() - q
+		if err := s.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if total := n.queries.Load() - q; i > 0 && (acquired != 1 || total != 2) {
+			t.Fatalf("a set of 8 sent %d statements, with its release %d; want 1 and 2", acquired, total)
+		}
 	}
 }

@@ -1151,11 +1151,149 @@ CREATE OR REPLACE FUNCTION {{S}}.extend_shared_taken(p_names text[], p_owners te
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
 LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter) $$;
 
-INSERT INTO {{S}}.version (version) SELECT 4 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+-- Sets of mutexes (engine.MultiAcquirer, engine.MultiReleaser), version 5.
+
+-- acquire_multi grants the mutex p_names[i] to p_owners[i] for every i, or
+-- none, in one call (engine.MultiAcquirer.AcquireMulti). It locks every
+-- name's row of locks in name order, as extend's batches (a name without
+-- a row gets a free one, deleted again unless granted), so that two sets
+-- never wait for each other in a cycle; then, in the order of the
+-- requests, each name must be free and nobody may queue for it (a live
+-- waiter, fair or not: a set never goes ahead of a queue), and no shared
+-- lock's holder may hold it (_mutex_check, refused with its DL001 error,
+-- the DETAIL being the request's index, 1-based, having changed nothing).
+-- A name held by the request's own owner from the request's own attempt
+-- is a resent copy of this call whose answer was lost (the owners are
+-- one-off): it keeps its token and its lease restarts from now, as a
+-- resent attempt's re-entry does (held by the owner from another attempt,
+-- it is refused as held). Only
+-- once every name passed is any granted, each token drawn then, while the
+-- call holds every row: greatest(a value of the tokens sequence, the
+-- name's high-waters + 1), as acquire's. A refusal answers the first
+-- request that blocks (o_blocked, 0-based) with its holder and time left,
+-- or o_reserved for a free name kept for its queue, having deleted the
+-- rows it made and freed the names a resent copy found its own.
+CREATE OR REPLACE FUNCTION {{S}}.acquire_multi(
+  p_names text[], p_owners text[], p_ttls_us bigint[], p_metadata text[], p_attempts text[],
+  OUT o_acquired boolean, OUT o_tokens bigint[], OUT o_blocked integer, OUT o_holder text,
+  OUT o_holder_ttl_us bigint, OUT o_reserved boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+  n integer := coalesce(cardinality(p_names), 0);
+  ls {{S}}.locks[];
+  made text[] := '{}';
+  hws bigint[];
+  l {{S}}.locks;
+  now_ timestamptz;
+  i integer;
+  cur integer;
+  rv text;
+  ru timestamptz;
+  tok bigint;
+  mine boolean[];
+BEGIN
+  o_acquired := false; o_tokens := '{}'; o_blocked := -1; o_holder := ''; o_holder_ttl_us := 0;
+  o_reserved := false;
+  FOR i IN SELECT u.i FROM unnest(p_names) WITH ORDINALITY AS u(nm, i) ORDER BY u.nm COLLATE "C" LOOP
+    LOOP
+      l := {{S}}._lock(p_names[i]);
+      EXIT WHEN l.name IS NOT NULL;
+      INSERT INTO {{S}}.locks (name) VALUES (p_names[i]) ON CONFLICT (name) DO NOTHING;
+      IF FOUND THEN
+        made := made || p_names[i];
+      END IF;
+    END LOOP;
+    ls[i] := l;
+  END LOOP;
+  now_ := clock_timestamp();
+  hws := array_fill(0::bigint, ARRAY[n]);
+  mine := array_fill(false, ARRAY[n]);
+  BEGIN
+    FOR i IN 1 .. n LOOP
+      cur := i;
+      hws[i] := {{S}}._mutex_check(p_names[i], now_);
+      l := ls[i];
+      mine[i] := {{S}}._live(l, now_) AND l.owner = p_owners[i] AND l.attempt IS NOT DISTINCT FROM p_attempts[i];
+    END LOOP;
+  EXCEPTION WHEN SQLSTATE 'DL001' THEN
+    RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = SQLERRM, DETAIL = cur::text;
+  END;
+  FOR i IN 1 .. n LOOP
+    l := ls[i];
+    IF {{S}}._live(l, now_) THEN
+      CONTINUE WHEN mine[i]; -- a resent copy's grant
+      o_blocked := i - 1;
+      o_holder := l.owner;
+      o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
+      EXIT;
+    END IF;
+    IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i] AND deadline > now_) THEN
+      -- Free, but kept for its queue: a set does not go ahead of it.
+      o_blocked := i - 1;
+      o_reserved := true;
+      o_holder_ttl_us := {{RESERVE_US}};
+      IF l.reserved_for IS NOT NULL AND l.reserved_until > now_ THEN
+        o_holder_ttl_us := greatest({{S}}._us(l.reserved_until - now_), 1000);
+      END IF;
+      EXIT;
+    END IF;
+  END LOOP;
+  IF o_blocked >= 0 THEN
+    DELETE FROM {{S}}.locks WHERE name = ANY (made);
+    FOR i IN 1 .. n LOOP
+      IF mine[i] THEN
+        PERFORM {{S}}._free(ls[i], now_, false);
+      END IF;
+    END LOOP;
+    RETURN;
+  END IF;
+  o_tokens := array_fill(0::bigint, ARRAY[n]);
+  FOR i IN 1 .. n LOOP
+    l := ls[i];
+    IF mine[i] THEN -- a resent copy's: the token stays
+      UPDATE {{S}}.locks SET expires_at = now_ + p_ttls_us[i] * interval '1 microsecond' WHERE name = p_names[i];
+      o_tokens[i] := l.token;
+      CONTINUE;
+    END IF;
+    IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i]) THEN
+      PERFORM {{S}}._settle(p_names[i], now_); -- waiters whose heartbeat stopped
+    END IF;
+    tok := greatest(nextval({{TOKENS}}), l.high_water + 1, hws[i] + 1);
+    UPDATE {{S}}.locks
+       SET owner = p_owners[i], holds = 1, token = tok, metadata = p_metadata[i], attempt = p_attempts[i],
+           release_id = NULL, expires_at = now_ + p_ttls_us[i] * interval '1 microsecond',
+           high_water = greatest(high_water, tok), marked = false
+     WHERE name = p_names[i];
+    o_tokens[i] := tok;
+  END LOOP;
+  o_acquired := true;
+END $$;
+
+-- release_multi is release of p_names[i] by p_owners[i] for every i, in
+-- one call (engine.MultiReleaser.ReleaseMulti), taking the names in name
+-- order as acquire_multi does; the answers are numbered by the request.
+CREATE OR REPLACE FUNCTION {{S}}.release_multi(p_names text[], p_owners text[])
+RETURNS TABLE (o_i integer, o_status integer, o_remaining integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT u.i::integer AS i, u.nm, u.o
+             FROM unnest(p_names, p_owners) WITH ORDINALITY AS u(nm, o, i) ORDER BY u.nm COLLATE "C"
+  LOOP
+    o_i := r.i;
+    SELECT x.o_status, x.o_remaining INTO o_status, o_remaining FROM {{S}}.release(r.nm, r.o, '') x;
+    RETURN NEXT;
+  END LOOP;
+END $$;
+
+INSERT INTO {{S}}.version (version) SELECT 5 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
 -- an owner's holds never have their expiry moved earlier while it has
 -- more than one (_hold_expiry), and a force-release marks the holders it
--- frees taken over, of either kind (taken), and frees one holder by owner.
-UPDATE {{S}}.version SET version = 4 WHERE version < 4;
+-- frees taken over, of either kind (taken), and frees one holder by owner;
+-- 5: sets of mutexes granted and released in one call (acquire_multi,
+-- release_multi).
+UPDATE {{S}}.version SET version = 5 WHERE version < 5;

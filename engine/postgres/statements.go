@@ -13,6 +13,9 @@ type statements struct {
 	// one statement, for a batch with both.
 	acquireShared, releaseShared, inspectShared, setLimit   string
 	leaveShared, raiseSharedFence, extendShared, extendBoth string
+
+	// Sets of mutexes (multi.go).
+	acquireMulti, releaseMulti string
 }
 
 func newStatements(schema string) statements {
@@ -27,6 +30,8 @@ func newStatements(schema string) statements {
 		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
 		inspect:      "SELECT * FROM " + s + ".inspect($1)",
 		sweep:        "SELECT " + s + ".sweep($1)",
+		acquireMulti: "SELECT * FROM " + s + ".acquire_multi($1, $2, $3, $4, $5)",
+		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2)",

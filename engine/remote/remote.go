@@ -191,26 +191,7 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 	err := e.call(ctx, o, "acquire", http.MethodPost, lockPath(r.Name, "acquire"), req, &out)
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeLocked {
-		g := engine.Grant{Holder: he.Detail.Holder}
-		if he.Detail.HolderTTLMs != nil {
-			g.HolderTTL = time.Duration(*he.Detail.HolderTTLMs) * time.Millisecond
-			if *he.Detail.HolderTTLMs < 0 {
-				g.HolderTTL = -1
-			}
-		}
-		if he.Detail.Holder == "" {
-			// The server hides owner tokens from non-admins; a holder id
-			// still tells holders apart.
-			g.Holder = "holder:" + he.Detail.HolderID
-		}
-		if he.Detail.RetryMs > 0 {
-			g.Retry = time.Duration(he.Detail.RetryMs) * time.Millisecond
-		}
-		g.Queued, g.Head, g.Reserved = he.Detail.Queued, he.Detail.Head, he.Detail.Reserved
-		if g.Reserved {
-			g.Holder = ""
-		}
-		return g, nil
+		return lockedGrant(he.Detail), nil
 	}
 	if err != nil {
 		return engine.Grant{}, err
@@ -219,6 +200,30 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engin
 		e.oneOff.add(r.Owner)
 	}
 	return engine.Grant{Acquired: true, Token: out.Token, Count: out.Count}, nil
+}
+
+// lockedGrant is the refusal a locked answer describes.
+func lockedGrant(d api.ErrorDetail) engine.Grant {
+	g := engine.Grant{Holder: d.Holder}
+	if d.HolderTTLMs != nil {
+		g.HolderTTL = time.Duration(*d.HolderTTLMs) * time.Millisecond
+		if *d.HolderTTLMs < 0 {
+			g.HolderTTL = -1
+		}
+	}
+	if d.Holder == "" {
+		// The server hides owner tokens from non-admins; a holder id
+		// still tells holders apart.
+		g.Holder = "holder:" + d.HolderID
+	}
+	if d.RetryMs > 0 {
+		g.Retry = time.Duration(d.RetryMs) * time.Millisecond
+	}
+	g.Queued, g.Head, g.Reserved = d.Queued, d.Head, d.Reserved
+	if g.Reserved {
+		g.Holder = ""
+	}
+	return g
 }
 
 // Extend implements engine.Engine: one request for the whole batch (split

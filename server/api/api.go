@@ -69,6 +69,11 @@ const (
 	// above, so no grant can get a greater token (HTTP 409;
 	// engine.ErrFenceExhausted). Nothing changed.
 	CodeFenceExhausted = "fence_exhausted"
+	// CodeNotAtomic: the server's engine cannot grant these locks in one
+	// step (HTTP 501; engine.ErrNotAtomic): an engine without sets, or
+	// Redis Cluster names in different hash slots. Nothing changed: take
+	// the locks one by one, in sorted order.
+	CodeNotAtomic = "not_atomic"
 )
 
 // Lock kinds (AcquireRequest.Kind, LockInfo.Kind) and a reader-writer
@@ -118,6 +123,8 @@ type ErrorDetail struct {
 	Queued   bool `json:"queued,omitempty"`
 	Head     bool `json:"head,omitempty"`
 	Reserved bool `json:"reserved,omitempty"`
+	// Name (locked, for a set): the lock of the set that refused it.
+	Name string `json:"name,omitempty"`
 }
 
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire.

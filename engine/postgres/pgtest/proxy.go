@@ -49,6 +49,19 @@ func (p *Proxy) set(paused bool) {
 	p.mu.Unlock()
 }
 
+// Cut closes every connection through the proxy (the bytes it held while
+// paused are lost: a reply cut in flight) and lets new connections
+// through, unpaused.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.paused = false
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
 // Close closes the proxy and every connection through it.
 func (p *Proxy) Close() {
 	p.mu.Lock()

@@ -1,0 +1,163 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/distlock/distlock/engine"
+)
+
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// AcquireMulti implements engine.MultiAcquirer: one call of the schema's
+// acquire_multi function, all or nothing, each name's token drawn while
+// the call holds every name's row (schema.sql). A name that holders of a
+// shared lock hold is refused with engine.KindError's
+// *engine.ArgumentError, having changed nothing. When the round trip
+// fails without an answer from PostgreSQL (a connection cut after the
+// call committed, say), the call is sent once more: acquire_multi
+// recognises the names its first copy granted by their one-off owner, and
+// answers them granted with their tokens. A schema of version 4 or before
+// (no acquire_multi) is engine.ErrNotAtomic: the Client takes the names
+// one by one until Migrate runs.
+func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	if err := e.check(); err != nil {
+		return engine.MultiGrant{}, err
+	}
+	if err := engine.CheckSet(rs); err != nil {
+		return engine.MultiGrant{}, err
+	}
+	if len(rs) == 0 {
+		return engine.MultiGrant{Acquired: true}, nil
+	}
+	n := len(rs)
+	names, owners, metadata, attempts := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ttls := make([]int64, n)
+	for i, r := range rs {
+		if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata, "attempt", r.Attempt); err != nil {
+			return engine.MultiGrant{}, err
+		}
+		names[i], owners[i], metadata[i], attempts[i], ttls[i] = r.Name, r.Owner, r.Metadata, r.Attempt, micros(r.TTL)
+	}
+	for try := 0; ; try++ {
+		mg, err := e.acquireMulti(ctx, names, owners, ttls, metadata, attempts)
+		if err == nil || try > 0 || !unanswered(ctx, err) || e.check() != nil {
+			return mg, err
+		}
+	}
+}
+
+// acquireMulti is one call of acquire_multi.
+func (e *Engine) acquireMulti(ctx context.Context, names, owners []string, ttls []int64, metadata, attempts []string) (engine.MultiGrant, error) {
+	var (
+		mg      engine.MultiGrant
+		tokens  []int64
+		blocked int32
+		ttlUS   int64
+	)
+	err := e.pool.QueryRow(ctx, e.sql.acquireMulti, names, owners, ttls, metadata, attempts).
+		Scan(&mg.Acquired, &tokens, &blocked, &mg.Grant.Holder, &ttlUS, &mg.Grant.Reserved)
+	if err != nil {
+		return engine.MultiGrant{}, e.multiError(err, names)
+	}
+	if mg.Acquired {
+		if len(tokens) != len(names) {
+			return engine.MultiGrant{}, fmt.Errorf("postgres: acquire set: %d tokens for %d names", len(tokens), len(names))
+		}
+		mg.Tokens = make([]uint64, len(tokens))
+		for i, t := range tokens {
+			mg.Tokens[i] = uint64(t)
+		}
+		return mg, nil
+	}
+	mg.Blocked = int(blocked)
+	mg.Grant.HolderTTL = time.Duration(ttlUS) * time.Microsecond
+	return mg, nil
+}
+
+// multiError is the error of a set's call: a shared lock's refusal of
+// the request its DETAIL numbers, as Acquire gives it; a schema without
+// the set's functions (before version 5) engine.ErrNotAtomic; else wrap's.
+func (e *Engine) multiError(err error, names []string) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "DL001" {
+		if i, aerr := strconv.Atoi(pe.Detail); aerr == nil && i >= 1 && i <= len(names) {
+			return e.sharedError(err, names[i-1], 0, 0, 0)
+		}
+	}
+	if errors.As(err, &pe) && pe.Code == "42883" {
+		return fmt.Errorf("%w: the schema has no set functions (migrate it to version %d): %w", engine.ErrNotAtomic, SchemaVersion, e.wrap(err))
+	}
+	return e.wrap(err)
+}
+
+// unanswered reports whether err is a round trip that failed without an
+// answer from PostgreSQL, while ctx is live: the call may or may not
+// have been applied.
+func unanswered(ctx context.Context, err error) bool {
+	var pe *pgconn.PgError
+	return ctx.Err() == nil && !errors.As(err, &pe)
+}
+
+// ReleaseMulti implements engine.MultiReleaser: one call of the schema's
+// release_multi function, each name released as Release does. On a schema
+// before version 5 the names are released one call each.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	if err := e.check(); err != nil {
+		return nil, err
+	}
+	if err := engine.CheckReleaseSet(names, owners); err != nil {
+		return nil, err
+	}
+	for i := range names {
+		if err := checkTexts("name", names[i], "owner", owners[i]); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := make([]engine.ReleaseResult, len(names))
+	rows, err := e.pool.Query(ctx, e.sql.releaseMulti, names, owners)
+	if err == nil {
+		n := 0
+		for rows.Next() {
+			var i, status, remaining int32
+			if err := rows.Scan(&i, &status, &remaining); err != nil {
+				rows.Close()
+				return nil, e.wrap(err)
+			}
+			if i < 1 || int(i) > len(names) {
+				rows.Close()
+				return nil, errShortReply
+			}
+			out[i-1] = engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}
+			n++
+		}
+		err = rows.Err()
+		if err == nil && n != len(names) {
+			err = errShortReply
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42883" {
+		for i, name := range names { // a schema before version 5
+			if out[i], err = e.Release(ctx, name, owners[i]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, e.wrap(err)
+	}
+	return out, nil
+}

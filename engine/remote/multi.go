@@ -1,0 +1,112 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+var (
+	_ engine.MultiAcquirer = (*Engine)(nil)
+	_ engine.MultiReleaser = (*Engine)(nil)
+)
+
+// AcquireMulti implements engine.MultiAcquirer: one request, POST
+// /v1/sets/acquire, which the server carries out as one AcquireMulti of
+// its own engine. A server whose engine cannot (no sets, or names it
+// cannot take at once), or a server without the endpoint (an older
+// version), is engine.ErrNotAtomic: the Client takes the names one by
+// one. The request goes on to another server only when it was surely not
+// sent (a copy could be refused by its own first grant); when its outcome
+// is unknown the error says so, and the Client releases the names.
+func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	if err := engine.CheckSet(rs); err != nil {
+		return engine.MultiGrant{}, err
+	}
+	if len(rs) == 0 {
+		return engine.MultiGrant{Acquired: true}, nil
+	}
+	req := api.SetAcquireRequest{Locks: make([]api.SetLock, len(rs))}
+	for i, r := range rs {
+		req.Locks[i] = api.SetLock{Name: r.Name, Owner: r.Owner, Attempt: r.Attempt, TTLMs: ms(r.TTL), Metadata: r.Metadata}
+	}
+	var out api.SetAcquireResponse
+	err := e.call(ctx, callOpts{how: retryUnsent, most: rs[0].TTL / 3}, "acquire set", http.MethodPost, "/v1/sets/acquire", req, &out)
+	var he *Error
+	switch {
+	case errors.As(err, &he) && (he.Code == api.CodeNotAtomic || he.Code == api.CodeNotFound):
+		return engine.MultiGrant{}, fmt.Errorf("%w: %w", engine.ErrNotAtomic, err)
+	case errors.As(err, &he) && he.Code == api.CodeLocked:
+		for i, r := range rs {
+			if r.Name == he.Detail.Name {
+				return engine.MultiGrant{Blocked: i, Grant: lockedGrant(he.Detail)}, nil
+			}
+		}
+		return engine.MultiGrant{}, fmt.Errorf("distlock server: acquire set: refused by %q, not in the set", he.Detail.Name)
+	case err != nil:
+		return engine.MultiGrant{}, err
+	}
+	if len(out.Locks) != len(rs) {
+		return engine.MultiGrant{}, fmt.Errorf("distlock server: acquire set: %d grants for %d locks", len(out.Locks), len(rs))
+	}
+	tokens := make([]uint64, len(rs))
+	for i, g := range out.Locks {
+		if g.Name != rs[i].Name {
+			return engine.MultiGrant{}, fmt.Errorf("distlock server: acquire set: grant %d is of %q, not %q", i, g.Name, rs[i].Name)
+		}
+		tokens[i] = g.Token
+	}
+	return engine.MultiGrant{Acquired: true, Tokens: tokens}, nil
+}
+
+// ReleaseMulti implements engine.MultiReleaser: one request, POST
+// /v1/sets/release (one ReleaseMulti of the server's engine where it has
+// one). A server without the endpoint gets one release request per name.
+func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	if err := engine.CheckReleaseSet(names, owners); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	req := api.SetReleaseRequest{Locks: make([]api.SetOwner, len(names))}
+	for i := range names {
+		req.Locks[i] = api.SetOwner{Name: names[i], Owner: owners[i]}
+	}
+	var out api.SetReleaseResponse
+	err := e.call(ctx, callOpts{how: retryUnsent}, "release set", http.MethodPost, "/v1/sets/release", req, &out)
+	var he *Error
+	if errors.As(err, &he) && he.Code == api.CodeNotFound {
+		res := make([]engine.ReleaseResult, len(names))
+		for i, name := range names {
+			if res[i], err = e.Release(ctx, name, owners[i]); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(names) {
+		return nil, fmt.Errorf("distlock server: release set: %d results for %d locks", len(out.Results), len(names))
+	}
+	res := make([]engine.ReleaseResult, len(names))
+	for i, r := range out.Results {
+		switch r.Status {
+		case api.StatusReleased:
+			res[i] = engine.ReleaseResult{Status: engine.Released, Remaining: r.Remaining}
+		case api.StatusHeldByOther:
+			res[i].Status = engine.NotOwner
+		case api.StatusMissing:
+			res[i].Status = engine.NotHeld
+		default:
+			return nil, fmt.Errorf("distlock server: release set: unknown status %q", r.Status)
+		}
+	}
+	return res, nil
+}

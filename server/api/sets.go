@@ -1,0 +1,65 @@
+package api
+
+// SetAcquireRequest is the body of POST /v1/sets/acquire: every lock of
+// Locks granted in one step of the server's engine, or none
+// (engine.MultiAcquirer). The names are distinct, 1 to 64 of them.
+type SetAcquireRequest struct {
+	Locks []SetLock `json:"locks"`
+}
+
+// SetLock is one lock of a set: a mutex.
+type SetLock struct {
+	Name string `json:"name"`
+	// Owner is the owner token. Empty: the server generates one random
+	// token for every lock of the set without one, and returns it.
+	Owner string `json:"owner,omitempty"`
+	// Attempt identifies the call (engine.AcquireRequest.Attempt); empty:
+	// the owner.
+	Attempt string `json:"attempt,omitempty"`
+	// TTLMs is the lease's time to live (default 30000; 50 to 86400000).
+	TTLMs    int64  `json:"ttl_ms,omitempty"`
+	Metadata string `json:"metadata,omitempty"`
+}
+
+// SetAcquireResponse is the answer to a granted set: one grant per lock,
+// in the order of the request.
+type SetAcquireResponse struct {
+	Locks []SetGrant `json:"locks"`
+}
+
+// SetGrant is one lock of a granted set.
+type SetGrant struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	TTLMs int64  `json:"ttl_ms"`
+}
+
+// SetReleaseRequest is the body of POST /v1/sets/release: each lock
+// released by its owner (engine.MultiReleaser where the engine has it).
+type SetReleaseRequest struct {
+	Locks []SetOwner `json:"locks"`
+}
+
+// SetOwner names a lock and its owner.
+type SetOwner struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+}
+
+// SetReleaseResponse is the answer to a set's release: one result per
+// lock, in the order of the request.
+type SetReleaseResponse struct {
+	Results []SetReleaseResult `json:"results"`
+}
+
+// SetReleaseResult is one lock's release: Status StatusReleased (one
+// hold dropped; Remaining are left), StatusMissing (nobody held it) or
+// StatusHeldByOther.
+type SetReleaseResult struct {
+	Status    string `json:"status"`
+	Remaining int    `json:"remaining,omitempty"`
+}
+
+// StatusReleased is a SetReleaseResult's status for a hold dropped.
+const StatusReleased = "released"
