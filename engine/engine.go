@@ -247,8 +247,9 @@ type Info struct {
 	Subscribers int
 	// Queue lists the live entries of the lock's waiter queue in arrival
 	// order (at most MaxQueueListed of them), for operators' wait-for
-	// graphs: filled in by the memory engine, Redis and etcd (every
-	// kind) and a quorum (a mutex's, as one node lists it), nil elsewhere.
+	// graphs: filled in by the memory engine, Redis, etcd and PostgreSQL
+	// (every kind) and a quorum (a mutex's, as one node lists it), nil
+	// elsewhere.
 	Queue []Waiter
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share
@@ -275,7 +276,8 @@ type Waiter struct {
 	// reads the owner a Client puts in it.
 	ID string
 	// Waited is how long it has been in the queue; 0 where the engine
-	// records no arrival time (etcd: the order is known, not the time).
+	// records no arrival time (etcd, PostgreSQL's shared locks: the order
+	// is known, not the time).
 	Waited time.Duration
 }
 

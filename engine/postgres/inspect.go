@@ -8,7 +8,8 @@ import (
 )
 
 // Inspect implements engine.Engine. Waiters counts the live entries of the
-// lock's queue (waiters outside a queue are not visible to the database).
+// lock's queue (waiters outside a queue are not visible to the database),
+// and Queue lists them in arrival order.
 // HighWater is the token of the name's last grant while its row exists
 // (held, queued for, or raised above the token sequence), else 0.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
@@ -22,13 +23,16 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	var (
 		holds, waiters   int32
 		token, hw, ttlUS int64
+		ids              []string
+		us               []int64
 	)
 	err := e.pool.QueryRow(ctx, e.sql.inspect, name).
-		Scan(&info.Held, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters)
+		Scan(&info.Held, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters, &ids, &us)
 	if err != nil {
 		return engine.Info{}, e.wrap(err)
 	}
 	info.Count, info.Token, info.HighWater, info.Waiters = int(holds), uint64(token), uint64(hw), int(waiters)
+	info.Queue = queueList(ids, us)
 	info.TTL = time.Duration(ttlUS) * time.Microsecond
 	return info, nil
 }

@@ -31,10 +31,13 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 			info             engine.Info
 			holds, waiters   int32
 			token, ttlUS, hw int64
+			ids              []string
+			us               []int64
 		)
-		if err := rows.Scan(&info.Name, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters); err != nil {
+		if err := rows.Scan(&info.Name, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters, &ids, &us); err != nil {
 			return nil, "", e.wrap(err)
 		}
+		info.Queue = queueList(ids, us)
 		info.Held, info.Count, info.Token, info.HighWater, info.Waiters = true, int(holds), uint64(token), uint64(hw), int(waiters)
 		info.TTL = time.Duration(ttlUS) * time.Microsecond
 		infos = append(infos, info)

@@ -128,13 +128,16 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		owners, metadata     []string
 		weights, holds       []int32
 		tokens, ttls         []int64
+		ids                  []string
+		us                   []int64
 	)
 	err := e.pool.QueryRow(ctx, e.sql.inspectShared, name).
-		Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata)
+		Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata, &ids, &us)
 	if err != nil {
 		return engine.Info{}, e.wrap(err)
 	}
-	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters)}
+	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
+		Queue: queueList(ids, us)}
 	for i := range owners {
 		if i >= len(weights) || i >= len(holds) || i >= len(tokens) || i >= len(ttls) || i >= len(metadata) {
 			return engine.Info{}, errShortReply

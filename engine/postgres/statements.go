@@ -1,5 +1,12 @@
 package postgres
 
+import (
+	"strconv"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
 // statements are the engine's SQL, for its schema. Each is one function
 // call: one round trip.
 type statements struct {
@@ -28,14 +35,14 @@ func newStatements(schema string) statements {
 		leave:        "SELECT " + s + ".leave($1, $2)",
 		raiseFence:   "SELECT " + s + ".raise_fence($1, $2, $3)",
 		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
-		inspect:      "SELECT * FROM " + s + ".inspect($1)",
+		inspect:      "SELECT i.*, q.ids, q.us FROM " + s + ".inspect($1) i, " + queueOf(s, "waiters", "$1", "since"),
 		sweep:        "SELECT " + s + ".sweep($1)",
 		acquireMulti: "SELECT * FROM " + s + ".acquire_multi($1, $2, $3, $4, $5)",
 		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2)",
-		inspectShared:    "SELECT * FROM " + s + ".inspect_shared($1)",
+		inspectShared:    "SELECT i.*, q.ids, q.us FROM " + s + ".inspect_shared($1) i, " + queueOf(s, "shared_waiters", "$1", ""),
 		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
 		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
 		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
@@ -45,8 +52,8 @@ func newStatements(schema string) statements {
 		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
 			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",
 		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
-  (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp())
-FROM ` + s + `.locks k
+  (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp()), q.ids, q.us
+FROM ` + s + `.locks k, ` + queueOf(s, "waiters", "k.name", "since") + `
 WHERE k.owner IS NOT NULL AND k.expires_at > clock_timestamp() AND starts_with(k.name, $1) AND k.name > $2
 ORDER BY k.name LIMIT $3`,
 		listShared: `SELECT s.name FROM ` + s + `.shared s
@@ -62,4 +69,33 @@ WHERE k.owner IS NOT NULL AND (k.expires_at IS NULL OR k.expires_at > clock_time
   AND starts_with(k.name, $1) AND k.name > $2
 ORDER BY k.name LIMIT $4`,
 	}
+}
+
+// queueOf is a LATERAL subquery q(ids, us) of the live waiters of the name
+// nameExpr in table (waiters or shared_waiters), in arrival order, at most
+// engine.MaxQueueListed of them: their ids, and their time in the queue in
+// µs from the column since (-1 when the table keeps none), for
+// engine.Info.Queue.
+func queueOf(s, table, nameExpr, since string) string {
+	us := "-1::bigint"
+	if since != "" {
+		us = s + "._us(clock_timestamp() - w." + since + ")"
+	}
+	return `LATERAL (SELECT coalesce(array_agg(x.waiter ORDER BY x.ticket), '{}'), coalesce(array_agg(x.us ORDER BY x.ticket), '{}')
+  FROM (SELECT w.waiter, w.ticket, ` + us + ` AS us FROM ` + s + `.` + table + ` w
+    WHERE w.name = ` + nameExpr + ` AND w.deadline > clock_timestamp() ORDER BY w.ticket LIMIT ` + strconv.Itoa(engine.MaxQueueListed) + `) x) q(ids, us)`
+}
+
+// queueList turns queueOf's columns into an engine.Info.Queue (nil when
+// nobody waits).
+func queueList(ids []string, us []int64) []engine.Waiter {
+	var q []engine.Waiter
+	for i, id := range ids {
+		var waited time.Duration
+		if i < len(us) && us[i] > 0 {
+			waited = time.Duration(us[i]) * time.Microsecond
+		}
+		q = append(q, engine.Waiter{ID: id, Waited: waited})
+	}
+	return q
 }

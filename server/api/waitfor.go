@@ -18,8 +18,8 @@ type WaitFor struct {
 	// Truncated: more locks exist than were read (MaxWaitForLocks).
 	Truncated bool `json:"truncated,omitempty"`
 	// QueueUnknown: the engine does not list its waiters (engine.Info.Queue
-	// nil while Waiters > 0: PostgreSQL, ZooKeeper, a quorum's shared
-	// locks), so no edge can be drawn for those locks.
+	// nil while Waiters > 0: ZooKeeper, a quorum's shared locks), so no
+	// edge can be drawn for those locks.
 	QueueUnknown bool `json:"queue_unknown,omitempty"`
 }
 
