@@ -10,21 +10,46 @@ import (
 	"github.com/distlock/distlock/engine/enginetest"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/internal/stallproxy"
 )
 
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
 	enginetest.Run(t, h)
-	// The checker's Clients talk to Redis through proxies that lose a
-	// reply when asked (go-redis then sends the command again).
+	enginetest.Check(t, checkerHarness(t))
+	enginetest.CheckMutants(t, h)
+}
+
+// checkerHarness is the randomized checker's on a server of its own that
+// persists every write before answering (appendfsync always: what
+// docs/FENCING.md requires for tokens to keep their order across a
+// restart). Each Client talks to it through a proxy that loses a reply when
+// asked (go-redis then sends the command again), behind a proxy that
+// stalls the Client's connections when asked; and the checker restarts
+// the server (killed, started again on its port from its AOF).
+func checkerHarness(t *testing.T) enginetest.Harness {
+	srv := redistest.Start(t, redistest.WithPersistence())
+	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
+	stalls := &enginetest.Stalls{}
 	h.Faulty = func(t *testing.T) (engine.Engine, func()) {
-		drop := redistest.NewReplyDropper(t, srv.Addr())
+		stall, err := stallproxy.Listen(srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stall.Close)
+		drop := redistest.NewReplyDropper(t, stall.Addr())
 		rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
 		t.Cleanup(func() { _ = rdb.Close() })
-		return listEngine(t, rdb), drop.Arm
+		e := listEngine(t, rdb)
+		stalls.Add(e, stall.Stall)
+		return e, drop.Arm
 	}
-	enginetest.Check(t, h)
+	h.Faults = &enginetest.Faults{
+		Stall:   stalls.Stall,
+		Restart: func(context.Context) error { return srv.Restart() },
+	}
+	return h
 }
 
 // TestConformanceCluster runs the suite on a Redis Cluster of three
@@ -36,6 +61,7 @@ func TestConformanceCluster(t *testing.T) {
 	h := harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del)
 	enginetest.Run(t, h)
 	enginetest.Check(t, h)
+	enginetest.CheckMutants(t, h)
 }
 
 // harness runs the suite with every engine on a client of its own from

@@ -43,6 +43,7 @@ func TestConformanceEmbedded(t *testing.T) {
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, h)
+	enginetest.CheckMutants(t, h)
 }
 
 // startRedisServer serves the Redis engine on a new redis-server until the
@@ -73,4 +74,5 @@ func TestConformanceRedis(t *testing.T) {
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, h)
+	enginetest.CheckMutants(t, h)
 }
