@@ -90,6 +90,16 @@ func CheckMutants(t *testing.T, h Harness, names ...string) {
 	})
 }
 
+// CheckCatches is the control of a broken configuration (a backend that
+// loses its data when Faults.Restart restarts it): it runs the checker's
+// rounds on h for up to budget, stops at the first violation, and fails
+// the test unless one comes that names one of want.
+func CheckCatches(t *testing.T, h Harness, budget time.Duration, want ...string) {
+	t.Helper()
+	cfg := checkConfig{budget: budget, clients: 4, names: 3, ops: 20}
+	catches(t, h, cfg, mutant{name: t.Name(), want: want})
+}
+
 // catches runs the checker on the mutant's harness with the seeds of cfg,
 // then random ones for cfg.budget, and fails the test unless a violation
 // that m.want names comes.

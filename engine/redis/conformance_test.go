@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -78,4 +79,14 @@ func harness(client func() goredis.UniversalClient, del func(context.Context, ..
 			return redistest.NewRegister(client(), "test:"+name)
 		},
 	}
+}
+
+// TestCheckerRestartWithoutPersistence is the control of the checker's
+// restarts: a redis-server that persists nothing forgets its locks when it
+// restarts, and the checker must see a lease surely live lost or shared.
+func TestCheckerRestartWithoutPersistence(t *testing.T) {
+	srv := redistest.Start(t)
+	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
+	h.Faults = &enginetest.Faults{Restart: func(context.Context) error { return srv.Restart() }}
+	enginetest.CheckCatches(t, h, 30*time.Second, "exclusion:", "lost early", "view:", "tokens:")
 }
