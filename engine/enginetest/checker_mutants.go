@@ -90,13 +90,15 @@ func CheckMutants(t *testing.T, h Harness, names ...string) {
 	})
 }
 
-// CheckCatches is the control of a broken configuration (a backend that
-// loses its data when Faults.Restart restarts it): it runs the checker's
-// rounds on h for up to budget, stops at the first violation, and fails
-// the test unless one comes that names one of want.
-func CheckCatches(t *testing.T, h Harness, budget time.Duration, want ...string) {
+// CheckCatches shows that the checker catches h's backend when it is
+// broken on purpose (an engine-internal mutant, a backend that loses its
+// data when Faults.Restart restarts it): it runs the checker's rounds on
+// h, the seeds first (those that caught it before), then random ones for
+// up to budget, stops at the first violation, and fails the test unless
+// one comes that names one of want.
+func CheckCatches(t *testing.T, h Harness, budget time.Duration, seeds []uint64, want ...string) {
 	t.Helper()
-	cfg := checkConfig{budget: budget, clients: 4, names: 3, ops: 20}
+	cfg := checkConfig{seeds: seeds, budget: budget, clients: 4, names: 3, ops: 20}
 	catches(t, h, cfg, mutant{name: t.Name(), want: want})
 }
 

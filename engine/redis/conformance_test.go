@@ -88,5 +88,5 @@ func TestCheckerRestartWithoutPersistence(t *testing.T) {
 	srv := redistest.Start(t)
 	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
 	h.Faults = &enginetest.Faults{Restart: func(context.Context) error { return srv.Restart() }}
-	enginetest.CheckCatches(t, h, 30*time.Second, "exclusion:", "lost early", "view:", "tokens:")
+	enginetest.CheckCatches(t, h, 30*time.Second, nil, "exclusion:", "lost early", "view:", "tokens:")
 }
