@@ -90,3 +90,38 @@ func (s *Stalls) Stall(ctx context.Context, e engine.Engine, d time.Duration) er
 	stall(ctx, d)
 	return nil
 }
+
+// Pauses counts the stalls in force on each thing a harness pauses (an
+// etcd member, a Redis node), so that overlapping stalls stop it once and
+// let it go on when the last one ends. The zero value is ready to use.
+type Pauses struct {
+	mu sync.Mutex
+	n  map[any]int
+}
+
+// Hold stops key (stop) unless a stall already holds it, waits d (or until
+// ctx ends), then lets it go on (cont) unless another stall still holds
+// it.
+func (p *Pauses) Hold(ctx context.Context, key any, d time.Duration, stop, cont func()) {
+	p.mu.Lock()
+	if p.n == nil {
+		p.n = map[any]int{}
+	}
+	if p.n[key]++; p.n[key] == 1 {
+		stop()
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.n[key]--; p.n[key] == 0 {
+			cont()
+		}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}

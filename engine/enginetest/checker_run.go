@@ -43,7 +43,8 @@ type event struct {
 	Class         lockClass
 	Weight        int
 	Token         uint64
-	Target        uint64 // the token of the lease acted on (release, extend, ...)
+	Target        uint64        // the token of the lease acted on (release, extend, ...)
+	TargetEnd     time.Duration // that lease's own deadline when the operation began
 	Out           outcome
 	Err           error
 	Bool          bool          // ForceRelease's answer
@@ -255,6 +256,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 			return e
 		}
 		e.NameIdx, e.Owner, e.Class, e.Target = target.nameIdx, target.owner, target.class, target.lease.Token()
+		e.TargetEnd = target.lease.Deadline().Sub(rc.start)
 	}
 	e.Name = rc.h.Names[e.NameIdx]
 	if o.Kind.acquires() && o.Kind != opReenter || o.Kind == opBadWeight {

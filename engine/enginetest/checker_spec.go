@@ -414,7 +414,14 @@ func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
 			continue
 		}
 		// Only a lease of the current grant: a lease of an earlier one is
-		// told it is lost by its Client, without asking the engine.
+		// told it is lost by its Client, without asking the engine. And
+		// only a lease whose own deadline had not passed: a Lease that was
+		// not extended itself (the grant was, through another Lease of its
+		// owner from Attach) is lost at its deadline, whatever the engine
+		// keeps.
+		if e.Inv >= e.TargetEnd {
+			continue
+		}
 		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
 			bad = append(bad, fmt.Sprintf("lost early: %v answered not held while %v", e, g))
 		}

@@ -2,7 +2,7 @@ package etcd_test
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,36 +19,14 @@ import (
 // the others elect a new one.
 func TestChecker(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
-	stalls := &enginetest.Stalls{}
-	var mu sync.Mutex
-	paused := map[*etcdtest.Member]int{} // stalls in force
-	pause := func(m *etcdtest.Member, by int) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch paused[m] += by; {
-		case by > 0 && paused[m] == 1:
-			m.Stop()
-		case by < 0 && paused[m] == 0:
-			m.Cont()
-		}
-	}
-	engines := 0
+	stalls, pauses := &enginetest.Stalls{}, &enginetest.Pauses{}
+	var engines atomic.Int64 // the mutants' subtests ask in parallel
 	h := enginetest.Harness{
 		New: func(t *testing.T) engine.Engine {
-			m := cl.Members[engines%len(cl.Members)]
-			engines++
+			m := cl.Members[int(engines.Add(1)-1)%len(cl.Members)]
 			e := etcdengine.New(cl.ClientOf(t, m.Client))
 			t.Cleanup(func() { _ = e.Close() })
-			stalls.Add(e, func(ctx context.Context, d time.Duration) {
-				pause(m, 1)
-				defer pause(m, -1)
-				timer := time.NewTimer(d)
-				defer timer.Stop()
-				select {
-				case <-timer.C:
-				case <-ctx.Done():
-				}
-			})
+			stalls.Add(e, func(ctx context.Context, d time.Duration) { pauses.Hold(ctx, m, d, m.Stop, m.Cont) })
 			return e
 		},
 		Faults: &enginetest.Faults{

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,8 +62,27 @@ func TestConformanceCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	h := harness(func() goredis.UniversalClient { return cl.Client() }, cl.Del)
 	enginetest.Run(t, h)
-	enginetest.Check(t, h)
+	enginetest.Check(t, pausedNodes(h, cl.Nodes))
 	enginetest.CheckMutants(t, h)
+}
+
+// pausedNodes is h with stalls for the randomized checker: a stall of an
+// engine stops one node (SIGSTOP, the nodes in turn by engine) for a
+// while; every Client's requests for that node's slots wait.
+func pausedNodes(h enginetest.Harness, nodes []*redistest.Server) enginetest.Harness {
+	stalls, pauses := &enginetest.Stalls{}, &enginetest.Pauses{}
+	var engines atomic.Int64
+	newEngine := h.New
+	h.New = func(t *testing.T) engine.Engine {
+		e := newEngine(t)
+		n := nodes[int(engines.Add(1)-1)%len(nodes)]
+		stalls.Add(e, func(ctx context.Context, d time.Duration) {
+			pauses.Hold(ctx, n, d, func() { _ = n.Pause() }, func() { _ = n.Resume() })
+		})
+		return e
+	}
+	h.Faults = &enginetest.Faults{Stall: stalls.Stall}
+	return h
 }
 
 // harness runs the suite with every engine on a client of its own from
