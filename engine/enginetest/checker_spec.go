@@ -119,12 +119,20 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 			}
 			switch e.Op.Kind {
 			case opExtend, opAttach:
-				if e.Out == outOK && e.Inv < g.sureTo {
+				switch {
+				case e.Out == outOK && e.Inv < g.sureTo:
 					// Held when the extension ran (at or after its request),
 					// continuously since the grant, and until its ttl after.
 					g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
-				} else if e.Out == outOK {
+				case e.Out == outOK:
 					g.sureTo = min(g.sureTo, e.Inv)
+				default:
+					// An extension not confirmed may have run all the same,
+					// and a shorter ttl shortens the lease: surely live only
+					// until its ttl after its request. (Its Client, which
+					// counts a confirmed extension from its request too,
+					// finds a late answer's deadline passed: "lost".)
+					g.sureTo = min(g.sureTo, e.Inv+e.Op.TTL-margin(e.Op.TTL))
 				}
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
 			case opReenter:
