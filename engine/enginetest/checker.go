@@ -36,6 +36,7 @@ type checkConfig struct {
 	names    int
 	ops      int
 	shrinkIn time.Duration
+	seqOnly  bool // only the sequential replay (the mutants' runs)
 }
 
 // configFromEnv reads SeedEnv and LongEnv.
@@ -95,9 +96,14 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	_, g.holderForce = probe.(engine.HolderReleaser)
 	g.drops = h.Faulty != nil
 	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair}
+	faulted := tm // the concurrent histories, with the faults' slack
+	if f := h.Faults; f != nil {
+		g.stalls, g.restarts = f.Stall != nil, f.Restart != nil
+		faulted.slack += f.Slack
+	}
 	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack}
-	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v",
-		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops)
+	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v, stalls %v, restarts %v",
+		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops, g.stalls, g.restarts)
 
 	// One engine per client, kept for every round (the harness closes them
 	// when the test ends): a pool or connection per round would pile up.
@@ -119,22 +125,22 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 		return f.e, f.drop
 	}
 	concurrent := func(s schedule) ([]string, *history) {
-		hist := runSchedule(ctx, s, lockName(t), newEngine)
-		return judge(hist, tm), hist
+		hist := runSchedule(ctx, s, lockName(t), h.Faults, newEngine)
+		return judge(hist, faulted), hist
 	}
 	sequential := func(s schedule) ([]string, *history) {
 		prefix := lockName(t)
-		hist := runSchedule(ctx, s, prefix, newEngine)
+		hist := runSchedule(ctx, s, prefix, nil, newEngine)
 		mem := memory.New()
 		defer func() { _ = mem.Close() }()
-		ref := runSchedule(ctx, s, prefix, func(int) (engine.Engine, func()) { return mem, nil })
+		ref := runSchedule(ctx, s, prefix, nil, func(int) (engine.Engine, func()) { return mem, nil })
 		bad := judge(hist, tm)
 		bad = append(bad, judge(ref, memTiming)...)
 		return append(bad, differ(hist, ref)...), hist
 	}
 	start := time.Now()
 	seeds, base := cfg.seeds, rand.Uint64()>>1
-	rounds, ops := 0, 0
+	rounds, ops, faults := 0, 0, map[opKind]int{}
 	for i := 0; cfg.seeds != nil && i < len(seeds) || cfg.seeds == nil && (i == 0 || time.Since(start) < cfg.budget); i++ {
 		seed := base + uint64(i)
 		if cfg.seeds != nil {
@@ -145,10 +151,16 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 			seq  bool
 			run  func(schedule) ([]string, *history)
 		}{{"concurrent", false, concurrent}, {"sequential", true, sequential}} {
+			if cfg.seqOnly && !mode.seq {
+				continue
+			}
 			s := generate(seed, g, mode.seq)
 			bad, hist := mode.run(s)
 			rounds++
 			ops += s.ops()
+			for _, k := range []opKind{opKill, opGhost, opDrop, opStall, opRestart} {
+				faults[k] += s.count(k)
+			}
 			if len(bad) == 0 {
 				continue
 			}
@@ -156,7 +168,8 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 			return failure(t, seed, mode.name, s, bad, small, smallBad, smallHist)
 		}
 	}
-	t.Logf("checker: %d histories (%d operations) in %v, no violation", rounds, ops, time.Since(start).Round(time.Millisecond))
+	t.Logf("checker: %d histories (%d operations) in %v, no violation; faults: %d kills, %d ghost waiters, %d lost replies, %d stalls, %d restarts",
+		rounds, ops, time.Since(start).Round(time.Millisecond), faults[opKill], faults[opGhost], faults[opDrop], faults[opStall], faults[opRestart])
 	return nil
 }
 

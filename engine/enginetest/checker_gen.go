@@ -35,11 +35,13 @@ const (
 	opKill                       // the client dies: it stops, leaving its leases to expire
 	opGhost                      // a fair waiter that dies queued (engine.Queuer), op.Wait its entry's ttl
 	opDrop                       // the client's connection loses the next reply (Harness.Faulty)
+	opStall                      // the client's connections stall for op.Wait, while it goes on (Faults.Stall)
+	opRestart                    // the backend restarts (Faults.Restart)
 )
 
 var opNames = [...]string{"try", "acquire", "reenter", "release", "extend", "attach", "sem-try", "sem-acquire",
 	"set-limit", "read-try", "read-acquire", "write-try", "write-acquire", "campaign", "proclaim",
-	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter", "drop-reply"}
+	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter", "drop-reply", "stall", "restart"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -136,7 +138,7 @@ func (o op) String() string {
 	if o.TTL > 0 {
 		fmt.Fprintf(&b, " ttl=%v", o.TTL)
 	}
-	if o.Kind.waits() || o.Kind == opGhost {
+	if o.Kind.waits() || o.Kind == opGhost || o.Kind == opStall {
 		fmt.Fprintf(&b, " wait=%v", o.Wait)
 	}
 	if o.Weight > 0 {
@@ -199,6 +201,7 @@ type genConfig struct {
 	shared, semaphores  bool          // engine.Sharer; semaphores above limit 1
 	fair, lister        bool          // Capabilities.Fair; engine.Lister
 	drops               bool          // Harness.Faulty: replies may be lost
+	stalls, restarts    bool          // Faults.Stall, Faults.Restart
 	forcer, holderForce bool          // engine.ForceReleaser; engine.HolderReleaser
 }
 
@@ -238,6 +241,12 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		}
 		if g.drops {
 			table = append(table, weighted{opDrop, 3})
+		}
+		if g.stalls {
+			table = append(table, weighted{opStall, 2})
+		}
+		if g.restarts {
+			table = append(table, weighted{opRestart, 1})
 		}
 	}
 	total := 0
@@ -294,8 +303,11 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 			case opRelease, opExtend, opAttach, opProclaim, opReenter, opForceHolder:
 				o.Name = -1 // the held lease's name
 			}
-			if o.Kind == opKill || o.Kind == opDrop {
+			if o.Kind == opKill || o.Kind == opDrop || o.Kind == opStall || o.Kind == opRestart {
 				o.Name = -1
+			}
+			if o.Kind == opStall {
+				o.Wait = stallFor(rng, g.base)
 			}
 			if o.Kind == opGhost {
 				o.Name, o.Wait = 0, 4*g.base
@@ -307,5 +319,40 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		}
 		s.Clients = append(s.Clients, ops)
 	}
+	// Every concurrent history has each fault the backend allows, at a
+	// random place: a short run of rounds would otherwise miss some.
+	for _, f := range []struct {
+		k  opKind
+		on bool
+	}{{opStall, g.stalls}, {opRestart, g.restarts}} {
+		if !f.on || sequential || s.count(f.k) > 0 {
+			continue
+		}
+		c := rng.IntN(len(s.Clients))
+		o := op{Kind: f.k, Name: -1}
+		if f.k == opStall {
+			o.Wait = stallFor(rng, g.base)
+		}
+		s.Clients[c][rng.IntN(len(s.Clients[c]))] = o
+	}
 	return s
+}
+
+// count counts the schedule's operations of kind k.
+func (s schedule) count(k opKind) int {
+	n := 0
+	for _, ops := range s.Clients {
+		for _, o := range ops {
+			if o.Kind == k {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// stallFor draws a stall's length: up to twice the shortest ttl, so that
+// leases expire in it.
+func stallFor(rng *rand.Rand, base time.Duration) time.Duration {
+	return base / 2 * time.Duration(1+rng.IntN(4))
 }

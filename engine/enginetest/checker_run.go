@@ -43,7 +43,8 @@ type event struct {
 	Class         lockClass
 	Weight        int
 	Token         uint64
-	Target        uint64 // the token of the lease acted on (release, extend, ...)
+	Target        uint64        // the token of the lease acted on (release, extend, ...)
+	TargetEnd     time.Duration // that lease's own deadline when the operation began
 	Out           outcome
 	Err           error
 	Bool          bool          // ForceRelease's answer
@@ -104,9 +105,10 @@ type held struct {
 }
 
 // runSchedule runs s with one Client per engine (newEngine(i) for client
-// i), on names under prefix, and returns the history. The Clients are
-// closed (their leases released) after the history is complete.
-func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(i int) (engine.Engine, func())) *history {
+// i), on names under prefix, with the faults f (nil: none), and returns the
+// history. The Clients are closed (their leases released) after the
+// history is complete.
+func runSchedule(ctx context.Context, s schedule, prefix string, f *Faults, newEngine func(i int) (engine.Engine, func())) *history {
 	h := &history{Prefix: prefix}
 	for i := range s.Names {
 		h.Names = append(h.Names, fmt.Sprintf("%s-n%d", prefix, i))
@@ -142,6 +144,12 @@ func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(
 	var wg sync.WaitGroup
 	for i, ops := range s.Clients {
 		wg.Go(func() {
+			var stalls []func()
+			defer func() {
+				for _, wait := range stalls {
+					wait()
+				}
+			}()
 			for j, o := range ops {
 				if o.Kind == opKill {
 					return // its leases stay until their ttls end
@@ -159,7 +167,18 @@ func runSchedule(ctx context.Context, s schedule, prefix string, newEngine func(
 						return
 					}
 				}
-				per[i] = append(per[i], clients[i].do(ctx, j, o))
+				switch {
+				case o.Kind == opStall && f != nil && f.Stall != nil:
+					e := &event{Client: i, Index: j, Op: o, NameIdx: -1}
+					stalls = append(stalls, clients[i].stall(ctx, f, e, o.Wait))
+					per[i] = append(per[i], e)
+				case o.Kind == opRestart && f != nil && f.Restart != nil:
+					e := &event{Client: i, Index: j, Op: o, NameIdx: -1}
+					clients[i].restart(ctx, f, e)
+					per[i] = append(per[i], e)
+				case o.Kind != opStall && o.Kind != opRestart:
+					per[i] = append(per[i], clients[i].do(ctx, j, o))
+				}
 			}
 		})
 	}
@@ -237,6 +256,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 			return e
 		}
 		e.NameIdx, e.Owner, e.Class, e.Target = target.nameIdx, target.owner, target.class, target.lease.Token()
+		e.TargetEnd = target.lease.Deadline().Sub(rc.start)
 	}
 	e.Name = rc.h.Names[e.NameIdx]
 	if o.Kind.acquires() && o.Kind != opReenter || o.Kind == opBadWeight {

@@ -119,12 +119,20 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 			}
 			switch e.Op.Kind {
 			case opExtend, opAttach:
-				if e.Out == outOK && e.Inv < g.sureTo {
+				switch {
+				case e.Out == outOK && e.Inv < g.sureTo:
 					// Held when the extension ran (at or after its request),
 					// continuously since the grant, and until its ttl after.
 					g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
-				} else if e.Out == outOK {
+				case e.Out == outOK:
 					g.sureTo = min(g.sureTo, e.Inv)
+				default:
+					// An extension not confirmed may have run all the same,
+					// and a shorter ttl shortens the lease: surely live only
+					// until its ttl after its request. (Its Client, which
+					// counts a confirmed extension from its request too,
+					// finds a late answer's deadline passed: "lost".)
+					g.sureTo = min(g.sureTo, e.Inv+e.Op.TTL-margin(e.Op.TTL))
 				}
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
 			case opReenter:
@@ -414,7 +422,14 @@ func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
 			continue
 		}
 		// Only a lease of the current grant: a lease of an earlier one is
-		// told it is lost by its Client, without asking the engine.
+		// told it is lost by its Client, without asking the engine. And
+		// only a lease whose own deadline had not passed: a Lease that was
+		// not extended itself (the grant was, through another Lease of its
+		// owner from Attach) is lost at its deadline, whatever the engine
+		// keeps.
+		if e.Inv >= e.TargetEnd {
+			continue
+		}
 		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
 			bad = append(bad, fmt.Sprintf("lost early: %v answered not held while %v", e, g))
 		}

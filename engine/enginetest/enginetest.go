@@ -43,6 +43,11 @@ type Harness struct {
 	// again). The randomized checker (Check) gives each Client such an
 	// engine and drops replies at random. Nil: no reply is lost.
 	Faulty func(t *testing.T) (e engine.Engine, drop func())
+
+	// Faults, when set, are the backend faults the randomized checker
+	// injects into its concurrent histories, between and inside
+	// operations. Nil: none.
+	Faults *Faults
 }
 
 // Register is a shared integer with separate reads and writes.

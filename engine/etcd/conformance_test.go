@@ -21,5 +21,5 @@ func TestConformance(t *testing.T) {
 		},
 	}
 	enginetest.Run(t, h)
-	enginetest.Check(t, h)
+	// The randomized checker runs on three members, paused (TestChecker).
 }

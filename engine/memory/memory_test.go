@@ -16,4 +16,5 @@ func TestConformance(t *testing.T) {
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, h)
+	enginetest.CheckMutants(t, h)
 }

@@ -30,5 +30,6 @@ func TestConformance(t *testing.T) {
 		Register: func(t *testing.T, name string) enginetest.Register { return &register{name: name, pool: admin} },
 	}
 	enginetest.Run(t, h)
-	enginetest.Check(t, h)
+	enginetest.Check(t, checkerHarness(h, schema))
+	enginetest.CheckMutants(t, h)
 }

@@ -14,3 +14,7 @@ func Queued(e *Engine) int {
 	}
 	return n
 }
+
+// AcquireSource is the acquire script's text as the engine sends it, for
+// the tests that run a mutant of it.
+func AcquireSource() string { return acquireScript.Source() }

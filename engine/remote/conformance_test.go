@@ -42,7 +42,8 @@ func TestConformanceEmbedded(t *testing.T) {
 		New: func(t *testing.T) engine.Engine { return newRemote(t, url) },
 	}
 	enginetest.Run(t, h)
-	enginetest.Check(t, h)
+	enginetest.Check(t, stalledRemotes(h, url))
+	enginetest.CheckMutants(t, h)
 }
 
 // startRedisServer serves the Redis engine on a new redis-server until the
@@ -72,5 +73,6 @@ func TestConformanceRedis(t *testing.T) {
 		},
 	}
 	enginetest.Run(t, h)
-	enginetest.Check(t, h)
+	enginetest.Check(t, stalledRemotes(h, url))
+	enginetest.CheckMutants(t, h)
 }

@@ -1,0 +1,261 @@
+package enginetest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// mutable is what a mutant wraps: an engine with every interface the
+// checker and the Client's locks use (every engine of this repository has
+// them all).
+type mutable interface {
+	engine.Engine
+	engine.Sharer
+	engine.Lister
+	engine.ForceReleaser
+	engine.HolderReleaser
+	engine.Queuer
+	engine.Describer
+}
+
+// mutant is an engine broken in one way, which the checker must catch.
+type mutant struct {
+	name string
+	seed uint64   // the seed that caught it on the embedded engine (docs/SAFETY.md)
+	seq  uint64   // the seed whose sequential replay caught it there (0: none known)
+	want []string // what the failure's violations may name
+	wrap func(mutable) engine.Engine
+}
+
+// mutants are the wrapper mutants, in the order of docs/SAFETY.md's table:
+// first the defects of issue 23 put back, then more.
+var mutants = []mutant{
+	{"cross-kind grant", 674156652518316756, 674156652518316756, []string{"exclusion:", "kinds:", "differential:"}, func(m mutable) engine.Engine { return crossKind{m} }},
+	{"tokens backwards", 5333937543543745890, 5333937543543745890, []string{"tokens:"}, func(m mutable) engine.Engine { return &backwards{mutable: m} }},
+	{"lease past deadline", 3055048744634355457, 0, []string{"refused while free", "view:", "differential:"}, func(m mutable) engine.Engine { return lingering{m} }},
+	{"skips the queue", 1406928578269760837, 0, []string{"queue:"}, func(m mutable) engine.Engine {
+		return &queueSkipper{mutable: m, queued: map[string]map[string]bool{}}
+	}},
+	{"weights count 1", 4533365878454182644, 1059223225511466205, []string{"semaphore:", "argument:", "differential:"}, func(m mutable) engine.Engine { return lightWeights{m} }},
+	{"writer shares", 2660202044666049339, 2660202044666049339, []string{"exclusion:", "differential:"}, func(m mutable) engine.Engine { return sharingWriter{m} }},
+	{"release frees all", 4408479191399535950, 4408479191399535950, []string{"lost early", "view:", "refused while free", "differential:", "kinds:", "exclusion:"}, func(m mutable) engine.Engine { return releaseAll{m} }},
+	{"inspect blind", 1876869466516342429, 1876869466516342429, []string{"view:", "differential:"}, func(m mutable) engine.Engine { return blindInspect{m} }},
+}
+
+// sequentialMutants are the mutants CheckMutants runs by default: those
+// the sequential replay catches on any engine (a lease past its deadline
+// and a skipped queue show only in concurrent histories, with timing).
+var sequentialMutants = [...]string{"cross-kind grant", "tokens backwards", "weights count 1", "writer shares", "release frees all", "inspect blind"}
+
+// CheckMutants shows, as the subtest "Mutants", that the randomized
+// checker catches h's engines broken in one way each: the named mutants of
+// docs/SAFETY.md's table (when none are named: cross-kind grant, tokens
+// backwards, weights count 1, writer shares, release frees all, inspect
+// blind, which the sequential replay catches on any engine), each
+// in a parallel subtest that wraps every engine h.New returns. Each runs
+// the sequential replay (the engine's answers against the embedded
+// engine's, and the specification) of the seed that caught it on the
+// embedded engine, then of random seeds for up to 20 s, and stops at its
+// first violation, which must name what the mutant broke. The test fails
+// if a mutant passes. A few seconds per mutant on any backend.
+func CheckMutants(t *testing.T, h Harness, names ...string) {
+	if len(names) == 0 {
+		names = sequentialMutants[:]
+	}
+	t.Run("Mutants", func(t *testing.T) {
+		for _, name := range names {
+			i := slices.IndexFunc(mutants, func(m mutant) bool { return m.name == name })
+			if i < 0 {
+				t.Fatalf("no mutant %q", name)
+			}
+			m := mutants[i]
+			t.Run(strings.ReplaceAll(name, " ", "-"), func(t *testing.T) {
+				t.Parallel()
+				hm := Harness{New: func(t *testing.T) engine.Engine {
+					e, ok := h.New(t).(mutable)
+					if !ok {
+						t.Fatalf("%T lacks an interface the mutants wrap", e)
+					}
+					return m.wrap(e)
+				}}
+				cfg := checkConfig{seeds: []uint64{m.seq}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, seqOnly: true}
+				catches(t, hm, cfg, m)
+			})
+		}
+	})
+}
+
+// CheckCatches shows that the checker catches h's backend when it is
+// broken on purpose (an engine-internal mutant, a backend that loses its
+// data when Faults.Restart restarts it): it runs the checker's rounds on
+// h, the seeds first (those that caught it before), then random ones for
+// up to budget, stops at the first violation, and fails the test unless
+// one comes that names one of want.
+func CheckCatches(t *testing.T, h Harness, budget time.Duration, seeds []uint64, want ...string) {
+	t.Helper()
+	cfg := checkConfig{seeds: seeds, budget: budget, clients: 4, names: 3, ops: 20}
+	catches(t, h, cfg, mutant{name: t.Name(), want: want})
+}
+
+// catches runs the checker on the mutant's harness with the seeds of cfg,
+// then random ones for cfg.budget, and fails the test unless a violation
+// that m.want names comes.
+func catches(t *testing.T, h Harness, cfg checkConfig, m mutant) {
+	t.Helper()
+	err := runChecker(t, h, cfg)
+	if err == nil && cfg.seeds != nil {
+		cfg.seeds = nil
+		err = runChecker(t, h, cfg)
+	}
+	if err == nil {
+		t.Fatalf("the checker passed the %q mutant", m.name)
+	}
+	first, _, _ := strings.Cut(err.Error(), "\nshrunk")
+	for _, w := range m.want {
+		if strings.Contains(first, w) {
+			head, rest, _ := strings.Cut(first, "\n")
+			_, viol, _ := strings.Cut(rest, "violations")
+			t.Logf("caught %q: %s%s", m.name, head, viol[:min(len(viol), 400)])
+			return
+		}
+	}
+	t.Fatalf("the checker failed the %q mutant, but not with %q:\n%v", m.name, m.want, err)
+}
+
+// crossKind grants a mutex beside shared holders (issue 23, item 1).
+type crossKind struct{ mutable }
+
+func (c crossKind) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if info, err := c.InspectShared(ctx, r.Name); err == nil && info.Held {
+		return engine.Grant{Acquired: true, Token: info.HighWater + 1, Count: 1}, nil
+	}
+	return c.mutable.Acquire(ctx, r)
+}
+
+// backwards hands every third new grant (of the engine it wraps) half its
+// token: below the ones before (issue 23, item 2: a token drawn before the
+// grant won the row).
+type backwards struct {
+	mutable
+	n atomic.Int64
+}
+
+func (b *backwards) lower(g engine.Grant) engine.Grant {
+	if g.Acquired && g.Count == 1 && b.n.Add(1)%3 == 0 {
+		g.Token /= 2
+	}
+	return g
+}
+
+func (b *backwards) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	g, err := b.mutable.Acquire(ctx, r)
+	return b.lower(g), err
+}
+
+func (b *backwards) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	g, err := b.mutable.AcquireShared(ctx, r)
+	return b.lower(g), err
+}
+
+// lingering keeps every lease three times its ttl: a lease still valid in
+// the authority past its deadline (issue 23, item 5).
+type lingering struct{ mutable }
+
+func (l lingering) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	r.TTL *= 3
+	return l.mutable.Acquire(ctx, r)
+}
+
+func (l lingering) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	r.TTL *= 3
+	return l.mutable.AcquireShared(ctx, r)
+}
+
+func (l lingering) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	for i := range rs {
+		if !rs[i].Waiter {
+			rs[i].TTL *= 3
+		}
+	}
+	return l.mutable.Extend(ctx, rs)
+}
+
+// queueSkipper lets a TryAcquire take a free lock that is kept for the
+// waiters queued for it: it takes the waiters it saw queued out of the
+// queue (they queue again at their next attempt) and grants the newcomer.
+type queueSkipper struct {
+	mutable
+	mu     sync.Mutex
+	queued map[string]map[string]bool // name -> waiter ids seen queued
+}
+
+func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	g, err := q.mutable.Acquire(ctx, r)
+	if err != nil || g.Acquired || g.Holder != "" {
+		return g, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.Waiter != "" {
+		if q.queued[r.Name] == nil {
+			q.queued[r.Name] = map[string]bool{}
+		}
+		q.queued[r.Name][r.Waiter] = true
+		return g, err
+	}
+	for w := range q.queued[r.Name] {
+		_ = q.Leave(ctx, r.Name, w)
+	}
+	delete(q.queued, r.Name)
+	return q.mutable.Acquire(ctx, r)
+}
+
+// lightWeights counts every semaphore request as one permit.
+type lightWeights struct{ mutable }
+
+func (l lightWeights) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if r.Kind == engine.Semaphore {
+		r.Weight = 1
+	}
+	return l.mutable.AcquireShared(ctx, r)
+}
+
+// sharingWriter takes a reader-writer lock's write side as one permit, so
+// that readers share with the writer.
+type sharingWriter struct{ mutable }
+
+func (s sharingWriter) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+	if r.Kind == engine.RWLock && r.Weight == engine.RWPermits {
+		r.Weight = 1
+	}
+	return s.mutable.AcquireShared(ctx, r)
+}
+
+// releaseAll frees every holder of a shared lock when one releases.
+type releaseAll struct{ mutable }
+
+func (a releaseAll) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	res, err := a.mutable.ReleaseShared(ctx, name, owner)
+	if err == nil && res.Status == engine.Released {
+		_, err = a.ForceRelease(ctx, name)
+	}
+	return res, err
+}
+
+// blindInspect reports every mutex free.
+type blindInspect struct{ mutable }
+
+func (b blindInspect) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	info, err := b.mutable.Inspect(ctx, name)
+	if info.Kind == 0 {
+		info.Held, info.Owner, info.Holders = false, "", nil
+	}
+	return info, err
+}
