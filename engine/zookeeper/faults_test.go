@@ -20,6 +20,9 @@ func TestFaults(t *testing.T) {
 	ens := shared(t, 3)
 	t.Run("LeaderKilledUnderHeldLock", func(t *testing.T) { leaderKilled(t, ens) })
 	t.Run("MajorityStopped", func(t *testing.T) { majorityStopped(t, ens) })
+	t.Run("MinorityStopped", func(t *testing.T) { minorityStopped(t, ens) })
+	t.Run("RollingRestart", func(t *testing.T) { rollingRestart(t, ens) })
+	t.Run("SharedLeaderKilled", func(t *testing.T) { sharedLeaderKilled(t, ens) })
 }
 
 // leaderKilled: the leader is killed while a lock is held and two
