@@ -20,6 +20,7 @@ import (
 func minorityStopped(t *testing.T, ens *zktest.Ensemble) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	waitServing(t, ens, 2*time.Minute) // the fault before is over
 	name := "minority-stopped"
 	occ := newOccupancy(t, name, 1, true)
 	paused := ens.Leader()

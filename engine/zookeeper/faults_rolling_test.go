@@ -22,6 +22,7 @@ import (
 func rollingRestart(t *testing.T, ens *zktest.Ensemble) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	waitServing(t, ens, 2*time.Minute) // the fault before is over
 	name := "rolling-restart"
 	const ttl = 10 * time.Second
 	occ := newOccupancy(t, name, 1, true)

@@ -24,6 +24,7 @@ import (
 func sharedLeaderKilled(t *testing.T, ens *zktest.Ensemble) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	waitServing(t, ens, 2*time.Minute) // the fault before is over
 	const limit = 2
 	sem := newOccupancy(t, "shared-leader-killed-sem", limit, false)
 	rw := newOccupancy(t, "shared-leader-killed-rw", engine.RWPermits, false)
