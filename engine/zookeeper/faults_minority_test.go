@@ -23,10 +23,7 @@ func minorityStopped(t *testing.T, ens *zktest.Ensemble) {
 	waitServing(t, ens, 2*time.Minute) // the fault before is over
 	name := "minority-stopped"
 	occ := newOccupancy(t, name, 1, true)
-	paused := ens.Leader()
-	if paused == nil {
-		t.Fatal("no leader")
-	}
+	paused := leaderOf(t, ens)
 	var others []string
 	for _, m := range ens.Members {
 		if m != paused {

@@ -95,10 +95,7 @@ func sharedLeaderKilled(t *testing.T, ens *zktest.Ensemble) {
 	wait(rw, rLock, 1)
 	waitUntil(t, 20*time.Second, "the reader behind the writer", waiters(rw, 2))
 
-	leader := ens.Leader()
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	leader := leaderOf(t, ens)
 	leader.Kill()
 	t.Cleanup(func() { leader.Restart(); ens.WaitReady(60 * time.Second) })
 	for i, l := range held {

@@ -53,10 +53,11 @@ type releaseTry struct {
 }
 
 // again reports whether a release that failed with err is tried again:
-// the request never left (no server) or the connection broke, and no
-// request lost so far is harmful to repeat.
+// the request never left (no server), was ignored (the session moved to
+// another member) or the connection broke, and no request lost so far is
+// harmful to repeat.
 func (r *releaseTry) again(err error) bool {
-	return !r.countLost && (errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed))
+	return !r.countLost && (errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrConnectionClosed))
 }
 
 // pause waits reconnectPause, or until ctx ends (false).

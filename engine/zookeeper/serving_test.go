@@ -42,3 +42,15 @@ func waitServing(t *testing.T, ens *zktest.Ensemble, d time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// leaderOf returns the ensemble's leader, waiting up to 30 s for one to be
+// known (srvr answers while members are between modes).
+func leaderOf(t *testing.T, ens *zktest.Ensemble) *zktest.Member {
+	t.Helper()
+	var leader *zktest.Member
+	waitUntil(t, 30*time.Second, "a leader", func() bool {
+		leader = ens.Leader()
+		return leader != nil
+	})
+	return leader
+}
