@@ -53,7 +53,7 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 	}
 	path := e.latchPath(name)
 	for range maxConflicts {
-		rec, version, err := e.readLatch(ctx, name)
+		rec, version, err := e.readLatch(ctx, name, false)
 		switch {
 		case err != nil:
 			return 0, err
@@ -83,14 +83,30 @@ func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	rec, _, err := e.readLatch(ctx, name)
+	rec, _, err := e.readLatch(ctx, name, true)
 	return rec.Count, err
 }
 
-// readLatch reads name's latch and its version (a zero count: none).
-func (e *Engine) readLatch(ctx context.Context, name string) (latchRecord, int32, error) {
+// readLatch reads name's latch and its version (a zero count: none). A
+// follower may serve a read from before a write another session saw
+// answered: with synced, the session's member catches up with the leader
+// first (Count is then current); without, only a latch found missing is
+// read again after catching up (a CountDown after a SetCount elsewhere
+// must count; a stale count is caught by the write at its version).
+// Before, a CountDown on a lagging member found the latch just set
+// missing and counted nothing.
+func (e *Engine) readLatch(ctx context.Context, name string, synced bool) (latchRecord, int32, error) {
 	var rec latchRecord
-	b, st, err := e.get(ctx, e.latchPath(name))
+	path := e.latchPath(name)
+	if synced {
+		if err := ignoreNoNode(e.sync(ctx, path)); err != nil {
+			return rec, 0, err
+		}
+	}
+	b, st, err := e.get(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) && !synced {
+		return e.readLatch(ctx, name, true)
+	}
 	if errors.Is(err, zk.ErrNoNode) {
 		return rec, 0, nil
 	}
