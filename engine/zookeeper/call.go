@@ -112,3 +112,11 @@ func (e *Engine) childrenStat(ctx context.Context, path string) ([]string, *zk.S
 func (e *Engine) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	return do(ctx, e, "multi", func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) })
 }
+
+// sync makes the member the session reads from catch up with the leader
+// on path (a follower may serve a read from before a write another
+// session saw answered).
+func (e *Engine) sync(ctx context.Context, path string) error {
+	_, err := do(ctx, e, "sync", func() (string, error) { return e.conn.Sync(path) })
+	return err
+}

@@ -19,10 +19,15 @@ func TestConformance(t *testing.T) {
 }
 
 // TestChecker runs the randomized checker (mutexes, semaphores, RW locks)
-// on one member, beside the suite.
+// on one member and on three, beside the suite (its short budget each).
 func TestChecker(t *testing.T) {
 	t.Parallel()
-	enginetest.Check(t, harness(t, 1))
+	for _, n := range []int{1, 3} {
+		t.Run(map[int]string{1: "1member", 3: "3members"}[n], func(t *testing.T) {
+			t.Parallel()
+			enginetest.Check(t, harness(t, n))
+		})
+	}
 }
 
 // harness gives each engine a connection of its own to the shared

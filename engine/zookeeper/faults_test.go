@@ -19,6 +19,9 @@ import (
 func TestFaults(t *testing.T) {
 	ens := shared(t, 3)
 	t.Run("LeaderKilledUnderHeldLock", func(t *testing.T) { leaderKilled(t, ens) })
+	t.Run("MinorityStopped", func(t *testing.T) { minorityStopped(t, ens) })
+	t.Run("RollingRestart", func(t *testing.T) { rollingRestart(t, ens) })
+	t.Run("SharedLeaderKilled", func(t *testing.T) { sharedLeaderKilled(t, ens) })
 	t.Run("MajorityStopped", func(t *testing.T) { majorityStopped(t, ens) })
 }
 
@@ -117,6 +120,7 @@ func majorityStopped(t *testing.T, ens *zktest.Ensemble) {
 			m.Cont()
 		}
 		ens.WaitReady(60 * time.Second)
+		waitServing(t, ens, 2*time.Minute) // the 3-member checker and latch come next
 	})
 	select {
 	case <-h.Done():

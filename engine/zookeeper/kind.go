@@ -53,8 +53,13 @@ func (e *Engine) readKind(ctx context.Context, name string) (kindRecord, bool, e
 // stored one first (read it then).
 func (e *Engine) createKind(ctx context.Context, name string, rec kindRecord) (bool, error) {
 	b, _ := json.Marshal(rec)
-	path := e.kindPath(name)
-	create := func() (string, error) { return e.conn.Create(path, b, 0, zk.WorldACL(zk.PermAll)) }
+	return e.createRecord(ctx, e.kindPath(name), b)
+}
+
+// createRecord creates the persistent root child path with data (the root
+// too, when missing); false when it exists.
+func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bool, error) {
+	create := func() (string, error) { return e.conn.Create(path, data, 0, zk.WorldACL(zk.PermAll)) }
 	_, err := do(ctx, e, "create", create)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = e.ensure(ctx, e.root, false); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -22,10 +23,59 @@ func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engin
 	return e.release(ctx, name, owner, id)
 }
 
+// release drops one hold, trying again while the connection is down (a
+// member failed: the client library connects to another) until ctx ends,
+// so that a release during a failover frees the lock instead of leaving
+// it held until its ttl. A request that may have taken effect is sent
+// again only when that is harmless: the child's deletion (found gone
+// then: released), or a count down with its id (applied once).
 func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	var r releaseTry
+	for {
+		res, err := e.releaseOnce(ctx, name, owner, id, &r)
+		switch {
+		case err == nil && r.deleteLost && (res.Status == engine.NotHeld || res.Status == engine.NotOwner):
+			// The deletion whose answer was lost took effect.
+			return engine.ReleaseResult{Status: engine.Released}, nil
+		case err == nil || !r.again(err) || !pause(ctx):
+			return res, err
+		}
+	}
+}
+
+// releaseTry is what a release's tries tell the next one.
+type releaseTry struct {
+	deleteLost bool // the child's deletion was sent and its answer lost
+	countLost  bool // a count down without an id was sent and its answer lost
+}
+
+// again reports whether a release that failed with err is tried again:
+// the request never left (no server), was ignored (the session moved to
+// another member) or the connection broke, and no request lost so far is
+// harmful to repeat.
+func (r *releaseTry) again(err error) bool {
+	return !r.countLost && (errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrConnectionClosed))
+}
+
+// pause waits reconnectPause, or until ctx ends (false).
+func pause(ctx context.Context) bool {
+	select {
+	case <-time.After(reconnectPause):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reconnectPause is how long a request that found no connection waits
+// before it is tried again.
+const reconnectPause = 100 * time.Millisecond
+
+// releaseOnce is one try of release.
+func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, r *releaseTry) (engine.ReleaseResult, error) {
 	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 {
 		// The fast path: one multi-op at the version this engine wrote.
 		err := e.free(ctx, c)
@@ -34,6 +84,7 @@ func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.Re
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		if !verdict(err) {
+			r.deleteLost = r.deleteLost || errors.Is(err, zk.ErrConnectionClosed)
 			return engine.ReleaseResult{}, err
 		}
 	}
@@ -68,6 +119,10 @@ func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.Re
 			continue
 		}
 		if err != nil {
+			if errors.Is(err, zk.ErrConnectionClosed) {
+				r.deleteLost = r.deleteLost || c.d.Count <= 1
+				r.countLost = r.countLost || c.d.Count > 1 && id == ""
+			}
 			return engine.ReleaseResult{}, err
 		}
 		if c.d.Count <= 1 {

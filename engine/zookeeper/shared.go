@@ -118,9 +118,7 @@ func (a *attempt) kindRefused(ctx context.Context, err error) error {
 		return err
 	}
 	a.synced = true
-	path := a.e.namePath(a.r.Name)
-	_, serr := do(ctx, a.e, "sync", func() (string, error) { return a.e.conn.Sync(path) })
-	return ignoreNoNode(serr)
+	return ignoreNoNode(a.e.sync(ctx, a.e.namePath(a.r.Name)))
 }
 
 // readNow reads the line of the attempt's name and the ensemble's clock

@@ -16,13 +16,25 @@ import (
 
 // Subscribe implements engine.Engine: a watch of the name node's data,
 // which every grant, release (expiry, force-release) and proclaimed
-// metadata writes. Each firing wakes the subscription and the watch is set
-// again; a lost connection wakes it too (the watch may have missed a
-// change).
+// metadata writes, and one of the name's countdown latch (latch.go). Each
+// firing wakes the subscription and the watch is set again; a lost
+// connection wakes it too (the watch may have missed a change). The
+// latch's watch is set again only once it fired: the client library keeps
+// every unfired watch's channel.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
+	var latch <-chan zk.Event
 	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
 		chs, _, err := e.watchName(ctx, name)
-		return watches{zk: chs}, err
+		if err != nil {
+			return watches{}, err
+		}
+		if latch == nil || spent(latch) {
+			if latch, err = e.watchLatch(ctx, name); err != nil {
+				latch = nil
+				return watches{}, err
+			}
+		}
+		return watches{zk: append(chs, latch)}, nil
 	})
 }
 
@@ -213,7 +225,7 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 			}
 			s.sig.Wake()
 			select {
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(reconnectPause):
 			case <-ctx.Done():
 				return
 			}

@@ -1,0 +1,140 @@
+package zookeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// A countdown latch (engine.Latcher) is the persistent child
+// latchPrefix+PathEscape(name) of the root, beside the lock's container,
+// holding its count and the id of the last CountDown. Each CountDown
+// rewrites it at the version read; the one that brings it to zero deletes
+// it, which fires the watch every Subscribe of the name keeps on it: its
+// waiters are woken by that notification, not by polling.
+const latchPrefix = "c-"
+
+// latchRecord is a latch's count and the id of its last CountDown.
+type latchRecord struct {
+	Count  int64  `json:"n"`
+	LastID string `json:"id,omitempty"`
+}
+
+// latchPath returns the path of name's latch.
+func (e *Engine) latchPath(name string) string {
+	return e.root + "/" + latchPrefix + url.PathEscape(name)
+}
+
+// SetCount implements engine.Latcher: the latch is created with count,
+// unless it exists. A count below 1 is an *engine.ArgumentError, and
+// nothing changes.
+func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, error) {
+	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	if count < 1 {
+		return false, &engine.ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is below 1", count)}
+	}
+	b, _ := json.Marshal(latchRecord{Count: count})
+	return e.createRecord(ctx, e.latchPath(name), b)
+}
+
+// CountDown implements engine.Latcher: one write at the version read (the
+// deletion at zero), read again when another CountDown came between.
+func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) {
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	path := e.latchPath(name)
+	for range maxConflicts {
+		rec, version, err := e.readLatch(ctx, name, false)
+		switch {
+		case err != nil:
+			return 0, err
+		case rec.Count <= 0:
+			return 0, nil
+		case id != "" && id == rec.LastID:
+			return rec.Count, nil // a resent copy
+		}
+		rec.Count--
+		rec.LastID = id
+		if rec.Count == 0 {
+			err = e.del(ctx, path, version)
+		} else {
+			b, _ := json.Marshal(rec)
+			_, err = e.set(ctx, path, b, version)
+		}
+		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		return rec.Count, err
+	}
+	return 0, conflict("count down", name)
+}
+
+// Count implements engine.Latcher.
+func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
+	if err := e.check(ctx); err != nil {
+		return 0, err
+	}
+	rec, _, err := e.readLatch(ctx, name, true)
+	return rec.Count, err
+}
+
+// readLatch reads name's latch and its version (a zero count: none). A
+// follower may serve a read from before a write another session saw
+// answered: with synced, the session's member catches up with the leader
+// first (Count is then current); without, only a latch found missing is
+// read again after catching up (a CountDown after a SetCount elsewhere
+// must count; a stale count is caught by the write at its version).
+// Before, a CountDown on a lagging member found the latch just set
+// missing and counted nothing.
+func (e *Engine) readLatch(ctx context.Context, name string, synced bool) (latchRecord, int32, error) {
+	var rec latchRecord
+	path := e.latchPath(name)
+	if synced {
+		if err := ignoreNoNode(e.sync(ctx, path)); err != nil {
+			return rec, 0, err
+		}
+	}
+	b, st, err := e.get(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) && !synced {
+		return e.readLatch(ctx, name, true)
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return rec, 0, nil
+	}
+	if err != nil {
+		return rec, 0, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, 0, backendErr("read latch "+name, err)
+	}
+	return rec, st.Version, nil
+}
+
+// watchLatch watches name's latch: its creation, a CountDown and its
+// deletion at zero.
+func (e *Engine) watchLatch(ctx context.Context, name string) (<-chan zk.Event, error) {
+	return do(ctx, e, "watch", func() (<-chan zk.Event, error) {
+		_, _, ch, err := e.conn.ExistsW(e.latchPath(name))
+		return ch, err
+	})
+}
+
+// spent reports whether a watch fired (the client library closes its
+// channel after the event).
+func spent(ch <-chan zk.Event) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
