@@ -16,9 +16,9 @@ import (
 // of their own, beside the locks' (a latch and a lock may have the same
 // name). The count has no expiry: a process that dies before its
 // CountDown leaves the waiters waiting until their contexts end. Engines
-// that keep latches: the embedded engine, Redis and etcd (engine.Latcher);
-// elsewhere every call is an *UnsupportedError. A CountDownLatch is cheap;
-// make one per use or keep it.
+// that keep latches: the embedded engine, Redis, etcd and PostgreSQL
+// (engine.Latcher); elsewhere every call is an *UnsupportedError. A
+// CountDownLatch is cheap; make one per use or keep it.
 type CountDownLatch struct {
 	c    *Client
 	name string
