@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 // of their own, beside the locks' (a latch and a lock may have the same
 // name). The count has no expiry: a process that dies before its
 // CountDown leaves the waiters waiting until their contexts end. Engines
-// that keep latches: the embedded engine, Redis, etcd and PostgreSQL
-// (engine.Latcher); elsewhere every call is an *UnsupportedError. A
+// that keep latches: the embedded engine, Redis, etcd, PostgreSQL and a
+// distlock server on one of them (engine.Latcher); elsewhere (the Redlock
+// quorum: see docs/API.md) every call is an *UnsupportedError. A
 // CountDownLatch is cheap; make one per use or keep it.
 type CountDownLatch struct {
 	c    *Client
@@ -45,6 +47,16 @@ func (l *CountDownLatch) latcher(ctx context.Context) (engine.Latcher, error) {
 	return lt, nil
 }
 
+// failed is the error of a latch call op that the engine failed: an
+// *UnsupportedError when it answered that it keeps no latches (a distlock
+// server whose engine keeps none), else as Client.backendErr.
+func (l *CountDownLatch) failed(ctx context.Context, op string, err error) error {
+	if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
+		return &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: err.Error()}
+	}
+	return l.c.backendErr(ctx, op, l.name, err)
+}
+
 // TrySetCount sets the latch's count when it is zero (the latch is not
 // counting), and reports whether it did; a latch still counting keeps its
 // count. count must be at least 1 (else an *ArgumentError, and nothing
@@ -59,7 +71,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 	}
 	set, err := lt.SetCount(ctx, l.name, count)
 	if err != nil {
-		return false, l.c.backendErr(ctx, "latch-set", l.name, err)
+		return false, l.failed(ctx, "latch-set", err)
 	}
 	return set, nil
 }
@@ -73,7 +85,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 		return err
 	}
 	if _, err := lt.CountDown(ctx, l.name, l.c.owners.next()); err != nil {
-		return l.c.backendErr(ctx, "latch-count-down", l.name, err)
+		return l.failed(ctx, "latch-count-down", err)
 	}
 	return nil
 }
@@ -87,7 +99,7 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := lt.Count(ctx, l.name)
 	if err != nil {
-		return 0, l.c.backendErr(ctx, "latch-count", l.name, err)
+		return 0, l.failed(ctx, "latch-count", err)
 	}
 	return n, nil
 }
@@ -125,7 +137,7 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 		case wctx.Err() != nil:
 			return giveUp()
 		case err != nil:
-			return l.c.backendErr(ctx, "latch-count", l.name, err)
+			return l.failed(ctx, "latch-count", err)
 		case n == 0:
 			return nil
 		}
