@@ -32,20 +32,26 @@ func (k keyspace) latch(name string) string { return k.name(name) + latchSuffix 
 type latchValue struct {
 	N   int64    `json:"n"`
 	IDs []string `json:"ids,omitempty"` // the last CountDowns applied, oldest first
+	Set string   `json:"s,omitempty"`   // the mark of the SetCount call that set it
 }
 
 // SetCount implements engine.Latcher: one transaction that creates the key
-// only if it is absent. A lost answer is sent again and then finds the key
-// it created: that attempt reports false, as a set by another caller
-// would (the count is set either way).
+// only if it is absent, marked with this call. An attempt applied without
+// an answer makes the next one find the key: the call then reads it, and
+// reports true if the mark is its own.
 func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, error) {
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
-	key := e.keys.latch(name)
-	return e.commit(ctx, "latch set "+name,
+	key, mark := e.keys.latch(name), releaseMark()
+	ok, unsure, err := e.commitUnsure(ctx, "latch set "+name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-		clientv3.OpPut(key, mustJSON(latchValue{N: count})))
+		clientv3.OpPut(key, mustJSON(latchValue{N: count, Set: mark})))
+	if err != nil || ok || !unsure {
+		return ok, err
+	}
+	kv, v, err := e.readLatch(ctx, name)
+	return err == nil && kv != nil && v.Set == mark, err
 }
 
 // CountDown implements engine.Latcher: read the key, then write it (or

@@ -15,7 +15,7 @@ import (
 )
 
 // lostAnswers is a fault on the way back from etcd: once armed, the next
-// write transaction that puts or deletes a lock or holder key is applied
+// write transaction that puts or deletes a lock, holder or latch key is applied
 // by etcd, but its answer never comes (the call waits until its attempt's
 // deadline), as when the member that forwarded it stops.
 type lostAnswers struct {
@@ -40,7 +40,7 @@ func (l *lostAnswers) take(then []clientv3.Op) bool {
 	}
 	for _, op := range then {
 		k := string(op.KeyBytes())
-		if (op.IsPut() || op.IsDelete()) && (strings.HasSuffix(k, "/lock") || strings.Contains(k, "/h/")) {
+		if (op.IsPut() || op.IsDelete()) && (strings.HasSuffix(k, "/lock") || strings.HasSuffix(k, "/latch") || strings.Contains(k, "/h/")) {
 			l.armed = false
 			l.lost++
 			return true
