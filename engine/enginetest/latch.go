@@ -16,8 +16,9 @@ import (
 // only at zero; a CountDown that brings it to zero wakes every waiter by
 // notification; a resent CountDown (the same id) counts once; after zero
 // the count is 0 and TrySetCount starts again; bad input is a typed error
-// and changes nothing. Every engine h.New returns must implement
-// engine.Latcher.
+// and changes nothing; with h.Faulty, a CountDown whose reply is lost
+// (and which the client library may send again) counts once. Every engine
+// h.New and h.Faulty return must implement engine.Latcher.
 func RunLatch(t *testing.T, h Harness) {
 	s := &suite{h: h}
 	for _, tc := range []struct {
@@ -30,6 +31,7 @@ func RunLatch(t *testing.T, h Harness) {
 		{"LatchWakesEveryWaiter", s.latchWakesEveryWaiter},
 		{"LatchResentCountsOnce", s.latchResentCountsOnce},
 		{"LatchAfterZero", s.latchAfterZero},
+		{"LatchLostReplyCountsOnce", s.latchLostReply},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -225,4 +227,41 @@ func (s *suite) latchAfterZero(t *testing.T) {
 		t.Fatalf("TrySetCount after zero: %v %v, want set again", set, err)
 	}
 	wantCount(t, ctx, l, 4)
+}
+
+// latchLostReply: a CountDown whose reply is lost (the command ran; the
+// client library may send it again, with the same id) counts once, and
+// so does the next one. Skipped without h.Faulty.
+func (s *suite) latchLostReply(t *testing.T) {
+	if s.h.Faulty == nil {
+		t.Skip("the harness cannot lose a reply (Harness.Faulty)")
+	}
+	ctx := ctxTimeout(t, 20*time.Second)
+	name := lockName(t)
+	e, drop := s.h.Faulty(t)
+	faulty, ok := e.(engine.Latcher)
+	if !ok {
+		t.Fatal("the faulty engine is no engine.Latcher")
+	}
+	lt := s.latcher(t)
+	if set, err := lt.SetCount(ctx, name, 3); !set || err != nil {
+		t.Fatal(set, err)
+	}
+	// A first call on another latch opens the connection and loads what
+	// the engine loads (a script), so that the reply lost is the
+	// CountDown's own.
+	if _, err := faulty.CountDown(ctx, name+"-warm", "warm"); err != nil {
+		t.Fatal(err)
+	}
+	drop()
+	n, err := faulty.CountDown(ctx, name, "lost-1")
+	if err == nil && n != 2 {
+		t.Fatalf("CountDown whose reply was lost: %d, want 2", n)
+	}
+	if n, err := lt.Count(ctx, name); n != 2 || err != nil {
+		t.Fatalf("Count after a CountDown whose reply was lost: %d %v, want 2 (counted once)", n, err)
+	}
+	if n, err := faulty.CountDown(ctx, name, "next"); n != 1 || err != nil {
+		t.Fatalf("the next CountDown: %d %v, want 1", n, err)
+	}
 }

@@ -18,13 +18,19 @@ func TestConformance(t *testing.T) {
 	enginetest.Run(t, h)
 	// The checker's Clients talk to Redis through proxies that lose a
 	// reply when asked (go-redis then sends the command again).
-	h.Faulty = func(t *testing.T) (engine.Engine, func()) {
+	h.Faulty = faulty(srv)
+	enginetest.Check(t, h)
+}
+
+// faulty returns engines on srv through proxies that lose a reply when
+// asked (Harness.Faulty).
+func faulty(srv *redistest.Server) func(t *testing.T) (engine.Engine, func()) {
+	return func(t *testing.T) (engine.Engine, func()) {
 		drop := redistest.NewReplyDropper(t, srv.Addr())
 		rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
 		t.Cleanup(func() { _ = rdb.Close() })
 		return listEngine(t, rdb), drop.Arm
 	}
-	enginetest.Check(t, h)
 }
 
 // TestConformanceCluster runs the suite on a Redis Cluster of three

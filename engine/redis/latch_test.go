@@ -10,10 +10,13 @@ import (
 )
 
 // TestLatch runs the countdown latch cases on one redis-server, every
-// engine on a client of its own.
+// engine on a client of its own, and a CountDown whose reply a proxy
+// loses (go-redis sends it again).
 func TestLatch(t *testing.T) {
 	srv := redistest.Start(t)
-	enginetest.RunLatch(t, harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del))
+	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
+	h.Faulty = faulty(srv)
+	enginetest.RunLatch(t, h)
 }
 
 // TestLatchCluster runs them on a Redis Cluster of three masters (the
