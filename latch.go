@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
 )
 
 // CountDownLatch is a handle on the countdown latch name, in the style of
@@ -107,9 +108,11 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // Wait returns once the latch's count is zero (at once when it is), woken
 // by notification: it subscribes to the name's wake-ups first, then reads
 // the count, and reads it again at each wake-up (a reconnect wakes it too,
-// in case one was missed). When ctx ends it returns a *WaitError matching
-// ctx's error; when the Client is closed, one matching ErrClosed; a
-// backend failure is a *BackendError.
+// in case one was missed). On an engine that cannot subscribe (PostgreSQL
+// WithoutListen) it reads the count every 100 ms or so instead, as lock
+// waits do. When ctx ends it returns a *WaitError matching ctx's error;
+// when the Client is closed, one matching ErrClosed; a backend failure is
+// a *BackendError.
 func (l *CountDownLatch) Wait(ctx context.Context) error {
 	lt, err := l.latcher(ctx)
 	if err != nil {
@@ -123,14 +126,13 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 	wctx, stop := l.c.closable(ctx)
 	defer stop()
 	giveUp := func() error { return &WaitError{Name: l.name, Waited: time.Since(start), Ctx: ctxErr(wctx)} }
-	sub, err := l.c.eng.Subscribe(wctx, l.name)
-	if err != nil {
-		if wctx.Err() != nil {
-			return giveUp()
-		}
-		return l.c.backendErr(ctx, "subscribe", l.name, err)
+	var woken <-chan struct{} // nil: the engine could not subscribe; poll
+	if sub, err := l.c.eng.Subscribe(wctx, l.name); err == nil {
+		defer sub.Close()
+		woken = sub.C()
+	} else if wctx.Err() != nil {
+		return giveUp()
 	}
-	defer sub.Close()
 	for {
 		n, err := lt.Count(wctx, l.name)
 		switch {
@@ -141,8 +143,13 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 		case n == 0:
 			return nil
 		}
+		var poll <-chan time.Time
+		if woken == nil {
+			poll = time.After(waiting.Jitter(waiting.PollFallback)) // collected unfired (Go 1.23)
+		}
 		select {
-		case <-sub.C():
+		case <-woken:
+		case <-poll:
 		case <-wctx.Done():
 			return giveUp()
 		}

@@ -76,3 +76,40 @@ func TestLatchUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLatchWithoutListen: on an engine that does not LISTEN (a pool behind
+// a transaction-mode PgBouncer) Subscribe fails, and Wait reads the count
+// now and then instead: it still returns once the count is zero, not
+// before. (Before, Wait failed with ErrNoListen: seen.)
+func TestLatchWithoutListen(t *testing.T) {
+	const schema = "latch_nolisten"
+	migrated(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := distlock.New(newEngine(t, newPool(t), schema, postgres.WithoutListen()))
+	defer c.Close()
+	l := c.CountDownLatch("l")
+	if set, err := l.TrySetCount(ctx, 1); !set || err != nil {
+		t.Fatal(set, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait(ctx) }()
+	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	if err := l.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait while counting: %v, want its deadline", err)
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("Wait returned with the count at 1: %v", err)
+	default:
+	}
+	other := distlock.New(newEngine(t, newPool(t), schema))
+	defer other.Close()
+	if err := other.CountDownLatch("l").CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+}
