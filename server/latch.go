@@ -26,17 +26,18 @@ func (s *Server) latchesRoute(w http.ResponseWriter, r *http.Request, rest strin
 	if !ok {
 		return
 	}
-	named := func(h func(http.ResponseWriter, *http.Request, Role, string)) handlerFunc { return s.named(name, h) }
+	method, need, h := http.MethodPost, RoleWrite, s.handleLatchSet
 	switch action {
 	case "":
-		s.route(w, r, http.MethodGet, RoleRead, named(s.handleLatchCount))
+		method, need, h = http.MethodGet, RoleRead, s.handleLatchCount
 	case "set":
-		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleLatchSet))
 	case "countdown":
-		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleLatchCountDown))
+		h = s.handleLatchCountDown
 	default:
 		writeError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such endpoint: /v1/latches/{name}/"+action))
+		return
 	}
+	s.route(w, r, method, need, s.named(name, h))
 }
 
 // latcher returns the engine's latches, or the not_supported answer.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine/enginetest"
-	etcdengine "github.com/distlock/distlock/engine/etcd"
 	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
@@ -24,14 +23,9 @@ func TestLatch(t *testing.T) {
 // with CountDown's id check removed: the resent copy counted again; and
 // without SetCount's mark: false.)
 func TestLatchLostAnswers(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cli := cl.Client(t)
-	faults := &lostAnswers{KV: cli.KV}
-	cli.KV = faults
-	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
-	t.Cleanup(func() { _ = e.Close() })
+	e, _, faults := lostAnswerEngine(t)
 	name := lockName(t)
 	faults.arm()
 	if set, err := e.SetCount(ctx, name, 3); !set || err != nil {

@@ -25,6 +25,18 @@ type lostAnswers struct {
 	lost  int
 }
 
+// lostAnswerEngine starts one etcd member and returns an engine on a
+// client whose answers faults loses when armed, with a short attempt
+// deadline (the lost answer's attempt ends there and is sent again).
+func lostAnswerEngine(t *testing.T) (*etcdengine.Engine, *clientv3.Client, *lostAnswers) {
+	cli := etcdtest.Start(t, 1).Client(t)
+	faults := &lostAnswers{KV: cli.KV}
+	cli.KV = faults
+	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
+	t.Cleanup(func() { _ = e.Close() })
+	return e, cli, faults
+}
+
 func (l *lostAnswers) arm() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -82,14 +94,9 @@ func (t *lostTxn) Commit() (*clientv3.TxnResponse, error) {
 // release of one of two holds leaves one (not none); the same for a
 // semaphore's holder.
 func TestLostAnswers(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cli := cl.Client(t)
-	faults := &lostAnswers{KV: cli.KV}
-	cli.KV = faults
-	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
-	t.Cleanup(func() { _ = e.Close() })
+	e, cli, faults := lostAnswerEngine(t)
 	name := lockName(t)
 	req := engine.AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, Attempt: "a1"}
 
