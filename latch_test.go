@@ -10,6 +10,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/engine/memory"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
@@ -184,16 +185,5 @@ func TestFakeClockLatchWakesAtOnce(t *testing.T) {
 // TestLatchUnsupported: on an engine without latches every call is an
 // *UnsupportedError.
 func TestLatchUnsupported(t *testing.T) {
-	c := distlock.New(struct{ engine.Engine }{memory.New()})
-	defer c.Close()
-	ctx := context.Background()
-	l := c.CountDownLatch("x")
-	_, err1 := l.TrySetCount(ctx, 1)
-	_, err2 := l.Count(ctx)
-	for _, err := range []error{err1, err2, l.CountDown(ctx), l.Wait(ctx)} {
-		var ue *distlock.UnsupportedError
-		if !errors.As(err, &ue) {
-			t.Fatalf("%v, want an *UnsupportedError", err)
-		}
-	}
+	enginetest.LatchUnsupported(t, struct{ engine.Engine }{memory.New()})
 }

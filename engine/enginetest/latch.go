@@ -265,3 +265,22 @@ func (s *suite) latchLostReply(t *testing.T) {
 		t.Fatalf("the next CountDown: %d %v, want 1", n, err)
 	}
 }
+
+// LatchUnsupported fails t unless every latch call of a Client on e (an
+// engine without latches, or one that answers that it keeps none) is an
+// *UnsupportedError matching errors.ErrUnsupported.
+func LatchUnsupported(t *testing.T, e engine.Engine) {
+	t.Helper()
+	c := distlock.New(e)
+	defer c.Close()
+	ctx := ctxTimeout(t, 20*time.Second)
+	l := c.CountDownLatch(lockName(t))
+	_, err1 := l.TrySetCount(ctx, 1)
+	_, err2 := l.Count(ctx)
+	for _, err := range []error{err1, err2, l.CountDown(ctx), l.Wait(ctx)} {
+		var ue *distlock.UnsupportedError
+		if !errors.As(err, &ue) || !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("%v, want an *UnsupportedError", err)
+		}
+	}
+}

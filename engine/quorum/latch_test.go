@@ -2,11 +2,10 @@ package quorum_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
 )
@@ -24,18 +23,8 @@ func TestLatchUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := distlock.New(q)
-	defer c.Close()
+	enginetest.LatchUnsupported(t, q)
 	ctx := context.Background()
-	l := c.CountDownLatch("l")
-	_, err1 := l.TrySetCount(ctx, 2)
-	_, err2 := l.Count(ctx)
-	for _, err := range []error{err1, err2, l.CountDown(ctx), l.Wait(ctx)} {
-		var ue *distlock.UnsupportedError
-		if !errors.As(err, &ue) {
-			t.Fatalf("%v, want an *UnsupportedError", err)
-		}
-	}
 	for i, n := range nodes {
 		if k, err := n.(engine.Latcher).Count(ctx, "l"); k != 0 || err != nil {
 			t.Fatalf("node %d's count: %d %v, want 0", i, k, err)

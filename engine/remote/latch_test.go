@@ -1,12 +1,9 @@
 package remote_test
 
 import (
-	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 
-	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/server"
@@ -28,16 +25,5 @@ func TestLatch(t *testing.T) {
 // latches every latch call is an *UnsupportedError.
 func TestLatchUnsupportedServer(t *testing.T) {
 	_, url := startServer(t, struct{ engine.Engine }{newMemory(t)}, server.WithLogger(quietLogger()))
-	c := distlock.New(newRemote(t, url))
-	defer c.Close()
-	ctx := context.Background()
-	l := c.CountDownLatch("l")
-	_, err1 := l.TrySetCount(ctx, 1)
-	_, err2 := l.Count(ctx)
-	for _, err := range []error{err1, err2, l.CountDown(ctx), l.Wait(ctx)} {
-		var ue *distlock.UnsupportedError
-		if !errors.As(err, &ue) || !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("%v, want an *UnsupportedError", err)
-		}
-	}
+	enginetest.LatchUnsupported(t, newRemote(t, url))
 }
