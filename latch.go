@@ -2,10 +2,12 @@ package distlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/waiting"
 )
 
 // CountDownLatch is a handle on the countdown latch name, in the style of
@@ -16,9 +18,11 @@ import (
 // of their own, beside the locks' (a latch and a lock may have the same
 // name). The count has no expiry: a process that dies before its
 // CountDown leaves the waiters waiting until their contexts end. Engines
-// that keep latches: the embedded engine, Redis and ZooKeeper (engine.Latcher);
-// elsewhere every call is an *UnsupportedError. A CountDownLatch is cheap;
-// make one per use or keep it.
+// that keep latches: the embedded engine, Redis, etcd, PostgreSQL,
+// ZooKeeper and a distlock server on one of them (engine.Latcher);
+// elsewhere (the Redlock quorum: see docs/API.md) every call is an
+// *UnsupportedError. A CountDownLatch is cheap; make one per use or keep
+// it.
 type CountDownLatch struct {
 	c    *Client
 	name string
@@ -45,6 +49,16 @@ func (l *CountDownLatch) latcher(ctx context.Context) (engine.Latcher, error) {
 	return lt, nil
 }
 
+// failed is the error of a latch call op that the engine failed: an
+// *UnsupportedError when it answered that it keeps no latches (a distlock
+// server whose engine keeps none), else as Client.backendErr.
+func (l *CountDownLatch) failed(ctx context.Context, op string, err error) error {
+	if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
+		return &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: err.Error()}
+	}
+	return l.c.backendErr(ctx, op, l.name, err)
+}
+
 // TrySetCount sets the latch's count when it is zero (the latch is not
 // counting), and reports whether it did; a latch still counting keeps its
 // count. count must be at least 1 (else an *ArgumentError, and nothing
@@ -59,7 +73,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 	}
 	set, err := lt.SetCount(ctx, l.name, count)
 	if err != nil {
-		return false, l.c.backendErr(ctx, "latch-set", l.name, err)
+		return false, l.failed(ctx, "latch-set", err)
 	}
 	return set, nil
 }
@@ -73,7 +87,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 		return err
 	}
 	if _, err := lt.CountDown(ctx, l.name, l.c.owners.next()); err != nil {
-		return l.c.backendErr(ctx, "latch-count-down", l.name, err)
+		return l.failed(ctx, "latch-count-down", err)
 	}
 	return nil
 }
@@ -87,7 +101,7 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	}
 	n, err := lt.Count(ctx, l.name)
 	if err != nil {
-		return 0, l.c.backendErr(ctx, "latch-count", l.name, err)
+		return 0, l.failed(ctx, "latch-count", err)
 	}
 	return n, nil
 }
@@ -95,9 +109,11 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // Wait returns once the latch's count is zero (at once when it is), woken
 // by notification: it subscribes to the name's wake-ups first, then reads
 // the count, and reads it again at each wake-up (a reconnect wakes it too,
-// in case one was missed). When ctx ends it returns a *WaitError matching
-// ctx's error; when the Client is closed, one matching ErrClosed; a
-// backend failure is a *BackendError.
+// in case one was missed). On an engine that cannot subscribe (PostgreSQL
+// WithoutListen) it reads the count every 100 ms or so instead, as lock
+// waits do. When ctx ends it returns a *WaitError matching ctx's error;
+// when the Client is closed, one matching ErrClosed; a backend failure is
+// a *BackendError.
 func (l *CountDownLatch) Wait(ctx context.Context) error {
 	lt, err := l.latcher(ctx)
 	if err != nil {
@@ -111,26 +127,30 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 	wctx, stop := l.c.closable(ctx)
 	defer stop()
 	giveUp := func() error { return &WaitError{Name: l.name, Waited: time.Since(start), Ctx: ctxErr(wctx)} }
-	sub, err := l.c.eng.Subscribe(wctx, l.name)
-	if err != nil {
-		if wctx.Err() != nil {
-			return giveUp()
-		}
-		return l.c.backendErr(ctx, "subscribe", l.name, err)
+	var woken <-chan struct{} // nil: the engine could not subscribe; poll
+	if sub, err := l.c.eng.Subscribe(wctx, l.name); err == nil {
+		defer sub.Close()
+		woken = sub.C()
+	} else if wctx.Err() != nil {
+		return giveUp()
 	}
-	defer sub.Close()
 	for {
 		n, err := lt.Count(wctx, l.name)
 		switch {
 		case wctx.Err() != nil:
 			return giveUp()
 		case err != nil:
-			return l.c.backendErr(ctx, "latch-count", l.name, err)
+			return l.failed(ctx, "latch-count", err)
 		case n == 0:
 			return nil
 		}
+		var poll <-chan time.Time
+		if woken == nil {
+			poll = time.After(waiting.Jitter(waiting.PollFallback)) // collected unfired (Go 1.23)
+		}
 		select {
-		case <-sub.C():
+		case <-woken:
+		case <-poll:
 		case <-wctx.Done():
 			return giveUp()
 		}

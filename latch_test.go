@@ -55,13 +55,85 @@ func latchEngines(t *testing.T) map[string]func() engine.Engine {
 	}
 }
 
-// TestLatch runs the latch's cases (enginetest.Latch) on every engine
-// here that keeps latches, both Clients on one engine.
+// TestLatch: on every engine that keeps latches, waiters of another
+// Client return only once the count is zero, and then all of them;
+// TrySetCount sets only a latch at zero; CountDown at zero does nothing; a
+// resent CountDown (same id) counts once; bad input and a context's end
+// are typed errors.
 func TestLatch(t *testing.T) {
 	for kind, newEngine := range latchEngines(t) {
 		t.Run(kind, func(t *testing.T) {
 			eng := newEngine()
-			enginetest.Latch(t, enginetest.Harness{New: func(*testing.T) engine.Engine { return eng }})
+			a := distlock.New(eng)
+			defer a.Close()
+			b := distlock.New(eng)
+			defer b.Close()
+			ctx := context.Background()
+			l := a.CountDownLatch("batch")
+			var ae *distlock.ArgumentError
+			if _, err := l.TrySetCount(ctx, 0); !errors.As(err, &ae) {
+				t.Fatalf("TrySetCount(0): %v, want an *ArgumentError", err)
+			}
+			if err := l.Wait(ctx); err != nil {
+				t.Fatalf("Wait on a latch never set: %v, want nil at once", err)
+			}
+			if set, err := l.TrySetCount(ctx, 3); !set || err != nil {
+				t.Fatal(set, err)
+			}
+			if set, err := l.TrySetCount(ctx, 5); set || err != nil {
+				t.Fatalf("TrySetCount on a counting latch: %v %v, want false", set, err)
+			}
+			waited := make(chan error, 2)
+			for range 2 {
+				go func() {
+					err := b.CountDownLatch("batch").Wait(ctx)
+					if n, cerr := b.CountDownLatch("batch").Count(ctx); err == nil && (n != 0 || cerr != nil) {
+						err = fmt.Errorf("Wait returned with the count at %d (%v)", n, cerr)
+					}
+					waited <- err
+				}()
+			}
+			// A resent copy of one call counts once.
+			lt := eng.(engine.Latcher)
+			for range 2 {
+				if n, err := lt.CountDown(ctx, "batch", "call-1"); n != 2 || err != nil {
+					t.Fatalf("CountDown call-1: %d %v, want 2", n, err)
+				}
+			}
+			if err := l.CountDown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := l.Count(ctx); n != 1 || err != nil {
+				t.Fatalf("Count %d %v, want 1", n, err)
+			}
+			select {
+			case err := <-waited:
+				t.Fatalf("a waiter returned with the count at 1: %v", err)
+			default:
+			}
+			if err := l.CountDown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := <-waited; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.CountDown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := l.Count(ctx); n != 0 || err != nil {
+				t.Fatalf("Count after a CountDown at zero: %d %v, want 0", n, err)
+			}
+			if set, err := l.TrySetCount(ctx, 1); !set || err != nil {
+				t.Fatalf("TrySetCount after zero: %v %v, want set again", set, err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			var we *distlock.WaitError
+			if err := l.Wait(wctx); !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Wait past its context: %v, want a *WaitError for the deadline", err)
+			}
 		})
 	}
 }
@@ -113,16 +185,5 @@ func TestFakeClockLatchWakesAtOnce(t *testing.T) {
 // TestLatchUnsupported: on an engine without latches every call is an
 // *UnsupportedError.
 func TestLatchUnsupported(t *testing.T) {
-	c := distlock.New(struct{ engine.Engine }{memory.New()})
-	defer c.Close()
-	ctx := context.Background()
-	l := c.CountDownLatch("x")
-	_, err1 := l.TrySetCount(ctx, 1)
-	_, err2 := l.Count(ctx)
-	for _, err := range []error{err1, err2, l.CountDown(ctx), l.Wait(ctx)} {
-		var ue *distlock.UnsupportedError
-		if !errors.As(err, &ue) {
-			t.Fatalf("%v, want an *UnsupportedError", err)
-		}
-	}
+	enginetest.LatchUnsupported(t, struct{ engine.Engine }{memory.New()})
 }

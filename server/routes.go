@@ -34,6 +34,7 @@ import (
 //	POST   /v1/locks/{name}/metadata   set a held lock's metadata in place (write)
 //	POST   /v1/locks/{name}/limit      set a semaphore's limit (write); shared locks: see shared.go
 //	...    /v1/elections/{name}[/...]  elections: see elections.go
+//	...    /v1/latches/{name}[/...]    countdown latches: see latch.go
 func (s *Server) routes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.EscapedPath()
@@ -42,6 +43,8 @@ func (s *Server) routes() http.Handler {
 			s.lockRoute(w, r, strings.TrimPrefix(path, "/v1/locks/"))
 		case strings.HasPrefix(path, "/v1/elections/"):
 			s.electionsRoute(w, r, strings.TrimPrefix(path, "/v1/elections/"))
+		case strings.HasPrefix(path, "/v1/latches/"):
+			s.latchesRoute(w, r, strings.TrimPrefix(path, "/v1/latches/"))
 		case path == "/v1/locks":
 			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
 		case path == "/v1/extend":

@@ -12,14 +12,17 @@ import (
 // TestConformance runs the suite on one etcd member, every engine on an
 // etcd client of its own, like a separate process.
 func TestConformance(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	h := enginetest.Harness{
+	enginetest.Run(t, harness(etcdtest.Start(t, 1)))
+	// The randomized checker runs on three members, paused (TestChecker).
+}
+
+// harness gives every engine an etcd client of its own on cl.
+func harness(cl *etcdtest.Cluster) enginetest.Harness {
+	return enginetest.Harness{
 		New: func(t *testing.T) engine.Engine {
 			e := etcdengine.New(cl.Client(t))
 			t.Cleanup(func() { _ = e.Close() })
 			return e
 		},
 	}
-	enginetest.Run(t, h)
-	// The randomized checker runs on three members, paused (TestChecker).
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // lostAnswers is a fault on the way back from etcd: once armed, the next
-// write transaction that puts or deletes a lock or holder key is applied
+// write transaction that puts or deletes a lock, holder or latch key is applied
 // by etcd, but its answer never comes (the call waits until its attempt's
 // deadline), as when the member that forwarded it stops.
 type lostAnswers struct {
@@ -23,6 +23,18 @@ type lostAnswers struct {
 	mu    sync.Mutex
 	armed bool
 	lost  int
+}
+
+// lostAnswerEngine starts one etcd member and returns an engine on a
+// client whose answers faults loses when armed, with a short attempt
+// deadline (the lost answer's attempt ends there and is sent again).
+func lostAnswerEngine(t *testing.T) (*etcdengine.Engine, *clientv3.Client, *lostAnswers) {
+	cli := etcdtest.Start(t, 1).Client(t)
+	faults := &lostAnswers{KV: cli.KV}
+	cli.KV = faults
+	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
+	t.Cleanup(func() { _ = e.Close() })
+	return e, cli, faults
 }
 
 func (l *lostAnswers) arm() {
@@ -40,7 +52,7 @@ func (l *lostAnswers) take(then []clientv3.Op) bool {
 	}
 	for _, op := range then {
 		k := string(op.KeyBytes())
-		if (op.IsPut() || op.IsDelete()) && (strings.HasSuffix(k, "/lock") || strings.Contains(k, "/h/")) {
+		if (op.IsPut() || op.IsDelete()) && (strings.HasSuffix(k, "/lock") || strings.HasSuffix(k, "/latch") || strings.Contains(k, "/h/")) {
 			l.armed = false
 			l.lost++
 			return true
@@ -82,14 +94,9 @@ func (t *lostTxn) Commit() (*clientv3.TxnResponse, error) {
 // release of one of two holds leaves one (not none); the same for a
 // semaphore's holder.
 func TestLostAnswers(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cli := cl.Client(t)
-	faults := &lostAnswers{KV: cli.KV}
-	cli.KV = faults
-	e := etcdengine.New(cli, etcdengine.WithAttemptTimeout(300*time.Millisecond))
-	t.Cleanup(func() { _ = e.Close() })
+	e, cli, faults := lostAnswerEngine(t)
 	name := lockName(t)
 	req := engine.AcquireRequest{Name: name, Owner: "o", TTL: 10 * time.Second, Attempt: "a1"}
 

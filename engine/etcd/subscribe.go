@@ -184,7 +184,8 @@ func (w *watcher) watchOn(ch clientv3.WatchChan, name string, created func()) {
 }
 
 // events wakes the subscribers that changes concern: plain subscribers on
-// every change of the lock key; a waiter when a wake-up or a reservation
+// every change of the lock key and when the name's countdown latch reaches
+// zero (its key is deleted); a waiter when a wake-up or a reservation
 // names it, when it heads the queue and the lock key is deleted, and when
 // the key before it in the queue is deleted other than by a grant (that
 // waiter left or died: it may head the queue now).
@@ -226,6 +227,13 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 			// entry may be on its way) try again.
 			for s := range wn.subs {
 				if s.waiter == "" || w.e.heads.has(name, s.waiter) || !w.e.heads.knows(name, s.waiter) {
+					s.Wake()
+				}
+			}
+		case rest == latchSuffix && ev.Type == mvccpb.DELETE:
+			// A countdown latch reached zero: its waiters read it again.
+			for s := range wn.subs {
+				if s.waiter == "" {
 					s.Wake()
 				}
 			}

@@ -23,8 +23,11 @@ var schemaSQL string
 // engine.HoldExpiry; a force-release marks every holder it frees taken
 // over, of either kind, and frees one holder by owner; 5: sets of
 // mutexes granted and released in one call, acquire_multi and
-// release_multi). Migrate brings a schema of any earlier version up to it.
-const SchemaVersion = 5
+// release_multi; 6: countdown latches, the latches table with latch_set
+// and latch_count_down). Migrate brings a schema of any earlier version up
+// to it: schema.sql is idempotent, so from version 5 it adds the latches'
+// table and functions and keeps every lock held across it.
+const SchemaVersion = 6
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

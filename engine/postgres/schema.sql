@@ -1287,7 +1287,52 @@ BEGIN
   END LOOP;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 5 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+-- Countdown latches (engine.Latcher), version 6: a row per counting
+-- latch (a namespace beside the locks'), deleted when its count reaches
+-- zero; ids are the last 16 CountDown calls applied, so a resent copy of
+-- one counts nothing. Reaching zero notifies the name's channel key with
+-- 'latch' (not addressed: every subscriber of the name wakes).
+CREATE TABLE IF NOT EXISTS {{S}}.latches (
+  name  text COLLATE "C" PRIMARY KEY,
+  count bigint NOT NULL CHECK (count > 0),
+  ids   text[] NOT NULL DEFAULT '{}'
+);
+
+-- latch_set sets name's count when it has none, and reports whether it did.
+CREATE OR REPLACE FUNCTION {{S}}.latch_set(p_name text, p_count bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO {{S}}.latches (name, count) VALUES (p_name, p_count) ON CONFLICT (name) DO NOTHING;
+  RETURN FOUND;
+END $$;
+
+-- latch_count_down takes one off name's count, unless it has none or
+-- p_id is among the last calls applied, and returns the count after it;
+-- at zero it deletes the row and notifies the name.
+CREATE OR REPLACE FUNCTION {{S}}.latch_count_down(p_name text, p_id text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  l {{S}}.latches;
+BEGIN
+  SELECT * INTO l FROM {{S}}.latches WHERE name = p_name FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  IF p_id <> '' AND p_id = ANY (l.ids) THEN
+    RETURN l.count;
+  END IF;
+  IF l.count <= 1 THEN
+    DELETE FROM {{S}}.latches WHERE name = p_name;
+    PERFORM {{S}}._notify(p_name, 'latch');
+    RETURN 0;
+  END IF;
+  UPDATE {{S}}.latches SET count = l.count - 1,
+    ids = (CASE WHEN p_id = '' THEN l.ids ELSE (l.ids || p_id)[greatest(1, cardinality(l.ids) - 14):] END)
+   WHERE name = p_name;
+  RETURN l.count - 1;
+END $$;
+
+INSERT INTO {{S}}.version (version) SELECT 6 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1295,5 +1340,6 @@ INSERT INTO {{S}}.version (version) SELECT 5 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- more than one (_hold_expiry), and a force-release marks the holders it
 -- frees taken over, of either kind (taken), and frees one holder by owner;
 -- 5: sets of mutexes granted and released in one call (acquire_multi,
--- release_multi).
-UPDATE {{S}}.version SET version = 5 WHERE version < 5;
+-- release_multi); 6: countdown latches (latches, latch_set,
+-- latch_count_down).
+UPDATE {{S}}.version SET version = 6 WHERE version < 6;

@@ -11,7 +11,7 @@ import (
 	"github.com/distlock/distlock/engine/enginetest"
 )
 
-// TestLatch runs the latch's cases (enginetest.Latch, as the embedded
+// TestLatch runs the latch's cases (enginetest.RunLatch, as the embedded
 // engine and Redis run them) on one member and on three, each Client on a
 // session of its own; and a count below 1 given to the engine itself is
 // an *engine.ArgumentError that creates nothing.
@@ -19,7 +19,7 @@ func TestLatch(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 3} {
 		t.Run(map[int]string{1: "1member", 3: "3members"}[n], func(t *testing.T) {
-			enginetest.Latch(t, harness(t, n))
+			enginetest.RunLatch(t, harness(t, n))
 		})
 	}
 	t.Run("ConcurrentCountDowns", func(t *testing.T) {

@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// A countdown latch (engine.Latcher) is a row of the latches table (schema
+// version 6), changed by the functions latch_set and latch_count_down in
+// one round trip each; the one that brings the count to zero deletes the
+// row and notifies the name's channel key, which wakes its subscribers
+// (Subscribe). On a schema of an earlier version every call is a
+// *SchemaError (ErrNotMigrated) saying to migrate it.
+
+var _ engine.Latcher = (*Engine)(nil)
+
+// latchSQL returns a latch statement on the engine's schema.
+func (e *Engine) latchSQL(stmt string) string {
+	s := quoteIdent(e.schema)
+	switch stmt {
+	case "set":
+		return "SELECT " + s + ".latch_set($1, $2)"
+	case "down":
+		return "SELECT " + s + ".latch_count_down($1, $2)"
+	}
+	return "SELECT count FROM " + s + ".latches WHERE name = $1"
+}
+
+// SetCount implements engine.Latcher.
+func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, error) {
+	if err := e.check(); err != nil {
+		return false, err
+	}
+	if err := checkTexts("name", name); err != nil {
+		return false, err
+	}
+	var set bool
+	if err := e.pool.QueryRow(ctx, e.latchSQL("set"), name, count).Scan(&set); err != nil {
+		return false, e.wrap(err)
+	}
+	return set, nil
+}
+
+// CountDown implements engine.Latcher.
+func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	if err := checkTexts("name", name, "id", id); err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := e.pool.QueryRow(ctx, e.latchSQL("down"), name, id).Scan(&n); err != nil {
+		return 0, e.wrap(err)
+	}
+	return n, nil
+}
+
+// Count implements engine.Latcher.
+func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
+	if err := e.check(); err != nil {
+		return 0, err
+	}
+	if err := checkTexts("name", name); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := e.pool.QueryRow(ctx, e.latchSQL("count"), name).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, e.wrap(err)
+	}
+	return n, nil
+}
