@@ -302,6 +302,12 @@ func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
 		if w.NameIdx == e.NameIdx && w.Op.Kind == opSetLimit && w.Inv <= e.Resp {
 			return false // limits may have changed: judged by exclusion only
 		}
+		if w.NameIdx == e.NameIdx && (w.Op.Kind == opForce || w.Op.Kind == opForceHolder) && w.Inv <= e.Resp && e.Inv <= w.Resp {
+			// A force-release during the request may take the grant being
+			// made: a quorum's grant is two phases, and a grant freed
+			// between them is answered as not made.
+			return false
+		}
 	}
 	weight := 0
 	for _, g := range gs {

@@ -87,8 +87,8 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
 		e.releaseAll(ctx, r, rs)
-		if err := sharedRefusal(rs); err != nil {
-			return engine.Grant{}, err // a node keeps the name as a shared lock
+		if err := sharedRefusal(e, rs); err != nil {
+			return engine.Grant{}, err // a majority keeps the name as a shared lock
 		}
 		g, err := refusal(e, rs)
 		if err == nil && granted > 0 {

@@ -96,7 +96,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
 		e.releaseShared(ctx, r.Name, r.Owner, rs)
-		if err := sharedRefusal(rs); err != nil {
+		if err := sharedRefusal(e, rs); err != nil {
 			return engine.Grant{}, err
 		}
 		g, err := refusal(e, rs)
@@ -136,19 +136,36 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 
 // sharedRefusal returns the refusal of the request by the nodes (another
 // kind, limit or weight, an upgrade; for a mutex, a name held as a shared
-// lock), when a node made one: the request is wrong, not the nodes.
-func sharedRefusal(rs []result[engine.Grant]) error {
+// lock) when a majority of them made one: the request is wrong, not the
+// nodes. A minority's refusal is a node behind the others (one that missed
+// the release of the name's other kind, say), outvoted as any minority is:
+// the request is then refused as contended, or fails for want of a
+// quorum.
+func sharedRefusal(e *Engine, rs []result[engine.Grant]) error {
+	var first error
+	n := 0
 	for _, x := range rs {
 		var ae *engine.ArgumentError
 		switch {
 		case !x.done || x.err == nil:
+			continue
 		case errors.Is(x.err, engine.ErrUpgrade):
-			return engine.ErrUpgrade
+			if first == nil {
+				first = engine.ErrUpgrade
+			}
 		case errors.As(x.err, &ae):
-			return ae
+			if first == nil {
+				first = ae
+			}
+		default:
+			continue
 		}
+		n++
 	}
-	return nil
+	if n < e.majority {
+		return nil
+	}
+	return first
 }
 
 // raiseShared is raise (phase 2) for a shared lock's holder.
