@@ -77,3 +77,46 @@ func TestInspectSharedKindOfMajority(t *testing.T) {
 		t.Fatalf("two nodes of three keep the kind: %+v, %v; want the reader-writer lock's", info, err)
 	}
 }
+
+// TestKindRefusalOfMinorityOutvoted: a node behind the others (it missed
+// the release of the name's mutex, so it still keeps the name as a mutex)
+// refuses a writer of the reader-writer lock a majority holds with
+// readers. That minority's refusal is not the quorum's: the writer is
+// refused as contended (the readers hold the name), not as the wrong kind.
+// (Before, any one node's kind refusal was the answer: seen in the
+// randomized checker's differential on a quorum with a straggler node.)
+func TestKindRefusalOfMinorityOutvoted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nodes := newMemNodes(t, 3)
+	q := memQuorum(t, nodes)
+	if g, err := nodes[0].Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "stale", Attempt: "stale", TTL: time.Minute}); err != nil || !g.Acquired {
+		t.Fatalf("the stale mutex: %+v, %v", g, err)
+	}
+	for _, n := range nodes[1:] {
+		if g, err := n.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "reader", TTL: time.Minute},
+			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}); err != nil || !g.Acquired {
+			t.Fatalf("reader: %+v, %v", g, err)
+		}
+	}
+	g, err := q.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute},
+		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
+	if err != nil || g.Acquired {
+		t.Fatalf("a writer where a majority has readers and one node a stale mutex: %+v, %v; want refused as contended, no error", g, err)
+	}
+	// The mutex a majority keeps is refused as the wrong kind, as before.
+	for _, n := range nodes[1:] {
+		if _, err := n.ReleaseShared(ctx, "k", "reader"); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := n.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "stale", Attempt: "stale2", TTL: time.Minute}); err != nil || !g.Acquired {
+			t.Fatalf("the mutex: %+v, %v", g, err)
+		}
+	}
+	_, err = q.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute},
+		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
+	var ae *engine.ArgumentError
+	if !errors.As(err, &ae) {
+		t.Fatalf("a writer where every node keeps a mutex: %v, want the kind refusal", err)
+	}
+}
