@@ -112,6 +112,12 @@ func (s *LeaseSet) Owner(name string) string {
 	return ""
 }
 
+// Lease returns the lease of the member name (nil when name is not in the
+// set): its token, owner and deadline, and Extend of that member alone.
+// Releasing it, or losing it, ends the whole set (Done, Err), as for any
+// member.
+func (s *LeaseSet) Lease(name string) *Lease { return s.byName[name] }
+
 // Deadline returns the earliest local validity deadline of the members.
 func (s *LeaseSet) Deadline() time.Time {
 	d := s.members[0].Deadline()

@@ -37,11 +37,12 @@ type checkConfig struct {
 	ops      int
 	shrinkIn time.Duration
 	seqOnly  bool // only the sequential replay (the mutants' runs)
+	sets     bool // sets of locks in the schedules (not in the mutants' runs, whose seeds were recorded without)
 }
 
 // configFromEnv reads SeedEnv and LongEnv.
 func configFromEnv(t *testing.T) checkConfig {
-	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second}
+	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second, sets: true}
 	if v := os.Getenv(LongEnv); v != "" && v != "0" {
 		cfg.budget, cfg.clients, cfg.ops = 3*time.Minute, 6, 40
 		if d, err := time.ParseDuration(v); err == nil {
@@ -81,7 +82,7 @@ func Check(t *testing.T, h Harness) {
 func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	probe := h.New(t)
 	caps := engine.CapabilitiesOf(probe)
-	g := genConfig{clients: cfg.clients, names: cfg.names, ops: cfg.ops, fair: caps.Fair}
+	g := genConfig{clients: cfg.clients, names: cfg.names, ops: cfg.ops, fair: caps.Fair, sets: cfg.sets}
 	g.base = max(150*time.Millisecond, caps.FitTTL(150*time.Millisecond))
 	sh, shared := probe.(engine.Sharer)
 	g.shared = shared
@@ -102,8 +103,8 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 		faulted.slack += f.Slack
 	}
 	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack}
-	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v, stalls %v, restarts %v",
-		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops, g.stalls, g.restarts)
+	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v, stalls %v, restarts %v, sets %v",
+		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops, g.stalls, g.restarts, g.sets)
 
 	// One engine per client, kept for every round (the harness closes them
 	// when the test ends): a pool or connection per round would pile up.

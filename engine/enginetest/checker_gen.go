@@ -37,23 +37,26 @@ const (
 	opDrop                       // the client's connection loses the next reply (Harness.Faulty)
 	opStall                      // the client's connections stall for op.Wait, while it goes on (Faults.Stall)
 	opRestart                    // the backend restarts (Faults.Restart)
+	opSetTry                     // Client.TryAcquireAll of names Name and Name2 (mutexes)
+	opSetAcquire                 // Client.AcquireAll of names Name and Name2, waiting op.Wait at most
 )
 
 var opNames = [...]string{"try", "acquire", "reenter", "release", "extend", "attach", "sem-try", "sem-acquire",
 	"set-limit", "read-try", "read-acquire", "write-try", "write-acquire", "campaign", "proclaim",
-	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter", "drop-reply", "stall", "restart"}
+	"force-release", "force-release-holder", "inspect", "list", "bad-weight", "kill", "ghost-waiter", "drop-reply", "stall", "restart", "set-try", "set-acquire"}
 
 func (k opKind) String() string { return opNames[k] }
 
 // waits reports whether the operation waits for its lock.
 func (k opKind) waits() bool {
-	return k == opAcquire || k == opSemAcquire || k == opReadAcquire || k == opWriteAcquire || k == opCampaign
+	return k == opAcquire || k == opSemAcquire || k == opReadAcquire || k == opWriteAcquire || k == opCampaign || k == opSetAcquire
 }
 
 // acquires reports whether the operation asks for a grant.
 func (k opKind) acquires() bool {
 	switch k {
-	case opTry, opAcquire, opReenter, opSemTry, opSemAcquire, opReadTry, opReadAcquire, opWriteTry, opWriteAcquire, opCampaign, opGhost:
+	case opTry, opAcquire, opReenter, opSemTry, opSemAcquire, opReadTry, opReadAcquire, opWriteTry, opWriteAcquire, opCampaign, opGhost,
+		opSetTry, opSetAcquire:
 		return true
 	}
 	return false
@@ -78,7 +81,7 @@ func (c lockClass) String() string {
 // class returns the lock class an acquiring operation asks for.
 func (k opKind) class() lockClass {
 	switch k {
-	case opTry, opAcquire, opReenter, opCampaign, opGhost:
+	case opTry, opAcquire, opReenter, opCampaign, opGhost, opSetTry, opSetAcquire:
 		return classMutex
 	case opSemTry, opSemAcquire, opBadWeight:
 		return classSem
@@ -119,6 +122,7 @@ func conflicts(a, b lockClass) bool {
 type op struct {
 	Kind   opKind
 	Name   int
+	Name2  int // a set's second name (opSetTry, opSetAcquire)
 	TTL    time.Duration
 	Wait   time.Duration
 	Weight int
@@ -134,6 +138,9 @@ func (o op) String() string {
 		fmt.Fprintf(&b, "%s held#%d", o.Kind, o.Slot)
 	} else {
 		fmt.Fprintf(&b, "%s n%d", o.Kind, o.Name)
+	}
+	if o.Kind == opSetTry || o.Kind == opSetAcquire {
+		fmt.Fprintf(&b, "+n%d", o.Name2)
 	}
 	if o.TTL > 0 {
 		fmt.Fprintf(&b, " ttl=%v", o.TTL)
@@ -203,6 +210,7 @@ type genConfig struct {
 	drops               bool          // Harness.Faulty: replies may be lost
 	stalls, restarts    bool          // Faults.Stall, Faults.Restart
 	forcer, holderForce bool          // engine.ForceReleaser; engine.HolderReleaser
+	sets                bool          // sets of locks (AcquireAll), added on a stream of their own
 }
 
 // generate builds the schedule of seed. Name 0 is the fair name when the
@@ -319,6 +327,9 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		}
 		s.Clients = append(s.Clients, ops)
 	}
+	if g.sets && g.names > 1 {
+		addSets(&s, seed, g, sequential)
+	}
 	// Every concurrent history has each fault the backend allows, at a
 	// random place: a short run of rounds would otherwise miss some.
 	for _, f := range []struct {
@@ -336,6 +347,41 @@ func generate(seed uint64, g genConfig, sequential bool) schedule {
 		s.Clients[c][rng.IntN(len(s.Clients[c]))] = o
 	}
 	return s
+}
+
+// addSets inserts two sets of locks (AcquireAll or TryAcquireAll of two
+// names) into each client's operations, drawn from a random stream of
+// their own: the other operations stay those of the seed without sets.
+// Name 0, the fair name of a fair engine, is left out (a set waits in
+// sorted order, not as the fair queue's newcomer test expects).
+func addSets(s *schedule, seed uint64, g genConfig, sequential bool) {
+	rng := rand.New(rand.NewPCG(seed^0x5e75, seed^0x51de))
+	first := 0
+	if g.fair {
+		first = 1
+	}
+	if g.names-first < 2 {
+		return
+	}
+	for c := range s.Clients {
+		for range 2 {
+			a := first + rng.IntN(g.names-first)
+			b := first + rng.IntN(g.names-first-1)
+			if b >= a {
+				b++
+			}
+			o := op{Kind: opSetTry, Name: a, Name2: b, TTL: time.Minute}
+			if !sequential {
+				if rng.IntN(2) == 0 {
+					o.Kind, o.Wait = opSetAcquire, g.base/2*time.Duration(1+rng.IntN(3))
+				}
+				o.TTL = g.base * time.Duration(1+rng.IntN(3))
+				o.Gap = time.Duration(rng.Int64N(int64(g.base / 6)))
+			}
+			at := rng.IntN(len(s.Clients[c]) + 1)
+			s.Clients[c] = slices.Insert(s.Clients[c], at, o)
+		}
+	}
 }
 
 // count counts the schedule's operations of kind k.

@@ -80,3 +80,56 @@ func (k kindAsContention) Acquire(ctx context.Context, r engine.AcquireRequest) 
 func (k kindAsContention) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
 	return k.contention(k.Engine.AcquireShared(ctx, r))
 }
+
+// TestCheckerCatchesSetMutants: with sets of locks in the schedules
+// (AcquireAll, TryAcquireAll), the checker catches a set granted over a
+// held member (a one-step grant that checks only its first name) and a
+// refused set that leaves a member held (a one-step grant without its
+// undo), on the embedded engine: the mutants of issue 28's one-step grants.
+func TestCheckerCatchesSetMutants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the checker on each mutant")
+	}
+	for _, m := range []mutant{
+		{name: "set over a held member", want: []string{"exclusion:", "differential:", "tokens:"}, wrap: func(m mutable) engine.Engine { return setFirstOnly{m} }},
+		{name: "set without its undo", want: []string{"refused while free", "view:", "differential:"}, wrap: func(m mutable) engine.Engine { return setNoUndo{m} }},
+	} {
+		t.Run(strings.ReplaceAll(m.name, " ", "-"), func(t *testing.T) {
+			t.Parallel()
+			mem := memory.New()
+			t.Cleanup(func() { _ = mem.Close() })
+			e := m.wrap(mem)
+			h := Harness{New: func(*testing.T) engine.Engine { return e }}
+			catches(t, h, checkConfig{budget: 30 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 5 * time.Second, sets: true}, m)
+		})
+	}
+}
+
+// setFirstOnly grants a set when its first name is free, whatever holds
+// the others (the one-step grant checking one name).
+type setFirstOnly struct{ mutable }
+
+func (s setFirstOnly) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	g, err := s.mutable.Acquire(ctx, rs[0])
+	if err != nil || !g.Acquired {
+		return engine.MultiGrant{Blocked: 0, Grant: g}, err
+	}
+	mg := engine.MultiGrant{Acquired: true, Tokens: []uint64{g.Token}}
+	for _, r := range rs[1:] {
+		info, _ := s.mutable.Inspect(ctx, r.Name)
+		mg.Tokens = append(mg.Tokens, info.HighWater+1)
+	}
+	return mg, nil
+}
+
+// setNoUndo is the embedded engine's one-step grant, except that a set
+// refused on a later name keeps the first name it took.
+type setNoUndo struct{ mutable }
+
+func (s setNoUndo) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
+	mg, err := s.mutable.(engine.MultiAcquirer).AcquireMulti(ctx, rs)
+	if err == nil && !mg.Acquired && mg.Blocked > 0 {
+		_, _ = s.mutable.Acquire(ctx, rs[0])
+	}
+	return mg, err
+}

@@ -49,6 +49,25 @@ type event struct {
 	Err           error
 	Bool          bool          // ForceRelease's answer
 	Infos         []engine.Info // what Inspect or List saw
+	// Members are a set's events, one per name (a set's own event is
+	// recorded as these): each member's grant, or for a set not granted
+	// the refusal of the name that blocked it and, for the others, a hold
+	// of unknown outcome (taken and given back in sorted order, or never).
+	Members []*event
+}
+
+// anyOwner is the owner of a set member's hold of unknown outcome: the
+// member's random owner is not known when the set failed; a view that
+// shows any owner holding the name then may show that hold.
+const anyOwner = "*"
+
+// recorded returns the events e stands for in a history: e, or a set's
+// members.
+func (e *event) recorded() []*event {
+	if len(e.Members) > 0 {
+		return e.Members
+	}
+	return []*event{e}
 }
 
 func (e *event) String() string {
@@ -93,6 +112,32 @@ type history struct {
 	// Local lists what the clients saw of their own leases that breaks
 	// the contract (a lease that reads valid past its deadline).
 	Local []string
+	// Alias names the random owners of set members, by lock name and
+	// owner, after the operation that got them (client, index), so that
+	// two runs of one schedule can be compared (a set's members share an
+	// owner on some engines, not on others).
+	aliasMu sync.Mutex
+	Alias   map[[2]string]string
+}
+
+// alias records stable as the name of owner's hold of lock name.
+func (h *history) alias(name, owner, stable string) {
+	h.aliasMu.Lock()
+	defer h.aliasMu.Unlock()
+	if h.Alias == nil {
+		h.Alias = map[[2]string]string{}
+	}
+	h.Alias[[2]string{name, owner}] = stable
+}
+
+// stable returns the stable name of owner's hold of lock name.
+func (h *history) stable(name, owner string) string {
+	h.aliasMu.Lock()
+	defer h.aliasMu.Unlock()
+	if a, ok := h.Alias[[2]string{name, owner}]; ok {
+		return a
+	}
+	return owner
 }
 
 // held is a lease a client holds in a run.
@@ -132,7 +177,7 @@ func runSchedule(ctx context.Context, s schedule, prefix string, f *Faults, newE
 			for i, ops := range s.Clients {
 				if step < len(ops) {
 					more = true
-					h.Events = append(h.Events, clients[i].do(ctx, step, ops[step]))
+					h.Events = append(h.Events, clients[i].do(ctx, step, ops[step]).recorded()...)
 				}
 			}
 			if !more {
@@ -177,7 +222,7 @@ func runSchedule(ctx context.Context, s schedule, prefix string, f *Faults, newE
 					clients[i].restart(ctx, f, e)
 					per[i] = append(per[i], e)
 				case o.Kind != opStall && o.Kind != opRestart:
-					per[i] = append(per[i], clients[i].do(ctx, j, o))
+					per[i] = append(per[i], clients[i].do(ctx, j, o).recorded()...)
 				}
 			}
 		})
@@ -325,6 +370,10 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 		err = rc.list(octx, e)
 	case opGhost:
 		e.Token, e.Bool, err = rc.ghost(octx, e)
+	case opSetTry, opSetAcquire:
+		rc.set(octx, e, opts[:2])
+		rc.checkLocal()
+		return e
 	}
 	e.Resp = time.Since(rc.start)
 	e.Err = err
@@ -339,6 +388,54 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 	}
 	rc.checkLocal()
 	return e
+}
+
+// set takes the names o.Name and o.Name2 at once (TryAcquireAll, or
+// AcquireAll for opSetAcquire) with opts (no owner: a set's members get
+// random ones) and records it as one event per member in e.Members.
+func (rc *runClient) set(ctx context.Context, e *event, opts []distlock.Option) {
+	names := []string{rc.h.Names[e.Op.Name], rc.h.Names[e.Op.Name2]}
+	var (
+		s   *distlock.LeaseSet
+		err error
+	)
+	if e.Op.Kind == opSetAcquire {
+		s, err = rc.c.AcquireAll(ctx, names, opts...)
+	} else {
+		s, err = rc.c.TryAcquireAll(ctx, names, opts...)
+	}
+	e.Resp, e.Err, e.Out = time.Since(rc.start), err, classify(err)
+	var le *distlock.LockedError
+	var we *distlock.WaitError
+	blocked := ""
+	switch {
+	case errors.As(err, &le):
+		blocked = le.Name
+	case errors.As(err, &we):
+		blocked = we.Name
+	}
+	for k, idx := range []int{e.Op.Name, e.Op.Name2} {
+		m := *e
+		m.Members, m.Name, m.NameIdx, m.Class = nil, names[k], idx, classMutex
+		switch {
+		case s != nil:
+			l := s.Lease(names[k])
+			rc.h.alias(names[k], l.Owner(), e.Owner+".set")
+			m.Owner, m.Token = l.Owner(), l.Token()
+			rc.held = append(rc.held, &held{lease: l, nameIdx: idx, class: classMutex, owner: m.Owner})
+		case names[k] == blocked:
+			// The name that refused the set (a wait that ended may
+			// have been granted as it ended, and dropped), by an owner
+			// not known.
+			m.Owner = anyOwner
+		case e.Out != outArg && e.Out != outUnsupported:
+			// Taken and given back, or never taken: a hold of unknown
+			// outcome, for a short while (the Client gives back what
+			// it took before it answers), by an owner not known.
+			m.Owner, m.Out, m.Op.TTL = anyOwner, outOther, 0
+		}
+		e.Members = append(e.Members, &m)
+	}
 }
 
 // ghost asks for the fair name as a fair waiter that then dies: a queue

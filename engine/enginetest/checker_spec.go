@@ -78,13 +78,17 @@ func judge(h *history, tm timing) []string {
 // force-releases of its name bound them.
 func buildGrants(evs []*event, tm timing) []*cgrant {
 	var gs []*cgrant
-	byOwner := map[string]*cgrant{} // the owner's latest grant so far
+	type ownerName struct {
+		owner string
+		name  int
+	}
+	byOwner := map[ownerName]*cgrant{} // the owner's latest grant of a name so far
 	for _, e := range evs {
 		if !e.Op.Kind.acquires() || e.Out == outSkipped {
 			continue
 		}
 		if e.Op.Kind == opReenter {
-			if g := byOwner[e.Owner]; e.Out == outOK && g != nil && g.token == e.Token {
+			if g := byOwner[ownerName{e.Owner, e.NameIdx}]; e.Out == outOK && g != nil && g.token == e.Token {
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
 				g.holds++
 				continue // a re-entry: the grant it joined stays
@@ -107,7 +111,7 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 		default:
 			continue
 		}
-		byOwner[e.Owner] = g
+		byOwner[ownerName{e.Owner, e.NameIdx}] = g
 		gs = append(gs, g)
 	}
 	for _, e := range evs {
@@ -181,7 +185,7 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 func ownerGrant(gs []*cgrant, e *event) *cgrant {
 	var last *cgrant
 	for _, g := range gs {
-		if g.owner == e.Owner && g.ev != e && g.ev.Inv < e.Inv && (last == nil || g.ev.Inv > last.ev.Inv) {
+		if g.owner == e.Owner && g.name == e.NameIdx && g.ev != e && g.ev.Inv < e.Inv && (last == nil || g.ev.Inv > last.ev.Inv) {
 			last = g
 		}
 	}
@@ -469,7 +473,7 @@ func checkViews(gs []*cgrant, evs []*event) []string {
 			for owner := range owners {
 				live := false
 				for _, g := range gs {
-					if g.ev.Name == name && g.owner == owner && g.possiblyDuring(e.Inv, e.Resp) {
+					if g.ev.Name == name && (g.owner == owner || g.owner == anyOwner) && g.possiblyDuring(e.Inv, e.Resp) {
 						live = true
 					}
 				}

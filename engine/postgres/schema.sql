@@ -1208,36 +1208,39 @@ BEGIN
   now_ := clock_timestamp();
   hws := array_fill(0::bigint, ARRAY[n]);
   mine := array_fill(false, ARRAY[n]);
+  FOR i IN 1 .. n LOOP
+    l := ls[i];
+    mine[i] := {{S}}._live(l, now_) AND l.owner = p_owners[i] AND l.attempt IS NOT DISTINCT FROM p_attempts[i];
+  END LOOP;
+  -- Name by name in the request's order, as every engine judges a set:
+  -- the first name that refuses it (another kind, a holder, a queue)
+  -- gives the answer.
   BEGIN
     FOR i IN 1 .. n LOOP
       cur := i;
       hws[i] := {{S}}._mutex_check(p_names[i], now_);
       l := ls[i];
-      mine[i] := {{S}}._live(l, now_) AND l.owner = p_owners[i] AND l.attempt IS NOT DISTINCT FROM p_attempts[i];
+      IF {{S}}._live(l, now_) THEN
+        CONTINUE WHEN mine[i]; -- a resent copy's grant
+        o_blocked := i - 1;
+        o_holder := l.owner;
+        o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
+        EXIT;
+      END IF;
+      IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i] AND deadline > now_) THEN
+        -- Free, but kept for its queue: a set does not go ahead of it.
+        o_blocked := i - 1;
+        o_reserved := true;
+        o_holder_ttl_us := {{RESERVE_US}};
+        IF l.reserved_for IS NOT NULL AND l.reserved_until > now_ THEN
+          o_holder_ttl_us := greatest({{S}}._us(l.reserved_until - now_), 1000);
+        END IF;
+        EXIT;
+      END IF;
     END LOOP;
   EXCEPTION WHEN SQLSTATE 'DL001' THEN
     RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = SQLERRM, DETAIL = cur::text;
   END;
-  FOR i IN 1 .. n LOOP
-    l := ls[i];
-    IF {{S}}._live(l, now_) THEN
-      CONTINUE WHEN mine[i]; -- a resent copy's grant
-      o_blocked := i - 1;
-      o_holder := l.owner;
-      o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
-      EXIT;
-    END IF;
-    IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i] AND deadline > now_) THEN
-      -- Free, but kept for its queue: a set does not go ahead of it.
-      o_blocked := i - 1;
-      o_reserved := true;
-      o_holder_ttl_us := {{RESERVE_US}};
-      IF l.reserved_for IS NOT NULL AND l.reserved_until > now_ THEN
-        o_holder_ttl_us := greatest({{S}}._us(l.reserved_until - now_), 1000);
-      END IF;
-      EXIT;
-    END IF;
-  END LOOP;
   IF o_blocked >= 0 THEN
     DELETE FROM {{S}}.locks WHERE name = ANY (made);
     FOR i IN 1 .. n LOOP
