@@ -53,7 +53,7 @@ type attempt struct {
 	// place in line and its holder's child carry.
 	kind   engine.SharedKind
 	weight int
-	synced bool // a kind refusal synced the session's member (kindRefused)
+	synced bool // a refusal synced the session's member (syncOnce)
 }
 
 // round runs one read-decide-write round; done is false when another
@@ -132,9 +132,16 @@ func (a *attempt) refresh(ctx context.Context) error {
 }
 
 // refuse answers g, with the waiter's place in line taken when it has none.
+// A call that does not wait is answered only from a line known to be
+// current: the first time, the round runs again after a sync (see
+// syncOnce), so that a follower behind the leader does not refuse a lock
+// released a moment before through another member.
 func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (engine.Grant, bool, error) {
 	e, r := a.e, a.r
 	if r.Waiter == "" {
+		if !a.synced {
+			return engine.Grant{}, false, a.syncOnce(ctx)
+		}
 		return g, true, nil
 	}
 	if a.place.path == "" {

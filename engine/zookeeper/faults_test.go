@@ -22,6 +22,7 @@ func TestFaults(t *testing.T) {
 	t.Run("MinorityStopped", func(t *testing.T) { minorityStopped(t, ens) })
 	t.Run("RollingRestart", func(t *testing.T) { rollingRestart(t, ens) })
 	t.Run("SharedLeaderKilled", func(t *testing.T) { sharedLeaderKilled(t, ens) })
+	t.Run("StaleRefusal", func(t *testing.T) { staleRefusal(t, ens) })
 	t.Run("MajorityStopped", func(t *testing.T) { majorityStopped(t, ens) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -14,6 +15,8 @@ import (
 type proxy struct {
 	l      net.Listener
 	target string
+
+	up atomic.Int64 // bytes forwarded from clients to the server
 
 	mu     sync.Mutex
 	frozen bool
@@ -65,8 +68,24 @@ func (p *proxy) accept() {
 		p.wg.Add(2)
 		p.mu.Unlock()
 		go p.pipe(c, s)
-		go p.pipe(s, c)
+		go p.pipe(counting{s, &p.up}, c)
 	}
+}
+
+// Sent is the number of bytes forwarded so far from clients to the
+// server (a request sent shows as a rise).
+func (p *proxy) Sent() int64 { return p.up.Load() }
+
+// counting is a connection whose writes are counted in n.
+type counting struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c counting) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func (p *proxy) pipe(dst, src net.Conn) {

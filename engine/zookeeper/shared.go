@@ -109,14 +109,20 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 }
 
 // kindRefused returns err, the refusal of another kind's live holder,
-// once the line it was read from is known to be current: the first time,
-// the member the session reads from catches up with the leader (sync: a
-// follower may serve a line from before the holder's release) and nil is
-// returned for the round to run again.
+// once the line it was read from is known to be current (syncOnce first).
 func (a *attempt) kindRefused(ctx context.Context, err error) error {
 	if a.synced {
 		return err
 	}
+	return a.syncOnce(ctx)
+}
+
+// syncOnce makes the member the session reads from catch up with the
+// leader on the name (sync: a follower may serve a line from before a
+// holder's release that another session saw answered), once per call;
+// the caller runs its round again. Only refusals pay for it: a grant is
+// checked by its transaction's versions, a stale line cannot grant.
+func (a *attempt) syncOnce(ctx context.Context) error {
 	a.synced = true
 	return ignoreNoNode(a.e.sync(ctx, a.e.namePath(a.r.Name)))
 }
@@ -179,12 +185,21 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	if err != nil {
 		return 0, err
 	}
+	synced := false
 	for range maxConflicts {
 		l, err := e.read(ctx, name)
 		if err != nil {
 			return 0, err
 		}
 		if _, ok := l.holder(max(now, l.now)); ok {
+			// A refusal only from a current line (syncOnce's reason).
+			if !synced {
+				synced = true
+				if err := ignoreNoNode(e.sync(ctx, l.path)); err != nil {
+					return 0, err
+				}
+				continue
+			}
 			return 0, engine.KindError(name, 0, engine.Semaphore)
 		}
 		prev, done, err := e.writeLimit(ctx, name, limit)
