@@ -1,6 +1,8 @@
 package enginetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -43,6 +45,13 @@ func answer(e *event, h *history) string {
 func differ(got, want *history) []string {
 	var bad []string
 	for i := range min(len(got.Events), len(want.Events)) {
+		if e := got.Events[i]; e.Out == outOther && errors.Is(e.Err, context.DeadlineExceeded) {
+			// An operation that ran out of time (a stalled backend on a
+			// loaded machine) may or may not have happened: from here the
+			// two runs need not agree, and timing is not what the
+			// differential judges. The specification still judges the rest.
+			break
+		}
 		g, w := answer(got.Events[i], got), answer(want.Events[i], want)
 		if e := got.Events[i]; e.Op.Kind == opForce && e.Bool && !want.Events[i].Bool {
 			// "Some node still held it": a quorum's Release returns once a
