@@ -18,13 +18,9 @@
 // Three guards implement the rule:
 //
 //   - Guard keeps the high-water marks in process memory.
+//   - Redis keeps them in a Redis hash next to the data and runs the write
+//     command in the same Lua script as the check (not in builds with the
+//     tag lite, the CLI's light build, which compiles no Redis client).
 //   - Predicate and ExecFenced keep them in columns of the SQL row that is
 //     written, so the UPDATE itself checks the token.
-//   - Package fence/redisfence keeps them in a Redis hash next to the data
-//     and runs the write command in the same Lua script as the check (a
-//     package of its own, so that this one does not compile the Redis
-//     client).
-//
-// Package engine/postgres/pgfence checks tokens inside the user's own
-// PostgreSQL transaction against the lock table of engine/postgres.
 package fence

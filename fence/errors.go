@@ -22,7 +22,7 @@ var ErrInvalidArgument = errors.New("fence: invalid argument")
 // ErrStale) to test for it.
 type StaleError struct {
 	// Resource names what the write was for: the resource given to Guard
-	// or ExecFenced, or the fence key given to a redisfence.Guard.
+	// or ExecFenced, or the fence key given to Redis.
 	Resource string
 	// Token is the rejected fencing token.
 	Token uint64
@@ -69,8 +69,9 @@ func invalid(format string, args ...any) error {
 // ValidateWrite checks the arguments every guard takes for a write: a
 // resource (or fence key), a fencing token and the holder writing. It returns
 // an error wrapping ErrInvalidArgument for an empty resource or holder or the
-// token 0 (distlock never mints it), and nil otherwise. Guards in other
-// packages (fence/redisfence) use it so that bad input is refused alike.
+// token 0 (distlock never mints it), and nil otherwise. Every guard here
+// uses it, and a guard of another package can, so that bad input is
+// refused alike.
 func ValidateWrite(resource string, token uint64, holder string) error {
 	switch {
 	case resource == "":

@@ -1,3 +1,5 @@
+//go:build !lite
+
 package fence_test
 
 import (
@@ -6,6 +8,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/fence"
 )
@@ -29,6 +34,27 @@ func ExampleGuard() {
 	// Output:
 	// rejected token 41 highest 42
 	// [A1 B1] 42
+}
+
+func ExampleRedis() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer rdb.Close()
+	f := fence.NewRedis(rdb)
+
+	// token and holder come from the distlock grant.
+	var token uint64 = 1792000000000000
+	holder := "worker-1"
+
+	// SET with the mark at FenceKeyFor("report") = "{report}:fence".
+	if err := f.Set(ctx, "report", "v1", token, holder); errors.Is(err, fence.ErrStale) {
+		fmt.Println("lost the lock: not written")
+	}
+
+	// Any single command: keys in one {tag} share a Cluster hash slot.
+	n, err := f.Exec(ctx, "{acct:7}:fence", token, holder,
+		[]string{"{acct:7}:balance"}, "INCRBY", "{acct:7}:balance", 100)
+	fmt.Println(n, err)
 }
 
 func ExampleFenceKeyFor() {

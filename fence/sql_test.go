@@ -269,12 +269,3 @@ type fakeResult struct {
 
 func (r fakeResult) LastInsertId() (int64, error) { return 0, errors.New("fencetest: no insert id") }
 func (r fakeResult) RowsAffected() (int64, error) { return r.rows, r.err }
-
-// wantStale fails t unless err is a *StaleError with the given fields.
-func wantStale(t *testing.T, err error, want fence.StaleError) {
-	t.Helper()
-	var se *fence.StaleError
-	if !errors.As(err, &se) || !errors.Is(err, fence.ErrStale) || *se != want {
-		t.Fatalf("got %v, want *StaleError %+v matching ErrStale", err, want)
-	}
-}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
-	"github.com/distlock/distlock/fence/redisfence"
+	"github.com/distlock/distlock/fence"
 	"github.com/distlock/distlock/internal/fipstest"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -62,7 +62,7 @@ func fipsLocks(t *testing.T, rc goredis.UniversalClient, flush func(context.Cont
 			t.Fatalf("round %d: extend: %v", round, err)
 		}
 		// The fenced write (package fence) runs its script the same way.
-		if err := redisfence.New(rc).Set(ctx, "fips-data", "v", l.Token(), "a"); err != nil {
+		if err := fence.NewRedis(rc).Set(ctx, "fips-data", "v", l.Token(), "a"); err != nil {
 			t.Fatalf("round %d: fenced write: %v", round, err)
 		}
 		// b waits in the queue (its heartbeat is a pipelined script) and is

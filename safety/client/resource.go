@@ -13,13 +13,12 @@ import (
 	"github.com/distlock/distlock/engine/etcd/etcdfence"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
 	"github.com/distlock/distlock/fence"
-	"github.com/distlock/distlock/fence/redisfence"
 )
 
 // The protected resource lives on its own redis-server: per lock name a hash
 // with a counter and a set (a comma-separated list, so that a
 // read-modify-write can lose an element). The fenced copy is read and
-// written through redisfence.Guard with the lease's token, the control copy with
+// written through fence.Redis with the lease's token, the control copy with
 // plain commands.
 //
 // The fenced read is itself a fenced command: it raises the resource's
@@ -92,7 +91,7 @@ func NewStore(cfg Config) (Store, error) {
 // Resource is a client's connection to the protected resource on Redis.
 type Resource struct {
 	rdb   *goredis.Client
-	guard *redisfence.Guard
+	guard *fence.Redis
 	name  string
 	// noFence: the fenced copy is read and written without the fence
 	// (Config.NoFence).
@@ -107,7 +106,7 @@ func NewResource(addr, name string) *Resource {
 	opt := redisOptions(addr)
 	opt.MaxRetries = -1
 	rdb := goredis.NewClient(opt)
-	return &Resource{rdb: rdb, guard: redisfence.New(rdb), name: name}
+	return &Resource{rdb: rdb, guard: fence.NewRedis(rdb), name: name}
 }
 
 // Close closes the connections.

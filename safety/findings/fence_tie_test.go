@@ -9,7 +9,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/fence"
-	"github.com/distlock/distlock/fence/redisfence"
 	"github.com/distlock/distlock/internal/redistest"
 	"github.com/distlock/distlock/safety/lab"
 )
@@ -46,7 +45,7 @@ func TestFenceTieLetsOwnLateWriteWin(t *testing.T) {
 	// The fenced-write script's digest is loaded once per process (SCRIPT
 	// LOAD, the first call): load it now, so that the delayed call below is
 	// the write itself.
-	if _, err := redisfence.New(fast).Exec(ctx, "warm:fence", 1, holder, []string{"warm"}, "SET", "warm", "1"); err != nil {
+	if _, err := fence.NewRedis(fast).Exec(ctx, "warm:fence", 1, holder, []string{"warm"}, "SET", "warm", "1"); err != nil {
 		t.Fatal(err)
 	}
 	heal, err := link.Latency(300*time.Millisecond, 0, lab.Up)
@@ -54,7 +53,7 @@ func TestFenceTieLetsOwnLateWriteWin(t *testing.T) {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err = redisfence.New(slow).Exec(short, "res:fence", token, holder, []string{"res"}, "SET", "res", "first")
+	_, err = fence.NewRedis(slow).Exec(short, "res:fence", token, holder, []string{"res"}, "SET", "res", "first")
 	cancel()
 	if err == nil || errors.Is(err, fence.ErrStale) {
 		t.Fatalf("the delayed write should time out (outcome unknown), got %v", err)
@@ -66,7 +65,7 @@ func TestFenceTieLetsOwnLateWriteWin(t *testing.T) {
 		heal()
 		t.Skipf("machine too slow: the delayed write landed (res = %q) before the second write could be sent", got)
 	}
-	if _, err := redisfence.New(fast).Exec(ctx, "res:fence", token, holder, []string{"res"}, "SET", "res", "second"); err != nil {
+	if _, err := fence.NewRedis(fast).Exec(ctx, "res:fence", token, holder, []string{"res"}, "SET", "res", "second"); err != nil {
 		t.Fatal(err)
 	}
 	// Wait for the first write to land (or not: then the wait runs out).

@@ -1,4 +1,6 @@
-package redisfence_test
+//go:build !lite
+
+package fence_test
 
 import (
 	"context"
@@ -15,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock/fence"
-	"github.com/distlock/distlock/fence/redisfence"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -64,7 +65,7 @@ func wantString(t *testing.T, ctx context.Context, c *redis.Client, key, want st
 }
 
 // wantHighest fails t unless the mark at fenceKey is want.
-func wantHighest(t *testing.T, ctx context.Context, r *redisfence.Guard, fenceKey string, want uint64) {
+func wantHighest(t *testing.T, ctx context.Context, r *fence.Redis, fenceKey string, want uint64) {
 	t.Helper()
 	got, err := r.Highest(ctx, fenceKey)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestRedisSet(t *testing.T) {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
 			ctx := testContext(t)
 			_, c := startRedis(t, protocol)
-			r := redisfence.New(c)
+			r := fence.NewRedis(c)
 			fk := fence.FenceKeyFor("doc")
 
 			wantHighest(t, ctx, r, fk, 0)
@@ -116,7 +117,7 @@ func TestRedisSet(t *testing.T) {
 func TestRedisTies(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	fk := fence.FenceKeyFor("k")
 
 	if err := r.Set(ctx, "k", "a1", 5, "alice"); err != nil {
@@ -145,7 +146,7 @@ func TestRedisTies(t *testing.T) {
 func TestRedisExecCommands(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	const fk, members, counter = "{acct:1}:fence", "{acct:1}:members", "{acct:1}:count"
 
 	got, err := r.Exec(ctx, fk, 100, "w1", []string{members}, "SADD", members, "x", "y")
@@ -189,7 +190,7 @@ func TestRedisNilReply(t *testing.T) {
 		t.Run(fmt.Sprintf("RESP%d", protocol), func(t *testing.T) {
 			ctx := testContext(t)
 			_, c := startRedis(t, protocol)
-			r := redisfence.New(c)
+			r := fence.NewRedis(c)
 			fk := fence.FenceKeyFor("k")
 			got, err := r.Exec(ctx, fk, 1, "a", []string{"k"}, "SET", "k", "v1", "GET")
 			if err != nil || got != nil {
@@ -213,7 +214,7 @@ func TestRedisNilReply(t *testing.T) {
 func TestRedisFailingCommandDoesNotRaise(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	fk := fence.FenceKeyFor("n")
 	if err := r.Set(ctx, "n", "not a number", 5, "a"); err != nil {
 		t.Fatal(err)
@@ -234,7 +235,7 @@ func TestRedisFailingCommandDoesNotRaise(t *testing.T) {
 func TestRedisNoScript(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	// A fresh server has no script cached: the first Exec falls back to EVAL.
 	if err := r.Set(ctx, "k", "v1", 1, "a"); err != nil {
 		t.Fatalf("first Set: %v", err)
@@ -272,7 +273,7 @@ func TestRedisLargeTokens(t *testing.T) {
 	}
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	for i, tc := range cases {
 		key := fmt.Sprintf("big%d", i)
 		fk := fence.FenceKeyFor(key)
@@ -305,7 +306,7 @@ func TestRedisLargeTokens(t *testing.T) {
 func TestRedisCorruptMarkFailsClosed(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	fk := fence.FenceKeyFor("k")
 	if err := c.HSet(ctx, fk, "token", "1.792e+15", "holder", "x").Err(); err != nil {
 		t.Fatal(err)
@@ -321,7 +322,7 @@ func TestRedisCorruptMarkFailsClosed(t *testing.T) {
 func TestRedisInvalidArguments(t *testing.T) {
 	ctx := testContext(t)
 	_, c := startRedis(t, 3)
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	cases := []struct {
 		name     string
 		fenceKey string
@@ -365,7 +366,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		c := srv.Client()
-		r := redisfence.New(c)
+		r := fence.NewRedis(c)
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			holder := fmt.Sprintf("h%d", w%3)
@@ -417,7 +418,7 @@ func TestRedisConcurrentWriters(t *testing.T) {
 		}
 		prevToken, prevHolder = token, holder
 	}
-	wantHighest(t, ctx, redisfence.New(c), fk, prevToken)
+	wantHighest(t, ctx, fence.NewRedis(c), fk, prevToken)
 }
 
 func TestFenceKeyFor(t *testing.T) {
@@ -485,7 +486,7 @@ func TestFenceKeyForSlots(t *testing.T) {
 		t.Fatalf("only %d distinct slots tested", len(distinct))
 	}
 
-	r := redisfence.New(c)
+	r := fence.NewRedis(c)
 	for i, k := range keys[:200] {
 		if k == "" {
 			continue
@@ -498,7 +499,7 @@ func TestFenceKeyForSlots(t *testing.T) {
 	// the fence key, KEYS[1].
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
 	defer cc.Close()
-	rc := redisfence.New(cc)
+	rc := fence.NewRedis(cc)
 	if err := rc.Set(ctx, "a}b", "cluster", 1000, "a"); err != nil {
 		t.Fatalf("Set through a ClusterClient: %v", err)
 	}

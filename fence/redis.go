@@ -1,15 +1,6 @@
-// Package redisfence checks distlock fencing tokens for data kept in Redis:
-// each write is one Lua script that compares the write's token with the
-// resource's high-water mark and runs the write command only if the token is
-// not stale, so no other client can write in between.
-//
-// It applies the rule of package fence (a token at least the highest
-// accepted; a tie only from the holder that wrote with it before) and
-// reports a rejected write as a *fence.StaleError, which matches
-// fence.ErrStale. It is a package of its own so that programs that fence
-// elsewhere (fence.Guard in memory, fence.ExecFenced in SQL) do not compile
-// the Redis client.
-package redisfence
+//go:build !lite
+
+package fence
 
 import (
 	"context"
@@ -23,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distlock/distlock/fence"
 	"github.com/distlock/distlock/internal/luascript"
 )
 
@@ -35,7 +25,7 @@ var fenceLua string
 // GODEBUG=fips140=only) and, when the server answers NOSCRIPT, with EVAL.
 var fenceScript = luascript.New(fenceLua)
 
-// Guard checks fencing tokens for data kept in Redis. The high-water mark of
+// Redis checks fencing tokens for data kept in Redis. The high-water mark of
 // a resource lives in a fence key next to the data: a hash with the fields
 // "token" (decimal) and "holder". Each write is one Lua script that compares
 // the token with the mark and runs the write command only if the token is not
@@ -45,26 +35,28 @@ var fenceScript = luascript.New(fenceLua)
 // lives as long as it does. It has no TTL; an expiring mark would let a stale
 // holder write again. Delete it only when the resource is gone for good.
 //
-// A Guard is safe for concurrent use.
-type Guard struct {
+// A Redis is safe for concurrent use. It is left out of builds with the
+// tag lite (the CLI's light build, which compiles no Redis client); every
+// other build has it.
+type Redis struct {
 	c      redis.UniversalClient
-	id     string        // random, names this Guard in write ids
+	id     string        // random, names this Redis in write ids
 	writes atomic.Uint64 // numbers its writes
 }
 
-// New returns a Guard that runs its scripts on c: a *redis.Client, a
+// NewRedis returns a Redis that runs its scripts on c: a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
 // It does not take ownership of c.
-func New(c redis.UniversalClient) *Guard {
+func NewRedis(c redis.UniversalClient) *Redis {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Guard{c: c, id: hex.EncodeToString(b[:])}
+	return &Redis{c: c, id: hex.EncodeToString(b[:])}
 }
 
 // writeID returns an id unique to one Exec call. go-redis resends a command
 // whose reply was lost; the copy carries the same id, and the script does
 // not run the write twice.
-func (r *Guard) writeID() string {
+func (r *Redis) writeID() string {
 	return r.id + "-" + strconv.FormatUint(r.writes.Add(1), 10)
 }
 
@@ -81,16 +73,16 @@ func (r *Guard) writeID() string {
 // reply and no error, since the first copy's reply is gone.
 //
 // keys lists every key the command touches. On Redis Cluster they must be in
-// the same hash slot as fenceKey, e.g. by sharing a {tag}; see fence.FenceKeyFor.
+// the same hash slot as fenceKey, e.g. by sharing a {tag}; see FenceKeyFor.
 // fenceKey itself must not be among them.
 //
-// On a stale token Exec runs nothing and returns a *fence.StaleError whose Resource
+// On a stale token Exec runs nothing and returns a *StaleError whose Resource
 // is fenceKey and whose Highest is the mark. If the command fails, its error
 // is returned and the mark is not raised. Bad input (empty fenceKey or holder,
 // token 0, no command, fenceKey in keys) is reported with an error wrapping
-// fence.ErrInvalidArgument without a round trip.
-func (r *Guard) Exec(ctx context.Context, fenceKey string, token uint64, holder string, keys []string, args ...any) (any, error) {
-	if err := fence.ValidateWrite(fenceKey, token, holder); err != nil {
+// ErrInvalidArgument without a round trip.
+func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder string, keys []string, args ...any) (any, error) {
+	if err := ValidateWrite(fenceKey, token, holder); err != nil {
 		return nil, err
 	}
 	if len(args) == 0 {
@@ -128,27 +120,27 @@ func (r *Guard) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 		if err != nil {
 			return nil, fmt.Errorf("fence: write for %q: bad high-water mark %#v", fenceKey, pair[1])
 		}
-		return nil, &fence.StaleError{Resource: fenceKey, Token: token, Highest: highest, Holder: holder}
+		return nil, &StaleError{Resource: fenceKey, Token: token, Highest: highest, Holder: holder}
 	}
 	return nil, fmt.Errorf("fence: write for %q: unexpected script reply %#v", fenceKey, res)
 }
 
 // Set sets key to value iff token is not stale for the resource key, like
-// Exec(ctx, fence.FenceKeyFor(key), token, holder, []string{key}, "SET", key, value).
-// The high-water mark is stored at fence.FenceKeyFor(key), which is in the same
-// Cluster hash slot as key. On a stale token it returns a *fence.StaleError whose
-// Resource is fence.FenceKeyFor(key) and leaves key unchanged.
-func (r *Guard) Set(ctx context.Context, key string, value string, token uint64, holder string) error {
+// Exec(ctx, FenceKeyFor(key), token, holder, []string{key}, "SET", key, value).
+// The high-water mark is stored at FenceKeyFor(key), which is in the same
+// Cluster hash slot as key. On a stale token it returns a *StaleError whose
+// Resource is FenceKeyFor(key) and leaves key unchanged.
+func (r *Redis) Set(ctx context.Context, key string, value string, token uint64, holder string) error {
 	if key == "" {
 		return invalid("empty key")
 	}
-	_, err := r.Exec(ctx, fence.FenceKeyFor(key), token, holder, []string{key}, "SET", key, value)
+	_, err := r.Exec(ctx, FenceKeyFor(key), token, holder, []string{key}, "SET", key, value)
 	return err
 }
 
 // Highest returns the high-water mark stored at fenceKey: the highest token
 // accepted for it, or 0 if none was.
-func (r *Guard) Highest(ctx context.Context, fenceKey string) (uint64, error) {
+func (r *Redis) Highest(ctx context.Context, fenceKey string) (uint64, error) {
 	if fenceKey == "" {
 		return 0, invalid("empty fence key")
 	}
@@ -164,9 +156,4 @@ func (r *Guard) Highest(ctx context.Context, fenceKey string) (uint64, error) {
 		return 0, fmt.Errorf("fence: read high-water mark %q: %w", fenceKey, err)
 	}
 	return highest, nil
-}
-
-// invalid returns an error that wraps fence.ErrInvalidArgument.
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{fence.ErrInvalidArgument}, args...)...)
 }

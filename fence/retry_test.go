@@ -1,4 +1,6 @@
-package redisfence_test
+//go:build !lite
+
+package fence_test
 
 import (
 	"context"
@@ -6,7 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/distlock/distlock/fence/redisfence"
+	"github.com/distlock/distlock/fence"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -18,7 +20,7 @@ func TestExecResentAppliesOnce(t *testing.T) {
 	drop := redistest.NewReplyDropper(t, srv.Addr())
 	rdb := goredis.NewClient(&goredis.Options{Addr: drop.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
 	defer rdb.Close()
-	r := redisfence.New(rdb)
+	r := fence.NewRedis(rdb)
 	ctx := context.Background()
 	// Load the script first, so the dropped reply is the write's own.
 	if _, err := r.Exec(ctx, "{n}:fence", 1, "h", []string{"{n}"}, "SET", "{n}", "0"); err != nil {
