@@ -54,7 +54,7 @@ func TestAcquireAllStalledServer(t *testing.T) {
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for {
-			err := setFreeOf(ctx, watch, names)
+			err := enginetest.SetFree(ctx, watch, names...)
 			if err == nil {
 				break
 			}
@@ -109,18 +109,4 @@ func TestAcquireAllQuorumNodeStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-}
-
-// setFreeOf returns an error unless nobody holds or waits for names.
-func setFreeOf(ctx context.Context, c *distlock.Client, names []string) error {
-	for _, n := range names {
-		info, err := c.Inspect(ctx, n)
-		if err != nil {
-			return err
-		}
-		if info.Held || info.Waiters > 0 {
-			return fmt.Errorf("%q held by %q, %d waiting", n, info.Owner, info.Waiters)
-		}
-	}
-	return nil
 }

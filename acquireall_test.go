@@ -79,17 +79,11 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // assertFree checks that nobody holds any of names and nobody queues for
-// them.
+// them (enginetest.SetFree).
 func assertFree(t *testing.T, c *distlock.Client, names ...string) {
 	t.Helper()
-	for _, n := range names {
-		info, err := c.Inspect(context.Background(), n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Held || info.Waiters != 0 {
-			t.Errorf("%q: held %v by %q, %d waiters; want free, no waiter", n, info.Held, info.Owner, info.Waiters)
-		}
+	if err := enginetest.SetFree(context.Background(), c, names...); err != nil {
+		t.Error(err)
 	}
 }
 

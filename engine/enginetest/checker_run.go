@@ -371,7 +371,9 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 	case opGhost:
 		e.Token, e.Bool, err = rc.ghost(octx, e)
 	case opSetTry, opSetAcquire:
-		rc.set(octx, e, opts[:2])
+		// A set takes no owner (each member gets a random one) and no
+		// WithFair.
+		rc.set(octx, e, []distlock.Option{distlock.WithTTL(max(o.TTL, time.Millisecond)), distlock.WithAutoRenew(false)})
 		rc.checkLocal()
 		return e
 	}

@@ -100,7 +100,7 @@ func (s *suite) setGivesUpClean(t *testing.T) {
 		t.Fatalf("AcquireAll: %v; want a *WaitError naming %q", err, p+"c")
 	}
 	waitFor(t, 20*time.Second, "the set's names free and unqueued", func() bool {
-		return setFree(ctx, c, p+"a", p+"b", p+"d") == nil
+		return SetFree(ctx, c, p+"a", p+"b", p+"d") == nil
 	})
 	if info, err := c.Inspect(ctx, p+"c"); err != nil || info.Owner != l.Owner() {
 		t.Fatalf("%q: %+v, %v; want still held by its holder", p+"c", info, err)
@@ -109,7 +109,7 @@ func (s *suite) setGivesUpClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "no waiter left on the busy name", func() bool {
-		return setFree(ctx, c, p+"c") == nil
+		return SetFree(ctx, c, p+"c") == nil
 	})
 
 	failing := distlock.New(failOn{s.h.New(t), p + "c"}, distlock.WithBackendFailureBudget(2*time.Second))
@@ -317,9 +317,10 @@ func (k *killable) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 	return k.Engine.Extend(ctx, rs)
 }
 
-// setFree returns an error unless nobody holds any of names and nobody
-// queues for them.
-func setFree(ctx context.Context, c *distlock.Client, names ...string) error {
+// SetFree returns an error unless nobody holds any of names and nobody
+// queues for them, as c's Inspect sees them: what a set that failed or was
+// released must leave behind.
+func SetFree(ctx context.Context, c *distlock.Client, names ...string) error {
 	for _, n := range names {
 		info, err := c.Inspect(ctx, n)
 		if err != nil {
@@ -336,7 +337,7 @@ func setFree(ctx context.Context, c *distlock.Client, names ...string) error {
 // queues for them.
 func assertSetFree(t *testing.T, c *distlock.Client, names ...string) {
 	t.Helper()
-	if err := setFree(context.Background(), c, names...); err != nil {
+	if err := SetFree(context.Background(), c, names...); err != nil {
 		t.Fatal(err)
 	}
 }
