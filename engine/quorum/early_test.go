@@ -163,9 +163,16 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 		return queuedAcquire{e, gates}
 	})
 	ctx := context.Background()
+	var open []chan struct{} // the gates not opened yet, opened when the test ends
+	t.Cleanup(func() {
+		for _, g := range open {
+			close(g) // a failed round's gated grant goes on, so Close does not wait for it forever
+		}
+	})
 	for i := range 5 {
 		gate := make(chan struct{})
 		gates <- gate
+		open = append(open, gate)
 		owner := "o" + string(rune('a'+i))
 		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "overtaken", Owner: owner, Attempt: owner, OneOff: true, TTL: 30 * time.Second})
 		if err != nil || !g.Acquired {
@@ -178,6 +185,7 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 		if slow.Client().Exists(ctx, lockKey("overtaken")).Val() != 0 {
 			t.Fatal("the grant reached the slow node before its gate opened")
 		}
+		open = open[:len(open)-1]
 		close(gate) // the grant lands now, after the release gave up on the node
 		if !eventually(10*time.Second, func() bool { return slow.Client().Exists(ctx, lockKey("overtaken")).Val() == 0 }) {
 			t.Fatalf("round %d: the late grant is still on the slow node 10s after its answer; ttl 30s", i)
