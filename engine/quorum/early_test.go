@@ -45,11 +45,19 @@ func (s slowAcquire) RaiseFence(ctx context.Context, name, owner string, token u
 // The gate of the n-th acquire is the n-th a test sends on gates.
 type queuedAcquire struct {
 	engine.Engine
-	gates <-chan chan struct{}
+	gates <-chan gate
 }
 
+// gate holds one acquire back until open is closed; landed is closed once
+// the node answered it (the grant is on the node, or refused there).
+type gate struct{ open, landed chan struct{} }
+
+func newGate() gate { return gate{make(chan struct{}), make(chan struct{})} }
+
 func (s queuedAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	<-<-s.gates
+	g := <-s.gates
+	defer close(g.landed)
+	<-g.open
 	return s.Engine.Acquire(context.WithoutCancel(ctx), r)
 }
 
@@ -156,23 +164,23 @@ func TestLateGrantIsKept(t *testing.T) {
 // its answer comes, long before its ttl.
 func TestReleaseBeforeLateGrant(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	gates := make(chan chan struct{}, 5)
+	gates := make(chan gate, 5)
 	// The per-node timeout is what the release gives up after (the test
 	// is about it); long enough for the healthy nodes of a busy machine.
 	q := slowQuorum(t, srvs, time.Second, func(e engine.Engine) engine.Engine {
 		return queuedAcquire{e, gates}
 	})
 	ctx := context.Background()
-	var open []chan struct{} // the gates not opened yet, opened when the test ends
+	var shut []gate // the gates not opened yet, opened when the test ends
 	t.Cleanup(func() {
-		for _, g := range open {
-			close(g) // a failed round's gated grant goes on, so Close does not wait for it forever
+		for _, g := range shut {
+			close(g.open) // a failed round's gated grant goes on, so Close does not wait for it forever
 		}
 	})
 	for i := range 5 {
-		gate := make(chan struct{})
-		gates <- gate
-		open = append(open, gate)
+		gt := newGate()
+		gates <- gt
+		shut = append(shut, gt)
 		owner := "o" + string(rune('a'+i))
 		g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "overtaken", Owner: owner, Attempt: owner, OneOff: true, TTL: 30 * time.Second})
 		if err != nil || !g.Acquired {
@@ -183,10 +191,14 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 		}
 		slow := srvs[2]
 		if slow.Client().Exists(ctx, lockKey("overtaken")).Val() != 0 {
-			t.Fatal("the grant reached the slow node before its gate opened")
+			t.Fatalf("round %d: the name is held on the slow node before its gate opened (token %q)", i, lockToken(t, slow, "overtaken"))
 		}
-		open = open[:len(open)-1]
-		close(gate) // the grant lands now, after the release gave up on the node
+		shut = shut[:len(shut)-1]
+		close(gt.open) // the grant lands now, after the release gave up on the node
+		// Judge the clean-up only once the grant has landed: before that,
+		// a free key proves nothing (and the grant would land in the next
+		// round, before that round's check).
+		<-gt.landed
 		if !eventually(10*time.Second, func() bool { return slow.Client().Exists(ctx, lockKey("overtaken")).Val() == 0 }) {
 			t.Fatalf("round %d: the late grant is still on the slow node 10s after its answer; ttl 30s", i)
 		}
