@@ -65,6 +65,7 @@ type Client struct {
 	turns  map[string]*turn // local turns (engines without a queue)
 	queued map[string]int   // waiters in the engine's queue, by name
 	closed bool
+	waited recentWaits    // names waited for lately (a waiting Acquire skips its first attempt)
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
 	bg     sync.WaitGroup // best-effort clean-ups
 }
