@@ -242,7 +242,8 @@ type Info struct {
 	// waiters), for operators and tests; unlike Waiters it is not the same
 	// count everywhere. The embedded engine counts every subscription; Redis
 	// the client connections subscribed to the lock's channel (one per
-	// engine, however many wait or observe through it); a quorum its
+	// engine, however many observe through it; a queued waiter's wake-ups
+	// come on its engine's own channel, which is not counted); a quorum its
 	// nodes' highest; engines that cannot see other processes'
 	// subscriptions (etcd, PostgreSQL) and shared locks' Inspect leave it 0.
 	Subscribers int

@@ -169,7 +169,7 @@ func cachedMS(d time.Duration) string {
 // fencing high-water alone.
 func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 	// Room for the keys and the seven arguments of a request outside a
-	// queue (a waiter's eight more are appended to a new slice), and for
+	// queue (a waiter's nine more are appended to a new slice), and for
 	// the strings: the keys, the owner, the ttl, the metadata and the
 	// attempt id.
 	var a evalArgs
@@ -214,7 +214,7 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 	argv := a.argv
 	if queue {
 		argv = append(argv, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
-			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve))
+			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve), e.wakeChannel(r.Name))
 	}
 	return argv
 }

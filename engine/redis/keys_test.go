@@ -30,7 +30,7 @@ func TestKeysLayout(t *testing.T) {
 // would send, and go-redis writes and prints them as strings. The digest's
 // place stays empty until the command is sent (script.send).
 func TestScriptArgs(t *testing.T) {
-	e := &Engine{prefix: "distlock:", fenceArg: "604800000", publish: "SPUBLISH"}
+	e := &Engine{prefix: "distlock:", fenceArg: "604800000", publish: "SPUBLISH", id: "e1"}
 	render := func(argv []any) []string {
 		out := make([]string, len(argv))
 		for i, a := range argv {
@@ -61,7 +61,7 @@ func TestScriptArgs(t *testing.T) {
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
 			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
 			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
-				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1"}},
+				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1", "distlock:{a/b}:w:e1"}},
 		{e.releaseArgs("a/b", "o", "id-1", true),
 			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
 		{e.releaseArgs("a/b", "o", "id-1", false),

@@ -250,7 +250,13 @@ func (e *Engine) String() string {
 func (e *Engine) lockKey(name string) string  { return e.prefix + "{" + name + "}" }
 func (e *Engine) fenceKey(name string) string { return e.prefix + "{" + name + "}:fence" }
 func (e *Engine) channel(name string) string  { return e.prefix + "{" + name + "}" }
-func (e *Engine) queueKey(name string) string { return e.prefix + "{" + name + "}:q" }
+
+// wakeChannel is the channel of the wake-ups addressed to this engine's
+// waiters for name: a release wakes the head of the queue with one message
+// that reaches its engine alone, not every engine that waits for the name.
+// It has the name's hash tag (the lock's slot, for SPUBLISH in a script).
+func (e *Engine) wakeChannel(name string) string { return e.channel(name) + ":w:" + e.id }
+func (e *Engine) queueKey(name string) string    { return e.prefix + "{" + name + "}:q" }
 
 // takenKey is the name's taken-over marks (scripts/taken.lua).
 func (e *Engine) takenKey(name string) string { return e.prefix + "{" + name + "}:t" }

@@ -122,7 +122,7 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 	}
 
 	l, got := heldWithWaiter(t, cl, name)
-	waitFor(t, "the waiter's subscription on the old master", func() bool { return from.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+	waitFor(t, "the waiter's subscription on the old master", func() bool { return wakeSubscribed(ctx, from, key) })
 
 	// Every key of the lock: the lock, its fencing high-water, and its
 	// waiter queue (there once the waiter's queued attempt landed; MIGRATE
@@ -131,9 +131,15 @@ func TestClusterSlotMoveResubscribes(t *testing.T) {
 	// The channel moves once go-redis's view of the cluster names the new
 	// master (refreshed after a MOVED); the watcher keeps trying until it
 	// does (a busy machine's refresh can take seconds).
-	waitFor(t, "the waiter's subscription on the new master", func() bool { return to.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+	waitFor(t, "the waiter's subscription on the new master", func() bool { return wakeSubscribed(ctx, to, key) })
 
 	releaseWakes(t, l, got)
+}
+
+// wakeSubscribed reports whether srv serves a sharded subscription to a
+// waiter's wake channel for the lock key (its engine's own: key:w:<id>).
+func wakeSubscribed(ctx context.Context, srv *redistest.Server, key string) bool {
+	return len(srv.Client().PubSubShardChannels(ctx, key+":w:*").Val()) == 1
 }
 
 // moveSlot moves slot, with keys, from one master to another, the way
@@ -174,7 +180,7 @@ func TestClusterMasterRestartKeepsWaiter(t *testing.T) {
 	node := nodeOf(t, cl, key)
 
 	l, got := heldWithWaiter(t, cl, name)
-	waitFor(t, "the waiter's subscription", func() bool { return node.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1 })
+	waitFor(t, "the waiter's subscription", func() bool { return wakeSubscribed(ctx, node, key) })
 
 	if err := node.Kill(); err != nil {
 		t.Fatal(err)
@@ -184,9 +190,7 @@ func TestClusterMasterRestartKeepsWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.WaitUp(t)
-	waitFor(t, "the waiter's subscription after the restart", func() bool {
-		return node.Client().PubSubShardNumSub(ctx, key).Val()[key] == 1
-	})
+	waitFor(t, "the waiter's subscription after the restart", func() bool { return wakeSubscribed(ctx, node, key) })
 
 	releaseWakes(t, l, got)
 }

@@ -122,12 +122,12 @@ func (e *Engine) runShared(ctx context.Context, s *script, name string, args ...
 
 // AcquireShared implements engine.Sharer.
 func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	waiterTTL := ""
+	waiterTTL, wake := "", ""
 	if r.Waiter != "" {
-		waiterTTL = ms(r.WaiterTTL)
+		waiterTTL, wake = ms(r.WaiterTTL), e.wakeChannel(r.Name)
 	}
 	res, err := e.runShared(ctx, sharedAcquireScript, r.Name, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
-		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.noFloor).Slice()
+		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.noFloor, wake).Slice()
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)
 	}

@@ -91,11 +91,12 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 }
 
 // SubscribeWaiter implements engine.Queuer: the subscription shares the
-// name's channel with every other waiter of the Engine, and is woken by the
-// wake-ups addressed to waiter (a message 'w:<waiter>'), by those for
-// everyone ('released'), and after a reconnect.
+// Engine's wake-up channel for the name (wakeChannel, which the waiter's
+// queue entry names) with the Engine's other waiters for it, and is woken
+// by the wake-ups addressed to waiter (a message 'w:<waiter>') and after a
+// reconnect. The wake-ups of other engines' waiters never reach it.
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	return e.watch.join(ctx, e.channel(name), waiter)
+	return e.watch.join(ctx, e.wakeChannel(name), waiter)
 }
 
 // nodeOf returns the master that serves channel ch with sharded pub/sub,

@@ -19,7 +19,7 @@
 -- a waiter of the queue (absent otherwise): waiter id, heartbeat ttl ms,
 -- fair ('1'), behind ('1': do not take a free lock ahead of the queue),
 -- PUBLISH or SPUBLISH, reservation µs, starvation bound µs (queue.lua),
--- no reservation ('1').
+-- no reservation ('1'), the channel of the waiter's wake-ups.
 -- A request whose attempt id is the one recorded (none recorded: the
 -- owner) is a retry of a request already applied: it does not count up
 -- again. A refused waiting caller marks the lock so that its release
@@ -83,7 +83,7 @@ if n > 0 then
     local function refuse(holder, pttl, reserved, now)
       now = now or q_now()
       q_settle(now)
-      q_enqueue(waiter, ARGV[9], ARGV[10] == '1', now, {ARGV[12], ARGV[13], ARGV[14]}, ARGV[15] == '1')
+      q_enqueue(waiter, ARGV[9], ARGV[10] == '1', now, {ARGV[12], ARGV[13], ARGV[14]}, ARGV[15] == '1', ARGV[16])
       return {0, holder, pttl, 1, q_head() == waiter and 1 or 0, reserved}
     end
     if other then

@@ -5,7 +5,8 @@
 -- (HASH: n = last ticket, rv = the waiter the lock is reserved for, ru = the
 -- reservation's end in µs, f:<id> = '1' for a fair waiter, x:<id> = '1' for
 -- a waiter the lock is never reserved for (a quorum's), w:<id> = when
--- the waiter entered the queue, in µs; and, as the waiters'
+-- the waiter entered the queue, in µs, c:<id> = the channel its engine
+-- listens on for its wake-ups (absent: the lock's own); and, as the waiters'
 -- engines set them, p = PUBLISH or SPUBLISH, r = the reservation's length
 -- and s = the starvation bound, in µs). Every time is the server's. The
 -- three keys expire with the longest heartbeat ttl left.
@@ -44,10 +45,10 @@ local function q_remove(id)
   redis.call('ZREM', Q, id)
   redis.call('ZREM', QD, id)
   if q_res() == id then
-    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id, 'rv', 'ru')
+    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id, 'c:' .. id, 'rv', 'ru')
     q_rv, q_ru = nil, nil
   else
-    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id)
+    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id, 'c:' .. id)
   end
 end
 
@@ -91,8 +92,9 @@ end
 
 -- q_enqueue puts waiter id at the back of the queue (or leaves it where it
 -- is) and sets its heartbeat deadline to ttl ms from now; cfg is {pub,
--- reserve µs, starve µs} of the waiter's engine.
-local function q_enqueue(id, ttl, fair, now, cfg, noreserve)
+-- reserve µs, starve µs} of the waiter's engine, ch the channel of its
+-- wake-ups ('' or nil: the lock's own).
+local function q_enqueue(id, ttl, fair, now, cfg, noreserve, ch)
   if not redis.call('ZSCORE', Q, id) then
     redis.call('ZADD', Q, q_int(redis.call('HINCRBY', QS, 'n', 1)), id)
     local fields = {'p', cfg[1], 'r', cfg[2], 's', cfg[3], 'w:' .. id, q_int(now)}
@@ -104,6 +106,10 @@ local function q_enqueue(id, ttl, fair, now, cfg, noreserve)
       table.insert(fields, 'x:' .. id)
       table.insert(fields, '1')
     end
+    if ch and ch ~= '' then
+      table.insert(fields, 'c:' .. id)
+      table.insert(fields, ch)
+    end
     redis.call('HSET', QS, unpack(fields))
   end
   q_touch(id, ttl, now)
@@ -111,7 +117,8 @@ end
 
 -- q_wake runs when the lock is free: it reserves the lock for the head when
 -- the head is fair or entered the queue s µs ago or more, and publishes a
--- wake-up addressed to the head ('w:<id>' on the lock's channel) when it
+-- wake-up addressed to the head ('w:<id>' on its engine's channel, else
+-- the lock's) when it
 -- reserved or when wake is true (a release). It returns whether anybody
 -- queues (the head, or the waiter a reservation already holds the lock
 -- for).
@@ -123,7 +130,7 @@ local function q_wake(now, wake)
   if not h then
     return false
   end
-  local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h)
+  local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h, 'c:' .. h)
   local since = cfg[1]
   local due = cfg[2] == '1' or
     (not cfg[6] and since and now - tonumber(since) >= tonumber(cfg[5] or 1000))
@@ -131,7 +138,7 @@ local function q_wake(now, wake)
     q_reserve(h, now + tonumber(cfg[4] or 250000))
   end
   if due or wake then
-    redis.call(cfg[3] or 'PUBLISH', KEYS[1], 'w:' .. h)
+    redis.call(cfg[3] or 'PUBLISH', cfg[7] or KEYS[1], 'w:' .. h)
   end
   return true
 end

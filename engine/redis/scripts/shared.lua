@@ -14,7 +14,8 @@
 --   KEYS[4] the waiter queue (ZSET waiter -> arrival ticket)
 --   KEYS[5] the waiters' heartbeat deadlines (ZSET waiter -> µs)
 --   KEYS[6] the queue's state (HASH: n = last ticket, 'w:<id>' = the
---           permits waiter id asks for, 't:<id>' = when it entered, µs)
+--           permits waiter id asks for, 't:<id>' = when it entered, µs,
+--           'c:<id>' = the channel of its wake-ups, its engine's)
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
 --           name's taken-over marks (taken.lua), the mutex's too
@@ -29,12 +30,13 @@
 -- ahead and never before a holder's or waiter's deadline (sh_keep moves x
 -- to the fence ttl from now when it comes closer, so the uncontended path
 -- sets no expiry). The queue's keys expire with the last heartbeat
--- deadline (sh_expire).
+-- deadline or later (sh_expire).
 --
 -- Waiting is strictly first come, first served with weights: a request is
 -- granted only when its weight fits in the free permits and nobody is
 -- queued ahead of it. Only the head of the queue is ever woken (a message
--- 'w:<id>' on the channel KEYS[1]), and only when its weight fits.
+-- 'w:<id>' on its engine's channel, or KEYS[1] when it named none), and
+-- only when its weight fits.
 
 local MUTEX, LOCK, H, SQ, SQD, SQS, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local FENCE_MS, PUB = ARGV[1], ARGV[2]
@@ -67,12 +69,17 @@ end
 -- when one enters): the paths without a queue skip its keys.
 local sh_queued = false
 
+-- sh_known caches sh_head's answer until the queue changes (sh_remove,
+-- sh_enqueue): {head, permits, channel}, or nil.
+local sh_known
+
 -- sh_remove takes waiter id out of the queue.
 local function sh_remove(id)
   if id ~= '' and sh_queued then
+    sh_known = nil
     redis.call('ZREM', SQ, id)
     redis.call('ZREM', SQD, id)
-    redis.call('HDEL', SQS, 'w:' .. id, 't:' .. id)
+    redis.call('HDEL', SQS, 'w:' .. id, 't:' .. id, 'c:' .. id)
   end
 end
 
@@ -119,21 +126,26 @@ local function sh_purge(now, used, mutex)
   return used, n
 end
 
--- sh_head returns the head of the queue and the permits it asks for.
+-- sh_head returns the head of the queue, the permits it asks for and the
+-- channel of its wake-ups.
 local function sh_head()
-  local h = sh_queued and redis.call('ZRANGE', SQ, 0, 0)[1]
-  if not h then
-    return nil, 0
+  if not sh_known then
+    local h = sh_queued and redis.call('ZRANGE', SQ, 0, 0)[1]
+    if not h then
+      return nil, 0, MUTEX -- not cached: sh_queued may change
+    end
+    local f = redis.call('HMGET', SQS, 'w:' .. h, 'c:' .. h)
+    sh_known = {h, tonumber(f[1] or '1'), f[2] or MUTEX}
   end
-  return h, tonumber(redis.call('HGET', SQS, 'w:' .. h) or '1')
+  return sh_known[1], sh_known[2], sh_known[3]
 end
 
 -- sh_wake wakes the head of the queue when its weight fits in the permits
 -- free (limit - used); it returns whether it did.
 local function sh_wake(limit, used)
-  local h, w = sh_head()
+  local h, w, ch = sh_head()
   if h and limit and w <= limit - used then
-    redis.call(PUB, MUTEX, 'w:' .. h)
+    redis.call(PUB, ch, 'w:' .. h)
     return true
   end
   return false
@@ -141,21 +153,29 @@ end
 
 -- sh_enqueue puts waiter id at the back of the queue (or leaves it where
 -- it is), asking for weight permits, with a heartbeat deadline ttl ms from
--- now; the queue's keys expire with the last deadline.
-local function sh_enqueue(id, ttl, weight, now)
+-- now and its wake-ups on channel ch ('' or nil: KEYS[1]); the queue's
+-- keys expire with the last deadline.
+local function sh_enqueue(id, ttl, weight, now, ch)
   sh_queued = true
+  sh_known = nil
   if not redis.call('ZSCORE', SQ, id) then
     redis.call('ZADD', SQ, redis.call('HINCRBY', SQS, 'n', 1), id)
     redis.call('HSET', SQS, 't:' .. id, sh_int(now))
   end
-  redis.call('HSET', SQS, 'w:' .. id, weight)
+  if ch and ch ~= '' then
+    redis.call('HSET', SQS, 'w:' .. id, weight, 'c:' .. id, ch)
+  else
+    redis.call('HSET', SQS, 'w:' .. id, weight)
+  end
   redis.call('ZADD', SQD, sh_int(now + tonumber(ttl) * 1000), id)
 end
 
--- sh_expire sets the expiry of the queue's keys to the last heartbeat
--- deadline, or deletes its state when nobody queues; it returns the
--- deadline (µs, 0 for none).
-local function sh_expire()
+-- sh_expire keeps the queue's keys, which share one expiry, until at
+-- least the last heartbeat deadline (set, when they would expire sooner,
+-- to twice as far from now as that deadline, so that most calls set
+-- nothing), or deletes its state when nobody queues; it returns the
+-- deadline (µs, 0 for none). now is the script's time (µs).
+local function sh_expire(now)
   if not sh_queued then
     return 0
   end
@@ -164,11 +184,15 @@ local function sh_expire()
     redis.call('DEL', SQS)
     return 0
   end
-  local at = sh_int(math.ceil(tonumber(top[2]) / 1000))
-  redis.call('PEXPIREAT', SQ, at)
-  redis.call('PEXPIREAT', SQD, at)
-  redis.call('PEXPIREAT', SQS, at)
-  return tonumber(top[2])
+  local last = tonumber(top[2])
+  local left = redis.call('PTTL', SQ)
+  if left < 0 or now + left * 1000 < last then
+    local at = sh_int(math.ceil((last + math.max(last - now, 0)) / 1000))
+    redis.call('PEXPIREAT', SQ, at)
+    redis.call('PEXPIREAT', SQD, at)
+    redis.call('PEXPIREAT', SQS, at)
+  end
+  return last
 end
 
 -- sh_keep keeps the lock and its holders until at least deadline (µs) and

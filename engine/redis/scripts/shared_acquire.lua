@@ -2,7 +2,8 @@
 -- ARGV[3] for ARGV[4] ms, or re-enters it.
 -- ARGV: fence ttl ms, PUBLISH or SPUBLISH, owner, ttl ms, metadata,
 -- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
--- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua).
+-- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua),
+-- the channel of the waiter's wake-ups ('': KEYS[1]).
 -- The lock is made with the kind and limit asked when it does not exist;
 -- once it exists, its stored limit governs (a semaphore's limit asked is
 -- not compared: SetLimit changes the stored one).
@@ -61,7 +62,7 @@ if v then -- re-entry
   deadline = sh_hold_deadline(h.c, owner, deadline)
   redis.call('ZADD', H, sh_int(deadline), owner)
   sh_remove(waiter)
-  sh_keep(now, lk[4], math.max(deadline, sh_expire()), false)
+  sh_keep(now, lk[4], math.max(deadline, sh_expire(now)), false)
   return {1, h.t, h.c}
 end
 local head = sh_head()
@@ -79,7 +80,7 @@ if (not head or head == waiter) and weight <= l - used then
   if sh_queued then
     sh_wake(l, used + weight) -- the next head, if it fits too
   end
-  sh_keep(now, lk[4], math.max(deadline, sh_expire()), used == 0)
+  sh_keep(now, lk[4], math.max(deadline, sh_expire(now)), used == 0)
   return {1, token, 1}
 end
 local holder, left, reserved = '', 250000, 0 -- engine.ReserveTTL
@@ -91,10 +92,10 @@ if not first[1] or weight <= l - used then
   holder, reserved = '', 1
 end
 if waiter == '' then
-  sh_keep(now, lk[4], sh_expire(), false)
+  sh_keep(now, lk[4], sh_expire(now), false)
   return {0, holder, left, 0, 0, reserved}
 end
-sh_enqueue(waiter, ARGV[8], weight, now)
+sh_enqueue(waiter, ARGV[8], weight, now, ARGV[13])
 sh_wake(l, used) -- the head may fit (a head that died)
-sh_keep(now, lk[4], sh_expire(), false)
+sh_keep(now, lk[4], sh_expire(now), false)
 return {0, holder, left, 1, sh_head() == waiter and 1 or 0, reserved}

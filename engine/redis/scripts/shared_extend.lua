@@ -12,14 +12,14 @@ local lk = redis.call('HMGET', LOCK, 'l', 'u', 'x', 'o:' .. id)
 local used = sh_purge(now, tonumber(lk[2] or '0'), false)
 if ARGV[5] == '1' then
   if not (sh_queued and redis.call('ZSCORE', SQ, id)) then
-    sh_expire()
+    sh_expire(now)
     return {0}
   end
   redis.call('ZADD', SQD, sh_int(deadline), id)
   local h, w = sh_head()
   local l = tonumber(lk[1])
   local wake = h == id and l and w <= l - used
-  sh_keep(now, lk[3], sh_expire(), false)
+  sh_keep(now, lk[3], sh_expire(now), false)
   return {1, wake and 1 or 0}
 end
 local v = not sh_dropped[id] and lk[4]
@@ -27,11 +27,11 @@ if not v then
   -- A holder a force-release freed (shared_force_release.lua) is told
   -- {-1}, taken over, until its lease would have ended (its mark in
   -- KEYS[8], taken.lua).
-  sh_expire()
+  sh_expire(now)
   return tk_told(KEYS[8], id) and {-1} or {0}
 end
 local h = cjson.decode(v)
 deadline = sh_hold_deadline(h.c, id, deadline)
 redis.call('ZADD', H, sh_int(deadline), id)
-sh_keep(now, lk[3], math.max(deadline, sh_expire()), false)
+sh_keep(now, lk[3], math.max(deadline, sh_expire(now)), false)
 return {1, h.t}

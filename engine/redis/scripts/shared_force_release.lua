@@ -28,5 +28,5 @@ end
 if n > 0 then
   sh_wake(tonumber(lk[1]), used)
 end
-sh_expire()
+sh_expire(now)
 return n

@@ -25,6 +25,6 @@ for i = 1, #hs, 2 do
   end
 end
 if lk[1] then
-  sh_keep(now, lk[4], sh_expire(), false)
+  sh_keep(now, lk[4], sh_expire(now), false)
 end
 return out

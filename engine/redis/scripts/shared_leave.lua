@@ -6,5 +6,5 @@ local used = sh_purge(now, tonumber(lk[2] or '0'), false)
 local queued = sh_queued and redis.call('ZSCORE', SQ, ARGV[3]) and 1 or 0
 sh_remove(ARGV[3])
 sh_wake(tonumber(lk[1]), used)
-sh_expire()
+sh_expire(now)
 return queued

@@ -9,17 +9,17 @@ local lk = redis.call('HMGET', LOCK, 'u', 'o:' .. ARGV[3])
 sh_purge(now, tonumber(lk[1] or '0'), false)
 local v = not sh_dropped[ARGV[3]] and lk[2]
 if not v then
-  sh_expire()
+  sh_expire(now)
   return 0
 end
 local h = cjson.decode(v)
 local want, cur = tonumber(ARGV[4]), tonumber(h.t)
 if want < cur then
-  sh_expire()
+  sh_expire(now)
   return redis.error_reply('DISTLOCK below ' .. h.t)
 end
 if want > cur and want > now + tonumber(ARGV[5]) then
-  sh_expire()
+  sh_expire(now)
   return redis.error_reply('DISTLOCK ahead ' .. sh_int(now + tonumber(ARGV[5])))
 end
 local hw = redis.call('GET', FENCE)
@@ -29,5 +29,5 @@ end
 redis.call('SET', FENCE, hw, 'PX', FENCE_MS)
 h.t = ARGV[4]
 redis.call('HSET', LOCK, 'o:' .. ARGV[3], cjson.encode(h))
-sh_expire()
+sh_expire(now)
 return 1

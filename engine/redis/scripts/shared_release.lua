@@ -12,7 +12,7 @@ local lk = redis.call('HMGET', LOCK, 'l', 'u', 'o:' .. owner)
 local used = sh_purge(now, tonumber(lk[2] or '0'), false)
 local v = not sh_dropped[owner] and lk[3]
 if not v then
-  sh_expire()
+  sh_expire(now)
   return -1
 end
 local h = cjson.decode(v)
@@ -27,5 +27,5 @@ if h.c > 1 then
 end
 used = sh_drop(owner, h, used)
 sh_wake(tonumber(lk[1]), used)
-sh_expire()
+sh_expire(now)
 return 0

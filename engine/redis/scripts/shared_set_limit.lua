@@ -18,5 +18,5 @@ redis.call('HSET', LOCK, 'k', '1', 'l', ARGV[3])
 if k then
   sh_wake(tonumber(ARGV[3]), used)
 end
-sh_keep(now, lk[4], sh_expire(), false)
+sh_keep(now, lk[4], sh_expire(now), false)
 return tonumber(lk[2] or '0')
