@@ -26,7 +26,8 @@ var schemaSQL string
 // release_multi; 6: countdown latches, the latches table with latch_set
 // and latch_count_down; 7: a mutex waiter's wake-up on its engine's own
 // channel, waiters.chan and acquire's p_chan, so that no other engine's
-// listener receives it). Migrate brings a schema of any earlier version up
+// listener receives it; the helpers of every grant and release in plpgsql,
+// whose plans the session keeps). Migrate brings a schema of any earlier version up
 // to it: schema.sql is idempotent, so from version 6 it adds the column
 // and the functions and keeps every lock held and every waiter queued
 // across it.

@@ -154,23 +154,29 @@ BEGIN
 END $$;
 
 -- _head returns the first waiter of name's queue (NULL when none).
+-- The helpers the functions call on every grant, release or queue entry
+-- (_head, _enqueue, _lock) are plpgsql since version 7: a plpgsql body's
+-- plans are kept by the session, where a SQL function that cannot be
+-- inlined is parsed and planned again in every transaction that calls it.
 CREATE OR REPLACE FUNCTION {{S}}._head(p_name text) RETURNS text
-LANGUAGE sql STABLE AS $$
-  SELECT waiter FROM {{S}}.waiters WHERE name = p_name ORDER BY ticket LIMIT 1
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (SELECT waiter FROM {{S}}.waiters WHERE name = p_name ORDER BY ticket LIMIT 1);
+END $$;
 
 -- _enqueue puts waiter w at the back of name's queue (or leaves it where
 -- it is) with a heartbeat deadline ttl µs from now; ch is the channel its
 -- wake-ups go to (NULL: the schema's).
 DROP FUNCTION IF EXISTS {{S}}._enqueue(text, text, bigint, boolean, boolean, timestamptz); -- version 6's
 CREATE OR REPLACE FUNCTION {{S}}._enqueue(p_name text, w text, ttl_us bigint, p_fair boolean, p_no_reserve boolean, now_ timestamptz, ch text) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO {{S}}.waiters AS q (name, waiter, ticket, deadline, since, fair, no_reserve, chan)
   VALUES (p_name, w, nextval({{TICKETS}}), now_ + ttl_us * interval '1 microsecond', now_, p_fair, p_no_reserve, ch)
   ON CONFLICT (name, waiter) DO UPDATE
     SET deadline = EXCLUDED.deadline, fair = q.fair OR EXCLUDED.fair, no_reserve = q.no_reserve OR EXCLUDED.no_reserve,
-        chan = EXCLUDED.chan
-$$;
+        chan = EXCLUDED.chan;
+END $$;
 
 -- _wake runs when name's lock is free: it reserves the lock for the head
 -- when the head is fair or has waited the starvation bound (unless it is
@@ -200,9 +206,16 @@ BEGIN
   END IF;
 END $$;
 
--- _lock returns name's row locked FOR UPDATE, or NULL when it has none.
+-- _lock returns name's row locked FOR UPDATE, or a row of NULLs (name
+-- NULL) when it has none.
 CREATE OR REPLACE FUNCTION {{S}}._lock(p_name text) RETURNS {{S}}.locks
-LANGUAGE sql AS $$ SELECT * FROM {{S}}.locks WHERE name = p_name FOR UPDATE $$;
+LANGUAGE plpgsql AS $$
+DECLARE
+  l {{S}}.locks;
+BEGIN
+  SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR UPDATE;
+  RETURN l;
+END $$;
 
 -- _free frees name's locked row l at now_: wakes the head of its queue
 -- (reserving when due) when it was marked or anyone queues, or everyone
@@ -1372,5 +1385,6 @@ INSERT INTO {{S}}.version (version) SELECT 7 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- release_multi); 6: countdown latches (latches, latch_set,
 -- latch_count_down); 7: a waiter's wake-up on its engine's own channel
 -- (waiters.chan, acquire's p_chan), so no other engine's listener
--- receives it.
+-- receives it, and _lock, _head and _enqueue in plpgsql (plans kept by
+-- the session).
 UPDATE {{S}}.version SET version = 7 WHERE version < 7;
