@@ -24,6 +24,7 @@ var (
 	vPgDistlock = peers.PgDistlock().Name
 	vPgAdvisory = peers.PgAdvisory().Name
 	vPgRow      = peers.PgForUpdate().Name
+	vPgRowWait  = peers.PgForUpdateWait().Name
 )
 
 func p1(cfg config) scenario {
@@ -65,8 +66,9 @@ func p3(cfg config) scenario {
 			"(at most %d connections, one of them LISTENing), as 16 processes would; they contend for one "+
 			"name: acquire (waiting), hold 1 ms, release, ask again at once. The columns are S3's; statements/acq: "+
 			"statements every Client's pgx connections sent per grant (pgx QueryTracer: acquires, releases, "+
-			"queue heartbeats, renewals, LISTEN), the wake-ups being NOTIFYs sent by the release's function.", p3PoolSize),
-		variants: []peers.Variant{peers.PgDistlock()},
+			"queue heartbeats, renewals, LISTEN), the wake-ups being NOTIFYs sent by the release's function. Floor: BEGIN; SELECT … FOR UPDATE "+
+			"(waiting in PostgreSQL's own lock queue); hold; COMMIT, one pgx.Conn per goroutine. distlock ÷ row: acq/s, per run.", p3PoolSize),
+		variants: []peers.Variant{peers.PgDistlock(), peers.PgForUpdateWait()},
 		cell: func(ctx context.Context, e *env, v peers.Variant, run, vi int) record {
 			rec := newRecord(idP3, v, run)
 			counter := &peers.Counter{}
@@ -97,6 +99,7 @@ func p3(cfg config) scenario {
 			{head: "statements/acq", key: "req_per_acq", digits: 2},
 			{head: "give-ups", key: "giveups", digits: 0},
 		},
+		ratios: []ratioCol{{"distlock ÷ row, acq/s", vPgDistlock, "acq_per_s"}},
 		verdict: func(res *results) []string {
 			p99 := summarize(res.values(idP3, vPgDistlock, "wait_p99_ms"))
 			if math.IsNaN(p99.med) {
@@ -104,6 +107,7 @@ func p3(cfg config) scenario {
 			}
 			return []string{
 				fmt.Sprintf("p99 wait ≤ 40 ms: %s ms → %s", fmtSummary(p99, 1), met(p99.med <= 40)),
+				ratioLine("acquisitions/s vs SELECT … FOR UPDATE (waiting): distlock ÷ floor", res.ratio(idP3, vPgDistlock, vPgRowWait, "acq_per_s"), 0.9, false),
 				fmt.Sprintf("statements per acquisition: %s; acquisitions/s %s; Jain %s → reported",
 					fmtSummary(summarize(res.values(idP3, vPgDistlock, "req_per_acq")), 2),
 					fmtSummary(summarize(res.values(idP3, vPgDistlock, "acq_per_s")), 0),

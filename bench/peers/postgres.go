@@ -151,10 +151,25 @@ func (l *pgAdvisory) Close() error { return l.conn.Close(context.Background()) }
 
 // PgForUpdate is the row-lock floor: BEGIN, SELECT … FOR UPDATE NOWAIT on
 // the name's row (made once, before its first use), COMMIT to release.
-func PgForUpdate() Variant {
+func PgForUpdate() Variant { return pgForUpdate(true) }
+
+// PgForUpdateWait is the waiting row-lock floor of P3: BEGIN; SELECT …
+// FOR UPDATE (waiting in PostgreSQL's lock queue); COMMIT, on one
+// pgx.Conn per Locker (so one per contender with Separate).
+func PgForUpdateWait() Variant { return pgForUpdate(false) }
+
+func pgForUpdate(nowait bool) Variant {
+	name, settings, lock := "floor: SELECT … FOR UPDATE NOWAIT",
+		"BEGIN; SELECT 1 FROM bench_rows WHERE name=$1 FOR UPDATE NOWAIT; COMMIT on one pgx.Conn",
+		"SELECT 1 FROM bench_rows WHERE name = $1 FOR UPDATE NOWAIT"
+	if !nowait {
+		name, settings, lock = "floor: SELECT … FOR UPDATE",
+			"BEGIN; SELECT 1 FROM bench_rows WHERE name=$1 FOR UPDATE (waiting); COMMIT on one pgx.Conn per goroutine",
+			"SELECT 1 FROM bench_rows WHERE name = $1 FOR UPDATE"
+	}
 	return Variant{
-		Name: "floor: SELECT … FOR UPDATE NOWAIT", Lib: "floor", Kind: Floor, Backend: "postgres",
-		Settings: "BEGIN; SELECT 1 FROM bench_rows WHERE name=$1 FOR UPDATE NOWAIT; COMMIT on one pgx.Conn",
+		Name: name, Lib: "floor", Kind: Floor, Backend: "postgres",
+		Settings: settings,
 		New: func(t Target) (Locker, error) {
 			conn, err := pgConn(t)
 			if err != nil {
@@ -164,7 +179,7 @@ func PgForUpdate() Variant {
 				_ = conn.Close(context.Background())
 				return nil, err
 			}
-			return &pgRowLock{conn: conn, made: map[string]bool{}}, nil
+			return &pgRowLock{conn: conn, made: map[string]bool{}, lock: lock}, nil
 		},
 	}
 }
@@ -173,6 +188,7 @@ type pgRowLock struct {
 	mu   sync.Mutex // held from acquire to release: one transaction on the connection
 	conn *pgx.Conn
 	made map[string]bool
+	lock string // the locking SELECT
 }
 
 func (l *pgRowLock) Acquire(ctx context.Context, name string) (Held, error) {
@@ -190,7 +206,7 @@ func (l *pgRowLock) Acquire(ctx context.Context, name string) (Held, error) {
 		return nil, err
 	}
 	var one int
-	if err := tx.QueryRow(ctx, "SELECT 1 FROM bench_rows WHERE name = $1 FOR UPDATE NOWAIT", name).Scan(&one); err != nil {
+	if err := tx.QueryRow(ctx, l.lock, name).Scan(&one); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		l.mu.Unlock()
 		return nil, err

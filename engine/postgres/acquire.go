@@ -25,9 +25,21 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		ttlUS   int64
 		acquire bool
 	)
-	err := e.pool.QueryRow(ctx, e.sql.acquire, r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
-		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce).
-		Scan(&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved)
+	args := []any{r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
+		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce, e.ownChannel()}
+	scan := []any{&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved}
+	var err error
+	if !e.v6.Load() {
+		err = e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
+		if undefinedFunction(err) {
+			// A schema before version 7 (nothing ran): acquire without
+			// the channel; waiters are woken on the schema's channel.
+			e.v6.Store(true)
+		}
+	}
+	if e.v6.Load() {
+		err = e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
+	}
 	if err != nil {
 		// A name that holders of a shared lock hold: refused as memory does.
 		return engine.Grant{}, e.sharedError(err, r.Name, 0, 0, 0)
@@ -37,6 +49,15 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	g.HolderTTL = time.Duration(ttlUS) * time.Microsecond
 	return g, nil
+}
+
+// ownChannel is the channel this engine's waiters are woken on: its
+// listener's own; nil (the schema's) for an engine that does not listen.
+func (e *Engine) ownChannel() any {
+	if e.listen == nil {
+		return nil
+	}
+	return e.listen.own
 }
 
 // micros is d in whole microseconds, rounded up: a ttl is never shortened.

@@ -47,6 +47,14 @@ var missingObject = map[string]bool{
 	"42704": true, // undefined_object (a composite type)
 }
 
+// undefinedFunction reports whether err is PostgreSQL's "function does
+// not exist": a schema older than the call (before the version that added
+// the function or its signature), where nothing ran.
+func undefinedFunction(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42883"
+}
+
 // wrap turns PostgreSQL's "does not exist" errors into a *SchemaError and
 // a bigint overflow (a token past a high-water at 2^63-1) into
 // engine.ErrFenceExhausted; other errors are returned as they are (a *pgconn.PgError stays

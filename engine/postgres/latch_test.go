@@ -25,7 +25,7 @@ func TestLatch(t *testing.T) {
 
 // TestLatchUpgrade: on a version 5 schema (testdata) every latch call is
 // a *SchemaError matching ErrNotMigrated that says to migrate, and leaves
-// nothing behind; Migrate brings the schema to version 6, keeping a lock
+// nothing behind; Migrate brings the schema to the current version, keeping a lock
 // held across it, and the latch then counts and wakes its waiter.
 func TestLatchUpgrade(t *testing.T) {
 	const schema = "upgrade_v5"

@@ -32,7 +32,8 @@ const (
 type listener struct {
 	e    *Engine
 	conf *pgx.ConnConfig // nil: a connection hijacked from the pool
-	ch   string
+	ch   string          // the schema's channel: every engine's messages
+	own  string          // this engine's channel: its waiters' wake-ups
 
 	mu      sync.Mutex
 	subs    map[string]map[*subscription]struct{} // by nameKey
@@ -54,7 +55,7 @@ type subscription struct {
 }
 
 func newListener(e *Engine, conf *pgx.ConnConfig) *listener {
-	return &listener{e: e, conf: conf, ch: channel(e.schema),
+	return &listener{e: e, conf: conf, ch: channel(e.schema), own: ownChannel(e.schema),
 		subs: make(map[string]map[*subscription]struct{}), ready: make(chan struct{}), stop: make(chan struct{})}
 }
 
@@ -173,17 +174,17 @@ func (l *listener) run(ctx context.Context) {
 	}
 }
 
-// connect opens the listening connection and LISTENs on the channel.
+// connect opens the listening connection and LISTENs on the schema's
+// channel and on the engine's own.
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	listen := "LISTEN " + quoteIdent(l.ch)
 	if l.conf != nil {
 		conn, err := pgx.ConnectConfig(ctx, l.conf)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := conn.Exec(ctx, listen); err != nil {
+		if err := l.listen(ctx, conn); err != nil {
 			_ = conn.Close(context.Background())
 			return nil, err
 		}
@@ -193,11 +194,21 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := pc.Exec(ctx, listen); err != nil {
+	if err := l.listen(ctx, pc.Conn()); err != nil {
 		pc.Release()
 		return nil, err
 	}
 	return pc.Hijack(), nil
+}
+
+// listen LISTENs on conn on both channels.
+func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
+	for _, ch := range []string{l.ch, l.own} {
+		if _, err := conn.Exec(ctx, "LISTEN "+quoteIdent(ch)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // receive delivers notifications until the connection fails or ctx ends.

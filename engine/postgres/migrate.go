@@ -24,10 +24,14 @@ var schemaSQL string
 // over, of either kind, and frees one holder by owner; 5: sets of
 // mutexes granted and released in one call, acquire_multi and
 // release_multi; 6: countdown latches, the latches table with latch_set
-// and latch_count_down). Migrate brings a schema of any earlier version up
-// to it: schema.sql is idempotent, so from version 5 it adds the latches'
-// table and functions and keeps every lock held across it.
-const SchemaVersion = 6
+// and latch_count_down; 7: a mutex waiter's wake-up on its engine's own
+// channel, waiters.chan and acquire's p_chan, so that no other engine's
+// listener receives it; the helpers of every grant and release in plpgsql,
+// whose plans the session keeps). Migrate brings a schema of any earlier version up
+// to it: schema.sql is idempotent, so from version 6 it adds the column
+// and the functions and keeps every lock held and every waiter queued
+// across it.
+const SchemaVersion = 7
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

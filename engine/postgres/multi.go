@@ -93,7 +93,7 @@ func (e *Engine) multiError(err error, names []string) error {
 			return e.sharedError(err, names[i-1], 0, 0, 0)
 		}
 	}
-	if errors.As(err, &pe) && pe.Code == "42883" {
+	if undefinedFunction(err) {
 		return fmt.Errorf("%w: the schema has no set functions (migrate it to version %d): %w", engine.ErrNotAtomic, SchemaVersion, e.wrap(err))
 	}
 	return e.wrap(err)
@@ -147,8 +147,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 			err = errShortReply
 		}
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42883" {
+	if undefinedFunction(err) {
 		for i, name := range names { // a schema before version 5
 			if out[i], err = e.Release(ctx, name, owners[i]); err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"crypto/fips140"
 	"crypto/md5"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -24,6 +25,9 @@ type Engine struct {
 	schema string
 	sql    statements
 	listen *listener // nil with WithoutListen
+	// v6 is set once acquire with p_chan was missing: the schema is of
+	// version 6 or older, and acquire is called without it.
+	v6     atomic.Bool
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }
@@ -141,10 +145,21 @@ func checkSchema(s string) error {
 // quoteIdent quotes s as one SQL identifier.
 func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
 
-// channel is the schema's notification channel: every wake-up of its
-// locks travels on it, addressed by the hash of the lock's name.
+// channel is the schema's notification channel: the messages for every
+// subscriber of a name (released, announced, proclaimed, a latch at zero)
+// and the wake-ups of shared locks' waiters travel on it, addressed by the
+// hash of the name. A mutex waiter's wake-up travels on its engine's own
+// channel (ownChannel) instead, on a schema of version 7.
 func channel(schema string) string {
 	return "distlock_" + md5Hex(schema)[:20]
+}
+
+// ownChannel is a new channel of one engine's own, beside its schema's
+// (46 bytes: within PostgreSQL's 63).
+func ownChannel(schema string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return channel(schema) + "_" + hex.EncodeToString(b[:])
 }
 
 // nameKey is the address of name's wake-ups: the hex MD5 of the name, as

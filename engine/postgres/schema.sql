@@ -54,9 +54,11 @@ CREATE TABLE IF NOT EXISTS {{S}}.waiters (
   since      timestamptz NOT NULL,   -- entered the queue
   fair       boolean NOT NULL,
   no_reserve boolean NOT NULL,
+  chan       text,                   -- the waiter's engine's own channel (NULL: the schema's)
   PRIMARY KEY (name, waiter)
 );
 CREATE INDEX IF NOT EXISTS waiters_order ON {{S}}.waiters (name, ticket);
+ALTER TABLE {{S}}.waiters ADD COLUMN IF NOT EXISTS chan text; -- version 7
 
 -- The high-water marks of pgfence's HighestSeen mode: the resource's side.
 CREATE TABLE IF NOT EXISTS {{S}}.fence_marks (
@@ -117,6 +119,12 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN holds > 1 THEN greatest(cur, next)
 CREATE OR REPLACE FUNCTION {{S}}._notify(p_name text, msg text) RETURNS void
 LANGUAGE sql AS $$ SELECT pg_notify({{CHAN}}, md5(p_name) || ' ' || msg) $$;
 
+-- _notify_waiter wakes waiter w of name: on the channel its engine
+-- listens on alone (ch, when it gave one), so that no other engine's
+-- listener receives it; else on the schema's channel.
+CREATE OR REPLACE FUNCTION {{S}}._notify_waiter(p_name text, w text, ch text) RETURNS void
+LANGUAGE sql AS $$ SELECT pg_notify(coalesce(ch, {{CHAN}}), md5(p_name) || ' w:' || w) $$;
+
 -- _remove takes waiter w out of name's queue (and its reservation).
 CREATE OR REPLACE FUNCTION {{S}}._remove(p_name text, w text) RETURNS void
 LANGUAGE plpgsql AS $$
@@ -146,20 +154,29 @@ BEGIN
 END $$;
 
 -- _head returns the first waiter of name's queue (NULL when none).
+-- The helpers the functions call on every grant, release or queue entry
+-- (_head, _enqueue, _lock) are plpgsql since version 7: a plpgsql body's
+-- plans are kept by the session, where a SQL function that cannot be
+-- inlined is parsed and planned again in every transaction that calls it.
 CREATE OR REPLACE FUNCTION {{S}}._head(p_name text) RETURNS text
-LANGUAGE sql STABLE AS $$
-  SELECT waiter FROM {{S}}.waiters WHERE name = p_name ORDER BY ticket LIMIT 1
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (SELECT waiter FROM {{S}}.waiters WHERE name = p_name ORDER BY ticket LIMIT 1);
+END $$;
 
 -- _enqueue puts waiter w at the back of name's queue (or leaves it where
--- it is) with a heartbeat deadline ttl µs from now.
-CREATE OR REPLACE FUNCTION {{S}}._enqueue(p_name text, w text, ttl_us bigint, p_fair boolean, p_no_reserve boolean, now_ timestamptz) RETURNS void
-LANGUAGE sql AS $$
-  INSERT INTO {{S}}.waiters AS q (name, waiter, ticket, deadline, since, fair, no_reserve)
-  VALUES (p_name, w, nextval({{TICKETS}}), now_ + ttl_us * interval '1 microsecond', now_, p_fair, p_no_reserve)
+-- it is) with a heartbeat deadline ttl µs from now; ch is the channel its
+-- wake-ups go to (NULL: the schema's).
+DROP FUNCTION IF EXISTS {{S}}._enqueue(text, text, bigint, boolean, boolean, timestamptz); -- version 6's
+CREATE OR REPLACE FUNCTION {{S}}._enqueue(p_name text, w text, ttl_us bigint, p_fair boolean, p_no_reserve boolean, now_ timestamptz, ch text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO {{S}}.waiters AS q (name, waiter, ticket, deadline, since, fair, no_reserve, chan)
+  VALUES (p_name, w, nextval({{TICKETS}}), now_ + ttl_us * interval '1 microsecond', now_, p_fair, p_no_reserve, ch)
   ON CONFLICT (name, waiter) DO UPDATE
-    SET deadline = EXCLUDED.deadline, fair = q.fair OR EXCLUDED.fair, no_reserve = q.no_reserve OR EXCLUDED.no_reserve
-$$;
+    SET deadline = EXCLUDED.deadline, fair = q.fair OR EXCLUDED.fair, no_reserve = q.no_reserve OR EXCLUDED.no_reserve,
+        chan = EXCLUDED.chan;
+END $$;
 
 -- _wake runs when name's lock is free: it reserves the lock for the head
 -- when the head is fair or has waited the starvation bound (unless it is
@@ -185,13 +202,20 @@ BEGIN
      WHERE name = p_name;
   END IF;
   IF due OR wake THEN
-    PERFORM {{S}}._notify(p_name, 'w:' || h.waiter);
+    PERFORM {{S}}._notify_waiter(p_name, h.waiter, h.chan);
   END IF;
 END $$;
 
--- _lock returns name's row locked FOR UPDATE, or NULL when it has none.
+-- _lock returns name's row locked FOR UPDATE, or a row of NULLs (name
+-- NULL) when it has none.
 CREATE OR REPLACE FUNCTION {{S}}._lock(p_name text) RETURNS {{S}}.locks
-LANGUAGE sql AS $$ SELECT * FROM {{S}}.locks WHERE name = p_name FOR UPDATE $$;
+LANGUAGE plpgsql AS $$
+DECLARE
+  l {{S}}.locks;
+BEGIN
+  SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR UPDATE;
+  RETURN l;
+END $$;
 
 -- _free frees name's locked row l at now_: wakes the head of its queue
 -- (reserving when due) when it was marked or anyone queues, or everyone
@@ -223,11 +247,13 @@ BEGIN
 END $$;
 
 -- acquire grants name to p_owner (see engine.Engine.Acquire and
--- engine.Queuer): one call, one round trip.
+-- engine.Queuer): one call, one round trip. p_chan is the channel the
+-- caller's engine listens on alone: a waiter's wake-ups go there (NULL:
+-- on the schema's channel, as version 6's acquire without it, below).
 CREATE OR REPLACE FUNCTION {{S}}.acquire(
   p_name text, p_owner text, p_ttl_us bigint, p_metadata text, p_attempt text,
   p_waiting boolean, p_waiter text, p_waiter_ttl_us bigint, p_fair boolean,
-  p_behind boolean, p_no_reserve boolean, p_announce boolean,
+  p_behind boolean, p_no_reserve boolean, p_announce boolean, p_chan text,
   OUT o_acquired boolean, OUT o_token bigint, OUT o_holds integer, OUT o_holder text,
   OUT o_holder_ttl_us bigint, OUT o_queued boolean, OUT o_head boolean, OUT o_reserved boolean)
 LANGUAGE plpgsql AS $$
@@ -285,7 +311,7 @@ BEGIN
     o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
     IF p_waiter <> '' THEN
       PERFORM {{S}}._settle(p_name, now_);
-      PERFORM {{S}}._enqueue(p_name, p_waiter, p_waiter_ttl_us, p_fair, p_no_reserve, now_);
+      PERFORM {{S}}._enqueue(p_name, p_waiter, p_waiter_ttl_us, p_fair, p_no_reserve, now_, p_chan);
       o_queued := true;
       o_head := {{S}}._head(p_name) = p_waiter;
     END IF;
@@ -313,7 +339,7 @@ BEGIN
           o_holder_ttl_us := greatest({{S}}._us(ru - now_), 1000);
         END IF;
         IF p_waiter <> '' THEN
-          PERFORM {{S}}._enqueue(p_name, p_waiter, p_waiter_ttl_us, p_fair, p_no_reserve, now_);
+          PERFORM {{S}}._enqueue(p_name, p_waiter, p_waiter_ttl_us, p_fair, p_no_reserve, now_, p_chan);
           o_queued := true;
           o_head := {{S}}._head(p_name) = p_waiter;
         END IF;
@@ -349,6 +375,19 @@ BEGIN
   END IF;
   o_acquired := true;
 END $$;
+
+-- acquire without p_chan: version 6's signature, for processes of that
+-- version (their waiters are woken on the schema's channel).
+CREATE OR REPLACE FUNCTION {{S}}.acquire(
+  p_name text, p_owner text, p_ttl_us bigint, p_metadata text, p_attempt text,
+  p_waiting boolean, p_waiter text, p_waiter_ttl_us bigint, p_fair boolean,
+  p_behind boolean, p_no_reserve boolean, p_announce boolean,
+  OUT o_acquired boolean, OUT o_token bigint, OUT o_holds integer, OUT o_holder text,
+  OUT o_holder_ttl_us bigint, OUT o_queued boolean, OUT o_head boolean, OUT o_reserved boolean)
+LANGUAGE sql AS $$
+  SELECT * FROM {{S}}.acquire(p_name, p_owner, p_ttl_us, p_metadata, p_attempt, p_waiting, p_waiter,
+    p_waiter_ttl_us, p_fair, p_behind, p_no_reserve, p_announce, NULL::text)
+$$;
 
 -- extend renews leases and waiters' heartbeats (p_waiter[i]), all in one
 -- call. Statuses: 1 extended, 2 missing, 3 held by another owner (or
@@ -1335,7 +1374,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 6 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 7 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1344,5 +1383,8 @@ INSERT INTO {{S}}.version (version) SELECT 6 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- frees taken over, of either kind (taken), and frees one holder by owner;
 -- 5: sets of mutexes granted and released in one call (acquire_multi,
 -- release_multi); 6: countdown latches (latches, latch_set,
--- latch_count_down).
-UPDATE {{S}}.version SET version = 6 WHERE version < 6;
+-- latch_count_down); 7: a waiter's wake-up on its engine's own channel
+-- (waiters.chan, acquire's p_chan), so no other engine's listener
+-- receives it, and _lock, _head and _enqueue in plpgsql (plans kept by
+-- the session).
+UPDATE {{S}}.version SET version = 7 WHERE version < 7;

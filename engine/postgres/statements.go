@@ -10,9 +10,11 @@ import (
 // statements are the engine's SQL, for its schema. Each is one function
 // call: one round trip.
 type statements struct {
-	acquire, extend, release, forceRelease, leave string
-	raiseFence, setMetadata, inspect, sweep       string
-	list, leaks                                   string
+	// acquire passes the engine's own channel (version 7); acquireV6
+	// does not, for a schema of an earlier version.
+	acquire, acquireV6, extend, release, forceRelease, leave string
+	raiseFence, setMetadata, inspect, sweep                  string
+	list, leaks                                              string
 	// The administration of shared locks (shared_admin.go).
 	listShared, forceReleaseShared string
 
@@ -28,7 +30,8 @@ type statements struct {
 func newStatements(schema string) statements {
 	s := quoteIdent(schema)
 	return statements{
-		acquire:      "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+		acquire:      "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+		acquireV6:    "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 		extend:       "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
 		release:      "SELECT * FROM " + s + ".release($1, $2, $3)",
 		forceRelease: "SELECT " + s + ".force_release($1, $2)",
