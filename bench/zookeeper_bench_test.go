@@ -32,6 +32,9 @@ import (
 // Run them on a quiet machine only:
 //
 //	go test -run '^$' -bench 'Z[13]' -benchtime 2000x ./bench/
+//
+// Z1Paired times the two Z1 locks in alternation within each iteration:
+// its ratio is the one to read on a machine shared with other work.
 
 // zkLocker is one client of a benchmark: acquire and release one name.
 type zkLocker interface {
@@ -166,6 +169,41 @@ func BenchmarkZ1(b *testing.B) {
 		b.ReportMetric(msAt(took, 0.50), "p50-ms")
 		reportRequests(b, ls, before, b.N)
 	})
+}
+
+// BenchmarkZ1Paired is Z1 with distlock and zk.Lock timed in alternation
+// within each iteration (the order swapped every other one), so that a
+// loaded machine's swings fall on both alike: p50 of each, and their
+// ratio (distlock ÷ zk.Lock).
+func BenchmarkZ1Paired(b *testing.B) {
+	for _, members := range []int{1, 3} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			ens := zktest.Start(b, members)
+			zkWarmUp(b, ens.Servers())
+			ctx := context.Background()
+			name := fmt.Sprintf("z1p-%d", time.Now().UnixNano())
+			ls := [2]zkLocker{zkClients(b, ens.Servers(), "distlock", name, 1)[0], zkClients(b, ens.Servers(), "zk.Lock", name, 1)[0]}
+			took := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range 2 {
+					k := (i + j) % 2
+					start := time.Now()
+					if err := ls[k].lock(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := ls[k].unlock(ctx); err != nil {
+						b.Fatal(err)
+					}
+					took[k] = append(took[k], time.Since(start))
+				}
+			}
+			d, z := msAt(took[0], 0.50), msAt(took[1], 0.50)
+			b.ReportMetric(d, "distlock-p50-ms")
+			b.ReportMetric(z, "zk.Lock-p50-ms")
+			b.ReportMetric(d/z, "ratio")
+		})
+	}
 }
 
 // BenchmarkZ3 measures 16 clients on one name, each holding 1 ms, for b.N

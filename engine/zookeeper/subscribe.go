@@ -264,8 +264,12 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		// A silent re-arm that finds the name's lock free wakes too: the
 		// release may have come between the old watch and the new one
 		// (a watch fires once, and the old one's event has no reader).
+		// A waiter that still watches a place before its own is not
+		// woken at all: only the head has an attempt to make (a release
+		// wakes it, and its heartbeats sweep a dead head's place, which
+		// makes the next one the head).
 		freed := what == rearm && !ws.gone && !ws.held
-		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) {
+		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) && !ws.gone {
 			s.sig.Wake()
 		}
 	}
