@@ -26,14 +26,14 @@ import (
 //     decided on one reading only one takes effect. The token is the
 //     holder child's czxid, the grant transaction's zxid.
 //
-// A grant, a deletion and a re-entry judged at the reading's clock
-// estimate are right at the ensemble's clock too (what looks expired at an
-// earlier time has expired). A refusal is judged again at the ensemble's
-// clock, read by a write (the waiter's place rewritten, which also proves
-// its session, or the root's data): the reading's estimate may lag
-// without bound (a dead holder writes nothing). A refusal of a call that
-// does not wait, and a kind refusal, are final: they are decided on a
-// line read after a sync.
+// A grant or a deletion judged at the reading's clock estimate is right at
+// the ensemble's clock too (what looks expired at an earlier time has
+// expired). A re-entry (its expiry is reckoned from now) and a refusal are
+// judged again at the ensemble's clock, read by a write (the waiter's
+// place rewritten, which also proves its session, or the root's data):
+// the reading's estimate may lag without bound (a dead holder writes
+// nothing). A refusal of a call that does not wait, and a kind refusal,
+// are final: they are decided on a line read after a sync.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
@@ -376,6 +376,12 @@ func (a *attempt) reenter(ctx context.Context, c child, now int64) (engine.Grant
 	if r.Attempt != "" && c.d.Attempt == r.Attempt {
 		e.setHolding(key{r.Name, r.Owner}, c)
 		return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: c.d.Count}, true, nil
+	}
+	if err := a.needClock(); err != nil {
+		// The new expiry is judged against now: an estimate behind the
+		// ensemble's clock could keep an expiry nearer than the re-entry's
+		// ttl from now, which the Client counts on.
+		return engine.Grant{}, false, err
 	}
 	d := c.d
 	d.Count++
