@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	zkengine "github.com/distlock/distlock/engine/zookeeper"
 )
 
 // TestPartialReleaseKeepsExpiry: a release that drops one of two holds
@@ -15,15 +16,8 @@ import (
 // from then (the checker once saw the holder live past its deadline).
 func TestPartialReleaseKeepsExpiry(t *testing.T) {
 	t.Parallel()
-	ens := shared(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	e := dial(t, ens.Servers())
+	ctx, e, req := firstHold(t, "partial-release", 10*time.Second)
 	const name, owner = "partial-release", "owner"
-	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: 10 * time.Second}
-	if g, err := e.Acquire(ctx, req); err != nil || !g.Acquired {
-		t.Fatalf("first hold: %+v, %v", g, err)
-	}
 	// The second hold's ttl reaches further: its expiry is a ttl from the
 	// write (the node's mtime).
 	req.TTL = 20 * time.Second
@@ -56,16 +50,9 @@ func TestPartialReleaseKeepsExpiry(t *testing.T) {
 // hold's time): the engine must not keep the first hold's nearer expiry.
 func TestReentryExpiryFromNow(t *testing.T) {
 	t.Parallel()
-	ens := shared(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	e := dial(t, ens.Servers())
-	const name, owner = "reentry-from-now", "owner"
 	first, again := 3*time.Second, 2500*time.Millisecond
-	req := engine.AcquireRequest{Name: name, Owner: owner, TTL: first}
-	if g, err := e.Acquire(ctx, req); err != nil || !g.Acquired {
-		t.Fatalf("first hold: %+v, %v", g, err)
-	}
+	ctx, e, req := firstHold(t, "reentry-from-now", first)
+	const name = "reentry-from-now"
 	// Wait until the ensemble's clock is 1 s past the first hold.
 	waitTTL(ctx, t, func() time.Duration {
 		info, err := e.Inspect(ctx, name)
@@ -100,4 +87,18 @@ func waitTTL(ctx context.Context, t *testing.T, ttl func() time.Duration, want t
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// firstHold grants name to "owner" for ttl on an engine of its own (one
+// member), and returns the test's context, the engine and the request.
+func firstHold(t *testing.T, name string, ttl time.Duration) (context.Context, *zkengine.Engine, engine.AcquireRequest) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	e := dial(t, shared(t, 1).Servers())
+	req := engine.AcquireRequest{Name: name, Owner: "owner", TTL: ttl}
+	if g, err := e.Acquire(ctx, req); err != nil || !g.Acquired {
+		t.Fatalf("first hold: %+v, %v", g, err)
+	}
+	return ctx, e, req
 }
