@@ -23,9 +23,18 @@ import (
 //	Z3: 16 clients (a session each) on one name, each holding 1 ms
 //	    (acquisitions per second, p99 wait).
 //
+// distlock's rows also report the ZooKeeper requests per operation
+// (reads/op, writes/op: transactions). zk.Lock's are its recipe's: an
+// uncontended lock+unlock is a create, a listing and a deletion (2
+// writes, 1 read); a contended acquisition adds a watch and a listing per
+// wake-up.
+//
 // Run them on a quiet machine only:
 //
 //	go test -run '^$' -bench 'Z[13]' -benchtime 2000x ./bench/
+//
+// Z1Paired times the two Z1 locks in alternation within each iteration:
+// its ratio is the one to read on a machine shared with other work.
 
 // zkLocker is one client of a benchmark: acquire and release one name.
 type zkLocker interface {
@@ -35,6 +44,7 @@ type zkLocker interface {
 
 // zkDistlock is a distlock Client on the ZooKeeper engine.
 type zkDistlock struct {
+	e    *zkengine.Engine
 	c    *distlock.Client
 	name string
 	l    *distlock.Lease
@@ -66,7 +76,7 @@ func zkClients(b *testing.B, servers []string, kind, name string, n int) []zkLoc
 			}
 			c := distlock.New(e)
 			b.Cleanup(func() { _ = c.Close(); _ = e.Close() })
-			out[i] = &zkDistlock{c: c, name: name}
+			out[i] = &zkDistlock{e: e, c: c, name: name}
 		default:
 			conn, _, err := zk.Connect(servers, 40*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
 			if err != nil {
@@ -83,11 +93,53 @@ type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
 
+// zkRequests returns the ZooKeeper requests the distlock lockers of ls
+// sent so far (none for zk.Lock's).
+func zkRequests(ls []zkLocker) (sum zkengine.Requests) {
+	for _, l := range ls {
+		if d, ok := l.(*zkDistlock); ok {
+			r := d.e.Requests()
+			sum.Reads, sum.Writes, sum.Syncs = sum.Reads+r.Reads, sum.Writes+r.Writes, sum.Syncs+r.Syncs
+		}
+	}
+	return sum
+}
+
+// reportRequests reports the requests sent since before per operation
+// (n operations), for distlock's lockers.
+func reportRequests(b *testing.B, ls []zkLocker, before zkengine.Requests, n int) {
+	if _, ok := ls[0].(*zkDistlock); !ok || n == 0 {
+		return
+	}
+	d := zkRequests(ls).Sub(before)
+	b.ReportMetric(float64(d.Reads)/float64(n), "reads/op")
+	b.ReportMetric(float64(d.Writes)/float64(n), "writes/op")
+}
+
+// zkWarmUp runs 200 uncontended acquire+release of each kind, untimed:
+// the ensemble's JVM compiles its hot paths during the first thousands of
+// requests, and without this the kind measured first pays for it.
+func zkWarmUp(b *testing.B, servers []string) {
+	ctx := context.Background()
+	for _, kind := range []string{"distlock", "zk.Lock"} {
+		l := zkClients(b, servers, kind, "warm-up", 1)[0]
+		for range 200 {
+			if err := l.lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // zkEnsembles runs fn under a sub-benchmark per ensemble size and kind.
 func zkEnsembles(b *testing.B, fn func(b *testing.B, servers []string, kind string)) {
 	for _, members := range []int{1, 3} {
 		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
 			ens := zktest.Start(b, members)
+			zkWarmUp(b, ens.Servers())
 			for _, kind := range []string{"distlock", "zk.Lock"} {
 				b.Run(kind, func(b *testing.B) { fn(b, ens.Servers(), kind) })
 			}
@@ -99,8 +151,10 @@ func zkEnsembles(b *testing.B, fn func(b *testing.B, servers []string, kind stri
 func BenchmarkZ1(b *testing.B) {
 	zkEnsembles(b, func(b *testing.B, servers []string, kind string) {
 		ctx := context.Background()
-		l := zkClients(b, servers, kind, fmt.Sprintf("z1-%d", time.Now().UnixNano()), 1)[0]
+		ls := zkClients(b, servers, kind, fmt.Sprintf("z1-%d", time.Now().UnixNano()), 1)
+		l := ls[0]
 		took := make([]time.Duration, 0, b.N)
+		before := zkRequests(ls)
 		b.ResetTimer()
 		for range b.N {
 			start := time.Now()
@@ -113,7 +167,43 @@ func BenchmarkZ1(b *testing.B) {
 			took = append(took, time.Since(start))
 		}
 		b.ReportMetric(msAt(took, 0.50), "p50-ms")
+		reportRequests(b, ls, before, b.N)
 	})
+}
+
+// BenchmarkZ1Paired is Z1 with distlock and zk.Lock timed in alternation
+// within each iteration (the order swapped every other one), so that a
+// loaded machine's swings fall on both alike: p50 of each, and their
+// ratio (distlock ÷ zk.Lock).
+func BenchmarkZ1Paired(b *testing.B) {
+	for _, members := range []int{1, 3} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			ens := zktest.Start(b, members)
+			zkWarmUp(b, ens.Servers())
+			ctx := context.Background()
+			name := fmt.Sprintf("z1p-%d", time.Now().UnixNano())
+			ls := [2]zkLocker{zkClients(b, ens.Servers(), "distlock", name, 1)[0], zkClients(b, ens.Servers(), "zk.Lock", name, 1)[0]}
+			took := [2][]time.Duration{make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)}
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range 2 {
+					k := (i + j) % 2
+					start := time.Now()
+					if err := ls[k].lock(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := ls[k].unlock(ctx); err != nil {
+						b.Fatal(err)
+					}
+					took[k] = append(took[k], time.Since(start))
+				}
+			}
+			d, z := msAt(took[0], 0.50), msAt(took[1], 0.50)
+			b.ReportMetric(d, "distlock-p50-ms")
+			b.ReportMetric(z, "zk.Lock-p50-ms")
+			b.ReportMetric(d/z, "ratio")
+		})
+	}
 }
 
 // BenchmarkZ3 measures 16 clients on one name, each holding 1 ms, for b.N
@@ -130,6 +220,7 @@ func BenchmarkZ3(b *testing.B) {
 			wg    sync.WaitGroup
 			first error
 		)
+		before := zkRequests(ls)
 		b.ResetTimer()
 		start := time.Now()
 		for _, l := range ls {
@@ -167,6 +258,7 @@ func BenchmarkZ3(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(waits))/time.Since(start).Seconds(), "acq/s")
 		b.ReportMetric(msAt(waits, 0.99), "p99-wait-ms")
+		reportRequests(b, ls, before, len(waits))
 	})
 }
 

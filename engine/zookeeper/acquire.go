@@ -10,9 +10,9 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine. A call reads the name's line (its
-// waiter's place refreshed first, which proves the session and moves the
-// clock estimate to now), deletes children that have expired, and then:
+// Acquire implements engine.Engine. A call reads the name's line, judges
+// it at the clock estimate the reading gives (no later than the ensemble's
+// clock), deletes children that have expired, and then:
 //
 //   - the owner's own child holds: re-entry (or the copy of the grant with
 //     the same Attempt);
@@ -25,6 +25,15 @@ import (
 //     written at the version read with the line, so that of two grants
 //     decided on one reading only one takes effect. The token is the
 //     holder child's czxid, the grant transaction's zxid.
+//
+// A grant or a deletion judged at the reading's clock estimate is right at
+// the ensemble's clock too (what looks expired at an earlier time has
+// expired). A re-entry (its expiry is reckoned from now) and a refusal are
+// judged again at the ensemble's clock, read by a write (the waiter's
+// place rewritten, which also proves its session, or the root's data):
+// the reading's estimate may lag without bound (a dead holder writes
+// nothing). A refusal of a call that does not wait, and a kind refusal,
+// are final: they are decided on a line read after a sync.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
@@ -44,11 +53,12 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 
 // attempt is one Acquire call's state across its rounds.
 type attempt struct {
-	e     *Engine
-	r     engine.AcquireRequest
-	k     key
-	place waitNode // the waiter's place in line (path "": none)
-	fresh bool     // a write of this round gave the clock
+	e       *Engine
+	r       engine.AcquireRequest
+	k       key
+	place   waitNode // the waiter's place in line (path "": none)
+	clocked bool     // this round's decision is at the ensemble's clock (needClock)
+	enter   bool     // the clock is to come with the waiter's new place (refuse)
 	// A shared lock's request (kind 0: a mutex's): the kind and weight its
 	// place in line and its holder's child carry.
 	kind   engine.SharedKind
@@ -59,21 +69,53 @@ type attempt struct {
 // round runs one read-decide-write round; done is false when another
 // client's change got in the way and the round must be run again.
 func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
-	e, r := a.e, a.r
-	if err := a.refresh(ctx); err != nil {
+	if g, done, err := a.handOff(ctx); err != nil || done {
+		return g, done, err
+	}
+	l, err := a.readLine(ctx)
+	if err != nil || l.path == "" {
 		return engine.Grant{}, false, err
 	}
-	l, now, err := a.readNow(ctx)
-	if err != nil {
-		return engine.Grant{}, false, err
-	}
-	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
-		a.forget() // deleted meanwhile: expired, or dropped after a reservation lapsed
+	return a.decided(ctx, &l, a.decide)
+}
+
+// handOff grants the mutex to the head of the line without reading the
+// line first, when the waiter's watch saw its place head the line and the
+// name node's last event a release (the hand-off after a release costs
+// the grant's transaction alone). The grant is the usual one, written at
+// the version the watch read, with the absence of a kind record checked
+// in the same transaction (a node created and deleted: the transaction
+// fails if it exists). At that version no holder can be live: every grant
+// writes the name node, so the release was written after the last grant,
+// and only a shared lock (never without its kind record) has more than
+// one holder to release. No place comes before the head's, and places
+// come in arrival order. When the version or the kind record says
+// otherwise, the transaction changes nothing and the line is read as
+// usual.
+func (a *attempt) handOff(ctx context.Context) (engine.Grant, bool, error) {
+	if a.r.Waiter == "" || a.kind != 0 {
 		return engine.Grant{}, false, nil
 	}
+	if a.place.path == "" {
+		a.place, _ = a.e.waiter(a.k)
+	}
+	h, ok := a.e.takeHead(a.k)
+	if !ok || a.place.path == "" || h.place != a.place.path {
+		return engine.Grant{}, false, nil
+	}
+	e := a.e
+	kp := e.kindPath(a.r.Name)
+	l := line{path: e.namePath(a.r.Name), parent: &zk.Stat{Version: h.version}}
+	return a.grantWith(ctx, &l, evGranted,
+		&zk.CreateRequest{Path: kp, Acl: zk.WorldACL(zk.PermAll)}, &zk.DeleteRequest{Path: kp, Version: -1})
+}
+
+// decide is round's decision on the line l at the clock estimate now.
+func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant, bool, error) {
+	e, r := a.e, a.r
 	line, expired := l.waiters(now)
 	if len(expired) > 0 {
-		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
+		return engine.Grant{}, false, e.sweep(ctx, l, expired)
 	}
 	if hs, _ := l.shared(now); len(hs) > 0 {
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
@@ -95,76 +137,169 @@ func (a *attempt) round(ctx context.Context) (engine.Grant, bool, error) {
 			}
 			// The head did not take the lock reserved for it: it leaves
 			// the line, and the next head is tried.
-			return engine.Grant{}, false, e.drop(ctx, &l, head)
+			return engine.Grant{}, false, e.drop(ctx, l, head)
 		}
 		if head.d.Fair || r.Fair || r.Behind {
 			return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(head.expiry() - now)}, line)
 		}
 	}
-	return a.grant(ctx, &l)
+	return a.grant(ctx, l)
 }
 
-// refresh rewrites the waiter's place from an earlier attempt: it proves
-// the session (a place gone with an expired session ends the wait) and
-// gives the clock.
-func (a *attempt) refresh(ctx context.Context) error {
-	e := a.e
-	a.fresh = false
+// readLine reads the attempt's line ("" path: the round runs again). A
+// place in line found gone went with an expired session (the wait ends:
+// ErrSessionExpired) or was deleted (expired, or dropped after a
+// reservation lapsed: the round runs again without it).
+func (a *attempt) readLine(ctx context.Context) (line, error) {
+	a.clocked = false
 	if a.place.path == "" && a.r.Waiter != "" {
-		a.place, _ = e.waiter(a.k)
+		a.place, _ = a.e.waiter(a.k)
+	}
+	l, err := a.e.readLine(ctx, a.r.Name, a.place.path, false)
+	if err != nil {
+		return line{}, err
+	}
+	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
+		return line{}, a.placeGone()
+	}
+	return l, nil
+}
+
+// placeGone forgets the attempt's place, found gone: ErrSessionExpired
+// when it went with an earlier session.
+func (a *attempt) placeGone() error {
+	session := a.place.session
+	a.forget()
+	if session != a.e.conn.SessionID() {
+		return ErrSessionExpired
+	}
+	return nil
+}
+
+// errNeedClock asks decided for the ensemble's clock: the decision may
+// not be taken on the reading's estimate.
+var errNeedClock = errors.New("zookeeper: decision needs the ensemble's clock")
+
+// needClock returns errNeedClock unless the round's decision is at the
+// ensemble's clock already.
+func (a *attempt) needClock() error {
+	if a.clocked {
+		return nil
+	}
+	return errNeedClock
+}
+
+// decided runs decide on l at the reading's clock estimate, and again at
+// the ensemble's clock when it asks for it (errNeedClock).
+func (a *attempt) decided(ctx context.Context, l *line, decide func(context.Context, *line, int64) (engine.Grant, bool, error)) (engine.Grant, bool, error) {
+	now := l.now
+	for {
+		g, done, err := decide(ctx, l, now)
+		if !errors.Is(err, errNeedClock) {
+			return g, done, err
+		}
+		c, err := a.clockNow(ctx)
+		if err != nil || c == 0 {
+			return engine.Grant{}, false, err
+		}
+		now, a.clocked = max(now, c), true
+	}
+}
+
+// clockNow returns the ensemble's clock: the mtime of a rewrite of the
+// waiter's place (a heartbeat; it proves the session), or of the root's
+// data. 0: the place went meanwhile (the round runs again).
+func (a *attempt) clockNow(ctx context.Context) (int64, error) {
+	if a.enter {
+		// A refusal of a waiter without a place: the place is taken
+		// with the clock, in one transaction.
+		a.enter = false
+		if c, err := a.takePlace(ctx); err != nil || c > 0 {
+			return c, err
+		}
 	}
 	if a.place.path == "" {
-		return nil
+		return a.e.clock(ctx)
 	}
-	if _, err := e.set(ctx, a.place.path, a.place.d.encode(), -1); err != nil {
-		if !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		session := a.place.session
-		a.forget()
-		if session != e.conn.SessionID() {
-			return ErrSessionExpired
-		}
-		return nil
+	st, err := a.e.set(ctx, a.place.path, a.place.d.encode(), -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, a.placeGone()
 	}
-	a.fresh = true
-	return nil
+	if err != nil {
+		return 0, err
+	}
+	return st.Mtime, nil
 }
 
 // refuse answers g, with the waiter's place in line taken when it has none.
 // A call that does not wait is answered only from a line known to be
 // current: the first time, the round runs again after a sync (see
 // syncOnce), so that a follower behind the leader does not refuse a lock
-// released a moment before through another member.
+// released a moment before through another member. A waiting call's
+// refusal is not final and needs no sync: it waits on watches set on its
+// member, which fire when the member applies the release, and its place's
+// creation brings the member up to date. Its first attempt (no waiter id
+// yet) is answered from the reading alone: the wait tries again at once.
+// A waiter's place is created in the transaction that reads the clock.
 func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (engine.Grant, bool, error) {
-	e, r := a.e, a.r
+	r := a.r
+	if r.Waiter == "" && r.Waiting {
+		// The first attempt of a waiting call: not final, and the wait
+		// tries again at once (with its place in line, and the clock).
+		return g, true, nil
+	}
+	if r.Waiter == "" && !a.synced {
+		return engine.Grant{}, false, a.syncOnce(ctx)
+	}
+	if err := a.needClock(); err != nil {
+		a.enter = r.Waiter != "" && a.place.path == ""
+		return engine.Grant{}, false, err
+	}
 	if r.Waiter == "" {
-		if !a.synced {
-			return engine.Grant{}, false, a.syncOnce(ctx)
-		}
 		return g, true, nil
 	}
 	if a.place.path == "" {
-		d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve, Kind: a.kind, Weight: a.weight}
-		if r.WaiterTTL <= 0 {
-			d.TTL = ms(r.TTL)
-		}
-		parent := e.namePath(r.Name)
-		prefix := childPrefix(r.Owner, tag(r.Waiter))
-		session := e.conn.SessionID()
-		p, err := e.protectedCreate(ctx, parent, prefix, func() (placed, error) {
-			path, err := e.conn.Create(parent+"/"+prefix, d.encode(), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
-			return placed{path: path}, err
-		}, func(p placed) { _ = e.conn.Delete(p.path, -1) })
-		if err != nil {
+		if _, err := a.takePlace(ctx); err != nil {
 			return engine.Grant{}, false, err
 		}
-		a.place = waitNode{path: p.path, session: session, d: d}
-		e.setWaiter(a.k, a.place)
-		line = append(line, child{path: p.path})
 	}
-	g.Queued, g.Head = true, len(line) > 0 && line[0].path == a.place.path
+	if find(line, a.place.path) < 0 {
+		line = append(line, child{path: a.place.path})
+	}
+	g.Queued, g.Head = true, line[0].path == a.place.path
 	return g, true, nil
+}
+
+// takePlace creates the waiter's place in line (an ephemeral sequential
+// child: its arrival order) and returns the ensemble's clock: the
+// transaction also writes the root's data, whose mtime it answers (0 when
+// the answer was lost and the place found by its GUID).
+func (a *attempt) takePlace(ctx context.Context) (int64, error) {
+	e, r := a.e, a.r
+	d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve, Kind: a.kind, Weight: a.weight}
+	if r.WaiterTTL <= 0 {
+		d.TTL = ms(r.TTL)
+	}
+	parent := e.namePath(r.Name)
+	prefix := childPrefix(r.Owner, tag(r.Waiter))
+	session := e.conn.SessionID()
+	p, err := e.protectedCreate(ctx, parent, prefix, func() (placed, error) {
+		res, err := e.conn.Multi(&zk.CreateRequest{Path: parent + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence},
+			&zk.SetDataRequest{Path: e.root, Version: -1})
+		if err != nil {
+			return placed{}, err
+		}
+		return placed{path: res[0].String, parent: res[1].Stat}, nil
+	}, func(p placed) { _ = e.conn.Delete(p.path, -1) })
+	if err != nil {
+		return 0, err
+	}
+	a.place = waitNode{path: p.path, session: session, d: d}
+	e.setWaiter(a.k, a.place)
+	if p.parent == nil {
+		return 0, nil
+	}
+	return p.parent.Mtime, nil
 }
 
 // grant takes the free lock: one transaction creates the holder's child,
@@ -199,7 +334,7 @@ func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...an
 		}
 		return placed{path: res[0].String, parent: res[1].Stat}, nil
 	}, func(p placed) { e.undoGrant(p.path) })
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists) {
 		return engine.Grant{}, false, nil
 	}
 	if err != nil {
@@ -241,6 +376,12 @@ func (a *attempt) reenter(ctx context.Context, c child, now int64) (engine.Grant
 	if r.Attempt != "" && c.d.Attempt == r.Attempt {
 		e.setHolding(key{r.Name, r.Owner}, c)
 		return engine.Grant{Acquired: true, Token: uint64(c.st.Czxid), Count: c.d.Count}, true, nil
+	}
+	if err := a.needClock(); err != nil {
+		// The new expiry is judged against now: an estimate behind the
+		// ensemble's clock could keep an expiry nearer than the re-entry's
+		// ttl from now, which the Client counts on.
+		return engine.Grant{}, false, err
 	}
 	d := c.d
 	d.Count++

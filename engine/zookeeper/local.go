@@ -43,6 +43,7 @@ func (e *Engine) placeSignal(k key) <-chan struct{} {
 func (e *Engine) dropWaiter(k key) {
 	e.mu.Lock()
 	delete(e.waiting, k)
+	delete(e.heads, k)
 	if ch, ok := e.placed[k]; ok {
 		close(ch)
 		delete(e.placed, k)
@@ -69,4 +70,33 @@ func (e *Engine) dropHolding(k key) {
 	e.mu.Lock()
 	delete(e.held, k)
 	e.mu.Unlock()
+}
+
+// headHint is what a waiter's watch saw as the head of the line: its
+// place, and the name node's version when that version's event was a
+// release (see handOff).
+type headHint struct {
+	place   string
+	version int32
+}
+
+// setHead records what the waiter k's watch saw as the head of the line
+// with its place at own (a hint only a release's event makes).
+func (e *Engine) setHead(k key, own string, seen nameSeen) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !seen.released {
+		delete(e.heads, k)
+		return
+	}
+	e.heads[k] = headHint{place: own, version: seen.version}
+}
+
+// takeHead returns and forgets the waiter k's head hint.
+func (e *Engine) takeHead(k key) (headHint, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.heads[k]
+	delete(e.heads, k)
+	return h, ok
 }

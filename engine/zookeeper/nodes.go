@@ -156,7 +156,8 @@ type line struct {
 // sent together. Children deleted meanwhile are left out; a name node
 // changed meanwhile is read again. A place in line not read counts as
 // live: only the head's expiry matters to a decision (an expired head is
-// deleted, and the next one read in the next round).
+// deleted, and the next one read in the next round). A name without
+// contenders is one listing.
 func (e *Engine) read(ctx context.Context, name string) (line, error) {
 	return e.readLine(ctx, name, "", false)
 }
@@ -191,6 +192,11 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 		}
 	}
 	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	if len(l.kids) == 0 && !all {
+		// No holder, no line: the listing's stat is all a decision needs
+		// (the event only matters to a head of the line).
+		return l, false, nil
+	}
 	errs := make([]error, len(l.kids)+1)
 	var wg sync.WaitGroup
 	headRead := false
@@ -336,6 +342,12 @@ func (e *Engine) clock(ctx context.Context) (int64, error) {
 // ensure creates the node at path (a container when container is true),
 // and its parents (plain nodes), unless it exists.
 func (e *Engine) ensure(ctx context.Context, path string, container bool) error {
+	_, err := e.ensureMade(ctx, path, container)
+	return err
+}
+
+// ensureMade is ensure, reporting whether it made the node.
+func (e *Engine) ensureMade(ctx context.Context, path string, container bool) (bool, error) {
 	flags := int32(0)
 	if container {
 		flags = zk.FlagContainer
@@ -349,15 +361,15 @@ func (e *Engine) ensure(ctx context.Context, path string, container bool) error 
 	if errors.Is(err, zk.ErrNoNode) {
 		if i := strings.LastIndexByte(path, '/'); i > 0 {
 			if err := e.ensure(ctx, path[:i], false); err != nil {
-				return err
+				return false, err
 			}
-			return e.ensure(ctx, path, container)
+			return e.ensureMade(ctx, path, container)
 		}
 	}
 	if errors.Is(err, zk.ErrNodeExists) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // placed is what a protected create made: the child's path and, for a
@@ -383,8 +395,12 @@ func (e *Engine) protectedCreate(ctx context.Context, parent, prefix string, run
 		case err == nil:
 			return p, nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := e.ensure(ctx, parent, true); err != nil {
-				return placed{}, err
+			made, merr := e.ensureMade(ctx, parent, true)
+			if merr != nil {
+				return placed{}, merr
+			}
+			if !made {
+				return placed{}, err // another node of the request is missing
 			}
 			continue
 		case errors.Is(err, zk.ErrSessionExpired):

@@ -109,6 +109,9 @@ func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, r *rel
 		} else {
 			d := c.d
 			d.Count--
+			// The write moves the child's mtime: the expiry is written
+			// out, so that dropping a hold does not extend the lease.
+			d.Base = c.expiry() - d.TTL
 			if id != "" {
 				d.Releases = append(d.Releases, id)
 				d.Releases = d.Releases[max(0, len(d.Releases)-maxReleases):]

@@ -53,14 +53,19 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 // sharedRound runs one read-decide-write round of AcquireShared; done is
 // false when another client's change got in the way.
 func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engine.Grant, bool, error) {
+	l, err := a.readLine(ctx)
+	if err != nil || l.path == "" {
+		return engine.Grant{}, false, err
+	}
+	return a.decided(ctx, &l, func(ctx context.Context, l *line, now int64) (engine.Grant, bool, error) {
+		return a.decideShared(ctx, r, l, now)
+	})
+}
+
+// decideShared is sharedRound's decision on the line l at the clock
+// estimate now.
+func (a *attempt) decideShared(ctx context.Context, r engine.SharedRequest, l *line, now int64) (engine.Grant, bool, error) {
 	e := a.e
-	if err := a.refresh(ctx); err != nil {
-		return engine.Grant{}, false, err
-	}
-	l, now, err := a.readNow(ctx)
-	if err != nil {
-		return engine.Grant{}, false, err
-	}
 	if _, ok := l.holder(now); ok {
 		// Refused before the kind is stored: a refusal changes nothing.
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
@@ -72,13 +77,9 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 	if err := engine.CheckShared(r, rec.Kind, rec.Limit); err != nil {
 		return engine.Grant{}, false, err
 	}
-	if a.place.path != "" && find(l.kids, a.place.path) < 0 {
-		a.forget()
-		return engine.Grant{}, false, nil
-	}
 	line, expired := l.waiters(now)
 	if len(expired) > 0 {
-		return engine.Grant{}, false, e.sweep(ctx, &l, expired)
+		return engine.Grant{}, false, e.sweep(ctx, l, expired)
 	}
 	holders, used := l.shared(now)
 	for _, h := range holders {
@@ -99,7 +100,7 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 	fits := r.Weight <= rec.Limit-used
 	ahead := len(line) > 0 && line[0].path != a.place.path
 	if fits && !ahead {
-		return a.grantWith(ctx, &l, evShared, &zk.CheckVersionRequest{Path: rec.path, Version: rec.version})
+		return a.grantWith(ctx, l, evShared, &zk.CheckVersionRequest{Path: rec.path, Version: rec.version})
 	}
 	g := engine.Grant{Reserved: true, HolderTTL: soonest(holders, now)}
 	if len(holders) > 0 && !fits {
@@ -111,10 +112,13 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 // kindRefused returns err, the refusal of another kind's live holder,
 // once the line it was read from is known to be current (syncOnce first).
 func (a *attempt) kindRefused(ctx context.Context, err error) error {
-	if a.synced {
-		return err
+	if !a.synced {
+		return a.syncOnce(ctx)
 	}
-	return a.syncOnce(ctx)
+	if cerr := a.needClock(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // syncOnce makes the member the session reads from catch up with the
@@ -125,24 +129,6 @@ func (a *attempt) kindRefused(ctx context.Context, err error) error {
 func (a *attempt) syncOnce(ctx context.Context) error {
 	a.synced = true
 	return ignoreNoNode(a.e.sync(ctx, a.e.namePath(a.r.Name)))
-}
-
-// readNow reads the line of the attempt's name and the ensemble's clock
-// (a write of this round gave it, or a write of the root's data).
-func (a *attempt) readNow(ctx context.Context) (line, int64, error) {
-	l, err := a.e.readLine(ctx, a.r.Name, a.place.path, false)
-	if err != nil {
-		return l, 0, err
-	}
-	now := l.now
-	if !a.fresh && len(l.kids) > 0 {
-		c, err := a.e.clock(ctx)
-		if err != nil {
-			return l, 0, err
-		}
-		now = max(now, c)
-	}
-	return l, now, nil
 }
 
 // soonest returns the shortest time left of holders at now (0: none).

@@ -60,14 +60,24 @@ type watches struct {
 // child, it watches the name as Subscribe does.
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
 	k := key{name, waiter}
+	head := "" // the place last seen heading the line
 	return e.subscribe(ctx, func(ctx context.Context) (watches, error) {
 		rearm := e.placeSignal(k)
 		w, ok := e.waiter(k)
-		if !ok {
-			chs, free, err := e.watchName(ctx, name)
-			return watches{zk: chs, rearm: rearm, target: e.namePath(name), held: !free}, err
+		if !ok || w.path == head {
+			// Before a place, or its place headed the line: no place
+			// can come before it since (places come in arrival order),
+			// so the name is watched without listing the line again.
+			chs, seen, err := e.watchName(ctx, name)
+			if ok && err == nil {
+				e.setHead(k, w.path, seen)
+			}
+			return watches{zk: chs, rearm: rearm, target: e.namePath(name), held: !seen.free}, err
 		}
-		chs, target, held, err := e.watchBefore(ctx, name, w.path)
+		chs, target, held, err := e.watchBefore(ctx, name, waiter, w.path)
+		if err == nil && target == e.namePath(name) {
+			head = w.path
+		}
 		return watches{zk: chs, rearm: rearm, gone: target != e.namePath(name), target: target, held: held}, err
 	})
 }
@@ -91,36 +101,47 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 }
 
 // watchName watches the name node's data (its creation when missing),
-// and reports whether the lock may be free (its last event is not a grant
-// or proclaimed metadata).
-func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, bool, error) {
+// and returns what it read.
+func (e *Engine) watchName(ctx context.Context, name string) ([]<-chan zk.Event, nameSeen, error) {
 	p := e.namePath(name)
 	type got struct {
 		b  []byte
+		st *zk.Stat
 		ch <-chan zk.Event
 	}
 	g, err := do(ctx, e, "watch", func() (got, error) {
-		b, _, ch, err := e.conn.GetW(p)
-		return got{b, ch}, err
+		b, st, ch, err := e.conn.GetW(p)
+		return got{b, st, ch}, err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		ch, err := do(ctx, e, "watch", func() (<-chan zk.Event, error) {
 			_, _, ch, err := e.conn.ExistsW(p)
 			return ch, err
 		})
-		return []<-chan zk.Event{ch}, true, err
+		return []<-chan zk.Event{ch}, nameSeen{free: true}, err
+	}
+	if err != nil {
+		return []<-chan zk.Event{g.ch}, nameSeen{free: true}, err
 	}
 	var ev event
 	_ = json.Unmarshal(g.b, &ev)
-	return []<-chan zk.Event{g.ch}, ev.Kind != evGranted && ev.Kind != evMetadata, err
+	return []<-chan zk.Event{g.ch}, nameSeen{free: ev.Kind != evGranted && ev.Kind != evMetadata, released: ev.Kind == evReleased, version: g.st.Version}, nil
+}
+
+// nameSeen is what a watch of the name node read: whether the lock may be
+// free (its last event is not a grant or proclaimed metadata), and whether
+// that event was a release (and the node's version with it).
+type nameSeen struct {
+	free, released bool
+	version        int32
 }
 
 // watchBefore watches the place in line just before own (no herd), or,
 // for the head of the line, the name node's data (a release, a grant); it
 // returns the path it watches, and for the head whether the lock is held.
-func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk.Event, string, bool, error) {
+func (e *Engine) watchBefore(ctx context.Context, name, waiter, own string) ([]<-chan zk.Event, string, bool, error) {
 	for {
-		chs, target, held, gone, err := e.watchBeforeOnce(ctx, name, own)
+		chs, target, held, gone, err := e.watchBeforeOnce(ctx, name, waiter, own)
 		if err != nil || !gone {
 			return chs, target, held, err
 		}
@@ -132,7 +153,7 @@ func (e *Engine) watchBefore(ctx context.Context, name, own string) ([]<-chan zk
 
 // watchBeforeOnce is one try of watchBefore; gone reports that the place
 // before it meant to watch had gone already.
-func (e *Engine) watchBeforeOnce(ctx context.Context, name, own string) (_ []<-chan zk.Event, _ string, _ bool, gone bool, _ error) {
+func (e *Engine) watchBeforeOnce(ctx context.Context, name, waiter, own string) (_ []<-chan zk.Event, _ string, _ bool, gone bool, _ error) {
 	p := e.namePath(name)
 	kids, err := e.children(ctx, p)
 	if err != nil {
@@ -147,8 +168,11 @@ func (e *Engine) watchBeforeOnce(ctx context.Context, name, own string) (_ []<-c
 	slices.SortFunc(line, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
 	i := find(line, own)
 	if i <= 0 {
-		chs, free, err := e.watchName(ctx, name)
-		return chs, p, !free, false, err
+		chs, seen, err := e.watchName(ctx, name)
+		if err == nil && i == 0 {
+			e.setHead(key{name, waiter}, own, seen)
+		}
+		return chs, p, !seen.free, false, err
 	}
 	before := line[i-1].path
 	exists := false
@@ -240,8 +264,12 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		// A silent re-arm that finds the name's lock free wakes too: the
 		// release may have come between the old watch and the new one
 		// (a watch fires once, and the old one's event has no reader).
+		// A waiter that still watches a place before its own is not
+		// woken at all: only the head has an attempt to make (a release
+		// wakes it, and its heartbeats sweep a dead head's place, which
+		// makes the next one the head).
 		freed := what == rearm && !ws.gone && !ws.held
-		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) {
+		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) && !ws.gone {
 			s.sig.Wake()
 		}
 	}

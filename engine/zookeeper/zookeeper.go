@@ -28,8 +28,8 @@ const maxConflicts = 64
 // Engine is a lock authority on a ZooKeeper ensemble. It is safe for
 // concurrent use. The zero value is not usable; call New or Dial.
 type Engine struct {
-	conn    *zk.Conn
-	own     bool // Close closes conn (Dial)
+	conn    zkConn // counted: Requests
+	own     bool   // Close closes conn (Dial)
 	root    string
 	session time.Duration
 
@@ -38,6 +38,7 @@ type Engine struct {
 	held    map[key]child         // (name, owner) -> the held child as this engine last wrote it
 	waiting map[key]waitNode      // (name, waiter) -> the waiter's child
 	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
+	heads   map[key]headHint      // (name, waiter) -> its watch saw it head the line of a released lock
 
 	done chan struct{} // closed by Close: subscriptions end
 	bg   sync.WaitGroup
@@ -84,8 +85,8 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // New returns an engine on the ZooKeeper connection conn. The engine does
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
-	e := &Engine{conn: conn, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, done: make(chan struct{})}
+	e := &Engine{conn: &counted{zkConn: conn}, root: DefaultRoot, session: DefaultSessionTimeout,
+		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{})}
 	for _, o := range opts {
 		o(e)
 	}
