@@ -62,6 +62,9 @@ type zkStore struct {
 	conn  *zk.Conn
 	guard *zkfence.Guard
 	name  string
+	// noFence: the fenced copy read and written with plain Get/Set
+	// (Config.NoFence, the fence-off negative control).
+	noFence bool
 }
 
 func newZKStore(cfg Config) (Store, error) {
@@ -69,7 +72,7 @@ func newZKStore(cfg Config) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &zkStore{conn: conn, guard: zkfence.New(conn), name: cfg.Name}, nil
+	return &zkStore{conn: conn, guard: zkfence.New(conn), name: cfg.Name, noFence: cfg.NoFence}, nil
 }
 
 func (s *zkStore) Close() error {
@@ -79,6 +82,9 @@ func (s *zkStore) Close() error {
 }
 
 func (s *zkStore) ReadFenced(ctx context.Context, token uint64, holder string) (State, error) {
+	if s.noFence {
+		return zkRead(ctx, s.conn, ZKDataPath(s.name))
+	}
 	v, err := s.guard.Get(ctx, ZKDataPath(s.name), token, holder)
 	if err != nil {
 		return State{}, err
@@ -87,6 +93,9 @@ func (s *zkStore) ReadFenced(ctx context.Context, token uint64, holder string) (
 }
 
 func (s *zkStore) WriteFenced(ctx context.Context, token uint64, holder string, st State) error {
+	if s.noFence {
+		return zkWrite(ctx, s.conn, ZKDataPath(s.name), st)
+	}
 	return s.guard.Set(ctx, ZKDataPath(s.name), []byte(encodeState(st)), token, holder)
 }
 
@@ -97,9 +106,12 @@ func (s *zkStore) ReadControl(ctx context.Context) (State, error) {
 // WriteControl sets the control node (made by the lab before the run), at
 // any version: it trusts the lock.
 func (s *zkStore) WriteControl(ctx context.Context, st State) error {
-	_, err := zkCall(ctx, func() (*zk.Stat, error) {
-		return s.conn.Set(ZKControlPath(s.name), []byte(encodeState(st)), -1)
-	})
+	return zkWrite(ctx, s.conn, ZKControlPath(s.name), st)
+}
+
+// zkWrite sets path (made by the lab before the run) at any version.
+func zkWrite(ctx context.Context, conn *zk.Conn, path string, st State) error {
+	_, err := zkCall(ctx, func() (*zk.Stat, error) { return conn.Set(path, []byte(encodeState(st)), -1) })
 	return err
 }
 
@@ -136,9 +148,14 @@ func zkRead(ctx context.Context, conn *zk.Conn, path string) (State, error) {
 	return decodeState(v)
 }
 
-// ZKSetup creates the resource copies' parent and the control node.
-func ZKSetup(ctx context.Context, conn *zk.Conn, name string) error {
-	for _, p := range []string{ZKParent, ZKControlPath(name)} {
+// ZKSetup creates the resource copies' parent and the control node (and,
+// for the fence-off control, which writes it plainly, the data node).
+func ZKSetup(ctx context.Context, conn *zk.Conn, name string, noFence bool) error {
+	paths := []string{ZKParent, ZKControlPath(name)}
+	if noFence {
+		paths = append(paths, ZKDataPath(name))
+	}
+	for _, p := range paths {
 		_, err := zkCall(ctx, func() (string, error) { return conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)) })
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zookeeper: create %s: %w", p, err)

@@ -177,7 +177,7 @@ var Scenarios = []*Scenario{
 		Schedule: "five clients on Client.RWMutex(name), Lock one hold in three, else RLock; faults as 26"},
 	{ID: 29, Key: "zk-pause-holder", Title: "zookeeper: client paused (SIGSTOP) past its ttl and its session timeout after acquiring", Backend: "zookeeper",
 		Excludes: always, Teeth: true, Inject: zkPauseHolder,
-		Schedule: "three ZooKeeper members, sessions of 2 ttl; process client c0 SIGSTOPped right after its lease check for its session timeout + 0.25-0.75 ttl (its lease ends, its session expires, another client is granted), then SIGCONT; the resource's fenced copy behind zkfence"},
+		Schedule: "three ZooKeeper members, sessions of 2 ttl; process client c0 SIGSTOPped right after its lease check for its session timeout + 0.6-1 ttl (past the session's expiry, which the leader rounds up to its next 500 ms tick; its lease ends, its session expires, another client is granted), then SIGCONT; the resource's fenced copy behind zkfence"},
 	{ID: 30, Key: "zk-leader-kill", Title: "zookeeper: the leader killed while the lock is held and waiters wait", Backend: "zookeeper",
 		Excludes: always, Inject: zkLeaderKill, Recovery: ZKFailoverRecovery,
 		Schedule: "right after a holder's lease check, the ZooKeeper leader (of 3) SIGKILLed and started again on its data 0.25-1 ttl later"},

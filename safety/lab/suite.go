@@ -112,6 +112,7 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 	)
+	runs = append(runs, zkFenceOff(seed))
 	runs = append(runs, sentinelRuns(seed)...)
 	runs = append(runs, controlRuns(seed)...)
 	return Suite{Name: "full", Runs: runs}
@@ -183,6 +184,12 @@ func zkRuns(seed uint64) []RunSpec {
 	return []RunSpec{
 		{Scenario: ScenarioByID(29), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
 		{Scenario: ScenarioByID(30), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
-		{Scenario: ScenarioByID(31), Mode: ZooKeeper, TTL: ZKTTL, Duration: 12 * time.Second, Seed: seed},
+		{Scenario: ScenarioByID(31), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
 	}
+}
+
+// zkFenceOff is the fence-off control on ZooKeeper (FullSuite): scenario
+// 29 with the fenced copy written plainly; I5 must fail.
+func zkFenceOff(seed uint64) RunSpec {
+	return RunSpec{Scenario: ScenarioByID(29), Mode: ZooKeeper, Control: FenceOff, TTL: ZKTTL, Duration: 15 * ZKTTL, Seed: seed}
 }

@@ -46,7 +46,7 @@ func (w *backendWorld) startZK(spec RunSpec, name string) error {
 	w.zkAdmin = conn
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return client.ZKSetup(ctx, conn, name)
+	return client.ZKSetup(ctx, conn, name, spec.Control == FenceOff)
 }
 
 // healZK resumes every member and starts killed ones again on their data.
@@ -96,16 +96,18 @@ func zkServing(m *zktest.Member, d time.Duration) bool {
 }
 
 // zkPauseHolder (29): SIGSTOP the process client c0 right after its lease
-// check, past its session timeout (ZKSession + 0.25-0.75 ttl): its lease
-// ends, its session expires (its nodes deleted), another client takes the
-// lock; then SIGCONT, and it sends the write its check allowed.
+// check, past its session timeout (ZKSession + 0.6-1 ttl, beyond the
+// session's expiry, which the leader rounds up to its next tick, 500 ms in
+// zktest): its lease ends, its session expires (its nodes deleted),
+// another client takes the lock; then SIGCONT, and it sends the write its
+// check allowed.
 func zkPauseHolder(ctx context.Context, e *env) {
-	pauseHolderFor(ctx, e, ZKSession+e.spec.TTL/4, ZKSession+3*e.spec.TTL/4)
+	pauseHolderFor(ctx, e, ZKSession+3*e.spec.TTL/5, ZKSession+e.spec.TTL)
 }
 
 // zkLeaderKill (30): SIGKILL the ensemble's leader right after a holder's
 // lease check (the lock held, waiters waiting), start it again on its data
-// 0.25-1 ttl later.
+// 0.25-1 ttl later; the fault ends once it serves again.
 func zkLeaderKill(ctx context.Context, e *env) {
 	if _, ok := e.waitChecked(ctx, anyClient); !ok {
 		return
@@ -114,36 +116,38 @@ func zkLeaderKill(ctx context.Context, e *env) {
 	if m == nil {
 		return
 	}
-	d := e.between(e.spec.TTL/4, e.spec.TTL)
+	e.zkRestart(30, m, "leader ", e.between(e.spec.TTL/4, e.spec.TTL))
+}
+
+// zkRestart SIGKILLs member m, starts it again on its data d later and
+// waits until it serves again (at most a minute), so that the next fault
+// never finds a majority down; the fault window ends then. It reports
+// whether the member serves.
+func (e *env) zkRestart(class int, m *zktest.Member, what string, d time.Duration) bool {
 	start := time.Now()
 	m.Kill()
 	time.Sleep(d)
 	if err := tbDo(m.Restart); err != nil {
 		e.logf("restart zookeeper %d: %v", m.ID, err)
+		return false
 	}
-	e.fault(30, fmt.Sprintf("zk%d", m.ID), fmt.Sprintf("leader zk%d SIGKILLed, started again %v later", m.ID, d.Round(time.Millisecond)), start, time.Now())
+	serving := zkServing(m, time.Minute)
+	e.fault(class, fmt.Sprintf("zk%d", m.ID), fmt.Sprintf("%szk%d SIGKILLed, started again %v later, serving %v after the kill (%v)",
+		what, m.ID, d.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), serving), start, time.Now())
+	return serving
 }
 
 // zkRollingRestart (31): right after a holder's lease check, each member
 // in turn SIGKILLed and started again on its data 0.25-0.5 ttl later; the
-// next one only once it serves again (at most 60 s), so a majority always
-// runs. One fault window per member.
+// next one only once it serves again (at most a minute), so a majority
+// always runs, and none once the faults' time is over. One fault window
+// per member.
 func zkRollingRestart(ctx context.Context, e *env) {
 	if _, ok := e.waitChecked(ctx, anyClient); !ok {
 		return
 	}
 	for _, m := range e.be.zk.Members {
-		d := e.between(e.spec.TTL/4, e.spec.TTL/2)
-		start := time.Now()
-		m.Kill()
-		time.Sleep(d)
-		if err := tbDo(m.Restart); err != nil {
-			e.logf("restart zookeeper %d: %v", m.ID, err)
-			return
-		}
-		serving := zkServing(m, time.Minute)
-		e.fault(31, fmt.Sprintf("zk%d", m.ID), fmt.Sprintf("zk%d SIGKILLed, started again %v later, serving after %v (%v)", m.ID, d.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), serving), start, time.Now())
-		if !serving {
+		if ctx.Err() != nil || !e.zkRestart(31, m, "", e.between(e.spec.TTL/4, e.spec.TTL/2)) {
 			return
 		}
 	}
