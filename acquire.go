@@ -121,7 +121,12 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 		a.failures = &waiting.Failures{Engine: c.eng, Budget: c.failureBudget}
 	}
 	ahead := wait && o.owner == "" && c.waitsOn(name)
-	if !ahead || queues {
+	// A name this Client waited for lately is most likely held: the wait
+	// loop's first attempt (which queues when refused) is the first one.
+	// Not with an event observer, whose "waiting" event must follow a
+	// refusal.
+	skip := wait && queues && o.owner == "" && ob.eo == nil && c.waited.recent(name, a.start)
+	if (!ahead || queues) && !skip {
 		// A fair call never takes a free lock ahead of the queue, even on
 		// its first attempt, which carries no waiter fields yet.
 		a.req.Behind = ahead || (wait && o.fair)
@@ -141,6 +146,9 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 	defer stop()
 	ob.waiting(a)
 	l, err = a.wait(q)
+	if q != nil {
+		c.waited.note(name, time.Now())
+	}
 	return l, a.contended, err
 }
 

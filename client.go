@@ -6,14 +6,18 @@
 // A Client runs on an engine, one lock authority: engine/memory inside one
 // process, engine/redis on Redis (one node, Sentinel or Cluster),
 // engine/quorum for Redlock over independent nodes, engine/etcd,
-// engine/postgres, and engine/remote for a distlock server. The semantics
-// are the same on every engine; an engine that lacks a feature answers an
-// *UnsupportedError rather than approximating it.
+// engine/postgres, engine/zookeeper, and engine/remote for a distlock
+// server. New wraps an engine the caller built; Open builds one from a URL
+// (mem://, redis://, redlock://, etcd://, postgres://, zookeeper://,
+// distlock://, …) for the engine packages the program imports. The
+// semantics are the same on every engine; an engine that lacks a feature
+// answers an *UnsupportedError rather than approximating it.
 //
-// Besides the mutex (Acquire, TryAcquire, Do), a Client hands out
-// semaphores (Semaphore), reader-writer locks (RWMutex) and leader
-// elections (Campaign, Leader), all on the same lock model: one name, one record in
-// the engine, one fencing-token sequence.
+// Besides the mutex (Acquire, TryAcquire, Do) and sets of mutexes taken
+// together (AcquireAll, TryAcquireAll), a Client hands out semaphores
+// (Semaphore), reader-writer locks (RWMutex), leader elections (Campaign,
+// Leader) and countdown latches (CountDownLatch), all on the same lock
+// model: one name, one record in the engine, one fencing-token sequence.
 //
 //	client := distlock.New(memory.New())
 //	defer client.Close()
@@ -65,6 +69,7 @@ type Client struct {
 	turns  map[string]*turn // local turns (engines without a queue)
 	queued map[string]int   // waiters in the engine's queue, by name
 	closed bool
+	waited recentWaits    // names waited for lately (a waiting Acquire skips its first attempt)
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
 	bg     sync.WaitGroup // best-effort clean-ups
 }
@@ -108,7 +113,9 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	return c
 }
 
-// Info describes a lock as Inspect saw it.
+// Info describes a lock as Inspect saw it. It is engine.Info, and like it
+// not comparable with == (it holds slices: Holders, Queue): compare the
+// fields that matter, or use reflect.DeepEqual in tests.
 type Info = engine.Info
 
 // Inspect reports who holds the lock name (Info.Holders lists them), its

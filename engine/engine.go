@@ -215,9 +215,10 @@ const (
 
 // Info describes a lock.
 //
-// Info is not comparable with ==: it holds a slice (Holders) and a pointer
-// (Partial). Compare the fields that matter, or use reflect.DeepEqual in
-// tests.
+// Info is not comparable with == and cannot be a map key: it holds slices
+// (Queue, Holders). Compare the fields that matter, or use
+// reflect.DeepEqual in tests (it also compares the PartialError that
+// Partial points to, where == on the pointer would compare addresses).
 type Info struct {
 	Name string
 	// Held reports whether anyone holds the lock.

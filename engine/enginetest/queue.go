@@ -84,10 +84,13 @@ func (s *suite) handoffOrder(t *testing.T, newClient func(t *testing.T, e engine
 	}
 	// asked records a worker's counts when it asks; waits reports whether
 	// that call waits now.
-	type mark struct{ acquires, subscribes int64 }
-	asked := func(w int) mark { return mark{engines[w].acquires.Load(), engines[w].subscribes.Load()} }
+	type mark struct {
+		answered   int
+		subscribes int64
+	}
+	asked := func(w int) mark { return mark{len(engines[w].acquiresLog()), engines[w].subscribes.Load()} }
 	waits := func(w int, m mark) bool {
-		return engines[w].subscribes.Load() > m.subscribes && engines[w].acquires.Load() >= m.acquires+2
+		return engines[w].triedAfterSubscribing(m.answered, m.subscribes)
 	}
 	allWait := func() bool {
 		if !counted {
@@ -438,11 +441,11 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 			leases <- l
 		}()
 	}
-	// Each waiter tries once, subscribes, and tries once more (a release
-	// may have come before the subscription) before it sleeps.
+	// Each waiter subscribes and tries once more after it (a release may
+	// have come before the subscription) before it sleeps.
 	waitFor(t, 20*time.Second, "the waiters", func() bool {
 		for _, e := range engines {
-			if e.acquires.Load() < 2 || e.subscribes.Load() < 1 {
+			if !e.triedAfterSubscribing(0, 0) {
 				return false
 			}
 		}

@@ -27,6 +27,7 @@ type counting struct {
 	attempts []acquireCall
 	woken    []time.Time // when each wake-up was delivered
 	releases []time.Time // when each Release was sent
+	subbed   time.Time   // when the latest subscription was confirmed
 }
 
 // acquireCall is one Acquire as the engine saw it.
@@ -101,6 +102,37 @@ func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	return g, err
 }
 
+// subscribed records a confirmed subscription.
+func (c *counting) subscribed() {
+	c.mu.Lock()
+	c.subbed = time.Now()
+	c.mu.Unlock()
+}
+
+// triedAfterSubscribing reports whether, since the marks (attempts
+// answered, subscriptions made) taken when a call began, the engine was
+// subscribed and then answered an attempt sent after the subscription was
+// confirmed: a waiting call that made it sleeps until woken (a release
+// before the subscription was caught by that attempt). The call may have
+// tried once before subscribing, or not (a Client skips that attempt for
+// a name it waited for lately).
+func (c *counting) triedAfterSubscribing(answered int, subscribes int64) bool {
+	if c.subscribes.Load() <= subscribes {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subbed.IsZero() {
+		return false
+	}
+	for _, a := range c.attempts[min(answered, len(c.attempts)):] {
+		if !a.sent.Before(c.subbed) {
+			return true
+		}
+	}
+	return false
+}
+
 // wokenBetween counts the wake-ups delivered from from to to.
 func (c *counting) wokenBetween(from, to time.Time) int {
 	c.mu.Lock()
@@ -159,6 +191,7 @@ func (c *counting) Subscribe(ctx context.Context, name string) (engine.Subscript
 	if err != nil {
 		return nil, err
 	}
+	c.subscribed()
 	return c.relay(sub), nil
 }
 
@@ -209,6 +242,7 @@ func (c countingQueuer) SubscribeWaiter(ctx context.Context, name, waiter string
 	if err != nil {
 		return nil, err
 	}
+	c.subscribed()
 	return c.relay(sub), nil
 }
 

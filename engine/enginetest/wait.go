@@ -97,7 +97,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 	// then tries again after a pause of its own, woken or not.)
 	if !waitUntil(20*time.Second, func() bool {
 		log := counts.acquiresLog()
-		if counts.subscribes.Load() == subscribes || len(log) < answered+2 || log[len(log)-1].grant.Retry > 0 {
+		if !counts.triedAfterSubscribing(answered, subscribes) || log[len(log)-1].grant.Retry > 0 {
 			return false
 		}
 		info, err := holderC.Inspect(ctx, name)

@@ -140,6 +140,7 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 		grants  int
 		last    uint64
 		holders int
+		late    int // leases whose deadline passed before their release
 		fail    error
 		wg      sync.WaitGroup
 	)
@@ -186,6 +187,16 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 				holders--
 				mu.Unlock()
 				if err := l.Release(ctx); err != nil {
+					// A lease whose deadline (as the Client recorded it)
+					// passed before its release: a machine too slow for
+					// the 2s ttl (every node and goroutine on two busy
+					// cores), not a token out of order.
+					if errors.Is(err, distlock.ErrNotHeld) && !time.Now().Before(l.Deadline()) {
+						mu.Lock()
+						late++
+						mu.Unlock()
+						continue
+					}
 					record(err)
 					return
 				}
@@ -196,5 +207,5 @@ func TestTokensIncreaseUnderContention(t *testing.T) {
 	if fail != nil {
 		t.Fatalf("after %d grants: %v", grants, fail)
 	}
-	t.Logf("%d grants", grants)
+	t.Logf("%d grants (%d released after their deadline had passed)", grants, late)
 }

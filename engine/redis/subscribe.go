@@ -15,7 +15,10 @@ import (
 )
 
 // linger is how long a subscription connection stays open after its last
-// waiter left, so that bursts of waits do not reconnect every time.
+// channel was dropped, and how long a channel stays subscribed after its
+// last waiter left: a Client that waits for a name again soon (a lock
+// handed round among processes) finds it subscribed, and sends no
+// SUBSCRIBE and UNSUBSCRIBE per wait.
 const linger = 2 * time.Second
 
 // idlePing is how long the reader waits for a message before it pings the
@@ -63,6 +66,7 @@ type channelState struct {
 	members   map[*subscription]struct{}
 	ready     chan struct{} // closed on the server's confirmation
 	confirmed bool
+	idle      *time.Timer // unsubscribes after linger once members is empty
 }
 
 // subscription is one waiter's handle.
@@ -120,6 +124,10 @@ func (w *watcher) join(ctx context.Context, ch, waiter string) (engine.Subscript
 	}
 	s := &subscription{w: w, ch: ch, waiter: waiter, Signal: engine.NewSignal()}
 	st := w.chans[ch]
+	if st != nil && st.idle != nil {
+		st.idle.Stop() // lingering: a waiter again
+		st.idle = nil
+	}
 	if st == nil {
 		st = &channelState{members: make(map[*subscription]struct{}), ready: make(chan struct{})}
 		// Sent under w.mu so SUBSCRIBE and UNSUBSCRIBE of one channel
@@ -205,12 +213,27 @@ func (w *watcher) leave(s *subscription) {
 		return
 	}
 	delete(st.members, s)
-	if len(st.members) > 0 {
+	if len(st.members) > 0 || w.closed || st.idle != nil {
 		return
 	}
-	delete(w.chans, s.ch)
+	if st.conn == nil {
+		delete(w.chans, s.ch) // moving to another master: nobody to move it for
+		return
+	}
+	st.idle = time.AfterFunc(linger, func() { w.drop(st, s.ch) })
+}
+
+// drop unsubscribes ch, st's channel, once it lingered without waiters.
+func (w *watcher) drop(st *channelState, ch string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.chans[ch] != st || len(st.members) > 0 || st.idle == nil {
+		return // a waiter came back, or it was dropped already
+	}
+	st.idle = nil
+	delete(w.chans, ch)
 	if !w.closed {
-		w.unsubscribe(st, s.ch)
+		w.unsubscribe(st, ch)
 	}
 }
 
@@ -330,6 +353,14 @@ func (w *watcher) evacuate(c *subConn) {
 // its subscription on the master that serves it, avoiding the node it left
 // when that is not ""; w.mu is held.
 func (w *watcher) relocate(st *channelState, ch, avoid string) {
+	if len(st.members) == 0 { // lingering: nobody waits for it
+		if st.idle != nil {
+			st.idle.Stop()
+			st.idle = nil
+		}
+		delete(w.chans, ch)
+		return
+	}
 	for s := range st.members {
 		s.Wake()
 	}
@@ -460,6 +491,10 @@ func (w *watcher) close() {
 		}
 	}
 	for _, st := range w.chans {
+		if st.idle != nil {
+			st.idle.Stop()
+			st.idle = nil
+		}
 		for s := range st.members {
 			s.Wake()
 		}

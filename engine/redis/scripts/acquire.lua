@@ -92,21 +92,24 @@ if n > 0 then
     if not s then
       local now = q_now()
       q_settle(now)
-      local rv = redis.call('HGET', QS, 'rv')
-      local h = q_head()
+      local rv = q_res()
       local behind = false
-      if not rv and h and h ~= waiter and (redis.call('HEXISTS', QS, 'f:' .. h) == 1 or
-          ARGV[10] == '1' or ARGV[11] == '1') then
-        -- A fair head (or a fair or polite newcomer): the lock waits for
-        -- the head, which is woken (and the lock reserved when it is due).
-        q_wake(now, true)
-        rv = redis.call('HGET', QS, 'rv')
-        behind = true
+      if not rv then
+        local h = q_head()
+        if h and h ~= waiter and (redis.call('HEXISTS', QS, 'f:' .. h) == 1 or
+            ARGV[10] == '1' or ARGV[11] == '1') then
+          -- A fair head (or a fair or polite newcomer): the lock waits for
+          -- the head, which is woken (and the lock reserved when it is due).
+          q_wake(now, true)
+          rv = q_res()
+          behind = true
+        end
       end
       if behind or (rv and rv ~= waiter) then
         local left = 0
         if rv then
-          left = math.floor((tonumber(redis.call('HGET', QS, 'ru')) - now) / 1000)
+          local _, ru = q_res()
+          left = math.floor((ru - now) / 1000)
         end
         if waiter == '' then
           return {0, '', math.max(left, 1), 0, 0, 1}

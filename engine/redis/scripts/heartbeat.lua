@@ -15,7 +15,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {1, 0}
 end
 q_wake(now, false)
-local rv = redis.call('HGET', QS, 'rv')
+local rv = q_res()
 if q_head() == ARGV[1] and (not rv or rv == ARGV[1]) then
   return {1, 1}
 end

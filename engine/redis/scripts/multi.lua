@@ -11,7 +11,25 @@
 -- A grant answers {1, token...}, one token per name in order, each minted
 -- by mint.lua, as acquire.lua mints it. A fence past 2^53-1 undoes the set's
 -- grants so far and answers 'DISTLOCK fence exhausted'.
+-- A name ARGV[1] holds already was granted by this very request: a client
+-- library resends a command whose reply was lost, and the owner is the
+-- request's own. Such a name keeps its grant and its token (the answer
+-- repeats it); a refusal drops every such grant first, so that a refused
+-- request holds nothing.
 local now
+local mine = {} -- by 0-based index: the token of a name ARGV[1] holds
+
+-- refuse drops the names this request holds and returns answer.
+local function refuse(answer)
+  for j = 0, #KEYS / 5 - 1 do
+    local v = redis.call('GET', KEYS[j * 5 + 1])
+    if v and decode(v).o == ARGV[1] then
+      redis.call('DEL', KEYS[j * 5 + 1])
+    end
+  end
+  return answer
+end
+
 for i = 0, #KEYS / 5 - 1 do
   local L, Q, S, SH = KEYS[i * 5 + 1], KEYS[i * 5 + 2], KEYS[i * 5 + 3], KEYS[i * 5 + 4]
   local n = redis.call('EXISTS', L, Q, SH)
@@ -24,36 +42,38 @@ for i = 0, #KEYS / 5 - 1 do
       if redis.call('ZCOUNT', SH, string.format('(%d', now), '+inf') > 0 then
         local k = redis.call('HGET', S, 'k')
         if k then
-          return redis.error_reply('DISTLOCK kind ' .. k)
+          return refuse(redis.error_reply('DISTLOCK kind ' .. k))
         end
       end
     end
     local v = redis.call('GET', L)
     if v then
-      return {0, i + 1, decode(v).o, redis.call('PTTL', L)}
-    end
-    if redis.call('EXISTS', Q) == 1 then
-      return {0, i + 1, '', 0}
+      local s = decode(v)
+      if s.o ~= ARGV[1] then
+        return refuse({0, i + 1, s.o, redis.call('PTTL', L)})
+      end
+      mine[i] = s.t
+    elseif redis.call('EXISTS', Q) == 1 then
+      return refuse({0, i + 1, '', 0})
     end
   end
 end
 local out = {1}
 for i = 0, #KEYS / 5 - 1 do
   local L, fence = KEYS[i * 5 + 1], KEYS[i * 5 + 5]
-  local token = mint(fence, ARGV[4], ARGV[5])
+  local token = mine[i] or mint(fence, ARGV[4], ARGV[5])
   if not token then
-    for j = 0, i - 1 do
-      redis.call('DEL', KEYS[j * 5 + 1])
+    return refuse(redis.error_reply('DISTLOCK fence exhausted'))
+  end
+  if not mine[i] then
+    local v
+    if ARGV[3] == '' then
+      v = token .. ' ' .. ARGV[1]
+    else
+      v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[1]})
     end
-    return redis.error_reply('DISTLOCK fence exhausted')
+    redis.call('SET', L, v, 'PX', ARGV[2])
   end
-  local v
-  if ARGV[3] == '' then
-    v = token .. ' ' .. ARGV[1]
-  else
-    v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[1]})
-  end
-  redis.call('SET', L, v, 'PX', ARGV[2])
   out[#out + 1] = token
 end
 return out

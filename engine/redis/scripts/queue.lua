@@ -21,20 +21,47 @@ local function q_int(n)
   return string.format('%d', n)
 end
 
+-- The reservation (rv, ru) as this run knows it: read once (q_res), then
+-- kept in step with every write of it (q_reserve, q_remove).
+local q_rv, q_ru, q_known = nil, nil, false
+
+-- q_res returns the waiter the lock is reserved for and the reservation's
+-- end in µs (nil, nil when it is not reserved).
+local function q_res()
+  if not q_known then
+    local r = redis.call('HMGET', QS, 'rv', 'ru')
+    q_rv, q_ru, q_known = r[1] or nil, tonumber(r[2] or 0), true
+  end
+  return q_rv, q_ru
+end
+
+local function q_reserve(id, ends)
+  redis.call('HSET', QS, 'rv', id, 'ru', q_int(ends))
+  q_rv, q_ru, q_known = id, ends, true
+end
+
 local function q_remove(id)
   redis.call('ZREM', Q, id)
   redis.call('ZREM', QD, id)
-  redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id)
-  if redis.call('HGET', QS, 'rv') == id then
-    redis.call('HDEL', QS, 'rv', 'ru')
+  if q_res() == id then
+    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id, 'rv', 'ru')
+    q_rv, q_ru = nil, nil
+  else
+    redis.call('HDEL', QS, 'f:' .. id, 'w:' .. id, 'x:' .. id)
   end
 end
 
 -- q_settle drops the waiters whose heartbeat deadline passed and a lapsed
--- reservation, whose waiter is skipped (dropped from the queue).
+-- reservation, whose waiter is skipped (dropped from the queue). Settling
+-- again at the same time changes nothing, and is skipped.
+local q_settled
 local function q_settle(now)
-  local rv = redis.call('HGET', QS, 'rv')
-  if rv and now >= tonumber(redis.call('HGET', QS, 'ru') or 0) then
+  if q_settled == now then
+    return
+  end
+  q_settled = now
+  local rv, ru = q_res()
+  if rv and now >= ru then
     q_remove(rv)
   end
   local dead = redis.call('ZRANGEBYSCORE', QD, '-inf', q_int(now))
@@ -48,12 +75,17 @@ local function q_head()
 end
 
 -- q_touch sets the heartbeat deadline of waiter id to ttl ms from now; the
--- queue's keys live at least twice as long.
+-- queue's three keys, which always share one expiry, then live at least
+-- half as long again (they are set to twice ttl when they would not).
 local function q_touch(id, ttl, now)
-  redis.call('ZADD', QD, q_int(now + tonumber(ttl) * 1000), id)
-  local keep = q_int(math.max(tonumber(ttl) * 2, redis.call('PTTL', Q)))
-  for _, k in ipairs({Q, QD, QS}) do
-    redis.call('PEXPIRE', k, keep)
+  ttl = tonumber(ttl)
+  redis.call('ZADD', QD, q_int(now + ttl * 1000), id)
+  local left = redis.call('PTTL', Q)
+  if left < ttl * 1.5 then
+    local keep = q_int(math.max(ttl * 2, left))
+    for _, k in ipairs({Q, QD, QS}) do
+      redis.call('PEXPIRE', k, keep)
+    end
   end
 end
 
@@ -63,13 +95,16 @@ end
 local function q_enqueue(id, ttl, fair, now, cfg, noreserve)
   if not redis.call('ZSCORE', Q, id) then
     redis.call('ZADD', Q, q_int(redis.call('HINCRBY', QS, 'n', 1)), id)
+    local fields = {'p', cfg[1], 'r', cfg[2], 's', cfg[3], 'w:' .. id, q_int(now)}
     if fair then
-      redis.call('HSET', QS, 'f:' .. id, '1')
+      table.insert(fields, 'f:' .. id)
+      table.insert(fields, '1')
     end
     if noreserve then
-      redis.call('HSET', QS, 'x:' .. id, '1')
+      table.insert(fields, 'x:' .. id)
+      table.insert(fields, '1')
     end
-    redis.call('HSET', QS, 'p', cfg[1], 'r', cfg[2], 's', cfg[3], 'w:' .. id, q_int(now))
+    redis.call('HSET', QS, unpack(fields))
   end
   q_touch(id, ttl, now)
 end
@@ -77,37 +112,41 @@ end
 -- q_wake runs when the lock is free: it reserves the lock for the head when
 -- the head is fair or entered the queue s µs ago or more, and publishes a
 -- wake-up addressed to the head ('w:<id>' on the lock's channel) when it
--- reserved or when wake is true (a release).
+-- reserved or when wake is true (a release). It returns whether anybody
+-- queues (the head, or the waiter a reservation already holds the lock
+-- for).
 local function q_wake(now, wake)
-  if redis.call('HEXISTS', QS, 'rv') == 1 then
-    return
+  if q_res() then
+    return true
   end
   local h = q_head()
   if not h then
-    return
+    return false
   end
   local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h)
   local since = cfg[1]
   local due = cfg[2] == '1' or
     (not cfg[6] and since and now - tonumber(since) >= tonumber(cfg[5] or 1000))
   if due then
-    redis.call('HSET', QS, 'rv', h, 'ru', q_int(now + tonumber(cfg[4] or 250000)))
+    q_reserve(h, now + tonumber(cfg[4] or 250000))
   end
   if due or wake then
     redis.call(cfg[3] or 'PUBLISH', KEYS[1], 'w:' .. h)
   end
+  return true
 end
 
 -- q_freed wakes the waiters of a lock just freed: the head of its queue,
 -- or, when nobody queues, everyone waiting outside a queue (a message for
 -- all on the lock's channel, with command pub).
 local function q_freed(pub)
+  local queued = false
   if redis.call('EXISTS', Q) == 1 then
     local now = q_now()
     q_settle(now)
-    q_wake(now, true)
+    queued = q_wake(now, true)
   end
-  if redis.call('EXISTS', Q) == 0 then
+  if not queued then
     redis.call(pub, KEYS[1], 'released')
   end
 end
