@@ -2,13 +2,15 @@ package zkfence_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/distlock/distlock/engine/zookeeper/zktest"
 )
 
-// ensemble is the one-member ZooKeeper the package's tests share (started
-// by TestMain with zktest, stopped after the last test).
+// ensemble is the one-member ZooKeeper the package's tests and examples
+// share (started by TestMain with zktest, stopped after the last test;
+// ZK_SERVERS names it for the examples).
 var ensemble *zktest.Ensemble
 
 func TestMain(m *testing.M) {
@@ -21,6 +23,7 @@ func TestMain(m *testing.M) {
 			}
 		}()
 		ensemble = zktest.Start(&outside, 1)
+		os.Setenv("ZK_SERVERS", strings.Join(ensemble.Servers(), ","))
 		return m.Run()
 	}()
 	outside.Close()
