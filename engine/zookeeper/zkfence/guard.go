@@ -177,9 +177,10 @@ func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holde
 			return read{d, s}, err
 		})
 		var first any
+		creating := false
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			first = &zk.CreateRequest{Path: fenceNode, Data: m, Acl: zk.WorldACL(zk.PermAll)}
+			first, creating = &zk.CreateRequest{Path: fenceNode, Data: m, Acl: zk.WorldACL(zk.PermAll)}, true
 		case err != nil:
 			return nil, fmt.Errorf("zkfence: read high-water mark %q: %w", fenceNode, err)
 		default:
@@ -213,8 +214,10 @@ func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holde
 				switch {
 				case r.Error == nil:
 					continue
-				case i == 0 && (errors.Is(r.Error, zk.ErrBadVersion) || errors.Is(r.Error, zk.ErrNodeExists) || errors.Is(r.Error, zk.ErrNoNode)):
-					err = nil // the mark changed since it was read: judge again
+				case i == 0 && (errors.Is(r.Error, zk.ErrBadVersion) || errors.Is(r.Error, zk.ErrNodeExists) || (!creating && errors.Is(r.Error, zk.ErrNoNode))):
+					err = nil // the mark changed (or went) since it was read: judge again
+				case i == 0:
+					return nil, fmt.Errorf("zkfence: write the high-water mark %q: %w", fenceNode, r.Error) // its parent is missing
 				default:
 					return nil, fmt.Errorf("zkfence: write for %q, op %d: %w", fenceNode, i-1, r.Error)
 				}
@@ -271,8 +274,9 @@ func (g *Guard) Get(ctx context.Context, path string, token uint64, holder strin
 			return read{d, s}, err
 		})
 		var check []any
+		absent := errors.Is(err, zk.ErrNoNode)
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case absent:
 			check = []any{&zk.CreateRequest{Path: path, Acl: zk.WorldACL(zk.PermAll)}, &zk.DeleteRequest{Path: path, Version: -1}}
 		case err != nil:
 			return nil, fmt.Errorf("zkfence: read %q: %w", path, err)
@@ -283,8 +287,8 @@ func (g *Guard) Get(ctx context.Context, path string, token uint64, holder strin
 		switch {
 		case err == nil:
 			return r.data, nil
-		case isStale(err) || !(errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists)):
-			return nil, err
+		case isStale(err) || !(errors.Is(err, zk.ErrBadVersion) || (!absent && errors.Is(err, zk.ErrNoNode)) || errors.Is(err, zk.ErrNodeExists)):
+			return nil, err // a missing parent too (the absence check's create)
 		}
 		// path written (or made, or deleted) since it was read: read again
 	}

@@ -311,3 +311,24 @@ func TestStaleHolderRefused(t *testing.T) {
 		t.Fatalf("data %q, want B1", got)
 	}
 }
+
+// TestMissingParent: a write or a read under a parent that does not exist
+// fails with zk.ErrNoNode (wrapped) at once, creates nothing and raises no
+// mark.
+func TestMissingParent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := conn(t)
+	g := zkfence.New(c)
+	defer g.Close()
+	path := newPath("no-parent") + "/data"
+	if err := g.Set(ctx, path, []byte("v"), 5, "A"); !errors.Is(err, zk.ErrNoNode) || ctx.Err() != nil {
+		t.Fatalf("Set under a missing parent: %v, want zk.ErrNoNode at once", err)
+	}
+	if _, err := g.Get(ctx, path, 5, "A"); !errors.Is(err, zk.ErrNoNode) || ctx.Err() != nil {
+		t.Fatalf("Get under a missing parent: %v, want zk.ErrNoNode at once", err)
+	}
+	if h, err := g.Highest(ctx, zkfence.FenceNodeFor(path)); err != nil || h != 0 {
+		t.Fatalf("Highest = %d, %v; want 0", h, err)
+	}
+}
