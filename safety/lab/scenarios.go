@@ -92,7 +92,7 @@ func never(Mode) bool  { return false }
 // Scenarios are the lab's fault classes: twelve on one lock, four on its
 // waiter queue, one on an election; then three on etcd (18-20) and five on
 // PostgreSQL (21-25), two on shared locks (26, 27), a Sentinel failover
-// (28) and three on ZooKeeper (29-31).
+// (28) and four on ZooKeeper (29-32).
 var Scenarios = []*Scenario{
 	{ID: 1, Key: "pause-holder", Title: "client paused (SIGSTOP) past its ttl after acquiring", Single: true, Redlock: true,
 		Excludes: always, Teeth: true, Inject: pauseHolder,
@@ -184,6 +184,9 @@ var Scenarios = []*Scenario{
 	{ID: 31, Key: "zk-rolling-restart", Title: "zookeeper: each member restarted in turn while the lock is held and waiters wait", Backend: "zookeeper",
 		Excludes: always, Inject: zkRollingRestart, Recovery: ZKFailoverRecovery,
 		Schedule: "right after a holder's lease check, each of the 3 members in turn SIGKILLed and started again on its data 0.25-0.5 ttl later, the next once it serves again"},
+	{ID: 32, Key: "zk-minority-stop", Title: "zookeeper: a minority (one member of three) paused", Backend: "zookeeper",
+		Excludes: always, Inject: zkMinorityStop, Recovery: ZKFailoverRecovery,
+		Schedule: "right after a holder's lease check, one member (the leader half of the time) SIGSTOPped for 1-2 ttl (within syncLimit: no election), then SIGCONT"},
 	{ID: SentinelFailoverID, Key: "sentinel-failover", Title: "Sentinel: failover to a replica that missed the last grants", Sentinel: true,
 		Excludes: never, Inject: sentinelFailover,
 		Schedule: "a master, one replica, three sentinels, clients on go-redis failover clients; once per run, while a holder works: the replica SIGSTOPped and its link dropped (CLIENT KILL TYPE replica) until the master made a grant and its holder checked its lease (at most 4 ttl), then the master SIGKILLed, the replica resumed and SENTINEL FAILOVER; the lost grant makes two holders (I1 not claimed), the time floor keeps the token order"},

@@ -9,7 +9,7 @@ import (
 	"github.com/distlock/distlock/safety/client"
 )
 
-// ZooKeeper (scenarios 29-31): a three-member ensemble from
+// ZooKeeper (scenarios 29-32): a three-member ensemble from
 // engine/zookeeper/zktest (Debian's zookeeper 3.8 on a JRE, fresh per run),
 // clients on engine/zookeeper, both resource copies znodes of the same
 // ensemble, the fenced one behind zkfence.
@@ -151,4 +151,26 @@ func zkRollingRestart(ctx context.Context, e *env) {
 			return
 		}
 	}
+}
+
+// zkMinorityStop (32): right after a holder's lease check, one member of
+// three (the leader half of the time) SIGSTOPped for 1-2 ttl, then SIGCONT:
+// within ZooKeeper's syncLimit (5 s in zktest), so no election; a stopped
+// leader stalls every write until it resumes, a stopped follower its own
+// clients until they reconnect elsewhere.
+func zkMinorityStop(ctx context.Context, e *env) {
+	if _, ok := e.waitChecked(ctx, anyClient); !ok {
+		return
+	}
+	ms := e.be.zk.Members
+	m, what := ms[e.rng.IntN(len(ms))], "follower"
+	if l := e.be.zk.Leader(); l != nil && (e.rng.IntN(2) == 0 || l == m) {
+		m, what = l, "leader"
+	}
+	d := e.between(e.spec.TTL, 2*e.spec.TTL)
+	start := time.Now()
+	m.Stop()
+	time.Sleep(d)
+	m.Cont()
+	e.fault(32, fmt.Sprintf("zk%d", m.ID), fmt.Sprintf("%s zk%d SIGSTOPped %v", what, m.ID, d.Round(time.Millisecond)), start, time.Now())
 }
