@@ -39,6 +39,8 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/distlock/distlock/engine/etcd v0.0.0
 	github.com/distlock/distlock/engine/postgres v0.0.0
+	github.com/distlock/distlock/engine/zookeeper v0.0.0
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
@@ -58,3 +60,5 @@ replace github.com/distlock/distlock => ../
 replace github.com/distlock/distlock/engine/etcd => ../engine/etcd
 
 replace github.com/distlock/distlock/engine/postgres => ../engine/postgres
+
+replace github.com/distlock/distlock/engine/zookeeper => ../engine/zookeeper

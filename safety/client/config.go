@@ -123,6 +123,9 @@ type Config struct {
 	// PGFence is pgfence's mode for BackendPostgres: PGCurrent (default)
 	// or PGHighestSeen.
 	PGFence string `json:"pg_fence,omitempty"`
+	// Session is the ZooKeeper session timeout the client asks for
+	// (BackendZooKeeper); the ttl may not exceed it.
+	Session time.Duration `json:"session,omitempty"`
 }
 
 // Shared lock kinds (Config.Shared).
@@ -136,6 +139,10 @@ const (
 	BackendRedis    = ""
 	BackendEtcd     = "etcd"
 	BackendPostgres = "postgres"
+	// BackendZooKeeper: Nodes are the client addresses of the ensemble's
+	// members; both resource copies are znodes of the same ensemble, the
+	// fenced one written through zkfence.
+	BackendZooKeeper = "zookeeper"
 )
 
 // pgfence modes (Config.PGFence).

@@ -138,6 +138,8 @@ func NewLocker(cfg Config, slow *Slow, entered func(waiter string, sent, reply t
 	switch cfg.Backend {
 	case BackendEtcd, BackendPostgres:
 		eng, closeAll, err = newBackendEngine(cfg)
+	case BackendZooKeeper:
+		eng, closeAll, err = newZKEngine(cfg)
 	default:
 		var rdbs []*goredis.Client
 		eng, rdbs, err = newEngine(cfg, slow, entered)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/distlock/distlock/engine/etcd/etcdfence"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
+	"github.com/distlock/distlock/engine/zookeeper/zkfence"
 	"github.com/distlock/distlock/fence"
 )
 
@@ -82,6 +83,8 @@ func NewStore(cfg Config) (Store, error) {
 		return newEtcdStore(cfg)
 	case BackendPostgres:
 		return newPGStore(cfg)
+	case BackendZooKeeper:
+		return newZKStore(cfg)
 	}
 	r := NewResource(cfg.Resource, cfg.Name)
 	r.noFence = cfg.NoFence
@@ -196,7 +199,7 @@ func applyResult(err error) string {
 	switch {
 	case err == nil:
 		return "accepted"
-	case errors.Is(err, fence.ErrStale), errors.Is(err, etcdfence.ErrStale), errors.Is(err, pgfence.ErrStale):
+	case errors.Is(err, fence.ErrStale), errors.Is(err, etcdfence.ErrStale), errors.Is(err, pgfence.ErrStale), errors.Is(err, zkfence.ErrStale):
 		return "rejected"
 	}
 	return "unknown"

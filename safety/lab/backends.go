@@ -8,12 +8,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine/etcd/etcdtest"
 	pgengine "github.com/distlock/distlock/engine/postgres"
 	"github.com/distlock/distlock/engine/postgres/pgtest"
+	"github.com/distlock/distlock/engine/zookeeper/zktest"
 	"github.com/distlock/distlock/safety/client"
 	"github.com/distlock/distlock/safety/history"
 )
@@ -30,6 +32,9 @@ type backendWorld struct {
 
 	etcd      *etcdtest.Cluster
 	etcdAdmin *clientv3.Client
+
+	zk      *zktest.Ensemble
+	zkAdmin *zk.Conn
 
 	pg     *pgtest.Server
 	pgPool *pgxpool.Pool
@@ -67,7 +72,7 @@ func (t *labTB) Cleanup(f func()) {
 	t.cleanups = append(t.cleanups, f)
 }
 func (t *labTB) TempDir() string {
-	d, err := os.MkdirTemp("", "distlock-lab-etcd-")
+	d, err := os.MkdirTemp("", "distlock-lab-backend-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +106,16 @@ func tbDo(f func()) (err error) {
 	return nil
 }
 
-// startBackend starts the run's etcd cluster or PostgreSQL server.
-func startBackend(spec RunSpec, logf func(string, ...any)) (*backendWorld, error) {
+// startBackend starts the run's etcd cluster, PostgreSQL server or
+// ZooKeeper ensemble (the resource of lock name in it).
+func startBackend(spec RunSpec, name string, logf func(string, ...any)) (*backendWorld, error) {
 	w := &backendWorld{tb: &labTB{logf: logf}}
 	switch spec.Mode.Backend {
+	case client.BackendZooKeeper:
+		if err := w.startZK(spec, name); err != nil {
+			w.close()
+			return nil, err
+		}
 	case client.BackendEtcd:
 		if err := tbDo(func() { w.etcd = etcdtest.Start(w.tb, spec.Mode.Nodes) }); err != nil {
 			w.close()
@@ -145,6 +156,9 @@ func startBackend(spec RunSpec, logf func(string, ...any)) (*backendWorld, error
 // endpoints returns a client's lock service addresses: the etcd members'
 // URLs, or the database URL through the slot's own proxy (which it makes).
 func (w *backendWorld) endpoints(s *slot) ([]string, error) {
+	if w.zk != nil {
+		return w.zk.Servers(), nil
+	}
 	if w.etcd != nil {
 		return w.etcd.Endpoints(), nil
 	}
@@ -159,6 +173,9 @@ func (w *backendWorld) endpoints(s *slot) ([]string, error) {
 // heal resumes every etcd member and restarts killed ones; restarts a
 // killed PostgreSQL.
 func (w *backendWorld) heal(e *env) {
+	if w.zk != nil {
+		w.healZK(e)
+	}
 	if w.etcd != nil {
 		for _, m := range w.etcd.Members {
 			if m.Running() {
@@ -192,6 +209,9 @@ func (w *backendWorld) heal(e *env) {
 
 // final reads both resource copies straight from the backend.
 func (w *backendWorld) final(ctx context.Context, name string) (f, c client.State, err error) {
+	if w.zk != nil {
+		return w.finalZK(ctx, name)
+	}
 	if w.etcd != nil {
 		return client.ReadFinalEtcd(ctx, w.etcdAdmin, name)
 	}
@@ -199,6 +219,7 @@ func (w *backendWorld) final(ctx context.Context, name string) (f, c client.Stat
 }
 
 func (w *backendWorld) close() {
+	w.closeZK()
 	if w.etcdAdmin != nil {
 		_ = w.etcdAdmin.Close()
 	}

@@ -89,7 +89,7 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		proxies: NewProxies(),
 	}
 	if spec.Mode.Backend != client.BackendRedis {
-		be, err := startBackend(spec, logf)
+		be, err := startBackend(spec, e.name, logf)
 		if err != nil {
 			return nil, err
 		}
@@ -206,6 +206,9 @@ func setup(spec RunSpec, rec *history.Recorder, exe []string, logf func(string, 
 		}
 		if e.be != nil {
 			cfg.Backend, cfg.PGFence = spec.Mode.Backend, spec.Scenario.PGFence
+			if cfg.Backend == client.BackendZooKeeper {
+				cfg.Session = ZKSession
+			}
 			eps, err := e.be.endpoints(s)
 			if err != nil {
 				e.teardown()

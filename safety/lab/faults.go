@@ -17,12 +17,18 @@ import (
 
 // pauseHolder (1): SIGSTOP the process client right after its lease check.
 func pauseHolder(ctx context.Context, e *env) {
+	pauseHolderFor(ctx, e, 2*e.spec.TTL, 5*e.spec.TTL/2)
+}
+
+// pauseHolderFor SIGSTOPs the process client c0 right after its lease
+// check for a random time in [lo, hi), then SIGCONT.
+func pauseHolderFor(ctx context.Context, e *env, lo, hi time.Duration) {
 	s := e.slots[0]
 	if _, ok := e.waitChecked(ctx, func(c string) bool { return c == s.id() }); !ok {
 		return
 	}
 	p := s.current()
-	d := e.between(2*e.spec.TTL, 5*e.spec.TTL/2)
+	d := e.between(lo, hi)
 	start := time.Now()
 	p.signal(syscall.SIGSTOP)
 	time.Sleep(d)

@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 // TestQuick runs the CI suite (QuickSuite): the headline claim (no stale
 // write accepted and no acknowledged update lost on the fenced resource),
 // the controls that must have teeth, and the three negative controls. Set
-// DISTLOCK_LAB_SEED to change the fault schedule.
+// DISTLOCK_LAB_SEED to change the fault schedule, DISTLOCK_LAB_MODE (a
+// mode's name: single, redlock, etcd, postgres, sentinel, zookeeper) to run
+// that mode's runs only.
 func TestQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the safety lab runs real redis-server processes for about a minute")
@@ -51,7 +53,14 @@ func TestQuick(t *testing.T) {
 	defer cancel()
 	const tolerance = 40 * time.Millisecond
 	probe := lagprobe.Start()
-	outs, err := QuickSuite(seed).Execute(ctx, Options{
+	suite := QuickSuite(seed)
+	if m := os.Getenv("DISTLOCK_LAB_MODE"); m != "" {
+		suite = suite.Filter(func(r RunSpec) bool { return r.Mode.Name == m })
+		if len(suite.Runs) == 0 {
+			t.Fatalf("DISTLOCK_LAB_MODE=%s: no quick run in that mode", m)
+		}
+	}
+	outs, err := suite.Execute(ctx, Options{
 		Exe: []string{exe}, Dir: dir, Logf: t.Logf,
 		// Loss signals are timer-driven; under -race on a loaded machine a
 		// timer can fire tens of milliseconds late.

@@ -262,7 +262,7 @@ func Versions() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {
-			case "github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2", "github.com/anishathalye/porcupine":
+			case "github.com/redis/go-redis/v9", "github.com/Shopify/toxiproxy/v2", "github.com/anishathalye/porcupine", "github.com/go-zookeeper/zk":
 				fmt.Fprintf(&b, "- %s %s\n", d.Path, d.Version)
 			}
 		}

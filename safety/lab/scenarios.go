@@ -77,6 +77,8 @@ func (s *Scenario) Mode() Mode {
 		return Etcd
 	case Postgres.Backend:
 		return Postgres
+	case ZooKeeper.Backend:
+		return ZooKeeper
 	}
 	if s.Sentinel {
 		return SentinelMode
@@ -89,8 +91,8 @@ func never(Mode) bool  { return false }
 
 // Scenarios are the lab's fault classes: twelve on one lock, four on its
 // waiter queue, one on an election; then three on etcd (18-20) and five on
-// PostgreSQL (21-25), two on shared locks (26, 27) and a Sentinel failover
-// (28).
+// PostgreSQL (21-25), two on shared locks (26, 27), a Sentinel failover
+// (28) and four on ZooKeeper (29-32).
 var Scenarios = []*Scenario{
 	{ID: 1, Key: "pause-holder", Title: "client paused (SIGSTOP) past its ttl after acquiring", Single: true, Redlock: true,
 		Excludes: always, Teeth: true, Inject: pauseHolder,
@@ -173,6 +175,18 @@ var Scenarios = []*Scenario{
 	{ID: 27, Key: "shared-rwmutex", Title: "RW lock (a writer one hold in three) under the existing fault classes", Single: true,
 		Shared: "rwmutex", Excludes: never, Inject: sharedFaults,
 		Schedule: "five clients on Client.RWMutex(name), Lock one hold in three, else RLock; faults as 26"},
+	{ID: 29, Key: "zk-pause-holder", Title: "zookeeper: client paused (SIGSTOP) past its ttl and its session timeout after acquiring", Backend: "zookeeper",
+		Excludes: always, Teeth: true, Inject: zkPauseHolder,
+		Schedule: "three ZooKeeper members, sessions of 2 ttl; process client c0 SIGSTOPped right after its lease check for its session timeout + 0.6-1 ttl (past the session's expiry, which the leader rounds up to its next 500 ms tick; its lease ends, its session expires, another client is granted), then SIGCONT; the resource's fenced copy behind zkfence"},
+	{ID: 30, Key: "zk-leader-kill", Title: "zookeeper: the leader killed while the lock is held and waiters wait", Backend: "zookeeper",
+		Excludes: always, Inject: zkLeaderKill, Recovery: ZKFailoverRecovery,
+		Schedule: "right after a holder's lease check, the ZooKeeper leader (of 3) SIGKILLed and started again on its data 0.25-1 ttl later"},
+	{ID: 31, Key: "zk-rolling-restart", Title: "zookeeper: each member restarted in turn while the lock is held and waiters wait", Backend: "zookeeper",
+		Excludes: always, Inject: zkRollingRestart, Recovery: ZKFailoverRecovery,
+		Schedule: "right after a holder's lease check, each of the 3 members in turn SIGKILLed and started again on its data 0.25-0.5 ttl later, the next once it serves again"},
+	{ID: 32, Key: "zk-minority-stop", Title: "zookeeper: a minority (one member of three) paused", Backend: "zookeeper",
+		Excludes: always, Inject: zkMinorityStop, Recovery: ZKFailoverRecovery,
+		Schedule: "right after a holder's lease check, one member (the leader half of the time) SIGSTOPped for 1-2 ttl (within syncLimit: no election), then SIGCONT"},
 	{ID: SentinelFailoverID, Key: "sentinel-failover", Title: "Sentinel: failover to a replica that missed the last grants", Sentinel: true,
 		Excludes: never, Inject: sentinelFailover,
 		Schedule: "a master, one replica, three sentinels, clients on go-redis failover clients; once per run, while a holder works: the replica SIGSTOPped and its link dropped (CLIENT KILL TYPE replica) until the master made a grant and its holder checked its lease (at most 4 ttl), then the master SIGKILLed, the replica resumed and SENTINEL FAILOVER; the lost grant makes two holders (I1 not claimed), the time floor keeps the token order"},

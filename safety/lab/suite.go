@@ -69,6 +69,10 @@ func QuickSuite(seed uint64) Suite {
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: 4 * time.Second, Seed: seed},
 	)
+	// ZooKeeper (ttl ZKTTL, three members): the paused holder past its
+	// session (the control must lose updates, zkfence none), the killed
+	// leader and the members restarted in turn.
+	runs = append(runs, zkRuns(seed)...)
 	// Sentinel (ttl SentinelTTL): one failover to a replica that missed
 	// the last grant, and the control without the time floor.
 	runs = append(runs, sentinelRuns(seed)...)
@@ -108,6 +112,7 @@ func FullSuite(seed uint64, d time.Duration) Suite {
 		RunSpec{Scenario: ScenarioByID(26), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 		RunSpec{Scenario: ScenarioByID(27), Mode: Single, Control: Split, TTL: ttl, Duration: d, Seed: seed},
 	)
+	runs = append(runs, zkFenceOff(seed))
 	runs = append(runs, sentinelRuns(seed)...)
 	runs = append(runs, controlRuns(seed)...)
 	return Suite{Name: "full", Runs: runs}
@@ -163,10 +168,28 @@ func (s Suite) Execute(ctx context.Context, o Options) ([]*Outcome, error) {
 }
 
 // backendTTL is the ttl of a backend scenario's runs: EtcdTTL on etcd
-// (its minimum), ttl otherwise.
+// (its minimum), ZKTTL on ZooKeeper, ttl otherwise.
 func backendTTL(s *Scenario, ttl time.Duration) time.Duration {
-	if s.Backend == Etcd.Backend {
+	switch s.Backend {
+	case Etcd.Backend:
 		return EtcdTTL
+	case ZooKeeper.Backend:
+		return ZKTTL
 	}
 	return ttl
+}
+
+// zkRuns are the quick suite's ZooKeeper runs.
+func zkRuns(seed uint64) []RunSpec {
+	return []RunSpec{
+		{Scenario: ScenarioByID(29), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
+		{Scenario: ScenarioByID(30), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
+		{Scenario: ScenarioByID(31), Mode: ZooKeeper, TTL: ZKTTL, Duration: 10 * time.Second, Seed: seed},
+	}
+}
+
+// zkFenceOff is the fence-off control on ZooKeeper (FullSuite): scenario
+// 29 with the fenced copy written plainly; I5 must fail.
+func zkFenceOff(seed uint64) RunSpec {
+	return RunSpec{Scenario: ScenarioByID(29), Mode: ZooKeeper, Control: FenceOff, TTL: ZKTTL, Duration: 15 * ZKTTL, Seed: seed}
 }
