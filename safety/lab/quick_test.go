@@ -49,7 +49,7 @@ func TestQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute) // a bound for a hang, not a speed (inside go test -timeout 10m)
+	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute) // a bound for a hang, not a speed (inside scripts/test's go test -timeout 15m for safety)
 	defer cancel()
 	const tolerance = 40 * time.Millisecond
 	probe := lagprobe.Start()
