@@ -15,7 +15,9 @@ import (
 // TestWakeOnOwnChannel: a queued waiter's wake-up travels on its engine's
 // own channel (schema version 7), so no other engine's listener receives
 // it: a connection LISTENing on the schema's channel sees no 'w:' message
-// while a release hands the lock to a waiter of another engine. Every
+// while a release hands the lock to a waiter of another engine; it sees
+// the release ('handed'), for the name's plain subscribers (an
+// election's observers read the lock again at once). Every
 // message on the schema's channel before a sentinel sent after the grant
 // has arrived by the time the sentinel does (PostgreSQL delivers in commit
 // order), so the absence is checked without a sleep.
@@ -68,17 +70,23 @@ func TestWakeOnOwnChannel(t *testing.T) {
 	if _, err := sentinel.Exec(ctx, "SELECT pg_notify($1, 'sentinel')", postgres.Channel(schema)); err != nil {
 		t.Fatal(err)
 	}
+	released := false
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n.Payload == "sentinel" {
+			if !released {
+				t.Fatal("the release sent nothing on the schema's channel: the name's observers are not told")
+			}
 			return
 		}
-		if _, msg, _ := strings.Cut(n.Payload, " "); strings.HasPrefix(msg, "w:") {
+		_, msg, _ := strings.Cut(n.Payload, " ")
+		if strings.HasPrefix(msg, "w:") {
 			t.Fatalf("a waiter's wake-up on the schema's channel, which every engine listens on: %q", n.Payload)
 		}
+		released = released || msg == "handed"
 	}
 }
 

@@ -251,17 +251,20 @@ func (l *listener) setUp(up bool) {
 
 // deliver wakes the subscriptions a notification '<name key> <message>'
 // is for: the waiter it addresses ('w:<waiter>') and the plain
-// subscribers, or everyone on the name.
+// subscribers; the plain subscribers alone for 'handed' (the lock was
+// freed and its queue's head woken on its own channel); everyone on the
+// name otherwise.
 func (l *listener) deliver(payload string) {
 	key, msg, ok := strings.Cut(payload, " ")
 	if !ok {
 		return
 	}
 	to, addressed := strings.CutPrefix(msg, "w:")
+	handed := msg == "handed"
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for s := range l.subs[key] {
-		if !addressed || s.waiter == "" || s.waiter == to {
+		if s.waiter == "" || !handed && (!addressed || s.waiter == to) {
 			s.Wake()
 		}
 	}

@@ -231,6 +231,10 @@ BEGIN
     PERFORM {{S}}._settle(l.name, now_);
     PERFORM {{S}}._wake(l.name, now_, true);
     IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = l.name) THEN
+      -- The head is woken on its engine's channel; the name's plain
+      -- subscribers (an election's observers) read the lock again
+      -- ('handed': not for waiters, who wait for their own wake-up).
+      PERFORM {{S}}._notify(l.name, 'handed');
       RETURN;
     END IF;
   END IF;

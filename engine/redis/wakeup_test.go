@@ -86,3 +86,61 @@ func TestReleasePublishesOnlyForWaiters(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseWithQueueTellsObservers: a release that hands the lock to the
+// head of its queue wakes the head on its engine's own channel, and tells
+// the lock's channel too, where an election's observers (and waiters
+// outside a queue) listen: they read the lock again at once, rather than
+// at the old holder's expiry.
+func TestReleaseWithQueueTellsObservers(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	waiter, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	observer, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	obs, err := observer.Subscribe(ctx, "elected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	head, err := waiter.SubscribeWaiter(ctx, "elected", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer head.Close()
+	if g, err := holder.Acquire(ctx, engine.AcquireRequest{Name: "elected", Owner: "a", Attempt: "a", TTL: 30 * time.Second}); err != nil || !g.Acquired {
+		t.Fatalf("holder: %+v, %v", g, err)
+	}
+	if g, err := waiter.Acquire(ctx, engine.AcquireRequest{Name: "elected", Owner: "b", Attempt: "b", TTL: 30 * time.Second,
+		Waiting: true, Waiter: "w1", WaiterTTL: 30 * time.Second}); err != nil || g.Acquired || !g.Queued {
+		t.Fatalf("waiter: %+v, %v; want queued", g, err)
+	}
+	for _, s := range []engine.Subscription{obs, head} {
+		for len(s.C()) > 0 {
+			<-s.C()
+		}
+	}
+	if r, err := holder.Release(ctx, "elected", "a"); err != nil || r.Status != engine.Released {
+		t.Fatalf("release: %+v, %v", r, err)
+	}
+	for what, s := range map[string]engine.Subscription{"the head": head, "the observer": obs} {
+		select {
+		case <-s.C():
+		case <-ctx.Done():
+			t.Fatalf("the release did not wake %s", what)
+		}
+	}
+}

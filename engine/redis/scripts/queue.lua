@@ -143,17 +143,17 @@ local function q_wake(now, wake)
   return true
 end
 
--- q_freed wakes the waiters of a lock just freed: the head of its queue,
--- or, when nobody queues, everyone waiting outside a queue (a message for
--- all on the lock's channel, with command pub).
+-- q_freed wakes the waiters of a lock just freed: the head of its queue
+-- (on its engine's channel), and everyone subscribed to the lock's own
+-- channel (a message for all, with command pub): waiters outside a queue
+-- and observers (an election's), who read the lock again. Under
+-- contention nobody but observers listens there: the message costs the
+-- server one lookup.
 local function q_freed(pub)
-  local queued = false
   if redis.call('EXISTS', Q) == 1 then
     local now = q_now()
     q_settle(now)
-    queued = q_wake(now, true)
+    q_wake(now, true)
   end
-  if not queued then
-    redis.call(pub, KEYS[1], 'released')
-  end
+  redis.call(pub, KEYS[1], 'released')
 end
