@@ -60,8 +60,12 @@ func (a *app) cmdAcquire(args []string) int {
 		return code
 	}
 	// Keep the lease: closing the client would release it.
-	defer b.close(true)
-	a.printGrant(name, lease.Owner(), lease.Token(), *ttl, *asJSON)
+	defer b.close(keepLeases)
+	if *asJSON {
+		a.printJSON(grantJSON{Name: name, Owner: lease.Owner(), Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
+	} else {
+		a.printGrantShell(name, lease.Owner(), lease.Token(), *ttl)
+	}
 	return exitOK
 }
 
@@ -73,12 +77,8 @@ func fairOption(fair bool) distlock.Option {
 	return nil
 }
 
-// printGrant prints a grant as shell assignments (for eval) or JSON.
-func (a *app) printGrant(name, owner string, fence uint64, ttl time.Duration, asJSON bool) {
-	if asJSON {
-		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: fence, TTLMs: ttl.Milliseconds()})
-		return
-	}
+// printGrantShell prints a grant as shell assignments, for eval.
+func (a *app) printGrantShell(name, owner string, fence uint64, ttl time.Duration) {
 	fmt.Fprintf(a.stdout, "DISTLOCK_NAME=%s\nDISTLOCK_OWNER=%s\nDISTLOCK_FENCE=%d\nDISTLOCK_TTL=%s\n",
 		shellQuote(name), shellQuote(owner), fence, ttl)
 }
@@ -99,7 +99,7 @@ func (a *app) cmdExtend(args []string) int {
 		return a.fail(cmd, err)
 	}
 	// Keep the lease: closing the client would release it.
-	ctx, b, done, err := a.connect(cmd, *redisURL, true)
+	ctx, b, done, err := a.connect(cmd, *redisURL, keepLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -109,7 +109,7 @@ func (a *app) cmdExtend(args []string) int {
 		return a.fail(cmd, explain(err, name, b.where))
 	}
 	if *asJSON {
-		a.printGrant(name, owner, lease.Token(), *ttl, true)
+		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
 	} else {
 		fmt.Fprintf(a.stdout, "extended %q: it expires in %v unless extended again (fence %d)\n", name, *ttl, lease.Token())
 	}
@@ -126,7 +126,7 @@ func (a *app) cmdRelease(args []string) int {
 		return code
 	}
 	name, owner := pos[0], pos[1]
-	ctx, b, done, err := a.connect(cmd, *redisURL, true)
+	ctx, b, done, err := a.connect(cmd, *redisURL, keepLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
