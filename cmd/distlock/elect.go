@@ -25,9 +25,9 @@ func (a *app) cmdElect(args []string) int {
 	grace := durationFlag(fs, "grace", defaultGrace)
 	value := stringFlag(fs, "", "value")
 	redisURL := stringFlag(fs, "", "redis", "backend")
-	verbose := verboseFlag(fs, a.stderr)
+	verbose := switchFlag(fs, notes{a.stderr}, "v", "verbose")
 	once := boolFlag(fs, "once")
-	fair := boolFlag(fs, "fair")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	name, argv, err := parseRunArgs(fs, args)
 	switch {
 	case err != nil:
@@ -58,7 +58,7 @@ func (a *app) cmdElect(args []string) int {
 		var l *distlock.Leadership
 		b, lease, code := a.acquireWith(cmd, name, *redisURL, 0, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 			var err error
-			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), fairOption(*fair))
+			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), *fair)
 			if err != nil {
 				return nil, err
 			}

@@ -35,7 +35,7 @@ func (a *app) cmdAcquire(args []string) int {
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
-	fair := boolFlag(fs, "fair")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
@@ -55,7 +55,7 @@ func (a *app) cmdAcquire(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
-		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false), fairOption(*fair))
+		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false), *fair)
 	if lease == nil {
 		return code
 	}
@@ -67,14 +67,6 @@ func (a *app) cmdAcquire(args []string) int {
 		a.printGrantShell(name, lease.Owner(), lease.Token(), *ttl)
 	}
 	return exitOK
-}
-
-// fairOption is WithFair when --fair was given.
-func fairOption(fair bool) distlock.Option {
-	if fair {
-		return distlock.WithFair()
-	}
-	return nil
 }
 
 // printGrantShell prints a grant as shell assignments, for eval.

@@ -44,6 +44,9 @@ func TestRedlockBackend(t *testing.T) {
 	}
 	r = c.run(t, "list")
 	expect(t, r, 0, "held")
+	// --fair reaches the quorum, which refuses it.
+	r = c.run(t, "run", "--fair", "--wait", "1s", "fair-job", "--", "true")
+	expect(t, r, exitUsage, "WithFair is not supported")
 
 	if err := srvs[0].Kill(); err != nil {
 		t.Fatal(err)

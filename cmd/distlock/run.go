@@ -37,8 +37,8 @@ func (a *app) cmdRun(args []string) int {
 	grace := durationFlag(fs, "grace", defaultGrace)
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis", "backend")
-	verbose := verboseFlag(fs, a.stderr)
-	fair := boolFlag(fs, "fair")
+	verbose := switchFlag(fs, notes{a.stderr}, "v", "verbose")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	kind := kindFlags(fs)
 	also := namesFlag(fs, "also")
 
@@ -73,11 +73,11 @@ func (a *app) cmdRun(args []string) int {
 	if len(*also) > 0 {
 		return a.runSet(runSpec{names: append([]string{name}, *also...), argv: argv, redisURL: *redisURL,
 			ttl: *ttl, wait: *wait, grace: *grace, notes: verbose, sigs: sigs},
-			distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+			distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), *fair)
 	}
 
 	b, lease, code := a.acquireWith(cmd, name, *redisURL, *wait, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
-		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), *fair)
 	})
 	if lease == nil {
 		return code

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestVerboseFlag: -v and --verbose turn the notes on, --verbose=false
-// and no flag leave them silent, and a value that is not a boolean is a
-// flag error.
+// TestVerboseFlag: -v and --verbose (a switchFlag) turn the notes on,
+// --verbose=false and no flag leave them silent, and a value that is not a
+// boolean is a flag error.
 func TestVerboseFlag(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -26,7 +26,7 @@ func TestVerboseFlag(t *testing.T) {
 	for _, tc := range cases {
 		var out bytes.Buffer
 		fs := flagSet("test")
-		n := verboseFlag(fs, &out)
+		n := switchFlag(fs, notes{&out}, "v", "verbose")
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}
@@ -36,7 +36,7 @@ func TestVerboseFlag(t *testing.T) {
 		}
 	}
 	fs := flagSet("test")
-	verboseFlag(fs, &bytes.Buffer{})
+	switchFlag(fs, notes{&bytes.Buffer{}}, "v", "verbose")
 	if err := fs.Parse([]string{"-v=maybe"}); err == nil {
 		t.Error("-v=maybe parsed")
 	}
