@@ -43,6 +43,46 @@ func TestAuthRoles(t *testing.T) {
 	r := call(t, "POST", lockURL(s, "held", "acquire"), writeTok, map[string]any{"owner": "the-owner", "ttl_ms": 60000})
 	want(t, "acquire with write", r, 200, "")
 
+	checkEndpointRoles(t, s)
+	// The events streams, without holding them open.
+	want(t, "lock events as read", call(t, "GET", lockURL(s, "x", "events"), readTok, nil), 403, api.CodeForbidden)
+	want(t, "dashboard events without a token", call(t, "GET", s.url+"/v1/dashboard/events", "", nil), 401, api.CodeUnauthorized)
+
+	checkOwnersShownToAdmins(t, s, "held", "the-owner")
+	r = call(t, "POST", lockURL(s, "held", "acquire"), writeTok, nil)
+	want(t, "contended acquire as write", r, 409, api.CodeLocked)
+	if r.errField(t, "holder") != nil || r.errField(t, "holder_id") == nil {
+		t.Fatalf("locked answer to a writer shows the owner token: %s", r.body)
+	}
+
+	// Public pages need no token.
+	for _, p := range []string{"/", "/app.js", "/style.css", "/healthz"} {
+		want(t, p, call(t, "GET", s.url+p, "", nil), 200, "")
+	}
+	m := call(t, "GET", s.url+"/v1/info", readTok, nil).json(t)
+	if m["role"] != "read" || m["auth"] != true {
+		t.Fatalf("info as read: %v", m)
+	}
+	// The scheme is case-insensitive; other schemes are refused.
+	for scheme, status := range map[string]int{"bearer ": 200, "Basic ": 401} {
+		req, _ := http.NewRequest("GET", s.url+"/v1/info", nil)
+		req.Header.Set("Authorization", scheme+readTok)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Fatalf("scheme %q: %d, want %d", scheme, resp.StatusCode, status)
+		}
+	}
+}
+
+// checkEndpointRoles calls every endpoint without a token, with an
+// unknown one and as each role: refused (401, 403) below the role it
+// needs, never refused at or above it.
+func checkEndpointRoles(t *testing.T, s *testServer) {
+	t.Helper()
 	type ep struct {
 		method, path string
 		body         any
@@ -80,49 +120,23 @@ func TestAuthRoles(t *testing.T) {
 			}
 		}
 	}
-	// The events streams, without holding them open.
-	want(t, "lock events as read", call(t, "GET", lockURL(s, "x", "events"), readTok, nil), 403, api.CodeForbidden)
-	want(t, "dashboard events without a token", call(t, "GET", s.url+"/v1/dashboard/events", "", nil), 401, api.CodeUnauthorized)
+}
 
-	// Owner tokens: admins only; everyone sees the holder id.
+// checkOwnersShownToAdmins: the status and the listing of name show its
+// owner token to admins only, and its holder id to every role.
+func checkOwnersShownToAdmins(t *testing.T, s *testServer, name, owner string) {
+	t.Helper()
 	for _, c := range []struct {
 		tok       string
 		showOwner bool
 	}{{readTok, false}, {writeTok, false}, {adminTok, true}} {
-		m := call(t, "GET", lockURL(s, "held", ""), c.tok, nil).json(t)
-		if (m["owner"] == "the-owner") != c.showOwner || m["holder_id"] == nil || m["holder_id"] == "" {
+		m := call(t, "GET", lockURL(s, name, ""), c.tok, nil).json(t)
+		if (m["owner"] == owner) != c.showOwner || m["holder_id"] == nil || m["holder_id"] == "" {
 			t.Fatalf("status as %q: %v", c.tok, m)
 		}
 		l := call(t, "GET", s.url+"/v1/locks", c.tok, nil).json(t)["locks"].([]any)[0].(map[string]any)
-		if (l["owner"] == "the-owner") != c.showOwner {
+		if (l["owner"] == owner) != c.showOwner {
 			t.Fatalf("list as %q: %v", c.tok, l)
-		}
-	}
-	r = call(t, "POST", lockURL(s, "held", "acquire"), writeTok, nil)
-	want(t, "contended acquire as write", r, 409, api.CodeLocked)
-	if r.errField(t, "holder") != nil || r.errField(t, "holder_id") == nil {
-		t.Fatalf("locked answer to a writer shows the owner token: %s", r.body)
-	}
-
-	// Public pages need no token.
-	for _, p := range []string{"/", "/app.js", "/style.css", "/healthz"} {
-		want(t, p, call(t, "GET", s.url+p, "", nil), 200, "")
-	}
-	m := call(t, "GET", s.url+"/v1/info", readTok, nil).json(t)
-	if m["role"] != "read" || m["auth"] != true {
-		t.Fatalf("info as read: %v", m)
-	}
-	// The scheme is case-insensitive; other schemes are refused.
-	for scheme, status := range map[string]int{"bearer ": 200, "Basic ": 401} {
-		req, _ := http.NewRequest("GET", s.url+"/v1/info", nil)
-		req.Header.Set("Authorization", scheme+readTok)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != status {
-			t.Fatalf("scheme %q: %d, want %d", scheme, resp.StatusCode, status)
 		}
 	}
 }

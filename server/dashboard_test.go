@@ -40,52 +40,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	b := startBrowser(t, bin, dir)
 	page := b.open(t, s.url+"/")
-	rowText := func() string {
-		var text string
-		b.eval(t, page, `(() => { const r = document.querySelector('#locks-body tr[data-name]'); return r ? r.innerText : ""; })()`, &text)
-		return text
-	}
-	waitShows := func(what string, parts ...string) string {
-		t.Helper()
-		var text string
-		deadline := time.Now().Add(patience)
-		for {
-			text = rowText()
-			ok := true
-			for _, p := range parts {
-				ok = ok && strings.Contains(text, p)
-			}
-			if ok {
-				return text
-			}
-			if time.Now().After(deadline) {
-				var body string
-				b.eval(t, page, "document.body.innerText", &body)
-				b.screenshot(t, page, filepath.Join(dir, "failed.png"))
-				t.Fatalf("%s: the page never showed %q; lock row %q; page:\n%s\n(screenshot in %s)", what, parts, text, body, dir)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	token := strconv.FormatUint(l.Token(), 10)
-	waitShows("first grant", name, token, "dashboard test on host-a")
-
-	var status string
-	b.eval(t, page, `document.getElementById("conn").title`, &status)
-	if status != "live" {
-		t.Fatalf("connection indicator says %q, want live", status)
-	}
-	// The ttl is shown, and counts down between snapshots: it changes.
-	ttl := func() string {
-		var text string
-		b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &text)
-		return text
-	}
-	ttl1 := ttl()
-	if ttl1 == "" {
-		t.Fatal("no ttl shown")
-	}
-	waitFor(t, patience, "the ttl shown to count down", func() bool { return ttl() != ttl1 })
+	waitRowShows(t, b, page, dir, "first grant", name, token, "dashboard test on host-a")
+	checkLiveCountdown(t, b, page)
 	b.screenshot(t, page, filepath.Join(dir, "dashboard.png"))
 	var html string
 	b.eval(t, page, "document.documentElement.outerHTML", &html)
@@ -102,7 +59,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l2.Release(ctx)
-	waitShows("second grant", name, strconv.FormatUint(l2.Token(), 10), "second holder")
+	waitRowShows(t, b, page, dir, "second grant", name, strconv.FormatUint(l2.Token(), 10), "second holder")
 	// The counter follows the Observer, which hears of a grant after the
 	// engine made it (the lock row may show it first): wait for it.
 	waitFor(t, patience, "the chart's counter to show at least 2 acquisitions", func() bool {
@@ -116,6 +73,53 @@ func TestDashboardInBrowser(t *testing.T) {
 		data, _ := os.ReadFile(filepath.Join(dir, "dashboard.png"))
 		_ = os.WriteFile(dst, data, 0o644)
 	}
+}
+
+// waitRowShows waits until the dashboard's first lock row shows every one
+// of parts; it fails the test with the page's text and a screenshot in dir
+// when it never does.
+func waitRowShows(t *testing.T, b *browser, page, dir, what string, parts ...string) {
+	t.Helper()
+	var text string
+	deadline := time.Now().Add(patience)
+	for {
+		b.eval(t, page, `(() => { const r = document.querySelector('#locks-body tr[data-name]'); return r ? r.innerText : ""; })()`, &text)
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(text, p)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var body string
+			b.eval(t, page, "document.body.innerText", &body)
+			b.screenshot(t, page, filepath.Join(dir, "failed.png"))
+			t.Fatalf("%s: the page never showed %q; lock row %q; page:\n%s\n(screenshot in %s)", what, parts, text, body, dir)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkLiveCountdown checks that the dashboard's connection indicator says
+// live, and that the ttl it shows counts down between snapshots.
+func checkLiveCountdown(t *testing.T, b *browser, page string) {
+	t.Helper()
+	var status string
+	b.eval(t, page, `document.getElementById("conn").title`, &status)
+	if status != "live" {
+		t.Fatalf("connection indicator says %q, want live", status)
+	}
+	ttl := func() string {
+		var text string
+		b.eval(t, page, `document.querySelector('#locks-body td.ttl span').textContent`, &text)
+		return text
+	}
+	ttl1 := ttl()
+	if ttl1 == "" {
+		t.Fatal("no ttl shown")
+	}
+	waitFor(t, patience, "the ttl shown to count down", func() bool { return ttl() != ttl1 })
 }
 
 // TestDashboardSharedInBrowser: the dashboard shows a semaphore's and a

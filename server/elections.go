@@ -102,7 +102,7 @@ func validateValue(v string) *apiError {
 // with the value as metadata, announced to observers.
 func (s *Server) handleCampaign(w http.ResponseWriter, r *http.Request, role Role, name string) {
 	var req api.CampaignRequest
-	if e := s.decode(w, r, &req, true); e != nil {
+	if e := s.decodeOptional(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -144,7 +144,7 @@ func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string) *
 // checkTerm answers whether owner leads name in term; a not_held answer
 // when it does not.
 func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest) *apiError {
-	if e := validateOwner(req.Owner, true); e != nil {
+	if e := requireOwner(req.Owner); e != nil {
 		return e
 	}
 	if req.Term == 0 {
@@ -167,12 +167,16 @@ func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest
 }
 
 // termRequest decodes a TermRequest and checks it against the current
-// term; it answers the request itself and returns false when it fails.
-func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, name string, value bool) (api.TermRequest, bool) {
+// term (checkTerm) after the checks of its other fields, if any; it
+// answers the request itself and returns false when it fails.
+func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, name string,
+	checks ...func(api.TermRequest) *apiError) (api.TermRequest, bool) {
 	var req api.TermRequest
-	e := s.decode(w, r, &req, false)
-	if e == nil && value {
-		e = validateValue(req.Value)
+	e := s.decode(w, r, &req)
+	for _, check := range checks {
+		if e == nil {
+			e = check(req)
+		}
 	}
 	if e == nil {
 		e = s.checkTerm(ctx, name, req)
@@ -188,16 +192,19 @@ func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http
 func (s *Server) handleProclaim(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	if req, ok := s.termRequest(ctx, w, r, name, true); ok {
+	if req, ok := s.termRequest(ctx, w, r, name, proclaimedValue); ok {
 		s.setMetadata(ctx, w, "proclaim", name, req.Owner, req.Value)
 	}
 }
+
+// proclaimedValue checks the value a proclaim stores (validateValue).
+func proclaimedValue(req api.TermRequest) *apiError { return validateValue(req.Value) }
 
 // handleResign serves POST /v1/elections/{name}/resign.
 func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	req, ok := s.termRequest(ctx, w, r, name, false)
+	req, ok := s.termRequest(ctx, w, r, name)
 	if !ok {
 		return
 	}
@@ -208,7 +215,7 @@ func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, na
 	case res.Status != engine.Released:
 		writeError(w, notHeld(name, engine.Missing))
 	default:
-		s.holds.released(name, req.Owner, true, res.Remaining, 0)
+		s.holds.released(name, req.Owner, res.Remaining)
 		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
 	}
 }

@@ -100,7 +100,7 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 	}
 	defer leave()
 	waiter := r.URL.Query().Get("waiter")
-	if e := validateWaiter(waiter, false); e != nil {
+	if e := validateWaiter(waiter); e != nil {
 		writeError(w, e)
 		return
 	}

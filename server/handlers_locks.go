@@ -14,7 +14,7 @@ import (
 // handleAcquire serves POST /v1/locks/{name}/acquire.
 func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request, role Role, name string) {
 	var req api.AcquireRequest
-	if e := s.decode(w, r, &req, true); e != nil {
+	if e := s.decodeOptional(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -61,8 +61,12 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	switch {
 	case o.gone:
 		if o.grant.Acquired && own {
+			release := s.eng.Release
+			if sh != nil {
+				release = s.releaseShared
+			}
 			ctx, cancel := engineContext(r.Context())
-			_, _ = s.release(ctx, name, owner, sh != nil)
+			_, _ = release(ctx, name, owner)
 			cancel()
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
@@ -99,7 +103,7 @@ type acquireArgs struct {
 func (s *Server) checkAcquire(req api.AcquireRequest) (acquireArgs, *apiError) {
 	ttl, e := s.ttlFrom(req.TTLMs)
 	if e == nil {
-		e = firstErr(validateOwner(req.Owner, false), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
+		e = firstErr(validateOwner(req.Owner), validateMetadata(req.Metadata), validateAttempt(req.Attempt))
 	}
 	var wait, waiterTTL time.Duration
 	if e == nil {
@@ -109,7 +113,7 @@ func (s *Server) checkAcquire(req api.AcquireRequest) (acquireArgs, *apiError) {
 		waiterTTL, e = waiterTTLFrom(req.WaiterTTLMs)
 	}
 	if e == nil {
-		e = validateWaiter(req.Waiter, false)
+		e = validateWaiter(req.Waiter)
 	}
 	if e == nil && req.Waiter != "" && wait > 0 {
 		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
@@ -142,23 +146,20 @@ func acquireResponse(name, owner string, ttl time.Duration, o acquireOutcome, sh
 	return resp
 }
 
-// release drops one hold of owner on name: a mutex's, or (shared) a
-// shared lock's permits.
-func (s *Server) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
-	if shared {
-		sh, ok := s.eng.(engine.Sharer)
-		if !ok {
-			return engine.ReleaseResult{Status: engine.NotHeld}, nil
-		}
-		return sh.ReleaseShared(ctx, name, owner)
+// releaseShared drops the permits owner holds of the shared lock name
+// (not held on an engine that keeps no shared locks).
+func (s *Server) releaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+	sh, ok := s.eng.(engine.Sharer)
+	if !ok {
+		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
-	return s.eng.Release(ctx, name, owner)
+	return sh.ReleaseShared(ctx, name, owner)
 }
 
 // handleExtend serves POST /v1/locks/{name}/extend.
 func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.ExtendRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -168,7 +169,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 	}
 	ttl, e := s.ttlFrom(req.TTLMs)
 	if e == nil {
-		e = validateOwner(req.Owner, true)
+		e = requireOwner(req.Owner)
 	}
 	if e == nil && req.Waiter {
 		e = badRequest("waiter", "invalid waiter: heartbeats go to POST /v1/extend")
@@ -206,7 +207,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 // trip (the remote engine's watchdog renews all its leases this way).
 func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Role) {
 	var req api.ExtendBatchRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -220,7 +221,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 		if l.Waiter {
 			ttl, e = waiterTTLFrom(l.TTLMs)
 		}
-		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner, true))
+		e = firstErr(s.validateName(l.Name), e, requireOwner(l.Owner))
 		if e != nil {
 			writeError(w, itemErr("locks", i, e))
 			return
@@ -312,11 +313,11 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 // lock's queue (nothing to do on an engine without one).
 func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LeaveRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	if e := validateWaiter(req.Waiter, true); e != nil {
+	if e := requireWaiter(req.Waiter); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -339,21 +340,24 @@ func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, nam
 
 // trackExtend reports an extension's answer to the metrics.
 func (s *Server) trackExtend(name, owner string, ttl time.Duration, st engine.ExtendStatus) {
-	cause := distlock.Expired
-	if st == engine.HeldByOther {
-		cause = distlock.TakenOver
+	switch st {
+	case engine.Extended:
+		s.holds.extended(name, owner, ttl)
+	case engine.HeldByOther:
+		s.holds.lostAtRenewal(name, owner, distlock.TakenOver)
+	default:
+		s.holds.lostAtRenewal(name, owner, distlock.Expired)
 	}
-	s.holds.extended(name, owner, ttl, st == engine.Extended, cause)
 }
 
 // handleRelease serves POST /v1/locks/{name}/release.
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.ReleaseRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	e := validateOwner(req.Owner, true)
+	e := requireOwner(req.Owner)
 	if e == nil && req.Shared {
 		_, e = s.sharer("release")
 	}
@@ -363,20 +367,24 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.release(ctx, name, req.Owner, req.Shared)
+	release := s.eng.Release
+	if req.Shared {
+		release = s.releaseShared
+	}
+	res, err := release(ctx, name, req.Owner)
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return
 	}
 	switch res.Status {
 	case engine.Released:
-		s.holds.released(name, req.Owner, true, res.Remaining, 0)
+		s.holds.released(name, req.Owner, res.Remaining)
 		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
 	case engine.NotOwner:
-		s.holds.released(name, req.Owner, false, 0, distlock.TakenOver)
+		s.holds.lostAtRelease(name, req.Owner, distlock.TakenOver)
 		writeError(w, notHeld(name, engine.HeldByOther))
 	default:
-		s.holds.released(name, req.Owner, false, 0, distlock.Expired)
+		s.holds.lostAtRelease(name, req.Owner, distlock.Expired)
 		writeError(w, notHeld(name, engine.Missing))
 	}
 }
@@ -385,11 +393,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 // (engine.MetadataSetter).
 func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.MetadataRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	if e := firstErr(validateOwner(req.Owner, true), validateMetadata(req.Metadata)); e != nil {
+	if e := firstErr(requireOwner(req.Owner), validateMetadata(req.Metadata)); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -423,11 +431,11 @@ func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op, nam
 // changes nothing.
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.FenceRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
-	e := validateOwner(req.Owner, true)
+	e := requireOwner(req.Owner)
 	switch {
 	case e != nil:
 	case req.Token == 0:
@@ -441,7 +449,7 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	raise := func(context.Context, string, string, uint64) (bool, error) { return false, nil }
+	var raise func(context.Context, string, string, uint64) (bool, error)
 	if req.Shared {
 		fr, ok := s.eng.(engine.SharedFenceRaiser)
 		if !ok {
@@ -487,7 +495,7 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 	q := r.URL.Query()
 	owner, one := q.Get("owner"), q.Has("owner")
 	if one {
-		if e := validateOwner(owner, true); e != nil {
+		if e := requireOwner(owner); e != nil {
 			writeError(w, e)
 			return
 		}

@@ -64,65 +64,79 @@ func (t *holdTracker) granted(name, owner string, count int, ttl, waited time.Du
 	t.obs.Acquired(name, waited, contended)
 }
 
-// extended records the answer to an extension.
-func (t *holdTracker) extended(name, owner string, ttl time.Duration, ok bool, cause distlock.LossCause) {
-	t.obs.Renewed(name, ok)
-	k := holdKey{name, owner}
+// extended records an extension of owner's hold of name for ttl.
+func (t *holdTracker) extended(name, owner string, ttl time.Duration) {
+	t.obs.Renewed(name, true)
 	t.mu.Lock()
-	h := t.m[k]
-	if h != nil && ok {
+	if h := t.m[holdKey{name, owner}]; h != nil {
 		h.expires = t.now().Add(ttl)
 	}
-	if h != nil && !ok {
-		delete(t.m, k)
-	}
 	t.mu.Unlock()
-	switch {
-	case ok:
-	case h == nil:
+}
+
+// lostAtRenewal records an extension that found owner not holding name:
+// every hold it had is lost with cause.
+func (t *holdTracker) lostAtRenewal(name, owner string, cause distlock.LossCause) {
+	t.obs.Renewed(name, false)
+	if h := t.forget(name, owner); h != nil {
+		t.lost(name, h, cause)
+	} else {
 		t.obs.m.lostElsewhere(cause)
-	default:
-		held := t.now().Sub(h.granted)
-		for range h.holds {
-			t.obs.Lost(name, cause, held)
-		}
 	}
 }
 
-// released records a release that dropped one hold (remaining left), or
-// that found the lock not held by owner (lost with cause).
-func (t *holdTracker) released(name, owner string, ok bool, remaining int, cause distlock.LossCause) {
+// released records a release that dropped one hold of owner on name,
+// remaining holds being left.
+func (t *holdTracker) released(name, owner string, remaining int) {
 	k := holdKey{name, owner}
 	t.mu.Lock()
 	h := t.m[k]
-	var n int
+	n := 0
 	if h != nil {
-		if ok {
-			n = 1
-			if h.holds--; h.holds <= 0 || remaining == 0 {
-				n += max(h.holds, 0) // holds we missed ended with this release
-				delete(t.m, k)
-			}
-		} else {
-			n = h.holds
+		n = 1
+		if h.holds--; h.holds <= 0 || remaining == 0 {
+			n += max(h.holds, 0) // holds we missed ended with this release
 			delete(t.m, k)
 		}
 	}
 	t.mu.Unlock()
 	if h == nil {
-		if !ok {
-			t.obs.m.lostElsewhere(cause)
-		}
 		t.obs.changed()
 		return
 	}
 	held := t.now().Sub(h.granted)
 	for range n {
-		if ok {
-			t.obs.Released(name, held)
-		} else {
-			t.obs.Lost(name, cause, held)
-		}
+		t.obs.Released(name, held)
+	}
+}
+
+// lostAtRelease records a release that found owner not holding name:
+// every hold it had is lost with cause.
+func (t *holdTracker) lostAtRelease(name, owner string, cause distlock.LossCause) {
+	if h := t.forget(name, owner); h != nil {
+		t.lost(name, h, cause)
+		return
+	}
+	t.obs.m.lostElsewhere(cause)
+	t.obs.changed()
+}
+
+// forget drops the holds of owner on name and returns them (nil when
+// none were known).
+func (t *holdTracker) forget(name, owner string) *hold {
+	k := holdKey{name, owner}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.m[k]
+	delete(t.m, k)
+	return h
+}
+
+// lost reports each of h's holds of name lost with cause.
+func (t *holdTracker) lost(name string, h *hold, cause distlock.LossCause) {
+	held := t.now().Sub(h.granted)
+	for range h.holds {
+		t.obs.Lost(name, cause, held)
 	}
 }
 

@@ -69,7 +69,7 @@ func (s *Server) handleLatchCount(w http.ResponseWriter, r *http.Request, _ Role
 // handleLatchSet serves POST /v1/latches/{name}/set.
 func (s *Server) handleLatchSet(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LatchSetRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -95,7 +95,7 @@ func (s *Server) handleLatchSet(w http.ResponseWriter, r *http.Request, _ Role, 
 // handleLatchCountDown serves POST /v1/latches/{name}/countdown.
 func (s *Server) handleLatchCountDown(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LatchCountDownRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -99,189 +99,235 @@ func TestLoad(t *testing.T) {
 	s := start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), duration+60*time.Second)
 	defer cancel()
-	started := time.Now()
-	stop := started.Add(duration)
-	// Each client starts cycles at random times, interval apart on average
-	// (or at once when late).
-	var interval time.Duration
+	r := &loadRun{url: s.url, ctx: ctx, started: time.Now(), hold: hold}
+	r.stop = r.started.Add(duration)
 	if rate > 0 {
-		interval = time.Duration(float64(loadClients) / rate * float64(time.Second))
+		r.interval = time.Duration(float64(loadClients) / rate * float64(time.Second))
 	}
-
-	var (
-		wg         sync.WaitGroup
-		mu         sync.Mutex
-		errs       []string
-		nerrs      int
-		waited     int             // HTTP acquires that had to wait
-		expired    int             // leases that ran out before their release was answered
-		unanswered int             // releases not answered within the release timeout
-		gaveUp     int             // waits that used up their budget
-		samples    [2][]loadSample // by kind: 0 Go client, 1 HTTP client
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		nerrs++
-		if len(errs) < 10 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
-	// starved counts a lease that ran out or a wait that timed out: the
-	// machine did not run the client in time.
-	starved := func(n *int) {
-		mu.Lock()
-		*n++
-		mu.Unlock()
-	}
+	var wg sync.WaitGroup
 	for i := range loadClients {
 		name := fmt.Sprintf("load-%02d", i%loadNames)
 		kind := i % 2
-		next := started
-		pace := func() bool {
-			next = next.Add(time.Duration(rand.ExpFloat64() * float64(interval)))
-			if !next.Before(stop) {
-				return false
-			}
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			}
-			return time.Now().Before(stop)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []loadSample
-			defer func() {
-				mu.Lock()
-				samples[kind] = append(samples[kind], mine...)
-				mu.Unlock()
-			}()
-			if kind == 0 {
-				eng, err := remote.New(s.url)
-				if err != nil {
-					fail("remote: %v", err)
-					return
-				}
-				defer eng.Close()
-				c := distlock.New(eng)
-				defer c.Close()
-				for pace() {
-					wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-					t0 := time.Now()
-					l, err := c.Acquire(wctx, name, distlock.WithTTL(5*time.Second))
-					t1 := time.Now()
-					wcancel()
-					if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-						starved(&gaveUp)
-						continue
-					}
-					if err != nil {
-						fail("go client acquire: %v", err)
-						return
-					}
-					time.Sleep(hold)
-					deadline := l.Deadline() // renewals only move it later
-					t2 := time.Now()
-					err = l.Release(ctx)
-					t3 := time.Now()
-					// Not held is the machine's when the answer came at
-					// or after the deadline: the server may have run the
-					// release at any moment until then.
-					if errors.Is(err, distlock.ErrNotHeld) && !t3.Before(deadline) {
-						starved(&expired)
-						continue
-					}
-					if errors.Is(err, context.Canceled) && t3.Sub(t2) >= distlock.DefaultReleaseTimeout {
-						// Not answered within the client's release
-						// timeout (the remote engine cancels the request
-						// a moment after it): a server not run in time.
-						starved(&unanswered)
-						continue
-					}
-					if err != nil {
-						fail("go client release answered %v before the lease's deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
-						return
-					}
-					mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
-				}
-				return
+			client := r.goClient
+			if kind == 1 {
+				client = r.httpClient
 			}
-			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-			defer hc.CloseIdleConnections()
-			// post returns the answer's body, or its error code (an
-			// error answer) or error.
-			post := func(path string, body any) (m map[string]any, code string, err error) {
-				data, _ := json.Marshal(body)
-				req, err := http.NewRequestWithContext(ctx, "POST", s.url+path, bytes.NewReader(data))
-				if err != nil {
-					return nil, "", err
-				}
-				resp, err := hc.Do(req)
-				if err != nil {
-					return nil, "", err
-				}
-				defer resp.Body.Close()
-				out, err := io.ReadAll(resp.Body)
-				if err != nil {
-					return nil, "", err
-				}
-				if resp.StatusCode != 200 {
-					var e api.ErrorBody
-					_ = json.Unmarshal(out, &e)
-					return nil, e.Error.Code, fmt.Errorf("HTTP %d: %s", resp.StatusCode, out)
-				}
-				return m, "", json.Unmarshal(out, &m)
-			}
-			const ttl = 5 * time.Second
-			for pace() {
-				t0 := time.Now()
-				m, code, err := post("/v1/locks/"+name+"/acquire", map[string]any{"ttl_ms": ttl.Milliseconds(), "wait_ms": 30000})
-				t1 := time.Now()
-				if code == api.CodeLocked {
-					starved(&gaveUp) // still locked after waiting 30 s
-					continue
-				}
-				if err != nil {
-					fail("http client acquire: %v", err)
-					return
-				}
-				// The validity deadline, counted from the send time as a
-				// lease counts it: the server granted the lock later.
-				deadline := t0.Add(ttl - engine.Drift(ttl))
-				if w, _ := m["waited_ms"].(float64); w > 0 {
-					mu.Lock()
-					waited++
-					mu.Unlock()
-				}
-				time.Sleep(hold)
-				t2 := time.Now()
-				_, code, err = post("/v1/locks/"+name+"/release", map[string]any{"owner": m["owner"]})
-				t3 := time.Now()
-				if code == api.CodeNotHeld && !t3.Before(deadline) {
-					starved(&expired)
-					continue
-				}
-				if err != nil {
-					fail("http client release answered %v before the deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
-					return
-				}
-				mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
-			}
+			mine := client(name, r.pacer())
+			r.mu.Lock()
+			r.samples[kind] = append(r.samples[kind], mine...)
+			r.mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(started)
-	if nerrs > 0 {
-		t.Fatalf("%d errors under load; the first: %s", nerrs, strings.Join(errs, "\n"))
+	elapsed := time.Since(r.started)
+	if r.nerrs > 0 {
+		t.Fatalf("%d errors under load; the first: %s", r.nerrs, strings.Join(r.errs, "\n"))
 	}
+	r.checkSettled(t, s)
 
-	if expired+gaveUp+unanswered > 0 {
-		t.Logf("the machine was starved: %d leases ran out before their release was answered, %d waits used up their 30 s budget, %d releases were not answered within the release timeout", expired, gaveUp, unanswered)
+	pacing := "as fast as possible"
+	if rate > 0 {
+		pacing = fmt.Sprintf("paced at %.0f cycles/s in total", rate)
 	}
+	report := loadReport(r.samples[0], r.samples[1], elapsed,
+		fmt.Sprintf("%s, %v held per cycle, GOMAXPROCS=%d, race detector: %v", pacing, hold, procs, raceEnabled), r.waited, r.starvedTotal())
+	t.Log("\n" + report)
+	if path := os.Getenv("DISTLOCK_LOAD_REPORT"); path != "" {
+		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
-	// The server is left clean: no lock held, nobody waiting. (A lease
-	// whose release failed is gone within its ttl.)
+// loadRun is one run of TestLoad: its shape, and what its clients saw.
+type loadRun struct {
+	url           string
+	ctx           context.Context
+	started, stop time.Time
+	interval      time.Duration // between a client's cycles, on average (0: at once)
+	hold          time.Duration
+
+	mu         sync.Mutex
+	errs       []string
+	nerrs      int
+	waited     int             // HTTP acquires that had to wait
+	expired    int             // leases that ran out before their release was answered
+	unanswered int             // releases not answered within the release timeout
+	gaveUp     int             // waits that used up their budget
+	samples    [2][]loadSample // by kind: 0 Go client, 1 HTTP client
+}
+
+// fail records an error of a client (the first ten are kept).
+func (r *loadRun) fail(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nerrs++
+	if len(r.errs) < 10 {
+		r.errs = append(r.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+// count adds one to a counter of the run: waited, or one of starvation's
+// (a lease that ran out, a wait that timed out, a release not answered:
+// the machine did not run the client or the server in time).
+func (r *loadRun) count(n *int) {
+	r.mu.Lock()
+	*n++
+	r.mu.Unlock()
+}
+
+// starvedTotal counts every cycle the machine's starvation spoiled.
+func (r *loadRun) starvedTotal() int { return r.expired + r.gaveUp + r.unanswered }
+
+// pacer returns one client's pace: it waits until the client's next cycle,
+// started at random times interval apart on average (or at once when
+// late), and reports false when the run is over.
+func (r *loadRun) pacer() func() bool {
+	next := r.started
+	return func() bool {
+		next = next.Add(time.Duration(rand.ExpFloat64() * float64(r.interval)))
+		if !next.Before(r.stop) {
+			return false
+		}
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+		return time.Now().Before(r.stop)
+	}
+}
+
+// goClient runs the cycles of a Go client (distlock.Client on
+// engine/remote) on name at its pace, and returns its samples.
+func (r *loadRun) goClient(name string, pace func() bool) []loadSample {
+	var mine []loadSample
+	eng, err := remote.New(r.url)
+	if err != nil {
+		r.fail("remote: %v", err)
+		return nil
+	}
+	defer eng.Close()
+	c := distlock.New(eng)
+	defer c.Close()
+	for pace() {
+		wctx, wcancel := context.WithTimeout(r.ctx, 30*time.Second)
+		t0 := time.Now()
+		l, err := c.Acquire(wctx, name, distlock.WithTTL(5*time.Second))
+		t1 := time.Now()
+		wcancel()
+		if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
+			r.count(&r.gaveUp)
+			continue
+		}
+		if err != nil {
+			r.fail("go client acquire: %v", err)
+			return mine
+		}
+		time.Sleep(r.hold)
+		deadline := l.Deadline() // renewals only move it later
+		t2 := time.Now()
+		err = l.Release(r.ctx)
+		t3 := time.Now()
+		// Not held is the machine's when the answer came at or after the
+		// deadline: the server may have run the release at any moment
+		// until then.
+		if errors.Is(err, distlock.ErrNotHeld) && !t3.Before(deadline) {
+			r.count(&r.expired)
+			continue
+		}
+		if errors.Is(err, context.Canceled) && t3.Sub(t2) >= distlock.DefaultReleaseTimeout {
+			// Not answered within the client's release timeout (the
+			// remote engine cancels the request a moment after it): a
+			// server not run in time.
+			r.count(&r.unanswered)
+			continue
+		}
+		if err != nil {
+			r.fail("go client release answered %v before the lease's deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
+			return mine
+		}
+		mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
+	}
+	return mine
+}
+
+// httpClient runs the cycles of a plain HTTP client (it waits inside the
+// server with wait_ms) on name at its pace, and returns its samples.
+func (r *loadRun) httpClient(name string, pace func() bool) []loadSample {
+	var mine []loadSample
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer hc.CloseIdleConnections()
+	const ttl = 5 * time.Second
+	for pace() {
+		t0 := time.Now()
+		m, code, err := loadPost(r.ctx, hc, r.url+"/v1/locks/"+name+"/acquire", map[string]any{"ttl_ms": ttl.Milliseconds(), "wait_ms": 30000})
+		t1 := time.Now()
+		if code == api.CodeLocked {
+			r.count(&r.gaveUp) // still locked after waiting 30 s
+			continue
+		}
+		if err != nil {
+			r.fail("http client acquire: %v", err)
+			return mine
+		}
+		// The validity deadline, counted from the send time as a lease
+		// counts it: the server granted the lock later.
+		deadline := t0.Add(ttl - engine.Drift(ttl))
+		if w, _ := m["waited_ms"].(float64); w > 0 {
+			r.count(&r.waited)
+		}
+		time.Sleep(r.hold)
+		t2 := time.Now()
+		_, code, err = loadPost(r.ctx, hc, r.url+"/v1/locks/"+name+"/release", map[string]any{"owner": m["owner"]})
+		t3 := time.Now()
+		if code == api.CodeNotHeld && !t3.Before(deadline) {
+			r.count(&r.expired)
+			continue
+		}
+		if err != nil {
+			r.fail("http client release answered %v before the deadline (sent %v before the answer): %v", deadline.Sub(t3), t3.Sub(t2), err)
+			return mine
+		}
+		mine = append(mine, loadSample{t1.Sub(t0), t3.Sub(t2)})
+	}
+	return mine
+}
+
+// loadPost posts body as JSON to url and returns the answer's body, or its
+// error code (an error answer) or error.
+func loadPost(ctx context.Context, hc *http.Client, url string, body any) (m map[string]any, code string, err error) {
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(data))
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode != 200 {
+		var e api.ErrorBody
+		_ = json.Unmarshal(out, &e)
+		return nil, e.Error.Code, fmt.Errorf("HTTP %d: %s", resp.StatusCode, out)
+	}
+	return m, "", json.Unmarshal(out, &m)
+}
+
+// checkSettled checks that the server is left clean after the run: no lock
+// held, nobody waiting (a lease whose release failed is gone within its
+// ttl), and that cycles completed; it logs the starvation seen.
+func (r *loadRun) checkSettled(t *testing.T, s *testServer) {
+	t.Helper()
+	if r.starvedTotal() > 0 {
+		t.Logf("the machine was starved: %d leases ran out before their release was answered, %d waits used up their 30 s budget, %d releases were not answered within the release timeout", r.expired, r.gaveUp, r.unanswered)
+	}
 	waitFor(t, 60*time.Second, "the server to settle", func() bool {
 		text := scrape(t, s)
 		return metric(t, text, "distlock_waiters") == 0 && metric(t, text, "distlock_holders") == 0
@@ -289,24 +335,11 @@ func TestLoad(t *testing.T) {
 	if n, err := s.HeldLocks(context.Background()); err != nil || n != 0 {
 		t.Fatalf("%d locks still held after the load (%v)", n, err)
 	}
-	if len(samples[0]) == 0 || len(samples[1]) == 0 {
-		if expired+gaveUp+unanswered > 0 {
-			t.Skipf("machine too slow: no cycles completed (%d by Go clients, %d by HTTP clients), every lease ran out or wait timed out", len(samples[0]), len(samples[1]))
+	if len(r.samples[0]) == 0 || len(r.samples[1]) == 0 {
+		if r.starvedTotal() > 0 {
+			t.Skipf("machine too slow: no cycles completed (%d by Go clients, %d by HTTP clients), every lease ran out or wait timed out", len(r.samples[0]), len(r.samples[1]))
 		}
-		t.Fatalf("no cycles completed: %d and %d", len(samples[0]), len(samples[1]))
-	}
-
-	pacing := "as fast as possible"
-	if rate > 0 {
-		pacing = fmt.Sprintf("paced at %.0f cycles/s in total", rate)
-	}
-	report := loadReport(samples[0], samples[1], elapsed,
-		fmt.Sprintf("%s, %v held per cycle, GOMAXPROCS=%d, race detector: %v", pacing, hold, procs, raceEnabled), waited, expired+gaveUp+unanswered)
-	t.Log("\n" + report)
-	if path := os.Getenv("DISTLOCK_LOAD_REPORT"); path != "" {
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		t.Fatalf("no cycles completed: %d and %d", len(r.samples[0]), len(r.samples[1]))
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // handleSetAcquire serves POST /v1/sets/acquire: one attempt, no waiting.
 func (s *Server) handleSetAcquire(w http.ResponseWriter, r *http.Request, role Role) {
 	var req api.SetAcquireRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -91,7 +91,7 @@ func (s *Server) checkSetAcquire(req api.SetAcquireRequest) (rs []engine.Acquire
 	rs = make([]engine.AcquireRequest, len(req.Locks))
 	for i, l := range req.Locks {
 		ttl, e := s.ttlFrom(l.TTLMs)
-		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner, false), validateMetadata(l.Metadata), validateAttempt(l.Attempt))
+		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner), validateMetadata(l.Metadata), validateAttempt(l.Attempt))
 		if e != nil {
 			return nil, false, itemErr("locks", i, e)
 		}
@@ -169,7 +169,7 @@ func (s *Server) engineReleaseSet(ctx context.Context, names, owners []string) (
 // handleSetRelease serves POST /v1/sets/release.
 func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role) {
 	var req api.SetReleaseRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -179,7 +179,7 @@ func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role
 	}
 	names, owners := make([]string, len(req.Locks)), make([]string, len(req.Locks))
 	for i, l := range req.Locks {
-		if e := firstErr(s.validateName(l.Name), validateOwner(l.Owner, true)); e != nil {
+		if e := firstErr(s.validateName(l.Name), requireOwner(l.Owner)); e != nil {
 			writeError(w, itemErr("locks", i, e))
 			return
 		}
@@ -200,13 +200,13 @@ func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role
 	for i, x := range res {
 		switch x.Status {
 		case engine.Released:
-			s.holds.released(names[i], owners[i], true, x.Remaining, 0)
+			s.holds.released(names[i], owners[i], x.Remaining)
 			out.Results[i] = api.SetReleaseResult{Status: api.StatusReleased, Remaining: x.Remaining}
 		case engine.NotOwner:
-			s.holds.released(names[i], owners[i], false, 0, distlock.TakenOver)
+			s.holds.lostAtRelease(names[i], owners[i], distlock.TakenOver)
 			out.Results[i].Status = api.StatusHeldByOther
 		default:
-			s.holds.released(names[i], owners[i], false, 0, distlock.Expired)
+			s.holds.lostAtRelease(names[i], owners[i], distlock.Expired)
 			out.Results[i].Status = api.StatusMissing
 		}
 	}

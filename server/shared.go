@@ -97,7 +97,7 @@ func (q sharedQueue) Leave(ctx context.Context, name, waiter string) error {
 // handleSetLimit serves POST /v1/locks/{name}/limit (engine.Sharer.SetLimit).
 func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LimitRequest
-	if e := s.decode(w, r, &req, false); e != nil {
+	if e := s.decode(w, r, &req); e != nil {
 		writeError(w, e)
 		return
 	}

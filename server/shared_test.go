@@ -215,15 +215,10 @@ func TestSharedWaiting(t *testing.T) {
 		return map[string]any{"owner": owner, "kind": "rwlock", "mode": mode, "wait_ms": wait, "ttl_ms": 60000}
 	}
 	want(t, "reader", call(t, "POST", lockURL(s, "rw", "acquire"), "", rw("r1", "read", 0)), 200, "")
-	type answer struct {
-		who string
-		r   reply
-		at  time.Time
-	}
-	got := make(chan answer, 2)
+	got := make(chan heldOpenAnswer, 2)
 	ask := func(owner, mode string) {
 		r := call(t, "POST", lockURL(s, "rw", "acquire"), "", rw(owner, mode, 30000))
-		got <- answer{owner, r, time.Now()}
+		got <- heldOpenAnswer{owner, r, time.Now()}
 	}
 	go ask("w", "write")
 	waitFor(t, patience, "the writer to queue", func() bool { return sharedInfo(t, s.eng, "rw").Waiters == 1 })
@@ -247,34 +242,16 @@ func TestSharedWaiting(t *testing.T) {
 	if n := mem.shared.Load(); n < 2 {
 		t.Fatalf("%d shared waiter heartbeats, want one per waiter every WaiterTTL/3", n)
 	}
-	select {
-	case a := <-got:
-		t.Fatalf("%s answered while the reader held: %s", a.who, a.r.body)
-	default:
-	}
+	noAnswerYet(t, got, "the reader held")
 	want(t, "release r1", call(t, "POST", lockURL(s, "rw", "release"), "", map[string]any{"owner": "r1", "shared": true}), 200, "")
-	var first answer
-	select {
-	case first = <-got:
-	case <-time.After(patience):
-		t.Fatal("nobody was answered after the release")
-	}
+	first := nextAnswer(t, got, "the reader's release")
 	if first.who != "w" {
 		t.Fatalf("%s was answered first, want the writer: %s", first.who, first.r.body)
 	}
 	want(t, "writer", first.r, 200, "")
-	select {
-	case a := <-got:
-		t.Fatalf("%s answered while the writer held: %s", a.who, a.r.body)
-	default:
-	}
+	noAnswerYet(t, got, "the writer held")
 	want(t, "release w", call(t, "POST", lockURL(s, "rw", "release"), "", map[string]any{"owner": "w", "shared": true}), 200, "")
-	var second answer
-	select {
-	case second = <-got:
-	case <-time.After(patience):
-		t.Fatal("the reader was not answered after the writer's release")
-	}
+	second := nextAnswer(t, got, "the writer's release")
 	want(t, "reader r2", second.r, 200, "")
 	if num(t, second.r, "token") <= num(t, first.r, "token") {
 		t.Fatalf("reader token %d not above the writer's %d", num(t, second.r, "token"), num(t, first.r, "token"))
@@ -291,6 +268,37 @@ func TestSharedWaiting(t *testing.T) {
 	}
 	if n := sharedInfo(t, s.eng, "rw").Waiters; n != 0 {
 		t.Fatalf("%d waiters left after the wait ended", n)
+	}
+}
+
+// heldOpenAnswer is the answer to a held-open acquire: whose, and when.
+type heldOpenAnswer struct {
+	who string
+	r   reply
+	at  time.Time
+}
+
+// nextAnswer returns the next answer on got, failing the test when none
+// comes within patience (after what).
+func nextAnswer(t *testing.T, got <-chan heldOpenAnswer, after string) heldOpenAnswer {
+	t.Helper()
+	select {
+	case a := <-got:
+		return a
+	case <-time.After(patience):
+		t.Fatalf("nobody was answered after %s", after)
+		return heldOpenAnswer{}
+	}
+}
+
+// noAnswerYet fails the test when got has an answer already (while
+// nobody should have been).
+func noAnswerYet(t *testing.T, got <-chan heldOpenAnswer, while string) {
+	t.Helper()
+	select {
+	case a := <-got:
+		t.Fatalf("%s answered while %s: %s", a.who, while, a.r.body)
+	default:
 	}
 }
 

@@ -51,13 +51,19 @@ func (s *Server) ttlFrom(ms int64) (time.Duration, *apiError) {
 	return engine.CapabilitiesOf(s.eng).FitTTL(ttl), nil
 }
 
-// validateOwner checks an owner token with distlock's rule
-// (distlock.ValidateOwner); required says whether it may be empty.
-func validateOwner(owner string, required bool) *apiError {
-	if owner == "" && required {
+// validateOwner checks an owner token that may be empty (the server then
+// makes one) with distlock's rule (distlock.ValidateOwner).
+func validateOwner(owner string) *apiError {
+	return argErr("owner", distlock.ValidateOwner(owner))
+}
+
+// requireOwner checks an owner token that must be given, with
+// distlock's rule.
+func requireOwner(owner string) *apiError {
+	if owner == "" {
 		return badRequest("owner", "invalid owner: empty")
 	}
-	return argErr("owner", distlock.ValidateOwner(owner))
+	return validateOwner(owner)
 }
 
 // validateMetadata checks metadata with distlock's rule
@@ -113,11 +119,34 @@ func (s *Server) boundBodies(h http.Handler) http.Handler {
 	})
 }
 
-// decode reads the request body (at most the server's limit) into v. An
-// empty body leaves v as it is when optional. The whole body is read, so the
-// server notices at once when the client goes away afterwards. A body that
-// does not arrive within the server's body timeout fails (boundBodies).
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) *apiError {
+// decode reads the request body, a JSON object, into v (see readBody);
+// an empty body is refused.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	data, e := s.readBody(w, r)
+	if e == nil && len(data) == 0 {
+		e = badRequest("body", "empty request body: send a JSON object")
+	}
+	if e != nil {
+		return e
+	}
+	return decodeJSON(data, v)
+}
+
+// decodeOptional reads the request body into v like decode, and leaves v
+// as it is when the body is empty (every field takes its default).
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	data, e := s.readBody(w, r)
+	if e != nil || len(data) == 0 {
+		return e
+	}
+	return decodeJSON(data, v)
+}
+
+// readBody reads the whole request body (at most the server's limit),
+// trimmed of white space, so the server notices at once when the client
+// goes away afterwards. A body that does not arrive within the server's
+// body timeout fails (boundBodies).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	body := http.MaxBytesReader(w, r.Body, s.maxBody)
 	data, err := io.ReadAll(body)
 	if err != nil {
@@ -126,19 +155,18 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 			e := newError(http.StatusRequestEntityTooLarge, api.CodeInvalidArgument,
 				"request body larger than this server's limit of "+strconv.FormatInt(s.maxBody, 10)+" bytes")
 			e.detail.Arg = "body"
-			return e
+			return nil, e
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return badRequest("body", "the request body did not arrive whole within this server's body timeout of "+s.timeouts.Body.String())
+			return nil, badRequest("body", "the request body did not arrive whole within this server's body timeout of "+s.timeouts.Body.String())
 		}
-		return badRequest("body", "cannot read the request body: "+err.Error())
+		return nil, badRequest("body", "cannot read the request body: "+err.Error())
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		if optional {
-			return nil
-		}
-		return badRequest("body", "empty request body: send a JSON object")
-	}
+	return bytes.TrimSpace(data), nil
+}
+
+// decodeJSON decodes data, one JSON value with only known fields, into v.
+func decodeJSON(data []byte, v any) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -150,12 +178,18 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 	return nil
 }
 
-// validateWaiter checks a waiter id (the waiter queue): like an owner token,
-// at most 256 bytes of UTF-8.
-func validateWaiter(id string, required bool) *apiError {
-	switch {
-	case id == "" && required:
+// requireWaiter checks a waiter id that must be given (see validateWaiter).
+func requireWaiter(id string) *apiError {
+	if id == "" {
 		return badRequest("waiter", "invalid waiter: empty")
+	}
+	return validateWaiter(id)
+}
+
+// validateWaiter checks a waiter id (the waiter queue), which may be
+// empty: like an owner token, at most 256 bytes of UTF-8.
+func validateWaiter(id string) *apiError {
+	switch {
 	case len(id) > distlock.MaxOwnerLen:
 		return badRequest("waiter", fmt.Sprintf("invalid waiter: longer than %d bytes", distlock.MaxOwnerLen))
 	case !utf8.ValidString(id):

@@ -97,6 +97,15 @@ func TestWaitForDeadlock(t *testing.T) {
 		g = getWaitFor(t, s.url)
 		return len(g.Cycles) > 0 && len(g.Edges) == 2 && unnamed() == 1
 	})
+	checkTwoOwnerCycle(t, g)
+	checkDashboardFlagsCycle(t, bin, s.url)
+}
+
+// checkTwoOwnerCycle checks that g's one cycle is owner-a waiting for
+// deadlock/y held by owner-b, and owner-b for deadlock/x held by owner-a,
+// and that deadlock/x names owner-b alone among its waiters.
+func checkTwoOwnerCycle(t *testing.T, g api.WaitFor) {
+	t.Helper()
 	if len(g.Cycles) != 1 || len(g.Cycles[0].Edges) != 2 {
 		t.Fatalf("cycles %+v, want one of two edges", g.Cycles)
 	}
@@ -115,10 +124,17 @@ func TestWaitForDeadlock(t *testing.T) {
 			t.Errorf("deadlock/x's named waiters %+v; want owner-b alone", l.Waiters)
 		}
 	}
+}
 
+// checkDashboardFlagsCycle opens the dashboard at url in headless
+// Chromium (bin) and checks that it flags that cycle and marks its two
+// rows; the screenshot is saved under the test's temp dir (and copied to
+// $DISTLOCK_WAITFOR_SCREENSHOT when set).
+func checkDashboardFlagsCycle(t *testing.T, bin, url string) {
+	t.Helper()
 	dir := t.TempDir()
 	b := startBrowser(t, bin, dir)
-	page := b.open(t, s.url+"/")
+	page := b.open(t, url+"/")
 	var text string
 	waitFor(t, patience, "the dashboard to flag the deadlock", func() bool {
 		b.eval(t, page, `(() => { const c = document.getElementById("cycles"); return c ? c.innerText : ""; })()`, &text)

@@ -71,7 +71,7 @@ func (a *app) cmdStatus(args []string) int {
 		return code
 	}
 	name := pos[0]
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -143,7 +143,7 @@ func (a *app) cmdList(args []string) int {
 	if len(pos) == 1 {
 		prefix = pos[0]
 	}
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -274,7 +274,7 @@ func (a *app) cmdLeaks(args []string) int {
 	if len(pos) == 1 {
 		prefix = pos[0]
 	}
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -306,7 +306,7 @@ func (a *app) cmdLeaks(args []string) int {
 			found, findErr = findLeaks(ctx, finder, prefix, *maxTTL)
 		}
 	}()
-	more, err := listedLeaks(ctx, b, prefix, *maxTTL, !ok)
+	more, err := listedLeaks(ctx, b, prefix, *maxTTL)
 	<-searched
 	if !partial(findErr) {
 		return a.fail(cmd, backendErr(b, "leaks", findErr))
@@ -417,7 +417,7 @@ func (a *app) cmdForceRelease(args []string) int {
 			return a.fail(cmd, usageErr("invalid --owner: %s", ownerProblem(err)))
 		}
 	}
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}

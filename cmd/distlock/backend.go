@@ -87,9 +87,10 @@ type backend struct {
 }
 
 // connect opens the backend of a one-shot command (see openBackend) with a
-// context that SIGINT and SIGTERM cancel. done closes the backend
-// (keepLeases: see backend.close) and stops the signal handling.
-func (a *app) connect(cmd, flagURL string, keepLeases bool) (ctx context.Context, b *backend, done func(), err error) {
+// context that SIGINT and SIGTERM cancel. done closes the backend, with
+// the leases its client holds meeting fate (see backend.close), and stops
+// the signal handling.
+func (a *app) connect(cmd, flagURL string, fate leaseFate) (ctx context.Context, b *backend, done func(), err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	b, err = a.openBackend(ctx, cmd, flagURL)
 	if err != nil {
@@ -97,7 +98,7 @@ func (a *app) connect(cmd, flagURL string, keepLeases bool) (ctx context.Context
 		return nil, nil, nil, err
 	}
 	return ctx, b, func() {
-		b.close(keepLeases)
+		b.close(fate)
 		stop()
 	}, nil
 }
@@ -333,10 +334,22 @@ func (a *app) checkServer(ctx context.Context, eng *remote.Engine, setting strin
 		"Check that distlock serve runs there and that %s points at it.", eng, err, setting)}
 }
 
-// close closes the client (releasing the leases it still holds, unless
-// keepLeases) and the engine with its connections.
-func (b *backend) close(keepLeases bool) {
-	if !keepLeases {
+// leaseFate says what closing a backend does to the leases its client
+// still holds.
+type leaseFate int
+
+const (
+	// releaseLeases releases them: the command's locks end with it.
+	releaseLeases leaseFate = iota
+	// keepLeases leaves them held until their ttl: distlock acquire and
+	// extend hand their lease to the shell script.
+	keepLeases
+)
+
+// close closes the client (releasing the leases it still holds, or
+// keeping them, as fate says) and the engine with its connections.
+func (b *backend) close(fate leaseFate) {
+	if fate == releaseLeases {
 		_ = b.client.Close()
 	}
 	_ = b.eng.Close()

@@ -19,10 +19,8 @@ func TestClusterBackend(t *testing.T) {
 	url := "redis-cluster://" + cl.Nodes[0].Addr() + "?addr=" + cl.Nodes[1].Addr()
 	c := cli{redis: url}
 
-	var names []string
 	for i := range 6 { // names on every master, most likely
 		name := "cl-" + strconv.Itoa(i)
-		names = append(names, name)
 		r := c.run(t, "run", "--wait", "0", name, "--", "sh", "-c", `echo "fence=$DISTLOCK_FENCE"`)
 		expect(t, r, 0, "fence=")
 	}

@@ -25,9 +25,9 @@ func (a *app) cmdElect(args []string) int {
 	grace := durationFlag(fs, "grace", defaultGrace)
 	value := stringFlag(fs, "", "value")
 	redisURL := stringFlag(fs, "", "redis", "backend")
-	verbose := boolFlag(fs, "v", "verbose")
+	verbose := switchFlag(fs, notes{a.stderr}, "v", "verbose")
 	once := boolFlag(fs, "once")
-	fair := boolFlag(fs, "fair")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	name, argv, err := parseRunArgs(fs, args)
 	switch {
 	case err != nil:
@@ -58,7 +58,7 @@ func (a *app) cmdElect(args []string) int {
 		var l *distlock.Leadership
 		b, lease, code := a.acquireWith(cmd, name, *redisURL, 0, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 			var err error
-			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), fairOption(*fair))
+			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), *fair)
 			if err != nil {
 				return nil, err
 			}
@@ -68,8 +68,8 @@ func (a *app) cmdElect(args []string) int {
 			return code
 		}
 		a.noteTTL(cmd, *ttl, lease.TTL(), b.where)
-		code, lost, started := a.lead(cmd, b, l, argv, *grace, sigs, next, *verbose)
-		b.close(false)
+		code, lost, started := a.lead(cmd, b, l, argv, *grace, sigs, next, verbose)
+		b.close(releaseLeases)
 		if !lost || *once || !started {
 			return code
 		}
@@ -80,7 +80,7 @@ func (a *app) cmdElect(args []string) int {
 // lead runs the command while l lasts. It reports the exit code, whether
 // the leadership was lost, and whether the command started.
 func (a *app) lead(cmd string, b *backend, l *distlock.Leadership, argv []string, grace time.Duration,
-	sigs <-chan os.Signal, next string, verbose bool) (code int, lost, started bool) {
+	sigs <-chan os.Signal, next string, verbose *notes) (code int, lost, started bool) {
 	name := l.Name()
 	if err := l.Err(); err != nil {
 		fmt.Fprintf(a.stderr, "distlock elect: lost the leadership of %q before the command started: %v\n",
@@ -99,17 +99,15 @@ func (a *app) lead(cmd string, b *backend, l *distlock.Leadership, argv []string
 		fmt.Fprintf(a.stderr, "distlock elect: cannot run %s: %v\n", argv[0], err)
 		return startErrorCode(err), false, false
 	}
-	if verbose {
-		fmt.Fprintf(a.stderr, "distlock elect: elected leader of %q (term %s); running %s\n", name, term, strings.Join(argv, " "))
-	}
+	verbose.say("distlock elect: elected leader of %q (term %s); running %s\n", name, term, strings.Join(argv, " "))
 	code, lost = a.supervise(cmd, ch, l.Lease(), name, grace, sigs, next)
 	if lost {
 		return exitLost, true, true
 	}
 	if err := l.Resign(context.Background()); err != nil && !errors.Is(err, distlock.ErrNotHeld) {
 		fmt.Fprintf(a.stderr, "distlock elect: the command finished, but resigning %q failed: %v\n", name, strings.TrimPrefix(err.Error(), "distlock: "))
-	} else if verbose {
-		fmt.Fprintf(a.stderr, "distlock elect: resigned %q; the command exited with %d\n", name, code)
+	} else {
+		verbose.say("distlock elect: resigned %q; the command exited with %d\n", name, code)
 	}
 	return code, false, true
 }
@@ -136,7 +134,7 @@ func (a *app) cmdLeader(args []string) int {
 		return code
 	}
 	name := pos[0]
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}

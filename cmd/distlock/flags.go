@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,6 +62,45 @@ func boolFlag(fs *flag.FlagSet, names ...string) *bool {
 	}
 	return &b
 }
+
+// switchFlag defines a boolean flag under several names that stands for
+// on: once the flags are parsed, the value is on when the flag was given
+// (-v, --fair), and T's zero value otherwise.
+func switchFlag[T any](fs *flag.FlagSet, on T, names ...string) *T {
+	v := switchValue[T]{val: new(T), on: on, given: new(bool)}
+	for _, n := range names {
+		fs.Var(v, n, "")
+	}
+	return v.val
+}
+
+// switchValue is the flag.Value of a switchFlag.
+type switchValue[T any] struct {
+	val   *T
+	on    T
+	given *bool
+}
+
+func (v switchValue[T]) String() string {
+	return strconv.FormatBool(v.given != nil && *v.given)
+}
+
+func (v switchValue[T]) Set(s string) error {
+	given, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.given = given
+	var zero T
+	*v.val = zero
+	if given {
+		*v.val = v.on
+	}
+	return nil
+}
+
+// IsBoolFlag lets the flag go without a value.
+func (switchValue[T]) IsBoolFlag() bool { return true }
 
 // parseFlags parses flags up to the first argument that is not one, and
 // reports the rest and whether parsing stopped at a "--" (which it consumed).

@@ -25,7 +25,7 @@ func (a *app) cmdLimit(args []string) int {
 	if err != nil || limit < 1 || limit >= engine.RWPermits {
 		return a.usage(cmd, "LIMIT %q: a semaphore's limit is a whole number from 1 to %d", pos[1], engine.RWPermits-1)
 	}
-	ctx, b, done, err := a.connect(cmd, *redisURL, false)
+	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}

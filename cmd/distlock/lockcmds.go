@@ -35,7 +35,7 @@ func (a *app) cmdAcquire(args []string) int {
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
-	fair := boolFlag(fs, "fair")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	pos, err := parseInterspersed(fs, args)
 	if code, ok := a.positional(cmd, pos, err, "NAME"); !ok {
 		return code
@@ -55,30 +55,22 @@ func (a *app) cmdAcquire(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	b, lease, code := a.runAcquire(cmd, name, *redisURL, *wait, sigs,
-		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false), fairOption(*fair))
+		distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), distlock.WithAutoRenew(false), *fair)
 	if lease == nil {
 		return code
 	}
 	// Keep the lease: closing the client would release it.
-	defer b.close(true)
-	a.printGrant(name, lease.Owner(), lease.Token(), *ttl, *asJSON)
+	defer b.close(keepLeases)
+	if *asJSON {
+		a.printJSON(grantJSON{Name: name, Owner: lease.Owner(), Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
+	} else {
+		a.printGrantShell(name, lease.Owner(), lease.Token(), *ttl)
+	}
 	return exitOK
 }
 
-// fairOption is WithFair when --fair was given.
-func fairOption(fair bool) distlock.Option {
-	if fair {
-		return distlock.WithFair()
-	}
-	return nil
-}
-
-// printGrant prints a grant as shell assignments (for eval) or JSON.
-func (a *app) printGrant(name, owner string, fence uint64, ttl time.Duration, asJSON bool) {
-	if asJSON {
-		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: fence, TTLMs: ttl.Milliseconds()})
-		return
-	}
+// printGrantShell prints a grant as shell assignments, for eval.
+func (a *app) printGrantShell(name, owner string, fence uint64, ttl time.Duration) {
 	fmt.Fprintf(a.stdout, "DISTLOCK_NAME=%s\nDISTLOCK_OWNER=%s\nDISTLOCK_FENCE=%d\nDISTLOCK_TTL=%s\n",
 		shellQuote(name), shellQuote(owner), fence, ttl)
 }
@@ -99,7 +91,7 @@ func (a *app) cmdExtend(args []string) int {
 		return a.fail(cmd, err)
 	}
 	// Keep the lease: closing the client would release it.
-	ctx, b, done, err := a.connect(cmd, *redisURL, true)
+	ctx, b, done, err := a.connect(cmd, *redisURL, keepLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -109,7 +101,7 @@ func (a *app) cmdExtend(args []string) int {
 		return a.fail(cmd, explain(err, name, b.where))
 	}
 	if *asJSON {
-		a.printGrant(name, owner, lease.Token(), *ttl, true)
+		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
 	} else {
 		fmt.Fprintf(a.stdout, "extended %q: it expires in %v unless extended again (fence %d)\n", name, *ttl, lease.Token())
 	}
@@ -126,7 +118,7 @@ func (a *app) cmdRelease(args []string) int {
 		return code
 	}
 	name, owner := pos[0], pos[1]
-	ctx, b, done, err := a.connect(cmd, *redisURL, true)
+	ctx, b, done, err := a.connect(cmd, *redisURL, keepLeases)
 	if err != nil {
 		return a.fail(cmd, err)
 	}

@@ -37,8 +37,8 @@ func (a *app) cmdRun(args []string) int {
 	grace := durationFlag(fs, "grace", defaultGrace)
 	metadata := stringFlag(fs, "", "metadata")
 	redisURL := stringFlag(fs, "", "redis", "backend")
-	verbose := boolFlag(fs, "v", "verbose")
-	fair := boolFlag(fs, "fair")
+	verbose := switchFlag(fs, notes{a.stderr}, "v", "verbose")
+	fair := switchFlag(fs, distlock.WithFair(), "fair")
 	kind := kindFlags(fs)
 	also := namesFlag(fs, "also")
 
@@ -72,17 +72,17 @@ func (a *app) cmdRun(args []string) int {
 	defer signal.Stop(sigs)
 	if len(*also) > 0 {
 		return a.runSet(runSpec{names: append([]string{name}, *also...), argv: argv, redisURL: *redisURL,
-			ttl: *ttl, wait: *wait, grace: *grace, verbose: *verbose, sigs: sigs},
-			distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+			ttl: *ttl, wait: *wait, grace: *grace, notes: verbose, sigs: sigs},
+			distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), *fair)
 	}
 
 	b, lease, code := a.acquireWith(cmd, name, *redisURL, *wait, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
-		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), fairOption(*fair))
+		return kind.take(ctx, c, name, *wait, distlock.WithTTL(*ttl), distlock.WithMetadata(*metadata), *fair)
 	})
 	if lease == nil {
 		return code
 	}
-	defer b.close(false)
+	defer b.close(releaseLeases)
 	a.noteTTL(cmd, *ttl, lease.TTL(), b.where)
 	if err := lease.Err(); err != nil {
 		return a.fail(cmd, &cliError{code: exitLost, msg: fmt.Sprintf("lost the lock on %q before the command started: %v",
@@ -99,18 +99,16 @@ func (a *app) cmdRun(args []string) int {
 		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", argv[0], err)
 		return startErrorCode(err)
 	}
-	if *verbose {
-		fmt.Fprintf(a.stderr, "distlock run: acquired %s%q (fence %d, ttl %v, renewed every %v); running %s\n",
-			kind.describe(), name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
-	}
+	verbose.say("distlock run: acquired %s%q (fence %d, ttl %v, renewed every %v); running %s\n",
+		kind.describe(), name, lease.Token(), *ttl, (*ttl / 3).Round(time.Millisecond), strings.Join(argv, " "))
 
-	return a.superviseRun(cmd, ch, lease, name, *ttl, *grace, *verbose, sigs)
+	return a.superviseRun(cmd, ch, lease, name, *ttl, *grace, verbose, sigs)
 }
 
 // superviseRun runs the child under the lease until it exits (or the lease
 // is lost, when it is stopped), then releases the lock and returns the
-// child's exit code (exitLost after a loss).
-func (a *app) superviseRun(cmd string, ch *child, lease *distlock.Lease, name string, ttl, grace time.Duration, verbose bool, sigs chan os.Signal) int {
+// child's exit code (exitLost after a loss); the release goes to verbose.
+func (a *app) superviseRun(cmd string, ch *child, lease *distlock.Lease, name string, ttl, grace time.Duration, verbose *notes, sigs chan os.Signal) int {
 	code, lost := a.supervise(cmd, ch, lease, name, grace, sigs, "it will not be restarted")
 	if lost {
 		// The lock is not ours any more: nothing to release.
@@ -119,8 +117,8 @@ func (a *app) superviseRun(cmd string, ch *child, lease *distlock.Lease, name st
 	if err := lease.Release(context.Background()); err != nil {
 		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %q failed: %v\n"+
 			"It stays locked until its ttl (%v) runs out.\n", name, strings.TrimPrefix(err.Error(), "distlock: "), ttl)
-	} else if verbose {
-		fmt.Fprintf(a.stderr, "distlock run: released %q; the command exited with %d\n", name, code)
+	} else {
+		verbose.say("distlock run: released %q; the command exited with %d\n", name, code)
 	}
 	return code
 }
@@ -234,7 +232,7 @@ func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Durati
 			_ = r.lease.Release(context.Background())
 		}
 		if r.b != nil {
-			r.b.close(false)
+			r.b.close(releaseLeases)
 		}
 		fmt.Fprintf(a.stderr, "distlock %s: interrupted by %v while waiting for %q; the command was not started\n", cmd, sig, name)
 		return nil, none, exitSignal + signalNumber(sig)
@@ -243,7 +241,7 @@ func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Durati
 		where := ""
 		if r.b != nil {
 			where = r.b.where
-			r.b.close(false)
+			r.b.close(releaseLeases)
 		}
 		return nil, none, a.fail(cmd, explain(r.err, refusedName(r.err, name), where))
 	}

@@ -59,7 +59,7 @@ type runSpec struct {
 	redisURL  string
 	ttl, wait time.Duration
 	grace     time.Duration
-	verbose   bool
+	notes     *notes // -v, --verbose
 	sigs      <-chan os.Signal
 }
 
@@ -81,7 +81,7 @@ func (a *app) runSet(r runSpec, opts ...distlock.Option) int {
 	if set == nil {
 		return code
 	}
-	defer b.close(false)
+	defer b.close(releaseLeases)
 	if err := set.Err(); err != nil {
 		return a.fail(cmd, &cliError{code: exitLost, msg: fmt.Sprintf("lost a lock of %s before the command started: %v",
 			label, strings.TrimPrefix(err.Error(), "distlock: "))})
@@ -92,10 +92,8 @@ func (a *app) runSet(r runSpec, opts ...distlock.Option) int {
 		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", r.argv[0], err)
 		return startErrorCode(err)
 	}
-	if r.verbose {
-		fmt.Fprintf(a.stderr, "distlock run: acquired %s (fences %v, ttl %v); running %s\n",
-			label, set.Tokens(), r.ttl, strings.Join(r.argv, " "))
-	}
+	r.notes.say("distlock run: acquired %s (fences %v, ttl %v); running %s\n",
+		label, set.Tokens(), r.ttl, strings.Join(r.argv, " "))
 	code, lost := a.supervise(cmd, ch, set, label, r.grace, r.sigs, "it will not be restarted")
 	if lost {
 		_ = set.Release(context.Background()) // the members still held
@@ -104,8 +102,8 @@ func (a *app) runSet(r runSpec, opts ...distlock.Option) int {
 	if err := set.Release(context.Background()); err != nil {
 		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %s failed: %v\n"+
 			"What was not released stays locked until its ttl (%v) runs out.\n", label, strings.TrimPrefix(err.Error(), "distlock: "), r.ttl)
-	} else if r.verbose {
-		fmt.Fprintf(a.stderr, "distlock run: released %s; the command exited with %d\n", label, code)
+	} else {
+		r.notes.say("distlock run: released %s; the command exited with %d\n", label, code)
 	}
 	return code
 }

@@ -52,7 +52,7 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 		return a.fail(cmd, err)
 	}
 
-	u, setting, err := a.serveURL(f.backend, f.redis, f.redlock, f.etcd, f.postgres)
+	u, setting, err := a.serveURL(f.backends)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -105,11 +105,35 @@ func (a *app) serve(ctx context.Context, args []string, ready func(url string)) 
 
 // serveOptions holds distlock serve's flags.
 type serveOptions struct {
-	listen, redis, redlock, etcd, postgres, backend, backendID string
-	tokensFile, certFile, keyFile                              string
-	public                                                     bool
-	maxWaiters, maxPerName                                     int
-	maxWait, readTimeout, grace                                time.Duration
+	listen, backendID             string
+	backends                      map[string]string // the backend flags given (serveBackends): flag name → value
+	tokensFile, certFile, keyFile string
+	public                        bool
+	maxWaiters, maxPerName        int
+	maxWait, readTimeout, grace   time.Duration
+}
+
+// serveBackend is one of distlock serve's backend flags, which exclude
+// each other.
+type serveBackend struct {
+	flag  string
+	toURL func(string) (string, error) // nil: the flag's value is the URL
+}
+
+// serveBackends lists distlock serve's backend flags: flags, messages and
+// serveURL read this list.
+func (a *app) serveBackends() []serveBackend {
+	return []serveBackend{{"backend", nil}, {"redis", nil}, {"redlock", nil}, {"etcd", etcdURL}, {"postgres", a.postgresURL}}
+}
+
+// serveBackendFlags names the backend flags for messages: "--backend,
+// --redis, ... and --postgres" (last is "and" or "or").
+func (a *app) serveBackendFlags(last string) string {
+	var names []string
+	for _, b := range a.serveBackends() {
+		names = append(names, "--"+b.flag)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + last + " " + names[len(names)-1]
 }
 
 // serveFlags parses distlock serve's arguments; when they cannot be served
@@ -117,11 +141,10 @@ type serveOptions struct {
 func (a *app) serveFlags(cmd string, args []string) (serveOptions, int, bool) {
 	fs := flagSet(cmd)
 	listen := stringFlag(fs, defaultListen, "listen")
-	redisURL := stringFlag(fs, "", "redis")
-	redlock := stringFlag(fs, "", "redlock")
-	etcdEndpoints := stringFlag(fs, "", "etcd")
-	pgURL := stringFlag(fs, "", "postgres")
-	backendURL := stringFlag(fs, "", "backend")
+	backends := make(map[string]*string)
+	for _, b := range a.serveBackends() {
+		backends[b.flag] = stringFlag(fs, "", b.flag)
+	}
 	backendID := stringFlag(fs, "", "backend-id")
 	tokensFile := stringFlag(fs, "", "tokens-file")
 	certFile := stringFlag(fs, "", "tls-cert")
@@ -136,9 +159,13 @@ func (a *app) serveFlags(cmd string, args []string) (serveOptions, int, bool) {
 	if code, ok := a.positional(cmd, pos, err); !ok {
 		return serveOptions{}, code, false
 	}
-	f := serveOptions{listen: *listen, redis: *redisURL, redlock: *redlock, etcd: *etcdEndpoints, postgres: *pgURL,
-		backend: *backendURL, backendID: *backendID, tokensFile: *tokensFile, certFile: *certFile, keyFile: *keyFile,
+	f := serveOptions{listen: *listen, backends: make(map[string]string), backendID: *backendID, tokensFile: *tokensFile, certFile: *certFile, keyFile: *keyFile,
 		public: *public, maxWaiters: *maxWaiters, maxPerName: *maxPerName, maxWait: *maxWait, readTimeout: *readTimeout, grace: *grace}
+	for flag, v := range backends {
+		if *v != "" {
+			f.backends[flag] = *v
+		}
+	}
 	if msg := a.serveConflict(f); msg != "" {
 		return serveOptions{}, a.usage(cmd, "%s", msg), false
 	}
@@ -147,19 +174,14 @@ func (a *app) serveFlags(cmd string, args []string) (serveOptions, int, bool) {
 
 // serveConflict says what is wrong with f, or "" when it can be served.
 func (a *app) serveConflict(f serveOptions) string {
-	given := 0
-	for _, s := range []string{f.redis, f.redlock, f.etcd, f.postgres, f.backend} {
-		if s != "" {
-			given++
-		}
-	}
+	given := len(f.backends)
 	switch {
-	case f.redis != "" && f.redlock != "":
+	case f.backends["redis"] != "" && f.backends["redlock"] != "":
 		return "--redis and --redlock exclude each other: one Redis, or Redlock over several"
 	case given > 1:
-		return "--backend, --redis, --redlock, --etcd and --postgres exclude each other: one backend"
+		return a.serveBackendFlags("and") + " exclude each other: one backend"
 	case f.backendID != "" && given == 0:
-		return "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give --backend, --redis, --redlock, --etcd or --postgres"
+		return "--backend-id names a shared backend, and the embedded engine's locks are this process's own: give " + a.serveBackendFlags("or")
 	case (f.certFile == "") != (f.keyFile == ""):
 		return "--tls-cert and --tls-key go together"
 	case f.maxWaiters < 1 || f.maxPerName < 1:
@@ -276,23 +298,19 @@ func (a *app) serveTokens(file string) (*server.Tokens, error) {
 	return nil, nil
 }
 
-// serveURL is the URL of the server's engine, from its flags (which
-// exclude each other), and the flag it came from: the embedded engine
-// (mem://) when none is given.
-func (a *app) serveURL(backendURL, redisURL, redlock, etcdEndpoints, pgURL string) (u, setting string, err error) {
-	switch {
-	case backendURL != "":
-		return backendURL, "--backend", nil
-	case redisURL != "":
-		return redisURL, "--redis", nil
-	case redlock != "":
-		return redlock, "--redlock", nil
-	case etcdEndpoints != "":
-		u, err = etcdURL(etcdEndpoints)
-		return u, "--etcd", err
-	case pgURL != "":
-		u, err = a.postgresURL(pgURL)
-		return u, "--postgres", err
+// serveURL is the URL of the server's engine, from the backend flag given
+// (serveBackends; they exclude each other), and the flag it came from: the
+// embedded engine (mem://) when none is given.
+func (a *app) serveURL(given map[string]string) (u, setting string, err error) {
+	for _, b := range a.serveBackends() {
+		v := given[b.flag]
+		if v == "" {
+			continue
+		}
+		if b.toURL != nil {
+			v, err = b.toURL(v)
+		}
+		return v, "--" + b.flag, err
 	}
 	return "mem://", "the embedded engine", nil
 }

@@ -255,10 +255,12 @@ type leak struct {
 }
 
 // listedLeaks finds leaks in the listing: the holders of shared locks
-// whose ttl is negative or beyond maxTTL, and with locks (a backend whose
-// engine finds no leaks itself: a distlock server) the locks too. Backends
-// that keep no shared locks are not listed unless locks is set.
-func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Duration, locks bool) ([]leak, error) {
+// whose ttl is negative or beyond maxTTL, and, on a backend whose engine
+// finds no leaks itself (a distlock server), the locks too. Backends that
+// keep no shared locks and find their own leaks are not listed.
+func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Duration) ([]leak, error) {
+	_, finds := b.eng.(engine.LeakFinder)
+	locks := !finds
 	lister, ok := b.eng.(engine.Lister)
 	_, shares := b.eng.(engine.Sharer)
 	if !ok || !shares && !locks {
