@@ -2,7 +2,10 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -16,10 +19,14 @@ import (
 // transaction reads the name's keys, which it returns as st for the full
 // decision, with the lease (nil when none was at hand).
 func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
-	id, ok := e.pool.take(ttl)
+	p, ok := e.pool.takeLease(ttl)
 	if !ok {
 		return engine.Grant{}, nil, nil, nil
 	}
+	if age, fresh := p.age(ttl, time.Now()); fresh && r.Aged {
+		return e.agedAcquire(ctx, r, ttl, p, age)
+	}
+	id := p.id
 	lockKey := e.keys.lock(r.Name)
 	cmps, ops := e.fastGrantTxn(r, id, ttl)
 	sent := time.Now()
@@ -78,6 +85,53 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	}
 	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}
+	e.noteGrant(r, g)
+	return g, nil, nil, nil
+}
+
+// agedAcquire is fastAcquire on a pooled lease renewed so recently (see
+// pooled.age) that it carries the key without a renewal: one request, the
+// transaction. The grant reports the lease's age (engine.Grant.Age), from
+// which the caller (AcquireRequest.Aged) counts its validity, so etcd
+// keeps the key past the caller's deadline as when the lease is renewed
+// in the grant's round trip. A refusal hands the lease back to the pool
+// (the call goes on with a renewed lease); a lease etcd no longer has
+// (revoked by an admin, say) is dropped and the call goes on without it.
+func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64, p pooled, age time.Duration) (engine.Grant, *state, *pending, error) {
+	e.keep(p.id, p.expiry)
+	cmps, ops := e.fastGrantTxn(r, p.id, ttl)
+	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops,
+		clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
+	if unsure {
+		e.taint(p.id) // see fastAcquire: recycled, it is revoked
+	}
+	switch {
+	case err != nil && errors.Is(err, rpctypes.ErrLeaseNotFound):
+		e.forget(p.id) // gone: nothing to pool or revoke
+		return engine.Grant{}, nil, nil, nil
+	case err != nil:
+		e.recycle(p.id, ttl)
+		return engine.Grant{}, nil, nil, err
+	case !resp.Succeeded && unsure:
+		// The key may be on the lease (an attempt applied without an
+		// answer): the call goes on with the lease, renewed now, so that
+		// it finds its own grant there (see fastAcquire).
+		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		sent := time.Now()
+		kept, kerr := e.keepAlive(ctx, []clientv3.LeaseID{p.id})
+		if err != nil || kerr != nil || kept[0] <= 0 {
+			e.recycle(p.id, ttl)
+			return engine.Grant{}, st, nil, err
+		}
+		e.noteKept(p.id, kept[0], sent)
+		return engine.Grant{}, st, resolved(p.id), nil
+	case !resp.Succeeded:
+		e.recycle(p.id, ttl)
+		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		return engine.Grant{}, st, nil, err
+	}
+	e.wrote(r.Name, r.Owner, p.id, resp.Header.Revision, 1, ttl)
+	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: age}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil
 }
