@@ -85,7 +85,12 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	if behind || (res != "" && res != r.Waiter) {
 		g := engine.Grant{Reserved: true, HolderTTL: reserveTTL * time.Second}
 		var ops []clientv3.Op
-		if behind {
+		// The first attempt of a waiting call (not queued yet) leaves the
+		// wake-up and the reservation to its next attempt, made at once
+		// as a waiter: the head, woken by the release itself, has most
+		// likely taken the lock by then, and a reservation now would only
+		// make its grant's transaction fail.
+		if behind && !(r.Waiting && r.Waiter == "") {
 			var err error
 			if ops, err = e.wakeHead(ctx, st, true); err != nil {
 				return engine.Grant{}, false, err
@@ -178,15 +183,29 @@ func (e *Engine) grantedOps(st *state, waiter string) []clientv3.Op {
 
 // refuse answers a refused request: g with the holder's time left (when
 // held), after putting r's waiter in the queue (or renewing its entry) in
-// one transaction with ops.
+// one transaction with ops. The holder's time left is asked alongside, so
+// that the transaction compares a state read one round trip ago, not two.
 func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest, g engine.Grant, ops []clientv3.Op) (engine.Grant, bool, error) {
-	if st.lock != nil {
-		left, err := e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease))
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		g.HolderTTL = max(left, 0)
+	if st.lock == nil {
+		return e.enqueue(ctx, st, r, g, ops)
 	}
+	var left time.Duration
+	var lerr, err error
+	var ok bool
+	both(func() { left, lerr = e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease)) },
+		func() { g, ok, err = e.enqueue(ctx, st, r, g, ops) })
+	if err == nil {
+		err = lerr
+	}
+	if err != nil || !ok {
+		return engine.Grant{}, false, err
+	}
+	g.HolderTTL = max(left, 0)
+	return g, true, nil
+}
+
+// enqueue is refuse but for the holder's time left.
+func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest, g engine.Grant, ops []clientv3.Op) (engine.Grant, bool, error) {
 	if r.Waiter == "" && len(ops) == 0 {
 		return g, true, nil
 	}

@@ -18,7 +18,15 @@ import (
 // waiter that heads the queue, the lock is reserved for it. Otherwise the
 // transaction reads the name's keys, which it returns as st for the full
 // decision, with the lease (nil when none was at hand).
+//
+// A waiter's attempt skips it unless the waiter was seen at the head of
+// the queue: a waiter's attempts follow a refusal, so the queue is most
+// likely not empty (or the waiter stands in it), and the transaction
+// would fail, a wasted write; the full decision reads first.
 func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
+	if r.Waiter != "" && !e.heads.verified(r.Name, r.Waiter) {
+		return engine.Grant{}, nil, nil, nil
+	}
 	p, ok := e.pool.takeLease(ttl)
 	if !ok {
 		return engine.Grant{}, nil, nil, nil
@@ -147,11 +155,16 @@ func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl 
 	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
 	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
 		// A waiter seen at the head stays there until it leaves: it takes
-		// a free lock that is reserved for nobody if its entry is there.
-		own := e.keys.waiter(r.Name, r.Waiter)
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Version(own), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+		// a free lock that is reserved for nobody, or for it (a
+		// reservation its engine's watch saw, unchanged since), if its
+		// entry is there.
+		own, res := e.keys.waiter(r.Name, r.Waiter), e.keys.res(r.Name)
+		resCmp := clientv3.Compare(clientv3.CreateRevision(res), "=", 0)
+		if rev := e.heads.reservation(r.Name, r.Waiter); rev != 0 {
+			resCmp = clientv3.Compare(clientv3.ModRevision(res), "=", rev)
+			ops = append(ops, clientv3.OpDelete(res))
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.Version(own), ">", 0), resCmp)
 		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
 	} else {
 		cmps = append(cmps,

@@ -133,6 +133,40 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 type heads struct {
 	mu sync.Mutex
 	m  map[string]map[string]string // name -> waiter -> key before it
+	// res is each name's reservation as this engine's watch last saw it.
+	res map[string]seenRes
+}
+
+// seenRes is a reservation seen on a watch: its waiter and ModRevision.
+type seenRes struct {
+	waiter string
+	rev    int64
+}
+
+// reserved records the reservation of name for waiter put at rev, or, with
+// waiter "", its deletion.
+func (h *heads) reserved(name, waiter string, rev int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if waiter == "" {
+		delete(h.res, name)
+		return
+	}
+	if h.res == nil {
+		h.res = make(map[string]seenRes)
+	}
+	h.res[name] = seenRes{waiter, rev}
+}
+
+// reservation returns the ModRevision of the reservation of name for
+// waiter as last seen, 0 when none was seen.
+func (h *heads) reservation(name, waiter string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.res[name]; ok && r.waiter == waiter {
+		return r.rev
+	}
+	return 0
 }
 
 // set records the key before waiter ("" when it heads the queue).
