@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -23,8 +24,12 @@ import (
 // the queue: a waiter's attempts follow a refusal, so the queue is most
 // likely not empty (or the waiter stands in it), and the transaction
 // would fail, a wasted write; the full decision reads first.
+//
+// So does a first attempt on a name this engine saw waiters queued for
+// within busyFor (and not an empty queue since): the transaction would
+// most likely fail on that queue, a write for nothing; a read does.
 func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
-	if r.Waiter != "" && !e.heads.verified(r.Name, r.Waiter) {
+	if r.Waiter != "" && !e.heads.verified(r.Name, r.Waiter) || r.Waiter == "" && e.busy.recent(r.Name) {
 		return engine.Grant{}, nil, nil, nil
 	}
 	p, ok := e.pool.takeLease(ttl)
@@ -144,6 +149,28 @@ func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	return g, nil, nil, nil
 }
 
+// agedLease returns, for a request that counts its grant's age (Aged), a
+// pooled lease renewed less than a tenth of its ttl ago, taken as it is
+// (see pooled.age); nil when there is none.
+func (e *Engine) agedLease(r engine.AcquireRequest, ttl int64) *pending {
+	if !r.Aged {
+		return nil
+	}
+	p, ok := e.pool.takeLease(ttl)
+	if !ok {
+		return nil
+	}
+	age, fresh := p.age(ttl, time.Now())
+	if !fresh {
+		e.pool.put(p.id, ttl, p.expiry) // renewed when taken by obtain
+		return nil
+	}
+	e.keep(p.id, p.expiry)
+	l := resolved(p.id)
+	l.age = age
+	return l
+}
+
 // fastGrantTxn is the transaction of a fast grant on lease id: the lock
 // key put when the lock is free and no shared holder exists, and the queue
 // empty and unreserved, or, for a waiter verified at the head, its entry
@@ -200,4 +227,40 @@ func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state
 	}
 	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 	return st, false, gone, err
+}
+
+// busyFor is how long a queue seen on a name keeps its first attempts off
+// the fast transaction (see fastAcquire).
+const busyFor = time.Second
+
+// busyNames remembers when this engine last read a non-empty queue of each
+// name (until it reads an empty one).
+type busyNames struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// note records a read of name's queue: queued whether anyone waits in it.
+func (b *busyNames) note(name string, queued bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case queued && b.m == nil:
+		b.m = map[string]time.Time{name: time.Now()}
+	case queued:
+		if len(b.m) >= 1024 {
+			clear(b.m) // a hint, not state: forgetting costs a failed transaction at most
+		}
+		b.m[name] = time.Now()
+	default:
+		delete(b.m, name)
+	}
+}
+
+// recent reports whether a queue of name was seen within busyFor.
+func (b *busyNames) recent(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.m[name]
+	return ok && time.Since(at) < busyFor
 }

@@ -32,16 +32,18 @@ const spareMargin = 1200 * time.Millisecond
 const spareRefill = 400 * time.Millisecond
 
 // reservationLease returns a lease of reserveTTL seconds for a reservation:
-// the current one while it has spareMargin left, else a new one.
+// the current one while it has spareMargin left, else a new one (which
+// becomes the current one).
 func (e *Engine) reservationLease(ctx context.Context) (clientv3.LeaseID, error) {
 	s := &e.spare
 	s.mu.Lock()
 	id, left := s.id, time.Until(s.expiry)
-	if left < spareMargin+spareRefill {
-		e.refillLocked()
+	fresh := id != clientv3.NoLease && left > spareMargin
+	if fresh && left < spareMargin+spareRefill {
+		e.refillLocked() // reservations come often: the next lease before it is needed
 	}
 	s.mu.Unlock()
-	if id != clientv3.NoLease && left > spareMargin {
+	if fresh {
 		return id, nil
 	}
 	sent := time.Now()

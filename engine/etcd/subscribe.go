@@ -260,6 +260,14 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 		if !ok {
 			continue
 		}
+		if ev.Type == mvccpb.DELETE {
+			switch {
+			case rest == lockSuffix, strings.HasPrefix(rest, holderSuffix):
+				w.e.heads.sawDelete(name, lockSuffix, ev.Kv.ModRevision) // a mutex or a shared holder gone
+			case strings.HasPrefix(rest, queueSuffix), strings.HasPrefix(rest, sharedQueueSuffix):
+				w.e.heads.sawDelete(name, string(ev.Kv.Key), ev.Kv.ModRevision)
+			}
+		}
 		switch {
 		case rest == lockSuffix:
 			for s := range wn.subs {
