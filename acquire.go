@@ -106,7 +106,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
-		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce}}
+		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce, Aged: true}}
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}
@@ -230,7 +230,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	a.queued = a.queued || g.Queued
 	switch {
 	case err == nil && g.Acquired:
-		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, dropHold)
+		l, err := c.grant(a.ctx, a.name, a.req.Owner, a.o, g.Token, sent, g.Age, dropHold)
 		if err == nil {
 			l.reentered = g.Count > 1
 			return l, nil
@@ -311,20 +311,22 @@ func (a *attempt) giveUp(why error) error {
 }
 
 // grant turns a confirmed grant (or, for Attach, extension) sent at sent into
-// a Lease. When the validity was used up before the reply arrived, or the
-// client was closed meanwhile, it fails, and drops the hold that acquire
-// added when onFail is dropHold.
-func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, onFail failPolicy) (*Lease, error) {
+// a Lease whose validity counts from sent less age (engine.Grant.Age). When
+// the validity was used up before the reply arrived, or the client was
+// closed meanwhile, it fails, and drops the hold that acquire added when
+// onFail is dropHold.
+func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, age time.Duration, onFail failPolicy) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
 		if onFail == dropHold {
 			c.cleanup(name, owner, o.shared())
 		}
 		return nil, err
 	}
-	if !c.skipValidity && !time.Now().Before(sent.Add(o.ttl-drift(o.ttl))) {
+	valid := sent.Add(-max(age, 0))
+	if !c.skipValidity && !time.Now().Before(valid.Add(o.ttl-drift(o.ttl))) {
 		return fail(&BackendError{Op: "acquire", Name: name, Node: c.node, Err: errValidityUsedUp})
 	}
-	l := newLease(c, ctx, name, owner, token, o, sent)
+	l := newLease(c, ctx, name, owner, token, o, sent, valid)
 	if !c.track(l) {
 		return fail(ErrClosed)
 	}

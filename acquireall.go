@@ -156,7 +156,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	}
 	members := make([]*Lease, len(sorted))
 	for i, name := range sorted {
-		members[i] = newLease(c, ctx, name, owner, mg.Tokens[i], o, start)
+		members[i] = newLease(c, ctx, name, owner, mg.Tokens[i], o, start, start)
 	}
 	if !c.skipValidity && !time.Now().Before(start.Add(o.ttl-drift(o.ttl))) {
 		err = &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errValidityUsedUp}

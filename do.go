@@ -85,5 +85,5 @@ func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option)
 	default:
 		return nil, fmt.Errorf("%w: %q is not held", ErrNotHeld, name)
 	}
-	return c.grant(ctx, name, owner, o, res.Token, sent, keepHold)
+	return c.grant(ctx, name, owner, o, res.Token, sent, 0, keepHold)
 }

@@ -73,7 +73,9 @@ type Lease struct {
 	dropped   bool                      // the hold was released in the authority already (WithMaxHold)
 }
 
-func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent time.Time) *Lease {
+// newLease returns the lease of a grant sent at sent whose validity counts
+// from valid (sent, or earlier: engine.Grant.Age).
+func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent, valid time.Time) *Lease {
 	l := &Lease{
 		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew, shared: o.shared(),
 		granted: sent,
@@ -84,7 +86,7 @@ func newLease(c *Client, ctx context.Context, name, owner string, token uint64, 
 	if o.maxHoldSet {
 		l.holdEnd = sent.Add(o.maxHold)
 	}
-	l.setValidity(sent, o.ttl)
+	l.setValidity(valid, o.ttl)
 	return l
 }
 

@@ -108,6 +108,14 @@ type AcquireRequest struct {
 	// of a new leader by notification. Engines that signal every grant
 	// anyway ignore it.
 	Announce bool
+	// Aged tells the engine that the caller counts the grant's validity
+	// from the request's send time less Grant.Age. An engine may then put
+	// the lock on a lease renewed shortly before the call (one request
+	// fewer) and report how much of the ttl that lease had used. A caller
+	// that does not set it (a server relaying the grant, a quorum) gets a
+	// grant whose validity counts from its send time, Age 0. A layer that
+	// passes requests on clears it unless it honours Age itself.
+	Aged bool
 }
 
 // Grant is the answer to an AcquireRequest.
@@ -136,6 +144,11 @@ type Grant struct {
 	// mode, kept for) another waiter; HolderTTL is then the reservation's
 	// time left.
 	Reserved bool
+	// Age (only when the request was Aged and Acquired) is how much of the
+	// ttl had run out before the request was sent: the lock is kept at
+	// least ttl - Age from the send time, and the caller's validity counts
+	// from the send time less Age.
+	Age time.Duration
 }
 
 // ExtendRequest asks to set the time to live of a held lock, or, with

@@ -2,8 +2,10 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
@@ -23,6 +25,9 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	g, st, lease, err := e.fastAcquire(ctx, r, ttl)
 	if err != nil || g.Acquired {
 		return g, err
+	}
+	if lease == nil {
+		lease = e.agedLease(r, ttl)
 	}
 	if lease == nil {
 		// The lease of a new grant is obtained while the state is read.
@@ -85,7 +90,12 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	if behind || (res != "" && res != r.Waiter) {
 		g := engine.Grant{Reserved: true, HolderTTL: reserveTTL * time.Second}
 		var ops []clientv3.Op
-		if behind {
+		// The first attempt of a waiting call (not queued yet) leaves the
+		// wake-up and the reservation to its next attempt, made at once
+		// as a waiter: the head, woken by the release itself, has most
+		// likely taken the lock by then, and a reservation now would only
+		// make its grant's transaction fail.
+		if behind && !(r.Waiting && r.Waiter == "") {
 			var err error
 			if ops, err = e.wakeHead(ctx, st, true); err != nil {
 				return engine.Grant{}, false, err
@@ -154,7 +164,11 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 		return engine.Grant{}, false, err
 	}
 	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL)
-	return engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}, true, nil
+	g := engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}
+	if id != old {
+		g.Age = lease.age // moved to the call's lease, which may be aged
+	}
+	return g, true, nil
 }
 
 // grantedOps takes waiter out of the queue after a grant: its entry, and a
@@ -178,19 +192,43 @@ func (e *Engine) grantedOps(st *state, waiter string) []clientv3.Op {
 
 // refuse answers a refused request: g with the holder's time left (when
 // held), after putting r's waiter in the queue (or renewing its entry) in
-// one transaction with ops.
+// one transaction with ops. The holder's time left is asked alongside, so
+// that the transaction compares a state read one round trip ago, not two.
+//
+// A waiting call's refusal that nobody sleeps on carries the holder's ttl
+// instead, an upper bound of its time left, and asks nothing: the first
+// attempt (the wait loop tries again at once, as a waiter) and a waiter
+// queued behind another (it sleeps until woken).
 func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest, g engine.Grant, ops []clientv3.Op) (engine.Grant, bool, error) {
-	if st.lock != nil {
-		left, err := e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease))
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		g.HolderTTL = max(left, 0)
+	if st.lock == nil {
+		return e.enqueue(ctx, st, r, g, ops)
 	}
+	if r.Waiting && (r.Waiter == "" || len(st.queue) > 0 && st.head().id != r.Waiter) {
+		g.HolderTTL = time.Duration(st.hold.TTL) * time.Second
+		return e.enqueue(ctx, st, r, g, ops)
+	}
+	var left time.Duration
+	var lerr, err error
+	var ok bool
+	both(func() { left, lerr = e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease)) },
+		func() { g, ok, err = e.enqueue(ctx, st, r, g, ops) })
+	if err == nil {
+		err = lerr
+	}
+	if err != nil || !ok {
+		return engine.Grant{}, false, err
+	}
+	g.HolderTTL = max(left, 0)
+	return g, true, nil
+}
+
+// enqueue is refuse but for the holder's time left.
+func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest, g engine.Grant, ops []clientv3.Op) (engine.Grant, bool, error) {
 	if r.Waiter == "" && len(ops) == 0 {
 		return g, true, nil
 	}
 	own := st.waiter(r.Waiter)
+	queuing := len(ops) == 0 && own == nil && (st.lock == nil || st.hold.Owner != r.Owner)
 	if r.Waiter != "" {
 		if own != nil {
 			sent := time.Now()
@@ -217,7 +255,15 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 		if r.Waiter != "" { // where the waiter stands, as of the transaction
 			ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 		}
-		resp, _, err := e.txn(ctx, "queue on "+r.Name, st.unchanged(e, r.Waiter), ops)
+		cmps := st.unchanged(e, r.Waiter)
+		if queuing {
+			// Entering the queue, and nothing else: the only comparison
+			// is the entry's own (absent); the lock as of the transaction
+			// is judged from its read below, so that a grant to the head
+			// between the read and this transaction does not fail it.
+			cmps = []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(e.keys.waiter(r.Name, r.Waiter)), "=", 0)}
+		}
+		resp, _, err := e.txn(ctx, "queue on "+r.Name, cmps, ops)
 		if err != nil {
 			return engine.Grant{}, false, err
 		}
@@ -230,6 +276,9 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 				return engine.Grant{}, false, err
 			}
 		}
+		if queuing && modRev(after.lock) != modRev(st.lock) {
+			return engine.Grant{}, false, nil // the lock changed: decide again, queued
+		}
 	}
 	if r.Waiter != "" {
 		pred, queued := after.position(r.Waiter)
@@ -237,7 +286,9 @@ func (e *Engine) refuse(ctx context.Context, st *state, r engine.AcquireRequest,
 			return engine.Grant{}, false, nil // dropped meanwhile: read again
 		}
 		g.Head = pred == ""
-		e.heads.set(r.Name, r.Waiter, pred)
+		if e.heads.set(r.Name, r.Waiter, pred, after.rev) {
+			return engine.Grant{}, false, nil // a wake-up went by meanwhile: decide again
+		}
 	}
 	return g, true, nil
 }
@@ -338,6 +389,10 @@ func (e *Engine) commitGrant(ctx context.Context, name, owner string, id clientv
 		e.taint(id)
 	}
 	if err != nil {
+		if lease.age > 0 && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			e.forget(id) // an aged lease etcd no longer has: never pooled again
+			lease.take()
+		}
 		return engine.Grant{}, false, err
 	}
 	if !resp.Succeeded {
@@ -345,5 +400,5 @@ func (e *Engine) commitGrant(ctx context.Context, name, owner string, id clientv
 	}
 	lease.take()
 	e.wrote(name, owner, id, resp.Header.Revision, 1, ttl)
-	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}, true, nil
+	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: lease.age}, true, nil
 }

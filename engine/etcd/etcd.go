@@ -43,6 +43,7 @@ type Engine struct {
 	tainted map[clientv3.LeaseID]bool
 
 	heads   heads        // the waiters of this engine believed to head their queue
+	busy    busyNames    // names whose queue this engine saw non-empty lately
 	waiters waiterLeases // the leases of this engine's waiters
 	locks   lockLeases   // the leases of the locks this engine granted or renewed
 	cfgs    configs      // the leases of the shared locks' kinds and limits

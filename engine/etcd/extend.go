@@ -257,7 +257,8 @@ func (e *Engine) checkHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue) engin
 
 // heartbeat judges a waiter's heartbeat by its name's keys: Extended while
 // it is queued (its lease is renewed afterwards), with Wake when it heads
-// the queue of a free lock that is not reserved for another waiter.
+// the queue of a free lock that is not reserved for another waiter, or
+// when a wake-up went by while its place was being recorded (heads.set).
 func (e *Engine) heartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyValue) engine.ExtendResult {
 	st, err := e.decode(r.Name, rev, kvs)
 	if err != nil {
@@ -270,8 +271,8 @@ func (e *Engine) heartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyV
 	}
 	res := st.reservedFor()
 	head := pred == ""
-	e.heads.set(r.Name, r.Owner, pred)
-	return engine.ExtendResult{Status: engine.Extended, Wake: st.lock == nil && head && (res == "" || res == r.Owner)}
+	missed := e.heads.set(r.Name, r.Owner, pred, st.rev)
+	return engine.ExtendResult{Status: engine.Extended, Wake: missed || st.lock == nil && head && (res == "" || res == r.Owner)}
 }
 
 // moveLease sets a new ttl on a held lock: its key is put again, on a new

@@ -2,7 +2,11 @@ package etcd
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -15,11 +19,27 @@ import (
 // waiter that heads the queue, the lock is reserved for it. Otherwise the
 // transaction reads the name's keys, which it returns as st for the full
 // decision, with the lease (nil when none was at hand).
+//
+// A waiter's attempt skips it unless the waiter was seen at the head of
+// the queue: a waiter's attempts follow a refusal, so the queue is most
+// likely not empty (or the waiter stands in it), and the transaction
+// would fail, a wasted write; the full decision reads first.
+//
+// So does a first attempt on a name this engine saw waiters queued for
+// within busyFor (and not an empty queue since): the transaction would
+// most likely fail on that queue, a write for nothing; a read does.
 func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
-	id, ok := e.pool.take(ttl)
+	if r.Waiter != "" && !e.heads.verified(r.Name, r.Waiter) || r.Waiter == "" && e.busy.recent(r.Name) {
+		return engine.Grant{}, nil, nil, nil
+	}
+	p, ok := e.pool.takeLease(ttl)
 	if !ok {
 		return engine.Grant{}, nil, nil, nil
 	}
+	if age, fresh := p.age(ttl, time.Now()); fresh && r.Aged {
+		return e.agedAcquire(ctx, r, ttl, p, age)
+	}
+	id := p.id
 	lockKey := e.keys.lock(r.Name)
 	cmps, ops := e.fastGrantTxn(r, id, ttl)
 	sent := time.Now()
@@ -82,6 +102,75 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 	return g, nil, nil, nil
 }
 
+// agedAcquire is fastAcquire on a pooled lease renewed so recently (see
+// pooled.age) that it carries the key without a renewal: one request, the
+// transaction. The grant reports the lease's age (engine.Grant.Age), from
+// which the caller (AcquireRequest.Aged) counts its validity, so etcd
+// keeps the key past the caller's deadline as when the lease is renewed
+// in the grant's round trip. A refusal hands the lease back to the pool
+// (the call goes on with a renewed lease); a lease etcd no longer has
+// (revoked by an admin, say) is dropped and the call goes on without it.
+func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64, p pooled, age time.Duration) (engine.Grant, *state, *pending, error) {
+	e.keep(p.id, p.expiry)
+	cmps, ops := e.fastGrantTxn(r, p.id, ttl)
+	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops,
+		clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
+	if unsure {
+		e.taint(p.id) // see fastAcquire: recycled, it is revoked
+	}
+	switch {
+	case err != nil && errors.Is(err, rpctypes.ErrLeaseNotFound):
+		e.forget(p.id) // gone: nothing to pool or revoke
+		return engine.Grant{}, nil, nil, nil
+	case err != nil:
+		e.recycle(p.id, ttl)
+		return engine.Grant{}, nil, nil, err
+	case !resp.Succeeded && unsure:
+		// The key may be on the lease (an attempt applied without an
+		// answer): the call goes on with the lease, renewed now, so that
+		// it finds its own grant there (see fastAcquire).
+		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		sent := time.Now()
+		kept, kerr := e.keepAlive(ctx, []clientv3.LeaseID{p.id})
+		if err != nil || kerr != nil || kept[0] <= 0 {
+			e.recycle(p.id, ttl)
+			return engine.Grant{}, st, nil, err
+		}
+		e.noteKept(p.id, kept[0], sent)
+		return engine.Grant{}, st, resolved(p.id), nil
+	case !resp.Succeeded:
+		e.recycle(p.id, ttl)
+		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
+		return engine.Grant{}, st, nil, err
+	}
+	e.wrote(r.Name, r.Owner, p.id, resp.Header.Revision, 1, ttl)
+	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: age}
+	e.noteGrant(r, g)
+	return g, nil, nil, nil
+}
+
+// agedLease returns, for a request that counts its grant's age (Aged), a
+// pooled lease renewed less than a tenth of its ttl ago, taken as it is
+// (see pooled.age); nil when there is none.
+func (e *Engine) agedLease(r engine.AcquireRequest, ttl int64) *pending {
+	if !r.Aged {
+		return nil
+	}
+	p, ok := e.pool.takeLease(ttl)
+	if !ok {
+		return nil
+	}
+	age, fresh := p.age(ttl, time.Now())
+	if !fresh {
+		e.pool.put(p.id, ttl, p.expiry) // renewed when taken by obtain
+		return nil
+	}
+	e.keep(p.id, p.expiry)
+	l := resolved(p.id)
+	l.age = age
+	return l
+}
+
 // fastGrantTxn is the transaction of a fast grant on lease id: the lock
 // key put when the lock is free and no shared holder exists, and the queue
 // empty and unreserved, or, for a waiter verified at the head, its entry
@@ -93,11 +182,16 @@ func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl 
 	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
 	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
 		// A waiter seen at the head stays there until it leaves: it takes
-		// a free lock that is reserved for nobody if its entry is there.
-		own := e.keys.waiter(r.Name, r.Waiter)
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Version(own), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+		// a free lock that is reserved for nobody, or for it (a
+		// reservation its engine's watch saw, unchanged since), if its
+		// entry is there.
+		own, res := e.keys.waiter(r.Name, r.Waiter), e.keys.res(r.Name)
+		resCmp := clientv3.Compare(clientv3.CreateRevision(res), "=", 0)
+		if rev := e.heads.reservation(r.Name, r.Waiter); rev != 0 {
+			resCmp = clientv3.Compare(clientv3.ModRevision(res), "=", rev)
+			ops = append(ops, clientv3.OpDelete(res))
+		}
+		cmps = append(cmps, clientv3.Compare(clientv3.Version(own), ">", 0), resCmp)
 		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
 	} else {
 		cmps = append(cmps,
@@ -133,4 +227,40 @@ func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state
 	}
 	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 	return st, false, gone, err
+}
+
+// busyFor is how long a queue seen on a name keeps its first attempts off
+// the fast transaction (see fastAcquire).
+const busyFor = time.Second
+
+// busyNames remembers when this engine last read a non-empty queue of each
+// name (until it reads an empty one).
+type busyNames struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// note records a read of name's queue: queued whether anyone waits in it.
+func (b *busyNames) note(name string, queued bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case queued && b.m == nil:
+		b.m = map[string]time.Time{name: time.Now()}
+	case queued:
+		if len(b.m) >= 1024 {
+			clear(b.m) // a hint, not state: forgetting costs a failed transaction at most
+		}
+		b.m[name] = time.Now()
+	default:
+		delete(b.m, name)
+	}
+}
+
+// recent reports whether a queue of name was seen within busyFor.
+func (b *busyNames) recent(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.m[name]
+	return ok && time.Since(at) < busyFor
 }

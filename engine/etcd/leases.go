@@ -32,6 +32,12 @@ type pooled struct {
 
 // take returns a pooled lease of ttl seconds that should still be alive.
 func (p *leasePool) take(ttl int64) (clientv3.LeaseID, bool) {
+	l, ok := p.takeLease(ttl)
+	return l.id, ok
+}
+
+// takeLease is take that also returns the lease's expiry.
+func (p *leasePool) takeLease(ttl int64) (pooled, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -41,11 +47,25 @@ func (p *leasePool) take(ttl int64) (clientv3.LeaseID, bool) {
 		list = list[:len(list)-1]
 		if now.Add(500 * time.Millisecond).Before(last.expiry) {
 			p.free[ttl] = list
-			return last.id, true
+			return last, true
 		}
 	}
 	delete(p.free, ttl)
-	return 0, false
+	return pooled{}, false
+}
+
+// agedShare: a pooled lease that has used at most 1/agedShare of its ttl
+// carries a grant without being renewed first, for a caller that counts
+// the lease's age (engine.AcquireRequest.Aged).
+const agedShare = 10
+
+// age returns how much of its ttl of ttl seconds lease p had used at now,
+// as the engine knows it (its expiry counts from the send time of its last
+// renewal), and whether that is little enough to grant on it unrenewed.
+func (p pooled) age(ttl int64, now time.Time) (time.Duration, bool) {
+	full := time.Duration(ttl) * time.Second
+	age := max(full-p.expiry.Sub(now), 0)
+	return age, age <= full/agedShare
 }
 
 // put offers a lease with no key attached for reuse.
@@ -102,6 +122,14 @@ func (e *Engine) noteKept(id clientv3.LeaseID, ttl int64, sent time.Time) {
 		}
 	}
 	e.kept[id] = sent.Add(time.Duration(ttl) * time.Second)
+}
+
+// keep records again the expiry of a pooled lease taken for a key without
+// a renewal (see agedAcquire), so that it goes back to the pool with it.
+func (e *Engine) keep(id clientv3.LeaseID, expiry time.Time) {
+	e.leaseMu.Lock()
+	defer e.leaseMu.Unlock()
+	e.kept[id] = expiry
 }
 
 // recycle offers lease id, which no key uses any more, to the pool; a

@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -14,6 +15,9 @@ type pending struct {
 	id    clientv3.LeaseID
 	err   error
 	taken bool
+	// age is how much of its ttl the lease had used when the call took it
+	// unrenewed (see agedLease); 0 for a lease granted or renewed for it.
+	age time.Duration
 }
 
 func newPending(ctx context.Context, f func(context.Context) (clientv3.LeaseID, error)) *pending {

@@ -133,12 +133,60 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 type heads struct {
 	mu sync.Mutex
 	m  map[string]map[string]string // name -> waiter -> key before it
+	// res is each name's reservation as this engine's watch last saw it.
+	res map[string]seenRes
+	// gone is the revision of the latest deletion of each key under each
+	// name that this engine's watch delivered: the lock key (lockSuffix)
+	// and waiters' entries (see set).
+	gone map[string]map[string]int64
 }
 
-// set records the key before waiter ("" when it heads the queue).
-func (h *heads) set(name, waiter, pred string) {
+// seenRes is a reservation seen on a watch: its waiter and ModRevision.
+type seenRes struct {
+	waiter string
+	rev    int64
+}
+
+// reserved records the reservation of name for waiter put at rev, or, with
+// waiter "", its deletion.
+func (h *heads) reserved(name, waiter string, rev int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if waiter == "" {
+		delete(h.res, name)
+		return
+	}
+	if h.res == nil {
+		h.res = make(map[string]seenRes)
+	}
+	h.res[name] = seenRes{waiter, rev}
+}
+
+// reservation returns the ModRevision of the reservation of name for
+// waiter as last seen, 0 when none was seen.
+func (h *heads) reservation(name, waiter string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r, ok := h.res[name]; ok && r.waiter == waiter {
+		return r.rev
+	}
+	return 0
+}
+
+// set records the key before waiter ("" when it heads the queue), as of
+// the state read at revision rev. A deletion this engine's watch delivered
+// after rev already had its wake-ups judged without this record: when it
+// was the key before waiter, the waiter is recorded as maybe heading the
+// queue (the lock's deletion wakes it); when it was the lock key and the
+// waiter heads the queue (or may), set reports missed: the waiter must
+// look again at once.
+func (h *heads) set(name, waiter, pred string, rev int64) (missed bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pred != "" && h.gone[name][pred] > rev {
+		pred = maybeHead
+	}
+	missed = (pred == "" || pred == maybeHead) && h.gone[name][lockSuffix] > rev
 	if h.m == nil {
 		h.m = make(map[string]map[string]string)
 	}
@@ -146,6 +194,22 @@ func (h *heads) set(name, waiter, pred string) {
 		h.m[name] = make(map[string]string)
 	}
 	h.m[name][waiter] = pred
+	return missed
+}
+
+// sawDelete records the deletion of key (lockSuffix for the lock key or a
+// shared lock's holder) under name at rev, delivered by the watch, before the wake-ups it causes are
+// judged (see set).
+func (h *heads) sawDelete(name, key string, rev int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone == nil || len(h.gone) >= 1024 {
+		h.gone = make(map[string]map[string]int64) // a forgotten deletion costs a heartbeat's wait at most
+	}
+	if h.gone[name] == nil || len(h.gone[name]) >= 1024 {
+		h.gone[name] = make(map[string]int64)
+	}
+	h.gone[name][key] = max(h.gone[name][key], rev)
 }
 
 func (h *heads) remove(name, waiter string) {

@@ -460,7 +460,9 @@ func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.Shar
 		return engine.Grant{}, false, nil
 	}
 	g.Head = pred == ""
-	e.heads.set(r.Name, r.Waiter, pred)
+	if e.heads.set(r.Name, r.Waiter, pred, after.rev) {
+		return engine.Grant{}, false, nil // a wake-up went by meanwhile: decide again
+	}
 	return g, true, nil
 }
 
@@ -793,7 +795,8 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 }
 
 // sharedHeartbeat judges a shared lock's waiter's heartbeat: Extended
-// while it is queued, with Wake when it heads the queue and fits.
+// while it is queued, with Wake when it heads the queue and fits, or when
+// a wake-up went by while its place was being recorded (heads.set).
 func (e *Engine) sharedHeartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyValue) engine.ExtendResult {
 	st, err := e.decodeShared(r.Name, rev, kvs)
 	if err != nil {
@@ -804,8 +807,8 @@ func (e *Engine) sharedHeartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccp
 		e.heads.remove(r.Name, r.Owner)
 		return engine.ExtendResult{Status: engine.Missing}
 	}
-	e.heads.set(r.Name, r.Owner, pred)
-	return engine.ExtendResult{Status: engine.Extended, Wake: pred == "" && !st.mutex && st.fits(st.head().Weight)}
+	missed := e.heads.set(r.Name, r.Owner, pred, rev)
+	return engine.ExtendResult{Status: engine.Extended, Wake: missed || pred == "" && !st.mutex && st.fits(st.head().Weight)}
 }
 
 // checkSharedHold judges a shared holder's renewal by its key.

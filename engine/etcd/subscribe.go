@@ -34,11 +34,18 @@ type watcher struct {
 	closed bool
 }
 
+// watchLinger is how long a name's watch is kept after its last
+// subscriber left: a Client that waits for a name again and again (a lock
+// taken in turns) subscribes to a watch that runs already, with no request
+// and no wait for the watch to be created.
+const watchLinger = 5 * time.Second
+
 // watched is the watch of one name and its subscribers.
 type watched struct {
 	subs   map[*subscription]struct{}
 	cancel context.CancelFunc
-	ready  chan struct{} // closed once the watch is created
+	ready  chan struct{} // closed once the watch is created; new while it is made again (w.mu)
+	idle   *time.Timer   // ends the watch watchLinger after the last subscriber left
 }
 
 // subscription is one subscriber's interest in one name.
@@ -110,12 +117,17 @@ func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Su
 		w.wg.Add(1)
 		go w.run(wctx, name, wn)
 	}
+	if wn.idle != nil {
+		wn.idle.Stop()
+		wn.idle = nil
+	}
 	wn.subs[s] = struct{}{}
+	ready := wn.ready
 	w.mu.Unlock()
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()
 	select {
-	case <-wn.ready:
+	case <-ready:
 		return s, nil
 	case <-ctx.Done():
 		s.Close()
@@ -131,13 +143,17 @@ func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Su
 // watch not created within an attempt deadline replaces the engine's etcd
 // watcher, as retry sends a request again: its stream goes to another
 // member.
+//
+// A subscriber that comes while the watch is being made again waits until
+// it is created (its first attempt then reads after the watch began), and
+// every subscriber is woken once it is: events between the old watch's end
+// and the new one's start are not delivered.
 func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	defer w.wg.Done()
-	var once sync.Once
-	ready := func() { once.Do(func() { close(wn.ready) }) }
 	prefix := w.e.keys.name(name)
 	slow := 0 // watches in a row not created in time (see attemptDeadline)
-	for ctx.Err() == nil {
+	for again := false; ctx.Err() == nil; again = true {
+		ready := func() { w.created(wn, again) }
 		wc := w.current()
 		wctx, cancel := context.WithCancel(ctx)
 		var created atomic.Bool
@@ -160,12 +176,42 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 		if ctx.Err() != nil {
 			return
 		}
+		w.rearm(wn)
 		w.wakeAll(name) // events may have been missed
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// created marks wn's watch as created (made again, when again: its
+// subscribers are woken).
+func (w *watcher) created(wn *watched, again bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-wn.ready:
+	default:
+		close(wn.ready)
+	}
+	if again {
+		for s := range wn.subs {
+			s.Wake()
+		}
+	}
+}
+
+// rearm makes subscribers that come after wn's watch ended wait for the
+// next one to be created.
+func (w *watcher) rearm(wn *watched) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-wn.ready:
+		wn.ready = make(chan struct{})
+	default:
 	}
 }
 
@@ -214,6 +260,14 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 		if !ok {
 			continue
 		}
+		if ev.Type == mvccpb.DELETE {
+			switch {
+			case rest == lockSuffix, strings.HasPrefix(rest, holderSuffix):
+				w.e.heads.sawDelete(name, lockSuffix, ev.Kv.ModRevision) // a mutex or a shared holder gone
+			case strings.HasPrefix(rest, queueSuffix), strings.HasPrefix(rest, sharedQueueSuffix):
+				w.e.heads.sawDelete(name, string(ev.Kv.Key), ev.Kv.ModRevision)
+			}
+		}
 		switch {
 		case rest == lockSuffix:
 			for s := range wn.subs {
@@ -238,6 +292,13 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 				}
 			}
 		case rest == wakeSuffix || rest == resSuffix || rest == sharedWakeSuffix:
+			if rest == resSuffix {
+				if ev.Type == mvccpb.PUT {
+					w.e.heads.reserved(name, string(ev.Kv.Value), ev.Kv.ModRevision)
+				} else {
+					w.e.heads.reserved(name, "", 0)
+				}
+			}
 			if ev.Type == mvccpb.PUT {
 				wake(string(ev.Kv.Value))
 			}
@@ -267,6 +328,9 @@ func (w *watcher) close() {
 	w.mu.Lock()
 	w.closed = true
 	for _, wn := range w.names {
+		if wn.idle != nil {
+			wn.idle.Stop()
+		}
 		for s := range wn.subs {
 			s.Wake()
 		}
@@ -288,9 +352,18 @@ func (s *subscription) Close() {
 			return
 		}
 		delete(wn.subs, s)
-		if len(wn.subs) == 0 {
-			wn.cancel()
-			delete(w.names, s.name)
+		if len(wn.subs) == 0 && wn.idle == nil {
+			wn.idle = time.AfterFunc(watchLinger, func() { w.unwatch(s.name, wn) })
 		}
 	})
+}
+
+// unwatch ends the watch wn of name if it still has no subscriber.
+func (w *watcher) unwatch(name string, wn *watched) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.names[name] == wn && len(wn.subs) == 0 {
+		wn.cancel()
+		delete(w.names, name)
+	}
 }

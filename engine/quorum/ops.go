@@ -24,6 +24,9 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	if r.Fair {
 		return engine.Grant{}, errFairQuorum
 	}
+	// The validity is counted from before the first send, whatever the
+	// nodes' leases had used before (Age): ask them for none.
+	r.Aged = false
 	if r.Waiter != "" {
 		// The nodes' queues may disagree on the head. Per-node
 		// reservations for different heads would split the vote, and so
