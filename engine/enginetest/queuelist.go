@@ -15,10 +15,10 @@ import (
 // arrival order, for a mutex and for a semaphore, in Inspect and in List
 // alike. Engines that list no queue (Queue nil) skip.
 func (s *suite) queueListed(t *testing.T) {
-	ctx := ctxTimeout(t, time.Minute)
 	e := s.h.New(t)
 	for _, kind := range []string{"mutex", "semaphore"} {
 		t.Run(kind, func(t *testing.T) {
+			ctx := ctxTimeout(t, time.Minute) // each kind its own (three waits of up to 30s each)
 			name := lockName(t)
 			holder := s.client(t)
 			take := func(ctx context.Context, c *distlock.Client, owner string) (*distlock.Lease, error) {
