@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -306,49 +307,60 @@ func TestAcquireAllFenceExhaustedMidScript(t *testing.T) {
 }
 
 // TestAcquireAllRenewsInOneBatch: the members of a set are renewed in the
-// same Extend calls.
+// same Extend calls. On the fake clock (testing/synctest), so the leases'
+// short ttl survives a busy machine: the Client's renewals fall due when
+// the clock says, however late the process runs. Granted one by one, the
+// members are granted at different times (each grant takes step of fake
+// time), and still renewed together; a Client that renewed each lease on
+// its own schedule would send partial Extend calls and fail the test (seen
+// failing with schedule.earliest returning the member's own schedule).
 func TestAcquireAllRenewsInOneBatch(t *testing.T) {
 	for _, ordered := range []bool{false, true} {
-		ce := &countingEngine{Engine: memory.New()}
-		var eng engine.Engine = ce
-		if ordered {
-			eng = plainEngine{ce}
-		}
-		c := distlock.New(eng)
-		ctx := testCtx(t, 10*time.Second)
-		names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-		if ordered { // granted one by one, at different times
-			for _, n := range names {
-				l, err := c.Acquire(ctx, "warm-"+n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_ = l.Release(ctx)
+		synctest.Test(t, func(t *testing.T) {
+			ce := &countingEngine{Engine: memory.New()}
+			var eng engine.Engine = ce
+			if ordered {
+				ce.step = 15 * time.Millisecond
+				eng = plainEngine{ce}
 			}
-		}
-		// A ttl whose first renewal (from ttl/6 on) comes long after the
-		// set is complete, however loaded the machine.
-		s, err := c.AcquireAll(ctx, names, distlock.WithTTL(600*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for ce.calls.Load() < 3 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond) // polls a condition
-		}
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-		if n := ce.partial.Load(); n != 0 {
-			t.Errorf("ordered %v: %d of %d Extend calls renewed part of the set", ordered, n, ce.calls.Load())
-		}
-		if !ordered && (ce.batches.Load() != 1 || ce.singles.Load() != 0) {
-			t.Errorf("Release: %d batches and %d single releases; want one batch", ce.batches.Load(), ce.singles.Load())
-		}
-		assertFree(t, distlock.New(ce.Engine), names...)
+			c := distlock.New(eng)
+			defer c.Close()
+			ctx := testCtx(t, 10*time.Second)
+			names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+			if ordered { // granted one by one, at different times
+				for _, n := range names {
+					l, err := c.Acquire(ctx, "warm-"+n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					_ = l.Release(ctx)
+				}
+			}
+			// Granted one by one, the members' grants spread over 8 steps
+			// (120ms), more than the early-renewal window (ttl/6, 100ms):
+			// only the set's shared schedule renews them together.
+			s, err := c.AcquireAll(ctx, names, distlock.WithTTL(600*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ce.calls.Load() < 3 && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond) // the fake clock: until three renewals
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			if n := ce.partial.Load(); n != 0 {
+				t.Errorf("ordered %v: %d of %d Extend calls renewed part of the set", ordered, n, ce.calls.Load())
+			}
+			if !ordered && (ce.batches.Load() != 1 || ce.singles.Load() != 0) {
+				t.Errorf("Release: %d batches and %d single releases; want one batch", ce.batches.Load(), ce.singles.Load())
+			}
+			assertFree(t, distlock.New(ce.Engine), names...)
+		})
 	}
 }
 
@@ -357,7 +369,13 @@ func TestAcquireAllRenewsInOneBatch(t *testing.T) {
 type countingEngine struct {
 	engine.Engine
 	calls, partial   atomic.Int64
-	batches, singles atomic.Int64 // ReleaseMulti and Release calls
+	batches, singles atomic.Int64  // ReleaseMulti and Release calls
+	step             time.Duration // the time each Acquire takes
+}
+
+func (c *countingEngine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	time.Sleep(c.step)
+	return c.Engine.Acquire(ctx, r)
 }
 
 func (c *countingEngine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {

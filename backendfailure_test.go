@@ -13,6 +13,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/engine/memory"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/engine/remote"
@@ -177,8 +178,11 @@ func TestAcquireRefusedTokenEndsAtOnce(t *testing.T) {
 // attempt in flight is cut off by the deadline, and leaving the queue
 // afterwards is bounded by waiting.LeaveTimeout, not by the Client's
 // release timeout (20s here; before issue 24 the wait overran its deadline
-// by 5 to 10s). The test allows 4 LeaveTimeouts of overrun, for a busy
-// machine; the overrun is logged.
+// by 5 to 10s). The test allows 4 LeaveTimeouts of overrun plus the
+// slack of the scheduling delay it measures (enginetest.Bounded: beyond
+// that, on a machine measured as slow as a LeaveTimeout, it skips as too
+// slow to judge); a wait bounded by the release timeout overruns by 20s
+// and fails. The overrun is logged.
 func TestAcquireStalledRedisKeepsDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	eng, err := redisengine.New(srv.Client())
@@ -195,6 +199,7 @@ func TestAcquireStalledRedisKeepsDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
+	probe := enginetest.StartProbe(t)
 	const wait = time.Second
 	done := make(chan error, 1)
 	var start time.Time
@@ -234,8 +239,7 @@ func TestAcquireStalledRedisKeepsDeadline(t *testing.T) {
 	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire = %v, want a *WaitError matching DeadlineExceeded", err)
 	}
-	if over := returned - wait; over >= 4*waiting.LeaveTimeout {
-		t.Errorf("returned %v after the deadline: leaving the queue was not bounded by LeaveTimeout (%v)", over, waiting.LeaveTimeout)
-	}
+	enginetest.Bounded(t, "the return after the deadline (leaving the queue, bounded by LeaveTimeout)",
+		returned-wait, 4*waiting.LeaveTimeout+probe.Slack(), probe.Delay(), waiting.LeaveTimeout)
 	t.Logf("returned %v after the deadline", returned-wait)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -67,103 +68,108 @@ const testStamp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 // holder's metadata, stamp included), end and its lease's renewal and
 // release, each with the context the previous event returned; the stamp
 // is stored after the caller's metadata and TraceMetadata splits it off.
+// On the fake clock (testing/synctest): the release comes one poll after
+// the first renewal, never after a second one or the 300ms ttl, however
+// late the machine runs the test.
 func TestEventObserver(t *testing.T) {
-	ctx := context.Background()
-	eng := memory.New()
-	holderRec := &eventRecorder{stamp: testStamp}
-	holder := distlock.New(eng, distlock.WithObserver(holderRec))
-	defer holder.Close()
-	waiterRec := &eventRecorder{}
-	waiter := distlock.New(eng, distlock.WithObserver(waiterRec))
-	defer waiter.Close()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		eng := memory.New()
+		holderRec := &eventRecorder{stamp: testStamp}
+		holder := distlock.New(eng, distlock.WithObserver(holderRec))
+		defer holder.Close()
+		waiterRec := &eventRecorder{}
+		waiter := distlock.New(eng, distlock.WithObserver(waiterRec))
+		defer waiter.Close()
 
-	l, err := holder.Acquire(ctx, "ev", distlock.WithMetadata("job 7"), distlock.WithTTL(300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := holder.Inspect(ctx, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, tp := distlock.TraceMetadata(info.Metadata)
-	if md != "job 7" || tp != testStamp {
-		t.Fatalf("stored metadata %q splits into %q, %q", info.Metadata, md, tp)
-	}
-
-	got := make(chan error, 1)
-	go func() {
-		wl, err := waiter.Acquire(ctx, "ev", distlock.WithOwner("w1"))
-		if err == nil {
-			err = wl.Release(ctx)
-		}
-		got <- err
-	}()
-	// The waiter's queue entry names its explicit owner.
-	deadline := time.Now().Add(time.Minute) // a bound for a hang, not a speed
-	for {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never showed in the queue")
+		l, err := holder.Acquire(ctx, "ev", distlock.WithMetadata("job 7"), distlock.WithTTL(300*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
 		}
 		info, err := holder.Inspect(ctx, "ev")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(info.Queue) == 1 {
-			if o := distlock.WaiterOwner(info.Queue[0].ID); o != "w1" {
-				t.Fatalf("waiter id %q names owner %q, want w1", info.Queue[0].ID, o)
+		md, tp := distlock.TraceMetadata(info.Metadata)
+		if md != "job 7" || tp != testStamp {
+			t.Fatalf("stored metadata %q splits into %q, %q", info.Metadata, md, tp)
+		}
+
+		got := make(chan error, 1)
+		go func() {
+			wl, err := waiter.Acquire(ctx, "ev", distlock.WithOwner("w1"))
+			if err == nil {
+				err = wl.Release(ctx)
 			}
-			break
+			got <- err
+		}()
+		// The waiter's queue entry names its explicit owner.
+		deadline := time.Now().Add(time.Minute) // a bound for a hang, not a speed
+		for {
+			if time.Now().After(deadline) {
+				t.Fatal("the waiter never showed in the queue")
+			}
+			info, err := holder.Inspect(ctx, "ev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(info.Queue) == 1 {
+				if o := distlock.WaiterOwner(info.Queue[0].ID); o != "w1" {
+					t.Fatalf("waiter id %q names owner %q, want w1", info.Queue[0].ID, o)
+				}
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	// Held past a renewal (ttl/3).
-	for {
-		if ev, _, _ := holderRec.snapshot(); len(ev) >= 3 {
-			break
+		// Held past a renewal (ttl/3).
+		for {
+			if ev, _, _ := holderRec.snapshot(); len(ev) >= 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no renewal was observed")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no renewal was observed")
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
 
-	hev, hevs, bad := holderRec.snapshot()
-	if len(bad) > 0 {
-		t.Fatal(bad)
-	}
-	if strings.Join(hev, ",") != "start,end,renewed,ended" {
-		t.Fatalf("holder's events %v", hev)
-	}
-	end := hevs[1]
-	if end.Token != l.Token() || end.Owner != l.Owner() || end.Kind != "mutex" || end.Engine == "" || !end.Wait {
-		t.Fatalf("end event %+v, lease token %d owner %s", end, l.Token(), l.Owner())
-	}
-	if hevs[2].Err != nil || hevs[3].Cause != 0 || hevs[3].Held <= 0 {
-		t.Fatalf("renewed %+v, ended %+v", hevs[2], hevs[3])
-	}
+		hev, hevs, bad := holderRec.snapshot()
+		if len(bad) > 0 {
+			t.Fatal(bad)
+		}
+		if strings.Join(hev, ",") != "start,end,renewed,ended" {
+			t.Fatalf("holder's events %v", hev)
+		}
+		end := hevs[1]
+		if end.Token != l.Token() || end.Owner != l.Owner() || end.Kind != "mutex" || end.Engine == "" || !end.Wait {
+			t.Fatalf("end event %+v, lease token %d owner %s", end, l.Token(), l.Owner())
+		}
+		if hevs[2].Err != nil || hevs[3].Cause != 0 || hevs[3].Held <= 0 {
+			t.Fatalf("renewed %+v, ended %+v", hevs[2], hevs[3])
+		}
 
-	wev, wevs, bad := waiterRec.snapshot()
-	if len(bad) > 0 {
-		t.Fatal(bad)
-	}
-	if strings.Join(wev, ",") != "start,waiting,end,ended" {
-		t.Fatalf("waiter's events %v", wev)
-	}
-	if hs := wevs[1].Holders; len(hs) != 1 || hs[0].Owner != l.Owner() || hs[0].Metadata != info.Metadata {
-		t.Fatalf("waiting event's holders %+v", hs)
-	}
-	if e := wevs[2]; !e.Contended || !e.Queued || e.Owner != "w1" || e.Err != nil {
-		t.Fatalf("waiter's end event %+v", e)
-	}
-	if _, tp := distlock.TraceMetadata(func() string { i, _ := waiter.Inspect(ctx, "ev"); return i.Metadata }()); tp != "" {
-		t.Fatalf("an observer without a stamp stored %q", tp)
-	}
+		wev, wevs, bad := waiterRec.snapshot()
+		if len(bad) > 0 {
+			t.Fatal(bad)
+		}
+		if strings.Join(wev, ",") != "start,waiting,end,ended" {
+			t.Fatalf("waiter's events %v", wev)
+		}
+		if hs := wevs[1].Holders; len(hs) != 1 || hs[0].Owner != l.Owner() || hs[0].Metadata != info.Metadata {
+			t.Fatalf("waiting event's holders %+v", hs)
+		}
+		if e := wevs[2]; !e.Contended || !e.Queued || e.Owner != "w1" || e.Err != nil {
+			t.Fatalf("waiter's end event %+v", e)
+		}
+		if _, tp := distlock.TraceMetadata(func() string { i, _ := waiter.Inspect(ctx, "ev"); return i.Metadata }()); tp != "" {
+			t.Fatalf("an observer without a stamp stored %q", tp)
+		}
+	})
 }
 
 // TestEventObserverFailedCall: a refused TryAcquire ends with its error.

@@ -119,8 +119,16 @@ func (s *suite) tokensIncrease(t *testing.T) {
 		if expire {
 			opts = []distlock.Option{distlock.WithTTL(distlock.MinTTL), distlock.WithAutoRenew(false)}
 		}
+		asked := time.Now()
 		l, err := c.Acquire(ctx, name, opts...)
 		if err != nil {
+			if expire && errors.Is(err, distlock.ErrBackend) && !time.Now().Before(asked.Add(distlock.MinTTL-engine.Drift(distlock.MinTTL))) {
+				// The grant of the short ttl answered after its
+				// validity (a slow machine): the Client refused it and
+				// dropped the hold; no token was handed out.
+				starved++
+				continue
+			}
 			t.Fatalf("grant %d: %v", i, err)
 		}
 		if l.Token() <= last {
@@ -143,7 +151,7 @@ func (s *suite) tokensIncrease(t *testing.T) {
 		}
 	}
 	if starved > 0 {
-		t.Logf("%d releases answered after their lease's deadline (a slow machine)", starved)
+		t.Logf("%d releases answered after their lease's deadline, or grants of the short ttl after their validity (a slow machine)", starved)
 	}
 }
 

@@ -172,11 +172,13 @@ func (s *suite) latchWakesEveryWaiter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
 	if set, err := l.TrySetCount(ctx, 1); !set || err != nil {
 		t.Fatal(set, err)
 	}
+	// The budget starts once the count is set: started before, a slow
+	// TrySetCount could use it up, and the Wait would not wait at all.
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
 	var we *distlock.WaitError
 	if err := l.Wait(wctx); !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait past its context: %v, want a *WaitError for the deadline", err)

@@ -68,7 +68,8 @@ func TestDeadServerFirst(t *testing.T) {
 	}
 	c := distlock.New(e)
 	defer c.Close()
-	l, err := c.Acquire(ctx, "job", distlock.WithTTL(time.Second))
+	// Held until the Release below, however slowly the machine runs it.
+	l, err := c.Acquire(ctx, "job", distlock.WithTTL(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,10 @@ func TestEmbeddedServersNotSwitched(t *testing.T) {
 
 	c := distlock.New(newRemote(t, both))
 	defer c.Close()
-	l, err := c.Acquire(ctx, "job", distlock.WithTTL(300*time.Millisecond))
+	// A ttl a busy machine's grant fits in (a 300ms one could be used up
+	// before its answer came back, and the Acquire failed); the lease,
+	// not renewed with its server dead, ends within it.
+	l, err := c.Acquire(ctx, "job", distlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

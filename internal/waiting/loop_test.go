@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -37,44 +38,49 @@ func TestSleep(t *testing.T) {
 
 // TestRunLeavesQueue: a queued waiter whose wait ends without the lock
 // leaves the queue before Run returns, whichever way it ended; Stop ends it
-// with ErrStopped.
+// with ErrStopped. On the fake clock (testing/synctest): the 50ms budget
+// runs out only once the first try has been made, however late the
+// machine runs the test (in real time a descheduled first try came after
+// it, and "stop" ended with the deadline instead).
 func TestRunLeavesQueue(t *testing.T) {
-	eng := memory.New()
-	t.Cleanup(func() { _ = eng.Close() })
-	ctx := context.Background()
-	if g, err := eng.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "holder", TTL: time.Minute}); err != nil || !g.Acquired {
-		t.Fatal(g, err)
-	}
-	for _, how := range []string{"context", "stop"} {
-		stop := make(chan struct{})
-		tries := 0
-		l := Loop{Engine: eng, Name: "n", Queue: eng, Waiter: "w-" + how, Stop: stop,
-			Detached: func(ctx context.Context) (context.Context, context.CancelFunc) {
-				return context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			}}
-		l.Try = func(ctx context.Context) Answer {
-			tries++
-			g, err := eng.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "o-" + how, TTL: time.Minute, Waiter: l.Waiter, WaiterTTL: time.Minute})
-			if tries == 1 {
-				if how == "stop" {
-					close(stop)
+	synctest.Test(t, func(t *testing.T) {
+		eng := memory.New()
+		t.Cleanup(func() { _ = eng.Close() })
+		ctx := context.Background()
+		if g, err := eng.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "holder", TTL: time.Minute}); err != nil || !g.Acquired {
+			t.Fatal(g, err)
+		}
+		for _, how := range []string{"context", "stop"} {
+			stop := make(chan struct{})
+			tries := 0
+			l := Loop{Engine: eng, Name: "n", Queue: eng, Waiter: "w-" + how, Stop: stop,
+				Detached: func(ctx context.Context) (context.Context, context.CancelFunc) {
+					return context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				}}
+			l.Try = func(ctx context.Context) Answer {
+				tries++
+				g, err := eng.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "o-" + how, TTL: time.Minute, Waiter: l.Waiter, WaiterTTL: time.Minute})
+				if tries == 1 {
+					if how == "stop" {
+						close(stop)
+					}
 				}
+				return Answer{Grant: g, Failed: err != nil, Done: g.Acquired}
 			}
-			return Answer{Grant: g, Failed: err != nil, Done: g.Acquired}
+			rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			err := l.Run(rctx)
+			cancel()
+			want := context.DeadlineExceeded
+			if how == "stop" {
+				want = ErrStopped
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("%s: Run = %v, want %v", how, err, want)
+			}
+			info, err := eng.Inspect(ctx, "n")
+			if err != nil || info.Waiters != 0 {
+				t.Fatalf("%s: still queued after Run returned: %+v %v", how, info, err)
+			}
 		}
-		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		err := l.Run(rctx)
-		cancel()
-		want := context.DeadlineExceeded
-		if how == "stop" {
-			want = ErrStopped
-		}
-		if !errors.Is(err, want) {
-			t.Fatalf("%s: Run = %v, want %v", how, err, want)
-		}
-		info, err := eng.Inspect(ctx, "n")
-		if err != nil || info.Waiters != 0 {
-			t.Fatalf("%s: still queued after Run returned: %+v %v", how, info, err)
-		}
-	}
+	})
 }

@@ -55,6 +55,13 @@ func check(t *testing.T, pool *pgxpool.Pool, g *pgfence.Guard, l *distlock.Lease
 	})
 }
 
+// shortTTL is the ttl of the leases the tests let expire: short, so the
+// wait for the expiry is short, yet long enough that the grant's answer
+// comes back within it on a busy machine (a grant answered after its ttl
+// fails the Acquire: its validity, ttl less drift, was used up; 100ms
+// leaves a loaded machine little room).
+const shortTTL = 500 * time.Millisecond
+
 // expired waits until l's lease has run out on the database: its row says
 // so by clock_timestamp() (the local loss signal comes earlier, by design).
 func expired(t *testing.T, pool *pgxpool.Pool, l *distlock.Lease) {
@@ -132,7 +139,7 @@ func TestCurrent(t *testing.T) {
 	}
 	_ = next.Release(ctx)
 
-	short, err := c.Acquire(ctx, name(t), distlock.WithTTL(100*time.Millisecond), distlock.WithAutoRenew(false))
+	short, err := c.Acquire(ctx, name(t), distlock.WithTTL(shortTTL), distlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +278,7 @@ func TestHighestSeen(t *testing.T) {
 	ctx := context.Background()
 	g := pgfence.New(schema, pgfence.HighestSeen)
 	n := name(t)
-	first, err := c.Acquire(ctx, n, distlock.WithTTL(100*time.Millisecond), distlock.WithAutoRenew(false))
+	first, err := c.Acquire(ctx, n, distlock.WithTTL(shortTTL), distlock.WithAutoRenew(false))
 	if err != nil {
 		t.Fatal(err)
 	}
