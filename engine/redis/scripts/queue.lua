@@ -145,8 +145,10 @@ end
 
 -- q_freed wakes the waiters of a lock just freed: the head of its queue,
 -- or, when nobody queues, everyone waiting outside a queue (a message for
--- all on the lock's channel, with command pub).
-local function q_freed(pub)
+-- all on the lock's channel, with command pub): 'E <token>', the term that
+-- ended, for an election's observers (engine/redis/notice.go), or
+-- 'released' when token is nil.
+local function q_freed(pub, token)
   local queued = false
   if redis.call('EXISTS', Q) == 1 then
     local now = q_now()
@@ -154,6 +156,6 @@ local function q_freed(pub)
     queued = q_wake(now, true)
   end
   if not queued then
-    redis.call(pub, KEYS[1], 'released')
+    redis.call(pub, KEYS[1], token and ('E ' .. token) or 'released')
   end
 end
