@@ -9,8 +9,8 @@ import (
 )
 
 // parseNotice reads the state an election's message on a lock's channel
-// carries: 'L <token> <pttl ms> <value>' (announce.lua and
-// set_metadata.lua: the holder, its value and its ttl left when the
+// carries: 'L <token> <pttl ms> <value>' (acquire.lua's announced
+// grant and set_metadata.lua: the holder, its value and its ttl left when the
 // script ran) or 'E <token>' (queue.lua's q_freed: the term ended). Any
 // other message ('released' from a script that knew no token, a wake-up
 // addressed to a waiter) carries no state: ok false.

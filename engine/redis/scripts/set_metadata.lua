@@ -2,7 +2,7 @@
 -- keeping its ttl, token and holds (an election's Proclaim); marks it so
 -- that its release publishes a wake-up, and publishes a message on the
 -- channel KEYS[1] (command ARGV[3]: PUBLISH or SPUBLISH) for observers:
--- 'L <token> <pttl ms> <value>' (announce.lua's message).
+-- 'L <token> <pttl ms> <value>' (acquire.lua's message for an announced grant).
 -- Returns 1 when set, 0 when nobody holds it, -1 when another owner does.
 local v = redis.call('GET', KEYS[1])
 if not v then
