@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/waiting"
 )
 
@@ -53,7 +54,10 @@ func LeaderOf(name string, held bool, token uint64, value string, ttl time.Durat
 //
 // Changes arrive by notification (the engine's subscription), not by
 // polling; a leader whose lease runs out without a release is noticed when
-// its ttl has passed. The channel holds one state and coalesces: a slow
+// its ttl has passed. Where the notification carries the new state
+// (engine.Noticer: Redis, the embedded engine), it is reported without
+// reading the election, unless it is older than what the observer knows
+// (then, and after a reconnect, the observer reads). The channel holds one state and coalesces: a slow
 // reader skips intermediate states but always gets the latest one, never a
 // stale one. After the subscription reconnects, the state is read again, so
 // the final state is never missed. Without a subscription, the observer
@@ -77,27 +81,41 @@ func (c *Client) Observe(ctx context.Context, name string) (<-chan Leader, error
 	return ch, nil
 }
 
-// observe is Observe's loop.
+// observe is Observe's loop. A wake-up that carries the lock's state
+// (engine.Noticer: Redis, the embedded engine) is reported without reading
+// the lock, when it is newer than what the observer knows (track.fresh);
+// anything else (a reconnect, a message without a state, a stale or
+// reordered notice, an expiry's timer, an engine without notices) reads.
 func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 	sctx, cancel := context.WithTimeout(ctx, waiting.SubscribeTimeout)
 	sub, err := c.eng.Subscribe(sctx, name)
 	cancel()
 	var wake <-chan struct{}
+	var notices engine.Noticer
 	if err == nil {
 		defer sub.Close()
 		wake = sub.C()
+		notices, _ = sub.(engine.Noticer)
 	}
 	var last Leader
-	var highest uint64 // the highest term sent
-	first := true
+	var tr track
+	first, noticed := true, false
+	var n engine.Notice
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		st, err := c.Leader(ctx, name)
+		var st Leader
+		if noticed && tr.fresh(n) {
+			st, err = tr.apply(name, n)
+		} else {
+			var hw uint64
+			st, hw, err = c.readLeader(ctx, name)
+			tr.read(hw, err)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
-		case st.Elected() && st.Term < highest:
+		case st.Elected() && st.Term < tr.highest:
 			// A term below one already sent: a read that straddled a
 			// change (a node read before it, another after). Never sent:
 			// terms only go up; read again shortly.
@@ -106,7 +124,7 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 			if first || st.Term != last.Term || st.Value != last.Value {
 				offer(ch, st)
 				last, first = st, false
-				highest = max(highest, st.Term)
+				tr.highest = max(tr.highest, st.Term)
 			}
 		}
 		d := time.Duration(-1) // until a change is signalled
@@ -124,9 +142,13 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 			timer.Reset(d)
 			fire = timer.C
 		}
+		noticed = false
 		select {
 		case <-wake:
 			timer.Stop()
+			if notices != nil {
+				n, noticed = notices.Notice()
+			}
 		case <-fire:
 		case <-ctx.Done():
 			return

@@ -173,7 +173,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	e.locks[r.Name] = l
 	if r.Announce {
-		e.notifyWaiter(r.Name, "") // the plain subscribers: an election's observers
+		e.announce(r.Name, l) // the plain subscribers: an election's observers
 	}
 	return engine.Grant{Acquired: true, Token: l.token, Count: 1}, nil
 }
@@ -278,7 +278,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		return engine.HeldByOther, nil
 	}
 	l.metadata = metadata
-	e.notifyWaiter(name, "")
+	e.announce(name, l)
 	return engine.Extended, nil
 }
 

@@ -13,7 +13,14 @@ type subscription struct {
 	name   string
 	waiter string // "" for a plain Subscribe: woken by every release
 	engine.Signal
-	once sync.Once
+	engine.NoticeBox // the states its wake-ups carried (engine/notice.go)
+	once             sync.Once
+}
+
+// wake wakes s without a notice: its observer reads the lock.
+func (s *subscription) wake() {
+	s.Doubt()
+	s.Wake()
 }
 
 func (s *subscription) Close() {
@@ -54,7 +61,7 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 // holds e.mu.
 func (e *Engine) notify(name string) {
 	for s := range e.subs[name] {
-		s.Wake()
+		s.wake()
 	}
 }
 
@@ -62,8 +69,26 @@ func (e *Engine) notify(name string) {
 func (e *Engine) notifyWaiter(name, waiter string) {
 	for s := range e.subs[name] {
 		if s.waiter == waiter {
-			s.Wake()
+			s.wake()
 		}
+	}
+}
+
+// announce wakes the plain subscribers of name (an election's observers)
+// with the holder's state l: a new leader or value, which they report
+// without reading the lock. The caller holds e.mu.
+func (e *Engine) announce(name string, l *lock) {
+	n := engine.Notice{Held: true, Token: l.token, Metadata: l.metadata, TTL: l.expires.Sub(e.now())}
+	for s := range e.subs[name] {
+		if s.waiter != "" {
+			continue
+		}
+		if n.Metadata == "" {
+			s.wake() // no value: nobody leads, as a read would say
+			continue
+		}
+		s.Put(n)
+		s.Wake()
 	}
 }
 

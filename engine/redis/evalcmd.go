@@ -198,9 +198,12 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 	} else {
 		a.str(r.Attempt)
 	}
-	if r.Waiting {
+	switch {
+	case r.Announce: // waits, and the grant is published (acquire.lua)
+		a.add(e.publishArg())
+	case r.Waiting:
 		a.add(argOne)
-	} else {
+	default:
 		a.add("")
 	}
 	queue := r.Waiter != "" || r.Behind

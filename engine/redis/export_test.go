@@ -18,3 +18,7 @@ func Queued(e *Engine) int {
 // AcquireSource is the acquire script's text as the engine sends it, for
 // the tests that run a mutant of it.
 func AcquireSource() string { return acquireScript.Source() }
+
+// Channel returns the pub/sub channel of the lock name, where the tests
+// publish forged (stale, duplicated) election messages.
+func Channel(e *Engine, name string) string { return e.channel(name) }

@@ -292,12 +292,6 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		if err != nil {
 			return engine.Grant{}, err
 		}
-		if r.Announce {
-			if err := e.announce(ctx, r.Name, r.Owner); err != nil {
-				return engine.Grant{}, err
-			}
-			e.contended.add(r.Name) // announce marked it: its release needs the queue's keys
-		}
 		return engine.Grant{Acquired: true, Token: token, Count: 1}, nil
 	}
 	a, ok := res.([]any)

@@ -75,7 +75,8 @@ type subscription struct {
 	ch     string
 	waiter string // a queue's waiter id; "" for a plain Subscribe
 	engine.Signal
-	once sync.Once
+	engine.NoticeBox // the states its wake-ups carried (engine/notice.go)
+	once             sync.Once
 }
 
 func newWatcher(e *Engine) *watcher {
@@ -83,6 +84,13 @@ func newWatcher(e *Engine) *watcher {
 }
 
 func (s *subscription) Close() { s.once.Do(func() { s.w.leave(s) }) }
+
+// wake wakes s for a reason that carries no state (a reconnect, a moved
+// channel, a message without a notice): its observer reads the lock.
+func (s *subscription) wake() {
+	s.Doubt()
+	s.Wake()
+}
 
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // the subscription, so no release after it can be missed.
@@ -363,7 +371,7 @@ func (w *watcher) relocate(st *channelState, ch, avoid string) {
 		return
 	}
 	for s := range st.members {
-		s.Wake()
+		s.wake()
 	}
 	w.readers.Add(1)
 	go func() {
@@ -417,7 +425,7 @@ func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool
 	}
 	err = w.subscribe(ctx, st, node, nc, ch)
 	for s := range st.members {
-		s.Wake() // a release may have come in between
+		s.wake() // a release may have come in between
 	}
 	return err == nil
 }
@@ -438,14 +446,17 @@ func (w *watcher) wakeChannel(ch string, confirmation bool) {
 		return
 	}
 	for s := range st.members {
-		s.Wake()
+		s.wake()
 	}
 }
 
 // deliver wakes the waiters a message on ch is for: the one it addresses
-// ('w:<waiter id>') and the plain subscribers, or everyone.
+// ('w:<waiter id>') and the plain subscribers, or everyone. A message that
+// carries the lock's state (parseNotice) gives it to the plain
+// subscribers, an election's observers.
 func (w *watcher) deliver(ch, payload string) {
 	to, addressed := strings.CutPrefix(payload, "w:")
+	n, noticed := parseNotice(payload)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.chans[ch]
@@ -453,8 +464,12 @@ func (w *watcher) deliver(ch, payload string) {
 		return
 	}
 	for s := range st.members {
-		if !addressed || s.waiter == "" || s.waiter == to {
+		switch {
+		case noticed && s.waiter == "":
+			s.Put(n)
 			s.Wake()
+		case !addressed || s.waiter == "" || s.waiter == to:
+			s.wake()
 		}
 	}
 }
@@ -464,7 +479,7 @@ func (w *watcher) wakeAll() {
 	defer w.mu.Unlock()
 	for _, st := range w.chans {
 		for s := range st.members {
-			s.Wake()
+			s.wake()
 		}
 	}
 }
@@ -497,7 +512,7 @@ func (w *watcher) close() {
 			st.idle = nil
 		}
 		for s := range st.members {
-			s.Wake()
+			s.wake()
 		}
 	}
 	w.mu.Unlock()

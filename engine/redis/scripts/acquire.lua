@@ -13,7 +13,11 @@
 -- reply 'DISTLOCK kind <k>' (k: the shared lock's kind, as
 -- shared_acquire.lua refuses another kind), having changed nothing.
 -- ARGV: owner, ttl ms, metadata, high-water ttl ms, attempt id, waiting
--- ('1' when the caller waits for a wake-up if the lock is held), time floor
+-- ('1' when the caller waits for a wake-up if the lock is held; 'PUBLISH'
+-- or 'SPUBLISH' when it waits and its grant is announced: an election's
+-- campaign, engine.AcquireRequest.Announce: a first grant is then marked,
+-- and published on the channel KEYS[1] with that command: 'L <token>
+-- <ttl ms> <value>', engine/redis/notice.go, or 'announced' without a value), time floor
 -- ('0' turns it off; absent or anything else: a token is never below the
 -- server clock in microseconds), and for
 -- a waiter of the queue (absent otherwise): waiter id, heartbeat ttl ms,
@@ -69,7 +73,7 @@ if n > 0 then
     return 2 -- sent without the queue's keys: nothing changed, send them
   end
   if other then
-    if ARGV[6] == '1' and not s.w then
+    if ARGV[6] ~= '' and not s.w then
       s.w = true
       redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
     end
@@ -143,6 +147,11 @@ if not token then
   return redis.error_reply('DISTLOCK fence exhausted')
 end
 -- While waiters queue, the grant is marked: its release wakes the head.
+-- An announced grant is marked too: its release is published.
+local announce = #ARGV[6] > 1
+if announce then
+  queued = true
+end
 local v
 if ARGV[3] == '' and ARGV[5] == ARGV[1] then
   v = token .. (queued and '*' or ' ') .. ARGV[1]
@@ -150,6 +159,9 @@ else
   v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[5], w = queued or nil})
 end
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
+if announce then
+  redis.call(ARGV[6], KEYS[1], ARGV[3] ~= '' and ('L ' .. token .. ' ' .. ARGV[2] .. ' ' .. ARGV[3]) or 'announced')
+end
 if queued then
   return token .. '*' -- marked: its release will need the queue's keys
 end

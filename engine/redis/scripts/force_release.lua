@@ -6,11 +6,12 @@
 -- lease would have ended. A value at the lock's place that is no distlock
 -- lock (a leaked key) is deleted all the same. Returns 1 when it was held
 -- (by ARGV[2]), 0 otherwise.
-local owner, deadline
+local owner, deadline, token
 if redis.call('TYPE', KEYS[1]).ok == 'string' then
   local ok, s = pcall(decode, redis.call('GET', KEYS[1]))
   if ok then
     owner = s.o
+    token = s.t
     local left = redis.call('PTTL', KEYS[1])
     if left > 0 then
       deadline = tk_now() + left * 1000
@@ -24,5 +25,5 @@ local held = redis.call('DEL', KEYS[1])
 if owner and deadline then
   tk_mark(KEYS[5], owner, deadline, tk_now())
 end
-q_freed(ARGV[1])
+q_freed(ARGV[1], held == 1 and token or nil)
 return held

@@ -146,14 +146,15 @@ end
 -- q_freed wakes the waiters of a lock just freed: the head of its queue
 -- (on its engine's channel), and everyone subscribed to the lock's own
 -- channel (a message for all, with command pub): waiters outside a queue
--- and observers (an election's), who read the lock again. Under
+-- and an election's observers. The message is 'E <token>', the term that
+-- ended (engine/redis/notice.go), or 'released' when token is nil. Under
 -- contention nobody but observers listens there: the message costs the
 -- server one lookup.
-local function q_freed(pub)
+local function q_freed(pub, token)
   if redis.call('EXISTS', Q) == 1 then
     local now = q_now()
     q_settle(now)
     q_wake(now, true)
   end
-  redis.call(pub, KEYS[1], 'released')
+  redis.call(pub, KEYS[1], token and ('E ' .. token) or 'released')
 end

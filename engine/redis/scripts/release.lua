@@ -19,13 +19,14 @@ if not v then
   return -1
 end
 -- #lock.lua
-local marked
+local marked, token
 local p = shortForm(v)
 if p then -- one hold: the common case, without decoding
   if string.sub(v, p + 1) ~= ARGV[1] then
     return -2
   end
   marked = string.byte(v, p) == 42
+  token = string.sub(v, 1, p - 1)
 else
   local s = decode(v)
   if s.o ~= ARGV[1] then
@@ -41,6 +42,7 @@ else
     return s.c
   end
   marked = s.w
+  token = s.t
 end
 if marked and #KEYS < 4 then
   return -3 -- the wake-up needs the queue: send every key
@@ -48,6 +50,6 @@ end
 redis.call('DEL', KEYS[1])
 if marked then
   -- #queue.lua
-  q_freed(ARGV[2])
+  q_freed(ARGV[2], token)
 end
 return 0

@@ -1,7 +1,8 @@
 -- Sets the metadata of the lock KEYS[1] to ARGV[2] while ARGV[1] holds it,
 -- keeping its ttl, token and holds (an election's Proclaim); marks it so
 -- that its release publishes a wake-up, and publishes a message on the
--- channel KEYS[1] (command ARGV[3]: PUBLISH or SPUBLISH) for observers.
+-- channel KEYS[1] (command ARGV[3]: PUBLISH or SPUBLISH) for observers:
+-- 'L <token> <pttl ms> <value>' (acquire.lua's message for an announced grant).
 -- Returns 1 when set, 0 when nobody holds it, -1 when another owner does.
 local v = redis.call('GET', KEYS[1])
 if not v then
@@ -14,5 +15,5 @@ end
 s.m = ARGV[2]
 s.w = true
 redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
-redis.call(ARGV[3], KEYS[1], 'proclaimed')
+redis.call(ARGV[3], KEYS[1], 'L ' .. s.t .. ' ' .. redis.call('PTTL', KEYS[1]) .. ' ' .. ARGV[2])
 return 1
