@@ -118,17 +118,14 @@ end
 -- q_wake runs when the lock is free: it reserves the lock for the head when
 -- the head is fair or entered the queue s µs ago or more, and publishes a
 -- wake-up addressed to the head ('w:<id>' on its engine's channel, else
--- the lock's) when it
--- reserved or when wake is true (a release). It returns whether anybody
--- queues (the head, or the waiter a reservation already holds the lock
--- for).
+-- the lock's) when it reserved or when wake is true (a release).
 local function q_wake(now, wake)
   if q_res() then
-    return true
+    return
   end
   local h = q_head()
   if not h then
-    return false
+    return
   end
   local cfg = redis.call('HMGET', QS, 'w:' .. h, 'f:' .. h, 'p', 'r', 's', 'x:' .. h, 'c:' .. h)
   local since = cfg[1]
@@ -140,7 +137,6 @@ local function q_wake(now, wake)
   if due or wake then
     redis.call(cfg[3] or 'PUBLISH', cfg[7] or KEYS[1], 'w:' .. h)
   end
-  return true
 end
 
 -- q_freed wakes the waiters of a lock just freed: the head of its queue
