@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,7 +92,9 @@ func TestReleasePublishesOnlyForWaiters(t *testing.T) {
 // head of its queue wakes the head on its engine's own channel, and tells
 // the lock's channel too, where an election's observers (and waiters
 // outside a queue) listen: they read the lock again at once, rather than
-// at the old holder's expiry.
+// at the old holder's expiry. The head's own wake-up never goes on the
+// lock's channel (one message reaches one engine, not every one that
+// waits or observes).
 func TestReleaseWithQueueTellsObservers(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -141,6 +144,43 @@ func TestReleaseWithQueueTellsObservers(t *testing.T) {
 		case <-s.C():
 		case <-ctx.Done():
 			t.Fatalf("the release did not wake %s", what)
+		}
+	}
+	// The head's wake-up never went on the lock's channel, which every
+	// observing or waiting engine listens on: a marker published after the
+	// release arrives after every message the release sent there.
+	channel := redisengine.DefaultPrefix + "{elected}"
+	ps := srv.Client().Subscribe(ctx, channel)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := waiter.Acquire(ctx, engine.AcquireRequest{Name: "elected", Owner: "b", Attempt: "b2", TTL: 30 * time.Second,
+		Waiting: true, Waiter: "w1", WaiterTTL: 30 * time.Second}); err != nil || !g.Acquired {
+		t.Fatalf("the woken head: %+v, %v; want granted", g, err)
+	}
+	if g, err := holder.Acquire(ctx, engine.AcquireRequest{Name: "elected", Owner: "c", Attempt: "c2", TTL: 30 * time.Second,
+		Waiting: true, Waiter: "w2", WaiterTTL: 30 * time.Second}); err != nil || g.Acquired || !g.Queued {
+		t.Fatalf("second waiter: %+v, %v; want queued", g, err)
+	}
+	if r, err := waiter.Release(ctx, "elected", "b"); err != nil || r.Status != engine.Released {
+		t.Fatalf("b's release: %+v, %v", r, err)
+	}
+	const marker = "test-marker"
+	if err := srv.Client().Publish(ctx, channel, marker).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case m := <-ps.Channel():
+			if m.Payload == marker {
+				return
+			}
+			if strings.HasPrefix(m.Payload, "w:") {
+				t.Fatalf("a waiter's wake-up %q on the lock's channel, which every engine listens on", m.Payload)
+			}
+		case <-ctx.Done():
+			t.Fatal("the marker never arrived")
 		}
 	}
 }
