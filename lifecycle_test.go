@@ -3,6 +3,7 @@ package distlock_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,22 +17,48 @@ import (
 // once every goroutine of the bubble has exited or is blocked, so a
 // goroutine count taken then is final, not a guess after a pause.
 
-// goroutinesAtMost fails the test when more than n goroutines run, with
-// their stacks.
+// goroutinesAtMost fails the test when more than n goroutines of the
+// calling test's synctest bubble run, with their stacks.
 func goroutinesAtMost(t *testing.T, n int, what string) {
 	t.Helper()
 	synctest.Wait()
-	if got := runtime.NumGoroutine(); got > n {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%s: %d goroutines, want at most %d:\n%s", what, got, n, buf[:runtime.Stack(buf, true)])
+	if got, stacks := bubbleGoroutines(); got > n {
+		t.Fatalf("%s: %d goroutines, want at most %d:\n%s", what, got, n, stacks)
 	}
+}
+
+// bubbleGoroutines counts the goroutines of the caller's synctest bubble
+// and returns their stacks. runtime.NumGoroutine would count the whole
+// process: goroutines of other tests (a client of a stopped server still
+// redialling) come and go meanwhile, and are not this test's to judge.
+func bubbleGoroutines() (int, string) {
+	own := make([]byte, 256)
+	own = own[:runtime.Stack(own, false)]
+	header, _, _ := strings.Cut(string(own), "\n")
+	i := strings.Index(header, "synctest bubble ")
+	if i < 0 {
+		panic("bubbleGoroutines called outside a synctest bubble: " + header)
+	}
+	bubble := strings.TrimRight(header[i:], "]:")
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
+	var n int
+	var ours []string
+	for _, g := range strings.Split(all, "\n\n") {
+		h, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(h, bubble+"]") || strings.Contains(h, bubble+",") {
+			n++
+			ours = append(ours, g)
+		}
+	}
+	return n, strings.Join(ours, "\n\n")
 }
 
 // TestNoGoroutineOutlivesClient: the watchdog and waiters end with their
 // leases and the Client; Close releases every lease.
 func TestNoGoroutineOutlivesClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		before := runtime.NumGoroutine()
+		before, _ := bubbleGoroutines()
 		eng := memory.New()
 		c := distlock.New(eng)
 		ctx := context.Background()
@@ -67,7 +94,7 @@ func TestNoGoroutineOutlivesClient(t *testing.T) {
 // exits after lingering idle (for well under a second).
 func TestWatchdogStopsWithLastLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		before := runtime.NumGoroutine()
+		before, _ := bubbleGoroutines()
 		c := distlock.New(memory.New())
 		defer c.Close()
 		ctx := context.Background()

@@ -45,10 +45,14 @@ type event struct {
 	Token         uint64
 	Target        uint64        // the token of the lease acted on (release, extend, ...)
 	TargetEnd     time.Duration // that lease's own deadline when the operation began
-	Out           outcome
-	Err           error
-	Bool          bool          // ForceRelease's answer
-	Infos         []engine.Info // what Inspect or List saw
+	// PastDeadline: the Client answered that the lease acted on was lost,
+	// having found its own deadline passed during the call (a loss by the
+	// Client's clock, whatever the engine keeps).
+	PastDeadline bool
+	Out          outcome
+	Err          error
+	Bool         bool          // ForceRelease's answer
+	Infos        []engine.Info // what Inspect or List saw
 	// Members are a set's events, one per name (a set's own event is
 	// recorded as these): each member's grant, or for a set not granted
 	// the refusal of the name that blocked it and, for the others, a hold
@@ -380,6 +384,10 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 	e.Resp = time.Since(rc.start)
 	e.Err = err
 	e.Out = classify(err) // a wait that ended on a backend error (no answer) is outOther, not a refusal
+	var lost *distlock.LostError
+	if target != nil && errors.As(err, &lost) && !lost.At.Before(target.lease.Deadline()) {
+		e.PastDeadline = true
+	}
 	if l != nil {
 		e.Token = l.Token()
 		if o.Kind == opAttach {

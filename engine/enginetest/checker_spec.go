@@ -436,8 +436,9 @@ func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
 		// only a lease whose own deadline had not passed: a Lease that was
 		// not extended itself (the grant was, through another Lease of its
 		// owner from Attach) is lost at its deadline, whatever the engine
-		// keeps.
-		if e.Inv >= e.TargetEnd {
+		// keeps; so is one whose deadline passed while the call ran (the
+		// Client checks it when it gets to the call, not at its start).
+		if e.Inv >= e.TargetEnd || e.PastDeadline {
 			continue
 		}
 		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
