@@ -260,6 +260,10 @@ func (l *Lease) settle(byUser bool) {
 // work never inherits ctx's cancellation (only its values), and is bounded by
 // the client's release timeout.
 //
+// An extension of the lease in flight (the watchdog's renewal) is answered
+// before the release is sent, so that it cannot land after it and set the
+// ttl of the owner's other holds of the lock (re-entry).
+//
 // After a backend error the lease is dropped all the same; the lock then
 // stays held on the server until its ttl runs out.
 func (l *Lease) Release(ctx context.Context) error {
@@ -272,8 +276,28 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
+	l.awaitExtension(rctx)
 	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
 	return l.released(res, err, prev)
+}
+
+// awaitExtension waits, bounded by ctx, until no extension of the lease
+// (the watchdog's renewal, an Extend) is in flight. Applied after the
+// release, a renewal of this hold would set the ttl of the owner's other
+// holds of the lock (re-entry): once this one is gone, the lock service
+// takes it as the lone hold's, and a shorter ttl would cut the lock short
+// under a lease that still reads valid.
+func (l *Lease) awaitExtension(ctx context.Context) {
+	l.mu.Lock()
+	busy := l.extending
+	l.mu.Unlock()
+	if busy == nil {
+		return
+	}
+	select {
+	case <-busy:
+	case <-ctx.Done():
+	}
 }
 
 // stop ends the lease as released, locally, before its release is sent:
@@ -343,7 +367,9 @@ func (l *Lease) heldErr() error {
 func (l *Lease) sending() (req engine.ExtendRequest, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.extending != nil {
+	if l.extending != nil || l.err != nil {
+		// In flight already, or ended since the watchdog collected it
+		// (released: its release must not overtake a renewal).
 		return req, false
 	}
 	l.extending = make(chan struct{})
