@@ -155,10 +155,16 @@ func (h *Hub) leave(s *hubSub) func() {
 			return
 		}
 		if h.linger > 0 {
-			n.idle = time.AfterFunc(h.linger, func() {
+			var t *time.Timer
+			t = time.AfterFunc(h.linger, func() {
 				h.mu.Lock()
+				if n.idle != t { // stopped too late: a subscriber came since
+					h.mu.Unlock()
+					return
+				}
 				h.drop(s.name, n) // unlocks
 			})
+			n.idle = t
 			h.mu.Unlock()
 			return
 		}
