@@ -32,9 +32,10 @@ const evacuateAfter = 4
 
 // resubscribeAttempt bounds one attempt to subscribe a channel whose
 // connection failed or whose slot moved, on the master that serves it
-// now; attempts go on until that succeeds, every waiter of the channel
-// left, or the Engine is closed (meanwhile the waits stay bounded by the
-// holder's ttl and the waiters' heartbeats).
+// now; attempts go on until that succeeds, the hub unwatched the channel
+// (its linger after the last waiter left), or the Engine is closed
+// (meanwhile the waits stay bounded by the holder's ttl and the waiters'
+// heartbeats).
 const resubscribeAttempt = 5 * time.Second
 
 // watcher is the Engine's pub/sub transport (an engine.Watcher), which
@@ -338,7 +339,7 @@ func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
 		case <-time.After(backoff(i)):
 		}
 		if !w.orphan(st, ch) {
-			return // left, or subscribed again meanwhile
+			return // unwatched, or subscribed again meanwhile
 		}
 		if w.tryResubscribe(st, ch, avoid, i) {
 			return
