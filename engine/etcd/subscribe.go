@@ -21,9 +21,11 @@ const readyTimeout = 5 * time.Second
 
 // watcher keeps one etcd watch per name that this engine's subscribers
 // wait on (the engine's etcd watcher multiplexes them on one gRPC stream),
-// and wakes the subscribers its events concern.
+// and wakes the subscribers its events concern. It is the transport
+// (engine.Watcher) of its hub, which keeps the subscriptions.
 type watcher struct {
 	e      *Engine
+	hub    *engine.Hub
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -40,21 +42,10 @@ type watcher struct {
 // and no wait for the watch to be created.
 const watchLinger = 5 * time.Second
 
-// watched is the watch of one name and its subscribers.
+// watched is the watch of one name.
 type watched struct {
-	subs   map[*subscription]struct{}
 	cancel context.CancelFunc
-	ready  chan struct{} // closed once the watch is created; new while it is made again (w.mu)
-	idle   *time.Timer   // ends the watch watchLinger after the last subscriber left
-}
-
-// subscription is one subscriber's interest in one name.
-type subscription struct {
-	w      *watcher
-	name   string
-	waiter string // "" for a plain Subscribe: woken by every change of the lock
-	engine.Signal
-	once sync.Once
+	ready  chan struct{} // closed once the watch was first created
 }
 
 func (w *watcher) init(e *Engine) {
@@ -62,6 +53,7 @@ func (w *watcher) init(e *Engine) {
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.names = make(map[string]*watched)
 	w.wc = clientv3.NewWatcher(e.cli)
+	w.hub = engine.NewHub(w, watchLinger)
 }
 
 // current returns the etcd watcher watches are made on.
@@ -89,52 +81,53 @@ func (w *watcher) replace(wc clientv3.Watcher) {
 // Subscribe implements engine.Engine: the subscription is woken whenever
 // the lock key changes (a release, an expiry, a grant or new metadata).
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	return e.watch.subscribe(ctx, name, "")
+	return e.watch.hub.Subscribe(ctx, name, "")
 }
 
 // SubscribeWaiter implements engine.Queuer: the subscription is woken by a
 // wake-up or a reservation addressed to waiter, and, while waiter heads the
 // queue, by the deletion of the lock key (a release or the holder's expiry).
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	return e.watch.subscribe(ctx, name, waiter)
+	return e.watch.hub.Subscribe(ctx, name, waiter)
 }
 
-func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// Watch implements engine.Watcher: it starts the watch of name and returns
+// once it is created.
+func (w *watcher) Watch(ctx context.Context, name string) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	}
-	s := &subscription{w: w, name: name, waiter: waiter, Signal: engine.NewSignal()}
-	wn := w.names[name]
-	if wn == nil {
-		wctx, cancel := context.WithCancel(w.ctx)
-		wn = &watched{subs: make(map[*subscription]struct{}), cancel: cancel, ready: make(chan struct{})}
-		w.names[name] = wn
-		w.wg.Add(1)
-		go w.run(wctx, name, wn)
-	}
-	if wn.idle != nil {
-		wn.idle.Stop()
-		wn.idle = nil
-	}
-	wn.subs[s] = struct{}{}
+	wctx, cancel := context.WithCancel(w.ctx)
+	wn := &watched{cancel: cancel, ready: make(chan struct{})}
+	w.names[name] = wn
+	w.wg.Add(1)
 	ready := wn.ready
+	go w.run(wctx, name, wn)
 	w.mu.Unlock()
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()
 	select {
 	case <-ready:
-		return s, nil
+		return nil
 	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
+		w.Unwatch(name)
+		return ctx.Err()
 	case <-t.C:
-		s.Close()
-		return nil, backendErr("watch "+name, errors.New("watch not created within 5s"))
+		w.Unwatch(name)
+		return backendErr("watch "+name, errors.New("watch not created within 5s"))
+	}
+}
+
+// Unwatch implements engine.Watcher: it ends the watch of name (the hub
+// calls it watchLinger after the last subscriber left).
+func (w *watcher) Unwatch(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wn := w.names[name]; wn != nil {
+		wn.cancel()
+		delete(w.names, name)
 	}
 }
 
@@ -144,16 +137,15 @@ func (w *watcher) subscribe(ctx context.Context, name, waiter string) (engine.Su
 // watcher, as retry sends a request again: its stream goes to another
 // member.
 //
-// A subscriber that comes while the watch is being made again waits until
-// it is created (its first attempt then reads after the watch began), and
-// every subscriber is woken once it is: events between the old watch's end
-// and the new one's start are not delivered.
+// Every subscriber is woken once the watch is made again, those that came
+// meanwhile too: events between the old watch's end and the new one's
+// start are not delivered.
 func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	defer w.wg.Done()
 	prefix := w.e.keys.name(name)
 	slow := 0 // watches in a row not created in time (see attemptDeadline)
 	for again := false; ctx.Err() == nil; again = true {
-		ready := func() { w.created(wn, again) }
+		ready := func() { w.created(name, wn, again) }
 		wc := w.current()
 		wctx, cancel := context.WithCancel(ctx)
 		var created atomic.Bool
@@ -176,8 +168,7 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.rearm(wn)
-		w.wakeAll(name) // events may have been missed
+		w.hub.Wake(name) // events may have been missed
 		select {
 		case <-ctx.Done():
 			return
@@ -186,32 +177,18 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	}
 }
 
-// created marks wn's watch as created (made again, when again: its
+// created marks wn, name's watch, as created (made again, when again: its
 // subscribers are woken).
-func (w *watcher) created(wn *watched, again bool) {
+func (w *watcher) created(name string, wn *watched, again bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	select {
 	case <-wn.ready:
 	default:
 		close(wn.ready)
 	}
+	w.mu.Unlock()
 	if again {
-		for s := range wn.subs {
-			s.Wake()
-		}
-	}
-}
-
-// rearm makes subscribers that come after wn's watch ended wait for the
-// next one to be created.
-func (w *watcher) rearm(wn *watched) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	select {
-	case <-wn.ready:
-		wn.ready = make(chan struct{})
-	default:
+		w.hub.Wake(name)
 	}
 }
 
@@ -242,17 +219,9 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 			grants[ev.Kv.ModRevision] = true
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wn := w.names[name]
-	if wn == nil {
-		return
-	}
 	wake := func(waiter string) {
-		for s := range wn.subs {
-			if s.waiter != "" && s.waiter == waiter {
-				s.Wake()
-			}
+		if waiter != "" {
+			w.hub.WakeWaiter(name, waiter)
 		}
 	}
 	for _, ev := range evs {
@@ -270,27 +239,19 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 		}
 		switch {
 		case rest == lockSuffix:
-			for s := range wn.subs {
-				if s.waiter == "" || (ev.Type == mvccpb.DELETE && w.e.heads.has(name, s.waiter)) {
-					s.Wake()
-				}
-			}
+			w.hub.WakeIf(name, func(waiter string) bool {
+				return waiter == "" || (ev.Type == mvccpb.DELETE && w.e.heads.has(name, waiter))
+			})
 		case strings.HasPrefix(rest, holderSuffix) && ev.Type == mvccpb.DELETE:
 			// A shared lock's holder left or expired: plain subscribers,
 			// and the head (or a waiter whose place is not known yet: its
 			// entry may be on its way) try again.
-			for s := range wn.subs {
-				if s.waiter == "" || w.e.heads.has(name, s.waiter) || !w.e.heads.knows(name, s.waiter) {
-					s.Wake()
-				}
-			}
+			w.hub.WakeIf(name, func(waiter string) bool {
+				return waiter == "" || w.e.heads.has(name, waiter) || !w.e.heads.knows(name, waiter)
+			})
 		case rest == latchSuffix && ev.Type == mvccpb.DELETE:
 			// A countdown latch reached zero: its waiters read it again.
-			for s := range wn.subs {
-				if s.waiter == "" {
-					s.Wake()
-				}
-			}
+			w.hub.WakeWaiter(name, "")
 		case rest == wakeSuffix || rest == resSuffix || rest == sharedWakeSuffix:
 			if rest == resSuffix {
 				if ev.Type == mvccpb.PUT {
@@ -312,58 +273,13 @@ func (w *watcher) events(name string, evs []*clientv3.Event) {
 	}
 }
 
-// wakeAll wakes every subscriber of name.
-func (w *watcher) wakeAll(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if wn := w.names[name]; wn != nil {
-		for s := range wn.subs {
-			s.Wake()
-		}
-	}
-}
-
-// close ends every watch and wakes every subscriber.
+// close wakes every subscriber and ends every watch.
 func (w *watcher) close() {
+	w.hub.Close()
 	w.mu.Lock()
 	w.closed = true
-	for _, wn := range w.names {
-		if wn.idle != nil {
-			wn.idle.Stop()
-		}
-		for s := range wn.subs {
-			s.Wake()
-		}
-	}
 	w.mu.Unlock()
 	w.cancel()
 	w.wg.Wait()
 	_ = w.current().Close()
-}
-
-// Close implements engine.Subscription.
-func (s *subscription) Close() {
-	s.once.Do(func() {
-		w := s.w
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		wn := w.names[s.name]
-		if wn == nil {
-			return
-		}
-		delete(wn.subs, s)
-		if len(wn.subs) == 0 && wn.idle == nil {
-			wn.idle = time.AfterFunc(watchLinger, func() { w.unwatch(s.name, wn) })
-		}
-	})
-}
-
-// unwatch ends the watch wn of name if it still has no subscriber.
-func (w *watcher) unwatch(name string, wn *watched) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.names[name] == wn && len(wn.subs) == 0 {
-		wn.cancel()
-		delete(w.names, name)
-	}
 }

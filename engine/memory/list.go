@@ -91,7 +91,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 // live queue entries, Subscribers every subscription; the caller holds
 // e.mu.
 func (e *Engine) info(name string, now time.Time) engine.Info {
-	info := engine.Info{Name: name, Subscribers: len(e.subs[name])}
+	info := engine.Info{Name: name, Subscribers: e.hub.Count(name)}
 	info.Waiters, info.Queue = e.liveQueue(name, now)
 	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
 		info.HighWater = hw.token

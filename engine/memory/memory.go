@@ -28,7 +28,7 @@ type Engine struct {
 	mu        sync.Mutex
 	locks     map[string]*lock
 	fences    map[string]highWater
-	subs      map[string]map[*subscription]struct{}
+	hub       *engine.Hub // the subscriptions
 	queues    map[string]*waitQueue
 	shared    map[string]*sharedLock          // semaphores and reader-writer locks
 	taken     map[string]map[string]time.Time // name -> owner -> lease end (taken.go)
@@ -63,7 +63,7 @@ func New() *Engine {
 	return &Engine{
 		locks:  make(map[string]*lock),
 		fences: make(map[string]highWater),
-		subs:   make(map[string]map[*subscription]struct{}),
+		hub:    engine.NewHub(nil, 0),
 		queues: make(map[string]*waitQueue),
 		shared: make(map[string]*sharedLock),
 		taken:  make(map[string]map[string]time.Time),
@@ -332,8 +332,6 @@ func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.closed = true
-	for name := range e.subs {
-		e.notify(name)
-	}
+	e.hub.Close()
 	return nil
 }

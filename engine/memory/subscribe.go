@@ -2,38 +2,12 @@ package memory
 
 import (
 	"context"
-	"sync"
 
 	"github.com/distlock/distlock/engine"
 )
 
-// subscription is one waiter's interest in one name.
-type subscription struct {
-	e      *Engine
-	name   string
-	waiter string // "" for a plain Subscribe: woken by every release
-	engine.Signal
-	engine.NoticeBox // the states its wake-ups carried (engine/notice.go)
-	once             sync.Once
-}
-
-// wake wakes s without a notice: its observer reads the lock.
-func (s *subscription) wake() {
-	s.Doubt()
-	s.Wake()
-}
-
-func (s *subscription) Close() {
-	s.once.Do(func() {
-		s.e.mu.Lock()
-		defer s.e.mu.Unlock()
-		set := s.e.subs[s.name]
-		delete(set, s)
-		if len(set) == 0 {
-			delete(s.e.subs, s.name)
-		}
-	})
-}
+// Subscriptions live in the Engine's engine.Hub, which needs no transport:
+// the Engine's operations wake them directly.
 
 // Subscribe implements engine.Engine.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
@@ -47,49 +21,22 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	s := &subscription{e: e, name: name, waiter: waiter, Signal: engine.NewSignal()}
-	set := e.subs[name]
-	if set == nil {
-		set = make(map[*subscription]struct{})
-		e.subs[name] = set
-	}
-	set[s] = struct{}{}
-	return s, nil
+	return e.hub.Subscribe(ctx, name, waiter)
 }
 
-// notify wakes every subscriber of name (the engine closes); the caller
-// holds e.mu.
-func (e *Engine) notify(name string) {
-	for s := range e.subs[name] {
-		s.wake()
-	}
-}
-
-// notifyWaiter wakes the subscriptions of one waiter; the caller holds e.mu.
-func (e *Engine) notifyWaiter(name, waiter string) {
-	for s := range e.subs[name] {
-		if s.waiter == waiter {
-			s.wake()
-		}
-	}
-}
+// notifyWaiter wakes the subscriptions of one waiter ("" : the plain
+// subscribers); the caller holds e.mu.
+func (e *Engine) notifyWaiter(name, waiter string) { e.hub.WakeWaiter(name, waiter) }
 
 // announce wakes the plain subscribers of name (an election's observers)
 // with the holder's state l: a new leader or value, which they report
 // without reading the lock. The caller holds e.mu.
 func (e *Engine) announce(name string, l *lock) {
-	n := engine.Notice{Held: true, Token: l.token, Metadata: l.metadata, TTL: l.expires.Sub(e.now())}
-	for s := range e.subs[name] {
-		if s.waiter != "" {
-			continue
-		}
-		if n.Metadata == "" {
-			s.wake() // no value: nobody leads, as a read would say
-			continue
-		}
-		s.Put(n)
-		s.Wake()
+	if l.metadata == "" {
+		e.hub.WakeWaiter(name, "") // no value: nobody leads, as a read would say
+		return
 	}
+	e.hub.Notice(name, engine.Notice{Held: true, Token: l.token, Metadata: l.metadata, TTL: l.expires.Sub(e.now())})
 }
 
 // freed wakes the waiters of a lock that was just freed: the head of its

@@ -26,18 +26,20 @@ const (
 	retryMin, retryMax = 20 * time.Millisecond, time.Second
 )
 
-// listener is the engine's one listening connection: it LISTENs on the
-// schema's channel and wakes the subscriptions a notification is for. It
-// starts with the first subscription and runs until the engine is closed.
+// listener is the engine's one listening connection (its hub's
+// engine.Watcher): it LISTENs on the schema's channel and wakes the
+// subscriptions a notification is for, which its hub keeps by nameKey. It
+// starts with the first subscription and runs until the engine is closed;
+// every name is watched while it LISTENs.
 type listener struct {
 	e    *Engine
 	conf *pgx.ConnConfig // nil: a connection hijacked from the pool
 	ch   string          // the schema's channel: every engine's messages
 	own  string          // this engine's channel: its waiters' wake-ups
+	hub  *engine.Hub
 
 	mu      sync.Mutex
-	subs    map[string]map[*subscription]struct{} // by nameKey
-	ready   chan struct{}                         // closed while listening
+	ready   chan struct{} // closed while listening
 	started bool
 	closed  bool
 	stop    chan struct{} // closed by close
@@ -45,22 +47,12 @@ type listener struct {
 	done    chan struct{}
 }
 
-// subscription is one waiter's (or plain subscriber's) interest in a name.
-type subscription struct {
-	l      *listener
-	key    string
-	waiter string // "" for a plain Subscribe
-	engine.Signal
-	once sync.Once
-}
-
 func newListener(e *Engine, conf *pgx.ConnConfig) *listener {
-	return &listener{e: e, conf: conf, ch: channel(e.schema), own: ownChannel(e.schema),
-		subs: make(map[string]map[*subscription]struct{}), ready: make(chan struct{}), stop: make(chan struct{})}
+	l := &listener{e: e, conf: conf, ch: channel(e.schema), own: ownChannel(e.schema),
+		ready: make(chan struct{}), stop: make(chan struct{})}
+	l.hub = engine.NewHub(l, 0)
+	return l
 }
-
-// Close implements engine.Subscription.
-func (s *subscription) Close() { s.once.Do(func() { s.l.leave(s) }) }
 
 // Subscribe implements engine.Engine. It returns once the listening
 // connection LISTENs, so no release after it can be missed.
@@ -79,14 +71,16 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 	if e.listen == nil {
 		return nil, ErrNoListen
 	}
-	return e.listen.join(ctx, nameKey(name), waiter)
+	return e.listen.hub.Subscribe(ctx, nameKey(name), waiter)
 }
 
-func (l *listener) join(ctx context.Context, key, waiter string) (engine.Subscription, error) {
+// Watch implements engine.Watcher: it starts the listener if needed and
+// returns once it LISTENs.
+func (l *listener) Watch(ctx context.Context, _ string) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	}
 	if !l.started {
 		l.started = true
@@ -95,39 +89,24 @@ func (l *listener) join(ctx context.Context, key, waiter string) (engine.Subscri
 		l.done = make(chan struct{})
 		go l.run(rctx)
 	}
-	s := &subscription{l: l, key: key, waiter: waiter, Signal: engine.NewSignal()}
-	set := l.subs[key]
-	if set == nil {
-		set = make(map[*subscription]struct{})
-		l.subs[key] = set
-	}
-	set[s] = struct{}{}
 	ready := l.ready
 	l.mu.Unlock()
 	select {
 	case <-ready:
-		return s, nil
+		return nil
 	case <-l.stop:
-		s.Close()
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-func (l *listener) leave(s *subscription) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	set := l.subs[s.key]
-	delete(set, s)
-	if len(set) == 0 {
-		delete(l.subs, s.key)
-	}
-}
+// Unwatch implements engine.Watcher: the listener LISTENs for every name.
+func (l *listener) Unwatch(string) {}
 
-// close stops the listener, closes its connection and wakes everyone.
+// close wakes everyone, stops the listener and closes its connection.
 func (l *listener) close() {
+	l.hub.Close()
 	l.mu.Lock()
 	if !l.closed {
 		close(l.stop)
@@ -139,7 +118,6 @@ func (l *listener) close() {
 		cancel()
 		<-done
 	}
-	l.wakeAll()
 }
 
 // run keeps the listening connection up until ctx ends.
@@ -152,7 +130,7 @@ func (l *listener) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			l.wakeAll() // the waiters re-check meanwhile
+			l.hub.WakeAll() // the waiters re-check meanwhile
 			select {
 			case <-time.After(pause/2 + rand.N(pause)):
 			case <-ctx.Done():
@@ -246,7 +224,7 @@ func (l *listener) setUp(up bool) {
 		l.ready = make(chan struct{})
 	}
 	l.mu.Unlock()
-	l.wakeAll()
+	l.hub.WakeAll()
 }
 
 // deliver wakes the subscriptions a notification '<name key> <message>'
@@ -261,21 +239,5 @@ func (l *listener) deliver(payload string) {
 	}
 	to, addressed := strings.CutPrefix(msg, "w:")
 	handed := msg == "handed"
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for s := range l.subs[key] {
-		if s.waiter == "" || !handed && (!addressed || s.waiter == to) {
-			s.Wake()
-		}
-	}
-}
-
-func (l *listener) wakeAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, set := range l.subs {
-		for s := range set {
-			s.Wake()
-		}
-	}
+	l.hub.WakeIf(key, func(waiter string) bool { return waiter == "" || !handed && (!addressed || waiter == to) })
 }

@@ -32,17 +32,20 @@ const evacuateAfter = 4
 
 // resubscribeAttempt bounds one attempt to subscribe a channel whose
 // connection failed or whose slot moved, on the master that serves it
-// now; attempts go on until that succeeds, every waiter of the channel
-// left, or the Engine is closed (meanwhile the waits stay bounded by the
-// holder's ttl and the waiters' heartbeats).
+// now; attempts go on until that succeeds, the hub unwatched the channel
+// (its linger after the last waiter left), or the Engine is closed
+// (meanwhile the waits stay bounded by the holder's ttl and the waiters'
+// heartbeats).
 const resubscribeAttempt = 5 * time.Second
 
-// watcher multiplexes every waiter of one Engine onto its pub/sub
-// connections, subscribing each channel once (reference-counted): one
+// watcher is the Engine's pub/sub transport (an engine.Watcher), which
+// multiplexes every waiter of the Engine onto its pub/sub connections: one
 // connection in all with classic pub/sub, one per master serving a waited-
-// for channel with sharded pub/sub (Cluster).
+// for channel with sharded pub/sub (Cluster). Its hub keeps the
+// subscriptions, by channel, and has it subscribe each channel once.
 type watcher struct {
 	e       *Engine
+	hub     *engine.Hub
 	mu      sync.Mutex
 	conns   map[string]*subConn // by node address; "" for classic pub/sub
 	chans   map[string]*channelState
@@ -60,42 +63,23 @@ type subConn struct {
 	unsubs map[string]int // our SUNSUBSCRIBEs not answered yet, by channel
 }
 
-// channelState is one subscribed channel and the waiters on it.
+// channelState is one subscribed channel.
 type channelState struct {
-	conn      *subConn // nil while it moves to another master
-	members   map[*subscription]struct{}
+	conn      *subConn      // nil while it moves to another master
 	ready     chan struct{} // closed on the server's confirmation
 	confirmed bool
-	idle      *time.Timer // unsubscribes after linger once members is empty
-}
-
-// subscription is one waiter's handle.
-type subscription struct {
-	w      *watcher
-	ch     string
-	waiter string // a queue's waiter id; "" for a plain Subscribe
-	engine.Signal
-	engine.NoticeBox // the states its wake-ups carried (engine/notice.go)
-	once             sync.Once
 }
 
 func newWatcher(e *Engine) *watcher {
-	return &watcher{e: e, conns: make(map[string]*subConn), chans: make(map[string]*channelState), stop: make(chan struct{})}
-}
-
-func (s *subscription) Close() { s.once.Do(func() { s.w.leave(s) }) }
-
-// wake wakes s for a reason that carries no state (a reconnect, a moved
-// channel, a message without a notice): its observer reads the lock.
-func (s *subscription) wake() {
-	s.Doubt()
-	s.Wake()
+	w := &watcher{e: e, conns: make(map[string]*subConn), chans: make(map[string]*channelState), stop: make(chan struct{})}
+	w.hub = engine.NewHub(w, linger)
+	return w
 }
 
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // the subscription, so no release after it can be missed.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	return e.watch.join(ctx, e.channel(name), "")
+	return e.watch.hub.Subscribe(ctx, e.channel(name), "")
 }
 
 // SubscribeWaiter implements engine.Queuer: the subscription shares the
@@ -104,7 +88,7 @@ func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscriptio
 // by the wake-ups addressed to waiter (a message 'w:<waiter>') and after a
 // reconnect. The wake-ups of other engines' waiters never reach it.
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	return e.watch.join(ctx, e.wakeChannel(name), waiter)
+	return e.watch.hub.Subscribe(ctx, e.wakeChannel(name), waiter)
 }
 
 // nodeOf returns the master that serves channel ch with sharded pub/sub,
@@ -121,41 +105,46 @@ func (w *watcher) nodeOf(ctx context.Context, ch string) (string, *goredis.Clien
 	return c.Options().Addr, c, nil
 }
 
-func (w *watcher) join(ctx context.Context, ch, waiter string) (engine.Subscription, error) {
+// Watch implements engine.Watcher: it subscribes ch and returns once the
+// server confirmed it.
+func (w *watcher) Watch(ctx context.Context, ch string) error {
 	node, nc, err := w.nodeOf(ctx, ch)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	}
-	s := &subscription{w: w, ch: ch, waiter: waiter, Signal: engine.NewSignal()}
-	st := w.chans[ch]
-	if st != nil && st.idle != nil {
-		st.idle.Stop() // lingering: a waiter again
-		st.idle = nil
+	st := &channelState{ready: make(chan struct{})}
+	if err := w.subscribe(ctx, st, node, nc, ch); err != nil {
+		w.mu.Unlock()
+		return err
 	}
-	if st == nil {
-		st = &channelState{members: make(map[*subscription]struct{}), ready: make(chan struct{})}
-		// Sent under w.mu so SUBSCRIBE and UNSUBSCRIBE of one channel
-		// reach the server in the order of the reference count.
-		if err := w.subscribe(ctx, st, node, nc, ch); err != nil {
-			w.mu.Unlock()
-			return nil, err
-		}
-		w.chans[ch] = st
-	}
-	st.members[s] = struct{}{}
+	w.chans[ch] = st
 	w.mu.Unlock()
-
 	select {
 	case <-st.ready:
-		return s, nil
+		return nil
 	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
+		w.Unwatch(ch)
+		return ctx.Err()
+	}
+}
+
+// Unwatch implements engine.Watcher: it unsubscribes ch (the hub calls it
+// once ch lingered without waiters).
+func (w *watcher) Unwatch(ch string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.chans[ch]
+	if st == nil {
+		return
+	}
+	delete(w.chans, ch)
+	if !w.closed {
+		w.unsubscribe(st, ch) // nothing to send while it moves to another master
 	}
 }
 
@@ -214,38 +203,6 @@ func (w *watcher) unsubscribe(st *channelState, ch string) {
 	w.idle(c)
 }
 
-func (w *watcher) leave(s *subscription) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	st := w.chans[s.ch]
-	if st == nil {
-		return
-	}
-	delete(st.members, s)
-	if len(st.members) > 0 || w.closed || st.idle != nil {
-		return
-	}
-	if st.conn == nil {
-		delete(w.chans, s.ch) // moving to another master: nobody to move it for
-		return
-	}
-	st.idle = time.AfterFunc(linger, func() { w.drop(st, s.ch) })
-}
-
-// drop unsubscribes ch, st's channel, once it lingered without waiters.
-func (w *watcher) drop(st *channelState, ch string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.chans[ch] != st || len(st.members) > 0 || st.idle == nil {
-		return // a waiter came back, or it was dropped already
-	}
-	st.idle = nil
-	delete(w.chans, ch)
-	if !w.closed {
-		w.unsubscribe(st, ch)
-	}
-}
-
 // idle arms c's linger timer when no channel is subscribed on it; w.mu is
 // held.
 func (w *watcher) idle(c *subConn) {
@@ -290,7 +247,7 @@ func (w *watcher) read(c *subConn) {
 			w.mu.Lock()
 			clear(c.unsubs)
 			w.mu.Unlock()
-			w.wakeAll()
+			w.hub.WakeAll()
 			failures++
 			if w.e.sharded != nil && failures == evacuateAfter {
 				w.evacuate(c)
@@ -306,7 +263,7 @@ func (w *watcher) read(c *subConn) {
 		case *goredis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
-				w.wakeChannel(m.Channel, true)
+				w.confirmed(m.Channel)
 			case "sunsubscribe":
 				w.moved(c, m.Channel)
 			}
@@ -360,19 +317,10 @@ func (w *watcher) evacuate(c *subConn) {
 
 // relocate wakes the waiters of ch, which has no connection now, and starts
 // its subscription on the master that serves it, avoiding the node it left
-// when that is not ""; w.mu is held.
+// when that is not "" (a lingering channel too: the hub re-uses it); w.mu
+// is held.
 func (w *watcher) relocate(st *channelState, ch, avoid string) {
-	if len(st.members) == 0 { // lingering: nobody waits for it
-		if st.idle != nil {
-			st.idle.Stop()
-			st.idle = nil
-		}
-		delete(w.chans, ch)
-		return
-	}
-	for s := range st.members {
-		s.wake()
-	}
+	w.hub.Wake(ch)
 	w.readers.Add(1)
 	go func() {
 		defer w.readers.Done()
@@ -391,7 +339,7 @@ func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
 		case <-time.After(backoff(i)):
 		}
 		if !w.orphan(st, ch) {
-			return // left, or subscribed again meanwhile
+			return // unwatched, or subscribed again meanwhile
 		}
 		if w.tryResubscribe(st, ch, avoid, i) {
 			return
@@ -399,7 +347,7 @@ func (w *watcher) resubscribe(st *channelState, ch, avoid string) {
 	}
 }
 
-// orphan reports whether st is still ch's state, with waiters and no
+// orphan reports whether st is still ch's state (watched) and has no
 // connection.
 func (w *watcher) orphan(st *channelState, ch string) bool {
 	w.mu.Lock()
@@ -424,29 +372,24 @@ func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool
 		return true
 	}
 	err = w.subscribe(ctx, st, node, nc, ch)
-	for s := range st.members {
-		s.wake() // a release may have come in between
-	}
+	w.hub.Wake(ch) // a release may have come in between
 	return err == nil
 }
 
-// wakeChannel wakes the waiters of ch. A subscribe confirmation readies a new
+// confirmed handles a subscribe confirmation of ch: it readies a new
 // channel, or, for one already confirmed (a resubscription after a
 // reconnect), makes its waiters re-check.
-func (w *watcher) wakeChannel(ch string, confirmation bool) {
+func (w *watcher) confirmed(ch string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	st := w.chans[ch]
-	if st == nil {
-		return
-	}
-	if confirmation && !st.confirmed {
+	first := st != nil && !st.confirmed
+	if first {
 		st.confirmed = true
 		close(st.ready)
-		return
 	}
-	for s := range st.members {
-		s.wake()
+	w.mu.Unlock()
+	if st != nil && !first {
+		w.hub.Wake(ch)
 	}
 }
 
@@ -456,32 +399,12 @@ func (w *watcher) wakeChannel(ch string, confirmation bool) {
 // subscribers, an election's observers.
 func (w *watcher) deliver(ch, payload string) {
 	to, addressed := strings.CutPrefix(payload, "w:")
-	n, noticed := parseNotice(payload)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	st := w.chans[ch]
-	if st == nil {
+	if n, noticed := parseNotice(payload); noticed {
+		w.hub.Notice(ch, n)
+		w.hub.WakeIf(ch, func(waiter string) bool { return waiter != "" })
 		return
 	}
-	for s := range st.members {
-		switch {
-		case noticed && s.waiter == "":
-			s.Put(n)
-			s.Wake()
-		case !addressed || s.waiter == "" || s.waiter == to:
-			s.wake()
-		}
-	}
-}
-
-func (w *watcher) wakeAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, st := range w.chans {
-		for s := range st.members {
-			s.wake()
-		}
-	}
+	w.hub.WakeIf(ch, func(waiter string) bool { return !addressed || waiter == "" || waiter == to })
 }
 
 // gone reports whether c is no longer one of the watcher's connections.
@@ -491,8 +414,10 @@ func (w *watcher) gone(c *subConn) bool {
 	return w.closed || w.conns[c.node] != c
 }
 
-// close ends the subscription connections and waits for their readers.
+// close wakes every subscription, ends the subscription connections and
+// waits for their readers.
 func (w *watcher) close() {
+	w.hub.Close()
 	w.mu.Lock()
 	if !w.closed {
 		close(w.stop)
@@ -504,15 +429,6 @@ func (w *watcher) close() {
 		if c.timer != nil {
 			c.timer.Stop()
 			c.timer = nil
-		}
-	}
-	for _, st := range w.chans {
-		if st.idle != nil {
-			st.idle.Stop()
-			st.idle = nil
-		}
-		for s := range st.members {
-			s.wake()
 		}
 	}
 	w.mu.Unlock()
