@@ -131,7 +131,14 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 	}
 	if len(line) > 0 && line[0].path != a.place.path {
 		head := line[0]
-		if until, ok := l.reservedFor(head); ok {
+		until, ok, err := e.reservedFor(ctx, l, head)
+		if errors.Is(err, errLineChanged) {
+			return engine.Grant{}, false, nil
+		}
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		if ok {
 			if now < until {
 				return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(until - now)}, line)
 			}

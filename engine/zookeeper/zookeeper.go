@@ -40,7 +40,8 @@ type Engine struct {
 	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
 	heads   map[key]headHint      // (name, waiter) -> its watch saw it head the line of a released lock
 
-	done chan struct{} // closed by Close: subscriptions end
+	done chan struct{} // closed by Close: subscriptions and workers end
+	work chan func()   // calls handed to idle workers (workers.go)
 	bg   sync.WaitGroup
 }
 
@@ -86,7 +87,7 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
 	e := &Engine{conn: &counted{zkConn: conn}, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{})}
+		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{}), work: make(chan func())}
 	for _, o := range opts {
 		o(e)
 	}
