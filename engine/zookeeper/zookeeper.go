@@ -53,6 +53,10 @@ type waitNode struct {
 	path    string
 	session int64
 	d       data // what the child holds
+	// wrote is the send time of the latest write of the child that the
+	// ensemble answered (its creation, a heartbeat, a clock reading): the
+	// child's heartbeat deadline is at least its ttl after it.
+	wrote time.Time
 }
 
 var (
