@@ -158,10 +158,13 @@ type line struct {
 // A child deleted meanwhile makes the line read again. A place in line not
 // read counts as live: only the head's expiry matters to a decision (an
 // expired head is deleted, and the next one read in the next round). A
-// name without contenders is one listing. The name node's event is not
-// read here: only a reservation needs it (eventOf), and a decision on a
-// listing whose name node changed since is no error (a grant is written
-// at the version listed, and fails).
+// name without contenders is one listing. The name node's event is read
+// with the children only when the listing shows no holder (a free lock
+// with a line: its reservation will be judged), else when a decision
+// needs it (eventOf); a decision on a listing whose name node changed
+// since is no error (a grant is written at the version listed, and
+// fails), and a reservation is judged only on the event of the version
+// listed.
 func (e *Engine) read(ctx context.Context, name string) (line, error) {
 	return e.readLine(ctx, name, "", false)
 }
@@ -213,6 +216,12 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 		}
 		reads[i] = e.sendGet(c.path)
 	}
+	var evRead <-chan answer[got]
+	if !all && !slices.ContainsFunc(l.kids, func(c child) bool { return c.wait == heldTag }) {
+		// A free lock with a line: its reservation will be judged, so
+		// its event is read with the children (eventOf).
+		evRead = e.sendGet(l.path)
+	}
 	kept := l.kids[:0]
 	var failed error
 	again := false
@@ -238,6 +247,11 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 	}
 	if failed != nil || again {
 		return l, again && failed == nil, failed
+	}
+	if evRead != nil {
+		if g, err := await(ctx, "get", evRead); err == nil {
+			l.setEvent(g)
+		}
 	}
 	l.kids = kept
 	return l, false, nil
@@ -317,6 +331,15 @@ func (e *Engine) reservedFor(ctx context.Context, l *line, head child) (until in
 	return released + engine.ReserveTTL.Milliseconds(), true, nil
 }
 
+// setEvent keeps the name node's data and stat read as g.
+func (l *line) setEvent(g got) {
+	var ev event
+	if len(g.b) > 0 {
+		_ = json.Unmarshal(g.b, &ev)
+	}
+	l.event, l.evStat = &ev, g.st
+}
+
 // errLineChanged reports that the name node changed between the listing
 // of its line and a later read of it: the round runs again.
 var errLineChanged = errors.New("zookeeper: the line changed while read")
@@ -332,11 +355,7 @@ func (e *Engine) eventOf(ctx context.Context, l *line) (event, *zk.Stat, error) 
 		if err != nil {
 			return event{}, nil, err
 		}
-		var ev event
-		if len(b) > 0 {
-			_ = json.Unmarshal(b, &ev)
-		}
-		l.event, l.evStat = &ev, st
+		l.setEvent(got{b, st})
 	}
 	if l.evStat.Version != l.parent.Version {
 		return event{}, nil, errLineChanged
