@@ -131,7 +131,14 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 	}
 	if len(line) > 0 && line[0].path != a.place.path {
 		head := line[0]
-		if until, ok := l.reservedFor(head); ok {
+		until, ok, err := e.reservedFor(ctx, l, head)
+		if errors.Is(err, errLineChanged) {
+			return engine.Grant{}, false, nil
+		}
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		if ok {
 			if now < until {
 				return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(until - now)}, line)
 			}
@@ -221,6 +228,7 @@ func (a *attempt) clockNow(ctx context.Context) (int64, error) {
 	if a.place.path == "" {
 		return a.e.clock(ctx)
 	}
+	sent := time.Now()
 	st, err := a.e.set(ctx, a.place.path, a.place.d.encode(), -1)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, a.placeGone()
@@ -228,6 +236,8 @@ func (a *attempt) clockNow(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	a.place.wrote = sent
+	a.e.wroteWaiter(a.k, a.place.path, sent)
 	return st.Mtime, nil
 }
 
@@ -251,6 +261,10 @@ func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (eng
 	if r.Waiter == "" && !a.synced {
 		return engine.Grant{}, false, a.syncOnce(ctx)
 	}
+	if a.behind(line) {
+		g.Queued, g.Head = true, false
+		return g, true, nil
+	}
 	if err := a.needClock(); err != nil {
 		a.enter = r.Waiter != "" && a.place.path == ""
 		return engine.Grant{}, false, err
@@ -270,6 +284,27 @@ func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (eng
 	return g, true, nil
 }
 
+// behind reports whether the refused waiter's place has another before it
+// in line, and was written less than a sixth of its heartbeat ttl ago: the
+// refusal is then answered at the reading's clock estimate, without a
+// clock write. Its time left is not used (a waiter behind the head waits
+// for its wake-up: the place before it going, or its heartbeat's word),
+// the place in the listing shows its session alive, and the Client, which
+// counts the attempt as a heartbeat, sends the next one within a third of
+// the ttl of the attempt: within half the ttl of the place's latest write.
+// (A waiter woken by the name's changes before it took its place makes
+// such an attempt after nearly every grant.)
+func (a *attempt) behind(line []child) bool {
+	if a.r.Waiter == "" || a.place.path == "" || find(line, a.place.path) <= 0 {
+		return false
+	}
+	ttl := a.r.WaiterTTL
+	if ttl <= 0 {
+		ttl = a.r.TTL
+	}
+	return time.Since(a.place.wrote) < ttl/6
+}
+
 // takePlace creates the waiter's place in line (an ephemeral sequential
 // child: its arrival order) and returns the ensemble's clock: the
 // transaction also writes the root's data, whose mtime it answers (0 when
@@ -283,6 +318,7 @@ func (a *attempt) takePlace(ctx context.Context) (int64, error) {
 	parent := e.namePath(r.Name)
 	prefix := childPrefix(r.Owner, tag(r.Waiter))
 	session := e.conn.SessionID()
+	sent := time.Now()
 	p, err := e.protectedCreate(ctx, parent, prefix, func() (placed, error) {
 		res, err := e.conn.Multi(&zk.CreateRequest{Path: parent + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence},
 			&zk.SetDataRequest{Path: e.root, Version: -1})
@@ -294,7 +330,7 @@ func (a *attempt) takePlace(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	a.place = waitNode{path: p.path, session: session, d: d}
+	a.place = waitNode{path: p.path, session: session, d: d, wrote: sent}
 	e.setWaiter(a.k, a.place)
 	if p.parent == nil {
 		return 0, nil

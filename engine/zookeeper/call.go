@@ -11,28 +11,39 @@ import (
 
 // do runs one request of the client library, which takes no context, and
 // returns when it answers or ctx ends, whichever comes first (the request
-// then runs on to its answer in the background, counted by e.bg). Its
-// error is a *BackendError, except the answers that are not failures
-// (ErrNoNode, ErrNodeExists, ErrBadVersion, ErrNotEmpty), returned as they
-// are for the caller to judge.
+// then runs on to its answer in the background, on a worker Close waits
+// for). Its error is a *BackendError, except the answers that are not
+// failures (ErrNoNode, ErrNodeExists, ErrBadVersion, ErrNotEmpty), returned
+// as they are for the caller to judge.
 func do[T any](ctx context.Context, e *Engine, op string, f func() (T, error)) (T, error) {
-	type answer struct {
-		v   T
-		err error
-	}
-	ch := make(chan answer, 1)
-	if !e.begin() {
-		var zero T
-		return zero, engine.ErrClosed
-	}
-	go func() {
-		defer e.bg.Done()
+	return await(ctx, op, send(e, f))
+}
+
+// answer is a request's answer.
+type answer[T any] struct {
+	v   T
+	err error
+}
+
+// send starts the request f on a worker; its answer comes on the channel
+// (ErrClosed at once when the engine is closed).
+func send[T any](e *Engine, f func() (T, error)) <-chan answer[T] {
+	ch := make(chan answer[T], 1)
+	if !e.run(func() {
 		v, err := f()
-		ch <- answer{v, err}
-	}()
+		ch <- answer[T]{v, err}
+	}) {
+		ch <- answer[T]{err: engine.ErrClosed}
+	}
+	return ch
+}
+
+// await returns the answer of a request sent (see do), or ctx's error
+// when ctx ends first.
+func await[T any](ctx context.Context, op string, ch <-chan answer[T]) (T, error) {
 	select {
 	case a := <-ch:
-		if a.err != nil && !verdict(a.err) {
+		if a.err != nil && !verdict(a.err) && !errors.Is(a.err, engine.ErrClosed) {
 			a.err = backendErr(op, a.err)
 		}
 		return a.v, a.err
@@ -40,18 +51,6 @@ func do[T any](ctx context.Context, e *Engine, op string, f func() (T, error)) (
 		var zero T
 		return zero, backendErr(op, ctx.Err())
 	}
-}
-
-// begin counts a background request in e.bg, unless the engine is closed
-// (false): Close's wait then never races with a new request's Add.
-func (e *Engine) begin() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.bg.Add(1)
-	return true
 }
 
 // verdict reports whether err is ZooKeeper's answer about the tree (a
@@ -63,15 +62,23 @@ func verdict(err error) bool {
 
 // get reads a node's data and stat.
 func (e *Engine) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	type got struct {
-		b  []byte
-		st *zk.Stat
-	}
-	g, err := do(ctx, e, "get", func() (got, error) {
+	g, err := await(ctx, "get", e.sendGet(path))
+	return g.b, g.st, err
+}
+
+// got is a node's data and stat as read.
+type got struct {
+	b  []byte
+	st *zk.Stat
+}
+
+// sendGet starts a read of a node's data and stat (see send): reads
+// started together are answered in one round trip.
+func (e *Engine) sendGet(path string) <-chan answer[got] {
+	return send(e, func() (got, error) {
 		b, st, err := e.conn.Get(path)
 		return got{b, st}, err
 	})
-	return g.b, g.st, err
 }
 
 // set writes a node's data if its version is version (-1: any).

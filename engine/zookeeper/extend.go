@@ -128,12 +128,14 @@ func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.E
 	if !ok {
 		return engine.ExtendResult{Status: engine.Missing}
 	}
+	sent := time.Now()
 	if _, err := e.set(ctx, w.path, w.d.encode(), -1); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
 			return engine.ExtendResult{Status: engine.Missing}
 		}
 		return engine.ExtendResult{Err: err}
 	}
+	e.wroteWaiter(k, w.path, sent)
 	l, err := e.readLine(ctx, r.Name, w.path, false)
 	if err != nil {
 		return engine.ExtendResult{Err: err}

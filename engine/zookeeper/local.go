@@ -1,5 +1,7 @@
 package zookeeper
 
+import "time"
+
 // The engine remembers the children it created or saw its owners hold, to
 // spare a listing; every decision still reads the line from ZooKeeper.
 
@@ -23,6 +25,17 @@ func (e *Engine) setWaiter(k key, w waitNode) {
 		}
 	}
 	e.waiting[k] = w
+}
+
+// wroteWaiter records that the waiter k's child at path was written by a
+// request sent at sent (see waitNode.wrote).
+func (e *Engine) wroteWaiter(k key, path string, sent time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if w, ok := e.waiting[k]; ok && w.path == path && sent.After(w.wrote) {
+		w.wrote = sent
+		e.waiting[k] = w
+	}
 }
 
 // placeSignal returns a channel closed when the waiter k takes a new

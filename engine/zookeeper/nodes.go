@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,7 +12,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -139,25 +139,32 @@ func parseChild(parent, name string) (child, bool) {
 }
 
 // line is the state of one lock name: its contenders in arrival order,
-// the name node's stat and last event, and an estimate of the ensemble's
-// clock no later than when they were read.
+// the name node's stat, and an estimate of the ensemble's clock no later
+// than when they were read. The name node's last event is read only when
+// a decision needs it (eventOf).
 type line struct {
 	path   string
 	parent *zk.Stat // nil: the name has no node
-	event  event
 	kids   []child
 	marks  []string // force-release marks' names
 	now    int64
+	event  *event   // the name node's last event, once read (eventOf)
+	evStat *zk.Stat // the name node's stat read with it
 }
 
-// read lists the name's children with the name node's stat, and reads its
-// event and the data of the children a decision needs: the holder's, the
-// first place in line's and own's (every child's with all). The reads are
-// sent together. Children deleted meanwhile are left out; a name node
-// changed meanwhile is read again. A place in line not read counts as
-// live: only the head's expiry matters to a decision (an expired head is
-// deleted, and the next one read in the next round). A name without
-// contenders is one listing.
+// read lists the name's children with the name node's stat, and reads the
+// data of the children a decision needs: the holder's, the first place in
+// line's and own's (every child's with all). The reads are sent together.
+// A child deleted meanwhile makes the line read again. A place in line not
+// read counts as live: only the head's expiry matters to a decision (an
+// expired head is deleted, and the next one read in the next round). A
+// name without contenders is one listing. The name node's event is read
+// with the children only when the listing shows no holder (a free lock
+// with a line: its reservation will be judged), else when a decision
+// needs it (eventOf); a decision on a listing whose name node changed
+// since is no error (a grant is written at the version listed, and
+// fails), and a reservation is judged only on the event of the version
+// listed.
 func (e *Engine) read(ctx context.Context, name string) (line, error) {
 	return e.readLine(ctx, name, "", false)
 }
@@ -193,12 +200,10 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 	}
 	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
 	if len(l.kids) == 0 && !all {
-		// No holder, no line: the listing's stat is all a decision needs
-		// (the event only matters to a head of the line).
+		// No holder, no line: the listing's stat is all a decision needs.
 		return l, false, nil
 	}
-	errs := make([]error, len(l.kids)+1)
-	var wg sync.WaitGroup
+	reads := make([]<-chan answer[got], len(l.kids))
 	headRead := false
 	for i := range l.kids {
 		c := &l.kids[i]
@@ -209,41 +214,43 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 		default:
 			continue
 		}
-		wg.Go(func() {
-			b, st, err := e.get(ctx, l.kids[i].path)
-			if err == nil {
-				err = json.Unmarshal(b, &l.kids[i].d)
-			}
-			l.kids[i].st, errs[i] = st, err
-		})
+		reads[i] = e.sendGet(c.path)
 	}
-	var pst *zk.Stat
-	wg.Go(func() {
-		var b []byte
-		b, pst, errs[len(l.kids)] = e.get(ctx, l.path)
-		if errs[len(l.kids)] == nil && len(b) > 0 {
-			_ = json.Unmarshal(b, &l.event)
-		}
-	})
-	wg.Wait()
-	if err := errs[len(l.kids)]; err != nil {
-		return l, errors.Is(err, zk.ErrNoNode), ignoreNoNode(err)
-	}
-	if pst.Version != st.Version {
-		return l, true, nil
+	var evRead <-chan answer[got]
+	if !all && !slices.ContainsFunc(l.kids, func(c child) bool { return c.wait == heldTag }) {
+		// A free lock with a line: its reservation will be judged, so
+		// its event is read with the children (eventOf).
+		evRead = e.sendGet(l.path)
 	}
 	kept := l.kids[:0]
+	var failed error
+	again := false
 	for i, c := range l.kids {
-		switch {
-		case errors.Is(errs[i], zk.ErrNoNode):
-			return l, true, nil // the line changed: read it again
-		case errs[i] != nil:
-			return l, false, errs[i]
-		case c.st == nil:
+		if reads[i] == nil {
 			kept = append(kept, c)
+			continue
+		}
+		g, err := await(ctx, "get", reads[i])
+		if err == nil {
+			err = json.Unmarshal(g.b, &c.d)
+		}
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			again = true // the line changed: read it again
+		case err != nil:
+			failed = cmp.Or(failed, err)
 		default:
+			c.st = g.st
 			kept = append(kept, c)
 			l.now = max(l.now, c.st.Mtime)
+		}
+	}
+	if failed != nil || again {
+		return l, again && failed == nil, failed
+	}
+	if evRead != nil {
+		if g, err := await(ctx, "get", evRead); err == nil {
+			l.setEvent(g)
 		}
 	}
 	l.kids = kept
@@ -307,16 +314,53 @@ func (l *line) waiters(now int64) (live, expired []child) {
 // reservedFor returns the place in line the lock is reserved for, and
 // until when: after a release, for engine.ReserveTTL, the head of the line
 // when it is fair or had waited longer than engine.StarvationBound at the
-// release, unless it asked for no reservation.
-func (l *line) reservedFor(head child) (until int64, ok bool) {
-	if l.parent == nil || l.event.Kind != evReleased || head.d.NoReserve {
-		return 0, false
+// release, unless it asked for no reservation. errLineChanged: the name
+// node changed since the listing (the round runs again).
+func (e *Engine) reservedFor(ctx context.Context, l *line, head child) (until int64, ok bool, err error) {
+	if l.parent == nil || head.d.NoReserve {
+		return 0, false, nil
 	}
-	released := l.parent.Mtime
+	ev, st, err := e.eventOf(ctx, l)
+	if err != nil || ev.Kind != evReleased {
+		return 0, false, err
+	}
+	released := st.Mtime
 	if !head.d.Fair && head.st.Ctime+engine.StarvationBound.Milliseconds() > released {
-		return 0, false
+		return 0, false, nil
 	}
-	return released + engine.ReserveTTL.Milliseconds(), true
+	return released + engine.ReserveTTL.Milliseconds(), true, nil
+}
+
+// setEvent keeps the name node's data and stat read as g.
+func (l *line) setEvent(g got) {
+	var ev event
+	if len(g.b) > 0 {
+		_ = json.Unmarshal(g.b, &ev)
+	}
+	l.event, l.evStat = &ev, g.st
+}
+
+// errLineChanged reports that the name node changed between the listing
+// of its line and a later read of it: the round runs again.
+var errLineChanged = errors.New("zookeeper: the line changed while read")
+
+// eventOf returns the name node's last event and its stat, read once per
+// line, at the version listed (errLineChanged when it is no longer).
+func (e *Engine) eventOf(ctx context.Context, l *line) (event, *zk.Stat, error) {
+	if l.event == nil {
+		b, st, err := e.get(ctx, l.path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return event{}, nil, errLineChanged
+		}
+		if err != nil {
+			return event{}, nil, err
+		}
+		l.setEvent(got{b, st})
+	}
+	if l.evStat.Version != l.parent.Version {
+		return event{}, nil, errLineChanged
+	}
+	return *l.event, l.evStat, nil
 }
 
 // find returns the index in kids of the child at path, or -1.
@@ -432,17 +476,15 @@ func (e *Engine) runProtected(ctx context.Context, run func() (placed, error), u
 	}
 	ch := make(chan answer, 1)
 	abandoned := make(chan bool, 1) // whether the caller gave up before the answer
-	if !e.begin() {
-		return placed{}, engine.ErrClosed
-	}
-	go func() {
-		defer e.bg.Done()
+	if !e.run(func() {
 		p, err := run()
 		ch <- answer{p, err}
 		if <-abandoned && err == nil {
 			undo(p)
 		}
-	}()
+	}) {
+		return placed{}, engine.ErrClosed
+	}
 	select {
 	case a := <-ch:
 		abandoned <- false

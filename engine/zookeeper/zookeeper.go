@@ -40,7 +40,8 @@ type Engine struct {
 	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
 	heads   map[key]headHint      // (name, waiter) -> its watch saw it head the line of a released lock
 
-	done chan struct{} // closed by Close: subscriptions end
+	done chan struct{} // closed by Close: subscriptions and workers end
+	work chan func()   // calls handed to idle workers (workers.go)
 	bg   sync.WaitGroup
 }
 
@@ -52,6 +53,10 @@ type waitNode struct {
 	path    string
 	session int64
 	d       data // what the child holds
+	// wrote is the send time of the latest write of the child that the
+	// ensemble answered (its creation, a heartbeat, a clock reading): the
+	// child's heartbeat deadline is at least its ttl after it.
+	wrote time.Time
 }
 
 var (
@@ -86,7 +91,7 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
 	e := &Engine{conn: &counted{zkConn: conn}, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{})}
+		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{}), work: make(chan func())}
 	for _, o := range opts {
 		o(e)
 	}
