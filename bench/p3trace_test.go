@@ -58,9 +58,14 @@ func TestTraceP3(t *testing.T) {
 	if _, err := admin.Exec(ctx, strings.ReplaceAll(traceSQL, "{{S}}", pgengine.DefaultSchema)); err != nil {
 		t.Fatal(err)
 	}
+	sctx, stop := context.WithCancel(ctx)
+	waits := make(chan map[string]int, 1)
+	go func() { waits <- sampleWaits(sctx, admin) }()
 	grants := traceContend(t, ctx, s.URL(), d)
+	stop()
 	evs := traceEvents(t, ctx, admin)
 	reportTrace(t, grants, evs)
+	t.Logf("backends' wait events, sampled every 5 ms (active backends other than the sampler): %v", <-waits)
 }
 
 // traceSQL logs the queue's entries and exits, heartbeats, and every
@@ -323,6 +328,28 @@ func reportTrace(t *testing.T, all []traceGrant, evs []traceEv) {
 		}
 		t.Logf("wait %v (worker %d), %d grants meanwhile: %s", waits[i].Round(time.Millisecond), g.worker, meanwhile(g), strings.Join(seen, ", "))
 	}
+}
+
+// sampleWaits counts, every 5 ms until ctx ends, the wait events of the
+// server's active backends (pg_stat_activity): lock waits on the rows,
+// LWLocks of the notification queue, and so on ("running": none).
+func sampleWaits(ctx context.Context, db *pgxpool.Pool) map[string]int {
+	out := map[string]int{}
+	for ctx.Err() == nil {
+		rows, err := db.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM pg_stat_activity
+		  WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+		if err == nil {
+			for rows.Next() {
+				var w string
+				if rows.Scan(&w) == nil {
+					out[w]++
+				}
+			}
+			rows.Close()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return out
 }
 
 func sorted(d []time.Duration) []time.Duration {
