@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/md5"
 	"fmt"
 	"os"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/distlock/distlock"
@@ -61,10 +63,13 @@ func TestTraceP3(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	waits := make(chan map[string]int, 1)
 	go func() { waits <- sampleWaits(sctx, admin) }()
+	handed := make(chan []time.Time, 1)
+	go func() { handed <- listenHanded(sctx, t, s.URL()) }()
 	grants := traceContend(t, ctx, s.URL(), d)
 	stop()
 	evs := traceEvents(t, ctx, admin)
 	reportTrace(t, grants, evs)
+	reportDelivery(t, evs, <-handed)
 	t.Logf("backends' wait events, sampled every 5 ms (active backends other than the sampler): %v", <-waits)
 }
 
@@ -328,6 +333,67 @@ func reportTrace(t *testing.T, all []traceGrant, evs []traceEv) {
 		}
 		t.Logf("wait %v (worker %d), %d grants meanwhile: %s", waits[i].Round(time.Millisecond), g.worker, meanwhile(g), strings.Join(seen, ", "))
 	}
+}
+
+// listenHanded receives, on a connection of its own, the 'handed'
+// notifications every release that wakes a queued head sends on the
+// schema's channel, in the same commit as the head's wake-up on its
+// engine's own channel, until ctx ends; it returns when each arrived.
+func listenHanded(ctx context.Context, t *testing.T, url string) []time.Time {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ch := fmt.Sprintf("distlock_%x", md5.Sum([]byte(pgengine.DefaultSchema)))[:len("distlock_")+20]
+	if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+		t.Error(err)
+		return nil
+	}
+	var at []time.Time
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return at
+		}
+		if strings.HasSuffix(n.Payload, " handed") {
+			at = append(at, time.Now())
+		}
+	}
+}
+
+// reportDelivery splits the release's row change -> head's statement
+// segment at the arrival of the release's 'handed' notification at a
+// listener of its own: the server's delivery of the commit's
+// notifications, then the head's side (its engine's listener, the wait
+// loop, the pool, the statement's send).
+func reportDelivery(t *testing.T, evs []traceEv, handed []time.Time) {
+	var delivered, rest []time.Duration
+	next := 0
+	for i, e := range evs {
+		if e.op != "free" || e.q != "release" || e.rv == "" {
+			continue
+		}
+		for next < len(handed) && handed[next].Before(e.ts) {
+			next++
+		}
+		if next == len(handed) {
+			break
+		}
+		for _, g := range evs[i+1:] {
+			if g.op == "granted" {
+				if g.st.After(handed[next]) {
+					delivered = append(delivered, handed[next].Sub(e.ts))
+					rest = append(rest, g.st.Sub(handed[next]))
+				}
+				break
+			}
+		}
+		next++
+	}
+	t.Logf("release's row change -> its notification received (a listener of the harness's own): %s", quantiles(delivered))
+	t.Logf("that notification received -> the head's acquire statement starts: %s", quantiles(rest))
 }
 
 // sampleWaits counts, every 5 ms until ctx ends, the wait events of the
