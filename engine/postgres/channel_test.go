@@ -92,7 +92,7 @@ func TestWakeOnOwnChannel(t *testing.T) {
 
 // TestUpgradeV6Channels: on a version 6 schema (testdata) the engine calls
 // acquire without its channel and a queued waiter is woken on the schema's
-// channel; Migrate brings it to version 7 with a lock held and a waiter
+// channel; Migrate brings it up to date (version 7 and on) with a lock held and a waiter
 // queued across it; after it, version 6's acquire (12 arguments, for
 // processes of that version) still grants, and a new engine's waiter is
 // woken on its own channel.
@@ -134,13 +134,13 @@ func TestUpgradeV6Channels(t *testing.T) {
 	}
 	var ok bool
 	if err := pool.QueryRow(ctx, "SELECT o_acquired FROM "+schema+".acquire('v6', 'old', 60000000, '', 'old', false, '', 0, false, false, false, false)").Scan(&ok); err != nil || !ok {
-		t.Fatalf("version 6's acquire on version 7: %v, %v", ok, err)
+		t.Fatalf("version 6's acquire after the upgrade: %v, %v", ok, err)
 	}
 	cEng := newEngine(t, newPool(t), schema)
 	c := distlock.New(cEng)
 	defer c.Close()
 	got, errs = acquireLater(ctx, c, "x")
-	waitFor(t, "c queued on version 7", func() bool {
+	waitFor(t, "c queued after the upgrade", func() bool {
 		info, err := cEng.Inspect(ctx, "x")
 		return err == nil && info.Waiters == 1
 	})

@@ -27,11 +27,13 @@ var schemaSQL string
 // and latch_count_down; 7: a mutex waiter's wake-up on its engine's own
 // channel, waiters.chan and acquire's p_chan, so that no other engine's
 // listener receives it; the helpers of every grant and release in plpgsql,
-// whose plans the session keeps). Migrate brings a schema of any earlier version up
-// to it: schema.sql is idempotent, so from version 6 it adds the column
-// and the functions and keeps every lock held and every waiter queued
-// across it.
-const SchemaVersion = 7
+// whose plans the session keeps; 8: a free lock's reserved head that asks
+// after its reservation's end, before any other call on the name, is
+// granted instead of being sent to the back of the queue). Migrate brings
+// a schema of any earlier version up to it: schema.sql is idempotent, so
+// from version 6 it adds the column and the functions and keeps every
+// lock held and every waiter queued across it.
+const SchemaVersion = 8
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -138,12 +138,25 @@ END $$;
 -- heartbeat deadline passed.
 CREATE OR REPLACE FUNCTION {{S}}._settle(p_name text, now_ timestamptz) RETURNS void
 LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM {{S}}._settle_for(p_name, now_, NULL);
+END $$;
+
+-- _settle_for is _settle for a call of waiter p_self (NULL: of nobody in
+-- the queue): a lapsed reservation for p_self itself is kept (version 8).
+-- A reservation's lapse is applied by the next call on the name; when
+-- that call is the reserved head's own acquire, nobody has been served
+-- since the release and the head is still first in the queue, so it is
+-- granted instead of being sent to the back behind everybody who queued
+-- meanwhile (each of whom would then wait for one more wake-up).
+CREATE OR REPLACE FUNCTION {{S}}._settle_for(p_name text, now_ timestamptz, p_self text) RETURNS void
+LANGUAGE plpgsql AS $$
 DECLARE
   rv text;
   ru timestamptz;
 BEGIN
   SELECT reserved_for, reserved_until INTO rv, ru FROM {{S}}.locks WHERE name = p_name;
-  IF rv IS NOT NULL AND now_ >= ru THEN
+  IF rv IS NOT NULL AND now_ >= ru AND rv IS DISTINCT FROM p_self THEN
     PERFORM {{S}}._remove(p_name, rv);
     rv := NULL;
   END IF;
@@ -324,7 +337,9 @@ BEGIN
 
   queued := EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_name);
   IF queued THEN
-    PERFORM {{S}}._settle(p_name, now_);
+    -- The free lock's reserved head asking itself keeps its reservation,
+    -- even past its end (_settle_for).
+    PERFORM {{S}}._settle_for(p_name, now_, CASE WHEN NOT live THEN nullif(p_waiter, '') END);
     IF NOT live THEN
       SELECT reserved_for, reserved_until INTO rv, ru FROM {{S}}.locks WHERE name = p_name;
       h := {{S}}._head(p_name);
@@ -1378,7 +1393,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 7 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 8 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1390,5 +1405,7 @@ INSERT INTO {{S}}.version (version) SELECT 7 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- latch_count_down); 7: a waiter's wake-up on its engine's own channel
 -- (waiters.chan, acquire's p_chan), so no other engine's listener
 -- receives it, and _lock, _head and _enqueue in plpgsql (plans kept by
--- the session).
-UPDATE {{S}}.version SET version = 7 WHERE version < 7;
+-- the session); 8: a free lock's reserved head that asks after its
+-- reservation's end, before any other call on the name, is granted
+-- (_settle_for) instead of being sent to the back of the queue.
+UPDATE {{S}}.version SET version = 8 WHERE version < 8;
