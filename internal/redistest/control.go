@@ -3,6 +3,7 @@ package redistest
 import (
 	"errors"
 	"fmt"
+	"github.com/distlock/distlock/internal/procstop"
 	"syscall"
 	"time"
 )
@@ -81,6 +82,12 @@ func (s *Server) sendStopCont(sig syscall.Signal, paused bool) error {
 	}
 	if err := s.proc.signal(sig); err != nil {
 		return err
+	}
+	if sig == syscall.SIGSTOP {
+		// Every thread stopped, not only the one that took the signal.
+		if err := procstop.Wait(s.proc.pid, 30*time.Second); err != nil {
+			return fmt.Errorf("redistest: %w", err)
+		}
 	}
 	s.paused = paused
 	return nil

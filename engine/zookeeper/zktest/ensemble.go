@@ -7,6 +7,7 @@ package zktest
 import (
 	"bufio"
 	"fmt"
+	"github.com/distlock/distlock/internal/procstop"
 	"net"
 	"os"
 	"os/exec"
@@ -259,8 +260,22 @@ func (m *Member) Kill() {
 	<-done
 }
 
-// Stop pauses the member (SIGSTOP).
-func (m *Member) Stop() { m.signal(syscall.SIGSTOP) }
+// Stop pauses the member (SIGSTOP) and returns once every thread of its
+// JVM is stopped (procstop: kill returns when the signal is queued, and
+// the other threads run on until one takes it).
+func (m *Member) Stop() {
+	m.e.t.Helper()
+	m.signal(syscall.SIGSTOP)
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if err := procstop.Wait(cmd.Process.Pid, 30*time.Second); err != nil {
+		m.e.t.Fatalf("zktest: stop member %d: %v", m.ID, err)
+	}
+}
 
 // Cont resumes a paused member (SIGCONT).
 func (m *Member) Cont() { m.signal(syscall.SIGCONT) }
