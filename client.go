@@ -66,8 +66,9 @@ type Client struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	turns  map[string]*turn // local turns (engines without a queue)
-	queued map[string]int   // waiters in the engine's queue, by name
+	holds  map[holdKey]map[*Lease]struct{} // the live leases by name and owner (re-entry: coverTTL)
+	turns  map[string]*turn                // local turns (engines without a queue)
+	queued map[string]int                  // waiters in the engine's queue, by name
 	closed bool
 	waited recentWaits    // names waited for lately (a waiting Acquire skips its first attempt)
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
@@ -95,6 +96,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 		releaseTimeout: DefaultReleaseTimeout,
 		failureBudget:  DefaultBackendFailureBudget,
 		leases:         make(map[*Lease]struct{}),
+		holds:          make(map[holdKey]map[*Lease]struct{}),
 		turns:          make(map[string]*turn),
 		queued:         make(map[string]int),
 	}
@@ -304,12 +306,22 @@ func (c *Client) track(l *Lease) bool {
 		return false
 	}
 	c.leases[l] = struct{}{}
+	k := holdKey{l.name, l.owner}
+	if c.holds[k] == nil {
+		c.holds[k] = make(map[*Lease]struct{})
+	}
+	c.holds[k][l] = struct{}{}
 	return true
 }
 
 func (c *Client) forget(l *Lease) {
 	c.mu.Lock()
 	delete(c.leases, l)
+	k := holdKey{l.name, l.owner}
+	delete(c.holds[k], l)
+	if len(c.holds[k]) == 0 {
+		delete(c.holds, k)
+	}
 	c.mu.Unlock()
 	c.renew.remove(l)
 }

@@ -204,7 +204,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl, Shared: l.shared})
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Shared: l.shared})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -287,15 +287,22 @@ func (l *Lease) Release(ctx context.Context) error {
 // holds of the lock (re-entry): once this one is gone, the lock service
 // takes it as the lone hold's, and a shorter ttl would cut the lock short
 // under a lease that still reads valid.
+//
+// It waits no longer than the lease's deadline: an extension unanswered by
+// then may still be applied later, and is asked for enough ttl not to cut
+// the other holds short (coverTTL); the release keeps the rest of ctx.
 func (l *Lease) awaitExtension(ctx context.Context) {
 	l.mu.Lock()
-	busy := l.extending
+	busy, deadline := l.extending, l.deadline
 	l.mu.Unlock()
 	if busy == nil {
 		return
 	}
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
 	select {
 	case <-busy:
+	case <-wait.C:
 	case <-ctx.Done():
 	}
 }

@@ -169,7 +169,10 @@ func (r *renewer) collect(now time.Time, idle bool) (due []renewable, next time.
 // lost anyway.
 func (r *renewer) renew(candidates []renewable) {
 	due := candidates[:0]
-	var reqs []engine.ExtendRequest
+	var (
+		reqs []engine.ExtendRequest
+		ttls []time.Duration // each one's own ttl: its deadline counts from it
+	)
 	timeout := time.Duration(-1)
 	for _, l := range candidates {
 		req, ok := l.sending()
@@ -177,6 +180,10 @@ func (r *renewer) renew(candidates []renewable) {
 			continue
 		}
 		due = append(due, l)
+		ttls = append(ttls, req.TTL)
+		if ls, ok := l.(*Lease); ok {
+			req.TTL = r.c.coverTTL(ls, req.TTL)
+		}
 		reqs = append(reqs, req)
 		if left := time.Until(l.Deadline()); timeout < 0 || left < timeout {
 			timeout = left
@@ -203,7 +210,7 @@ func (r *renewer) renew(candidates []renewable) {
 		} else if err == nil {
 			err = errShortReply
 		}
-		l.apply(one, sent, reqs[i].TTL, err)
+		l.apply(one, sent, ttls[i], err)
 	}
 }
 
