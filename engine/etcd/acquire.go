@@ -121,7 +121,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	cmps := append(st.unchanged(e, r.Waiter),
 		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0),
 		noSharedHolder(e, r.Name))
-	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
 	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
@@ -157,7 +157,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	var unsure bool
 	var err error
 	both(renew, func() {
-		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(id))},
 			e.grantedOps(st, r.Waiter)...)
 		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, st.unchanged(e, r.Waiter), ops)
 	})

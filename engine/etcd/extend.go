@@ -303,7 +303,7 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 	h.TTL = ttl
 	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
-		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+		clientv3.OpPut(string(kv.Key), h.encode(), clientv3.WithLease(id)))
 	if unsure {
 		e.taint(id)
 	}

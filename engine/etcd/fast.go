@@ -188,7 +188,7 @@ func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl 
 	prefix := e.keys.name(r.Name)
 	lockKey := prefix + lockSuffix
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
-	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
+	ops := []clientv3.Op{clientv3.OpPut(lockKey, h.encode(), clientv3.WithLease(id))}
 	if entry != 0 {
 		// The waiter heads the queue when its entry is there and no entry
 		// is older (every one's CreateRevision is at least its own): it

@@ -62,7 +62,7 @@ func (e *Engine) releaseRead(ctx context.Context, name, owner string, st *state,
 			h.Count--
 			h.Rel = rel
 			ok, err := e.commit(ctx, "release "+name, st.unchanged(e, ""),
-				clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+				clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 			if err != nil {
 				return engine.ReleaseResult{}, err
 			}
@@ -164,7 +164,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		h := st.hold
 		h.Metadata = metadata
 		ok, err := e.commit(ctx, "set metadata of "+name, st.unchanged(e, ""),
-			clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+			clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 		if err != nil {
 			return 0, err
 		}
