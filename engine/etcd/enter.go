@@ -21,10 +21,11 @@ import (
 // to the waiter if it heads the queue, and otherwise left to its head,
 // which the release woke.
 //
-// The entry's lease is the waiter's own when this engine renewed it lately,
-// else a pooled lease renewed in the same round trip, else a new one. A
-// nil state (and no error) leaves the decision to the full path: the
-// pooled lease was gone.
+// The entry's lease is the waiter's own (still alive) or a pooled lease,
+// renewed in the same round trip, else a new one: either way renewed or
+// granted after the call began, as the Client counts the entry's deadline
+// from the attempt's send time. A nil state (and no error) leaves the
+// decision to the full path: the lease was gone.
 func (e *Engine) enterQueue(ctx context.Context, r engine.AcquireRequest) (*state, error) {
 	ttl := leaseSeconds(r.WaiterTTL)
 	ref := waiterRef{r.Name, r.Waiter}
@@ -82,12 +83,12 @@ func (e *Engine) enterQueue(ctx context.Context, r engine.AcquireRequest) (*stat
 	return st, nil
 }
 
-// entryLease returns the lease for a waiter's entry: the one it had, if
-// this engine renewed it lately; else (fresh) a pooled one, to be renewed
-// alongside the entry's transaction (renew), or a new one.
+// entryLease returns the lease for a waiter's entry: the one it had, if it
+// still lives for a while, or (fresh) a pooled one, each to be renewed
+// alongside the entry's transaction (renew); else (fresh) a new one.
 func (e *Engine) entryLease(ctx context.Context, ref waiterRef, ttl int64) (id clientv3.LeaseID, renew, fresh bool, err error) {
 	if l, ok := e.waiters.get(ref); ok && l.ttl == ttl && e.alive(l.id, time.Second) {
-		return l.id, false, false, nil
+		return l.id, true, false, nil
 	}
 	if p, ok := e.pool.takeLease(ttl); ok {
 		e.keep(p.id, p.expiry)
