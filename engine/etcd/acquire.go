@@ -34,6 +34,11 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		lease = newPending(ctx, func(ctx context.Context) (clientv3.LeaseID, error) { return e.obtain(ctx, ttl) })
 	}
 	defer lease.release(func(id clientv3.LeaseID) { e.recycle(id, ttl) })
+	if st == nil && r.Waiter != "" && r.Waiting && !e.heads.knows(r.Name, r.Waiter) {
+		if st, err = e.enterQueue(ctx, r); err != nil {
+			return engine.Grant{}, err
+		}
+	}
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.read(ctx, r.Name); err != nil {
@@ -95,7 +100,12 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		// as a waiter: the head, woken by the release itself, has most
 		// likely taken the lock by then, and a reservation now would only
 		// make its grant's transaction fail.
-		if behind && !(r.Waiting && r.Waiter == "") {
+		//
+		// Nor does a waiter that has just entered the queue behind the
+		// head: the release that freed the lock woke the head already,
+		// and if the head does not come, the waiter right behind it
+		// reserves at its next heartbeat (see reserves).
+		if behind && !(r.Waiting && r.Waiter == "") && !st.entered {
 			var err error
 			if ops, err = e.wakeHead(ctx, st, true); err != nil {
 				return engine.Grant{}, false, err
@@ -111,7 +121,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	cmps := append(st.unchanged(e, r.Waiter),
 		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0),
 		noSharedHolder(e, r.Name))
-	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
 	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
@@ -147,7 +157,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	var unsure bool
 	var err error
 	both(renew, func() {
-		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), mustJSON(h), clientv3.WithLease(id))},
+		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(id))},
 			e.grantedOps(st, r.Waiter)...)
 		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, st.unchanged(e, r.Waiter), ops)
 	})
@@ -230,7 +240,9 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 	own := st.waiter(r.Waiter)
 	queuing := len(ops) == 0 && own == nil && (st.lock == nil || st.hold.Owner != r.Owner)
 	if r.Waiter != "" {
-		if own != nil {
+		switch {
+		case own != nil && st.entered: // renewed as it was put
+		case own != nil:
 			sent := time.Now()
 			kept, err := e.keepAlive(ctx, []clientv3.LeaseID{clientv3.LeaseID(own.kv.Lease)})
 			if err != nil {
@@ -240,7 +252,7 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 				return engine.Grant{}, false, nil // expired: read again, re-enter
 			}
 			e.noteKept(clientv3.LeaseID(own.kv.Lease), kept[0], sent)
-		} else {
+		default:
 			id, err := e.waiterLease(ctx, r.Name, r.Waiter, leaseSeconds(r.WaiterTTL))
 			if err != nil {
 				return engine.Grant{}, false, err
@@ -286,6 +298,7 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 			return engine.Grant{}, false, nil // dropped meanwhile: read again
 		}
 		g.Head = pred == ""
+		e.heads.entered(r.Name, r.Waiter, after.waiter(r.Waiter).kv.CreateRevision)
 		if e.heads.set(r.Name, r.Waiter, pred, after.rev) {
 			return engine.Grant{}, false, nil // a wake-up went by meanwhile: decide again
 		}
@@ -348,7 +361,7 @@ func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }
 // mutex is not granted beside a semaphore's or reader-writer lock's holders
 // (nor they beside it: see sharedState.unchanged).
 func noSharedHolder(e *Engine, name string) clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(e.keys.holders(name)), "=", 0).WithPrefix()
+	return e.noHolder(e.keys.name(name))
 }
 
 // keepsLease reports whether an owner's holds (count after the request)

@@ -271,8 +271,20 @@ func (e *Engine) heartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccpb.KeyV
 	}
 	res := st.reservedFor()
 	head := pred == ""
+	e.heads.entered(r.Name, r.Owner, st.waiter(r.Owner).kv.CreateRevision)
 	missed := e.heads.set(r.Name, r.Owner, pred, st.rev)
-	return engine.ExtendResult{Status: engine.Extended, Wake: missed || st.lock == nil && head && (res == "" || res == r.Owner)}
+	return engine.ExtendResult{Status: engine.Extended, Wake: missed || st.lock == nil && head && (res == "" || res == r.Owner) ||
+		reserves(st, pred)}
+}
+
+// reserves reports whether the waiter behind key pred should reserve the
+// free lock of st for its head: it stands right behind a head that is owed
+// the lock (due) and has no reservation yet. A waiter entering the queue
+// leaves that to its heartbeat (see admit), so that a head that does not
+// come (its process died) is still dropped when the reservation lapses.
+func reserves(st *state, pred string) bool {
+	h := st.head()
+	return st.lock == nil && st.res == nil && h != nil && pred == string(h.kv.Key) && due(h)
 }
 
 // moveLease sets a new ttl on a held lock: its key is put again, on a new
@@ -291,7 +303,7 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 	h.TTL = ttl
 	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
-		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
+		clientv3.OpPut(string(kv.Key), h.encode(), clientv3.WithLease(id)))
 	if unsure {
 		e.taint(id)
 	}

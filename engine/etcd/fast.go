@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
@@ -20,16 +21,23 @@ import (
 // transaction reads the name's keys, which it returns as st for the full
 // decision, with the lease (nil when none was at hand).
 //
-// A waiter's attempt skips it unless the waiter was seen at the head of
-// the queue: a waiter's attempts follow a refusal, so the queue is most
-// likely not empty (or the waiter stands in it), and the transaction
-// would fail, a wasted write; the full decision reads first.
+// A waiter's attempt skips it unless the waiter heads the queue, or may
+// (its predecessor left or was granted), and its entry's CreateRevision is
+// known: the transaction then compares that no entry in the queue is older
+// than the waiter's own (it heads the queue) instead of an empty queue. A
+// waiter's other attempts follow a refusal, so the queue is most likely
+// not empty, and the transaction would fail; the full decision reads first.
 //
 // So does a first attempt on a name this engine saw waiters queued for
 // within busyFor (and not an empty queue since): the transaction would
 // most likely fail on that queue, a write for nothing; a read does.
 func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64) (engine.Grant, *state, *pending, error) {
-	if r.Waiter != "" && !e.heads.verified(r.Name, r.Waiter) || r.Waiter == "" && e.busy.recent(r.Name) {
+	var entry int64 // the waiter's entry, when it heads the queue or may
+	if r.Waiter != "" {
+		if entry = e.heads.candidate(r.Name, r.Waiter); entry == 0 {
+			return engine.Grant{}, nil, nil, nil
+		}
+	} else if e.busy.recent(r.Name) {
 		return engine.Grant{}, nil, nil, nil
 	}
 	p, ok := e.pool.takeLease(ttl)
@@ -37,11 +45,11 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		return engine.Grant{}, nil, nil, nil
 	}
 	if age, fresh := p.age(ttl, time.Now()); fresh && r.Aged {
-		return e.agedAcquire(ctx, r, ttl, p, age)
+		return e.agedAcquire(ctx, r, ttl, p, age, entry)
 	}
 	id := p.id
 	lockKey := e.keys.lock(r.Name)
-	cmps, ops := e.fastGrantTxn(r, id, ttl)
+	cmps, ops := e.fastGrantTxn(r, id, ttl, entry)
 	sent := time.Now()
 	var kept []int64
 	var kerr error
@@ -110,9 +118,9 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 // in the grant's round trip. A refusal hands the lease back to the pool
 // (the call goes on with a renewed lease); a lease etcd no longer has
 // (revoked by an admin, say) is dropped and the call goes on without it.
-func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64, p pooled, age time.Duration) (engine.Grant, *state, *pending, error) {
+func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl int64, p pooled, age time.Duration, entry int64) (engine.Grant, *state, *pending, error) {
 	e.keep(p.id, p.expiry)
-	cmps, ops := e.fastGrantTxn(r, p.id, ttl)
+	cmps, ops := e.fastGrantTxn(r, p.id, ttl, entry)
 	resp, unsure, err := e.txn(ctx, "acquire "+r.Name, cmps, ops,
 		clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 	if unsure {
@@ -173,60 +181,58 @@ func (e *Engine) agedLease(r engine.AcquireRequest, ttl int64) *pending {
 
 // fastGrantTxn is the transaction of a fast grant on lease id: the lock
 // key put when the lock is free and no shared holder exists, and the queue
-// empty and unreserved, or, for a waiter verified at the head, its entry
-// there (taken out with the grant).
-func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl int64) ([]clientv3.Cmp, []clientv3.Op) {
-	lockKey := e.keys.lock(r.Name)
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(lockKey), "=", 0), noSharedHolder(e, r.Name)}
+// empty and unreserved, or, for a waiter whose entry (CreateRevision
+// entry, not 0) heads the queue, its entry there (taken out with the
+// grant).
+func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl int64, entry int64) ([]clientv3.Cmp, []clientv3.Op) {
+	prefix := e.keys.name(r.Name)
+	lockKey := prefix + lockSuffix
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
-	ops := []clientv3.Op{clientv3.OpPut(lockKey, mustJSON(h), clientv3.WithLease(id))}
-	if r.Waiter != "" && e.heads.verified(r.Name, r.Waiter) {
-		// A waiter seen at the head stays there until it leaves: it takes
-		// a free lock that is reserved for nobody, or for it (a
-		// reservation its engine's watch saw, unchanged since), if its
-		// entry is there.
-		own, res := e.keys.waiter(r.Name, r.Waiter), e.keys.res(r.Name)
-		resCmp := clientv3.Compare(clientv3.CreateRevision(res), "=", 0)
+	ops := []clientv3.Op{clientv3.OpPut(lockKey, h.encode(), clientv3.WithLease(id))}
+	if entry != 0 {
+		// The waiter heads the queue when its entry is there and no entry
+		// is older (every one's CreateRevision is at least its own): it
+		// takes a free lock that is reserved for nobody, or for it (a
+		// reservation its engine's watch saw, unchanged since).
+		own, res, queue := prefix+queueSuffix+escape(r.Waiter), prefix+resSuffix, prefix+queueSuffix
+		resCmp := createdIs(res, "", pb.Compare_EQUAL, 0)
 		if rev := e.heads.reservation(r.Name, r.Waiter); rev != 0 {
-			resCmp = clientv3.Compare(clientv3.ModRevision(res), "=", rev)
+			resCmp = modifiedAt(res, rev)
 			ops = append(ops, clientv3.OpDelete(res))
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.Version(own), ">", 0), resCmp)
-		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(e.keys.wake(r.Name)))
-	} else {
-		cmps = append(cmps,
-			clientv3.Compare(clientv3.Version(e.keys.queue(r.Name)), "=", 0).WithPrefix(),
-			clientv3.Compare(clientv3.CreateRevision(e.keys.res(r.Name)), "=", 0))
+		cmps := []clientv3.Cmp{createdIs(lockKey, "", pb.Compare_EQUAL, 0), e.noHolder(prefix),
+			createdIs(own, "", pb.Compare_EQUAL, entry),
+			createdIs(queue, rangeEnd(queue), pb.Compare_GREATER, entry-1), resCmp}
+		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(prefix+wakeSuffix))
+		return cmps, ops
 	}
-	return cmps, ops
+	start, end := freeRange(prefix) // no lock key, entry or reservation
+	return []clientv3.Cmp{createdIs(start, end, pb.Compare_EQUAL, 0), e.noHolder(prefix)}, ops
 }
 
 // fastRelease frees a lock this engine granted (one hold, unchanged since)
-// in one transaction; otherwise the transaction reads the name's keys,
-// which it returns as st for the full decision. gone is the lock's lease
-// when the deletion's outcome is unknown (see retry), else nil.
-func (e *Engine) fastRelease(ctx context.Context, name, owner string) (st *state, done bool, gone *lockRef, err error) {
+// in one transaction, a deletion compared with the engine's own write, as
+// etcd's Mutex unlocks with one deletion. done is false when the lock
+// changed since (rare: metadata set, a force-release, its expiry): the
+// full decision reads the name. gone is the lock's lease when the
+// deletion's outcome is unknown (see retry), else nil.
+func (e *Engine) fastRelease(ctx context.Context, name, owner string) (done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
 	if !ok || l.count != 1 {
-		return nil, false, nil, nil
+		return false, nil, nil
 	}
 	lockKey := e.keys.lock(name)
 	resp, unsure, err := e.txn(ctx, "release "+name,
-		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(lockKey), "=", l.rev)},
-		[]clientv3.Op{clientv3.OpDelete(lockKey)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+		[]clientv3.Cmp{modifiedAt(lockKey, l.rev)}, []clientv3.Op{clientv3.OpDelete(lockKey)})
 	if unsure {
 		gone = &l
 	}
-	if err != nil {
-		return nil, false, gone, err
+	if err != nil || !resp.Succeeded {
+		return false, gone, err
 	}
-	if resp.Succeeded {
-		e.setLockLease(name, owner, clientv3.NoLease)
-		e.recycle(l.lease, l.ttl)
-		return nil, true, nil, nil
-	}
-	st, err = e.decode(name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
-	return st, false, gone, err
+	e.setLockLease(name, owner, clientv3.NoLease)
+	e.recycle(l.lease, l.ttl)
+	return true, nil, nil
 }
 
 // busyFor is how long a queue seen on a name keeps its first attempts off

@@ -72,6 +72,14 @@ func (k keyspace) parse(key string) (name, rest string, ok bool) {
 	return unescape(esc), rest, true
 }
 
+// freeRange returns the range [start, end) of the keys under a name's
+// prefix that a free lock nobody waits for has none of: the lock key, the
+// queue's entries and the reservation, and none of the name's other keys
+// (TestKeys), so that a fast grant compares one range instead of three.
+func freeRange(prefix string) (start, end string) {
+	return prefix + lockSuffix, prefix + resSuffix + "\x00"
+}
+
 // rangeEnd returns the end of the range of keys that start with prefix.
 func rangeEnd(prefix string) string {
 	b := []byte(prefix)

@@ -29,6 +29,21 @@ func TestKeys(t *testing.T) {
 			t.Errorf("waiter id of %q: %q", x, rest)
 		}
 	}
+	// The fast grant compares the keys from lockSuffix to resSuffix as
+	// one range (fastGrantTxn): the lock key, the queue's entries and the
+	// reservation, and none of the name's other keys.
+	start, end := freeRange("")
+	inRange := func(rest string) bool { return rest >= start && rest < end }
+	for _, rest := range []string{lockSuffix, queueSuffix + "w", resSuffix} {
+		if !inRange(rest) {
+			t.Errorf("%q is not in the free lock's range", rest)
+		}
+	}
+	for _, rest := range []string{wakeSuffix, latchSuffix, takenSuffix + "o", configSuffix, holderSuffix + "o", sharedQueueSuffix + "w", sharedWakeSuffix} {
+		if inRange(rest) {
+			t.Errorf("%q is in the free lock's range", rest)
+		}
+	}
 	if got := rangeEnd("ab"); got != "ac" {
 		t.Errorf("rangeEnd(ab) = %q", got)
 	}

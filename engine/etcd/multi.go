@@ -156,7 +156,7 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 	var cmps []clientv3.Cmp
 	var ops, reads []clientv3.Op
 	for i, r := range rs {
-		c, o := e.fastGrantTxn(r, ls.ids[i], ls.ttls[i])
+		c, o := e.fastGrantTxn(r, ls.ids[i], ls.ttls[i], 0)
 		cmps, ops = append(cmps, c...), append(ops, o...)
 		reads = append(reads, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 	}

@@ -268,12 +268,12 @@ func TestMultiTooManyOps(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
 	ctx := testCtx(t, 60*time.Second)
 	cli := cl.Client(t)
-	cli.KV = tooManyOps{KV: cli.KV, max: 8}
+	cli.KV = tooManyOps{KV: cli.KV, max: 4}
 	e := etcdengine.New(cli)
 	t.Cleanup(func() { _ = e.Close() })
 	names := []string{"ops-a", "ops-b", "ops-c"}
 	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, names...)); !errors.Is(err, engine.ErrNotAtomic) {
-		t.Fatalf("AcquireMulti of 12 comparisons on a limit of 8: %v; want engine.ErrNotAtomic", err)
+		t.Fatalf("AcquireMulti of 6 comparisons on a limit of 4: %v; want engine.ErrNotAtomic", err)
 	}
 	assertFreeOn(t, e, names...)
 	c := distlock.New(e)

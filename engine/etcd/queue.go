@@ -139,6 +139,35 @@ type heads struct {
 	// name that this engine's watch delivered: the lock key (lockSuffix)
 	// and waiters' entries (see set).
 	gone map[string]map[string]int64
+	// entries is the CreateRevision of each of this engine's mutex
+	// waiters' own entries, as last read (see entered): a waiter that
+	// heads its queue, or may, tries the one-transaction grant comparing
+	// that no entry is older than its own.
+	entries map[waiterRef]int64
+}
+
+// entered records the CreateRevision of waiter's own entry in name's
+// queue, as read.
+func (h *heads) entered(name, waiter string, created int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.entries == nil || len(h.entries) >= 4096 {
+		h.entries = make(map[waiterRef]int64) // a hint: forgetting costs a read at most
+	}
+	h.entries[waiterRef{name, waiter}] = created
+}
+
+// candidate returns the CreateRevision of waiter's entry when this engine
+// believes the waiter heads name's queue, or may (has), and knows its
+// entry; 0 otherwise.
+func (h *heads) candidate(name, waiter string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pred, ok := h.m[name][waiter]
+	if !ok || pred != "" && pred != maybeHead {
+		return 0
+	}
+	return h.entries[waiterRef{name, waiter}]
 }
 
 // seenRes is a reservation seen on a watch: its waiter and ModRevision.
@@ -215,6 +244,7 @@ func (h *heads) sawDelete(name, key string, rev int64) {
 func (h *heads) remove(name, waiter string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.entries, waiterRef{name, waiter})
 	delete(h.m[name], waiter)
 	if len(h.m[name]) == 0 {
 		delete(h.m, name)
@@ -239,15 +269,6 @@ func (h *heads) knows(name, waiter string) bool {
 	defer h.mu.Unlock()
 	_, ok := h.m[name][waiter]
 	return ok
-}
-
-// verified reports whether waiter was seen at the head of its queue. It
-// stays there until it leaves: later waiters queue behind it.
-func (h *heads) verified(name, waiter string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	pred, ok := h.m[name][waiter]
-	return ok && pred == ""
 }
 
 // deleted records that key left name's queue and returns the waiters it

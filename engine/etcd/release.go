@@ -23,14 +23,14 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, gone, err := e.fastRelease(ctx, name, owner)
+	done, gone, err := e.fastRelease(ctx, name, owner)
 	if err != nil || done {
 		if done {
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		return engine.ReleaseResult{}, err
 	}
-	return e.releaseRead(ctx, name, owner, st, gone)
+	return e.releaseRead(ctx, name, owner, nil, gone)
 }
 
 // releaseRead is Release after its fast attempt: st is the name's keys as
@@ -62,7 +62,7 @@ func (e *Engine) releaseRead(ctx context.Context, name, owner string, st *state,
 			h.Count--
 			h.Rel = rel
 			ok, err := e.commit(ctx, "release "+name, st.unchanged(e, ""),
-				clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+				clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 			if err != nil {
 				return engine.ReleaseResult{}, err
 			}
@@ -140,7 +140,7 @@ func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, er
 // release needs no reservation, and so no read of the queue.
 func (e *Engine) free(ctx context.Context, st *state) (ok, unsure bool, err error) {
 	return e.commitUnsure(ctx, "release "+st.name,
-		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", st.lock.ModRevision)},
+		[]clientv3.Cmp{modifiedAt(e.keys.lock(st.name), st.lock.ModRevision)},
 		clientv3.OpDelete(e.keys.lock(st.name)))
 }
 
@@ -164,7 +164,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		h := st.hold
 		h.Metadata = metadata
 		ok, err := e.commit(ctx, "set metadata of "+name, st.unchanged(e, ""),
-			clientv3.OpPut(e.keys.lock(name), mustJSON(h), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+			clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 		if err != nil {
 			return 0, err
 		}

@@ -57,6 +57,9 @@ type state struct {
 	// shared is the kind of a shared lock (Sharer) held under the name,
 	// 0 when none: a mutex is refused there.
 	shared engine.SharedKind
+	// entered: the state was read by the transaction that put the
+	// caller's entry in the queue, on a lease renewed for it (enterQueue).
+	entered bool
 }
 
 // read returns name's state in one linearizable range read.
@@ -146,11 +149,11 @@ func (st *state) reservedFor() string {
 // of the queue (and the waiter's own entry, when given).
 func (st *state) unchanged(e *Engine, waiter string) []clientv3.Cmp {
 	cmps := []clientv3.Cmp{
-		clientv3.Compare(clientv3.ModRevision(e.keys.lock(st.name)), "=", modRev(st.lock)),
-		clientv3.Compare(clientv3.ModRevision(e.keys.res(st.name)), "=", modRev(st.resKV)),
+		modifiedAt(e.keys.lock(st.name), modRev(st.lock)),
+		modifiedAt(e.keys.res(st.name), modRev(st.resKV)),
 	}
 	if h := st.head(); h != nil {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(string(h.kv.Key)), "=", h.kv.ModRevision))
+		cmps = append(cmps, modifiedAt(string(h.kv.Key), h.kv.ModRevision))
 	}
 	if waiter != "" {
 		var own *mvccpb.KeyValue
@@ -160,7 +163,7 @@ func (st *state) unchanged(e *Engine, waiter string) []clientv3.Cmp {
 		if h := st.head(); own != nil && h != nil && h.id == waiter {
 			return cmps // compared as the head already
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.keys.waiter(st.name, waiter)), "=", modRev(own)))
+		cmps = append(cmps, modifiedAt(e.keys.waiter(st.name, waiter), modRev(own)))
 	}
 	return cmps
 }

@@ -214,8 +214,38 @@ func (m *Member) Kill() {
 	<-done
 }
 
-// Stop pauses the member (SIGSTOP).
-func (m *Member) Stop() { m.signal(syscall.SIGSTOP) }
+// Stop pauses the member (SIGSTOP) and returns once every thread of its
+// process is stopped. kill(2) returns as soon as the signal is queued, and
+// the kernel wakes one thread to take it: on a busy machine the others go
+// on running until that one is scheduled (milliseconds, sometimes tens),
+// answering requests and committing Raft entries after Stop would
+// otherwise have returned.
+func (m *Member) Stop() {
+	m.c.t.Helper()
+	m.signal(syscall.SIGSTOP)
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	end := time.Now().Add(stopWait)
+	for {
+		ok, running, err := stopped(cmd.Process.Pid)
+		switch {
+		case err != nil:
+			m.c.t.Fatalf("stop etcd %s: %v", m.Name, err)
+		case ok:
+			return
+		case time.Now().After(end):
+			m.c.t.Fatalf("stop etcd %s: threads still running %v after SIGSTOP:%s", m.Name, stopWait, running)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopWait is how long Stop waits for a member's threads to stop.
+const stopWait = 30 * time.Second
 
 // Cont resumes a paused member (SIGCONT).
 func (m *Member) Cont() { m.signal(syscall.SIGCONT) }
