@@ -19,7 +19,7 @@ import (
 func Wait(pid int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, running, err := stopped(pid)
+		ok, running, err := Stopped(pid)
 		switch {
 		case err != nil:
 			return err

@@ -31,7 +31,7 @@ func TestWaitSeesEveryThreadStopped(t *testing.T) {
 	if err := Wait(pid, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if ok, running, err := stopped(pid); !ok || err != nil {
+	if ok, running, err := Stopped(pid); !ok || err != nil {
 		t.Fatalf("after Wait: running%s (%v)", running, err)
 	}
 	_ = syscall.Kill(pid, syscall.SIGCONT)

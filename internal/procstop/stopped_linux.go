@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 )
 
-// stopped reports whether every thread of process pid is stopped (state T
+// Stopped reports whether every thread of process pid is stopped (state T
 // in /proc), or has exited; running names the threads that are not, for a
 // message.
-func stopped(pid int) (ok bool, running string, err error) {
+func Stopped(pid int) (ok bool, running string, err error) {
 	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
 	if err != nil {
 		return false, "", err

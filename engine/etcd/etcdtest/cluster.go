@@ -3,6 +3,7 @@ package etcdtest
 import (
 	"context"
 	"fmt"
+	"github.com/distlock/distlock/internal/procstop"
 	"net"
 	"os"
 	"os/exec"
@@ -229,18 +230,8 @@ func (m *Member) Stop() {
 	if cmd == nil {
 		return
 	}
-	end := time.Now().Add(stopWait)
-	for {
-		ok, running, err := stopped(cmd.Process.Pid)
-		switch {
-		case err != nil:
-			m.c.t.Fatalf("stop etcd %s: %v", m.Name, err)
-		case ok:
-			return
-		case time.Now().After(end):
-			m.c.t.Fatalf("stop etcd %s: threads still running %v after SIGSTOP:%s", m.Name, stopWait, running)
-		}
-		time.Sleep(time.Millisecond)
+	if err := procstop.Wait(cmd.Process.Pid, stopWait); err != nil {
+		m.c.t.Fatalf("stop etcd %s: %v", m.Name, err)
 	}
 }
 
