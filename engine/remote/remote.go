@@ -70,7 +70,7 @@ type Engine struct {
 	ctx    context.Context // ends the event streams on Close
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	subs   map[string]*stream
+	hub    hubs // the subscriptions (subscribe.go)
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -124,12 +124,12 @@ func New(serverURL string, opts ...Option) (*Engine, error) {
 		servers: servers,
 		hc:      &http.Client{Transport: newTransport()},
 		ownsHC:  true,
-		subs:    make(map[string]*stream),
 	}
 	for _, o := range opts {
 		o(e)
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.hub.init(e)
 	return e, nil
 }
 
@@ -464,19 +464,9 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	streams := make([]*stream, 0, len(e.subs))
-	for _, s := range e.subs {
-		streams = append(streams, s)
-		if s.timer != nil {
-			s.timer.Stop()
-			s.timer = nil
-		}
-	}
 	e.mu.Unlock()
+	e.hub.Close() // waiters re-check and get ErrClosed
 	e.cancel()
-	for _, s := range streams {
-		s.wakeAll() // waiters re-check and get ErrClosed
-	}
 	e.wg.Wait()
 	if e.ownsHC {
 		e.hc.CloseIdleConnections()

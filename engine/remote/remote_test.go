@@ -161,18 +161,7 @@ func TestSubscribeReconnect(t *testing.T) {
 	for len(sub.C()) > 0 {
 		<-sub.C()
 	}
-	g, err := mem.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "o", TTL: time.Second, Attempt: "o"})
-	if err != nil || !g.Acquired {
-		t.Fatal(g, err)
-	}
-	if _, err := mem.Release(ctx, "n", "o"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-sub.C():
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up for a release after the reconnection")
-	}
+	releaseWakes(t, ctx, mem, "n", sub)
 }
 
 // startServerOn serves eng on ln until the test ends.

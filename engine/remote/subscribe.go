@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -33,140 +32,109 @@ const (
 	maxBackoff  = 2 * time.Second
 )
 
-// stream is one open GET /v1/locks/{name}/events, shared by every waiter of
-// the Engine on that name (reference-counted).
+// hubs are the Engine's subscriptions: plain ones in a Hub keyed by lock
+// name, whose streams linger; a queue waiter's in a Hub keyed by name and
+// waiter, whose stream is the waiter's own (the server addresses its
+// wake-ups to it) and ends with its subscription.
+type hubs struct{ plain, waiters streams }
+
+func (h *hubs) init(e *Engine) {
+	h.plain.init(e, linger)
+	h.waiters.init(e, 0)
+}
+
+// Close wakes every subscription (waiters re-check and find the Engine
+// closed) and stops the lingering; the Engine's context ends the streams.
+func (h *hubs) Close() {
+	h.plain.hub.Close()
+	h.waiters.hub.Close()
+}
+
+// streams is a Hub's transport (engine.Watcher): one event stream per key,
+// a lock's name or (waiters) name NUL waiter.
+type streams struct {
+	e    *Engine
+	hub  *engine.Hub
+	open map[string]*stream // under e.mu
+}
+
+func (w *streams) init(e *Engine, linger time.Duration) {
+	w.e, w.open = e, make(map[string]*stream)
+	w.hub = engine.NewHub(w, linger)
+}
+
+// stream is one open GET /v1/locks/{name}/events[?waiter=ID].
 type stream struct {
-	e       *Engine
-	name    string
-	waiter  string // a queue's waiter: the stream is its own, not shared
-	key     string // in e.subs
-	ctx     context.Context
-	cancel  context.CancelFunc
-	ready   chan struct{} // closed when the server first confirmed, or err is set
-	err     error         // why the stream could not be opened
-	members map[*subscription]struct{}
-	timer   *time.Timer // ends the stream after linger without members
+	e      *Engine
+	hub    *engine.Hub
+	name   string
+	waiter string // a queue's waiter: the stream is its own
+	key    string // in its Hub
+	ctx    context.Context
+	cancel context.CancelFunc
+	ready  chan struct{} // closed when the server first confirmed, or err is set
+	err    error         // why the stream could not be opened
 }
-
-// subscription is one waiter's handle on a stream.
-type subscription struct {
-	s *stream
-	engine.Signal
-	once sync.Once
-}
-
-// Close implements engine.Subscription; the stream ends with its last
-// member.
-func (s *subscription) Close() { s.once.Do(func() { s.s.leave(s) }) }
 
 // Subscribe implements engine.Engine. It returns once the server confirmed
 // that it is subscribed to the lock's releases (the stream's "ready"
 // event), so no release after it can be missed. If the stream breaks later,
 // the subscription is woken (a release may have been missed) and the stream
-// reopened.
+// reopened, which wakes it again.
 func (e *Engine) Subscribe(ctx context.Context, name string) (engine.Subscription, error) {
-	return e.subscribe(ctx, name, "")
+	return e.hub.plain.hub.Subscribe(ctx, name, "")
 }
 
 // SubscribeWaiter implements engine.Queuer: a stream of the waiter's own
 // (GET /v1/locks/{name}/events?waiter=ID), which the server feeds with the
 // wake-ups addressed to it.
 func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	return e.subscribe(ctx, name, waiter)
+	return e.hub.waiters.hub.Subscribe(ctx, name+"\x00"+waiter, waiter)
 }
 
-func (e *Engine) subscribe(ctx context.Context, name, waiter string) (engine.Subscription, error) {
-	key := name
-	if waiter != "" {
-		key = name + "\x00" + waiter
-	}
+// Watch implements engine.Watcher: it opens key's stream and returns once
+// the server confirmed it.
+func (w *streams) Watch(ctx context.Context, key string) error {
+	e := w.e
+	st := &stream{e: e, hub: w.hub, key: key, ready: make(chan struct{})}
+	st.name, st.waiter, _ = strings.Cut(key, "\x00")
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return nil, engine.ErrClosed
+		return engine.ErrClosed
 	}
-	st := e.subs[key]
-	if st == nil {
-		st = &stream{e: e, name: name, waiter: waiter, key: key, ready: make(chan struct{}), members: make(map[*subscription]struct{})}
-		st.ctx, st.cancel = context.WithCancel(e.ctx)
-		e.subs[key] = st
-		e.wg.Add(1)
-		go st.run()
-	}
-	sub := &subscription{s: st, Signal: engine.NewSignal()}
-	st.members[sub] = struct{}{}
-	if st.timer != nil {
-		st.timer.Stop()
-		st.timer = nil
-	}
+	st.ctx, st.cancel = context.WithCancel(e.ctx)
+	w.open[key] = st
+	e.wg.Add(1)
 	e.mu.Unlock()
-
+	go st.run()
 	select {
 	case <-st.ready:
-		if st.err != nil {
-			sub.Close()
-			return nil, st.err
+		if st.err == nil {
+			return nil
 		}
-		return sub, nil
+		w.Unwatch(key)
+		return st.err
 	case <-ctx.Done():
-		sub.Close()
-		return nil, ctx.Err()
+		w.Unwatch(key)
+		return ctx.Err()
 	}
 }
 
-// leave drops a member; the stream ends linger after its last one left,
-// unless another waiter joined meanwhile.
-func (st *stream) leave(sub *subscription) {
-	e := st.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(st.members, sub)
-	if len(st.members) > 0 || st.timer != nil {
-		return
-	}
-	if st.waiter != "" {
-		st.end() // a waiter's own stream: nobody will reuse it
-		return
-	}
-	select {
-	case <-st.ready:
-		if st.err != nil {
-			return // it failed and is gone already
-		}
-	default:
-		st.end() // never confirmed: do not keep it
-		return
-	}
-	var t *time.Timer
-	t = time.AfterFunc(linger, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if st.timer == t && len(st.members) == 0 {
-			st.end()
-		}
-	})
-	st.timer = t
-}
-
-// end forgets the stream and closes it; e.mu is held.
-func (st *stream) end() {
-	if st.e.subs[st.key] == st {
-		delete(st.e.subs, st.key)
-	}
-	st.timer = nil
-	st.cancel()
-}
-
-// wakeAll wakes every member.
-func (st *stream) wakeAll() {
-	st.e.mu.Lock()
-	defer st.e.mu.Unlock()
-	for m := range st.members {
-		m.Wake()
+// Unwatch implements engine.Watcher: it ends key's stream (for a lock's
+// name, linger after its last subscriber left).
+func (w *streams) Unwatch(key string) {
+	w.e.mu.Lock()
+	defer w.e.mu.Unlock()
+	if st := w.open[key]; st != nil {
+		st.cancel()
+		delete(w.open, key)
 	}
 }
 
-// run keeps the stream open until it has no members or the Engine closes.
+// run keeps the stream open until it is unwatched or the Engine closes.
+// Whenever it breaks or is reopened, its subscribers are woken: releases
+// may have been missed meanwhile.
 func (st *stream) run() {
 	defer st.e.wg.Done()
 	defer st.cancel()
@@ -179,20 +147,21 @@ func (st *stream) run() {
 				close(st.ready)
 				return
 			}
-			st.wakeAll() // reopened: releases may have been missed meanwhile
+			st.hub.Wake(st.key) // reopened
 			backoff = minBackoff
 		})
-		if st.ctx.Err() != nil {
-			if !confirmed {
-				st.fail(engine.ErrClosed)
-			}
-			return
-		}
 		if !confirmed {
-			st.fail(err)
+			if st.ctx.Err() != nil {
+				err = engine.ErrClosed
+			}
+			st.err = err
+			close(st.ready)
 			return
 		}
-		st.wakeAll()
+		if st.ctx.Err() != nil {
+			return
+		}
+		st.hub.Wake(st.key) // broken
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-t.C:
@@ -202,19 +171,6 @@ func (st *stream) run() {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
-}
-
-// fail reports that the stream could not be opened: every waiting
-// Subscribe returns err, and the next Subscribe opens a new stream.
-func (st *stream) fail(err error) {
-	e := st.e
-	e.mu.Lock()
-	if e.subs[st.key] == st {
-		delete(e.subs, st.key)
-	}
-	e.mu.Unlock()
-	st.err = err
-	close(st.ready)
 }
 
 // connect opens the stream on the current server (or, when it cannot be
@@ -303,7 +259,7 @@ func (st *stream) connectTo(s *srv, onReady func(), opened *bool) error {
 			case api.EventReady:
 				onReady()
 			case api.EventRelease:
-				st.wakeAll()
+				st.hub.Wake(st.key)
 			case "shutdown":
 				return fmt.Errorf("distlock server: subscribe: the server is shutting down")
 			}
