@@ -50,7 +50,7 @@ type EventObserver interface {
 // Event describes one step of a lock call or lease for an EventObserver.
 type Event struct {
 	// Name is the lock's name; Kind "mutex", "semaphore" or "rwlock"
-	// (engine.SharedKind's names); Engine the node's name as errors give it,
+	// (engine.Kind's names); Engine the node's name as errors give it,
 	// else the engine's package ("memory").
 	Name, Kind, Engine string
 	// Owner is the grant's owner token: the explicit owner (WithOwner)

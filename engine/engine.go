@@ -26,6 +26,19 @@ type Engine interface {
 	// greater than every token minted before for the same name.
 	// When another owner holds the lock, Acquire returns Acquired=false
 	// with that holder and its time left; that is not an error.
+	//
+	// r.Kind says what is asked for (CheckKind: bad kind fields are an
+	// *ArgumentError and change nothing). For a shared kind (an engine
+	// that implements Sharer; others answer UnsupportedKind), Acquire
+	// grants r.Weight permits to r.Owner when they are free and nobody
+	// waits ahead of it (r.Waiter at the head is not ahead of itself), or
+	// re-enters when r.Owner holds the lock already with the same weight
+	// (the hold count goes up; a replayed Attempt does not). A refusal
+	// reports the soonest holder's time left (HolderTTL: when permits may
+	// come back without a release) and, for a waiter, that it is queued.
+	// An owner that holds another weight is refused with ErrUpgrade (a
+	// reader asking to write) or an *ArgumentError; so is a name that is a
+	// lock of another kind (KindError).
 	Acquire(ctx context.Context, r AcquireRequest) (Grant, error)
 
 	// Extend sets the time to live of each listed lock that is still held
@@ -68,6 +81,23 @@ type AcquireRequest struct {
 	//
 	// A one-off owner (OneOff) sends its owner as Attempt.
 	Attempt string
+	// Kind is the kind of lock asked for: Mutex (the zero value), or a
+	// shared lock (Semaphore, RWLock) with Limit and Weight. A shared
+	// request ignores Fair, Behind and NoReserve: a shared lock's queue is
+	// always first come, first served, with weights (see Sharer;
+	// AcquireByKind clears them). The rules of the three fields are
+	// CheckKind's and CheckShared's.
+	Kind Kind
+	// Limit makes a semaphore that does not exist; once it exists, its
+	// stored limit governs and a request that declares another is served
+	// under it (Sharer.SetLimit changes it). An RW lock has RWPermits; a
+	// mutex none (0).
+	Limit int
+	// Weight is the number of permits a shared request takes: 1 to the
+	// stored limit (an RW lock's reader 1, its writer RWPermits). Any
+	// other weight, 0 included, is refused with an *ArgumentError
+	// (CheckShared). 0 for a mutex.
+	Weight int
 	// OneOff marks a one-off owner that never re-enters (the Client's
 	// random owner tokens): releasing by that owner drops exactly this
 	// grant, so a quorum may release it in the background when its outcome
@@ -271,9 +301,9 @@ type Info struct {
 	// (distlock.Client.Inspect fills it in from the fields above when the
 	// engine leaves it empty).
 	Holders []Holder
-	// Kind is the kind of a shared lock (Sharer.InspectShared); zero for
-	// a mutex. Limit is its number of permits.
-	Kind  SharedKind
+	// Kind is the kind of the lock (a shared lock's: Sharer.InspectShared);
+	// Mutex for a mutex. Limit is a shared lock's number of permits.
+	Kind  Kind
 	Limit int
 	// Partial is set when the engine is made of parts (a quorum's nodes)
 	// and some did not answer in time: the Info is then built from the

@@ -50,8 +50,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
 		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner, Announce: req.Announce}
 	if sh != nil {
-		// A shared lock's queue is always first come, first served.
-		ereq.Fair, ereq.Behind, ereq.NoReserve = false, false, false
+		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
 	}
 	o := s.acquire(r.Context(), ereq, wait, sh)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {

@@ -26,7 +26,7 @@ import (
 
 // sharedSpec is a shared acquire's kind, limit and weight.
 type sharedSpec struct {
-	kind          engine.SharedKind
+	kind          engine.Kind
 	limit, weight int
 }
 
@@ -155,7 +155,7 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 }
 
 // kindName is a shared kind's wire name.
-func kindName(k engine.SharedKind) string {
+func kindName(k engine.Kind) string {
 	switch k {
 	case engine.Semaphore:
 		return api.KindSemaphore

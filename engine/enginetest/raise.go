@@ -26,9 +26,8 @@ func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := lockName(t)
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "reader", Attempt: "r1", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
-	g, err := sh.AcquireShared(ctx, r)
+	r := engine.AcquireRequest{Name: name, Owner: "reader", Attempt: "r1", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	g, err := e.Acquire(ctx, r)
 	if err != nil || !g.Acquired {
 		t.Fatalf("read lock: %+v, %v", g, err)
 	}

@@ -145,14 +145,13 @@ func TestLostAnswers(t *testing.T) {
 		return err == nil && ttl.TTL == -1
 	})
 
-	sem := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name + "-sem", Owner: "s", TTL: 10 * time.Second, Attempt: "b1"},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	sem := engine.AcquireRequest{Name: name + "-sem", Owner: "s", TTL: 10 * time.Second, Attempt: "b1", Kind: engine.Semaphore, Limit: 2, Weight: 1}
 	faults.arm()
-	if g, err = e.AcquireShared(ctx, sem); err != nil || !g.Acquired || g.Count != 1 {
+	if g, err = e.Acquire(ctx, sem); err != nil || !g.Acquired || g.Count != 1 {
 		t.Fatalf("semaphore grant whose answer was lost: %+v, %v", g, err)
 	}
 	sem.Attempt = "b2"
-	if g, err = e.AcquireShared(ctx, sem); err != nil || g.Count != 2 {
+	if g, err = e.Acquire(ctx, sem); err != nil || g.Count != 2 {
 		t.Fatalf("semaphore re-entry: %+v, %v", g, err)
 	}
 	faults.arm()

@@ -58,10 +58,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 	assertFreeOn(t, e, "a", "c")
 
 	// A waiter queued on a free name keeps it: the set does not go ahead.
-	sg, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "sem", Owner: "h",
-		Attempt: "h", OneOff: true, TTL: 5 * time.Second}, Kind: engine.Semaphore, Limit: 1, Weight: 1})
+	sg, err := e.Acquire(ctx, engine.AcquireRequest{Name: "sem", Owner: "h",
+		Attempt: "h", OneOff: true, TTL: 5 * time.Second, Kind: engine.Semaphore, Limit: 1, Weight: 1})
 	if err != nil || !sg.Acquired {
-		t.Fatalf("AcquireShared: %+v, %v", sg, err)
+		t.Fatalf("Acquire (shared): %+v, %v", sg, err)
 	}
 	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "sem"))
 	var ae *engine.ArgumentError

@@ -64,22 +64,22 @@ func (k keyspace) sharedWake(name string) string { return k.name(name) + sharedW
 
 // sharedConfig is the value of a shared lock's s key.
 type sharedConfig struct {
-	Kind  engine.SharedKind `json:"k"`
-	Limit int               `json:"l"`
+	Kind  engine.Kind `json:"k"`
+	Limit int         `json:"l"`
 }
 
 // sharedHold is the value of a holder's key. Kind and Limit repeat the
 // lock's as of the grant, so that a lock whose s key expired while it was
 // held keeps its kind.
 type sharedHold struct {
-	Weight   int               `json:"g"`
-	Count    int               `json:"c"`
-	Attempt  string            `json:"a,omitempty"`
-	Metadata string            `json:"m,omitempty"`
-	TTL      int64             `json:"t"` // the ttl of the key's lease, in seconds
-	Kind     engine.SharedKind `json:"k"`
-	Limit    int               `json:"l"`
-	Rel      string            `json:"r,omitempty"` // as hold.Rel
+	Weight   int         `json:"g"`
+	Count    int         `json:"c"`
+	Attempt  string      `json:"a,omitempty"`
+	Metadata string      `json:"m,omitempty"`
+	TTL      int64       `json:"t"` // the ttl of the key's lease, in seconds
+	Kind     engine.Kind `json:"k"`
+	Limit    int         `json:"l"`
+	Rel      string      `json:"r,omitempty"` // as hold.Rel
 }
 
 // sharedEntry is the value of a waiter's key.
@@ -105,7 +105,7 @@ type sharedState struct {
 	rev     int64
 	mutex   bool             // the name is held as a mutex
 	cfg     *mvccpb.KeyValue // nil when absent
-	kind    engine.SharedKind
+	kind    engine.Kind
 	limit   int              // 0 when the lock is unknown
 	holders []holderKV       // by token
 	queue   []sharedWaiterKV // by arrival
@@ -255,11 +255,11 @@ func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, woken bool) []
 }
 
 // checkKind refuses a request for a lock of another kind or limit.
-func (st *sharedState) checkKind(r engine.SharedRequest) error {
+func (st *sharedState) checkKind(r engine.AcquireRequest) error {
 	return engine.CheckShared(r, st.kind, st.limit)
 }
 
-func mutexErr(name string, kind engine.SharedKind) error { return engine.KindError(name, 0, kind) }
+func mutexErr(name string, kind engine.Kind) error { return engine.KindError(name, 0, kind) }
 
 // configLease keeps the lease of a shared lock's s key while a call lasts:
 // the one read, renewed unless this engine renewed it lately, or a new one
@@ -322,11 +322,11 @@ func (e *Engine) configLeaseOf(name string) clientv3.LeaseID {
 	return e.cfgs.m[name]
 }
 
-// AcquireShared implements engine.Sharer: a grant is one transaction that
+// acquireShared is Acquire for a shared kind: a grant is one transaction that
 // puts the holder's key on a lease of its own, under the comparisons of
 // sharedState.unchanged; the token is the key's CreateRevision, so a writer's
 // token is above every earlier reader's and writer's.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
 	}
@@ -339,19 +339,19 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		if err != nil {
 			return engine.Grant{}, err
 		}
-		g, ok, err := e.acquireShared(ctx, st, r, ttl, lease, &cl)
+		g, ok, err := e.tryShared(ctx, st, r, ttl, lease, &cl)
 		if err != nil {
 			return engine.Grant{}, err
 		}
 		if ok {
-			e.noteGrant(r.AcquireRequest, g)
+			e.noteGrant(r, g)
 			return g, nil
 		}
 	}
 	return engine.Grant{}, conflict("acquire", r.Name)
 }
 
-func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.SharedRequest, ttl int64, lease *pending, cl *configLease) (engine.Grant, bool, error) {
+func (e *Engine) tryShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, ttl int64, lease *pending, cl *configLease) (engine.Grant, bool, error) {
 	if st.mutex {
 		return engine.Grant{}, false, mutexErr(r.Name, r.Kind)
 	}
@@ -390,7 +390,7 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 // grantShared grants r a hold of the shared lock in one transaction (with
 // the lock's config and the next head's wake-up, if it fits too); false
 // when the state changed since it was read.
-func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.SharedRequest, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
+func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
 	cops, err := e.configOps(ctx, st, cfg, cl)
 	if err != nil {
 		return engine.Grant{}, false, err
@@ -413,7 +413,7 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Shar
 // and wakes the head if it fits (a head whose wake-up was lost, or whose
 // predecessor died); g is the refusal so far. False when the state changed
 // since it was read, or the waiter's entry expired.
-func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.SharedRequest, head *sharedWaiterKV, g engine.Grant) (engine.Grant, bool, error) {
+func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, head *sharedWaiterKV, g engine.Grant) (engine.Grant, bool, error) {
 	var ops []clientv3.Op
 	own := st.waiter(r.Waiter)
 	if own != nil {
@@ -476,7 +476,7 @@ func kvOf(w *sharedWaiterKV) *mvccpb.KeyValue {
 // reenterShared counts up a hold of an owner that holds the lock with the
 // same weight (unless the request repeats its last attempt) and renews its
 // lease, or moves its key to a lease of the new ttl (unless keepsLease).
-func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.SharedRequest, hk *holderKV, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
+func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, hk *holderKV, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
 	if hk.Weight != r.Weight {
 		if st.kind == engine.RWLock {
 			return engine.Grant{}, false, engine.ErrUpgrade
@@ -852,4 +852,10 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 	e.recycle(clientv3.LeaseID(kv.Lease), old)
 	e.setLockLease(r.Name, r.Owner, id)
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }

@@ -56,7 +56,7 @@ type state struct {
 	wake  *mvccpb.KeyValue
 	// shared is the kind of a shared lock (Sharer) held under the name,
 	// 0 when none: a mutex is refused there.
-	shared engine.SharedKind
+	shared engine.Kind
 }
 
 // read returns name's state in one linearizable range read.

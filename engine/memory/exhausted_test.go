@@ -49,8 +49,9 @@ func TestTokensNeverWrap(t *testing.T) {
 		if info, _ := e.Inspect(ctx, r.Name); info.Held {
 			t.Fatalf("%s: the refused grant holds the lock: %+v", r.Name, info)
 		}
-		sr := engine.SharedRequest{AcquireRequest: r, Kind: engine.Semaphore, Limit: 2, Weight: 1}
-		if g, err := e.AcquireShared(ctx, sr); !errors.Is(err, engine.ErrFenceExhausted) || g.Acquired {
+		sr := r
+		sr.Kind, sr.Limit, sr.Weight = engine.Semaphore, 2, 1
+		if g, err := e.Acquire(ctx, sr); !errors.Is(err, engine.ErrFenceExhausted) || g.Acquired {
 			t.Fatalf("%s: shared grant %+v, %v; want engine.ErrFenceExhausted", r.Name, g, err)
 		}
 	}

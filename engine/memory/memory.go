@@ -133,8 +133,8 @@ func (e *Engine) check(ctx context.Context) error {
 	return nil
 }
 
-// Acquire implements engine.Engine.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+// acquireMutex is Acquire for a mutex.
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {

@@ -13,7 +13,7 @@ var _ engine.Sharer = (*Engine)(nil)
 
 // sharedLock is one name's semaphore or reader-writer lock (engine.Sharer).
 type sharedLock struct {
-	kind    engine.SharedKind
+	kind    engine.Kind
 	limit   int
 	holders map[string]*sharedHolder // by owner
 	q       *waitQueue               // nil when nobody waits
@@ -100,8 +100,8 @@ func (e *Engine) wakeShared(name string, s *sharedLock) {
 	}
 }
 
-// AcquireShared implements engine.Sharer.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
@@ -341,4 +341,10 @@ func (e *Engine) forceShared(name string, now time.Time) bool {
 	e.wakeShared(name, s)
 	e.notifyWaiter(name, "")
 	return true
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }

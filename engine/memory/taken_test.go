@@ -22,8 +22,7 @@ func TestTakenMarksSwept(t *testing.T) {
 	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "mo", Attempt: "1", TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "so", Attempt: "2", TTL: time.Second},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}); err != nil {
+	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: "so", Attempt: "2", TTL: time.Second, Kind: engine.Semaphore, Limit: 2, Weight: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"m", "s"} {

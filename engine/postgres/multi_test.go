@@ -85,10 +85,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 	}
 	assertUntouched(t, ctx, e, pool, a, c)
 
-	sg, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: sem, Owner: "h",
-		Attempt: "h", OneOff: true, TTL: time.Minute}, Kind: engine.Semaphore, Limit: 1, Weight: 1})
+	sg, err := e.Acquire(ctx, engine.AcquireRequest{Name: sem, Owner: "h",
+		Attempt: "h", OneOff: true, TTL: time.Minute, Kind: engine.Semaphore, Limit: 1, Weight: 1})
 	if err != nil || !sg.Acquired {
-		t.Fatalf("AcquireShared: %+v, %v", sg, err)
+		t.Fatalf("Acquire (shared): %+v, %v", sg, err)
 	}
 	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, sem))
 	var ae *engine.ArgumentError
@@ -160,8 +160,8 @@ func TestMultiTokensAndRelease(t *testing.T) {
 		return g.Token
 	}
 	before := single(names[0])
-	permit, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: names[1], Owner: "p",
-		Attempt: "p", TTL: time.Minute}, Kind: engine.Semaphore, Limit: 2, Weight: 1})
+	permit, err := e.Acquire(ctx, engine.AcquireRequest{Name: names[1], Owner: "p",
+		Attempt: "p", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 	if err != nil || !permit.Acquired {
 		t.Fatalf("a permit: %+v, %v", permit, err)
 	}

@@ -24,15 +24,12 @@ import (
 // while a shared lock's holders hold the name, a shared lock while a mutex
 // holds it (both grants hold the name's row of locks when they check).
 
-// AcquireShared implements engine.Sharer: one call of acquire_shared.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind: one call of acquire_shared.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(); err != nil {
 		return engine.Grant{}, err
 	}
 	if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata, "attempt", r.Attempt, "waiter", r.Waiter); err != nil {
-		return engine.Grant{}, err
-	}
-	if err := checkShared(r.Kind, r.Limit, r.Weight); err != nil {
 		return engine.Grant{}, err
 	}
 	var (
@@ -59,31 +56,17 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	return g, nil
 }
 
-// checkShared refuses what PostgreSQL's integers cannot carry (the
-// functions check the rest against the stored lock).
-func checkShared(kind engine.SharedKind, limit, weight int) error {
-	switch {
-	case kind != engine.Semaphore && kind != engine.RWLock:
-		return &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a shared lock's kind", kind)}
-	case limit < 0 || limit > engine.RWPermits:
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits)}
-	case weight < 0 || weight > engine.RWPermits:
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit", weight)}
-	}
-	return nil
-}
-
 // sharedError turns a function's refusal of a request of kind (0: a
 // mutex) on name (SQLSTATE DL001, 'DISTLOCK ...', see acquire_shared and
 // _mutex_check in schema.sql) into the error the memory engine returns for
 // it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
 // wrapped as every call's.
-func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+func (e *Engine) sharedError(err error, name string, kind engine.Kind, limit, weight int) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "DL001" {
 		return e.wrap(err)
 	}
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	r := engine.AcquireRequest{Name: name, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(pe.Message, r); refusal != nil {
 		return refusal
 	}
@@ -136,7 +119,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	if err != nil {
 		return engine.Info{}, e.wrap(err)
 	}
-	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
+	info := engine.Info{Name: name, Kind: engine.Kind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
 		Queue: queueList(ids, us)}
 	for i := range owners {
 		if i >= len(weights) || i >= len(holds) || i >= len(tokens) || i >= len(ttls) || i >= len(metadata) {
@@ -206,3 +189,9 @@ var (
 	_ engine.Sharer            = (*Engine)(nil)
 	_ engine.SharedFenceRaiser = (*Engine)(nil)
 )
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}

@@ -81,13 +81,13 @@ func TestSharedOneStatement(t *testing.T) {
 	defer pool.Close()
 	e := newEngine(t, pool, schema)
 	name := uniqueName(t)
-	sem := func(owner, waiter string, weight int) engine.SharedRequest {
-		return engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + waiter,
-			TTL: time.Minute, Waiter: waiter, WaiterTTL: time.Minute}, Kind: engine.Semaphore, Limit: 3, Weight: weight}
+	sem := func(owner, waiter string, weight int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + waiter,
+			TTL: time.Minute, Waiter: waiter, WaiterTTL: time.Minute, Kind: engine.Semaphore, Limit: 3, Weight: weight}
 	}
 	for i := range 3 {
 		q := n.queries.Load()
-		g, err := e.AcquireShared(ctx, sem("a", "", 1))
+		g, err := e.Acquire(ctx, sem("a", "", 1))
 		if err != nil || !g.Acquired {
 			t.Fatalf("%+v, %v", g, err)
 		}
@@ -100,16 +100,16 @@ func TestSharedOneStatement(t *testing.T) {
 		}
 	}
 	// Holders a (2) and b (1); c waits for 2, d for 1 behind it.
-	for _, r := range []engine.SharedRequest{sem("a", "", 2), sem("b", "", 1)} {
-		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Acquired {
+	for _, r := range []engine.AcquireRequest{sem("a", "", 2), sem("b", "", 1)} {
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("%+v, %v", g, err)
 		}
 	}
-	g, err := e.AcquireShared(ctx, sem("c", "wc", 2))
+	g, err := e.Acquire(ctx, sem("c", "wc", 2))
 	if err != nil || g.Acquired || !g.Queued || !g.Head || g.Holder == "" || g.HolderTTL <= 0 {
 		t.Fatalf("c: %+v, %v", g, err)
 	}
-	if g, err := e.AcquireShared(ctx, sem("d", "wd", 1)); err != nil || g.Acquired || !g.Queued || g.Head {
+	if g, err := e.Acquire(ctx, sem("d", "wd", 1)); err != nil || g.Acquired || !g.Queued || g.Head {
 		t.Fatalf("d: %+v, %v", g, err)
 	}
 	mutex := name + "-m"
@@ -161,7 +161,7 @@ func TestSharedOneStatement(t *testing.T) {
 		{Status: engine.Missing}, {Status: engine.HeldByOther}, {Status: engine.Extended}, {Status: engine.Missing},
 	})
 	// A newcomer does not overtake the queue, though its weight fits.
-	if g, err := e.AcquireShared(ctx, sem("e", "", 1)); err != nil || g.Acquired || !g.Reserved {
+	if g, err := e.Acquire(ctx, sem("e", "", 1)); err != nil || g.Acquired || !g.Reserved {
 		t.Fatalf("a newcomer ahead of the queue: %+v, %v", g, err)
 	}
 	info, err := e.InspectShared(ctx, name)
@@ -171,7 +171,7 @@ func TestSharedOneStatement(t *testing.T) {
 	if err := e.LeaveShared(ctx, name, "wc"); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := e.AcquireShared(ctx, sem("d", "wd", 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, sem("d", "wd", 1)); err != nil || !g.Acquired {
 		t.Fatalf("d after c left: %+v, %v", g, err)
 	}
 }
@@ -189,10 +189,9 @@ func TestSharedMutexApart(t *testing.T) {
 	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "m", Attempt: "m", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	rw := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "r", Attempt: "r", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	rw := engine.AcquireRequest{Name: name, Owner: "r", Attempt: "r", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
 	var ae *engine.ArgumentError
-	if _, err := e.AcquireShared(ctx, rw); !errors.As(err, &ae) || ae.Reason != fmt.Sprintf("%q is a mutex, not a rwlock", name) {
+	if _, err := e.Acquire(ctx, rw); !errors.As(err, &ae) || ae.Reason != fmt.Sprintf("%q is a mutex, not a rwlock", name) {
 		t.Fatalf("a reader of a name held as a mutex: %v", err)
 	}
 	if _, err := e.SetLimit(ctx, name, 2); !errors.As(err, &ae) {
@@ -202,7 +201,7 @@ func TestSharedMutexApart(t *testing.T) {
 		t.Fatalf("a refused call made the shared lock: %+v, %v", info, err)
 	}
 	_, _ = e.Release(ctx, name, "m")
-	g, err := e.AcquireShared(ctx, rw)
+	g, err := e.Acquire(ctx, rw)
 	if err != nil || !g.Acquired {
 		t.Fatalf("%+v, %v", g, err)
 	}
@@ -222,7 +221,7 @@ func TestSharedMutexApart(t *testing.T) {
 	}
 	_, _ = e.ReleaseShared(ctx, name, "r")
 	rw.Owner, rw.Weight = "w", engine.RWPermits
-	if g, err := e.AcquireShared(ctx, rw); err != nil || !g.Acquired || g.Token <= raised {
+	if g, err := e.Acquire(ctx, rw); err != nil || !g.Acquired || g.Token <= raised {
 		t.Fatalf("the writer after the raise: %+v, %v", g, err)
 	}
 }
@@ -243,9 +242,8 @@ func TestSharedConcurrentBatches(t *testing.T) {
 		if _, err := e0.Acquire(ctx, engine.AcquireRequest{Name: name + "m", Owner: "o", Attempt: "o", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "o", Attempt: "o", TTL: time.Minute},
-			Kind: engine.Semaphore, Limit: 4, Weight: 1}
-		if _, err := e0.AcquireShared(ctx, r); err != nil {
+		r := engine.AcquireRequest{Name: name, Owner: "o", Attempt: "o", TTL: time.Minute, Kind: engine.Semaphore, Limit: 4, Weight: 1}
+		if _, err := e0.Acquire(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		forward = append(forward, engine.ExtendRequest{Name: name + "m", Owner: "o", TTL: time.Minute},
@@ -281,9 +279,8 @@ func TestSharedConcurrentBatches(t *testing.T) {
 			owner := fmt.Sprint("x", w)
 			for i := range 30 {
 				name := fmt.Sprintf("%s%02d", prefix, (i*7+w)%10)
-				r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: fmt.Sprint(i), TTL: time.Minute},
-					Kind: engine.Semaphore, Limit: 4, Weight: 1}
-				if _, err := e.AcquireShared(ctx, r); err != nil {
+				r := engine.AcquireRequest{Name: name, Owner: owner, Attempt: fmt.Sprint(i), TTL: time.Minute, Kind: engine.Semaphore, Limit: 4, Weight: 1}
+				if _, err := e.Acquire(ctx, r); err != nil {
 					t.Error(err)
 					return
 				}

@@ -28,9 +28,8 @@ func TestTakenUpgrade(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", r.Name, g, err)
 		}
 	}
-	permit := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "a", Attempt: "a", TTL: time.Minute},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
-	if g, err := e.AcquireShared(ctx, permit); err != nil || !g.Acquired {
+	permit := engine.AcquireRequest{Name: "s", Owner: "a", Attempt: "a", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	if g, err := e.Acquire(ctx, permit); err != nil || !g.Acquired {
 		t.Fatalf("a permit: %+v, %v", g, err)
 	}
 	// Version 3's own functions (this engine calls version 4's).
@@ -90,8 +89,7 @@ func TestTakenSwept(t *testing.T) {
 		t.Helper()
 		var err error
 		if shared {
-			_, err = e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl},
-				Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			_, err = e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 		} else {
 			_, err = e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl})
 		}

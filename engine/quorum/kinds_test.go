@@ -22,8 +22,7 @@ func TestKindRefusedNotNoQuorum(t *testing.T) {
 	q := memQuorum(t, nodes)
 	// Readers on three of the five nodes: two are free for a mutex.
 	for _, n := range nodes[:3] {
-		if g, err := n.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "reader", TTL: time.Minute},
-			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}); err != nil || !g.Acquired {
+		if g, err := n.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "reader", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}); err != nil || !g.Acquired {
 			t.Fatalf("reader: %+v, %v", g, err)
 		}
 	}
@@ -57,11 +56,10 @@ func TestInspectSharedKindOfMajority(t *testing.T) {
 	defer cancel()
 	nodes := newMemNodes(t, 3)
 	q := memQuorum(t, nodes)
-	take := func(n engine.Sharer) {
+	take := func(n *memNode) {
 		t.Helper()
-		r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "w", TTL: time.Minute},
-			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits}
-		if g, err := n.AcquireShared(ctx, r); err != nil || !g.Acquired {
+		r := engine.AcquireRequest{Name: "k", Owner: "w", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits}
+		if g, err := n.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("writer: %+v, %v", g, err)
 		}
 		if _, err := n.ReleaseShared(ctx, "k", "w"); err != nil {
@@ -94,13 +92,11 @@ func TestKindRefusalOfMinorityOutvoted(t *testing.T) {
 		t.Fatalf("the stale mutex: %+v, %v", g, err)
 	}
 	for _, n := range nodes[1:] {
-		if g, err := n.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "reader", TTL: time.Minute},
-			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}); err != nil || !g.Acquired {
+		if g, err := n.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "reader", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}); err != nil || !g.Acquired {
 			t.Fatalf("reader: %+v, %v", g, err)
 		}
 	}
-	g, err := q.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
+	g, err := q.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
 	if err != nil || g.Acquired {
 		t.Fatalf("a writer where a majority has readers and one node a stale mutex: %+v, %v; want refused as contended, no error", g, err)
 	}
@@ -113,8 +109,7 @@ func TestKindRefusalOfMinorityOutvoted(t *testing.T) {
 			t.Fatalf("the mutex: %+v, %v", g, err)
 		}
 	}
-	_, err = q.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
+	_, err = q.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "writer", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
 	var ae *engine.ArgumentError
 	if !errors.As(err, &ae) {
 		t.Fatalf("a writer where every node keeps a mutex: %v, want the kind refusal", err)

@@ -19,16 +19,15 @@ func TestListSharedMajority(t *testing.T) {
 	defer cancel()
 	nodes := newMemNodes(t, 5)
 	q := memQuorum(t, nodes)
-	req := func(owner string, weight int) engine.SharedRequest {
-		return engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "rw", Owner: owner, TTL: time.Minute},
-			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
+	req := func(owner string, weight int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: "rw", Owner: owner, TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
 	}
 	for i, n := range nodes {
 		r := req("writer", engine.RWPermits)
 		if i < 2 {
 			r = req("reader", 1)
 		}
-		if g, err := n.AcquireShared(ctx, r); err != nil || !g.Acquired {
+		if g, err := n.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("node %d: %+v, %v", i, g, err)
 		}
 	}

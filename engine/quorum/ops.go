@@ -12,7 +12,7 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine: phase 1 on every node, then phase 2
+// acquireMutex is Acquire for a mutex: phase 1 on every node, then phase 2
 // (fencing) on the nodes that granted, each counted against the validity
 // measured from before the first send.
 //
@@ -20,7 +20,7 @@ import (
 // soon as the outcome is decided: a majority granted, or a majority can no
 // longer grant. The answers still out are settled when they come (see
 // flight): late grants of a kept lease stay, everything else is released.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if r.Fair {
 		return engine.Grant{}, errFairQuorum
 	}

@@ -69,28 +69,27 @@ func (e *Engine) sharers() error {
 }
 
 // checkLimit refuses a semaphore limit the quorum cannot keep.
-func checkLimit(kind engine.SharedKind, limit int) error {
+func checkLimit(kind engine.Kind, limit int) error {
 	if kind == engine.Semaphore && limit > 1 {
 		return fmt.Errorf("%w (limit %d)", ErrSemaphoreLimit, limit)
 	}
 	return nil
 }
 
-// AcquireShared implements engine.Sharer: phase 1 on every node, then
+// acquireShared is Acquire for a shared kind: phase 1 on every node, then
 // phase 2 (fencing) on the nodes that granted, counted against the
 // validity measured from before the first send. A grant on fewer than a
 // majority is released at once.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := checkLimit(r.Kind, r.Limit); err != nil {
 		return engine.Grant{}, err
 	}
 	if err := e.sharers(); err != nil {
 		return engine.Grant{}, err
 	}
-	r.Fair, r.Behind, r.NoReserve = false, false, true
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
-		return n.eng.(engine.Sharer).AcquireShared(ctx, r)
+		return n.eng.Acquire(ctx, r)
 	}, nil, nil)
 	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	granted, _, _ := countGrants(rs)
@@ -169,7 +168,7 @@ func sharedRefusal(e *Engine, rs []result[engine.Grant]) error {
 }
 
 // raiseShared is raise (phase 2) for a shared lock's holder.
-func (e *Engine) raiseShared(ctx context.Context, r engine.SharedRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
+func (e *Engine) raiseShared(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
 	granted := make([]bool, len(rs))
 	candidates := 0
 	for i, x := range rs {
@@ -324,7 +323,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 			continue
 		}
 		if n > best || n == best && k[1] > info.Limit {
-			best, info.Kind, info.Limit = n, engine.SharedKind(k[0]), k[1]
+			best, info.Kind, info.Limit = n, engine.Kind(k[0]), k[1]
 		}
 	}
 	for owner, s := range holders {
@@ -400,4 +399,10 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
 	}
 	return nil
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }

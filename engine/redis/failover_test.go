@@ -95,8 +95,8 @@ func TestTimeFloorStaleHighWater(t *testing.T) {
 				Waiter: owner, WaiterTTL: time.Minute, Fair: true})
 		},
 		"semaphore": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
-			return e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{
-				Name: name, Owner: owner, Attempt: owner, TTL: time.Minute}, Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			return e.Acquire(ctx, engine.AcquireRequest{
+				Name: name, Owner: owner, Attempt: owner, TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 		},
 	}
 	srv := redistest.Start(t)

@@ -279,10 +279,10 @@ func (e *Engine) keys(name string) []string {
 	return k
 }
 
-// Acquire implements engine.Engine.
+// acquireMutex is Acquire for a mutex.
 // A name with live holders of a shared lock is refused as the memory
 // engine refuses it (engine.KindError).
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := e.runAcquire(ctx, r)
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, 0, 0, 0)

@@ -120,8 +120,8 @@ func (e *Engine) runShared(ctx context.Context, s *script, name string, args ...
 	return e.batch.run(ctx, s, e.sharedKeys(name), append([]any{e.fenceMS, e.publish}, args...)...)
 }
 
-// AcquireShared implements engine.Sharer.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	waiterTTL, wake := "", ""
 	if r.Waiter != "" {
 		waiterTTL, wake = ms(r.WaiterTTL), e.wakeChannel(r.Name)
@@ -152,7 +152,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 // scripts/shared_acquire.lua) into the error the memory engine returns for
 // it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
 // returned as they are.
-func sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+func sharedError(err error, name string, kind engine.Kind, limit, weight int) error {
 	var re goredis.Error
 	if !errors.As(err, &re) {
 		return err
@@ -160,7 +160,7 @@ func sharedError(err error, name string, kind engine.SharedKind, limit, weight i
 	if x := exhausted(err); x != err {
 		return x
 	}
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	r := engine.AcquireRequest{Name: name, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(re.Error(), r); refusal != nil {
 		return refusal
 	}
@@ -206,7 +206,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	limit, _ := res[1].(int64)
 	waiters, _ := res[3].(int64)
 	listed, _ := res[4].(int64)
-	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), Waiters: int(waiters)}
+	info := engine.Info{Name: name, Kind: engine.Kind(kind), Limit: int(limit), Waiters: int(waiters)}
 	if hw, ok := res[2].(string); ok && hw != "" {
 		info.HighWater, _ = strconv.ParseUint(hw, 10, 64)
 	}
@@ -268,4 +268,10 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 // {0}).
 func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
 	return sharedExtendScript.EvalSha(ctx, p, e.sharedTakenKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }

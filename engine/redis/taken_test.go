@@ -25,8 +25,7 @@ func TestTakenMarksExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []string{"a", "b"} {
-		if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: o, TTL: ttl},
-			Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
+		if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: o, TTL: ttl, Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -151,35 +151,25 @@ func newTransport() *http.Transport {
 // String names the engine by its servers, for error messages.
 func (e *Engine) String() string { return "distlock server " + strings.Join(e.Servers(), ",") }
 
-// Acquire implements engine.Engine: one attempt, no waiting on the server.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	return e.acquire(ctx, r, nil)
-}
-
-// acquire makes one attempt: at a mutex, or with sh at a shared lock.
-func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engine.SharedRequest) (engine.Grant, error) {
+// acquire makes one attempt (Acquire, any kind): no waiting on the server.
+func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
 		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
 		Announce: r.Announce}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
 	}
-	if sh != nil {
-		req.Fair, req.Behind, req.NoReserve, req.Announce = false, false, false, false
-		switch sh.Kind {
-		case engine.Semaphore:
-			if sh.Weight < 1 { // on the wire, 0 is the default weight 1
-				return engine.Grant{}, engine.CheckWeight(sh.Weight, sh.Limit)
-			}
-			req.Kind, req.Limit, req.Weight = api.KindSemaphore, sh.Limit, sh.Weight
-		case engine.RWLock:
-			req.Kind, req.Mode = api.KindRWLock, api.ModeRead
-			if sh.Weight >= engine.RWPermits {
-				req.Mode = api.ModeWrite
-			}
-		default:
-			return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("unknown shared lock kind %d", sh.Kind)}
+	switch r.Kind { // engine.CheckKind has checked the kind fields
+	case engine.Semaphore:
+		req.Kind, req.Limit, req.Weight = api.KindSemaphore, r.Limit, r.Weight
+	case engine.RWLock:
+		req.Kind, req.Mode = api.KindRWLock, api.ModeRead
+		if r.Weight >= engine.RWPermits {
+			req.Mode = api.ModeWrite
 		}
+	}
+	if r.Kind.Shared() { // an election is a mutex: the server refuses it
+		req.Announce = false
 	}
 	// An attempt id makes a second copy of the request harmless: the
 	// engine answers a repeated attempt as before, without a second hold.

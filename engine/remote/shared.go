@@ -17,12 +17,6 @@ import (
 
 var _ engine.SharedFenceRaiser = (*Engine)(nil)
 
-// AcquireShared implements engine.Sharer: one attempt, no waiting on the
-// server.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	return e.acquire(ctx, r.AcquireRequest, &r)
-}
-
 // ReleaseShared implements engine.Sharer.
 func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
 	return e.release(ctx, name, owner, true)
@@ -82,4 +76,11 @@ func fromSharedInfo(l api.LockInfo) engine.Info {
 		i.Holders = append(i.Holders, engine.Holder{Owner: owner, Count: h.Count, Token: h.Token, TTL: ttl, Metadata: h.Metadata, Weight: h.Weight})
 	}
 	return i
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind): every kind is one request to the server's
+// acquire endpoint (acquire).
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquire, e.acquire)
 }

@@ -21,8 +21,8 @@ const kindPrefix = "k-"
 
 // kindRecord is a shared lock's stored kind and limit.
 type kindRecord struct {
-	Kind    engine.SharedKind `json:"s"`
-	Limit   int               `json:"l"`
+	Kind    engine.Kind `json:"s"`
+	Limit   int         `json:"l"`
 	version int32
 	path    string
 }
@@ -74,7 +74,7 @@ func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bo
 
 // kindOf returns the kind record of r's shared lock, storing r's kind and
 // declared limit when it has none.
-func (e *Engine) kindOf(ctx context.Context, r engine.SharedRequest) (kindRecord, error) {
+func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest) (kindRecord, error) {
 	for range maxConflicts {
 		rec, ok, err := e.readKind(ctx, r.Name)
 		if err != nil || ok {
@@ -88,4 +88,10 @@ func (e *Engine) kindOf(ctx context.Context, r engine.SharedRequest) (kindRecord
 		}
 	}
 	return kindRecord{}, conflict("kind", r.Name)
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }

@@ -175,9 +175,9 @@ type AcquireRequest struct {
 	Announce bool `json:"announce,omitempty"`
 	// Kind is the lock's kind: empty or "mutex" for the exclusive lock,
 	// "semaphore" or "rwlock" for a shared lock (engine.Sharer;
-	// not_supported when the server's engine keeps none). A shared lock's
-	// queue is always first come, first served: Fair, Behind and NoReserve
-	// are ignored, and Announce is refused.
+	// not_supported when the server's engine keeps none). A shared lock
+	// ignores Fair, Behind and NoReserve (engine.AcquireRequest.Kind) and
+	// refuses Announce.
 	Kind string `json:"kind,omitempty"`
 	// Limit (semaphore) is the number of permits, 1 to 2^30-1, that makes
 	// the semaphore when it does not exist. Once it exists its stored limit
