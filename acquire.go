@@ -265,7 +265,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		// with a random owner, releasing by it is always safe. (Not after
 		// an error that says nothing was done, like a refused token.)
 		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) {
-			c.cleanup(a.name, a.req.Owner, a.o.shared())
+			c.cleanup(a.name, a.req.Owner, a.o.kind)
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
 			// The failure budget ran out while the attempt waited: the
@@ -312,7 +312,7 @@ func (a *attempt) giveUp(why error) error {
 func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, age time.Duration, onFail failPolicy) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
 		if onFail == dropHold {
-			c.cleanup(name, owner, o.shared())
+			c.cleanup(name, owner, o.kind)
 		}
 		return nil, err
 	}

@@ -321,23 +321,18 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 }
 
 // cleanup releases a grant whose outcome was ambiguous (the reply was lost),
-// in the background, bounded by the release timeout; shared: a shared
-// lock's grant.
-func (c *Client) cleanup(name, owner string, shared bool) {
+// in the background, bounded by the release timeout; kind is the lock's.
+func (c *Client) cleanup(name, owner string, kind engine.Kind) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		ctx, cancel := c.releaseContext(context.Background())
 		defer cancel()
-		_, _ = c.release(ctx, name, owner, shared)
+		_, _ = c.release(ctx, name, owner, kind)
 	}()
 }
 
-// release drops one hold of owner on name: a mutex's, or (shared) a shared
-// lock's.
-func (c *Client) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
-	if s, ok := c.eng.(engine.Sharer); ok && shared {
-		return s.ReleaseShared(ctx, name, owner)
-	}
-	return c.eng.Release(ctx, name, owner)
+// release drops one hold of owner on name, a lock of kind.
+func (c *Client) release(ctx context.Context, name, owner string, kind engine.Kind) (engine.ReleaseResult, error) {
+	return c.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: kind})
 }

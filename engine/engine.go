@@ -49,10 +49,13 @@ type Engine interface {
 	// in ExtendResult.Err.
 	Extend(ctx context.Context, rs []ExtendRequest) ([]ExtendResult, error)
 
-	// Release drops one hold of owner on the lock. When the last hold is
-	// dropped, the lock is freed and waiters subscribed to name are woken
-	// (at least when a Waiting acquire found the lock held since its grant).
-	Release(ctx context.Context, name, owner string) (ReleaseResult, error)
+	// Release drops one hold of r.Owner on the lock r.Name of kind
+	// r.Kind. When the last hold is dropped, the lock is freed and waiters
+	// subscribed to the name are woken (at least when a Waiting acquire
+	// found the lock held since its grant). For a shared kind (Sharer;
+	// others answer UnsupportedKind), the owner's permits come back when
+	// its last hold goes, and the head of the queue is woken if it fits.
+	Release(ctx context.Context, r ReleaseRequest) (ReleaseResult, error)
 
 	// Inspect reports the state of the lock without changing it.
 	Inspect(ctx context.Context, name string) (Info, error)
@@ -235,6 +238,17 @@ type ExtendResult struct {
 	Wake bool
 }
 
+// ReleaseRequest asks to drop one hold.
+type ReleaseRequest struct {
+	Name  string
+	Owner string
+	// Kind is the kind of lock the hold is of, as its AcquireRequest asked
+	// (the caller knows its lease's kind): the engine dispatches on it once
+	// (ReleaseByKind). A semaphore's and an RW lock's holds are released
+	// alike.
+	Kind Kind
+}
+
 // ReleaseResult is the answer to a release.
 type ReleaseResult struct {
 	// Status is Released when owner held the lock, NotHeld or NotOwner
@@ -356,8 +370,11 @@ var ErrClosed = errors.New("engine closed")
 // same id (a retry, or a copy of a request whose reply was lost) does not
 // drop a second hold. A quorum uses one id for a release on every node and
 // for its background retries.
+//
+// An engine whose shared locks cannot release once answers a shared r.Kind
+// with UnsupportedKind (ReleaseOnceByKind with no shared path).
 type OnceReleaser interface {
-	ReleaseOnce(ctx context.Context, name, owner, id string) (ReleaseResult, error)
+	ReleaseOnce(ctx context.Context, r ReleaseRequest, id string) (ReleaseResult, error)
 }
 
 // FenceRaiser is implemented by engines that can raise a lock's fencing

@@ -75,7 +75,7 @@ func checkKind(r *AcquireRequest) error {
 		}
 		return nil
 	}
-	return &ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a lock kind", uint8(r.Kind))}
+	return unknownKind(r.Kind)
 }
 
 // UnsupportedKind is the error of an engine asked for a kind of lock it
@@ -108,4 +108,53 @@ func AcquireByKind(ctx context.Context, r AcquireRequest, mutex, shared AcquireF
 	}
 	r.Fair, r.Behind, r.NoReserve = false, false, false
 	return shared(ctx, r)
+}
+
+// ReleaseFunc is one path of an engine's Release: its mutex's or its
+// shared locks'.
+type ReleaseFunc func(ctx context.Context, r ReleaseRequest) (ReleaseResult, error)
+
+// ReleaseOnceFunc is one path of an engine's ReleaseOnce (OnceReleaser).
+type ReleaseOnceFunc func(ctx context.Context, r ReleaseRequest, id string) (ReleaseResult, error)
+
+// ReleaseByKind is the one dispatch of Engine.Release on r.Kind: a mutex's
+// hold goes to mutex, a shared lock's to shared. An unknown kind is an
+// *ArgumentError; a shared kind on an engine that passes a nil shared is
+// refused with UnsupportedKind.
+func ReleaseByKind(ctx context.Context, r ReleaseRequest, mutex, shared ReleaseFunc) (ReleaseResult, error) {
+	f, err := path(r.Kind, mutex, shared, shared != nil)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	return f(ctx, r)
+}
+
+// ReleaseOnceByKind is ReleaseByKind for OnceReleaser.ReleaseOnce.
+func ReleaseOnceByKind(ctx context.Context, r ReleaseRequest, id string, mutex, shared ReleaseOnceFunc) (ReleaseResult, error) {
+	f, err := path(r.Kind, mutex, shared, shared != nil)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	return f(ctx, r, id)
+}
+
+// path picks the path of an operation of kind k: mutex, or shared when the
+// engine has one (hasShared), else an error.
+func path[F any](k Kind, mutex, shared F, hasShared bool) (F, error) {
+	switch {
+	case k == Mutex:
+		return mutex, nil
+	case k > RWLock:
+		var none F
+		return none, unknownKind(k)
+	case !hasShared:
+		var none F
+		return none, UnsupportedKind(k)
+	}
+	return shared, nil
+}
+
+// unknownKind refuses a kind that is none of Mutex, Semaphore, RWLock.
+func unknownKind(k Kind) error {
+	return &ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a lock kind", uint8(k))}
 }

@@ -33,12 +33,10 @@ const RWPermits = 1 << 30
 var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read lock, then take the write lock")
 
 // Sharer is implemented by engines that keep shared locks: their Acquire
-// takes every Kind (AcquireRequest.Kind), and Extend renews their holders
-// and their waiters' heartbeats (ExtendRequest.Shared).
+// and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
+// and Extend renews their holders and their waiters' heartbeats
+// (ExtendRequest.Shared).
 type Sharer interface {
-	// ReleaseShared drops one hold of owner; its permits come back when
-	// its last hold goes, and the head of the queue is woken if it fits.
-	ReleaseShared(ctx context.Context, name, owner string) (ReleaseResult, error)
 	// InspectShared describes the shared lock: Kind, Limit, and Holders
 	// (owner, weight in Count, token, time left, metadata). Held reports
 	// that anyone holds it; Token is the highest holder token.

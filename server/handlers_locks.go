@@ -8,6 +8,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -60,12 +61,8 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	switch {
 	case o.gone:
 		if o.grant.Acquired && own {
-			release := s.eng.Release
-			if sh != nil {
-				release = s.releaseShared
-			}
 			ctx, cancel := engineContext(r.Context())
-			_, _ = release(ctx, name, owner)
+			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind})
 			cancel()
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
@@ -137,22 +134,12 @@ func acquireResponse(name, owner string, ttl time.Duration, o acquireOutcome, sh
 		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
 	}
 	if sh != nil {
-		resp.Kind, resp.Weight = kindName(sh.kind), sh.weight
+		resp.Kind, resp.Weight = wire.KindName(sh.kind), sh.weight
 		if sh.kind == engine.RWLock {
 			resp.Mode = modeOf(sh.weight)
 		}
 	}
 	return resp
-}
-
-// releaseShared drops the permits owner holds of the shared lock name
-// (not held on an engine that keeps no shared locks).
-func (s *Server) releaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	sh, ok := s.eng.(engine.Sharer)
-	if !ok {
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
-	}
-	return sh.ReleaseShared(ctx, name, owner)
 }
 
 // handleExtend serves POST /v1/locks/{name}/extend.
@@ -357,7 +344,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		return
 	}
 	e := requireOwner(req.Owner)
-	if e == nil && req.Shared {
+	ereq, err := wire.Release(name, req)
+	if e == nil && err != nil {
+		e = engineErr("release", err)
+	}
+	if e == nil && ereq.Kind.Shared() {
 		_, e = s.sharer("release")
 	}
 	if e != nil {
@@ -366,11 +357,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	release := s.eng.Release
-	if req.Shared {
-		release = s.releaseShared
-	}
-	res, err := release(ctx, name, req.Owner)
+	res, err := s.eng.Release(ctx, ereq)
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return

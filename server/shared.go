@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -154,17 +155,6 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 	return si, nil
 }
 
-// kindName is a shared kind's wire name.
-func kindName(k engine.Kind) string {
-	switch k {
-	case engine.Semaphore:
-		return api.KindSemaphore
-	case engine.RWLock:
-		return api.KindRWLock
-	}
-	return ""
-}
-
 // modeOf is the side of a reader-writer lock's holder of weight.
 func modeOf(weight int) string {
 	if weight >= engine.RWPermits {
@@ -176,7 +166,7 @@ func modeOf(weight int) string {
 // sharedLockInfo renders a shared lock's state for a caller with role:
 // owner tokens only for admins.
 func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: kindName(i.Kind), Token: i.Token,
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: wire.KindName(i.Kind), Token: i.Token,
 		Partial: apiPartial(i.Partial)}
 	if i.Kind == engine.Semaphore {
 		j.Limit = i.Limit

@@ -236,10 +236,10 @@ func (s sharingWriter) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 // releaseAll frees every holder of a shared lock when one releases.
 type releaseAll struct{ mutable }
 
-func (a releaseAll) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	res, err := a.mutable.ReleaseShared(ctx, name, owner)
-	if err == nil && res.Status == engine.Released {
-		_, err = a.ForceRelease(ctx, name)
+func (a releaseAll) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	res, err := a.mutable.Release(ctx, r)
+	if err == nil && res.Status == engine.Released && r.Kind.Shared() {
+		_, err = a.ForceRelease(ctx, r.Name)
 	}
 	return res, err
 }

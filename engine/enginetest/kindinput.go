@@ -12,7 +12,7 @@ import (
 // (engine.CheckKind) with an *engine.ArgumentError naming the field, on
 // every engine, shared locks or not, before anything changes: a free name
 // stays free and kindless, and a held mutex keeps its holder, token and
-// count.
+// count (a release of an unknown kind too).
 func (s *suite) badKindInput(t *testing.T) {
 	e := s.h.New(t)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -21,7 +21,7 @@ func (s *suite) badKindInput(t *testing.T) {
 	if err != nil || !g.Acquired {
 		t.Fatalf("the mutex: %+v, %v", g, err)
 	}
-	defer func() { _, _ = e.Release(ctx, held, "holder") }()
+	defer func() { _, _ = e.Release(ctx, engine.ReleaseRequest{Name: held, Owner: "holder"}) }()
 	cases := []struct {
 		what   string
 		arg    string
@@ -48,6 +48,10 @@ func (s *suite) badKindInput(t *testing.T) {
 				t.Errorf("%s on %s: %v, want an *engine.ArgumentError about the %s", tc.what, name, err, tc.arg)
 			}
 		}
+	}
+	var ae *engine.ArgumentError
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: held, Owner: "holder", Kind: 9}); !errors.As(err, &ae) || ae.Arg != "kind" {
+		t.Errorf("a release of an unknown kind: %v, want an *engine.ArgumentError about the kind", err)
 	}
 	if info, err := e.Inspect(ctx, free); err != nil || info.Held || info.Kind != engine.Mutex || info.Waiters != 0 {
 		t.Errorf("the refused requests changed the free name: %+v, %v", info, err)

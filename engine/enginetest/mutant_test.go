@@ -227,16 +227,16 @@ func (o *oneHold) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.
 	return g, err
 }
 
-func (o *oneHold) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (o *oneHold) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	k := [2]string{name, owner}
+	k := [2]string{r.Name, r.Owner}
 	if n := o.holds[k]; n > 1 {
 		o.holds[k] = n - 1
 		return engine.ReleaseResult{Status: engine.Released, Remaining: n - 1}, nil
 	}
 	delete(o.holds, k)
-	return o.Engine.Release(ctx, name, owner)
+	return o.Engine.Release(ctx, r)
 }
 
 // untold is the embedded engine answering a renewal that was answered

@@ -343,8 +343,8 @@ func (s *suite) rwUpgradeRefused(t *testing.T) {
 	if err := r.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
 		t.Fatalf("the read lease released again while a writer holds: %v, want ErrNotHeld", err)
 	}
-	if sh, ok := s.h.New(t).(engine.Sharer); ok {
-		if res, err := sh.ReleaseShared(ctx, name, r.Owner()); err != nil || res.Status == engine.Released {
+	if e := s.h.New(t); true {
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: r.Owner(), Kind: engine.RWLock}); err != nil || res.Status == engine.Released {
 			t.Fatalf("a release by the reader's owner while a writer holds: %+v, %v", res, err)
 		}
 	}

@@ -120,7 +120,7 @@ func TestLostAnswers(t *testing.T) {
 	}
 
 	faults.arm()
-	res, err := e.Release(ctx, name, "o")
+	res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"})
 	if err != nil || res.Status != engine.Released || res.Remaining != 1 {
 		t.Fatalf("release of one of two holds, its answer lost: %+v, %v; want released, 1 left", res, err)
 	}
@@ -129,7 +129,7 @@ func TestLostAnswers(t *testing.T) {
 	}
 
 	faults.arm()
-	res, err = e.Release(ctx, name, "o")
+	res, err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"})
 	if err != nil || res.Status != engine.Released {
 		t.Fatalf("release of the last hold, its answer lost: %+v, %v; want released", res, err)
 	}
@@ -155,11 +155,11 @@ func TestLostAnswers(t *testing.T) {
 		t.Fatalf("semaphore re-entry: %+v, %v", g, err)
 	}
 	faults.arm()
-	if res, err = e.ReleaseShared(ctx, sem.Name, "s"); err != nil || res.Status != engine.Released || res.Remaining != 1 {
+	if res, err = e.Release(ctx, engine.ReleaseRequest{Name: sem.Name, Owner: "s", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released || res.Remaining != 1 {
 		t.Fatalf("semaphore release of one of two holds, its answer lost: %+v, %v", res, err)
 	}
 	faults.arm()
-	if res, err = e.ReleaseShared(ctx, sem.Name, "s"); err != nil || res.Status != engine.Released {
+	if res, err = e.Release(ctx, engine.ReleaseRequest{Name: sem.Name, Owner: "s", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 		t.Fatalf("semaphore release of the last hold, its answer lost: %+v, %v", res, err)
 	}
 	if info, err = e.InspectShared(ctx, sem.Name); err != nil || info.Held {

@@ -578,14 +578,14 @@ func (e *Engine) holderTTLs(ctx context.Context, st *sharedState) ([]time.Durati
 	return lefts, nil
 }
 
-// ReleaseShared implements engine.Sharer: one hold of owner is dropped; the
+// releaseShared is Release for a shared kind: one hold of owner is dropped; the
 // last one deletes its key and, in the same transaction, wakes the head of
 // the queue when it fits now.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, gone, err := e.fastReleaseShared(ctx, name, owner)
+	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -595,29 +595,29 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
-			if st, err = e.readShared(ctx, name); err != nil {
+			if st, err = e.readShared(ctx, r.Name); err != nil {
 				return engine.ReleaseResult{}, err
 			}
 		}
-		h := st.holder(owner)
+		h := st.holder(r.Owner)
 		switch {
 		case h == nil && gone != nil: // as Release: this call's deletion, likely
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		case h == nil:
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		case h.Rel == rel:
 			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
-		key := e.keys.holder(name, owner)
+		key := e.keys.holder(r.Name, r.Owner)
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.kv.ModRevision)}
 		if h.Count > 1 {
 			hold := h.sharedHold
 			hold.Count--
 			hold.Rel = rel
-			ok, err := e.commit(ctx, "release "+name, cmps,
+			ok, err := e.commit(ctx, "release "+r.Name, cmps,
 				clientv3.OpPut(key, mustJSON(hold), clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))))
 			if err != nil {
 				return engine.ReleaseResult{}, err
@@ -629,10 +629,10 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			continue
 		}
 		cmps = append(cmps,
-			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(name)), "<", st.rev+1).WithPrefix(),
-			clientv3.Compare(clientv3.ModRevision(e.keys.config(name)), "=", modRev(st.cfg)))
+			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(r.Name)), "<", st.rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(e.keys.config(r.Name)), "=", modRev(st.cfg)))
 		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, e.wakeOps(st, "", st.used()-h.Weight)...)
-		ok, unsure, err := e.commitUnsure(ctx, "release "+name, cmps, ops...)
+		ok, unsure, err := e.commitUnsure(ctx, "release "+r.Name, cmps, ops...)
 		if unsure {
 			gone = &lockRef{lease: clientv3.LeaseID(h.kv.Lease), ttl: h.TTL}
 		}
@@ -640,13 +640,13 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			return engine.ReleaseResult{}, err
 		}
 		if ok {
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			e.recycle(clientv3.LeaseID(h.kv.Lease), h.TTL)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		st = nil
 	}
-	return engine.ReleaseResult{}, conflict("release", name)
+	return engine.ReleaseResult{}, conflict("release", r.Name)
 }
 
 // fastReleaseShared drops a hold this engine granted (one hold, its key
@@ -858,4 +858,10 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

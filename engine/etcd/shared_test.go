@@ -124,7 +124,7 @@ func TestShared(t *testing.T) {
 		if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL <= 2*time.Second {
 			t.Fatalf("after the move to 5s: %+v, %v", info, err)
 		}
-		if res, err := e.ReleaseShared(ctx, "extend", "o"); err != nil || res.Status != engine.Released {
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "extend", Owner: "o", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 			t.Fatalf("ReleaseShared: %+v, %v", res, err)
 		}
 		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: 2 * time.Second, Shared: true}})
@@ -151,7 +151,7 @@ func TestShared(t *testing.T) {
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Extended || res[0].Wake {
 			t.Fatalf("heartbeat while full: %+v, %v", res, err)
 		}
-		if _, err := e.ReleaseShared(ctx, "beat", "a"); err != nil {
+		if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "beat", Owner: "a", Kind: engine.Semaphore}); err != nil {
 			t.Fatal(err)
 		}
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Extended || !res[0].Wake {

@@ -32,7 +32,7 @@ func TestTokensNeverWrap(t *testing.T) {
 	if ok, err := e.RaiseFence(ctx, "n", "a", engine.MaxToken); !ok || err != nil {
 		t.Fatalf("raise to 2^53-1: %v, %v", ok, err)
 	}
-	if _, err := e.Release(ctx, "n", "a"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []engine.AcquireRequest{

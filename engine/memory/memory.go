@@ -212,14 +212,14 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	return out, nil
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+// releaseMutex is Release for a mutex.
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return e.release(name, owner), nil
+	return e.release(r.Name, r.Owner), nil
 }
 
 // release drops one hold of owner on name; the caller holds e.mu.

@@ -180,7 +180,7 @@ func TestKindsNoWriteSkew(t *testing.T) {
 			if _, err := e.Acquire(ctx, r); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.ReleaseShared(ctx, name, "before"); err != nil {
+			if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "before", Kind: engine.Semaphore}); err != nil {
 				t.Fatal(err)
 			}
 		}

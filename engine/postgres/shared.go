@@ -78,18 +78,18 @@ func (e *Engine) sharedError(err error, name string, kind engine.Kind, limit, we
 	return err
 }
 
-// ReleaseShared implements engine.Sharer: one call of release_shared. The
+// releaseShared is Release for a shared kind: one call of release_shared. The
 // last hold's permits come back, and the head of the queue is woken
 // (NOTIFY, sent when the call commits) if it fits.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	if err := checkTexts("name", name, "owner", owner); err != nil {
+	if err := checkTexts("name", r.Name, "owner", r.Owner); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, name, owner).Scan(&status, &remaining); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner).Scan(&status, &remaining); err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
@@ -194,4 +194,17 @@ var (
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+}
+
+// ReleaseOnce implements engine.OnceReleaser for a mutex (release_shared
+// records no release ids: a shared kind is refused with
+// engine.UnsupportedKind).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, nil)
 }

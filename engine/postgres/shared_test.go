@@ -91,7 +91,7 @@ func TestSharedOneStatement(t *testing.T) {
 		if err != nil || !g.Acquired {
 			t.Fatalf("%+v, %v", g, err)
 		}
-		r, err := e.ReleaseShared(ctx, name, "a")
+		r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore})
 		if err != nil || r.Status != engine.Released {
 			t.Fatalf("%+v, %v", r, err)
 		}
@@ -150,10 +150,10 @@ func TestSharedOneStatement(t *testing.T) {
 	})
 	// b releases: c (2) does not fit yet; a releases: c fits, and its
 	// heartbeat says so; d (behind c) is not woken.
-	if _, err := e.ReleaseShared(ctx, name, "b"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ReleaseShared(ctx, name, "a"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
 	check([]engine.ExtendResult{
@@ -200,7 +200,7 @@ func TestSharedMutexApart(t *testing.T) {
 	if info, err := e.InspectShared(ctx, name); err != nil || info.Kind != 0 {
 		t.Fatalf("a refused call made the shared lock: %+v, %v", info, err)
 	}
-	_, _ = e.Release(ctx, name, "m")
+	_, _ = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "m"})
 	g, err := e.Acquire(ctx, rw)
 	if err != nil || !g.Acquired {
 		t.Fatalf("%+v, %v", g, err)
@@ -219,7 +219,7 @@ func TestSharedMutexApart(t *testing.T) {
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Token != raised || info.HighWater != raised {
 		t.Fatalf("after the raise: %+v, %v", info, err)
 	}
-	_, _ = e.ReleaseShared(ctx, name, "r")
+	_, _ = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "r", Kind: engine.RWLock})
 	rw.Owner, rw.Weight = "w", engine.RWPermits
 	if g, err := e.Acquire(ctx, rw); err != nil || !g.Acquired || g.Token <= raised {
 		t.Fatalf("the writer after the raise: %+v, %v", g, err)
@@ -284,7 +284,7 @@ func TestSharedConcurrentBatches(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := e.ReleaseShared(ctx, name, owner); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: engine.Semaphore}); err != nil {
 					t.Error(err)
 					return
 				}

@@ -20,7 +20,7 @@ func mutexMeanwhile(t *testing.T, ctx context.Context, name string) func(e *post
 		if err != nil || !g.Acquired {
 			t.Fatalf("the grant made meanwhile: %+v, %v", g, err)
 		}
-		if _, err := e.Release(ctx, name, "b"); err != nil {
+		if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b"}); err != nil {
 			t.Fatal(err)
 		}
 		return g.Token
@@ -52,7 +52,7 @@ func TestStalledGrantToken(t *testing.T) {
 				if err != nil || !g.Acquired {
 					t.Fatalf("the permit granted meanwhile: %+v, %v", g, err)
 				}
-				if _, err := e.ReleaseShared(ctx, name, "b"); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b", Kind: engine.Semaphore}); err != nil {
 					t.Fatal(err)
 				}
 				return g.Token
@@ -103,7 +103,7 @@ func TestTokenUpgrade(t *testing.T) {
 	if g, err := e.Acquire(ctx, mutex); err != nil || !g.Acquired {
 		t.Fatalf("version 2 granted a mutex beside a permit: %+v, %v", g, err)
 	}
-	if _, err := e.Release(ctx, "s", "m"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "s", Owner: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	if g, b := stalledGrant(t, ctx, schema, "old", mutexMeanwhile(t, ctx, "old")); g.Token >= b {

@@ -62,7 +62,7 @@ func TestInspectSharedKindOfMajority(t *testing.T) {
 		if g, err := n.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("writer: %+v, %v", g, err)
 		}
-		if _, err := n.ReleaseShared(ctx, "k", "w"); err != nil {
+		if _, err := n.Release(ctx, engine.ReleaseRequest{Name: "k", Owner: "w", Kind: engine.RWLock}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +102,7 @@ func TestKindRefusalOfMinorityOutvoted(t *testing.T) {
 	}
 	// The mutex a majority keeps is refused as the wrong kind, as before.
 	for _, n := range nodes[1:] {
-		if _, err := n.ReleaseShared(ctx, "k", "reader"); err != nil {
+		if _, err := n.Release(ctx, engine.ReleaseRequest{Name: "k", Owner: "reader", Kind: engine.RWLock}); err != nil {
 			t.Fatal(err)
 		}
 		if g, err := n.Acquire(ctx, engine.AcquireRequest{Name: "k", Owner: "stale", Attempt: "stale2", TTL: time.Minute}); err != nil || !g.Acquired {

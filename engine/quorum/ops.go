@@ -75,7 +75,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	}
 	if err == nil && g.Acquired && r.Announce {
 		if err := e.announce(ctx, r, value, g.Token, later); err != nil {
-			_, _ = e.Release(context.WithoutCancel(ctx), r.Name, r.Owner)
+			_, _ = e.Release(context.WithoutCancel(ctx), engine.ReleaseRequest{Name: r.Name, Owner: r.Owner})
 			return engine.Grant{}, err
 		}
 	}
@@ -442,11 +442,11 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 	return engine.ExtendResult{Err: &NoQuorumError{Op: "extend", OK: extended, Majority: e.majority, Nodes: len(e.nodes), Errs: errs}}
 }
 
-// Release implements engine.Engine: on every node concurrently. It returns
+// releaseMutex is Release for a mutex: on every node concurrently. It returns
 // once a majority answered; a node that failed is released again in the
 // background. The hold is released when any node released it; the count
 // left is the majority's.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	// Decided when a majority released, a majority says the owner does
 	// not hold it (a second release through another handle of the same
 	// owner must not count a straggler's late hold as released), or a
@@ -462,7 +462,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	// Nodes whose grant has not answered yet: the release there waits for
 	// that answer, and the grant is released after it if the wait ends
 	// first.
-	f := e.flights.lookup(name, owner)
+	f := e.flights.lookup(r.Name, r.Owner)
 	if f != nil {
 		f.release(id)
 	}
@@ -470,7 +470,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	// owner later (a paused node): release there once it answers again.
 	late := func(i int, x result[engine.ReleaseResult]) {
 		if x.err != nil {
-			e.cleaners[i].add(name, owner, id, releaseTTL)
+			e.cleaners[i].add(r.Name, r.Owner, id, releaseTTL)
 		}
 	}
 	// This engine's next acquire of name waits, node by node, for the
@@ -482,7 +482,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		straggler = func(i int, x result[engine.ReleaseResult]) {
 			late(i, x)
 			if s.answer(i) {
-				e.releasing.finish(name, s)
+				e.releasing.finish(r.Name, s)
 			}
 		}
 	}
@@ -490,10 +490,10 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
-		return releaseOnce(ctx, n.eng, name, owner, id)
+		return releaseOnce(ctx, n.eng, r.Name, r.Owner, id)
 	}, stop, straggler)
 	if s != nil {
-		e.releasing.start(name, s, func(i int) bool { return rs[i].done })
+		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
 	}
 	for i, x := range rs {
 		if x.done {

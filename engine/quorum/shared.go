@@ -94,7 +94,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
-		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		e.dropShared(ctx, r, rs)
 		if err := sharedRefusal(e, rs); err != nil {
 			return engine.Grant{}, err
 		}
@@ -121,12 +121,12 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	}
 	switch {
 	case !e.skipValidity && validity() <= 0:
-		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		e.dropShared(ctx, r, rs)
 		return engine.Grant{}, ErrValidityUsedUp
 	case fenced >= e.majority:
 		return g, nil
 	}
-	e.releaseShared(ctx, r.Name, r.Owner, rs)
+	e.dropShared(ctx, r, rs)
 	if len(fenceErrs) > 0 {
 		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
@@ -214,29 +214,29 @@ func (e *Engine) raiseShared(ctx context.Context, r engine.AcquireRequest, token
 	return ok, errs
 }
 
-// releaseShared drops the hold a failed grant took on the nodes that
+// dropShared drops the hold a failed grant took on the nodes that
 // granted it. Where the outcome is unknown (no answer, an error) the grant,
 // if it landed, expires with its ttl.
-func (e *Engine) releaseShared(ctx context.Context, name, owner string, rs []result[engine.Grant]) {
+func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant]) {
 	each(context.WithoutCancel(ctx), e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		x := rs[e.index(n)]
 		if !x.done || x.err != nil || !x.v.Acquired {
 			return false, nil
 		}
-		_, err := n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+		_, err := n.eng.Release(ctx, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Kind: r.Kind})
 		return true, err
 	}, nil, nil)
 }
 
-// ReleaseShared implements engine.Sharer: on every node concurrently; the
+// releaseShared is Release for a shared kind: on every node concurrently; the
 // hold is released when a majority released it (or any node, on mixed
 // answers), as Release counts.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.sharers(); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
-		return n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+		return n.eng.Release(ctx, r)
 	}, nil, nil)
 	released, notHeld, failed := countReleases(rs)
 	var left []int
@@ -405,4 +405,10 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

@@ -150,7 +150,7 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			if ok, err := nodes[0].RaiseFence(ctx, "rw", "x", high); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
-			if _, err := nodes[0].Release(ctx, "rw", "x"); err != nil {
+			if _, err := nodes[0].Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "x"}); err != nil {
 				t.Fatal(err)
 			}
 			c := distlock.New(q)

@@ -377,16 +377,11 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	return out, nil
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.ReleaseOnce(ctx, name, owner, e.releaseID())
-}
-
-// ReleaseOnce implements engine.OnceReleaser: the lock records the id of
+// releaseOnceMutex is ReleaseOnce for a mutex: the lock records the id of
 // its last release, and a release with that id again drops nothing more.
-func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.runRelease(ctx, name, owner, id)
+	n, err := e.runRelease(ctx, r.Name, r.Owner, id)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}

@@ -167,11 +167,11 @@ func sharedError(err error, name string, kind engine.Kind, limit, weight int) er
 	return err
 }
 
-// ReleaseShared implements engine.Sharer. Like Release, it carries an id
-// of its own, so that a copy of the command that a client library resends
-// drops no second hold.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	n, err := e.runShared(ctx, sharedReleaseScript, name, owner, e.releaseID()).Int64()
+// releaseOnceShared is ReleaseOnce for a shared kind: as a mutex's, the
+// holder records the id of its last release, so that a copy of the command
+// that a client library resends drops no second hold.
+func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -274,4 +274,17 @@ func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: ReleaseOnce with an id of its own,
+// which every release carries (a copy a client library resends drops no
+// second hold).
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.ReleaseOnce(ctx, r, e.releaseID())
+}
+
+// ReleaseOnce implements engine.OnceReleaser: every kind of lock,
+// dispatched once on r.Kind (engine.ReleaseOnceByKind).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceShared)
 }

@@ -203,7 +203,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if _, err := e.InspectShared(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := e.ReleaseShared(ctx, name, "a"); err != nil || res.Status != engine.Released {
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 			t.Fatalf("%q release: %+v, %v", name, res, err)
 		}
 	}
@@ -269,7 +269,7 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 		t.Fatalf("the holder's ttl was not renewed: %+v, %v", info, err)
 	}
 	// The permit freed, the waiter's heartbeat says it may try.
-	if res, err := e.ReleaseShared(ctx, "s", "h"); err != nil || res.Status != engine.Released {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "s", Owner: "h", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 		t.Fatal(res, err)
 	}
 	res, err := e.Extend(ctx, rs[2:3])
@@ -372,12 +372,12 @@ func TestSharedReentryAndRelease(t *testing.T) {
 		}
 	}
 	for want := 2; want >= 0; want-- {
-		res, err := e.ReleaseShared(ctx, "re", "me")
+		res, err := e.Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "me", Kind: engine.Semaphore})
 		if err != nil || res.Status != engine.Released || res.Remaining != want {
 			t.Fatalf("release: %+v, %v; want %d left", res, err, want)
 		}
 	}
-	if res, err := e.ReleaseShared(ctx, "re", "me"); err != nil || res.Status != engine.NotHeld {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "me", Kind: engine.Semaphore}); err != nil || res.Status != engine.NotHeld {
 		t.Fatalf("release of nothing: %+v, %v", res, err)
 	}
 	info, err := e.InspectShared(ctx, "re")

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -295,15 +296,12 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter}, nil)
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, false)
-}
-
-func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+// release drops one hold (Release, any kind).
+func (e *Engine) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	name, owner, shared := r.Name, r.Owner, r.Kind.Shared()
 	oneOff := e.oneOff.take(owner)
 	var out api.ReleaseResponse
-	req := api.ReleaseRequest{Owner: owner, Shared: shared}
+	req := wire.ReleaseBody(r)
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
 		// The outcome is unknown, and a second copy could drop a second

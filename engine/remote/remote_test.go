@@ -165,7 +165,7 @@ func TestSubscribeReconnect(t *testing.T) {
 	if err != nil || !g.Acquired {
 		t.Fatal(g, err)
 	}
-	if _, err := mem.Release(ctx, "n", "o"); err != nil {
+	if _, err := mem.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "o"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -17,11 +17,6 @@ import (
 
 var _ engine.SharedFenceRaiser = (*Engine)(nil)
 
-// ReleaseShared implements engine.Sharer.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, true)
-}
-
 // InspectShared implements engine.Sharer. Holders' owner tokens are
 // reported only when the token's role is admin (or the server has no
 // tokens); otherwise an owner is "holder:" and the holder's id.
@@ -83,4 +78,11 @@ func fromSharedInfo(l api.LockInfo) engine.Info {
 // acquire endpoint (acquire).
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquire, e.acquire)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind): every kind is one request to the server's
+// release endpoint (release).
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.release, e.release)
 }

@@ -62,10 +62,10 @@ func TestSharedErrors(t *testing.T) {
 	if prev, err := e.SetLimit(ctx, "s", 2); err != nil || prev != 4 {
 		t.Fatalf("SetLimit again: %d, %v", prev, err)
 	}
-	if res, err := e.ReleaseShared(ctx, "rw", "me"); err != nil || res.Status != engine.Released {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "me", Kind: engine.RWLock}); err != nil || res.Status != engine.Released {
 		t.Fatalf("ReleaseShared: %+v, %v", res, err)
 	}
-	if res, err := e.ReleaseShared(ctx, "rw", "me"); err != nil || res.Status != engine.NotHeld {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "me", Kind: engine.RWLock}); err != nil || res.Status != engine.NotHeld {
 		t.Fatalf("ReleaseShared again: %+v, %v", res, err)
 	}
 

@@ -95,3 +95,15 @@ func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest) (kindRecor
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+}
+
+// ReleaseOnce implements engine.OnceReleaser: a shared lock's holder is a
+// child as a mutex's is, and is released alike (releaseOnceMutex).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceMutex)
+}

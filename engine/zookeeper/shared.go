@@ -139,11 +139,11 @@ func soonest(holders []child, now int64) time.Duration {
 	return left(least)
 }
 
-// ReleaseShared implements engine.Sharer: Release of the owner's held
+// releaseShared is Release for a shared kind: Release of the owner's held
 // child (its permits come back with its last hold; the name node's write
 // wakes the head of the line).
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, "")
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.release(ctx, r.Name, r.Owner, "")
 }
 
 // LeaveShared implements engine.Sharer: Leave (the line is the name's).

@@ -281,7 +281,11 @@ type ExtendResult struct {
 // ReleaseRequest is the body of POST /v1/locks/{name}/release.
 type ReleaseRequest struct {
 	Owner string `json:"owner"`
-	// Shared: drop one hold of the owner's permits of a shared lock.
+	// Kind is the kind of the lock the hold is of (as AcquireRequest.Kind;
+	// empty: a mutex, unless Shared).
+	Kind string `json:"kind,omitempty"`
+	// Shared: drop one hold of the owner's permits of a shared lock (the
+	// field before Kind; still read when Kind is empty, and still sent).
 	Shared bool `json:"shared,omitempty"`
 }
 
