@@ -204,7 +204,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl, Shared: l.kind.Shared()})
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl, Kind: l.kind})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -500,7 +500,7 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 
 // requestLocked is the lease's renewal request; l.mu is held.
 func (l *Lease) requestLocked() engine.ExtendRequest {
-	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Shared: l.kind.Shared()}
+	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Kind: l.kind}
 }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.

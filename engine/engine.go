@@ -194,9 +194,11 @@ type ExtendRequest struct {
 	// is the waiter's id. The result is Extended while the waiter is
 	// queued, Missing when it is not (dropped or granted).
 	Waiter bool
-	// Shared: the lock (or the waiter's queue) is a shared lock's
-	// (Sharer): a semaphore or a reader-writer lock.
-	Shared bool
+	// Kind is the kind of the lock (or of the waiter's queue), as its
+	// AcquireRequest asked: a shared kind (Sharer: a semaphore or a
+	// reader-writer lock, renewed alike) addresses a shared lock's holder
+	// or waiter, Mutex the mutex's.
+	Kind Kind
 }
 
 // ExtendStatus is the outcome of one extension.

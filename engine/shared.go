@@ -21,7 +21,7 @@ import (
 // large request at the head is never overtaken by later small ones, and a
 // waiting writer is never starved by a stream of readers. The queue is the
 // one of Queuer (waiter ids, heartbeats with ExtendRequest.Waiter and
-// Shared, head-only wake-ups on SubscribeWaiter), kept per name.
+// a shared Kind, head-only wake-ups on SubscribeWaiter), kept per name.
 
 // RWPermits is the number of permits of a reader-writer lock.
 const RWPermits = 1 << 30
@@ -35,7 +35,7 @@ var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read loc
 // Sharer is implemented by engines that keep shared locks: their Acquire
 // and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
 // and Extend renews their holders and their waiters' heartbeats
-// (ExtendRequest.Shared).
+// (a shared ExtendRequest.Kind).
 type Sharer interface {
 	// InspectShared describes the shared lock: Kind, Limit, and Holders
 	// (owner, weight in Count, token, time left, metadata). Held reports

@@ -169,7 +169,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: req.Owner, TTL: ttl, Shared: req.Shared}})
+	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{wire.Extend(name, req, ttl)})
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("engine answered %d results for 1 extension", len(res))
 	}
@@ -212,7 +212,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 			writeError(w, itemErr("locks", i, e))
 			return
 		}
-		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter, Shared: l.Shared}
+		rs[i] = wire.Extend(l.Name, l, ttl)
 	}
 	out := api.ExtendBatchResponse{Results: make([]api.ExtendResult, len(rs))}
 	if len(rs) == 0 {
@@ -260,7 +260,7 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	_, shares := s.eng.(engine.Sharer)
 	all := true
 	for _, r := range rs {
-		if r.Waiter && !queues || r.Shared && !shares {
+		if r.Waiter && !queues || r.Kind.Shared() && !shares {
 			all = false
 		}
 	}
@@ -268,7 +268,7 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	if !all {
 		send = nil
 		for i, r := range rs {
-			if !(r.Waiter && !queues || r.Shared && !shares) {
+			if !(r.Waiter && !queues || r.Kind.Shared() && !shares) {
 				send = append(send, r)
 				at = append(at, i)
 			}

@@ -310,7 +310,7 @@ type beats struct {
 
 func (b *beats) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	for _, r := range rs {
-		if r.Waiter && r.Shared {
+		if r.Waiter && r.Kind.Shared() {
 			b.shared.Add(1)
 		}
 	}

@@ -88,7 +88,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
 			// A shared lock's queue: its own leave and heartbeats.
-			q, beat.Shared = sharedQueue{q, s.eng.(engine.Sharer)}, true
+			q, beat.Kind = sharedQueue{q, s.eng.(engine.Sharer)}, sh.kind
 		}
 		defer beat.Stop()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()

@@ -250,7 +250,7 @@ func (u untold) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine
 		if res[i].Status != engine.HeldByOther || rs[i].Waiter {
 			continue
 		}
-		if info, ierr := u.Engine.Inspect(ctx, rs[i].Name); ierr == nil && !info.Held && !rs[i].Shared {
+		if info, ierr := u.Engine.Inspect(ctx, rs[i].Name); ierr == nil && !info.Held && !rs[i].Kind.Shared() {
 			res[i].Status = engine.Missing
 		}
 	}

@@ -115,7 +115,7 @@ func TestShared(t *testing.T) {
 			t.Fatalf("Acquire (shared): %+v, %v", g, err)
 		}
 		for _, ttl := range []time.Duration{2 * time.Second, 5 * time.Second} {
-			res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: ttl, Shared: true}})
+			res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: ttl, Kind: engine.Semaphore}})
 			if err != nil || res[0].Status != engine.Extended || res[0].Token != g.Token {
 				t.Fatalf("Extend to %v: %+v, %v; want Extended with token %d", ttl, res, err, g.Token)
 			}
@@ -127,7 +127,7 @@ func TestShared(t *testing.T) {
 		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "extend", Owner: "o", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 			t.Fatalf("ReleaseShared: %+v, %v", res, err)
 		}
-		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: 2 * time.Second, Shared: true}})
+		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: 2 * time.Second, Kind: engine.Semaphore}})
 		if err != nil || res[0].Status != engine.Missing {
 			t.Fatalf("Extend after the release: %+v, %v; want Missing", res, err)
 		}
@@ -147,7 +147,7 @@ func TestShared(t *testing.T) {
 		if err != nil || g.Acquired || !g.Queued || !g.Head || g.Holder != "a" {
 			t.Fatalf("a waiter behind a full semaphore: %+v, %v", g, err)
 		}
-		beat := []engine.ExtendRequest{{Name: "beat", Owner: "wb", TTL: 3 * time.Second, Waiter: true, Shared: true}}
+		beat := []engine.ExtendRequest{{Name: "beat", Owner: "wb", TTL: 3 * time.Second, Waiter: true, Kind: engine.Semaphore}}
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Extended || res[0].Wake {
 			t.Fatalf("heartbeat while full: %+v, %v", res, err)
 		}

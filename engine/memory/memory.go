@@ -188,7 +188,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	now := e.now()
 	out := make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
-		if r.Shared {
+		if r.Kind.Shared() {
 			out[i] = e.extendShared(r, now)
 			continue
 		}

@@ -30,7 +30,7 @@ func TestTakenMarksSwept(t *testing.T) {
 			t.Fatalf("ForceRelease(%s) = %v, %v", name, held, err)
 		}
 	}
-	renew := []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: time.Second}, {Name: "s", Owner: "so", TTL: time.Second, Shared: true}}
+	renew := []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: time.Second}, {Name: "s", Owner: "so", TTL: time.Second, Kind: engine.Semaphore}}
 	for range 2 {
 		res, err := e.Extend(ctx, renew)
 		if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {

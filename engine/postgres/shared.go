@@ -18,7 +18,7 @@ import (
 // token, metadata, attempt, expires_at) and shared_waiters (the strict
 // FIFO queue with weights). Each operation is one function call of
 // schema.sql; Extend renews holders and heartbeats of shared locks in the
-// same statement as the mutexes' (ExtendRequest.Shared).
+// same statement as the mutexes' (a shared ExtendRequest.Kind).
 //
 // The kinds are kept apart as on the memory engine: a mutex is refused
 // while a shared lock's holders hold the name, a shared lock while a mutex

@@ -117,13 +117,13 @@ func TestSharedOneStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := []engine.ExtendRequest{
-		{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
+		{Name: name, Owner: "a", TTL: time.Minute, Kind: engine.Semaphore},
 		{Name: mutex, Owner: "m", TTL: time.Minute},
-		{Name: name, Owner: "wc", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: name, Owner: "nobody", TTL: time.Minute, Shared: true},
+		{Name: name, Owner: "wc", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: name, Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore},
 		{Name: mutex, Owner: "x", TTL: time.Minute},
-		{Name: name, Owner: "wd", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: name, Owner: "gone", TTL: time.Minute, Shared: true, Waiter: true},
+		{Name: name, Owner: "wd", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: name, Owner: "gone", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
 	}
 	check := func(want []engine.ExtendResult) {
 		t.Helper()
@@ -247,7 +247,7 @@ func TestSharedConcurrentBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		forward = append(forward, engine.ExtendRequest{Name: name + "m", Owner: "o", TTL: time.Minute},
-			engine.ExtendRequest{Name: name, Owner: "o", TTL: time.Minute, Shared: true})
+			engine.ExtendRequest{Name: name, Owner: "o", TTL: time.Minute, Kind: engine.Semaphore})
 	}
 	var backward []engine.ExtendRequest
 	for i := range forward {

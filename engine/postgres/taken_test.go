@@ -54,7 +54,7 @@ func TestTakenUpgrade(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('upgrade_v3_taken.shared_taken')::text`).Scan(&old); err != nil || old != nil {
 		t.Fatalf("shared_taken after the upgrade: %v, %v", old, err)
 	}
-	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "s", Owner: "a", TTL: time.Minute, Shared: true}, {Name: "m", Owner: "mo", TTL: time.Minute}})
+	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "s", Owner: "a", TTL: time.Minute, Kind: engine.Semaphore}, {Name: "m", Owner: "mo", TTL: time.Minute}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.Extended {
 		t.Fatalf("after the upgrade: %+v, %v; want the freed holder taken over, the mutex held across it extended", res, err)
 	}

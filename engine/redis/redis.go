@@ -337,7 +337,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	run := func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
-			if r.Shared {
+			if r.Kind.Shared() {
 				cmds[i] = e.extendShared(ctx, p, r)
 				continue
 			}

@@ -262,7 +262,7 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 }
 
 // extendShared queues on p the extension of a shared lock's holder, or a
-// heartbeat of its waiter (r.Shared), for Extend's pipeline: its reply has
+// heartbeat of its waiter (a shared r.Kind), for Extend's pipeline: its reply has
 // the shape of the mutex's extend and heartbeat scripts' ({1, token}, {0},
 // or {-1}, HeldByOther, for a holder a force-release freed; {1, wake} or
 // {0}).

@@ -186,8 +186,8 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if n := c.Exists(ctx, keys[1:]...).Val(); n != 6 {
 			t.Fatalf("%q: %d of the 6 keys exist", name, n)
 		}
-		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
-			{Name: name, Owner: "w", TTL: time.Minute, Shared: true, Waiter: true}})
+		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Kind: engine.Semaphore},
+			{Name: name, Owner: "w", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true}})
 		if err != nil || res[0].Status != engine.Extended || res[1].Status != engine.Extended {
 			t.Fatalf("%q extend: %+v, %v", name, res, err)
 		}
@@ -232,10 +232,10 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 	}
 	rs := []engine.ExtendRequest{
 		{Name: "m", Owner: "o", TTL: time.Minute},
-		{Name: "s", Owner: "h", TTL: 2 * time.Minute, Shared: true},
-		{Name: "s", Owner: "wx", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true},
-		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true, Waiter: true},
+		{Name: "s", Owner: "h", TTL: 2 * time.Minute, Kind: engine.Semaphore},
+		{Name: "s", Owner: "wx", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
 	}
 	// The first Extend loads the scripts (NOSCRIPT); then one pipeline, and
 	// after a SCRIPT FLUSH the scripts are loaded again.

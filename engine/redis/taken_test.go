@@ -53,12 +53,12 @@ func TestTakenMarksExpire(t *testing.T) {
 			}
 		}
 	}
-	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Shared: true}})
+	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Kind: engine.Semaphore}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {
 		t.Fatalf("the freed holders' renewals: %+v, %v; want held by other (taken over)", res, err)
 	}
 	// A renewal resent (its reply lost) is answered the same.
-	res, err = e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Shared: true}})
+	res, err = e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Kind: engine.Semaphore}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {
 		t.Fatalf("the renewals resent: %+v, %v; want held by other again", res, err)
 	}

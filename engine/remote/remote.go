@@ -260,7 +260,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out []engine.ExtendResult) error {
 	req := api.ExtendBatchRequest{Locks: make([]api.ExtendRequest, len(rs))}
 	for i, r := range rs {
-		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Shared}
+		req.Locks[i] = wire.ExtendItem(r)
 	}
 	var resp api.ExtendBatchResponse
 	if err := e.do(ctx, "extend", http.MethodPost, "/v1/extend", req, &resp); err != nil {

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
@@ -37,6 +38,33 @@ func ParseKind(name string) (engine.Kind, error) {
 	return 0, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%q is not mutex, semaphore or rwlock", name)}
 }
 
+// sharedKind is the engine kind the wire's "shared": true stands for,
+// where the wire names no kind (extend items, releases before the kind
+// field): engines release and renew a semaphore's and an RW lock's
+// holders and waiters alike.
+const sharedKind = engine.Semaphore
+
+// kindOf is the kind a wire item marked shared (or not) stands for.
+func kindOf(shared bool) engine.Kind {
+	if shared {
+		return sharedKind
+	}
+	return engine.Mutex
+}
+
+// ExtendItem is the wire item of an extension (POST /v1/extend, and the
+// fields of POST /v1/locks/{name}/extend).
+func ExtendItem(r engine.ExtendRequest) api.ExtendRequest {
+	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: max(1, r.TTL.Milliseconds()), Waiter: r.Waiter, Shared: r.Kind.Shared()}
+}
+
+// Extend is the engine request a wire extension item asks for, with the
+// ttl the server fitted (and name, for the single-lock endpoint, whose
+// item has none).
+func Extend(name string, b api.ExtendRequest, ttl time.Duration) engine.ExtendRequest {
+	return engine.ExtendRequest{Name: name, Owner: b.Owner, TTL: ttl, Waiter: b.Waiter, Kind: kindOf(b.Shared)}
+}
+
 // ReleaseBody is the body of POST /v1/locks/{name}/release for r. It
 // carries the kind by name, and Shared for servers before the kind field.
 func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
@@ -45,8 +73,7 @@ func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
 
 // Release is the engine request a release body of the lock name asks
 // for. A body with Shared and no Kind (a client before the kind field)
-// releases a shared lock's hold, which engines release alike whatever the
-// shared kind (engine.ReleaseRequest.Kind): it is read as a semaphore's.
+// releases a shared lock's hold (sharedKind).
 func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 	kind, err := ParseKind(b.Kind)
 	if err != nil {
@@ -56,7 +83,7 @@ func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 		if b.Kind != "" {
 			return engine.ReleaseRequest{}, &engine.ArgumentError{Arg: "shared", Reason: "a mutex's release is not shared"}
 		}
-		kind = engine.Semaphore
+		kind = sharedKind
 	}
 	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind}, nil
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
@@ -26,5 +27,21 @@ func TestRelease(t *testing.T) {
 		if _, err := Release("n", b); !errors.As(err, &ae) {
 			t.Errorf("%+v: %v, want an *engine.ArgumentError", b, err)
 		}
+	}
+}
+
+// TestExtend: an extension round-trips through the wire; a shared lock's
+// item keeps a shared kind (the wire says only "shared").
+func TestExtend(t *testing.T) {
+	for _, r := range []engine.ExtendRequest{
+		{Name: "n", Owner: "o", TTL: time.Second},
+		{Name: "n", Owner: "w", TTL: 3 * time.Second, Waiter: true, Kind: engine.Semaphore},
+	} {
+		if got := Extend("n", ExtendItem(r), r.TTL); got != r {
+			t.Errorf("%+v came back as %+v", r, got)
+		}
+	}
+	if got := ExtendItem(engine.ExtendRequest{Name: "n", Owner: "o", TTL: time.Microsecond}); got.TTLMs != 1 {
+		t.Errorf("a ttl under 1 ms is sent as %d ms, want 1", got.TTLMs)
 	}
 }

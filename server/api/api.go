@@ -243,7 +243,7 @@ type ExtendRequest struct {
 	// missing when it is not.
 	Waiter bool `json:"waiter,omitempty"`
 	// Shared: the lock (or the waiter's queue) is a shared lock's, a
-	// semaphore or a reader-writer lock (engine.ExtendRequest.Shared).
+	// semaphore or a reader-writer lock (a shared engine.ExtendRequest.Kind).
 	Shared bool `json:"shared,omitempty"`
 }
 
