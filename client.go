@@ -119,8 +119,10 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 type Info = engine.Info
 
 // Inspect reports who holds the lock name (Info.Holders lists them), its
-// metadata, its time left, its fencing high-water and how many wait for it.
-// It changes nothing.
+// metadata, its time left, its fencing high-water and how many wait for it,
+// whatever its kind (a semaphore or a reader-writer lock: Info.Kind,
+// Info.Limit, and each holder's weight, as Semaphore.Inspect and
+// RWMutex.Inspect report it). It changes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if err := c.check(ctx, name); err != nil {
 		return Info{}, err

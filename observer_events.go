@@ -131,13 +131,7 @@ func (ob *observation) waiting(a *attempt) {
 	// Close, through a.ctx).
 	ctx, cancel := context.WithTimeout(a.ctx, waitingInspectBound)
 	defer cancel()
-	var info engine.Info
-	var err error
-	if s, ok := a.c.eng.(engine.Sharer); ok && a.o.shared() {
-		info, err = s.InspectShared(ctx, a.name)
-	} else {
-		info, err = a.c.eng.Inspect(ctx, a.name)
-	}
+	info, err := a.c.eng.Inspect(ctx, a.name)
 	ev := ob.ev
 	if err == nil {
 		ev.Holders = info.Holders

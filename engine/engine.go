@@ -57,7 +57,12 @@ type Engine interface {
 	// its last hold goes, and the head of the queue is woken if it fits.
 	Release(ctx context.Context, r ReleaseRequest) (ReleaseResult, error)
 
-	// Inspect reports the state of the lock without changing it.
+	// Inspect reports the state of the lock name without changing it,
+	// whatever its kind: a shared lock's (an engine that implements
+	// Sharer) with Kind, Limit and Holders (owner, weight, holds, token,
+	// time left, metadata; Token is the highest holder token), a mutex's
+	// otherwise. An engine that keeps the two kinds' records apart reads
+	// both in the call that runs anyway and picks by Describe.
 	Inspect(ctx context.Context, name string) (Info, error)
 
 	// Subscribe registers interest in releases of name. The returned
@@ -317,7 +322,7 @@ type Info struct {
 	// (distlock.Client.Inspect fills it in from the fields above when the
 	// engine leaves it empty).
 	Holders []Holder
-	// Kind is the kind of the lock (a shared lock's: Sharer.InspectShared);
+	// Kind is the kind of the lock (a shared lock's: Sharer);
 	// Mutex for a mutex. Limit is a shared lock's number of permits.
 	Kind  Kind
 	Limit int
@@ -326,6 +331,16 @@ type Info struct {
 	// parts that answered (see PartialError). Nil when every part
 	// answered.
 	Partial *PartialError
+}
+
+// Narrow is i as a view of one kind: i itself when it describes a shared
+// lock (shared) or a mutex (!shared), else the view of a name without a
+// lock of that kind: its Name, HighWater and Partial only.
+func (i Info) Narrow(shared bool) Info {
+	if i.Kind.Shared() == shared {
+		return i
+	}
+	return Info{Name: i.Name, HighWater: i.HighWater, Partial: i.Partial}
 }
 
 // MaxQueueListed bounds Info.Queue.

@@ -158,3 +158,23 @@ func path[F any](k Kind, mutex, shared F, hasShared bool) (F, error) {
 func unknownKind(k Kind) error {
 	return &ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a lock kind", uint8(k))}
 }
+
+// Describe is the one view Inspect gives of a name whose mutex and shared
+// lock an engine keeps apart (mutex and shared, read together): the shared
+// lock's while its holders hold it or its waiters wait; else the mutex's
+// while it is held or waited for; else the shared lock's when its kind is
+// stored (a free semaphore keeps its limit); else the mutex's. HighWater
+// is the higher of the two.
+func Describe(mutex, shared Info) Info {
+	info := mutex
+	switch {
+	case shared.Kind == Mutex:
+	case shared.Held || shared.Waiters > 0:
+		info = shared
+	case mutex.Held || mutex.Waiters > 0:
+	default:
+		info = shared
+	}
+	info.HighWater = max(mutex.HighWater, shared.HighWater)
+	return info
+}

@@ -51,3 +51,35 @@ func TestCheckKind(t *testing.T) {
 		t.Errorf("CheckKind of a mutex allocates %v times", n)
 	}
 }
+
+// TestDescribe: the view Inspect gives of a name whose mutex and shared
+// lock are kept apart, and Narrow's view of one kind.
+func TestDescribe(t *testing.T) {
+	held := Info{Name: "n", Held: true, Owner: "o", HighWater: 5}
+	free := Info{Name: "n", HighWater: 7}
+	sem := Info{Name: "n", Kind: Semaphore, Limit: 2, Held: true, Holders: []Holder{{Owner: "p", Weight: 1}}, HighWater: 6}
+	stored := Info{Name: "n", Kind: Semaphore, Limit: 2}
+	for _, tc := range []struct {
+		what          string
+		mutex, shared Info
+		kind          Kind
+		held          bool
+	}{
+		{"a held mutex, no shared lock", held, Info{Name: "n"}, Mutex, true},
+		{"a held mutex, a stored free semaphore", held, stored, Mutex, true},
+		{"a held semaphore", free, sem, Semaphore, true},
+		{"a stored free semaphore", free, stored, Semaphore, false},
+		{"nothing", free, Info{Name: "n"}, Mutex, false},
+	} {
+		got := Describe(tc.mutex, tc.shared)
+		if got.Kind != tc.kind || got.Held != tc.held || got.HighWater != max(tc.mutex.HighWater, tc.shared.HighWater) {
+			t.Errorf("%s: %+v", tc.what, got)
+		}
+	}
+	if got := Describe(held, stored).Narrow(true); got.Held || got.Kind != Mutex || got.HighWater != 5 {
+		t.Errorf("a held mutex narrowed to its shared lock: %+v", got)
+	}
+	if got := sem.Narrow(true); got.Kind != Semaphore || !got.Held {
+		t.Errorf("a semaphore narrowed to itself: %+v", got)
+	}
+}

@@ -34,13 +34,9 @@ var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read loc
 
 // Sharer is implemented by engines that keep shared locks: their Acquire
 // and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
-// and Extend renews their holders and their waiters' heartbeats
-// (a shared ExtendRequest.Kind).
+// Extend renews their holders and their waiters' heartbeats (a shared
+// ExtendRequest.Kind), and Inspect describes them.
 type Sharer interface {
-	// InspectShared describes the shared lock: Kind, Limit, and Holders
-	// (owner, weight in Count, token, time left, metadata). Held reports
-	// that anyone holds it; Token is the highest holder token.
-	InspectShared(ctx context.Context, name string) (Info, error)
 	// SetLimit changes a semaphore's limit (creating it when it does not
 	// exist). Holders above a smaller limit keep their permits; new ones
 	// are granted when they fit under it; queued waiters keep their

@@ -138,7 +138,7 @@ func (c crossKind) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	if r.Kind.Shared() {
 		return c.mutable.Acquire(ctx, r)
 	}
-	if info, err := c.InspectShared(ctx, r.Name); err == nil && info.Held {
+	if info, err := c.Inspect(ctx, r.Name); err == nil && info.Held && info.Kind.Shared() {
 		return engine.Grant{Acquired: true, Token: info.HighWater + 1, Count: 1}, nil
 	}
 	return c.mutable.Acquire(ctx, r)

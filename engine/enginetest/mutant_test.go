@@ -156,7 +156,7 @@ func (f forgetful) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 type oldLimit struct{ *memory.Engine }
 
 func (o oldLimit) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	if info, err := o.InspectShared(ctx, r.Name); err == nil && r.Kind == engine.Semaphore && info.Kind == engine.Semaphore && info.Limit != r.Limit {
+	if info, err := o.Inspect(ctx, r.Name); err == nil && r.Kind == engine.Semaphore && info.Kind == engine.Semaphore && info.Limit != r.Limit {
 		return engine.Grant{}, &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d", r.Name, info.Limit, r.Limit)}
 	}
 	return o.Engine.Acquire(ctx, r)

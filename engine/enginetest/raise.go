@@ -18,9 +18,8 @@ import (
 // above it within the bounds are raised.
 func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 	t.Helper()
-	sh, ok := e.(engine.Sharer)
-	fr, ok2 := e.(engine.SharedFenceRaiser)
-	if !ok || !ok2 {
+	fr, ok := e.(engine.SharedFenceRaiser)
+	if !ok {
 		t.Fatalf("%T raises no shared fences", e)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -33,7 +32,7 @@ func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 	}
 	holder := func() (token, hw uint64) {
 		t.Helper()
-		info, err := sh.InspectShared(ctx, name)
+		info, err := e.Inspect(ctx, name)
 		if err != nil || len(info.Holders) != 1 {
 			t.Fatalf("inspect: %+v, %v", info, err)
 		}

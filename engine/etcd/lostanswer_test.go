@@ -162,7 +162,7 @@ func TestLostAnswers(t *testing.T) {
 	if res, err = e.Release(ctx, engine.ReleaseRequest{Name: sem.Name, Owner: "s", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 		t.Fatalf("semaphore release of the last hold, its answer lost: %+v, %v", res, err)
 	}
-	if info, err = e.InspectShared(ctx, sem.Name); err != nil || info.Held {
+	if info, err = e.Inspect(ctx, sem.Name); err != nil || info.Held {
 		t.Fatalf("after the semaphore's last release: %+v, %v; want free", info, err)
 	}
 	if faults.lost != 6 {

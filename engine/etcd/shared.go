@@ -678,17 +678,19 @@ func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st 
 	return st, false, gone, err
 }
 
-// InspectShared implements engine.Sharer: one read of the name's keys and
-// each holder's lease time to live (whole seconds, rounded up).
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.check(ctx); err != nil {
-		return engine.Info{}, err
-	}
+// inspectShared reads name's keys and describes its shared lock.
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
 	st, err := e.readShared(ctx, name)
 	if err != nil {
 		return engine.Info{}, err
 	}
-	info := engine.Info{Name: name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w sharedWaiterKV) string { return w.id })}
+	return e.sharedInfo(ctx, st)
+}
+
+// sharedInfo describes the shared lock whose keys st holds, with each
+// holder's lease time to live (whole seconds, rounded up).
+func (e *Engine) sharedInfo(ctx context.Context, st *sharedState) (engine.Info, error) {
+	info := engine.Info{Name: st.name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w sharedWaiterKV) string { return w.id })}
 	if st.limit == 0 {
 		return info, nil
 	}

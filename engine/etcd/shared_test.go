@@ -120,7 +120,7 @@ func TestShared(t *testing.T) {
 				t.Fatalf("Extend to %v: %+v, %v; want Extended with token %d", ttl, res, err, g.Token)
 			}
 		}
-		info, err := e.InspectShared(ctx, "extend")
+		info, err := e.Inspect(ctx, "extend")
 		if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL <= 2*time.Second {
 			t.Fatalf("after the move to 5s: %+v, %v", info, err)
 		}

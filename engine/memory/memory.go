@@ -289,7 +289,8 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := e.check(ctx); err != nil {
 		return engine.Info{}, err
 	}
-	return e.info(name, e.now()), nil
+	now := e.now()
+	return engine.Describe(e.info(name, now), e.sharedInfo(name, e.sharedState(name, now), now)), nil
 }
 
 // RaiseFence implements engine.FenceRaiser: while owner holds the lock,

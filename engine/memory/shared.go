@@ -200,17 +200,6 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	return engine.ReleaseResult{Status: engine.Released}, nil
 }
 
-// InspectShared implements engine.Sharer.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.check(ctx); err != nil {
-		return engine.Info{}, err
-	}
-	now := e.now()
-	return e.sharedInfo(name, e.sharedState(name, now), now), nil
-}
-
 // sharedInfo describes the shared lock s of name (nil: none) at now; the
 // caller holds e.mu.
 func (e *Engine) sharedInfo(name string, s *sharedLock, now time.Time) engine.Info {

@@ -145,14 +145,11 @@ func state(t *testing.T, ctx context.Context, e interface {
 	engine.Sharer
 }, name string) string {
 	t.Helper()
-	info, err := e.Inspect(ctx, name)
+	all, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := e.InspectShared(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info, shared := all.Narrow(false), all.Narrow(true)
 	for i := range shared.Holders {
 		shared.Holders[i].TTL = 0 // runs down
 	}

@@ -66,7 +66,7 @@ func TestReentryExpiryUpgrade(t *testing.T) {
 			t.Fatalf("%+v: %+v, %v", r, g, err)
 		}
 	}
-	info, err := e.InspectShared(ctx, "s")
+	info, err := e.Inspect(ctx, "s")
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL < long/2 {
 		t.Fatalf("a permit re-entered with %v: %+v, %v", short, info, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/distlock/distlock/engine"
@@ -95,16 +96,19 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
 }
 
-// InspectShared implements engine.Sharer: a plain read, no locks. Kind
-// and Limit are zero for a name that is no shared lock; Holders are in
-// token order; HighWater is the name's last token (minted or raised).
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.check(); err != nil {
-		return engine.Info{}, err
+// inspectShared describes the shared lock name: a plain read, no locks.
+// Kind and Limit are zero for a name that is no shared lock; Holders are
+// in token order; HighWater is the name's last token (minted or raised).
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
+	info, err := scanSharedInfo(name, e.pool.QueryRow(ctx, e.sql.inspectShared, name))
+	if err != nil {
+		return engine.Info{}, e.wrap(err)
 	}
-	if err := checkText("name", name); err != nil {
-		return engine.Info{}, err
-	}
+	return info, nil
+}
+
+// scanSharedInfo reads a shared lock's row (the inspectShared statement).
+func scanSharedInfo(name string, row pgx.Row) (engine.Info, error) {
 	var (
 		kind, limit, waiters int32
 		hw                   int64
@@ -114,10 +118,9 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		ids                  []string
 		us                   []int64
 	)
-	err := e.pool.QueryRow(ctx, e.sql.inspectShared, name).
-		Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata, &ids, &us)
+	err := row.Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata, &ids, &us)
 	if err != nil {
-		return engine.Info{}, e.wrap(err)
+		return engine.Info{}, err
 	}
 	info := engine.Info{Name: name, Kind: engine.Kind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
 		Queue: queueList(ids, us)}

@@ -164,9 +164,9 @@ func TestSharedOneStatement(t *testing.T) {
 	if g, err := e.Acquire(ctx, sem("e", "", 1)); err != nil || g.Acquired || !g.Reserved {
 		t.Fatalf("a newcomer ahead of the queue: %+v, %v", g, err)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || info.Kind != engine.Semaphore || info.Limit != 3 || info.Held || info.Waiters != 2 {
-		t.Fatalf("InspectShared: %+v, %v", info, err)
+		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
 	if err := e.LeaveShared(ctx, name, "wc"); err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func TestSharedMutexApart(t *testing.T) {
 	if _, err := e.SetLimit(ctx, name, 2); !errors.As(err, &ae) {
 		t.Fatalf("SetLimit of a name held as a mutex: %v", err)
 	}
-	if info, err := e.InspectShared(ctx, name); err != nil || info.Kind != 0 {
+	if info, err := e.Inspect(ctx, name); err != nil || info.Kind != 0 {
 		t.Fatalf("a refused call made the shared lock: %+v, %v", info, err)
 	}
 	_, _ = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "m"})
@@ -215,7 +215,7 @@ func TestSharedMutexApart(t *testing.T) {
 	if ok, err := e.RaiseSharedFence(ctx, name, "nobody", raised+1); err != nil || ok {
 		t.Fatalf("RaiseSharedFence of no holder: %v, %v", ok, err)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Token != raised || info.HighWater != raised {
 		t.Fatalf("after the raise: %+v, %v", info, err)
 	}

@@ -36,22 +36,22 @@ func TestKindRefusedNotNoQuorum(t *testing.T) {
 		for i, n := range nodes {
 			if !eventually(5*time.Second, func() bool {
 				info, err := n.Inspect(ctx, "k")
-				return err == nil && !info.Held
+				return err == nil && !info.Narrow(false).Held
 			}) {
 				t.Fatalf("node %d keeps the refused mutex", i)
 			}
-			if info, _ := n.InspectShared(ctx, "k"); (i < 3) != info.Held {
+			if info, _ := n.Inspect(ctx, "k"); (i < 3) != info.Held {
 				t.Fatalf("node %d after the refusal: %+v", i, info)
 			}
 		}
 	}
 }
 
-// TestInspectSharedKindOfMajority: a shared lock's kind and limit kept by a
+// TestInspectKindOfMajority: a shared lock's kind and limit kept by a
 // minority of the nodes (what a grant refused or rolled back there leaves:
 // a node that missed the name's mutex took the shared grant and was
 // released) are not the quorum's; a majority's are.
-func TestInspectSharedKindOfMajority(t *testing.T) {
+func TestInspectKindOfMajority(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	nodes := newMemNodes(t, 3)
@@ -67,11 +67,11 @@ func TestInspectSharedKindOfMajority(t *testing.T) {
 		}
 	}
 	take(nodes[0])
-	if info, err := q.InspectShared(ctx, "k"); err != nil || info.Kind != 0 || info.Limit != 0 {
+	if info, err := q.Inspect(ctx, "k"); err != nil || info.Kind != 0 || info.Limit != 0 {
 		t.Fatalf("one node of three keeps the kind: %+v, %v; want no kind", info, err)
 	}
 	take(nodes[1])
-	if info, err := q.InspectShared(ctx, "k"); err != nil || info.Kind != engine.RWLock || info.Limit != engine.RWPermits {
+	if info, err := q.Inspect(ctx, "k"); err != nil || info.Kind != engine.RWLock || info.Limit != engine.RWPermits {
 		t.Fatalf("two nodes of three keep the kind: %+v, %v; want the reader-writer lock's", info, err)
 	}
 }

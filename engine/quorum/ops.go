@@ -642,43 +642,61 @@ func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 	return false, nil
 }
 
-// Inspect implements engine.Engine: the holder is the owner that holds the
-// lock on a majority (if any); its token is the settled one, which a
-// majority of the nodes report (0 while no token has a majority: phase 2
-// has not reached a majority yet), and its metadata the value most of
-// those nodes have; the high-water is the highest any node has. Every node
-// is asked in parallel within the per-node timeout; a majority must
-// answer, and when some nodes did not, Info.Partial names them (a holder
-// reported is then still held on a majority, but a lock reported free may
-// be held on a majority that includes them).
+// Inspect implements engine.Engine: every node is asked in parallel
+// within the per-node timeout (each describes the name whatever its kind);
+// a majority must answer, and when some nodes did not, Info.Partial names
+// them (a holder reported is then still held on a majority, but a lock
+// reported free may be held on a majority that includes them). When a
+// majority describe a shared lock, the view is sharedView's, else
+// mutexView's.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
 		return n.eng.Inspect(ctx, name)
 	}, nil, nil)
+	failed, shared := 0, 0
+	for _, x := range rs {
+		switch {
+		case x.err != nil:
+			failed++
+		case x.v.Kind.Shared():
+			shared++
+		}
+	}
+	if len(e.nodes)-failed < e.majority {
+		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	if shared >= e.majority {
+		return e.sharedView(name, rs), nil
+	}
+	return e.mutexView(name, rs), nil
+}
+
+// mutexView is the mutex the nodes describe (rs): the holder is the owner
+// that holds the lock on a majority (if any); its token is the settled one, which a
+// majority of the nodes report (0 while no token has a majority: phase 2
+// has not reached a majority yet), and its metadata the value most of
+// those nodes have; the high-water is the highest any node has. A node
+// that describes a shared lock holds no mutex.
+func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
 	votes := map[string]int{}
-	failed := 0
 	for _, x := range rs {
 		if x.err != nil {
-			failed++
 			continue
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
 		info.Waiters = max(info.Waiters, x.v.Waiters)
 		info.Subscribers = max(info.Subscribers, x.v.Subscribers)
-		if x.v.Held {
+		if x.v.Held && !x.v.Kind.Shared() {
 			votes[x.v.Owner]++
 		}
-	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	info.Partial = partial(e, rs)
 	var counts []int
 	var ttls []time.Duration
 	tokens := map[uint64]int{}
 	for _, x := range rs {
-		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
+		if x.err == nil && x.v.Held && !x.v.Kind.Shared() && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
 				hw, w, s := info.HighWater, info.Waiters, info.Subscribers
 				p := info.Partial
@@ -713,7 +731,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		slices.SortFunc(ttls, func(a, b time.Duration) int { return cmp.Compare(untilExpiry(a), untilExpiry(b)) })
 		info.TTL = ttls[len(ttls)-e.majority]
 	}
-	return info, nil
+	return info
 }
 
 // raiseFence runs phase 2 on one node.

@@ -263,22 +263,14 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
 }
 
-// InspectShared implements engine.Sharer: the kind and limit are those a
-// majority of the nodes keep (none: 0); the holders are the owners that
-// hold permits on a majority of the nodes, each with the weight, holds,
-// token and time left that a majority confirms; the high-water and the
-// waiters are the highest any node reports. As Inspect, it asks every
-// node in parallel within the per-node timeout, needs a majority, and
-// names the nodes that did not answer in Info.Partial.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.sharers(); err != nil {
-		return engine.Info{}, err
-	}
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
-		return n.eng.(engine.Sharer).InspectShared(ctx, name)
-	}, nil, nil)
+// sharedView is the shared lock the nodes describe (rs, Inspect's): the
+// kind and limit are those a majority of the nodes keep; the holders are
+// the owners that hold permits on a majority of the nodes, each with the
+// weight, holds, token and time left that a majority confirms; the
+// high-water is the highest any node reports, the waiters the most any
+// node describing the shared lock reports.
+func (e *Engine) sharedView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
-	failed := 0
 	kinds := map[[2]int]int{} // (kind, limit) -> nodes
 	type seen struct {
 		weights, counts []int
@@ -289,14 +281,14 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	holders := map[string]*seen{}
 	for _, x := range rs {
 		if x.err != nil {
-			failed++
 			continue
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
-		info.Waiters = max(info.Waiters, x.v.Waiters)
-		if x.v.Kind != 0 {
-			kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
+		if !x.v.Kind.Shared() {
+			continue // a node that describes the mutex holds no permits
 		}
+		info.Waiters = max(info.Waiters, x.v.Waiters)
+		kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
 		for _, h := range x.v.Holders {
 			s := holders[h.Owner]
 			if s == nil {
@@ -309,9 +301,6 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 			s.tokens[h.Token]++
 			s.metadata[h.Metadata]++
 		}
-	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	info.Partial = partial(e, rs)
 	// The kind and limit a majority of the nodes keep: a minority's can be
@@ -345,7 +334,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		return cmp.Or(cmp.Compare(a.Token, b.Token), cmp.Compare(a.Owner, b.Owner))
 	})
 	info.Held = len(info.Holders) > 0
-	return info, nil
+	return info
 }
 
 // SetLimit implements engine.Sharer: a limit of 1 only (see

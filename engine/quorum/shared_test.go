@@ -104,7 +104,7 @@ func TestSemaphoreLimitRefused(t *testing.T) {
 		t.Fatalf("SetLimit 2: %v, want ErrSemaphoreLimit", err)
 	}
 	for i, n := range nodes {
-		if info, _ := n.InspectShared(ctx, "s"); info.Kind != 0 {
+		if info, _ := n.Inspect(ctx, "s"); info.Kind != 0 {
 			t.Fatalf("node %d keeps a semaphore after the refusals: %+v", i, info)
 		}
 	}

@@ -419,11 +419,16 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 	return n == 1, raiseError(err, token)
 }
 
-// Inspect implements engine.Engine: one pipelined round trip.
+// Inspect implements engine.Engine: one pipelined round trip reads the
+// mutex's keys and runs the shared inspect script, and engine.Describe
+// picks the view. A name whose shared keys are no distlock shared lock's
+// (a reply error) is described as a mutex.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var r lockReads
+	var sh *goredis.Cmd
 	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		r = e.readLock(ctx, p, name)
+		sh = e.readShared(ctx, p, name)
 		return nil
 	})
 	if err != nil && !isReplyError(err) {
@@ -433,7 +438,18 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err == nil {
 		err = e.countClassicSubscribers(ctx, &info)
 	}
-	return info, err
+	if err != nil {
+		return engine.Info{}, err
+	}
+	shared := engine.Info{Name: name}
+	if res, serr := sh.Slice(); serr == nil {
+		if shared, err = sharedInfo(name, res); err != nil {
+			return engine.Info{}, err
+		}
+	} else if !isReplyError(serr) {
+		return engine.Info{}, serr
+	}
+	return engine.Describe(info, shared), nil
 }
 
 // countClassicSubscribers sets info.Subscribers with classic pub/sub on

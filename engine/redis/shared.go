@@ -189,13 +189,24 @@ type sharedHolder struct {
 	Metadata string `json:"m"`
 }
 
-// InspectShared implements engine.Sharer. Info.Queue lists the first
-// engine.MaxQueueListed waiters in arrival order.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+// inspectShared describes the shared lock name (List's view). Info.Queue
+// lists the first engine.MaxQueueListed waiters in arrival order.
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
 	res, err := e.runShared(ctx, sharedInspectScript, name, engine.MaxQueueListed).Slice()
 	if err != nil {
 		return engine.Info{}, err
 	}
+	return sharedInfo(name, res)
+}
+
+// readShared queues the shared inspect script of name on p (Inspect's
+// pipeline); sharedInfo reads its reply.
+func (e *Engine) readShared(ctx context.Context, p goredis.Pipeliner, name string) *goredis.Cmd {
+	return p.Eval(ctx, sharedInspectScript.Source(), e.sharedKeys(name), e.fenceMS, e.publish, engine.MaxQueueListed)
+}
+
+// sharedInfo reads the shared inspect script's reply res for name.
+func sharedInfo(name string, res []any) (engine.Info, error) {
 	bad := func() (engine.Info, error) {
 		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v", res)
 	}

@@ -102,7 +102,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if err := e.LeaveShared(ctx, name, "w"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.InspectShared(ctx, name); err != nil {
+		if _, err := e.Inspect(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
@@ -264,7 +264,7 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 			t.Fatalf("%d pipelines and %d commands for one Extend", n, rt.single.Load())
 		}
 	}
-	info, err := e.InspectShared(ctx, "s")
+	info, err := e.Inspect(ctx, "s")
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL < time.Minute+50*time.Second {
 		t.Fatalf("the holder's ttl was not renewed: %+v, %v", info, err)
 	}
@@ -380,7 +380,7 @@ func TestSharedReentryAndRelease(t *testing.T) {
 	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "me", Kind: engine.Semaphore}); err != nil || res.Status != engine.NotHeld {
 		t.Fatalf("release of nothing: %+v, %v", res, err)
 	}
-	info, err := e.InspectShared(ctx, "re")
+	info, err := e.Inspect(ctx, "re")
 	if err != nil || info.Held || info.Limit != 2 || info.HighWater == 0 || info.Kind != engine.Semaphore {
 		t.Fatalf("after the last release: %+v, %v", info, err)
 	}

@@ -358,15 +358,17 @@ func (e *Engine) holds(ctx context.Context, name, owner string, shared bool) (bo
 	return false, nil
 }
 
-// Inspect implements engine.Engine. The holder's owner token is reported
-// only when the token's role is admin (or the server has no tokens).
+// Inspect implements engine.Engine: GET /v1/locks/{name}, which describes
+// the name whatever its kind. Holders' owner tokens are reported only when
+// the token's role is admin (or the server has no tokens); otherwise a
+// shared lock's holder is "holder:" and the holder's id.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=mutex", nil, &out); err != nil {
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
 		return engine.Info{}, err
 	}
-	if out.Kind != "" { // a server that did not know kind=mutex
-		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
+	if out.Kind != "" {
+		return fromSharedInfo(out), nil
 	}
 	return fromLockInfo(out), nil
 }

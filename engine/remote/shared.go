@@ -6,30 +6,17 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
 // Shared locks (engine.Sharer) over the server's lock endpoints: the
 // acquire's kind, limit, weight and mode fields, release, leave and extend
-// with shared, GET /v1/locks/{name}?kind=shared and POST
+// with shared, GET /v1/locks/{name} (Inspect) and POST
 // /v1/locks/{name}/limit. A server whose engine keeps no shared locks
 // answers not_supported (errors.ErrUnsupported).
 
 var _ engine.SharedFenceRaiser = (*Engine)(nil)
-
-// InspectShared implements engine.Sharer. Holders' owner tokens are
-// reported only when the token's role is admin (or the server has no
-// tokens); otherwise an owner is "holder:" and the holder's id.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=shared", nil, &out); err != nil {
-		return engine.Info{}, err
-	}
-	if out.Kind == "" {
-		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
-	}
-	return fromSharedInfo(out), nil
-}
 
 // SetLimit implements engine.Sharer.
 func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
@@ -53,11 +40,9 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 // fromSharedInfo reads a shared lock's state.
 func fromSharedInfo(l api.LockInfo) engine.Info {
 	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Token: l.Token, Limit: l.Limit, Partial: partialOf(l.Partial)}
-	switch l.Kind {
-	case api.KindSemaphore:
-		i.Kind = engine.Semaphore
-	case api.KindRWLock:
-		i.Kind, i.Limit = engine.RWLock, engine.RWPermits
+	i.Kind, _ = wire.ParseKind(l.Kind)
+	if i.Kind == engine.RWLock {
+		i.Limit = engine.RWPermits
 	}
 	for _, h := range l.Holders {
 		owner := h.Owner

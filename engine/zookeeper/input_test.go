@@ -71,7 +71,7 @@ func TestSharedBadInput(t *testing.T) {
 			t.Fatalf("%s: %v, want an *engine.ArgumentError", what, err)
 		}
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || info.Held || info.Kind != 0 || info.Limit != 0 || info.Waiters != 0 {
 		t.Fatalf("the refused calls changed the lock: %+v, %v", info, err)
 	}

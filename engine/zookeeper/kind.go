@@ -107,3 +107,20 @@ func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.R
 func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceMutex)
 }
+
+// Inspect implements engine.Engine: it reads the ensemble's clock (a write
+// of the root node's data: the only way to learn it), the line (a mutex's
+// holder and a shared lock's are children of the same line) and the kind
+// record, changing no lock, and describes the name as engine.Describe
+// picks.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	l, now, err := e.inspectLine(ctx, name)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	shared, err := e.sharedInfo(ctx, name, &l, now)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return engine.Describe(l.info(name, now), shared), nil
+}
