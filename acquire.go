@@ -106,7 +106,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	a := &attempt{c: c, ctx: ctx, name: name, o: o, start: time.Now(),
-		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce, Aged: true}}
+		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce, Aged: true,
+			Kind: o.kind, Limit: o.limit, Weight: o.weight}}
 	if o.owner != "" {
 		a.req.Attempt = c.owners.next()
 	}
@@ -264,7 +265,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		// with a random owner, releasing by it is always safe. (Not after
 		// an error that says nothing was done, like a refused token.)
 		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) {
-			c.cleanup(a.name, a.req.Owner, a.o.shared())
+			c.cleanup(a.name, a.req.Owner, a.o.kind)
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
 			// The failure budget ran out while the attempt waited: the
@@ -291,17 +292,10 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	return nil, nil
 }
 
-// send sends the attempt's request: to the engine's Acquire, or for a
-// shared lock to its AcquireShared.
+// send sends the attempt's request to the engine (any kind: the request
+// carries it).
 func (a *attempt) send(ctx context.Context) (engine.Grant, error) {
-	if !a.o.shared() {
-		return a.c.eng.Acquire(ctx, a.req)
-	}
-	s, ok := a.c.eng.(engine.Sharer)
-	if !ok { // checked by acquire; an engine may not change its kind
-		return engine.Grant{}, errors.ErrUnsupported
-	}
-	return s.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: a.req, Kind: a.o.kind, Limit: a.o.limit, Weight: a.o.weight})
+	return a.c.eng.Acquire(ctx, a.req)
 }
 
 // giveUp is the error of a wait that ended for why: the caller's context
@@ -318,7 +312,7 @@ func (a *attempt) giveUp(why error) error {
 func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, age time.Duration, onFail failPolicy) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
 		if onFail == dropHold {
-			c.cleanup(name, owner, o.shared())
+			c.cleanup(name, owner, o.kind)
 		}
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	case err != nil:
 		// The set may have been granted all the same (a lost reply).
 		for _, name := range sorted {
-			c.cleanup(name, owner, false)
+			c.cleanup(name, owner, engine.Mutex)
 		}
 		return nil, c.backendErr(ctx, "acquire", sorted[0], err)
 	case !mg.Acquired:
@@ -150,7 +150,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 		return nil, &LockedError{Name: sorted[mg.Blocked], TTL: g.HolderTTL, Queued: g.Reserved}
 	case len(mg.Tokens) != len(sorted):
 		for _, name := range sorted {
-			c.cleanup(name, owner, false)
+			c.cleanup(name, owner, engine.Mutex)
 		}
 		return nil, &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errShortReply}
 	}
@@ -165,7 +165,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	}
 	if err != nil {
 		for _, name := range sorted {
-			c.cleanup(name, owner, false)
+			c.cleanup(name, owner, engine.Mutex)
 		}
 		return nil, err
 	}

@@ -383,9 +383,9 @@ func (c *countingEngine) ReleaseMulti(ctx context.Context, names, owners []strin
 	return c.Engine.(engine.MultiReleaser).ReleaseMulti(ctx, names, owners)
 }
 
-func (c *countingEngine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (c *countingEngine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	c.singles.Add(1)
-	return c.Engine.Release(ctx, name, owner)
+	return c.Engine.Release(ctx, r)
 }
 
 func (c *countingEngine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {

@@ -121,8 +121,10 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 type Info = engine.Info
 
 // Inspect reports who holds the lock name (Info.Holders lists them), its
-// metadata, its time left, its fencing high-water and how many wait for it.
-// It changes nothing.
+// metadata, its time left, its fencing high-water and how many wait for it,
+// whatever its kind (a semaphore or a reader-writer lock: Info.Kind,
+// Info.Limit, and each holder's weight, as Semaphore.Inspect and
+// RWMutex.Inspect report it). It changes nothing.
 func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if err := c.check(ctx, name); err != nil {
 		return Info{}, err
@@ -333,23 +335,18 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 }
 
 // cleanup releases a grant whose outcome was ambiguous (the reply was lost),
-// in the background, bounded by the release timeout; shared: a shared
-// lock's grant.
-func (c *Client) cleanup(name, owner string, shared bool) {
+// in the background, bounded by the release timeout; kind is the lock's.
+func (c *Client) cleanup(name, owner string, kind engine.Kind) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		ctx, cancel := c.releaseContext(context.Background())
 		defer cancel()
-		_, _ = c.release(ctx, name, owner, shared)
+		_, _ = c.release(ctx, name, owner, kind)
 	}()
 }
 
-// release drops one hold of owner on name: a mutex's, or (shared) a shared
-// lock's.
-func (c *Client) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
-	if s, ok := c.eng.(engine.Sharer); ok && shared {
-		return s.ReleaseShared(ctx, name, owner)
-	}
-	return c.eng.Release(ctx, name, owner)
+// release drops one hold of owner on name, a lock of kind.
+func (c *Client) release(ctx context.Context, name, owner string, kind engine.Kind) (engine.ReleaseResult, error) {
+	return c.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: kind})
 }

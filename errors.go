@@ -72,7 +72,7 @@ type LockedError struct {
 	// Kind is the kind of the shared lock asked for (engine.Semaphore,
 	// engine.RWLock); 0 for a mutex. Weight is the permits asked for (an
 	// RW lock's reader 1, its writer engine.RWPermits).
-	Kind   engine.SharedKind
+	Kind   engine.Kind
 	Weight int
 }
 

@@ -50,10 +50,10 @@ type Lease struct {
 	owner     string
 	token     uint64
 	autoRenew bool
-	shared    bool      // a shared lock's (engine.Sharer): a permit or a reader's or writer's lease
-	reentered bool      // the grant was a re-entry: the owner held the lock already
-	granted   time.Time // when the grant was sent
-	holdEnd   time.Time // WithMaxHold's end (zero: none); the deadline never passes it
+	kind      engine.Kind // the lock's kind (a shared lock's, engine.Sharer: a permit or a reader's or writer's lease)
+	reentered bool        // the grant was a re-entry: the owner held the lock already
+	granted   time.Time   // when the grant was sent
+	holdEnd   time.Time   // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
 	parent    context.Context // the acquiring context, for Context's values
 	obs       *observation    // the EventObserver's view of the hold (nil: none)
@@ -77,7 +77,7 @@ type Lease struct {
 // from valid (sent, or earlier: engine.Grant.Age).
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent, valid time.Time) *Lease {
 	l := &Lease{
-		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew, shared: o.shared(),
+		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew, kind: o.kind,
 		granted: sent,
 		done:    make(chan struct{}),
 		ttl:     o.ttl,
@@ -204,7 +204,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Shared: l.shared})
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Kind: l.kind})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -277,7 +277,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
 	l.awaitExtension(rctx)
-	res, err := l.c.release(rctx, l.name, l.owner, l.shared)
+	res, err := l.c.release(rctx, l.name, l.owner, l.kind)
 	return l.released(res, err, prev)
 }
 
@@ -533,7 +533,7 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 
 // requestLocked is the lease's renewal request; l.mu is held.
 func (l *Lease) requestLocked() engine.ExtendRequest {
-	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Shared: l.shared}
+	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Kind: l.kind}
 }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.

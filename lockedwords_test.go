@@ -23,7 +23,7 @@ func TestLockedErrorSaysWhatIsTheCase(t *testing.T) {
 	defer cancel()
 	c := distlock.New(memory.New())
 	defer c.Close()
-	locked := func(what string, err error, kind engine.SharedKind, queued bool, says string, never ...string) {
+	locked := func(what string, err error, kind engine.Kind, queued bool, says string, never ...string) {
 		t.Helper()
 		var le *distlock.LockedError
 		if !errors.As(err, &le) || le.Kind != kind || le.Queued != queued {

@@ -50,7 +50,7 @@ type EventObserver interface {
 // Event describes one step of a lock call or lease for an EventObserver.
 type Event struct {
 	// Name is the lock's name; Kind "mutex", "semaphore" or "rwlock"
-	// (engine.SharedKind's names); Engine the node's name as errors give it,
+	// (engine.Kind's names); Engine the node's name as errors give it,
 	// else the engine's package ("memory").
 	Name, Kind, Engine string
 	// Owner is the grant's owner token: the explicit owner (WithOwner)
@@ -131,13 +131,7 @@ func (ob *observation) waiting(a *attempt) {
 	// Close, through a.ctx).
 	ctx, cancel := context.WithTimeout(a.ctx, waitingInspectBound)
 	defer cancel()
-	var info engine.Info
-	var err error
-	if s, ok := a.c.eng.(engine.Sharer); ok && a.o.shared() {
-		info, err = s.InspectShared(ctx, a.name)
-	} else {
-		info, err = a.c.eng.Inspect(ctx, a.name)
-	}
+	info, err := a.c.eng.Inspect(ctx, a.name)
 	ev := ob.ev
 	if err == nil {
 		ev.Holders = info.Holders

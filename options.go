@@ -38,7 +38,7 @@ type options struct {
 	weightSet bool // WithWeight was given
 	weightRW  bool // WithWeight was given to an RWMutex
 	// A shared lock's call (Semaphore, RWMutex): its kind and limit.
-	kind  engine.SharedKind
+	kind  engine.Kind
 	limit int
 	// WithMaxHold's (maxhold.go)
 	maxHold    time.Duration

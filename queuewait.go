@@ -82,7 +82,7 @@ func (w *queueWaiter) renewDue(now time.Time) (bool, time.Time) {
 
 // sending implements renewable: a heartbeat is sent whenever due.
 func (w *queueWaiter) sending() (engine.ExtendRequest, bool) {
-	return engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true, Shared: w.a.o.shared()}, true
+	return engine.ExtendRequest{Name: w.a.name, Owner: w.id, TTL: WaiterTTL, Waiter: true, Kind: w.a.o.kind}, true
 }
 
 // Deadline implements renewable: when the entry's deadline passes.

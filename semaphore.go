@@ -105,18 +105,19 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
 // exist) and its waiters. It changes nothing.
 func (s *Semaphore) Inspect(ctx context.Context) (Info, error) { return s.c.inspectShared(ctx, s.name) }
 
-// inspectShared reports a shared lock.
+// inspectShared reports a shared lock: the engine's Inspect, which
+// describes the name whatever its kind; a name that is no shared lock (a
+// mutex's, or none) is reported as a shared lock that does not exist.
 func (c *Client) inspectShared(ctx context.Context, name string) (Info, error) {
 	if err := c.check(ctx, name); err != nil {
 		return Info{}, err
 	}
-	sh, ok := c.eng.(engine.Sharer)
-	if !ok {
+	if _, ok := c.eng.(engine.Sharer); !ok {
 		return Info{}, &UnsupportedError{Feature: "shared locks", Engine: c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
 	}
-	info, err := sh.InspectShared(ctx, name)
+	info, err := c.eng.Inspect(ctx, name)
 	if err != nil {
 		return Info{}, c.backendErr(ctx, "inspect", name, err)
 	}
-	return info, nil
+	return info.Narrow(true), nil
 }

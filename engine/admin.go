@@ -16,7 +16,7 @@ import (
 type Lister interface {
 	// List returns the locks currently held, of every kind, whose names
 	// start with prefix: a mutex as Inspect describes it, a shared lock
-	// (held or waited for) as Sharer.InspectShared does (Kind, Limit,
+	// (held or waited for) as Inspect describes it too (Kind, Limit,
 	// Holders); every lock for "". It returns them one page at a time. cursor is "" for the first
 	// page and the next of the previous page afterwards; the listing is
 	// complete when next is "". limit is a hint of how many locks one page
@@ -75,8 +75,8 @@ type LeakFinder interface {
 // view of the parts that answered, not a proof: a lock held on a majority
 // that includes a silent part may be missing from it.
 //
-// Read-only and admin answers carry it instead of failing: Inspect and
-// Sharer.InspectShared in Info.Partial (nil when every part answered),
+// Read-only and admin answers carry it instead of failing: Inspect in
+// Info.Partial (nil when every part answered),
 // Lister.List and LeakFinder.Leaks as their error, returned together with
 // the page of the parts that answered (errors.As tells it from a failure;
 // a caller that does not look for it treats the page as failed, as

@@ -26,6 +26,19 @@ type Engine interface {
 	// greater than every token minted before for the same name.
 	// When another owner holds the lock, Acquire returns Acquired=false
 	// with that holder and its time left; that is not an error.
+	//
+	// r.Kind says what is asked for (CheckKind: bad kind fields are an
+	// *ArgumentError and change nothing). For a shared kind (an engine
+	// that implements Sharer; others answer UnsupportedKind), Acquire
+	// grants r.Weight permits to r.Owner when they are free and nobody
+	// waits ahead of it (r.Waiter at the head is not ahead of itself), or
+	// re-enters when r.Owner holds the lock already with the same weight
+	// (the hold count goes up; a replayed Attempt does not). A refusal
+	// reports the soonest holder's time left (HolderTTL: when permits may
+	// come back without a release) and, for a waiter, that it is queued.
+	// An owner that holds another weight is refused with ErrUpgrade (a
+	// reader asking to write) or an *ArgumentError; so is a name that is a
+	// lock of another kind (KindError).
 	Acquire(ctx context.Context, r AcquireRequest) (Grant, error)
 
 	// Extend sets the time to live of each listed lock that is still held
@@ -36,12 +49,20 @@ type Engine interface {
 	// in ExtendResult.Err.
 	Extend(ctx context.Context, rs []ExtendRequest) ([]ExtendResult, error)
 
-	// Release drops one hold of owner on the lock. When the last hold is
-	// dropped, the lock is freed and waiters subscribed to name are woken
-	// (at least when a Waiting acquire found the lock held since its grant).
-	Release(ctx context.Context, name, owner string) (ReleaseResult, error)
+	// Release drops one hold of r.Owner on the lock r.Name of kind
+	// r.Kind. When the last hold is dropped, the lock is freed and waiters
+	// subscribed to the name are woken (at least when a Waiting acquire
+	// found the lock held since its grant). For a shared kind (Sharer;
+	// others answer UnsupportedKind), the owner's permits come back when
+	// its last hold goes, and the head of the queue is woken if it fits.
+	Release(ctx context.Context, r ReleaseRequest) (ReleaseResult, error)
 
-	// Inspect reports the state of the lock without changing it.
+	// Inspect reports the state of the lock name without changing it,
+	// whatever its kind: a shared lock's (an engine that implements
+	// Sharer) with Kind, Limit and Holders (owner, weight, holds, token,
+	// time left, metadata; Token is the highest holder token), a mutex's
+	// otherwise. An engine that keeps the two kinds' records apart reads
+	// both in the call that runs anyway and picks by Describe.
 	Inspect(ctx context.Context, name string) (Info, error)
 
 	// Subscribe registers interest in releases of name. The returned
@@ -68,6 +89,23 @@ type AcquireRequest struct {
 	//
 	// A one-off owner (OneOff) sends its owner as Attempt.
 	Attempt string
+	// Kind is the kind of lock asked for: Mutex (the zero value), or a
+	// shared lock (Semaphore, RWLock) with Limit and Weight. A shared
+	// request ignores Fair, Behind and NoReserve: a shared lock's queue is
+	// always first come, first served, with weights (see Sharer;
+	// AcquireByKind clears them). The rules of the three fields are
+	// CheckKind's and CheckShared's.
+	Kind Kind
+	// Limit makes a semaphore that does not exist; once it exists, its
+	// stored limit governs and a request that declares another is served
+	// under it (Sharer.SetLimit changes it). An RW lock has RWPermits; a
+	// mutex none (0).
+	Limit int
+	// Weight is the number of permits a shared request takes: 1 to the
+	// stored limit (an RW lock's reader 1, its writer RWPermits). Any
+	// other weight, 0 included, is refused with an *ArgumentError
+	// (CheckShared). 0 for a mutex.
+	Weight int
 	// OneOff marks a one-off owner that never re-enters (the Client's
 	// random owner tokens): releasing by that owner drops exactly this
 	// grant, so a quorum may release it in the background when its outcome
@@ -161,9 +199,11 @@ type ExtendRequest struct {
 	// is the waiter's id. The result is Extended while the waiter is
 	// queued, Missing when it is not (dropped or granted).
 	Waiter bool
-	// Shared: the lock (or the waiter's queue) is a shared lock's
-	// (Sharer): a semaphore or a reader-writer lock.
-	Shared bool
+	// Kind is the kind of the lock (or of the waiter's queue), as its
+	// AcquireRequest asked: a shared kind (Sharer: a semaphore or a
+	// reader-writer lock, renewed alike) addresses a shared lock's holder
+	// or waiter, Mutex the mutex's.
+	Kind Kind
 }
 
 // ExtendStatus is the outcome of one extension.
@@ -203,6 +243,17 @@ type ExtendResult struct {
 	// of the queue and the lock is free (or reserved for it): it should try
 	// now. This is how a waiter learns that the head before it died.
 	Wake bool
+}
+
+// ReleaseRequest asks to drop one hold.
+type ReleaseRequest struct {
+	Name  string
+	Owner string
+	// Kind is the kind of lock the hold is of, as its AcquireRequest asked
+	// (the caller knows its lease's kind): the engine dispatches on it once
+	// (ReleaseByKind). A semaphore's and an RW lock's holds are released
+	// alike.
+	Kind Kind
 }
 
 // ReleaseResult is the answer to a release.
@@ -271,15 +322,25 @@ type Info struct {
 	// (distlock.Client.Inspect fills it in from the fields above when the
 	// engine leaves it empty).
 	Holders []Holder
-	// Kind is the kind of a shared lock (Sharer.InspectShared); zero for
-	// a mutex. Limit is its number of permits.
-	Kind  SharedKind
+	// Kind is the kind of the lock (a shared lock's: Sharer);
+	// Mutex for a mutex. Limit is a shared lock's number of permits.
+	Kind  Kind
 	Limit int
 	// Partial is set when the engine is made of parts (a quorum's nodes)
 	// and some did not answer in time: the Info is then built from the
 	// parts that answered (see PartialError). Nil when every part
 	// answered.
 	Partial *PartialError
+}
+
+// Narrow is i as a view of one kind: i itself when it describes a shared
+// lock (shared) or a mutex (!shared), else the view of a name without a
+// lock of that kind: its Name, HighWater and Partial only.
+func (i Info) Narrow(shared bool) Info {
+	if i.Kind.Shared() == shared {
+		return i
+	}
+	return Info{Name: i.Name, HighWater: i.HighWater, Partial: i.Partial}
 }
 
 // MaxQueueListed bounds Info.Queue.
@@ -326,8 +387,11 @@ var ErrClosed = errors.New("engine closed")
 // same id (a retry, or a copy of a request whose reply was lost) does not
 // drop a second hold. A quorum uses one id for a release on every node and
 // for its background retries.
+//
+// An engine whose shared locks cannot release once answers a shared r.Kind
+// with UnsupportedKind (ReleaseOnceByKind with no shared path).
 type OnceReleaser interface {
-	ReleaseOnce(ctx context.Context, name, owner, id string) (ReleaseResult, error)
+	ReleaseOnce(ctx context.Context, r ReleaseRequest, id string) (ReleaseResult, error)
 }
 
 // FenceRaiser is implemented by engines that can raise a lock's fencing

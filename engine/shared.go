@@ -21,28 +21,7 @@ import (
 // large request at the head is never overtaken by later small ones, and a
 // waiting writer is never starved by a stream of readers. The queue is the
 // one of Queuer (waiter ids, heartbeats with ExtendRequest.Waiter and
-// Shared, head-only wake-ups on SubscribeWaiter), kept per name.
-
-// SharedKind is the kind of a shared lock.
-type SharedKind uint8
-
-const (
-	// Semaphore: Limit permits, each holder takes Weight of them.
-	Semaphore SharedKind = iota + 1
-	// RWLock: a reader takes one of RWPermits permits, a writer all.
-	RWLock
-)
-
-// String returns the kind's name.
-func (k SharedKind) String() string {
-	switch k {
-	case Semaphore:
-		return "semaphore"
-	case RWLock:
-		return "rwlock"
-	}
-	return "mutex"
-}
+// a shared Kind, head-only wake-ups on SubscribeWaiter), kept per name.
 
 // RWPermits is the number of permits of a reader-writer lock.
 const RWPermits = 1 << 30
@@ -53,45 +32,11 @@ const RWPermits = 1 << 30
 // read lease and Lock.
 var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read lock, then take the write lock")
 
-// SharedRequest asks for a weight of a shared lock's permits.
-type SharedRequest struct {
-	// The grant's fields (Name, Owner, TTL, Metadata, Attempt, OneOff,
-	// Waiting, and for a waiting call Waiter and WaiterTTL). Fair, Behind
-	// and NoReserve are ignored: a shared lock's queue is always strict
-	// FIFO.
-	AcquireRequest
-	// Kind and Limit describe the lock: a lock that exists with another
-	// kind is refused with an *ArgumentError (KindError). Limit makes a
-	// semaphore that does not exist; once it exists, its stored limit
-	// governs and a request that declares another is served under it
-	// (SetLimit changes it). RWLock has RWPermits.
-	Kind  SharedKind
-	Limit int
-	// Weight is the number of permits taken: 1 to the stored limit (for
-	// RWLock, 1 reads and RWPermits writes). Any other weight, 0 included,
-	// is refused with an *ArgumentError (CheckShared).
-	Weight int
-}
-
-// Sharer is implemented by engines that keep shared locks. Extend renews
-// their holders and their waiters' heartbeats (ExtendRequest.Shared).
+// Sharer is implemented by engines that keep shared locks: their Acquire
+// and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
+// Extend renews their holders and their waiters' heartbeats (a shared
+// ExtendRequest.Kind), and Inspect describes them.
 type Sharer interface {
-	// AcquireShared grants r.Weight permits to r.Owner when they are free
-	// and nobody waits ahead of it (r.Waiter at the head is not ahead of
-	// itself), or re-enters when r.Owner holds the lock already with the
-	// same weight (the hold count goes up; a replayed Attempt does not).
-	// A refusal reports the soonest holder's time left (HolderTTL: when
-	// permits may come back without a release) and, for a waiter, that it
-	// is queued. An owner that holds another weight is refused with
-	// ErrUpgrade (a reader asking to write) or an *ArgumentError.
-	AcquireShared(ctx context.Context, r SharedRequest) (Grant, error)
-	// ReleaseShared drops one hold of owner; its permits come back when
-	// its last hold goes, and the head of the queue is woken if it fits.
-	ReleaseShared(ctx context.Context, name, owner string) (ReleaseResult, error)
-	// InspectShared describes the shared lock: Kind, Limit, and Holders
-	// (owner, weight in Count, token, time left, metadata). Held reports
-	// that anyone holds it; Token is the highest holder token.
-	InspectShared(ctx context.Context, name string) (Info, error)
 	// SetLimit changes a semaphore's limit (creating it when it does not
 	// exist). Holders above a smaller limit keep their permits; new ones
 	// are granted when they fit under it; queued waiters keep their
@@ -122,7 +67,7 @@ type SharedFenceRaiser interface {
 // kind and limit, its stored limit: another kind, or a weight outside 1 to
 // limit. A semaphore's limit that r declares is not compared: the stored
 // one governs. It returns an *ArgumentError, or nil.
-func CheckShared(r SharedRequest, kind SharedKind, limit int) error {
+func CheckShared(r AcquireRequest, kind Kind, limit int) error {
 	if kind != r.Kind {
 		return KindError(r.Name, kind, r.Kind)
 	}
@@ -139,8 +84,8 @@ func CheckWeight(weight, limit int) error {
 }
 
 // KindError refuses a request of kind asked on a name that is a lock of
-// kind is (0: a mutex).
-func KindError(name string, is, asked SharedKind) error {
+// kind is (Mutex: a mutex).
+func KindError(name string, is, asked Kind) error {
 	return &ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a %s", name, is, asked)}
 }
 
@@ -155,7 +100,7 @@ func HeldWeightError(name string, holds, asked int) error {
 // HeldWeightError or ErrUpgrade give: code mutex (the name is a mutex),
 // kind (n: the stored kind), weight (n: the stored limit), held (n: the
 // owner's weight), upgrade. It returns nil for any other message.
-func SharedRefusal(msg string, r SharedRequest) error {
+func SharedRefusal(msg string, r AcquireRequest) error {
 	what, ok := strings.CutPrefix(msg, "DISTLOCK ")
 	if !ok {
 		return nil
@@ -164,9 +109,9 @@ func SharedRefusal(msg string, r SharedRequest) error {
 	n, _ := strconv.Atoi(arg)
 	switch code {
 	case "mutex":
-		return KindError(r.Name, 0, r.Kind)
+		return KindError(r.Name, Mutex, r.Kind)
 	case "kind":
-		return KindError(r.Name, SharedKind(n), r.Kind)
+		return KindError(r.Name, Kind(n), r.Kind)
 	case "weight":
 		return CheckWeight(r.Weight, n)
 	case "held":

@@ -311,7 +311,7 @@ func TestSharedKinds(t *testing.T) {
 		done <- err
 	}()
 	for deadline := time.Now().Add(time.Minute); ; {
-		info, err := eng.InspectShared(ctx, "rw")
+		info, err := eng.Inspect(ctx, "rw")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -137,7 +137,7 @@ func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string) *
 	default:
 		return nil
 	}
-	_, _ = s.eng.Release(ctx, name, owner)
+	_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
 	return e
 }
 
@@ -208,7 +208,7 @@ func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, na
 	if !ok {
 		return
 	}
-	res, err := s.eng.Release(ctx, name, req.Owner)
+	res, err := s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: req.Owner})
 	switch {
 	case err != nil:
 		writeError(w, engineErr("resign", err))

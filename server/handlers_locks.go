@@ -8,6 +8,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -50,8 +51,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
 		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner, Announce: req.Announce}
 	if sh != nil {
-		// A shared lock's queue is always first come, first served.
-		ereq.Fair, ereq.Behind, ereq.NoReserve = false, false, false
+		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
 	}
 	o := s.acquire(r.Context(), ereq, wait, sh)
 	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
@@ -61,12 +61,8 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	switch {
 	case o.gone:
 		if o.grant.Acquired && own {
-			release := s.eng.Release
-			if sh != nil {
-				release = s.releaseShared
-			}
 			ctx, cancel := engineContext(r.Context())
-			_, _ = release(ctx, name, owner)
+			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind})
 			cancel()
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
@@ -138,22 +134,12 @@ func acquireResponse(name, owner string, ttl time.Duration, o acquireOutcome, sh
 		TTLMs: ttl.Milliseconds(), WaitedMs: o.waited.Milliseconds(),
 	}
 	if sh != nil {
-		resp.Kind, resp.Weight = kindName(sh.kind), sh.weight
+		resp.Kind, resp.Weight = wire.KindName(sh.kind), sh.weight
 		if sh.kind == engine.RWLock {
 			resp.Mode = modeOf(sh.weight)
 		}
 	}
 	return resp
-}
-
-// releaseShared drops the permits owner holds of the shared lock name
-// (not held on an engine that keeps no shared locks).
-func (s *Server) releaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	sh, ok := s.eng.(engine.Sharer)
-	if !ok {
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
-	}
-	return sh.ReleaseShared(ctx, name, owner)
 }
 
 // handleExtend serves POST /v1/locks/{name}/extend.
@@ -183,7 +169,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: req.Owner, TTL: ttl, Shared: req.Shared}})
+	res, err := s.eng.Extend(ctx, []engine.ExtendRequest{wire.Extend(name, req, ttl)})
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("engine answered %d results for 1 extension", len(res))
 	}
@@ -226,7 +212,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 			writeError(w, itemErr("locks", i, e))
 			return
 		}
-		rs[i] = engine.ExtendRequest{Name: l.Name, Owner: l.Owner, TTL: ttl, Waiter: l.Waiter, Shared: l.Shared}
+		rs[i] = wire.Extend(l.Name, l, ttl)
 	}
 	out := api.ExtendBatchResponse{Results: make([]api.ExtendResult, len(rs))}
 	if len(rs) == 0 {
@@ -274,7 +260,7 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	_, shares := s.eng.(engine.Sharer)
 	all := true
 	for _, r := range rs {
-		if r.Waiter && !queues || r.Shared && !shares {
+		if r.Waiter && !queues || r.Kind.Shared() && !shares {
 			all = false
 		}
 	}
@@ -282,7 +268,7 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	if !all {
 		send = nil
 		for i, r := range rs {
-			if !(r.Waiter && !queues || r.Shared && !shares) {
+			if !(r.Waiter && !queues || r.Kind.Shared() && !shares) {
 				send = append(send, r)
 				at = append(at, i)
 			}
@@ -358,7 +344,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		return
 	}
 	e := requireOwner(req.Owner)
-	if e == nil && req.Shared {
+	ereq, err := wire.Release(name, req)
+	if e == nil && err != nil {
+		e = engineErr("release", err)
+	}
+	if e == nil && ereq.Kind.Shared() {
 		_, e = s.sharer("release")
 	}
 	if e != nil {
@@ -367,11 +357,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	release := s.eng.Release
-	if req.Shared {
-		release = s.releaseShared
-	}
-	res, err := release(ctx, name, req.Owner)
+	res, err := s.eng.Release(ctx, ereq)
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return

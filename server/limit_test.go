@@ -53,7 +53,7 @@ func TestSemaphoreLimitNotSupported(t *testing.T) {
 		t.Fatalf("Acquire with limit 2 through the server: %v (%T), want an *UnsupportedError", err, err)
 	}
 	for i, n := range nodes {
-		if info, _ := n.(engine.Sharer).InspectShared(ctx, "sem"); info.Kind != 0 {
+		if info, _ := n.Inspect(ctx, "sem"); info.Kind != 0 {
 			t.Fatalf("node %d keeps a semaphore after the refusals: %+v", i, info)
 		}
 	}

@@ -159,7 +159,7 @@ func (s *Server) engineReleaseSet(ctx context.Context, names, owners []string) (
 	res := make([]engine.ReleaseResult, len(names))
 	for i, name := range names {
 		var err error
-		if res[i], err = s.eng.Release(ctx, name, owners[i]); err != nil {
+		if res[i], err = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -26,7 +27,7 @@ import (
 
 // sharedSpec is a shared acquire's kind, limit and weight.
 type sharedSpec struct {
-	kind          engine.SharedKind
+	kind          engine.Kind
 	limit, weight int
 }
 
@@ -121,48 +122,23 @@ func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, 
 	writeJSON(w, http.StatusOK, api.LimitResponse{Name: name, Limit: req.Limit, Previous: prev})
 }
 
-// inspectAny answers GET /v1/locks/{name}: kind "mutex" inspects the
-// mutex, "shared" the shared lock, and "" whichever the name is (the
-// mutex unless a shared lock of the name exists).
+// inspectAny answers GET /v1/locks/{name}: the engine's Inspect, which
+// describes the name whatever its kind (""); kind "mutex" narrows it to
+// the mutex, "shared" to the shared lock (engine.Info.Narrow).
 func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info, *apiError) {
-	var info engine.Info
-	if kind != "shared" {
-		var err error
-		if info, err = s.eng.Inspect(ctx, name); err != nil {
-			return info, engineErr("inspect", err)
-		}
-		if kind == api.KindMutex || info.Held {
-			return info, nil
+	if kind == "shared" {
+		if _, e := s.sharer("inspect"); e != nil {
+			return engine.Info{}, e
 		}
 	}
-	sh, ok := s.eng.(engine.Sharer)
-	if !ok {
-		if kind == "shared" {
-			_, e := s.sharer("inspect")
-			return info, e
-		}
-		return info, nil
-	}
-	si, err := sh.InspectShared(ctx, name)
+	info, err := s.eng.Inspect(ctx, name)
 	if err != nil {
 		return info, engineErr("inspect", err)
 	}
-	if kind == "" && si.Kind == 0 {
-		return info, nil
+	if kind != "" {
+		info = info.Narrow(kind == "shared")
 	}
-	si.Name = name
-	return si, nil
-}
-
-// kindName is a shared kind's wire name.
-func kindName(k engine.SharedKind) string {
-	switch k {
-	case engine.Semaphore:
-		return api.KindSemaphore
-	case engine.RWLock:
-		return api.KindRWLock
-	}
-	return ""
+	return info, nil
 }
 
 // modeOf is the side of a reader-writer lock's holder of weight.
@@ -176,7 +152,7 @@ func modeOf(weight int) string {
 // sharedLockInfo renders a shared lock's state for a caller with role:
 // owner tokens only for admins.
 func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: kindName(i.Kind), Token: i.Token,
+	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: wire.KindName(i.Kind), Token: i.Token,
 		Partial: apiPartial(i.Partial)}
 	if i.Kind == engine.Semaphore {
 		j.Limit = i.Limit

@@ -28,11 +28,11 @@ func decodeInto(t *testing.T, r reply, v any) {
 // sharedInfo inspects name's shared lock on the engine.
 func sharedInfo(t *testing.T, eng engine.Engine, name string) engine.Info {
 	t.Helper()
-	info, err := eng.(engine.Sharer).InspectShared(context.Background(), name)
+	info, err := eng.Inspect(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info
+	return info.Narrow(true)
 }
 
 // TestSharedLifecycle: a semaphore's permits over HTTP: acquire with a
@@ -310,7 +310,7 @@ type beats struct {
 
 func (b *beats) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	for _, r := range rs {
-		if r.Waiter && r.Shared {
+		if r.Waiter && r.Kind.Shared() {
 			b.shared.Add(1)
 		}
 	}

@@ -19,7 +19,7 @@ func (failing) Acquire(context.Context, engine.AcquireRequest) (engine.Grant, er
 func (failing) Extend(context.Context, []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	return nil, errDown
 }
-func (failing) Release(context.Context, string, string) (engine.ReleaseResult, error) {
+func (failing) Release(context.Context, engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	return engine.ReleaseResult{}, errDown
 }
 func (failing) Inspect(context.Context, string) (engine.Info, error) { return engine.Info{}, errDown }

@@ -37,8 +37,8 @@ type acquireOutcome struct {
 // client goes away (ctx) or the server shuts down. Waiting requests are
 // bounded by the server's waiter limits.
 //
-// With sh, the request is for a shared lock's permits
-// (engine.Sharer.AcquireShared), and waits in its queue.
+// With sh, the request (whose Kind is sh.kind) is for a shared lock's permits
+// (engine.AcquireRequest.Kind), and waits in its queue.
 func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec) acquireOutcome {
 	start := time.Now()
 	o := acquireOutcome{shared: sh}
@@ -50,7 +50,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	failures := &waiting.Failures{Engine: s.eng, Budget: distlock.DefaultBackendFailureBudget}
 	try := func() waiting.Answer {
 		sent := time.Now()
-		g, err := s.engineAcquire(ctx, req, sh)
+		g, err := s.engineAcquire(ctx, req)
 		lastErr = err
 		if err != nil {
 			return waiting.Answer{Failed: true, Err: err, Done: failures.Note(sent, err) != nil}
@@ -88,7 +88,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
 			// A shared lock's queue: its own leave and heartbeats.
-			q, beat.Shared = sharedQueue{q, s.eng.(engine.Sharer)}, true
+			q, beat.Kind = sharedQueue{q, s.eng.(engine.Sharer)}, sh.kind
 		}
 		defer beat.Stop()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
@@ -193,12 +193,9 @@ var errTooManyWaiters = errors.New("too many waiters")
 
 // engineAcquire makes one engine attempt, detached from the request's
 // cancellation so that its outcome is always known.
-func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest, sh *sharedSpec) (engine.Grant, error) {
+func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest) (engine.Grant, error) {
 	ectx, cancel := engineContext(ctx)
 	defer cancel()
-	if sh != nil {
-		return s.eng.(engine.Sharer).AcquireShared(ectx, engine.SharedRequest{AcquireRequest: req, Kind: sh.kind, Limit: sh.limit, Weight: sh.weight})
-	}
 	return s.eng.Acquire(ectx, req)
 }
 

@@ -173,7 +173,7 @@ func sharedJSON(j *infoJSON, i engine.Info) {
 
 // holderText describes one holder of a shared lock: "×2" (permits) or
 // "read"/"write".
-func holderText(kind engine.SharedKind, h engine.Holder) string {
+func holderText(kind engine.Kind, h engine.Holder) string {
 	if kind == engine.RWLock {
 		return modeOf(h.Weight)
 	}
@@ -251,7 +251,7 @@ func printSharedStatus(out io.Writer, info engine.Info) {
 type leak struct {
 	engine.Leak
 	holder *engine.Holder // a shared lock's holder
-	shared engine.SharedKind
+	shared engine.Kind
 }
 
 // listedLeaks finds leaks in the listing: the holders of shared locks

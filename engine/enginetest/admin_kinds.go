@@ -14,7 +14,7 @@ import (
 // adminHeld is one lock of the administration test: its name, its holder's
 // lease, and how a second Client waits for it.
 type adminHeld struct {
-	kind   engine.SharedKind
+	kind   engine.Kind
 	name   string
 	lease  *distlock.Lease
 	weight int

@@ -156,9 +156,9 @@ func (t *timed) Acquire(ctx context.Context, req engine.AcquireRequest) (engine.
 	return g, err
 }
 
-func (t *timed) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (t *timed) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	start := time.Now()
-	res, err := t.Engine.Release(ctx, name, owner)
+	res, err := t.Engine.Release(ctx, r)
 	t.r.add(false, true, span{start, time.Now()})
 	return res, err
 }

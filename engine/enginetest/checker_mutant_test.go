@@ -77,10 +77,6 @@ func (k kindAsContention) Acquire(ctx context.Context, r engine.AcquireRequest) 
 	return k.contention(k.Engine.Acquire(ctx, r))
 }
 
-func (k kindAsContention) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	return k.contention(k.Engine.AcquireShared(ctx, r))
-}
-
 // TestCheckerCatchesSetMutants: with sets of locks in the schedules
 // (AcquireAll, TryAcquireAll), the checker catches a set granted over a
 // held member (a one-step grant that checks only its first name) and a

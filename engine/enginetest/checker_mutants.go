@@ -135,7 +135,10 @@ func catches(t *testing.T, h Harness, cfg checkConfig, m mutant) {
 type crossKind struct{ mutable }
 
 func (c crossKind) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	if info, err := c.InspectShared(ctx, r.Name); err == nil && info.Held {
+	if r.Kind.Shared() {
+		return c.mutable.Acquire(ctx, r)
+	}
+	if info, err := c.Inspect(ctx, r.Name); err == nil && info.Held && info.Kind.Shared() {
 		return engine.Grant{Acquired: true, Token: info.HighWater + 1, Count: 1}, nil
 	}
 	return c.mutable.Acquire(ctx, r)
@@ -161,11 +164,6 @@ func (b *backwards) Acquire(ctx context.Context, r engine.AcquireRequest) (engin
 	return b.lower(g), err
 }
 
-func (b *backwards) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	g, err := b.mutable.AcquireShared(ctx, r)
-	return b.lower(g), err
-}
-
 // lingering keeps every lease three times its ttl: a lease still valid in
 // the authority past its deadline (issue 23, item 5).
 type lingering struct{ mutable }
@@ -173,11 +171,6 @@ type lingering struct{ mutable }
 func (l lingering) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	r.TTL *= 3
 	return l.mutable.Acquire(ctx, r)
-}
-
-func (l lingering) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	r.TTL *= 3
-	return l.mutable.AcquireShared(ctx, r)
 }
 
 func (l lingering) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
@@ -200,7 +193,7 @@ type queueSkipper struct {
 
 func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := q.mutable.Acquire(ctx, r)
-	if err != nil || g.Acquired || g.Holder != "" {
+	if err != nil || g.Acquired || g.Holder != "" || r.Kind.Shared() {
 		return g, err
 	}
 	q.mu.Lock()
@@ -222,31 +215,31 @@ func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 // lightWeights counts every semaphore request as one permit.
 type lightWeights struct{ mutable }
 
-func (l lightWeights) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (l lightWeights) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if r.Kind == engine.Semaphore {
 		r.Weight = 1
 	}
-	return l.mutable.AcquireShared(ctx, r)
+	return l.mutable.Acquire(ctx, r)
 }
 
 // sharingWriter takes a reader-writer lock's write side as one permit, so
 // that readers share with the writer.
 type sharingWriter struct{ mutable }
 
-func (s sharingWriter) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (s sharingWriter) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if r.Kind == engine.RWLock && r.Weight == engine.RWPermits {
 		r.Weight = 1
 	}
-	return s.mutable.AcquireShared(ctx, r)
+	return s.mutable.Acquire(ctx, r)
 }
 
 // releaseAll frees every holder of a shared lock when one releases.
 type releaseAll struct{ mutable }
 
-func (a releaseAll) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	res, err := a.mutable.ReleaseShared(ctx, name, owner)
-	if err == nil && res.Status == engine.Released {
-		_, err = a.ForceRelease(ctx, name)
+func (a releaseAll) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	res, err := a.mutable.Release(ctx, r)
+	if err == nil && res.Status == engine.Released && r.Kind.Shared() {
+		_, err = a.ForceRelease(ctx, r.Name)
 	}
 	return res, err
 }

@@ -127,7 +127,7 @@ func (s *suite) raiseFenceNotHolder(t *testing.T) {
 	raiseBy("by another owner", name, "intruder", before)
 	wantHeld(t, "the holder", settled(t, ctx, e, name), "holder", 1, g.Token)
 
-	if r, err := e.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	raiseBy("by the owner after its release", name, "holder", settled(t, ctx, e, name))
@@ -190,7 +190,7 @@ func (s *suite) raiseFenceNextGrant(t *testing.T) {
 	if ok, err := fr.RaiseFence(ctx, name, "holder", raised); err != nil || !ok {
 		t.Fatalf("RaiseFence to %d: %v, %v", raised, ok, err)
 	}
-	if r, err := e.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	settled(t, ctx, e, name)
@@ -222,7 +222,7 @@ func (s *suite) releaseOnceReplay(t *testing.T) {
 	grant(t, ctx, e, name, "owner", "a2")
 	release := func(what, id string, want engine.ReleaseStatus, remaining int) {
 		t.Helper()
-		r, err := o.ReleaseOnce(ctx, name, "owner", id)
+		r, err := o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}, id)
 		if err != nil || r.Status != want || r.Remaining != remaining {
 			t.Fatalf("ReleaseOnce %s: %+v, %v; want status %d with %d holds left", what, r, err, want, remaining)
 		}
@@ -246,7 +246,7 @@ func (s *suite) releaseOnceReplay(t *testing.T) {
 	}
 
 	other := grant(t, ctx, e, name, "other", "b1")
-	if r, err := o.ReleaseOnce(ctx, name, "owner", "r3"); err != nil || r.Status != engine.NotOwner {
+	if r, err := o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}, "r3"); err != nil || r.Status != engine.NotOwner {
 		t.Fatalf("a copy of the last release under another holder: %+v, %v; want NotOwner", r, err)
 	}
 	wantHeld(t, "the other holder", settled(t, ctx, e, name), "other", 1, other.Token)
@@ -266,7 +266,7 @@ func (s *suite) attemptReplay(t *testing.T) {
 		t.Fatalf("the copy of the grant: %+v, want token %d and 1 hold (first: %+v)", again, g.Token, g)
 	}
 	wantHeld(t, "after the copy", settled(t, ctx, e, name), "owner", 1, g.Token)
-	if r, err := e.Release(ctx, name, "owner"); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("one release after a grant and its copy: %+v, %v; want the lock freed", r, err)
 	}
 	if info := settled(t, ctx, e, name); info.Held {
@@ -288,14 +288,14 @@ func (s *suite) attemptReplay(t *testing.T) {
 	// (what a majority of a quorum's nodes confirms): a quorum answers as
 	// soon as a majority did, and a straggler may not have seen the
 	// re-entry yet.
-	if r, err := e.Release(ctx, name, "owner"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("first release: %+v, %v", r, err)
 	}
 	wantHeld(t, "after one release", settled(t, ctx, e, name), "owner", 1, g.Token)
 	// The last release frees the lock on a majority: its answer says so,
 	// even when a node applied it before a late first release (a quorum
 	// once answered one hold left here).
-	if r, err := e.Release(ctx, name, "owner"); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("second release: %+v, %v; want no hold left", r, err)
 	}
 	if info := settled(t, ctx, e, name); info.Held {
@@ -328,7 +328,7 @@ func (s *suite) attemptReplayOneOff(t *testing.T) {
 		t.Fatalf("the copy of a one-off grant: %+v, %v; want granted with token %d and 1 hold", again, err, g.Token)
 	}
 	wantHeld(t, "after the copy", settled(t, ctx, e, name), owner, 1, want)
-	if r, err := e.Release(ctx, name, owner); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("release: %+v, %v; want the lock freed", r, err)
 	}
 	if info := settled(t, ctx, e, name); info.Held {
@@ -382,7 +382,7 @@ func (s *suite) waitingWakes(t *testing.T, subscribeFirst bool) {
 	case <-sub.C():
 	default:
 	}
-	if r, err := holder.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+	if r, err := holder.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 		t.Fatalf("the holder's release: %+v, %v", r, err)
 	}
 	select {

@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"ExpiryWakesWaiter", s.expiryWakesWaiter},
 		{"WaiterCancelled", s.waiterCancelled},
 		{"BadInput", s.badInput},
+		{"BadKindInput", s.badKindInput},
 		{"Do", s.do},
 		{"DoLoss", s.doLoss},
 		{"CloseReleases", s.closeReleases},

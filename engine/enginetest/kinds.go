@@ -18,7 +18,7 @@ type lockKind struct {
 	name string
 	// is is the kind the engines report in their refusals
 	// (engine.KindError): 0 for a mutex and an election.
-	is engine.SharedKind
+	is engine.Kind
 	// shared: the kind needs an engine.Sharer; semaphore: one that keeps
 	// semaphores with a limit above 1 (a quorum keeps none); waits: take
 	// always waits (Campaign).
@@ -165,7 +165,7 @@ type kindView struct {
 	held, sharedHeld bool
 	holders          []engine.Holder
 	waiters          int
-	kind             engine.SharedKind
+	kind             engine.Kind
 	limit            int
 }
 

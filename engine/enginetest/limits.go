@@ -162,13 +162,14 @@ func (s *suite) semaphoreWeightZero(t *testing.T) {
 	if _, err := sem.Acquire(ctx, distlock.WithWeight(0)); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Errorf("Acquire with weight 0: %v, want ErrInvalidArgument", err)
 	}
-	e := s.h.New(t).(engine.Sharer)
-	_, err := e.AcquireShared(ctx, engine.SharedRequest{
-		AcquireRequest: engine.AcquireRequest{Name: name, Owner: "weight-zero", TTL: 5 * time.Second, Attempt: "a1"},
-		Kind:           engine.Semaphore, Limit: 1, Weight: 0})
+	e := s.h.New(t)
+	_, err := e.Acquire(ctx, engine.AcquireRequest{
+		Name: name, Owner: "weight-zero", TTL: 5 * time.Second, Attempt: "a1",
+		Kind: engine.Semaphore, Limit: 1, Weight: 0,
+	})
 	var ae *engine.ArgumentError
 	if !errors.As(err, &ae) || ae.Arg != "weight" {
-		t.Errorf("AcquireShared with weight 0: %v, want an *engine.ArgumentError about the weight", err)
+		t.Errorf("Acquire with weight 0: %v, want an *engine.ArgumentError about the weight", err)
 	}
 	if info, err := sem.Inspect(ctx); err != nil || info.Kind != 0 || info.Held {
 		t.Fatalf("weight 0 changed something: %+v, %v", info, err)

@@ -43,7 +43,10 @@ func TestChecksFailOnMutants(t *testing.T) {
 		{"oldlimit", "SemaphoreWaiterSurvivesSetLimit", "the waiter declaring limit 2"},
 		{"oldlimit", "SemaphoreLimitStored", "under a declared limit 5"},
 		// Weight 0 taken as 1 (WithWeight(0) took a permit).
-		{"weightone", "SemaphoreWeightZero", "AcquireShared with weight 0"},
+		{"weightone", "SemaphoreWeightZero", "Acquire with weight 0"},
+		// Bad kind fields mended instead of refused (an engine that skips
+		// engine.CheckKind and makes do with what it got).
+		{"lenient", "BadKindInput", "want an *engine.ArgumentError"},
 		// Re-entry counted outside the engine, which holds once: a short
 		// re-entry sets the expiry of the long hold (the defect of every
 		// engine before engine.HoldExpiry).
@@ -82,6 +85,8 @@ func runMutant(t *testing.T, mutant string) {
 		e = oldLimit{mem}
 	case "weightone":
 		e = weightOne{mem}
+	case "lenient":
+		e = lenient{mem}
 	case "oneHold":
 		e = &oneHold{Engine: mem, holds: map[[2]string]int{}}
 	case "untold":
@@ -150,20 +155,45 @@ func (f forgetful) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 // declared limit is not the stored one.
 type oldLimit struct{ *memory.Engine }
 
-func (o oldLimit) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	if info, err := o.InspectShared(ctx, r.Name); err == nil && r.Kind == engine.Semaphore && info.Kind == engine.Semaphore && info.Limit != r.Limit {
+func (o oldLimit) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if info, err := o.Inspect(ctx, r.Name); err == nil && r.Kind == engine.Semaphore && info.Kind == engine.Semaphore && info.Limit != r.Limit {
 		return engine.Grant{}, &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("the semaphore %q has limit %d, not %d", r.Name, info.Limit, r.Limit)}
 	}
-	return o.Engine.AcquireShared(ctx, r)
+	return o.Engine.Acquire(ctx, r)
 }
 
 // weightOne is the embedded engine taking a request for 0 permits as one
 // for 1.
 type weightOne struct{ *memory.Engine }
 
-func (w weightOne) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	r.Weight = max(r.Weight, 1)
-	return w.Engine.AcquireShared(ctx, r)
+func (w weightOne) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if r.Kind.Shared() {
+		r.Weight = max(r.Weight, 1)
+	}
+	return w.Engine.Acquire(ctx, r)
+}
+
+// lenient is the embedded engine mending the kind fields engine.CheckKind
+// refuses: an unknown kind taken as a semaphore, a mutex's limit and
+// weight dropped, a limit or weight out of range moved into it.
+type lenient struct{ *memory.Engine }
+
+func (l lenient) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if engine.CheckKind(&r) != nil {
+		switch {
+		case r.Kind > engine.RWLock:
+			r.Kind = engine.Semaphore
+		case r.Kind == engine.Mutex:
+			r.Limit, r.Weight = 0, 0
+		case r.Kind == engine.RWLock:
+			r.Limit, r.Weight = engine.RWPermits, 1
+		}
+		if r.Kind == engine.Semaphore {
+			r.Limit = min(max(r.Limit, 1), engine.RWPermits-1)
+			r.Weight = min(max(r.Weight, 1), r.Limit)
+		}
+	}
+	return l.Engine.Acquire(ctx, r)
 }
 
 // oneHold is the embedded engine with a mutex's re-entry counted outside
@@ -197,16 +227,16 @@ func (o *oneHold) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.
 	return g, err
 }
 
-func (o *oneHold) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (o *oneHold) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	k := [2]string{name, owner}
+	k := [2]string{r.Name, r.Owner}
 	if n := o.holds[k]; n > 1 {
 		o.holds[k] = n - 1
 		return engine.ReleaseResult{Status: engine.Released, Remaining: n - 1}, nil
 	}
 	delete(o.holds, k)
-	return o.Engine.Release(ctx, name, owner)
+	return o.Engine.Release(ctx, r)
 }
 
 // untold is the embedded engine answering a renewal that was answered
@@ -220,7 +250,7 @@ func (u untold) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine
 		if res[i].Status != engine.HeldByOther || rs[i].Waiter {
 			continue
 		}
-		if info, ierr := u.Engine.Inspect(ctx, rs[i].Name); ierr == nil && !info.Held && !rs[i].Shared {
+		if info, ierr := u.Engine.Inspect(ctx, rs[i].Name); ierr == nil && !info.Held && !rs[i].Kind.Shared() {
 			res[i].Status = engine.Missing
 		}
 	}

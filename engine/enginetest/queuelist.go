@@ -39,7 +39,7 @@ func (s *suite) queueListed(t *testing.T) {
 				if kind == "mutex" {
 					return e.Inspect(ctx, name)
 				}
-				return e.(engine.Sharer).InspectShared(ctx, name)
+				return e.Inspect(ctx, name)
 			}
 			wctx, stop := context.WithCancel(ctx)
 			done := make(chan struct{}, 3)

@@ -18,23 +18,21 @@ import (
 // above it within the bounds are raised.
 func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 	t.Helper()
-	sh, ok := e.(engine.Sharer)
-	fr, ok2 := e.(engine.SharedFenceRaiser)
-	if !ok || !ok2 {
+	fr, ok := e.(engine.SharedFenceRaiser)
+	if !ok {
 		t.Fatalf("%T raises no shared fences", e)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := lockName(t)
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "reader", Attempt: "r1", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
-	g, err := sh.AcquireShared(ctx, r)
+	r := engine.AcquireRequest{Name: name, Owner: "reader", Attempt: "r1", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	g, err := e.Acquire(ctx, r)
 	if err != nil || !g.Acquired {
 		t.Fatalf("read lock: %+v, %v", g, err)
 	}
 	holder := func() (token, hw uint64) {
 		t.Helper()
-		info, err := sh.InspectShared(ctx, name)
+		info, err := e.Inspect(ctx, name)
 		if err != nil || len(info.Holders) != 1 {
 			t.Fatalf("inspect: %+v, %v", info, err)
 		}

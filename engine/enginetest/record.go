@@ -167,14 +167,14 @@ func (c *counting) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 	return res, err
 }
 
-func (c *counting) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (c *counting) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	c.calls.Add(1)
 	sent := time.Now()
 	c.mu.Lock()
 	c.releases = append(c.releases, sent)
 	c.mu.Unlock()
 	defer c.timed(sent)
-	return c.Engine.Release(ctx, name, owner)
+	return c.Engine.Release(ctx, r)
 }
 
 // releasesSent returns when each Release so far was sent.

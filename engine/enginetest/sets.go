@@ -303,11 +303,11 @@ func (k *killable) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	return k.Engine.Acquire(ctx, r)
 }
 
-func (k *killable) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (k *killable) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if !k.alive("") {
 		return engine.ReleaseResult{}, errKilled
 	}
-	return k.Engine.Release(ctx, name, owner)
+	return k.Engine.Release(ctx, r)
 }
 
 func (k *killable) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {

@@ -11,13 +11,13 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine. A grant is one transaction that puts the
+// acquireMutex is Acquire for a mutex. A grant is one transaction that puts the
 // lock key on a lease of the request's ttl, under the condition that the
 // lock, its reservation and the head of its queue are as read; the lease
 // was granted or renewed after the call began, so etcd keeps the key at
 // least ttl after the send time the Client counts from. The token is the
 // key's CreateRevision.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
 	}

@@ -101,7 +101,7 @@ func (e *Engine) takenOver(ctx context.Context, rs []engine.ExtendRequest, out [
 func (e *Engine) sharedListed(ctx context.Context, names []string) ([]engine.Info, error) {
 	var infos []engine.Info
 	for _, name := range names {
-		info, err := e.InspectShared(ctx, name)
+		info, err := e.inspectShared(ctx, name)
 		if err != nil {
 			return nil, err
 		}

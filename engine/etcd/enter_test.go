@@ -42,7 +42,7 @@ func TestMaybeHeadNotGrantedAheadOfHead(t *testing.T) {
 	if e2.heads.candidate(name, "wb") == 0 {
 		t.Fatal("the second waiter is not a candidate for the one-transaction grant")
 	}
-	if r, err := e1.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released {
+	if r, err := e1.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	if g, err := e2.Acquire(ctx, req("b", "wb")); err != nil || g.Acquired || !g.Queued {
@@ -77,7 +77,7 @@ func TestEnteringWaiterReservesForDeadHead(t *testing.T) {
 	if g, err := e1.Acquire(ctx, ghost); err != nil || !g.Queued || !g.Head {
 		t.Fatalf("the head that will not come: %+v, %v", g, err)
 	}
-	if r, err := e1.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released {
+	if r, err := e1.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	// Far less than the dead head's minute: a heartbeat, a reservation

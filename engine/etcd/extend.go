@@ -80,7 +80,7 @@ func (e *Engine) knownLeases(rs []engine.ExtendRequest) (known []clientv3.LeaseI
 	// A shared lock's kind and limit live while its holders renew.
 	cfgSeen = map[clientv3.LeaseID]bool{}
 	for _, r := range rs {
-		if !r.Shared || r.Waiter {
+		if !r.Kind.Shared() || r.Waiter {
 			continue
 		}
 		if id := e.configLeaseOf(r.Name); id != clientv3.NoLease && !cfgSeen[id] && !e.alive(id, configTTL*time.Second/2) {
@@ -96,7 +96,7 @@ func (e *Engine) knownLeases(rs []engine.ExtendRequest) (known []clientv3.LeaseI
 func (e *Engine) judgeExtends(rs []engine.ExtendRequest, revs []int64, kvs [][]*mvccpb.KeyValue) (out []engine.ExtendResult, late []int) {
 	out = make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
-		if r.Waiter && r.Shared {
+		if r.Waiter && r.Kind.Shared() {
 			out[i] = e.sharedHeartbeat(r, revs[i], kvs[i])
 			if out[i].Status == engine.Extended {
 				late = append(late, i)
@@ -110,7 +110,7 @@ func (e *Engine) judgeExtends(rs []engine.ExtendRequest, revs []int64, kvs [][]*
 			}
 			continue
 		}
-		if r.Shared {
+		if r.Kind.Shared() {
 			out[i] = e.checkSharedHold(r, kvs[i])
 		} else {
 			out[i] = e.checkHold(r, kvs[i])
@@ -166,7 +166,7 @@ func (e *Engine) settleExtends(ctx context.Context, rs []engine.ExtendRequest, k
 		switch {
 		case ttl <= 0:
 			out[i] = engine.ExtendResult{Status: engine.Missing} // the lease, and so the key, is gone
-		case move && r.Shared:
+		case move && r.Kind.Shared():
 			out[i] = e.moveSharedLease(ctx, r, kvs[i][0])
 		case move:
 			out[i] = e.moveLease(ctx, r, kvs[i][0])
@@ -185,7 +185,7 @@ func leaseOf(r engine.ExtendRequest, kvs []*mvccpb.KeyValue, e *Engine) clientv3
 		return clientv3.LeaseID(kvs[0].Lease)
 	}
 	key := e.keys.waiter(r.Name, r.Owner)
-	if r.Shared {
+	if r.Kind.Shared() {
 		key = e.keys.sharedWaiter(r.Name, r.Owner)
 	}
 	for _, kv := range kvs {
@@ -214,7 +214,7 @@ func (e *Engine) readMany(ctx context.Context, rs []engine.ExtendRequest) ([][]*
 			for _, r := range rs[lo:hi] {
 				if r.Waiter {
 					ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
-				} else if r.Shared {
+				} else if r.Kind.Shared() {
 					ops = append(ops, clientv3.OpGet(e.keys.holder(r.Name, r.Owner)))
 				} else {
 					ops = append(ops, clientv3.OpGet(e.keys.lock(r.Name)))

@@ -184,11 +184,11 @@ func (p *pausable) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 	return p.Engine.Extend(ctx, rs)
 }
 
-func (p *pausable) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (p *pausable) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := p.gate(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return p.Engine.Release(ctx, name, owner)
+	return p.Engine.Release(ctx, r)
 }
 
 func (p *pausable) Capabilities() engine.Capabilities { return engine.CapabilitiesOf(p.Engine) }

@@ -11,20 +11,37 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Inspect implements engine.Engine: one read of the name's keys, and the
-// holder's lease time to live (whole seconds, so TTL is rounded up to the
-// next second and capped at the lease's ttl). HighWater is the holder's
-// token: tokens are revisions of the whole cluster, so no per-name
-// high-water key is kept, and none is remembered after a release.
+// Inspect implements engine.Engine: one read of the name's keys (a
+// mutex's and a shared lock's alike), then the holders' lease time to live
+// (whole seconds, so TTL is rounded up to the next second and capped at the
+// lease's ttl), and the view engine.Describe picks. HighWater is the
+// holders' token: tokens are revisions of the whole cluster, so no
+// per-name high-water key is kept, and none is remembered after a release.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Info{}, err
 	}
-	st, err := e.read(ctx, name)
+	resp, err := e.get(ctx, "read "+name, e.keys.name(name), clientv3.WithPrefix())
 	if err != nil {
 		return engine.Info{}, err
 	}
-	return e.info(ctx, st)
+	st, err := e.decode(name, resp.Header.Revision, resp.Kvs)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	sst, err := e.decodeShared(name, resp.Header.Revision, resp.Kvs)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	mutex, err := e.info(ctx, st)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	shared, err := e.sharedInfo(ctx, sst)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return engine.Describe(mutex, shared), nil
 }
 
 func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
@@ -49,7 +66,7 @@ func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
 
 // List implements engine.Lister: a range read over the keys of the names
 // that start with prefix, in key order (a shared lock found by its keys is
-// read as InspectShared reads it, and may be listed again on the next page
+// read as Inspect reads it, and may be listed again on the next page
 // when its keys span two), limit*4 keys a page (a name's
 // waiters are keys too, so a page may hold fewer locks, even none). The
 // cursor is the last key read.

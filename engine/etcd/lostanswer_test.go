@@ -120,7 +120,7 @@ func TestLostAnswers(t *testing.T) {
 	}
 
 	faults.arm()
-	res, err := e.Release(ctx, name, "o")
+	res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"})
 	if err != nil || res.Status != engine.Released || res.Remaining != 1 {
 		t.Fatalf("release of one of two holds, its answer lost: %+v, %v; want released, 1 left", res, err)
 	}
@@ -129,7 +129,7 @@ func TestLostAnswers(t *testing.T) {
 	}
 
 	faults.arm()
-	res, err = e.Release(ctx, name, "o")
+	res, err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"})
 	if err != nil || res.Status != engine.Released {
 		t.Fatalf("release of the last hold, its answer lost: %+v, %v; want released", res, err)
 	}
@@ -145,25 +145,24 @@ func TestLostAnswers(t *testing.T) {
 		return err == nil && ttl.TTL == -1
 	})
 
-	sem := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name + "-sem", Owner: "s", TTL: 10 * time.Second, Attempt: "b1"},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	sem := engine.AcquireRequest{Name: name + "-sem", Owner: "s", TTL: 10 * time.Second, Attempt: "b1", Kind: engine.Semaphore, Limit: 2, Weight: 1}
 	faults.arm()
-	if g, err = e.AcquireShared(ctx, sem); err != nil || !g.Acquired || g.Count != 1 {
+	if g, err = e.Acquire(ctx, sem); err != nil || !g.Acquired || g.Count != 1 {
 		t.Fatalf("semaphore grant whose answer was lost: %+v, %v", g, err)
 	}
 	sem.Attempt = "b2"
-	if g, err = e.AcquireShared(ctx, sem); err != nil || g.Count != 2 {
+	if g, err = e.Acquire(ctx, sem); err != nil || g.Count != 2 {
 		t.Fatalf("semaphore re-entry: %+v, %v", g, err)
 	}
 	faults.arm()
-	if res, err = e.ReleaseShared(ctx, sem.Name, "s"); err != nil || res.Status != engine.Released || res.Remaining != 1 {
+	if res, err = e.Release(ctx, engine.ReleaseRequest{Name: sem.Name, Owner: "s", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released || res.Remaining != 1 {
 		t.Fatalf("semaphore release of one of two holds, its answer lost: %+v, %v", res, err)
 	}
 	faults.arm()
-	if res, err = e.ReleaseShared(ctx, sem.Name, "s"); err != nil || res.Status != engine.Released {
+	if res, err = e.Release(ctx, engine.ReleaseRequest{Name: sem.Name, Owner: "s", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 		t.Fatalf("semaphore release of the last hold, its answer lost: %+v, %v", res, err)
 	}
-	if info, err = e.InspectShared(ctx, sem.Name); err != nil || info.Held {
+	if info, err = e.Inspect(ctx, sem.Name); err != nil || info.Held {
 		t.Fatalf("after the semaphore's last release: %+v, %v; want free", info, err)
 	}
 	if faults.lost != 6 {

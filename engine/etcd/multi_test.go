@@ -58,10 +58,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 	assertFreeOn(t, e, "a", "c")
 
 	// A waiter queued on a free name keeps it: the set does not go ahead.
-	sg, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "sem", Owner: "h",
-		Attempt: "h", OneOff: true, TTL: 5 * time.Second}, Kind: engine.Semaphore, Limit: 1, Weight: 1})
+	sg, err := e.Acquire(ctx, engine.AcquireRequest{Name: "sem", Owner: "h",
+		Attempt: "h", OneOff: true, TTL: 5 * time.Second, Kind: engine.Semaphore, Limit: 1, Weight: 1})
 	if err != nil || !sg.Acquired {
-		t.Fatalf("AcquireShared: %+v, %v", sg, err)
+		t.Fatalf("Acquire (shared): %+v, %v", sg, err)
 	}
 	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "sem"))
 	var ae *engine.ArgumentError
@@ -92,7 +92,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || q.Acquired || !q.Queued {
 		t.Fatalf("queue on b: %+v, %v", q, err)
 	}
-	if r, err := e.Release(ctx, "b", "x"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: "b", Owner: "x"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("Release b: %+v, %v", r, err)
 	}
 	mg, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, "a", "b"))
@@ -117,7 +117,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 		if err != nil || !g.Acquired {
 			t.Fatalf("Acquire %s: %+v, %v", name, g, err)
 		}
-		if r, err := e.Release(ctx, name, "one"); err != nil || r.Status != engine.Released {
+		if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "one"}); err != nil || r.Status != engine.Released {
 			t.Fatalf("Release %s: %+v, %v", name, r, err)
 		}
 		return g.Token

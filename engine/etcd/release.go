@@ -19,18 +19,18 @@ import (
 // cause (the other one, the lease's expiry, the Client has already
 // signalled). A count-down carries the call's own mark (hold.Rel), by which
 // a count-down applied without an answer is recognised and not repeated.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	done, gone, err := e.fastRelease(ctx, name, owner)
+	done, gone, err := e.fastRelease(ctx, r.Name, r.Owner)
 	if err != nil || done {
 		if done {
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		return engine.ReleaseResult{}, err
 	}
-	return e.releaseRead(ctx, name, owner, nil, gone)
+	return e.releaseRead(ctx, r.Name, r.Owner, nil, gone)
 }
 
 // releaseRead is Release after its fast attempt: st is the name's keys as

@@ -64,22 +64,22 @@ func (k keyspace) sharedWake(name string) string { return k.name(name) + sharedW
 
 // sharedConfig is the value of a shared lock's s key.
 type sharedConfig struct {
-	Kind  engine.SharedKind `json:"k"`
-	Limit int               `json:"l"`
+	Kind  engine.Kind `json:"k"`
+	Limit int         `json:"l"`
 }
 
 // sharedHold is the value of a holder's key. Kind and Limit repeat the
 // lock's as of the grant, so that a lock whose s key expired while it was
 // held keeps its kind.
 type sharedHold struct {
-	Weight   int               `json:"g"`
-	Count    int               `json:"c"`
-	Attempt  string            `json:"a,omitempty"`
-	Metadata string            `json:"m,omitempty"`
-	TTL      int64             `json:"t"` // the ttl of the key's lease, in seconds
-	Kind     engine.SharedKind `json:"k"`
-	Limit    int               `json:"l"`
-	Rel      string            `json:"r,omitempty"` // as hold.Rel
+	Weight   int         `json:"g"`
+	Count    int         `json:"c"`
+	Attempt  string      `json:"a,omitempty"`
+	Metadata string      `json:"m,omitempty"`
+	TTL      int64       `json:"t"` // the ttl of the key's lease, in seconds
+	Kind     engine.Kind `json:"k"`
+	Limit    int         `json:"l"`
+	Rel      string      `json:"r,omitempty"` // as hold.Rel
 }
 
 // sharedEntry is the value of a waiter's key.
@@ -105,7 +105,7 @@ type sharedState struct {
 	rev     int64
 	mutex   bool             // the name is held as a mutex
 	cfg     *mvccpb.KeyValue // nil when absent
-	kind    engine.SharedKind
+	kind    engine.Kind
 	limit   int              // 0 when the lock is unknown
 	holders []holderKV       // by token
 	queue   []sharedWaiterKV // by arrival
@@ -255,11 +255,11 @@ func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, woken bool) []
 }
 
 // checkKind refuses a request for a lock of another kind or limit.
-func (st *sharedState) checkKind(r engine.SharedRequest) error {
+func (st *sharedState) checkKind(r engine.AcquireRequest) error {
 	return engine.CheckShared(r, st.kind, st.limit)
 }
 
-func mutexErr(name string, kind engine.SharedKind) error { return engine.KindError(name, 0, kind) }
+func mutexErr(name string, kind engine.Kind) error { return engine.KindError(name, 0, kind) }
 
 // configLease keeps the lease of a shared lock's s key while a call lasts:
 // the one read, renewed unless this engine renewed it lately, or a new one
@@ -322,11 +322,11 @@ func (e *Engine) configLeaseOf(name string) clientv3.LeaseID {
 	return e.cfgs.m[name]
 }
 
-// AcquireShared implements engine.Sharer: a grant is one transaction that
+// acquireShared is Acquire for a shared kind: a grant is one transaction that
 // puts the holder's key on a lease of its own, under the comparisons of
 // sharedState.unchanged; the token is the key's CreateRevision, so a writer's
 // token is above every earlier reader's and writer's.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
 	}
@@ -339,19 +339,19 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 		if err != nil {
 			return engine.Grant{}, err
 		}
-		g, ok, err := e.acquireShared(ctx, st, r, ttl, lease, &cl)
+		g, ok, err := e.tryShared(ctx, st, r, ttl, lease, &cl)
 		if err != nil {
 			return engine.Grant{}, err
 		}
 		if ok {
-			e.noteGrant(r.AcquireRequest, g)
+			e.noteGrant(r, g)
 			return g, nil
 		}
 	}
 	return engine.Grant{}, conflict("acquire", r.Name)
 }
 
-func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.SharedRequest, ttl int64, lease *pending, cl *configLease) (engine.Grant, bool, error) {
+func (e *Engine) tryShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, ttl int64, lease *pending, cl *configLease) (engine.Grant, bool, error) {
 	if st.mutex {
 		return engine.Grant{}, false, mutexErr(r.Name, r.Kind)
 	}
@@ -390,7 +390,7 @@ func (e *Engine) acquireShared(ctx context.Context, st *sharedState, r engine.Sh
 // grantShared grants r a hold of the shared lock in one transaction (with
 // the lock's config and the next head's wake-up, if it fits too); false
 // when the state changed since it was read.
-func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.SharedRequest, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
+func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
 	cops, err := e.configOps(ctx, st, cfg, cl)
 	if err != nil {
 		return engine.Grant{}, false, err
@@ -413,7 +413,7 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Shar
 // and wakes the head if it fits (a head whose wake-up was lost, or whose
 // predecessor died); g is the refusal so far. False when the state changed
 // since it was read, or the waiter's entry expired.
-func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.SharedRequest, head *sharedWaiterKV, g engine.Grant) (engine.Grant, bool, error) {
+func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, head *sharedWaiterKV, g engine.Grant) (engine.Grant, bool, error) {
 	var ops []clientv3.Op
 	own := st.waiter(r.Waiter)
 	if own != nil {
@@ -476,7 +476,7 @@ func kvOf(w *sharedWaiterKV) *mvccpb.KeyValue {
 // reenterShared counts up a hold of an owner that holds the lock with the
 // same weight (unless the request repeats its last attempt) and renews its
 // lease, or moves its key to a lease of the new ttl (unless keepsLease).
-func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.SharedRequest, hk *holderKV, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
+func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, hk *holderKV, ttl int64, lease *pending, cl *configLease, cfg sharedConfig) (engine.Grant, bool, error) {
 	if hk.Weight != r.Weight {
 		if st.kind == engine.RWLock {
 			return engine.Grant{}, false, engine.ErrUpgrade
@@ -578,14 +578,14 @@ func (e *Engine) holderTTLs(ctx context.Context, st *sharedState) ([]time.Durati
 	return lefts, nil
 }
 
-// ReleaseShared implements engine.Sharer: one hold of owner is dropped; the
+// releaseShared is Release for a shared kind: one hold of owner is dropped; the
 // last one deletes its key and, in the same transaction, wakes the head of
 // the queue when it fits now.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, gone, err := e.fastReleaseShared(ctx, name, owner)
+	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -595,29 +595,29 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
-			if st, err = e.readShared(ctx, name); err != nil {
+			if st, err = e.readShared(ctx, r.Name); err != nil {
 				return engine.ReleaseResult{}, err
 			}
 		}
-		h := st.holder(owner)
+		h := st.holder(r.Owner)
 		switch {
 		case h == nil && gone != nil: // as Release: this call's deletion, likely
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		case h == nil:
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		case h.Rel == rel:
 			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
-		key := e.keys.holder(name, owner)
+		key := e.keys.holder(r.Name, r.Owner)
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", h.kv.ModRevision)}
 		if h.Count > 1 {
 			hold := h.sharedHold
 			hold.Count--
 			hold.Rel = rel
-			ok, err := e.commit(ctx, "release "+name, cmps,
+			ok, err := e.commit(ctx, "release "+r.Name, cmps,
 				clientv3.OpPut(key, mustJSON(hold), clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))))
 			if err != nil {
 				return engine.ReleaseResult{}, err
@@ -629,10 +629,10 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			continue
 		}
 		cmps = append(cmps,
-			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(name)), "<", st.rev+1).WithPrefix(),
-			clientv3.Compare(clientv3.ModRevision(e.keys.config(name)), "=", modRev(st.cfg)))
+			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(r.Name)), "<", st.rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(e.keys.config(r.Name)), "=", modRev(st.cfg)))
 		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, e.wakeOps(st, "", st.used()-h.Weight)...)
-		ok, unsure, err := e.commitUnsure(ctx, "release "+name, cmps, ops...)
+		ok, unsure, err := e.commitUnsure(ctx, "release "+r.Name, cmps, ops...)
 		if unsure {
 			gone = &lockRef{lease: clientv3.LeaseID(h.kv.Lease), ttl: h.TTL}
 		}
@@ -640,13 +640,13 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 			return engine.ReleaseResult{}, err
 		}
 		if ok {
-			e.setLockLease(name, owner, clientv3.NoLease)
+			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			e.recycle(clientv3.LeaseID(h.kv.Lease), h.TTL)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		st = nil
 	}
-	return engine.ReleaseResult{}, conflict("release", name)
+	return engine.ReleaseResult{}, conflict("release", r.Name)
 }
 
 // fastReleaseShared drops a hold this engine granted (one hold, its key
@@ -678,17 +678,19 @@ func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st 
 	return st, false, gone, err
 }
 
-// InspectShared implements engine.Sharer: one read of the name's keys and
-// each holder's lease time to live (whole seconds, rounded up).
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.check(ctx); err != nil {
-		return engine.Info{}, err
-	}
+// inspectShared reads name's keys and describes its shared lock.
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
 	st, err := e.readShared(ctx, name)
 	if err != nil {
 		return engine.Info{}, err
 	}
-	info := engine.Info{Name: name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w sharedWaiterKV) string { return w.id })}
+	return e.sharedInfo(ctx, st)
+}
+
+// sharedInfo describes the shared lock whose keys st holds, with each
+// holder's lease time to live (whole seconds, rounded up).
+func (e *Engine) sharedInfo(ctx context.Context, st *sharedState) (engine.Info, error) {
+	info := engine.Info{Name: st.name, Waiters: len(st.queue), Queue: listQueue(st.queue, func(w sharedWaiterKV) string { return w.id })}
 	if st.limit == 0 {
 		return info, nil
 	}
@@ -852,4 +854,16 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 	e.recycle(clientv3.LeaseID(kv.Lease), old)
 	e.setLockLease(r.Name, r.Owner, id)
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

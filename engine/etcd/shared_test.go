@@ -109,26 +109,25 @@ func TestShared(t *testing.T) {
 	t.Run("Extend", func(t *testing.T) {
 		e := etcdengine.New(cl.Client(t))
 		defer e.Close()
-		req := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "extend", Owner: "o", TTL: 2 * time.Second, Attempt: "o", OneOff: true},
-			Kind: engine.Semaphore, Limit: 2, Weight: 1}
-		g, err := e.AcquireShared(ctx, req)
+		req := engine.AcquireRequest{Name: "extend", Owner: "o", TTL: 2 * time.Second, Attempt: "o", OneOff: true, Kind: engine.Semaphore, Limit: 2, Weight: 1}
+		g, err := e.Acquire(ctx, req)
 		if err != nil || !g.Acquired {
-			t.Fatalf("AcquireShared: %+v, %v", g, err)
+			t.Fatalf("Acquire (shared): %+v, %v", g, err)
 		}
 		for _, ttl := range []time.Duration{2 * time.Second, 5 * time.Second} {
-			res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: ttl, Shared: true}})
+			res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: ttl, Kind: engine.Semaphore}})
 			if err != nil || res[0].Status != engine.Extended || res[0].Token != g.Token {
 				t.Fatalf("Extend to %v: %+v, %v; want Extended with token %d", ttl, res, err, g.Token)
 			}
 		}
-		info, err := e.InspectShared(ctx, "extend")
+		info, err := e.Inspect(ctx, "extend")
 		if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL <= 2*time.Second {
 			t.Fatalf("after the move to 5s: %+v, %v", info, err)
 		}
-		if res, err := e.ReleaseShared(ctx, "extend", "o"); err != nil || res.Status != engine.Released {
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "extend", Owner: "o", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 			t.Fatalf("ReleaseShared: %+v, %v", res, err)
 		}
-		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: 2 * time.Second, Shared: true}})
+		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "extend", Owner: "o", TTL: 2 * time.Second, Kind: engine.Semaphore}})
 		if err != nil || res[0].Status != engine.Missing {
 			t.Fatalf("Extend after the release: %+v, %v; want Missing", res, err)
 		}
@@ -137,28 +136,28 @@ func TestShared(t *testing.T) {
 	t.Run("HeartbeatWakesHead", func(t *testing.T) {
 		e := etcdengine.New(cl.Client(t))
 		defer e.Close()
-		req := func(owner, waiter string, weight int) engine.SharedRequest {
-			return engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "beat", Owner: owner, TTL: 2 * time.Second,
-				Attempt: owner, OneOff: true, Waiter: waiter, WaiterTTL: 3 * time.Second}, Kind: engine.Semaphore, Limit: 2, Weight: weight}
+		req := func(owner, waiter string, weight int) engine.AcquireRequest {
+			return engine.AcquireRequest{Name: "beat", Owner: owner, TTL: 2 * time.Second,
+				Attempt: owner, OneOff: true, Waiter: waiter, WaiterTTL: 3 * time.Second, Kind: engine.Semaphore, Limit: 2, Weight: weight}
 		}
-		if g, err := e.AcquireShared(ctx, req("a", "", 2)); err != nil || !g.Acquired {
+		if g, err := e.Acquire(ctx, req("a", "", 2)); err != nil || !g.Acquired {
 			t.Fatalf("first holder: %+v, %v", g, err)
 		}
-		g, err := e.AcquireShared(ctx, req("b", "wb", 1))
+		g, err := e.Acquire(ctx, req("b", "wb", 1))
 		if err != nil || g.Acquired || !g.Queued || !g.Head || g.Holder != "a" {
 			t.Fatalf("a waiter behind a full semaphore: %+v, %v", g, err)
 		}
-		beat := []engine.ExtendRequest{{Name: "beat", Owner: "wb", TTL: 3 * time.Second, Waiter: true, Shared: true}}
+		beat := []engine.ExtendRequest{{Name: "beat", Owner: "wb", TTL: 3 * time.Second, Waiter: true, Kind: engine.Semaphore}}
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Extended || res[0].Wake {
 			t.Fatalf("heartbeat while full: %+v, %v", res, err)
 		}
-		if _, err := e.ReleaseShared(ctx, "beat", "a"); err != nil {
+		if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "beat", Owner: "a", Kind: engine.Semaphore}); err != nil {
 			t.Fatal(err)
 		}
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Extended || !res[0].Wake {
 			t.Fatalf("heartbeat of the head once it fits: %+v, %v", res, err)
 		}
-		if g, err := e.AcquireShared(ctx, req("b", "wb", 1)); err != nil || !g.Acquired {
+		if g, err := e.Acquire(ctx, req("b", "wb", 1)); err != nil || !g.Acquired {
 			t.Fatalf("the head: %+v, %v", g, err)
 		}
 		if res, err := e.Extend(ctx, beat); err != nil || res[0].Status != engine.Missing {

@@ -56,7 +56,7 @@ type state struct {
 	wake  *mvccpb.KeyValue
 	// shared is the kind of a shared lock (Sharer) held under the name,
 	// 0 when none: a mutex is refused there.
-	shared engine.SharedKind
+	shared engine.Kind
 	// entered: the state was read by the transaction that put the
 	// caller's entry in the queue, on a lease renewed for it (enterQueue).
 	entered bool

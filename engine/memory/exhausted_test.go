@@ -32,7 +32,7 @@ func TestTokensNeverWrap(t *testing.T) {
 	if ok, err := e.RaiseFence(ctx, "n", "a", engine.MaxToken); !ok || err != nil {
 		t.Fatalf("raise to 2^53-1: %v, %v", ok, err)
 	}
-	if _, err := e.Release(ctx, "n", "a"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []engine.AcquireRequest{
@@ -49,8 +49,9 @@ func TestTokensNeverWrap(t *testing.T) {
 		if info, _ := e.Inspect(ctx, r.Name); info.Held {
 			t.Fatalf("%s: the refused grant holds the lock: %+v", r.Name, info)
 		}
-		sr := engine.SharedRequest{AcquireRequest: r, Kind: engine.Semaphore, Limit: 2, Weight: 1}
-		if g, err := e.AcquireShared(ctx, sr); !errors.Is(err, engine.ErrFenceExhausted) || g.Acquired {
+		sr := r
+		sr.Kind, sr.Limit, sr.Weight = engine.Semaphore, 2, 1
+		if g, err := e.Acquire(ctx, sr); !errors.Is(err, engine.ErrFenceExhausted) || g.Acquired {
 			t.Fatalf("%s: shared grant %+v, %v; want engine.ErrFenceExhausted", r.Name, g, err)
 		}
 	}

@@ -120,7 +120,7 @@ func TestListSkipsExpiredAndReleased(t *testing.T) {
 	listAcquire(t, e, "short", "o1", time.Second, "")
 	listAcquire(t, e, "long", "o2", time.Hour, "")
 	listAcquire(t, e, "released", "o3", time.Hour, "")
-	if _, err := e.Release(context.Background(), "released", "o3"); err != nil {
+	if _, err := e.Release(context.Background(), engine.ReleaseRequest{Name: "released", Owner: "o3"}); err != nil {
 		t.Fatal(err)
 	}
 	clock.t = clock.t.Add(2 * time.Second)

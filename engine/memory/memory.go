@@ -133,8 +133,8 @@ func (e *Engine) check(ctx context.Context) error {
 	return nil
 }
 
-// Acquire implements engine.Engine.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+// acquireMutex is Acquire for a mutex.
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
@@ -188,7 +188,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	now := e.now()
 	out := make([]engine.ExtendResult, len(rs))
 	for i, r := range rs {
-		if r.Shared {
+		if r.Kind.Shared() {
 			out[i] = e.extendShared(r, now)
 			continue
 		}
@@ -212,14 +212,14 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	return out, nil
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+// releaseMutex is Release for a mutex.
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return e.release(name, owner), nil
+	return e.release(r.Name, r.Owner), nil
 }
 
 // release drops one hold of owner on name; the caller holds e.mu.
@@ -289,7 +289,8 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := e.check(ctx); err != nil {
 		return engine.Info{}, err
 	}
-	return e.info(name, e.now()), nil
+	now := e.now()
+	return engine.Describe(e.info(name, now), e.sharedInfo(name, e.sharedState(name, now), now)), nil
 }
 
 // RaiseFence implements engine.FenceRaiser: while owner holds the lock,

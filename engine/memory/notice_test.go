@@ -37,7 +37,7 @@ func TestNotices(t *testing.T) {
 	if n, ok := notices.Notice(); !ok || n.Token != g.Token || n.Metadata != "w" {
 		t.Fatalf("proclaim: %+v %v", n, ok)
 	}
-	if _, err := e.Release(ctx, "n", "o"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "o"}); err != nil {
 		t.Fatal(err)
 	}
 	<-sub.C()
@@ -49,7 +49,7 @@ func TestNotices(t *testing.T) {
 		t.Fatal(g, err)
 	}
 	<-sub.C() // its notice waits in the subscription
-	if _, err := e.Release(ctx, "n", "p"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "p"}); err != nil {
 		t.Fatal(err)
 	}
 	<-sub.C()

@@ -13,7 +13,7 @@ var _ engine.Sharer = (*Engine)(nil)
 
 // sharedLock is one name's semaphore or reader-writer lock (engine.Sharer).
 type sharedLock struct {
-	kind    engine.SharedKind
+	kind    engine.Kind
 	limit   int
 	holders map[string]*sharedHolder // by owner
 	q       *waitQueue               // nil when nobody waits
@@ -100,8 +100,8 @@ func (e *Engine) wakeShared(name string, s *sharedLock) {
 	}
 }
 
-// AcquireShared implements engine.Sharer.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
@@ -179,36 +179,25 @@ func (e *Engine) leaveShared(s *sharedLock, waiter string) {
 	}
 }
 
-// ReleaseShared implements engine.Sharer.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+// releaseShared is Release for a shared kind.
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	s := e.sharedState(name, e.now())
-	if s == nil || s.holders[owner] == nil {
+	s := e.sharedState(r.Name, e.now())
+	if s == nil || s.holders[r.Owner] == nil {
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
-	h := s.holders[owner]
+	h := s.holders[r.Owner]
 	if h.count--; h.count > 0 {
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
-	delete(s.holders, owner)
-	e.wakeShared(name, s)
-	e.notifyWaiter(name, "") // plain subscribers (observers, waiters outside a queue)
+	delete(s.holders, r.Owner)
+	e.wakeShared(r.Name, s)
+	e.notifyWaiter(r.Name, "") // plain subscribers (observers, waiters outside a queue)
 	return engine.ReleaseResult{Status: engine.Released}, nil
-}
-
-// InspectShared implements engine.Sharer.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.check(ctx); err != nil {
-		return engine.Info{}, err
-	}
-	now := e.now()
-	return e.sharedInfo(name, e.sharedState(name, now), now), nil
 }
 
 // sharedInfo describes the shared lock s of name (nil: none) at now; the
@@ -341,4 +330,16 @@ func (e *Engine) forceShared(name string, now time.Time) bool {
 	e.wakeShared(name, s)
 	e.notifyWaiter(name, "")
 	return true
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

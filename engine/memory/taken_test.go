@@ -22,8 +22,7 @@ func TestTakenMarksSwept(t *testing.T) {
 	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "mo", Attempt: "1", TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "so", Attempt: "2", TTL: time.Second},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}); err != nil {
+	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: "so", Attempt: "2", TTL: time.Second, Kind: engine.Semaphore, Limit: 2, Weight: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"m", "s"} {
@@ -31,7 +30,7 @@ func TestTakenMarksSwept(t *testing.T) {
 			t.Fatalf("ForceRelease(%s) = %v, %v", name, held, err)
 		}
 	}
-	renew := []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: time.Second}, {Name: "s", Owner: "so", TTL: time.Second, Shared: true}}
+	renew := []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: time.Second}, {Name: "s", Owner: "so", TTL: time.Second, Kind: engine.Semaphore}}
 	for range 2 {
 		res, err := e.Extend(ctx, renew)
 		if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {

@@ -7,11 +7,11 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine and, with r.Waiter, the queue entry of
+// acquireMutex is Acquire for a mutex and, with r.Waiter, the queue entry of
 // engine.Queuer: one call of the schema's acquire function. A name that
 // holders of a semaphore or a reader-writer lock hold is refused with
 // engine.KindError's *engine.ArgumentError, having changed nothing.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(); err != nil {
 		return engine.Grant{}, err
 	}

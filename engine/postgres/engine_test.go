@@ -123,7 +123,7 @@ func TestExtendBatch(t *testing.T) {
 		t.Fatalf("after the extension: %+v, %v", info, err)
 	}
 	// The holder leaves: the waiter's heartbeat says it may take the lock.
-	if _, err := e.Release(ctx, held, "h"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: held, Owner: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	out, err = e.Extend(ctx, []engine.ExtendRequest{{Name: held, Owner: "w1", TTL: time.Minute, Waiter: true}})

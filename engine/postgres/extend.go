@@ -8,7 +8,7 @@ import (
 
 // Extend implements engine.Engine: every lease renewal and waiter
 // heartbeat of the batch, of mutexes and of shared locks
-// (ExtendRequest.Shared), in one statement: a call of the schema's extend
+// (a shared ExtendRequest.Kind), in one statement: a call of the schema's extend
 // function, of extend_shared, or of both joined by UNION ALL; one round
 // trip. Either tells the holders a force-release freed that they were
 // taken over (HeldByOther). The rows are locked in name order (the mutexes' first, then the
@@ -24,7 +24,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			out[i].Err = err
 			continue
 		}
-		if r.Shared {
+		if r.Kind.Shared() {
 			shared.add(i, r)
 		} else {
 			mutex.add(i, r)

@@ -133,7 +133,7 @@ func TestHugeMetadata(t *testing.T) {
 	if err != nil || info.Metadata != huge {
 		t.Fatalf("read back %d bytes, %v", len(info.Metadata), err)
 	}
-	if r, err := e.Release(ctx, name, "o"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/distlock/distlock/engine"
 )
 
-// Inspect implements engine.Engine. Waiters counts the live entries of the
-// lock's queue (waiters outside a queue are not visible to the database),
-// and Queue lists them in arrival order.
-// HighWater is the token of the name's last grant while its row exists
-// (held, queued for, or raised above the token sequence), else 0.
+// Inspect implements engine.Engine: the mutex's row and the shared
+// lock's, two plain reads (no locks) sent in one round trip (a batch), and
+// the view engine.Describe picks. Waiters counts the live entries of the
+// queue (waiters outside a queue are not visible to the database), and
+// Queue lists them in arrival order; a shared lock's Holders are in token
+// order. HighWater is the token of the name's last grant while its row
+// exists (held, queued for, or raised above the token sequence), else 0.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	if err := e.check(); err != nil {
 		return engine.Info{}, err
@@ -19,6 +23,26 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := checkText("name", name); err != nil {
 		return engine.Info{}, err
 	}
+	b := &pgx.Batch{}
+	b.Queue(e.sql.inspect, name)
+	b.Queue(e.sql.inspectShared, name)
+	br := e.pool.SendBatch(ctx, b)
+	mutex, err := scanInfo(name, br.QueryRow())
+	var shared engine.Info
+	if err == nil {
+		shared, err = scanSharedInfo(name, br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return engine.Info{}, e.wrap(err)
+	}
+	return engine.Describe(mutex, shared), nil
+}
+
+// scanInfo reads a mutex's row (the inspect statement).
+func scanInfo(name string, row pgx.Row) (engine.Info, error) {
 	info := engine.Info{Name: name}
 	var (
 		holds, waiters   int32
@@ -26,10 +50,9 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		ids              []string
 		us               []int64
 	)
-	err := e.pool.QueryRow(ctx, e.sql.inspect, name).
-		Scan(&info.Held, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters, &ids, &us)
+	err := row.Scan(&info.Held, &info.Owner, &holds, &info.Metadata, &token, &ttlUS, &hw, &waiters, &ids, &us)
 	if err != nil {
-		return engine.Info{}, e.wrap(err)
+		return engine.Info{}, err
 	}
 	info.Count, info.Token, info.HighWater, info.Waiters = int(holds), uint64(token), uint64(hw), int(waiters)
 	info.Queue = queueList(ids, us)

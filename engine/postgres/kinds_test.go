@@ -145,14 +145,11 @@ func state(t *testing.T, ctx context.Context, e interface {
 	engine.Sharer
 }, name string) string {
 	t.Helper()
-	info, err := e.Inspect(ctx, name)
+	all, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := e.InspectShared(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info, shared := all.Narrow(false), all.Narrow(true)
 	for i := range shared.Holders {
 		shared.Holders[i].TTL = 0 // runs down
 	}
@@ -176,12 +173,11 @@ func TestKindsNoWriteSkew(t *testing.T) {
 		name := uniqueName(t)
 		if !fresh {
 			e := newEngine(t, newPool(t), schema)
-			r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "before", Attempt: "before", TTL: time.Minute},
-				Kind: engine.Semaphore, Limit: 2, Weight: 1}
-			if _, err := e.AcquireShared(ctx, r); err != nil {
+			r := engine.AcquireRequest{Name: name, Owner: "before", Attempt: "before", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1}
+			if _, err := e.Acquire(ctx, r); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.ReleaseShared(ctx, name, "before"); err != nil {
+			if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "before", Kind: engine.Semaphore}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -195,8 +191,7 @@ func TestKindsNoWriteSkew(t *testing.T) {
 		}
 		permitDone, mutexDone := make(chan result, 1), make(chan result, 1)
 		go func() {
-			g, err := permit.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "p", Attempt: "p", TTL: time.Minute},
-				Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			g, err := permit.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "p", Attempt: "p", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 			permitDone <- result{g, err}
 		}()
 		waitLocked(t, ctx, permitApp, 1) // checked, its holder row inserted, not committed

@@ -34,7 +34,7 @@ func lateHead(t *testing.T, ctx context.Context, e *postgres.Engine, schema, nam
 			t.Fatalf("%s: %+v, want queued", w, g)
 		}
 	}
-	if r, err := e.Release(ctx, name, "holder"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	pool := newPool(t)

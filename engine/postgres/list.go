@@ -10,7 +10,7 @@ import (
 // List implements engine.Lister: the held locks whose names start with
 // prefix, mutexes and shared locks (held or waited for) alike, in byte
 // order of their names, at most limit (at least 1) per page: a statement
-// for the mutexes, one for the shared locks' names, and one InspectShared
+// for the mutexes, one for the shared locks' names, and one shared inspect
 // per shared lock. The cursor is the last name of the previous page.
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	if err := e.check(); err != nil {

@@ -149,7 +149,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	}
 	if undefinedFunction(err) {
 		for i, name := range names { // a schema before version 5
-			if out[i], err = e.Release(ctx, name, owners[i]); err != nil {
+			if out[i], err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
 				return nil, err
 			}
 		}

@@ -85,10 +85,10 @@ func TestMultiAllOrNothing(t *testing.T) {
 	}
 	assertUntouched(t, ctx, e, pool, a, c)
 
-	sg, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: sem, Owner: "h",
-		Attempt: "h", OneOff: true, TTL: time.Minute}, Kind: engine.Semaphore, Limit: 1, Weight: 1})
+	sg, err := e.Acquire(ctx, engine.AcquireRequest{Name: sem, Owner: "h",
+		Attempt: "h", OneOff: true, TTL: time.Minute, Kind: engine.Semaphore, Limit: 1, Weight: 1})
 	if err != nil || !sg.Acquired {
-		t.Fatalf("AcquireShared: %+v, %v", sg, err)
+		t.Fatalf("Acquire (shared): %+v, %v", sg, err)
 	}
 	_, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, sem))
 	var ae *engine.ArgumentError
@@ -127,7 +127,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if err != nil || q.Acquired || !q.Queued {
 		t.Fatalf("queue on b: %+v, %v", q, err)
 	}
-	if r, err := e.Release(ctx, b, "x"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: b, Owner: "x"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("Release b: %+v, %v", r, err)
 	}
 	mg, err = e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, a, b))
@@ -154,18 +154,18 @@ func TestMultiTokensAndRelease(t *testing.T) {
 		if err != nil || !g.Acquired {
 			t.Fatalf("Acquire %s: %+v, %v", name, g, err)
 		}
-		if r, err := e.Release(ctx, name, "one"); err != nil || r.Status != engine.Released {
+		if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "one"}); err != nil || r.Status != engine.Released {
 			t.Fatalf("Release %s: %+v, %v", name, r, err)
 		}
 		return g.Token
 	}
 	before := single(names[0])
-	permit, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: names[1], Owner: "p",
-		Attempt: "p", TTL: time.Minute}, Kind: engine.Semaphore, Limit: 2, Weight: 1})
+	permit, err := e.Acquire(ctx, engine.AcquireRequest{Name: names[1], Owner: "p",
+		Attempt: "p", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 	if err != nil || !permit.Acquired {
 		t.Fatalf("a permit: %+v, %v", permit, err)
 	}
-	if _, err := e.ReleaseShared(ctx, names[1], "p"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: names[1], Owner: "p", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
 	mg, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", time.Minute, names...))
@@ -450,7 +450,7 @@ func TestMultiLapsedWaiter(t *testing.T) {
 	if err != nil || !q.Queued {
 		t.Fatalf("queue on b: %+v, %v", q, err)
 	}
-	if r, err := e.Release(ctx, b, "x"); err != nil || r.Status != engine.Released {
+	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: b, Owner: "x"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("Release b: %+v, %v", r, err)
 	}
 	waitFor(t, "the waiter's heartbeat deadline", func() bool {

@@ -56,15 +56,17 @@ func TestReentryExpiryUpgrade(t *testing.T) {
 	} else if left := ttl("kept"); left < long/2 {
 		t.Fatalf("one of two holds extended by %v: %v left", short, left)
 	}
-	permit := func(attempt string, ttl time.Duration) engine.SharedRequest {
-		return engine.SharedRequest{AcquireRequest: mutex("s", attempt, ttl), Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	permit := func(attempt string, ttl time.Duration) engine.AcquireRequest {
+		r := mutex("s", attempt, ttl)
+		r.Kind, r.Limit, r.Weight = engine.Semaphore, 2, 1
+		return r
 	}
-	for _, r := range []engine.SharedRequest{permit("a1", long), permit("a2", short)} {
-		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Acquired {
+	for _, r := range []engine.AcquireRequest{permit("a1", long), permit("a2", short)} {
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("%+v: %+v, %v", r, g, err)
 		}
 	}
-	info, err := e.InspectShared(ctx, "s")
+	info, err := e.Inspect(ctx, "s")
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL < long/2 {
 		t.Fatalf("a permit re-entered with %v: %+v, %v", short, info, err)
 	}

@@ -10,24 +10,24 @@ import (
 // errShortReply: the database answered fewer results than requests.
 var errShortReply = errors.New("postgres: no result for the request")
 
-// Release implements engine.Engine: one call of the schema's release
+// releaseMutex is Release for a mutex: one call of the schema's release
 // function. The last hold frees the lock and, when anyone waits, wakes the
 // head of the queue (NOTIFY, sent when the call commits).
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.ReleaseOnce(ctx, name, owner, "")
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.releaseOnceMutex(ctx, r, "")
 }
 
-// ReleaseOnce implements engine.OnceReleaser: a second release with the
+// releaseOnceMutex is ReleaseOnce for a mutex: a second release with the
 // same non-empty id (a resent copy) drops no second hold.
-func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	if err := checkTexts("name", name, "owner", owner, "release id", id); err != nil {
+	if err := checkTexts("name", r.Name, "owner", r.Owner, "release id", id); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	if err := e.pool.QueryRow(ctx, e.sql.release, name, owner, id).Scan(&status, &remaining); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.release, r.Name, r.Owner, id).Scan(&status, &remaining); err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/distlock/distlock/engine"
@@ -18,21 +19,18 @@ import (
 // token, metadata, attempt, expires_at) and shared_waiters (the strict
 // FIFO queue with weights). Each operation is one function call of
 // schema.sql; Extend renews holders and heartbeats of shared locks in the
-// same statement as the mutexes' (ExtendRequest.Shared).
+// same statement as the mutexes' (a shared ExtendRequest.Kind).
 //
 // The kinds are kept apart as on the memory engine: a mutex is refused
 // while a shared lock's holders hold the name, a shared lock while a mutex
 // holds it (both grants hold the name's row of locks when they check).
 
-// AcquireShared implements engine.Sharer: one call of acquire_shared.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind: one call of acquire_shared.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(); err != nil {
 		return engine.Grant{}, err
 	}
 	if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata, "attempt", r.Attempt, "waiter", r.Waiter); err != nil {
-		return engine.Grant{}, err
-	}
-	if err := checkShared(r.Kind, r.Limit, r.Weight); err != nil {
 		return engine.Grant{}, err
 	}
 	var (
@@ -59,31 +57,17 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	return g, nil
 }
 
-// checkShared refuses what PostgreSQL's integers cannot carry (the
-// functions check the rest against the stored lock).
-func checkShared(kind engine.SharedKind, limit, weight int) error {
-	switch {
-	case kind != engine.Semaphore && kind != engine.RWLock:
-		return &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a shared lock's kind", kind)}
-	case limit < 0 || limit > engine.RWPermits:
-		return &engine.ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits)}
-	case weight < 0 || weight > engine.RWPermits:
-		return &engine.ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit", weight)}
-	}
-	return nil
-}
-
 // sharedError turns a function's refusal of a request of kind (0: a
 // mutex) on name (SQLSTATE DL001, 'DISTLOCK ...', see acquire_shared and
 // _mutex_check in schema.sql) into the error the memory engine returns for
 // it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
 // wrapped as every call's.
-func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+func (e *Engine) sharedError(err error, name string, kind engine.Kind, limit, weight int) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "DL001" {
 		return e.wrap(err)
 	}
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	r := engine.AcquireRequest{Name: name, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(pe.Message, r); refusal != nil {
 		return refusal
 	}
@@ -95,33 +79,36 @@ func (e *Engine) sharedError(err error, name string, kind engine.SharedKind, lim
 	return err
 }
 
-// ReleaseShared implements engine.Sharer: one call of release_shared. The
+// releaseShared is Release for a shared kind: one call of release_shared. The
 // last hold's permits come back, and the head of the queue is woken
 // (NOTIFY, sent when the call commits) if it fits.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	if err := checkTexts("name", name, "owner", owner); err != nil {
+	if err := checkTexts("name", r.Name, "owner", r.Owner); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, name, owner).Scan(&status, &remaining); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner).Scan(&status, &remaining); err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
 }
 
-// InspectShared implements engine.Sharer: a plain read, no locks. Kind
-// and Limit are zero for a name that is no shared lock; Holders are in
-// token order; HighWater is the name's last token (minted or raised).
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.check(); err != nil {
-		return engine.Info{}, err
+// inspectShared describes the shared lock name: a plain read, no locks.
+// Kind and Limit are zero for a name that is no shared lock; Holders are
+// in token order; HighWater is the name's last token (minted or raised).
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
+	info, err := scanSharedInfo(name, e.pool.QueryRow(ctx, e.sql.inspectShared, name))
+	if err != nil {
+		return engine.Info{}, e.wrap(err)
 	}
-	if err := checkText("name", name); err != nil {
-		return engine.Info{}, err
-	}
+	return info, nil
+}
+
+// scanSharedInfo reads a shared lock's row (the inspectShared statement).
+func scanSharedInfo(name string, row pgx.Row) (engine.Info, error) {
 	var (
 		kind, limit, waiters int32
 		hw                   int64
@@ -131,12 +118,11 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		ids                  []string
 		us                   []int64
 	)
-	err := e.pool.QueryRow(ctx, e.sql.inspectShared, name).
-		Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata, &ids, &us)
+	err := row.Scan(&kind, &limit, &hw, &waiters, &owners, &weights, &holds, &tokens, &ttls, &metadata, &ids, &us)
 	if err != nil {
-		return engine.Info{}, e.wrap(err)
+		return engine.Info{}, err
 	}
-	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
+	info := engine.Info{Name: name, Kind: engine.Kind(kind), Limit: int(limit), HighWater: uint64(hw), Waiters: int(waiters),
 		Queue: queueList(ids, us)}
 	for i := range owners {
 		if i >= len(weights) || i >= len(holds) || i >= len(tokens) || i >= len(ttls) || i >= len(metadata) {
@@ -206,3 +192,22 @@ var (
 	_ engine.Sharer            = (*Engine)(nil)
 	_ engine.SharedFenceRaiser = (*Engine)(nil)
 )
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+}
+
+// ReleaseOnce implements engine.OnceReleaser for a mutex (release_shared
+// records no release ids: a shared kind is refused with
+// engine.UnsupportedKind).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, nil)
+}

@@ -14,7 +14,7 @@ import (
 
 // listShared returns the shared locks held or waited for whose names start
 // with prefix and come after cursor, in name order, at most limit, each
-// read as InspectShared reads it.
+// read as Inspect reads it.
 func (e *Engine) listShared(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, error) {
 	rows, err := e.pool.Query(ctx, e.sql.listShared, prefix, cursor, int32(limit))
 	if err != nil {
@@ -35,7 +35,7 @@ func (e *Engine) listShared(ctx context.Context, prefix, cursor string, limit in
 	}
 	var infos []engine.Info
 	for _, name := range names {
-		info, err := e.InspectShared(ctx, name)
+		info, err := e.inspectShared(ctx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -81,17 +81,17 @@ func TestSharedOneStatement(t *testing.T) {
 	defer pool.Close()
 	e := newEngine(t, pool, schema)
 	name := uniqueName(t)
-	sem := func(owner, waiter string, weight int) engine.SharedRequest {
-		return engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + waiter,
-			TTL: time.Minute, Waiter: waiter, WaiterTTL: time.Minute}, Kind: engine.Semaphore, Limit: 3, Weight: weight}
+	sem := func(owner, waiter string, weight int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner + waiter,
+			TTL: time.Minute, Waiter: waiter, WaiterTTL: time.Minute, Kind: engine.Semaphore, Limit: 3, Weight: weight}
 	}
 	for i := range 3 {
 		q := n.queries.Load()
-		g, err := e.AcquireShared(ctx, sem("a", "", 1))
+		g, err := e.Acquire(ctx, sem("a", "", 1))
 		if err != nil || !g.Acquired {
 			t.Fatalf("%+v, %v", g, err)
 		}
-		r, err := e.ReleaseShared(ctx, name, "a")
+		r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore})
 		if err != nil || r.Status != engine.Released {
 			t.Fatalf("%+v, %v", r, err)
 		}
@@ -100,16 +100,16 @@ func TestSharedOneStatement(t *testing.T) {
 		}
 	}
 	// Holders a (2) and b (1); c waits for 2, d for 1 behind it.
-	for _, r := range []engine.SharedRequest{sem("a", "", 2), sem("b", "", 1)} {
-		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Acquired {
+	for _, r := range []engine.AcquireRequest{sem("a", "", 2), sem("b", "", 1)} {
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("%+v, %v", g, err)
 		}
 	}
-	g, err := e.AcquireShared(ctx, sem("c", "wc", 2))
+	g, err := e.Acquire(ctx, sem("c", "wc", 2))
 	if err != nil || g.Acquired || !g.Queued || !g.Head || g.Holder == "" || g.HolderTTL <= 0 {
 		t.Fatalf("c: %+v, %v", g, err)
 	}
-	if g, err := e.AcquireShared(ctx, sem("d", "wd", 1)); err != nil || g.Acquired || !g.Queued || g.Head {
+	if g, err := e.Acquire(ctx, sem("d", "wd", 1)); err != nil || g.Acquired || !g.Queued || g.Head {
 		t.Fatalf("d: %+v, %v", g, err)
 	}
 	mutex := name + "-m"
@@ -117,13 +117,13 @@ func TestSharedOneStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := []engine.ExtendRequest{
-		{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
+		{Name: name, Owner: "a", TTL: time.Minute, Kind: engine.Semaphore},
 		{Name: mutex, Owner: "m", TTL: time.Minute},
-		{Name: name, Owner: "wc", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: name, Owner: "nobody", TTL: time.Minute, Shared: true},
+		{Name: name, Owner: "wc", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: name, Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore},
 		{Name: mutex, Owner: "x", TTL: time.Minute},
-		{Name: name, Owner: "wd", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: name, Owner: "gone", TTL: time.Minute, Shared: true, Waiter: true},
+		{Name: name, Owner: "wd", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: name, Owner: "gone", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
 	}
 	check := func(want []engine.ExtendResult) {
 		t.Helper()
@@ -150,10 +150,10 @@ func TestSharedOneStatement(t *testing.T) {
 	})
 	// b releases: c (2) does not fit yet; a releases: c fits, and its
 	// heartbeat says so; d (behind c) is not woken.
-	if _, err := e.ReleaseShared(ctx, name, "b"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ReleaseShared(ctx, name, "a"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
 	check([]engine.ExtendResult{
@@ -161,17 +161,17 @@ func TestSharedOneStatement(t *testing.T) {
 		{Status: engine.Missing}, {Status: engine.HeldByOther}, {Status: engine.Extended}, {Status: engine.Missing},
 	})
 	// A newcomer does not overtake the queue, though its weight fits.
-	if g, err := e.AcquireShared(ctx, sem("e", "", 1)); err != nil || g.Acquired || !g.Reserved {
+	if g, err := e.Acquire(ctx, sem("e", "", 1)); err != nil || g.Acquired || !g.Reserved {
 		t.Fatalf("a newcomer ahead of the queue: %+v, %v", g, err)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || info.Kind != engine.Semaphore || info.Limit != 3 || info.Held || info.Waiters != 2 {
-		t.Fatalf("InspectShared: %+v, %v", info, err)
+		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
 	if err := e.LeaveShared(ctx, name, "wc"); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := e.AcquireShared(ctx, sem("d", "wd", 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, sem("d", "wd", 1)); err != nil || !g.Acquired {
 		t.Fatalf("d after c left: %+v, %v", g, err)
 	}
 }
@@ -189,20 +189,19 @@ func TestSharedMutexApart(t *testing.T) {
 	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "m", Attempt: "m", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	rw := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "r", Attempt: "r", TTL: time.Minute},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	rw := engine.AcquireRequest{Name: name, Owner: "r", Attempt: "r", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
 	var ae *engine.ArgumentError
-	if _, err := e.AcquireShared(ctx, rw); !errors.As(err, &ae) || ae.Reason != fmt.Sprintf("%q is a mutex, not a rwlock", name) {
+	if _, err := e.Acquire(ctx, rw); !errors.As(err, &ae) || ae.Reason != fmt.Sprintf("%q is a mutex, not a rwlock", name) {
 		t.Fatalf("a reader of a name held as a mutex: %v", err)
 	}
 	if _, err := e.SetLimit(ctx, name, 2); !errors.As(err, &ae) {
 		t.Fatalf("SetLimit of a name held as a mutex: %v", err)
 	}
-	if info, err := e.InspectShared(ctx, name); err != nil || info.Kind != 0 {
+	if info, err := e.Inspect(ctx, name); err != nil || info.Kind != 0 {
 		t.Fatalf("a refused call made the shared lock: %+v, %v", info, err)
 	}
-	_, _ = e.Release(ctx, name, "m")
-	g, err := e.AcquireShared(ctx, rw)
+	_, _ = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "m"})
+	g, err := e.Acquire(ctx, rw)
 	if err != nil || !g.Acquired {
 		t.Fatalf("%+v, %v", g, err)
 	}
@@ -216,13 +215,13 @@ func TestSharedMutexApart(t *testing.T) {
 	if ok, err := e.RaiseSharedFence(ctx, name, "nobody", raised+1); err != nil || ok {
 		t.Fatalf("RaiseSharedFence of no holder: %v, %v", ok, err)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Token != raised || info.HighWater != raised {
 		t.Fatalf("after the raise: %+v, %v", info, err)
 	}
-	_, _ = e.ReleaseShared(ctx, name, "r")
+	_, _ = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "r", Kind: engine.RWLock})
 	rw.Owner, rw.Weight = "w", engine.RWPermits
-	if g, err := e.AcquireShared(ctx, rw); err != nil || !g.Acquired || g.Token <= raised {
+	if g, err := e.Acquire(ctx, rw); err != nil || !g.Acquired || g.Token <= raised {
 		t.Fatalf("the writer after the raise: %+v, %v", g, err)
 	}
 }
@@ -243,13 +242,12 @@ func TestSharedConcurrentBatches(t *testing.T) {
 		if _, err := e0.Acquire(ctx, engine.AcquireRequest{Name: name + "m", Owner: "o", Attempt: "o", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "o", Attempt: "o", TTL: time.Minute},
-			Kind: engine.Semaphore, Limit: 4, Weight: 1}
-		if _, err := e0.AcquireShared(ctx, r); err != nil {
+		r := engine.AcquireRequest{Name: name, Owner: "o", Attempt: "o", TTL: time.Minute, Kind: engine.Semaphore, Limit: 4, Weight: 1}
+		if _, err := e0.Acquire(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		forward = append(forward, engine.ExtendRequest{Name: name + "m", Owner: "o", TTL: time.Minute},
-			engine.ExtendRequest{Name: name, Owner: "o", TTL: time.Minute, Shared: true})
+			engine.ExtendRequest{Name: name, Owner: "o", TTL: time.Minute, Kind: engine.Semaphore})
 	}
 	var backward []engine.ExtendRequest
 	for i := range forward {
@@ -281,13 +279,12 @@ func TestSharedConcurrentBatches(t *testing.T) {
 			owner := fmt.Sprint("x", w)
 			for i := range 30 {
 				name := fmt.Sprintf("%s%02d", prefix, (i*7+w)%10)
-				r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: fmt.Sprint(i), TTL: time.Minute},
-					Kind: engine.Semaphore, Limit: 4, Weight: 1}
-				if _, err := e.AcquireShared(ctx, r); err != nil {
+				r := engine.AcquireRequest{Name: name, Owner: owner, Attempt: fmt.Sprint(i), TTL: time.Minute, Kind: engine.Semaphore, Limit: 4, Weight: 1}
+				if _, err := e.Acquire(ctx, r); err != nil {
 					t.Error(err)
 					return
 				}
-				if _, err := e.ReleaseShared(ctx, name, owner); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: engine.Semaphore}); err != nil {
 					t.Error(err)
 					return
 				}

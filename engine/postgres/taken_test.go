@@ -28,9 +28,8 @@ func TestTakenUpgrade(t *testing.T) {
 			t.Fatalf("%s: %+v, %v", r.Name, g, err)
 		}
 	}
-	permit := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "a", Attempt: "a", TTL: time.Minute},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
-	if g, err := e.AcquireShared(ctx, permit); err != nil || !g.Acquired {
+	permit := engine.AcquireRequest{Name: "s", Owner: "a", Attempt: "a", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	if g, err := e.Acquire(ctx, permit); err != nil || !g.Acquired {
 		t.Fatalf("a permit: %+v, %v", g, err)
 	}
 	// Version 3's own functions (this engine calls version 4's).
@@ -55,7 +54,7 @@ func TestTakenUpgrade(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('upgrade_v3_taken.shared_taken')::text`).Scan(&old); err != nil || old != nil {
 		t.Fatalf("shared_taken after the upgrade: %v, %v", old, err)
 	}
-	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "s", Owner: "a", TTL: time.Minute, Shared: true}, {Name: "m", Owner: "mo", TTL: time.Minute}})
+	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "s", Owner: "a", TTL: time.Minute, Kind: engine.Semaphore}, {Name: "m", Owner: "mo", TTL: time.Minute}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.Extended {
 		t.Fatalf("after the upgrade: %+v, %v; want the freed holder taken over, the mutex held across it extended", res, err)
 	}
@@ -90,8 +89,7 @@ func TestTakenSwept(t *testing.T) {
 		t.Helper()
 		var err error
 		if shared {
-			_, err = e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl},
-				Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			_, err = e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 		} else {
 			_, err = e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: ttl})
 		}

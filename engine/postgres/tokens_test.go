@@ -20,7 +20,7 @@ func mutexMeanwhile(t *testing.T, ctx context.Context, name string) func(e *post
 		if err != nil || !g.Acquired {
 			t.Fatalf("the grant made meanwhile: %+v, %v", g, err)
 		}
-		if _, err := e.Release(ctx, name, "b"); err != nil {
+		if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b"}); err != nil {
 			t.Fatal(err)
 		}
 		return g.Token
@@ -48,12 +48,11 @@ func TestStalledGrantToken(t *testing.T) {
 		{"a mutex", func(name string) func(e *postgres.Engine) uint64 { return mutexMeanwhile(t, ctx, name) }},
 		{"a permit", func(name string) func(e *postgres.Engine) uint64 {
 			return func(e *postgres.Engine) uint64 {
-				g, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name, Owner: "b", Attempt: "b", TTL: time.Minute},
-					Kind: engine.Semaphore, Limit: 2, Weight: 1})
+				g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "b", Attempt: "b", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 				if err != nil || !g.Acquired {
 					t.Fatalf("the permit granted meanwhile: %+v, %v", g, err)
 				}
-				if _, err := e.ReleaseShared(ctx, name, "b"); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "b", Kind: engine.Semaphore}); err != nil {
 					t.Fatal(err)
 				}
 				return g.Token
@@ -96,16 +95,15 @@ func TestTokenUpgrade(t *testing.T) {
 	oldSchema(t, ctx, pool, schema, "schema_v2.sql")
 	installStall(t, ctx, pool, schema, "BEFORE INSERT ON locks")
 	e := newEngine(t, pool, schema)
-	permit := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "p", Attempt: "p", TTL: time.Minute},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
-	if g, err := e.AcquireShared(ctx, permit); err != nil || !g.Acquired {
+	permit := engine.AcquireRequest{Name: "s", Owner: "p", Attempt: "p", TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	if g, err := e.Acquire(ctx, permit); err != nil || !g.Acquired {
 		t.Fatalf("a permit: %+v, %v", g, err)
 	}
 	mutex := engine.AcquireRequest{Name: "s", Owner: "m", Attempt: "m", TTL: time.Minute}
 	if g, err := e.Acquire(ctx, mutex); err != nil || !g.Acquired {
 		t.Fatalf("version 2 granted a mutex beside a permit: %+v, %v", g, err)
 	}
-	if _, err := e.Release(ctx, "s", "m"); err != nil {
+	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "s", Owner: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	if g, b := stalledGrant(t, ctx, schema, "old", mutexMeanwhile(t, ctx, "old")); g.Token >= b {

@@ -78,7 +78,7 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 			continue
 		}
 		v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
-		// The holders a majority lists, as InspectShared's: a minority's
+		// The holders a majority lists, as Inspect's (sharedView): a minority's
 		// can be a grant that lost (the readers a node took while the
 		// writer won the others), and the node that answered first may
 		// lack one that won.

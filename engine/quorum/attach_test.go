@@ -49,11 +49,11 @@ func (n *gatedNode) RaiseFence(ctx context.Context, name, owner string, token ui
 	return n.Engine.RaiseFence(ctx, name, owner, token)
 }
 
-func (n *gatedNode) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (n *gatedNode) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := waitGate(ctx, n.release); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return n.Engine.Release(ctx, name, owner)
+	return n.Engine.Release(ctx, r)
 }
 
 func (n *gatedNode) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {

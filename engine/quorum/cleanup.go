@@ -123,9 +123,9 @@ func (c *cleaner) drop(k grantKey, p *pendingRelease) {
 // releases, and plainly elsewhere.
 func releaseOnce(ctx context.Context, eng engine.Engine, name, owner, id string) (engine.ReleaseResult, error) {
 	if o, ok := eng.(engine.OnceReleaser); ok {
-		return o.ReleaseOnce(ctx, name, owner, id)
+		return o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: owner}, id)
 	}
-	return eng.Release(ctx, name, owner)
+	return eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
 }
 
 // newReleaseID returns a random release id.

@@ -186,7 +186,7 @@ func TestReleaseBeforeLateGrant(t *testing.T) {
 		if err != nil || !g.Acquired {
 			t.Fatalf("acquire: %+v, %v", g, err)
 		}
-		if r, err := q.Release(ctx, "overtaken", owner); err != nil || r.Status != engine.Released {
+		if r, err := q.Release(ctx, engine.ReleaseRequest{Name: "overtaken", Owner: owner}); err != nil || r.Status != engine.Released {
 			t.Fatalf("release: %+v, %v", r, err)
 		}
 		slow := srvs[2]

@@ -43,7 +43,7 @@ func grantAndReleaseAfter(t *testing.T, q *quorum.Engine, srvs []*redistest.Serv
 		t.Fatalf("acquire: %+v, %v", g, err)
 	}
 	held()
-	if _, err := q.Release(ctx, name, owner); err != nil {
+	if _, err := q.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

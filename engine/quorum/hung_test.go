@@ -94,12 +94,12 @@ func TestHungNode(t *testing.T) {
 		}
 		wantPartial("Inspect", info.Partial)
 	})
-	bounded("InspectShared", func() {
-		info, err := q.InspectShared(ctx, "hung-rw")
+	bounded("Inspect of a shared lock", func() {
+		info, err := q.Inspect(ctx, "hung-rw")
 		if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != reader.Owner() {
-			t.Fatalf("InspectShared: %+v, %v; want the reader %s", info, err, reader.Owner())
+			t.Fatalf("Inspect: %+v, %v; want the reader %s", info, err, reader.Owner())
 		}
-		wantPartial("InspectShared", info.Partial)
+		wantPartial("Inspect of a shared lock", info.Partial)
 	})
 	bounded("List", func() {
 		infos, next, err := q.List(ctx, "hung-", "", 100)

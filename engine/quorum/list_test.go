@@ -9,7 +9,7 @@ import (
 )
 
 // TestListSharedMajority: List reports the holders of a shared lock that a
-// majority of the nodes list, as InspectShared does: with the writer
+// majority of the nodes list, as Inspect does: with the writer
 // granted on three nodes of five and a reader (a grant that lost) on the
 // first two, the listing shows the writer and not the reader. Found by the
 // randomized checker (enginetest.Check): List took the holders of the
@@ -19,16 +19,15 @@ func TestListSharedMajority(t *testing.T) {
 	defer cancel()
 	nodes := newMemNodes(t, 5)
 	q := memQuorum(t, nodes)
-	req := func(owner string, weight int) engine.SharedRequest {
-		return engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "rw", Owner: owner, TTL: time.Minute},
-			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
+	req := func(owner string, weight int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: "rw", Owner: owner, TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
 	}
 	for i, n := range nodes {
 		r := req("writer", engine.RWPermits)
 		if i < 2 {
 			r = req("reader", 1)
 		}
-		if g, err := n.AcquireShared(ctx, r); err != nil || !g.Acquired {
+		if g, err := n.Acquire(ctx, r); err != nil || !g.Acquired {
 			t.Fatalf("node %d: %+v, %v", i, g, err)
 		}
 	}
@@ -41,8 +40,8 @@ func TestListSharedMajority(t *testing.T) {
 			t.Fatalf("List: %+v, want the writer alone", infos)
 		}
 	}
-	info, err := q.InspectShared(ctx, "rw")
+	info, err := q.Inspect(ctx, "rw")
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != "writer" {
-		t.Fatalf("InspectShared: %+v, %v, want the writer alone", info, err)
+		t.Fatalf("Inspect: %+v, %v, want the writer alone", info, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine: phase 1 on every node, then phase 2
+// acquireMutex is Acquire for a mutex: phase 1 on every node, then phase 2
 // (fencing) on the nodes that granted, each counted against the validity
 // measured from before the first send.
 //
@@ -20,7 +20,7 @@ import (
 // soon as the outcome is decided: a majority granted, or a majority can no
 // longer grant. The answers still out are settled when they come (see
 // flight): late grants of a kept lease stay, everything else is released.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if r.Fair {
 		return engine.Grant{}, errFairQuorum
 	}
@@ -75,7 +75,7 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	}
 	if err == nil && g.Acquired && r.Announce {
 		if err := e.announce(ctx, r, value, g.Token, later); err != nil {
-			_, _ = e.Release(context.WithoutCancel(ctx), r.Name, r.Owner)
+			_, _ = e.Release(context.WithoutCancel(ctx), engine.ReleaseRequest{Name: r.Name, Owner: r.Owner})
 			return engine.Grant{}, err
 		}
 	}
@@ -442,11 +442,11 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 	return engine.ExtendResult{Err: &NoQuorumError{Op: "extend", OK: extended, Majority: e.majority, Nodes: len(e.nodes), Errs: errs}}
 }
 
-// Release implements engine.Engine: on every node concurrently. It returns
+// releaseMutex is Release for a mutex: on every node concurrently. It returns
 // once a majority answered; a node that failed is released again in the
 // background. The hold is released when any node released it; the count
 // left is the majority's.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	// Decided when a majority released, a majority says the owner does
 	// not hold it (a second release through another handle of the same
 	// owner must not count a straggler's late hold as released), or a
@@ -462,7 +462,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	// Nodes whose grant has not answered yet: the release there waits for
 	// that answer, and the grant is released after it if the wait ends
 	// first.
-	f := e.flights.lookup(name, owner)
+	f := e.flights.lookup(r.Name, r.Owner)
 	if f != nil {
 		f.release(id)
 	}
@@ -470,7 +470,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 	// owner later (a paused node): release there once it answers again.
 	late := func(i int, x result[engine.ReleaseResult]) {
 		if x.err != nil {
-			e.cleaners[i].add(name, owner, id, releaseTTL)
+			e.cleaners[i].add(r.Name, r.Owner, id, releaseTTL)
 		}
 	}
 	// This engine's next acquire of name waits, node by node, for the
@@ -482,7 +482,7 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		straggler = func(i int, x result[engine.ReleaseResult]) {
 			late(i, x)
 			if s.answer(i) {
-				e.releasing.finish(name, s)
+				e.releasing.finish(r.Name, s)
 			}
 		}
 	}
@@ -490,10 +490,10 @@ func (e *Engine) Release(ctx context.Context, name, owner string) (engine.Releas
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
-		return releaseOnce(ctx, n.eng, name, owner, id)
+		return releaseOnce(ctx, n.eng, r.Name, r.Owner, id)
 	}, stop, straggler)
 	if s != nil {
-		e.releasing.start(name, s, func(i int) bool { return rs[i].done })
+		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
 	}
 	for i, x := range rs {
 		if x.done {
@@ -642,43 +642,61 @@ func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 	return false, nil
 }
 
-// Inspect implements engine.Engine: the holder is the owner that holds the
-// lock on a majority (if any); its token is the settled one, which a
-// majority of the nodes report (0 while no token has a majority: phase 2
-// has not reached a majority yet), and its metadata the value most of
-// those nodes have; the high-water is the highest any node has. Every node
-// is asked in parallel within the per-node timeout; a majority must
-// answer, and when some nodes did not, Info.Partial names them (a holder
-// reported is then still held on a majority, but a lock reported free may
-// be held on a majority that includes them).
+// Inspect implements engine.Engine: every node is asked in parallel
+// within the per-node timeout (each describes the name whatever its kind);
+// a majority must answer, and when some nodes did not, Info.Partial names
+// them (a holder reported is then still held on a majority, but a lock
+// reported free may be held on a majority that includes them). When a
+// majority describe a shared lock, the view is sharedView's, else
+// mutexView's.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
 		return n.eng.Inspect(ctx, name)
 	}, nil, nil)
+	failed, shared := 0, 0
+	for _, x := range rs {
+		switch {
+		case x.err != nil:
+			failed++
+		case x.v.Kind.Shared():
+			shared++
+		}
+	}
+	if len(e.nodes)-failed < e.majority {
+		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
+	}
+	if shared >= e.majority {
+		return e.sharedView(name, rs), nil
+	}
+	return e.mutexView(name, rs), nil
+}
+
+// mutexView is the mutex the nodes describe (rs): the holder is the owner
+// that holds the lock on a majority (if any); its token is the settled one, which a
+// majority of the nodes report (0 while no token has a majority: phase 2
+// has not reached a majority yet), and its metadata the value most of
+// those nodes have; the high-water is the highest any node has. A node
+// that describes a shared lock holds no mutex.
+func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
 	votes := map[string]int{}
-	failed := 0
 	for _, x := range rs {
 		if x.err != nil {
-			failed++
 			continue
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
 		info.Waiters = max(info.Waiters, x.v.Waiters)
 		info.Subscribers = max(info.Subscribers, x.v.Subscribers)
-		if x.v.Held {
+		if x.v.Held && !x.v.Kind.Shared() {
 			votes[x.v.Owner]++
 		}
-	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	info.Partial = partial(e, rs)
 	var counts []int
 	var ttls []time.Duration
 	tokens := map[uint64]int{}
 	for _, x := range rs {
-		if x.err == nil && x.v.Held && votes[x.v.Owner] >= e.majority {
+		if x.err == nil && x.v.Held && !x.v.Kind.Shared() && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
 				hw, w, s := info.HighWater, info.Waiters, info.Subscribers
 				p := info.Partial
@@ -713,7 +731,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		slices.SortFunc(ttls, func(a, b time.Duration) int { return cmp.Compare(untilExpiry(a), untilExpiry(b)) })
 		info.TTL = ttls[len(ttls)-e.majority]
 	}
-	return info, nil
+	return info
 }
 
 // raiseFence runs phase 2 on one node.

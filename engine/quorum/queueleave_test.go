@@ -51,7 +51,7 @@ func TestGrantedWaiterLeavesEveryQueue(t *testing.T) {
 	// The release reaches nodes 0 and 1; node 2's waits.
 	released := make(chan error, 1)
 	go func() {
-		_, err := holder.Release(ctx, name, "h")
+		_, err := holder.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"})
 		released <- err
 	}()
 	if !eventually(10*time.Second, func() bool {

@@ -69,33 +69,32 @@ func (e *Engine) sharers() error {
 }
 
 // checkLimit refuses a semaphore limit the quorum cannot keep.
-func checkLimit(kind engine.SharedKind, limit int) error {
+func checkLimit(kind engine.Kind, limit int) error {
 	if kind == engine.Semaphore && limit > 1 {
 		return fmt.Errorf("%w (limit %d)", ErrSemaphoreLimit, limit)
 	}
 	return nil
 }
 
-// AcquireShared implements engine.Sharer: phase 1 on every node, then
+// acquireShared is Acquire for a shared kind: phase 1 on every node, then
 // phase 2 (fencing) on the nodes that granted, counted against the
 // validity measured from before the first send. A grant on fewer than a
 // majority is released at once.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := checkLimit(r.Kind, r.Limit); err != nil {
 		return engine.Grant{}, err
 	}
 	if err := e.sharers(); err != nil {
 		return engine.Grant{}, err
 	}
-	r.Fair, r.Behind, r.NoReserve = false, false, true
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
-		return n.eng.(engine.Sharer).AcquireShared(ctx, r)
+		return n.eng.Acquire(ctx, r)
 	}, nil, nil)
 	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
-		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		e.dropShared(ctx, r, rs)
 		if err := sharedRefusal(e, rs); err != nil {
 			return engine.Grant{}, err
 		}
@@ -122,12 +121,12 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	}
 	switch {
 	case !e.skipValidity && validity() <= 0:
-		e.releaseShared(ctx, r.Name, r.Owner, rs)
+		e.dropShared(ctx, r, rs)
 		return engine.Grant{}, ErrValidityUsedUp
 	case fenced >= e.majority:
 		return g, nil
 	}
-	e.releaseShared(ctx, r.Name, r.Owner, rs)
+	e.dropShared(ctx, r, rs)
 	if len(fenceErrs) > 0 {
 		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
@@ -169,7 +168,7 @@ func sharedRefusal(e *Engine, rs []result[engine.Grant]) error {
 }
 
 // raiseShared is raise (phase 2) for a shared lock's holder.
-func (e *Engine) raiseShared(ctx context.Context, r engine.SharedRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
+func (e *Engine) raiseShared(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
 	granted := make([]bool, len(rs))
 	candidates := 0
 	for i, x := range rs {
@@ -215,29 +214,29 @@ func (e *Engine) raiseShared(ctx context.Context, r engine.SharedRequest, token 
 	return ok, errs
 }
 
-// releaseShared drops the hold a failed grant took on the nodes that
+// dropShared drops the hold a failed grant took on the nodes that
 // granted it. Where the outcome is unknown (no answer, an error) the grant,
 // if it landed, expires with its ttl.
-func (e *Engine) releaseShared(ctx context.Context, name, owner string, rs []result[engine.Grant]) {
+func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant]) {
 	each(context.WithoutCancel(ctx), e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		x := rs[e.index(n)]
 		if !x.done || x.err != nil || !x.v.Acquired {
 			return false, nil
 		}
-		_, err := n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+		_, err := n.eng.Release(ctx, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Kind: r.Kind})
 		return true, err
 	}, nil, nil)
 }
 
-// ReleaseShared implements engine.Sharer: on every node concurrently; the
+// releaseShared is Release for a shared kind: on every node concurrently; the
 // hold is released when a majority released it (or any node, on mixed
 // answers), as Release counts.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.sharers(); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
-		return n.eng.(engine.Sharer).ReleaseShared(ctx, name, owner)
+		return n.eng.Release(ctx, r)
 	}, nil, nil)
 	released, notHeld, failed := countReleases(rs)
 	var left []int
@@ -264,22 +263,14 @@ func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
 }
 
-// InspectShared implements engine.Sharer: the kind and limit are those a
-// majority of the nodes keep (none: 0); the holders are the owners that
-// hold permits on a majority of the nodes, each with the weight, holds,
-// token and time left that a majority confirms; the high-water and the
-// waiters are the highest any node reports. As Inspect, it asks every
-// node in parallel within the per-node timeout, needs a majority, and
-// names the nodes that did not answer in Info.Partial.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	if err := e.sharers(); err != nil {
-		return engine.Info{}, err
-	}
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
-		return n.eng.(engine.Sharer).InspectShared(ctx, name)
-	}, nil, nil)
+// sharedView is the shared lock the nodes describe (rs, Inspect's): the
+// kind and limit are those a majority of the nodes keep; the holders are
+// the owners that hold permits on a majority of the nodes, each with the
+// weight, holds, token and time left that a majority confirms; the
+// high-water is the highest any node reports, the waiters the most any
+// node describing the shared lock reports.
+func (e *Engine) sharedView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
-	failed := 0
 	kinds := map[[2]int]int{} // (kind, limit) -> nodes
 	type seen struct {
 		weights, counts []int
@@ -290,14 +281,14 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	holders := map[string]*seen{}
 	for _, x := range rs {
 		if x.err != nil {
-			failed++
 			continue
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
-		info.Waiters = max(info.Waiters, x.v.Waiters)
-		if x.v.Kind != 0 {
-			kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
+		if !x.v.Kind.Shared() {
+			continue // a node that describes the mutex holds no permits
 		}
+		info.Waiters = max(info.Waiters, x.v.Waiters)
+		kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
 		for _, h := range x.v.Holders {
 			s := holders[h.Owner]
 			if s == nil {
@@ -311,9 +302,6 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 			s.metadata[h.Metadata]++
 		}
 	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
-	}
 	info.Partial = partial(e, rs)
 	// The kind and limit a majority of the nodes keep: a minority's can be
 	// what a refused or rolled-back grant left there (a node that missed
@@ -324,7 +312,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 			continue
 		}
 		if n > best || n == best && k[1] > info.Limit {
-			best, info.Kind, info.Limit = n, engine.SharedKind(k[0]), k[1]
+			best, info.Kind, info.Limit = n, engine.Kind(k[0]), k[1]
 		}
 	}
 	for owner, s := range holders {
@@ -346,7 +334,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 		return cmp.Or(cmp.Compare(a.Token, b.Token), cmp.Compare(a.Owner, b.Owner))
 	})
 	info.Held = len(info.Holders) > 0
-	return info, nil
+	return info
 }
 
 // SetLimit implements engine.Sharer: a limit of 1 only (see
@@ -400,4 +388,16 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
 	}
 	return nil
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

@@ -23,11 +23,11 @@ type memNode struct {
 
 var errNodeDown = errors.New("node down")
 
-func (n *memNode) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (n *memNode) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if n.down.Load() {
 		return engine.Grant{}, errNodeDown
 	}
-	return n.Engine.AcquireShared(ctx, r)
+	return n.Engine.Acquire(ctx, r)
 }
 
 func (n *memNode) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
@@ -97,15 +97,14 @@ func TestSemaphoreLimitRefused(t *testing.T) {
 	if !errors.As(err, &ue) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("limit 2: %v, want an *UnsupportedError", err)
 	}
-	if _, err := q.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: "o", TTL: time.Second},
-		Kind: engine.Semaphore, Limit: 3, Weight: 1}); !errors.Is(err, quorum.ErrSemaphoreLimit) {
+	if _, err := q.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: "o", TTL: time.Second, Kind: engine.Semaphore, Limit: 3, Weight: 1}); !errors.Is(err, quorum.ErrSemaphoreLimit) {
 		t.Fatalf("limit 3: %v, want ErrSemaphoreLimit", err)
 	}
 	if _, err := q.SetLimit(ctx, "s", 2); !errors.Is(err, quorum.ErrSemaphoreLimit) {
 		t.Fatalf("SetLimit 2: %v, want ErrSemaphoreLimit", err)
 	}
 	for i, n := range nodes {
-		if info, _ := n.InspectShared(ctx, "s"); info.Kind != 0 {
+		if info, _ := n.Inspect(ctx, "s"); info.Kind != 0 {
 			t.Fatalf("node %d keeps a semaphore after the refusals: %+v", i, info)
 		}
 	}
@@ -151,7 +150,7 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			if ok, err := nodes[0].RaiseFence(ctx, "rw", "x", high); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
-			if _, err := nodes[0].Release(ctx, "rw", "x"); err != nil {
+			if _, err := nodes[0].Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "x"}); err != nil {
 				t.Fatal(err)
 			}
 			c := distlock.New(q)

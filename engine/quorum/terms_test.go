@@ -210,7 +210,7 @@ func seedMemory(t *testing.T, nodes []*memNode, name string, delta []time.Durati
 		if ok, err := n.RaiseFence(ctx, name, "seed", uint64(time.Now().Add(delta[i]).UnixMicro())); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
-		if _, err := n.Release(ctx, name, "seed"); err != nil {
+		if _, err := n.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "seed"}); err != nil {
 			t.Fatal(err)
 		}
 	}

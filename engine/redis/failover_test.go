@@ -46,7 +46,7 @@ func TestTimeFloorAcrossStaleFailover(t *testing.T) {
 				if err != nil || !g.Acquired {
 					t.Fatalf("grant: %+v, %v", g, err)
 				}
-				if _, err := e.Release(ctx, "job", "o"); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "job", Owner: "o"}); err != nil {
 					t.Fatal(err)
 				}
 				return g.Token
@@ -95,8 +95,8 @@ func TestTimeFloorStaleHighWater(t *testing.T) {
 				Waiter: owner, WaiterTTL: time.Minute, Fair: true})
 		},
 		"semaphore": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
-			return e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{
-				Name: name, Owner: owner, Attempt: owner, TTL: time.Minute}, Kind: engine.Semaphore, Limit: 2, Weight: 1})
+			return e.Acquire(ctx, engine.AcquireRequest{
+				Name: name, Owner: owner, Attempt: owner, TTL: time.Minute, Kind: engine.Semaphore, Limit: 2, Weight: 1})
 		},
 	}
 	srv := redistest.Start(t)
@@ -124,7 +124,7 @@ func TestTimeFloorStaleHighWater(t *testing.T) {
 						t.Fatalf("second permit: %+v, %v", next, err)
 					}
 					// The mutex is held by a: take it after a's release.
-					if _, err := e.Release(ctx, name, "a"); err != nil {
+					if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a"}); err != nil {
 						t.Fatal(err)
 					}
 					if next, err = grant(ctx, e, name, "b"); err != nil || !next.Acquired {

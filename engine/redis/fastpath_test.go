@@ -111,7 +111,7 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 	}
 	release := func(e *redisengine.Engine, owner string) {
 		t.Helper()
-		if r, err := e.Release(ctx, name, owner); err != nil || r.Status != engine.Released {
+		if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil || r.Status != engine.Released {
 			t.Fatalf("release %s: %+v, %v", owner, r, err)
 		}
 	}

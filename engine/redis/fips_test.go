@@ -180,7 +180,7 @@ func TestScriptDigestFromServer(t *testing.T) {
 		if _, err := e.Acquire(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Release(ctx, "digest", "o"); err != nil {
+		if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "digest", Owner: "o"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := sent(); i > 0 && got != "evalsha evalsha" {

@@ -31,7 +31,7 @@ func TestLockValueForms(t *testing.T) {
 	}
 	release := func(name, owner, id string) engine.ReleaseResult {
 		t.Helper()
-		res, err := e.ReleaseOnce(ctx, name, owner, id)
+		res, err := e.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: owner}, id)
 		if err != nil {
 			t.Fatalf("release %q by %q: %v", name, owner, err)
 		}
@@ -125,7 +125,7 @@ func TestLockValueForms(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 				t.Errorf("acquire over %q: %v, want WRONGTYPE", v, err)
 			}
-			if _, err := e.Release(ctx, "foreign", "o"); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+			if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "foreign", Owner: "o"}); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 				t.Errorf("release over %q: %v, want WRONGTYPE", v, err)
 			}
 			if _, err := e.Inspect(ctx, "foreign"); err == nil {

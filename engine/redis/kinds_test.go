@@ -27,7 +27,7 @@ func TestMutexRefusedByLiveSharedHolders(t *testing.T) {
 	e := listEngine(t, c)
 	ctx := listCtx(t)
 	const name = "kinds"
-	if g, err := e.AcquireShared(ctx, semReq(name, "holder", time.Minute, 2, 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(name, "holder", time.Minute, 2, 1)); err != nil || !g.Acquired {
 		t.Fatalf("semaphore: %+v, %v", g, err)
 	}
 	before := dumpKeys(t, ctx, c, name)
@@ -51,7 +51,7 @@ func TestMutexRefusedByLiveSharedHolders(t *testing.T) {
 	// the name since: its entry is still there, and refuses nothing.
 	const dead = "kinds-dead"
 	deadKeys := redisengine.SharedKeys(e, dead) // [2]: the holders
-	if g, err := e.AcquireShared(ctx, semReq(dead, "holder", 200*time.Millisecond, 2, 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(dead, "holder", 200*time.Millisecond, 2, 1)); err != nil || !g.Acquired {
 		t.Fatalf("semaphore: %+v, %v", g, err)
 	}
 	deadline, err := c.ZScore(ctx, deadKeys[2], "holder").Result()

@@ -31,7 +31,7 @@ var (
 // per page (the value, PTTL, the fencing high-water and the number of
 // waiting subscribers, as Inspect reads them), and the shared locks held or
 // waited for (found by their state key, distlock:{NAME}:s) as
-// InspectShared reads them, one round trip each. Fencing high-water keys
+// Inspect reads them, one round trip each. Fencing high-water keys
 // are not listed, nor keys at a lock's place that are not distlock locks
 // (Leaks reports those).
 //

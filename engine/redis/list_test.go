@@ -288,8 +288,7 @@ func TestLeaksSkipsSharedState(t *testing.T) {
 	srv := redistest.Start(t)
 	e := listEngine(t, srv.Client())
 	ctx := listCtx(t)
-	if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "sem", Owner: "o", TTL: time.Minute},
-		Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
+	if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "sem", Owner: "o", TTL: time.Minute, Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
 		t.Fatal(err)
 	}
 	leaks, _, err := e.Leaks(ctx, "", time.Hour, "", 100)

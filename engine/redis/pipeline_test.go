@@ -120,7 +120,7 @@ func pipelineEngine(t *testing.T, opts ...redisengine.Option) (*goredis.Client, 
 	if _, err := eng.Acquire(ctx, engine.AcquireRequest{Name: "warm-up", Owner: "w", TTL: time.Second, Attempt: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Release(ctx, "warm-up", "w"); err != nil {
+	if _, err := eng.Release(ctx, engine.ReleaseRequest{Name: "warm-up", Owner: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	return rc, eng, h, rt
@@ -176,7 +176,7 @@ func TestPipelineRepliesToTheirCallers(t *testing.T) {
 		return err
 	}
 	release := func(name, owner string, want engine.ReleaseStatus) error {
-		r, err := eng.Release(ctx, name, owner)
+		r, err := eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
 		if err == nil && r.Status != want {
 			err = fmt.Errorf("release %s by %s: %+v, want status %v", name, owner, r, want)
 		}
@@ -364,7 +364,7 @@ func TestPipelineConcurrentAcquireRelease(t *testing.T) {
 					errs <- fmt.Errorf("%s: acquire %s: %+v %v", owner, own, g, err)
 					return
 				}
-				if r, err := eng.Release(ctx, own, owner); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+				if r, err := eng.Release(ctx, engine.ReleaseRequest{Name: own, Owner: owner}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 					errs <- fmt.Errorf("%s: release %s: %+v %v", owner, own, r, err)
 					return
 				}
@@ -390,7 +390,7 @@ func TestPipelineConcurrentAcquireRelease(t *testing.T) {
 				}
 				inside[k].Add(-1)
 				calls.Add(1)
-				if r, err := eng.Release(ctx, name, owner); err != nil || r.Status != engine.Released || r.Remaining != 0 {
+				if r, err := eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil || r.Status != engine.Released || r.Remaining != 0 {
 					errs <- fmt.Errorf("%s: release %s: %+v %v", owner, name, r, err)
 					return
 				}
@@ -554,7 +554,7 @@ func flushUnderLoad(t *testing.T, eng *redisengine.Engine, flush func() error, e
 					}
 				}
 				for left := 1; left >= 0; left-- {
-					r, err := eng.ReleaseOnce(ctx, name, owner, fmt.Sprintf("%s/%d/%d", owner, i, left))
+					r, err := eng.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: owner}, fmt.Sprintf("%s/%d/%d", owner, i, left))
 					if err != nil || r.Status != engine.Released || r.Remaining != left {
 						errs <- fmt.Errorf("%s: release to %d: %+v %v", owner, left, r, err)
 						return
@@ -595,7 +595,7 @@ func TestPipelineLoneCaller(t *testing.T) {
 			if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "lone", Owner: "o", TTL: time.Minute, Attempt: "o"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Release(ctx, "lone", "o"); err != nil {
+			if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "lone", Owner: "o"}); err != nil {
 				t.Fatal(err)
 			}
 		}

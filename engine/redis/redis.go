@@ -279,10 +279,10 @@ func (e *Engine) keys(name string) []string {
 	return k
 }
 
-// Acquire implements engine.Engine.
+// acquireMutex is Acquire for a mutex.
 // A name with live holders of a shared lock is refused as the memory
 // engine refuses it (engine.KindError).
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := e.runAcquire(ctx, r)
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, 0, 0, 0)
@@ -337,7 +337,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	run := func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
-			if r.Shared {
+			if r.Kind.Shared() {
 				cmds[i] = e.extendShared(ctx, p, r)
 				continue
 			}
@@ -377,16 +377,11 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	return out, nil
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.ReleaseOnce(ctx, name, owner, e.releaseID())
-}
-
-// ReleaseOnce implements engine.OnceReleaser: the lock records the id of
+// releaseOnceMutex is ReleaseOnce for a mutex: the lock records the id of
 // its last release, and a release with that id again drops nothing more.
-func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
+func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.runRelease(ctx, name, owner, id)
+	n, err := e.runRelease(ctx, r.Name, r.Owner, id)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -424,11 +419,16 @@ func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint6
 	return n == 1, raiseError(err, token)
 }
 
-// Inspect implements engine.Engine: one pipelined round trip.
+// Inspect implements engine.Engine: one pipelined round trip reads the
+// mutex's keys and runs the shared inspect script, and engine.Describe
+// picks the view. A name whose shared keys are no distlock shared lock's
+// (a reply error) is described as a mutex.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var r lockReads
+	var sh *goredis.Cmd
 	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		r = e.readLock(ctx, p, name)
+		sh = e.readShared(ctx, p, name)
 		return nil
 	})
 	if err != nil && !isReplyError(err) {
@@ -438,7 +438,18 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err == nil {
 		err = e.countClassicSubscribers(ctx, &info)
 	}
-	return info, err
+	if err != nil {
+		return engine.Info{}, err
+	}
+	shared := engine.Info{Name: name}
+	if res, serr := sh.Slice(); serr == nil {
+		if shared, err = sharedInfo(name, res); err != nil {
+			return engine.Info{}, err
+		}
+	} else if !isReplyError(serr) {
+		return engine.Info{}, serr
+	}
+	return engine.Describe(info, shared), nil
 }
 
 // countClassicSubscribers sets info.Subscribers with classic pub/sub on

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -54,7 +55,7 @@ func TestResentCommandsApplyOnce(t *testing.T) {
 	}
 	_ = inner // released below through the engine, as Release does, without a deadline
 	drop.Arm()
-	if _, err := eng.Release(ctx, "report", "job-42"); err != nil { // applied, reply lost, resent
+	if _, err := eng.Release(ctx, engine.ReleaseRequest{Name: "report", Owner: "job-42"}); err != nil { // applied, reply lost, resent
 		t.Fatal(err)
 	}
 	if drop.Dropped() != 2 {

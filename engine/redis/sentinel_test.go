@@ -59,7 +59,7 @@ func TestSentinelFailoverTokenOrder(t *testing.T) {
 				if err := guard.Check(resource, token, owner); err != nil {
 					t.Fatalf("%s's write: %v", owner, err)
 				}
-				if _, err := e.Release(ctx, name, owner); err != nil {
+				if _, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -88,7 +88,7 @@ func TestClusterShardedWakeups(t *testing.T) {
 			if g, err := waiter.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "w", Attempt: "w", TTL: time.Minute, Waiting: true}); err != nil || g.Acquired {
 				t.Fatalf("waiting acquire: %+v, %v", g, err)
 			}
-			if r, err := holder.Release(ctx, name, "h"); err != nil || r.Status != engine.Released {
+			if r, err := holder.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || r.Status != engine.Released {
 				t.Fatalf("release: %+v, %v", r, err)
 			}
 			select {
@@ -340,7 +340,7 @@ func markedReleaseWakes(t *testing.T, holder, waiter *redisengine.Engine, name s
 	for len(sub.C()) > 0 {
 		<-sub.C()
 	}
-	if r, err := holder.Release(ctx, name, "h"); err != nil || r.Status != engine.Released {
+	if r, err := holder.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	select {

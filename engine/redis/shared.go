@@ -120,8 +120,8 @@ func (e *Engine) runShared(ctx context.Context, s *script, name string, args ...
 	return e.batch.run(ctx, s, e.sharedKeys(name), append([]any{e.fenceMS, e.publish}, args...)...)
 }
 
-// AcquireShared implements engine.Sharer.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+// acquireShared is Acquire for a shared kind.
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	waiterTTL, wake := "", ""
 	if r.Waiter != "" {
 		waiterTTL, wake = ms(r.WaiterTTL), e.wakeChannel(r.Name)
@@ -152,7 +152,7 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 // scripts/shared_acquire.lua) into the error the memory engine returns for
 // it: an *engine.ArgumentError, or engine.ErrUpgrade. Other errors are
 // returned as they are.
-func sharedError(err error, name string, kind engine.SharedKind, limit, weight int) error {
+func sharedError(err error, name string, kind engine.Kind, limit, weight int) error {
 	var re goredis.Error
 	if !errors.As(err, &re) {
 		return err
@@ -160,18 +160,18 @@ func sharedError(err error, name string, kind engine.SharedKind, limit, weight i
 	if x := exhausted(err); x != err {
 		return x
 	}
-	r := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: name}, Kind: kind, Limit: limit, Weight: weight}
+	r := engine.AcquireRequest{Name: name, Kind: kind, Limit: limit, Weight: weight}
 	if refusal := engine.SharedRefusal(re.Error(), r); refusal != nil {
 		return refusal
 	}
 	return err
 }
 
-// ReleaseShared implements engine.Sharer. Like Release, it carries an id
-// of its own, so that a copy of the command that a client library resends
-// drops no second hold.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	n, err := e.runShared(ctx, sharedReleaseScript, name, owner, e.releaseID()).Int64()
+// releaseOnceShared is ReleaseOnce for a shared kind: as a mutex's, the
+// holder records the id of its last release, so that a copy of the command
+// that a client library resends drops no second hold.
+func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
@@ -189,13 +189,24 @@ type sharedHolder struct {
 	Metadata string `json:"m"`
 }
 
-// InspectShared implements engine.Sharer. Info.Queue lists the first
-// engine.MaxQueueListed waiters in arrival order.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
+// inspectShared describes the shared lock name (List's view). Info.Queue
+// lists the first engine.MaxQueueListed waiters in arrival order.
+func (e *Engine) inspectShared(ctx context.Context, name string) (engine.Info, error) {
 	res, err := e.runShared(ctx, sharedInspectScript, name, engine.MaxQueueListed).Slice()
 	if err != nil {
 		return engine.Info{}, err
 	}
+	return sharedInfo(name, res)
+}
+
+// readShared queues the shared inspect script of name on p (Inspect's
+// pipeline); sharedInfo reads its reply.
+func (e *Engine) readShared(ctx context.Context, p goredis.Pipeliner, name string) *goredis.Cmd {
+	return p.Eval(ctx, sharedInspectScript.Source(), e.sharedKeys(name), e.fenceMS, e.publish, engine.MaxQueueListed)
+}
+
+// sharedInfo reads the shared inspect script's reply res for name.
+func sharedInfo(name string, res []any) (engine.Info, error) {
 	bad := func() (engine.Info, error) {
 		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v", res)
 	}
@@ -206,7 +217,7 @@ func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, e
 	limit, _ := res[1].(int64)
 	waiters, _ := res[3].(int64)
 	listed, _ := res[4].(int64)
-	info := engine.Info{Name: name, Kind: engine.SharedKind(kind), Limit: int(limit), Waiters: int(waiters)}
+	info := engine.Info{Name: name, Kind: engine.Kind(kind), Limit: int(limit), Waiters: int(waiters)}
 	if hw, ok := res[2].(string); ok && hw != "" {
 		info.HighWater, _ = strconv.ParseUint(hw, 10, 64)
 	}
@@ -262,10 +273,29 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 }
 
 // extendShared queues on p the extension of a shared lock's holder, or a
-// heartbeat of its waiter (r.Shared), for Extend's pipeline: its reply has
+// heartbeat of its waiter (a shared r.Kind), for Extend's pipeline: its reply has
 // the shape of the mutex's extend and heartbeat scripts' ({1, token}, {0},
 // or {-1}, HeldByOther, for a holder a force-release freed; {1, wake} or
 // {0}).
 func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
 	return sharedExtendScript.EvalSha(ctx, p, e.sharedTakenKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: ReleaseOnce with an id of its own,
+// which every release carries (a copy a client library resends drops no
+// second hold).
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.ReleaseOnce(ctx, r, e.releaseID())
+}
+
+// ReleaseOnce implements engine.OnceReleaser: every kind of lock,
+// dispatched once on r.Kind (engine.ReleaseOnceByKind).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceShared)
 }

@@ -66,7 +66,7 @@ func (e *Engine) sharedName(key string) string {
 func (e *Engine) inspectSharedMany(ctx context.Context, names []string) ([]engine.Info, error) {
 	var infos []engine.Info
 	for _, name := range names {
-		info, err := e.InspectShared(ctx, name)
+		info, err := e.inspectShared(ctx, name)
 		if isReplyError(err) {
 			continue // not a distlock shared lock
 		}

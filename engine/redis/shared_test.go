@@ -27,10 +27,10 @@ func serverMicros(t *testing.T, c goredis.UniversalClient) int64 {
 	return tm.UnixMicro()
 }
 
-func semReq(name, owner string, ttl time.Duration, limit, weight int) engine.SharedRequest {
-	return engine.SharedRequest{
-		AcquireRequest: engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Attempt: owner, OneOff: true},
-		Kind:           engine.Semaphore, Limit: limit, Weight: weight,
+func semReq(name, owner string, ttl time.Duration, limit, weight int) engine.AcquireRequest {
+	return engine.AcquireRequest{
+		Name: name, Owner: owner, TTL: ttl, Attempt: owner, OneOff: true,
+		Kind: engine.Semaphore, Limit: limit, Weight: weight,
 	}
 }
 
@@ -62,11 +62,11 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 
 	before := serverMicros(t, c)
-	if g, err := e.AcquireShared(ctx, semReq(name, "dead", ttl, 3, 2)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(name, "dead", ttl, 3, 2)); err != nil || !g.Acquired {
 		t.Fatalf("dead: %+v, %v", g, err)
 	}
 	after := serverMicros(t, c)
-	if g, err := e.AcquireShared(ctx, semReq(name, "live", time.Minute, 3, 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(name, "live", time.Minute, 3, 1)); err != nil || !g.Acquired {
 		t.Fatalf("live: %+v, %v", g, err)
 	}
 	// The deadline is the server's clock at the grant plus the ttl.
@@ -77,7 +77,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 	if d := int64(deadline); d < before+ttl.Microseconds() || d > after+ttl.Microseconds() {
 		t.Fatalf("deadline %d µs, want the server's clock at the grant (%d..%d) + %v", d, before, after, ttl)
 	}
-	g, err := e.AcquireShared(ctx, semReq(name, "next", time.Minute, 3, 2))
+	g, err := e.Acquire(ctx, semReq(name, "next", time.Minute, 3, 2))
 	if err != nil || g.Acquired || g.Holder != "dead" || g.HolderTTL <= 0 || g.HolderTTL > ttl {
 		if g.Acquired {
 			outlived(t, c, int64(deadline), "the dead holder's")
@@ -86,7 +86,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 	}
 	for {
 		asked := serverMicros(t, c)
-		g, err = e.AcquireShared(ctx, semReq(name, "next", time.Minute, 3, 2))
+		g, err = e.Acquire(ctx, semReq(name, "next", time.Minute, 3, 2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 		info.Holders[1].Owner != "next" || info.Holders[1].Weight != 2 || info.Limit != 3 || info.Kind != engine.Semaphore {
 		t.Fatalf("after the dead holder's expiry: %+v", info)
 	}
-	if g, err := e.AcquireShared(ctx, semReq(name, "more", time.Minute, 3, 1)); err != nil || g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(name, "more", time.Minute, 3, 1)); err != nil || g.Acquired {
 		t.Fatalf("a fourth permit: %+v, %v", g, err)
 	}
 
@@ -122,10 +122,10 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 	w := semReq(lone, "waiter", time.Minute, 2, 1)
 	w.Waiter, w.WaiterTTL = "w", ttl
 	loneFrom := serverMicros(t, c)
-	if g, err := e.AcquireShared(ctx, semReq(lone, "dead", ttl, 2, 2)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(lone, "dead", ttl, 2, 2)); err != nil || !g.Acquired {
 		t.Fatalf("lone: %+v, %v", g, err)
 	}
-	if g, err := e.AcquireShared(ctx, w); err != nil || !g.Queued || !g.Head {
+	if g, err := e.Acquire(ctx, w); err != nil || !g.Queued || !g.Head {
 		if g.Acquired {
 			outlived(t, c, loneFrom+ttl.Microseconds(), "the lone dead holder's")
 		}
@@ -147,7 +147,7 @@ func TestSharedCrashedHolderExpires(t *testing.T) {
 			t.Fatalf("%d queue keys left 2s after the waiter's heartbeat deadline", n)
 		}
 	}
-	if g, err := e.AcquireShared(ctx, semReq(lone, "next", time.Minute, 2, 2)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq(lone, "next", time.Minute, 2, 2)); err != nil || !g.Acquired {
 		t.Fatalf("after the lone holder's deadline: %+v, %v", g, err)
 	}
 	if n := c.HLen(ctx, keys[1]).Val(); n != 5 { // k, l, u, x and one holder
@@ -175,19 +175,19 @@ func TestSharedKeysOneSlot(t *testing.T) {
 			}
 		}
 		// Every script, with holders and a waiter, so that every key exists.
-		if g, err := e.AcquireShared(ctx, semReq(name, "a", time.Minute, 2, 2)); err != nil || !g.Acquired {
+		if g, err := e.Acquire(ctx, semReq(name, "a", time.Minute, 2, 2)); err != nil || !g.Acquired {
 			t.Fatalf("%q: %+v, %v", name, g, err)
 		}
 		r := semReq(name, "b", time.Minute, 2, 1)
 		r.Waiter, r.WaiterTTL = "w", time.Minute
-		if g, err := e.AcquireShared(ctx, r); err != nil || !g.Queued {
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Queued {
 			t.Fatalf("%q waiter: %+v, %v", name, g, err)
 		}
 		if n := c.Exists(ctx, keys[1:]...).Val(); n != 6 {
 			t.Fatalf("%q: %d of the 6 keys exist", name, n)
 		}
-		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Shared: true},
-			{Name: name, Owner: "w", TTL: time.Minute, Shared: true, Waiter: true}})
+		res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "a", TTL: time.Minute, Kind: engine.Semaphore},
+			{Name: name, Owner: "w", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true}})
 		if err != nil || res[0].Status != engine.Extended || res[1].Status != engine.Extended {
 			t.Fatalf("%q extend: %+v, %v", name, res, err)
 		}
@@ -200,10 +200,10 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if err := e.LeaveShared(ctx, name, "w"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.InspectShared(ctx, name); err != nil {
+		if _, err := e.Inspect(ctx, name); err != nil {
 			t.Fatal(err)
 		}
-		if res, err := e.ReleaseShared(ctx, name, "a"); err != nil || res.Status != engine.Released {
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "a", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 			t.Fatalf("%q release: %+v, %v", name, res, err)
 		}
 	}
@@ -222,20 +222,20 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: "m", Owner: "o", TTL: time.Minute, Attempt: "o", OneOff: true}); err != nil || !g.Acquired {
 		t.Fatal(g, err)
 	}
-	if g, err := e.AcquireShared(ctx, semReq("s", "h", time.Minute, 1, 1)); err != nil || !g.Acquired {
+	if g, err := e.Acquire(ctx, semReq("s", "h", time.Minute, 1, 1)); err != nil || !g.Acquired {
 		t.Fatal(g, err)
 	}
 	w := semReq("s", "x", time.Minute, 1, 1)
 	w.Waiter, w.WaiterTTL = "wx", time.Minute
-	if g, err := e.AcquireShared(ctx, w); err != nil || !g.Queued || !g.Head {
+	if g, err := e.Acquire(ctx, w); err != nil || !g.Queued || !g.Head {
 		t.Fatal(g, err)
 	}
 	rs := []engine.ExtendRequest{
 		{Name: "m", Owner: "o", TTL: time.Minute},
-		{Name: "s", Owner: "h", TTL: 2 * time.Minute, Shared: true},
-		{Name: "s", Owner: "wx", TTL: time.Minute, Shared: true, Waiter: true},
-		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true},
-		{Name: "s", Owner: "nobody", TTL: time.Minute, Shared: true, Waiter: true},
+		{Name: "s", Owner: "h", TTL: 2 * time.Minute, Kind: engine.Semaphore},
+		{Name: "s", Owner: "wx", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore},
+		{Name: "s", Owner: "nobody", TTL: time.Minute, Kind: engine.Semaphore, Waiter: true},
 	}
 	// The first Extend loads the scripts (NOSCRIPT); then one pipeline, and
 	// after a SCRIPT FLUSH the scripts are loaded again.
@@ -264,12 +264,12 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 			t.Fatalf("%d pipelines and %d commands for one Extend", n, rt.single.Load())
 		}
 	}
-	info, err := e.InspectShared(ctx, "s")
+	info, err := e.Inspect(ctx, "s")
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].TTL < time.Minute+50*time.Second {
 		t.Fatalf("the holder's ttl was not renewed: %+v, %v", info, err)
 	}
 	// The permit freed, the waiter's heartbeat says it may try.
-	if res, err := e.ReleaseShared(ctx, "s", "h"); err != nil || res.Status != engine.Released {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "s", Owner: "h", Kind: engine.Semaphore}); err != nil || res.Status != engine.Released {
 		t.Fatal(res, err)
 	}
 	res, err := e.Extend(ctx, rs[2:3])
@@ -283,7 +283,7 @@ func TestSharedExtendOneRoundTrip(t *testing.T) {
 func TestSharedRefusalsAsMemory(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := listCtx(t)
-	rw := func(name, owner string, weight int) engine.SharedRequest {
+	rw := func(name, owner string, weight int) engine.AcquireRequest {
 		r := semReq(name, owner, time.Minute, engine.RWPermits, weight)
 		r.Kind = engine.RWLock
 		return r
@@ -292,9 +292,9 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 		what string
 		do   func(e engine.Engine) error
 	}
-	acq := func(r engine.SharedRequest) func(engine.Engine) error {
+	acq := func(r engine.AcquireRequest) func(engine.Engine) error {
 		return func(e engine.Engine) error {
-			_, err := e.(engine.Sharer).AcquireShared(ctx, r)
+			_, err := e.Acquire(ctx, r)
 			return err
 		}
 	}
@@ -314,7 +314,7 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 		{"a weight above the stored limit, under the declared one", acq(semReq("sem", "c", time.Minute, 5, 4))},
 		{"weight 0", acq(semReq("w0", "a", time.Minute, 3, 0))},
 		{"another kind", acq(rw("sem", "b", 1))},
-		{"another weight", acq(func() engine.SharedRequest { r := semReq("sem", "a", time.Minute, 3, 1); r.Attempt = "2"; return r }())},
+		{"another weight", acq(func() engine.AcquireRequest { r := semReq("sem", "a", time.Minute, 3, 1); r.Attempt = "2"; return r }())},
 		{"read", acq(rw("rw", "r", 1))},
 		{"upgrade", acq(rw("rw", "r", engine.RWPermits))},
 		{"a semaphore's limit on an rwlock", func(e engine.Engine) error {
@@ -334,7 +334,7 @@ func TestSharedRefusalsAsMemory(t *testing.T) {
 			if _, err := e.(engine.Sharer).SetLimit(ctx, "small", 1); err != nil {
 				return err
 			}
-			_, err := e.(engine.Sharer).AcquireShared(ctx, semReq("small", "a", time.Minute, 1, 2))
+			_, err := e.Acquire(ctx, semReq("small", "a", time.Minute, 1, 2))
 			return err
 		}},
 	}
@@ -365,22 +365,22 @@ func TestSharedReentryAndRelease(t *testing.T) {
 	r.OneOff = false
 	for i, attempt := range []string{"1", "1", "2", "3"} {
 		r.Attempt = attempt
-		g, err := e.AcquireShared(ctx, r)
+		g, err := e.Acquire(ctx, r)
 		want := []int{1, 1, 2, 3}[i]
 		if err != nil || !g.Acquired || g.Count != want {
 			t.Fatalf("attempt %s: %+v, %v; want %d holds", attempt, g, err, want)
 		}
 	}
 	for want := 2; want >= 0; want-- {
-		res, err := e.ReleaseShared(ctx, "re", "me")
+		res, err := e.Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "me", Kind: engine.Semaphore})
 		if err != nil || res.Status != engine.Released || res.Remaining != want {
 			t.Fatalf("release: %+v, %v; want %d left", res, err, want)
 		}
 	}
-	if res, err := e.ReleaseShared(ctx, "re", "me"); err != nil || res.Status != engine.NotHeld {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "me", Kind: engine.Semaphore}); err != nil || res.Status != engine.NotHeld {
 		t.Fatalf("release of nothing: %+v, %v", res, err)
 	}
-	info, err := e.InspectShared(ctx, "re")
+	info, err := e.Inspect(ctx, "re")
 	if err != nil || info.Held || info.Limit != 2 || info.HighWater == 0 || info.Kind != engine.Semaphore {
 		t.Fatalf("after the last release: %+v, %v", info, err)
 	}

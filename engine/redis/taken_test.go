@@ -25,8 +25,7 @@ func TestTakenMarksExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []string{"a", "b"} {
-		if _, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "s", Owner: o, TTL: ttl},
-			Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
+		if _, err := e.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: o, TTL: ttl, Kind: engine.Semaphore, Limit: 3, Weight: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,12 +53,12 @@ func TestTakenMarksExpire(t *testing.T) {
 			}
 		}
 	}
-	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Shared: true}})
+	res, err := e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Kind: engine.Semaphore}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {
 		t.Fatalf("the freed holders' renewals: %+v, %v; want held by other (taken over)", res, err)
 	}
 	// A renewal resent (its reply lost) is answered the same.
-	res, err = e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Shared: true}})
+	res, err = e.Extend(ctx, []engine.ExtendRequest{{Name: "m", Owner: "mo", TTL: ttl}, {Name: "s", Owner: "a", TTL: ttl, Kind: engine.Semaphore}})
 	if err != nil || res[0].Status != engine.HeldByOther || res[1].Status != engine.HeldByOther {
 		t.Fatalf("the renewals resent: %+v, %v; want held by other again", res, err)
 	}

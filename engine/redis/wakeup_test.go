@@ -62,7 +62,7 @@ func TestReleasePublishesOnlyForWaiters(t *testing.T) {
 	}
 	release := func(owner string) {
 		t.Helper()
-		if r, err := eng.Release(ctx, "job", owner); err != nil || r.Status != engine.Released {
+		if r, err := eng.Release(ctx, engine.ReleaseRequest{Name: "job", Owner: owner}); err != nil || r.Status != engine.Released {
 			t.Fatalf("release %s: %+v, %v", owner, r, err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestReleaseWithQueueTellsObservers(t *testing.T) {
 			<-s.C()
 		}
 	}
-	if r, err := holder.Release(ctx, "elected", "a"); err != nil || r.Status != engine.Released {
+	if r, err := holder.Release(ctx, engine.ReleaseRequest{Name: "elected", Owner: "a"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("release: %+v, %v", r, err)
 	}
 	for what, s := range map[string]engine.Subscription{"the head": head, "the observer": obs} {
@@ -163,7 +163,7 @@ func TestReleaseWithQueueTellsObservers(t *testing.T) {
 		Waiting: true, Waiter: "w2", WaiterTTL: 30 * time.Second}); err != nil || g.Acquired || !g.Queued {
 		t.Fatalf("second waiter: %+v, %v; want queued", g, err)
 	}
-	if r, err := waiter.Release(ctx, "elected", "b"); err != nil || r.Status != engine.Released {
+	if r, err := waiter.Release(ctx, engine.ReleaseRequest{Name: "elected", Owner: "b"}); err != nil || r.Status != engine.Released {
 		t.Fatalf("b's release: %+v, %v", r, err)
 	}
 	const marker = "test-marker"

@@ -28,7 +28,7 @@ func releaseWakes(t *testing.T, ctx context.Context, eng engine.Engine, name str
 	if err != nil || !g.Acquired {
 		t.Fatal(g, err)
 	}
-	if _, err := eng.Release(ctx, name, "o"); err != nil {
+	if _, err := eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "o"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

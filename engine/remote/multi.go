@@ -83,7 +83,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	if errors.As(err, &he) && he.Code == api.CodeNotFound {
 		res := make([]engine.ReleaseResult, len(names))
 		for i, name := range names {
-			if res[i], err = e.Release(ctx, name, owners[i]); err != nil {
+			if res[i], err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
 				return nil, err
 			}
 		}

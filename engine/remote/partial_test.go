@@ -21,16 +21,13 @@ type silent struct{ *memory.Engine }
 var errSilent = errors.New("no answer")
 
 func (silent) Inspect(context.Context, string) (engine.Info, error) { return engine.Info{}, errSilent }
-func (silent) InspectShared(context.Context, string) (engine.Info, error) {
-	return engine.Info{}, errSilent
-}
 func (silent) List(context.Context, string, string, int) ([]engine.Info, string, error) {
 	return nil, "", errSilent
 }
 
 // TestPartialThroughServer: a server on a quorum whose node does not
 // answer marks its answers partial, and the remote engine hands the mark
-// on: Info.Partial on Inspect and InspectShared, an *engine.PartialError
+// on: Info.Partial on Inspect (a mutex and a shared lock), an *engine.PartialError
 // with the page on List, naming the node; a whole answer carries none.
 func TestPartialThroughServer(t *testing.T) {
 	third := silent{memory.New()}
@@ -61,9 +58,9 @@ func TestPartialThroughServer(t *testing.T) {
 	if err != nil || !info.Held || info.Partial == nil || !slices.Equal(info.Partial.Unanswered, want) {
 		t.Fatalf("Inspect: %+v, %v; want held, partial naming %v", info, err, want)
 	}
-	info, err = e.InspectShared(ctx, "s")
+	info, err = e.Inspect(ctx, "s")
 	if err != nil || !info.Held || info.Partial == nil || !slices.Equal(info.Partial.Unanswered, want) {
-		t.Fatalf("InspectShared: %+v, %v; want held, partial naming %v", info, err, want)
+		t.Fatalf("Inspect: %+v, %v; want held, partial naming %v", info, err, want)
 	}
 	infos, _, err := e.List(ctx, "", "", 10)
 	p, ok := engine.AsPartial(err)

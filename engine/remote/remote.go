@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -151,35 +152,25 @@ func newTransport() *http.Transport {
 // String names the engine by its servers, for error messages.
 func (e *Engine) String() string { return "distlock server " + strings.Join(e.Servers(), ",") }
 
-// Acquire implements engine.Engine: one attempt, no waiting on the server.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	return e.acquire(ctx, r, nil)
-}
-
-// acquire makes one attempt: at a mutex, or with sh at a shared lock.
-func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest, sh *engine.SharedRequest) (engine.Grant, error) {
+// acquire makes one attempt (Acquire, any kind): no waiting on the server.
+func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
 		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
 		Announce: r.Announce}
 	if r.Waiter != "" {
 		req.WaiterTTLMs = ms(r.WaiterTTL)
 	}
-	if sh != nil {
-		req.Fair, req.Behind, req.NoReserve, req.Announce = false, false, false, false
-		switch sh.Kind {
-		case engine.Semaphore:
-			if sh.Weight < 1 { // on the wire, 0 is the default weight 1
-				return engine.Grant{}, engine.CheckWeight(sh.Weight, sh.Limit)
-			}
-			req.Kind, req.Limit, req.Weight = api.KindSemaphore, sh.Limit, sh.Weight
-		case engine.RWLock:
-			req.Kind, req.Mode = api.KindRWLock, api.ModeRead
-			if sh.Weight >= engine.RWPermits {
-				req.Mode = api.ModeWrite
-			}
-		default:
-			return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("unknown shared lock kind %d", sh.Kind)}
+	switch r.Kind { // engine.CheckKind has checked the kind fields
+	case engine.Semaphore:
+		req.Kind, req.Limit, req.Weight = api.KindSemaphore, r.Limit, r.Weight
+	case engine.RWLock:
+		req.Kind, req.Mode = api.KindRWLock, api.ModeRead
+		if r.Weight >= engine.RWPermits {
+			req.Mode = api.ModeWrite
 		}
+	}
+	if r.Kind.Shared() { // an election is a mutex: the server refuses it
+		req.Announce = false
 	}
 	// An attempt id makes a second copy of the request harmless: the
 	// engine answers a repeated attempt as before, without a second hold.
@@ -269,7 +260,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out []engine.ExtendResult) error {
 	req := api.ExtendBatchRequest{Locks: make([]api.ExtendRequest, len(rs))}
 	for i, r := range rs {
-		req.Locks[i] = api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Shared}
+		req.Locks[i] = wire.ExtendItem(r)
 	}
 	var resp api.ExtendBatchResponse
 	if err := e.do(ctx, "extend", http.MethodPost, "/v1/extend", req, &resp); err != nil {
@@ -305,15 +296,12 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter}, nil)
 }
 
-// Release implements engine.Engine.
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, false)
-}
-
-func (e *Engine) release(ctx context.Context, name, owner string, shared bool) (engine.ReleaseResult, error) {
+// release drops one hold (Release, any kind).
+func (e *Engine) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	name, owner, shared := r.Name, r.Owner, r.Kind.Shared()
 	oneOff := e.oneOff.take(owner)
 	var out api.ReleaseResponse
-	req := api.ReleaseRequest{Owner: owner, Shared: shared}
+	req := wire.ReleaseBody(r)
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
 		// The outcome is unknown, and a second copy could drop a second
@@ -370,15 +358,17 @@ func (e *Engine) holds(ctx context.Context, name, owner string, shared bool) (bo
 	return false, nil
 }
 
-// Inspect implements engine.Engine. The holder's owner token is reported
-// only when the token's role is admin (or the server has no tokens).
+// Inspect implements engine.Engine: GET /v1/locks/{name}, which describes
+// the name whatever its kind. Holders' owner tokens are reported only when
+// the token's role is admin (or the server has no tokens); otherwise a
+// shared lock's holder is "holder:" and the holder's id.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=mutex", nil, &out); err != nil {
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
 		return engine.Info{}, err
 	}
-	if out.Kind != "" { // a server that did not know kind=mutex
-		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
+	if out.Kind != "" {
+		return fromSharedInfo(out), nil
 	}
 	return fromLockInfo(out), nil
 }

@@ -6,41 +6,17 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
 // Shared locks (engine.Sharer) over the server's lock endpoints: the
 // acquire's kind, limit, weight and mode fields, release, leave and extend
-// with shared, GET /v1/locks/{name}?kind=shared and POST
+// with shared, GET /v1/locks/{name} (Inspect) and POST
 // /v1/locks/{name}/limit. A server whose engine keeps no shared locks
 // answers not_supported (errors.ErrUnsupported).
 
 var _ engine.SharedFenceRaiser = (*Engine)(nil)
-
-// AcquireShared implements engine.Sharer: one attempt, no waiting on the
-// server.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
-	return e.acquire(ctx, r.AcquireRequest, &r)
-}
-
-// ReleaseShared implements engine.Sharer.
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, true)
-}
-
-// InspectShared implements engine.Sharer. Holders' owner tokens are
-// reported only when the token's role is admin (or the server has no
-// tokens); otherwise an owner is "holder:" and the holder's id.
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind=shared", nil, &out); err != nil {
-		return engine.Info{}, err
-	}
-	if out.Kind == "" {
-		return engine.Info{Name: out.Name, HighWater: out.HighWater}, nil
-	}
-	return fromSharedInfo(out), nil
-}
 
 // SetLimit implements engine.Sharer.
 func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
@@ -64,11 +40,9 @@ func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token
 // fromSharedInfo reads a shared lock's state.
 func fromSharedInfo(l api.LockInfo) engine.Info {
 	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Token: l.Token, Limit: l.Limit, Partial: partialOf(l.Partial)}
-	switch l.Kind {
-	case api.KindSemaphore:
-		i.Kind = engine.Semaphore
-	case api.KindRWLock:
-		i.Kind, i.Limit = engine.RWLock, engine.RWPermits
+	i.Kind, _ = wire.ParseKind(l.Kind)
+	if i.Kind == engine.RWLock {
+		i.Limit = engine.RWPermits
 	}
 	for _, h := range l.Holders {
 		owner := h.Owner
@@ -82,4 +56,18 @@ func fromSharedInfo(l api.LockInfo) engine.Info {
 		i.Holders = append(i.Holders, engine.Holder{Owner: owner, Count: h.Count, Token: h.Token, TTL: ttl, Metadata: h.Metadata, Weight: h.Weight})
 	}
 	return i
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind): every kind is one request to the server's
+// acquire endpoint (acquire).
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquire, e.acquire)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind): every kind is one request to the server's
+// release endpoint (release).
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.release, e.release)
 }

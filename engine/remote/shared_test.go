@@ -25,20 +25,18 @@ func TestSharedErrors(t *testing.T) {
 	t.Cleanup(func() { _ = mem.Close() })
 	_, url := startServer(t, mem, server.WithLogger(quietLogger()))
 	e := newRemote(t, url)
-	read := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "rw", Owner: "me", Attempt: "1", TTL: 10 * time.Second},
-		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
-	if g, err := e.AcquireShared(ctx, read); err != nil || !g.Acquired {
+	read := engine.AcquireRequest{Name: "rw", Owner: "me", Attempt: "1", TTL: 10 * time.Second, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	if g, err := e.Acquire(ctx, read); err != nil || !g.Acquired {
 		t.Fatalf("read: %+v, %v", g, err)
 	}
 	write := read
 	write.Attempt, write.Weight = "2", engine.RWPermits
-	if _, err := e.AcquireShared(ctx, write); !errors.Is(err, engine.ErrUpgrade) {
+	if _, err := e.Acquire(ctx, write); !errors.Is(err, engine.ErrUpgrade) {
 		t.Fatalf("upgrade: %v, want engine.ErrUpgrade", err)
 	}
-	sem := engine.SharedRequest{AcquireRequest: engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "3", TTL: 10 * time.Second},
-		Kind: engine.Semaphore, Limit: 2, Weight: 1}
+	sem := engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "3", TTL: 10 * time.Second, Kind: engine.Semaphore, Limit: 2, Weight: 1}
 	var ae *engine.ArgumentError
-	if _, err := e.AcquireShared(ctx, sem); !errors.As(err, &ae) || ae.Arg != "name" || !strings.Contains(ae.Reason, "rwlock") {
+	if _, err := e.Acquire(ctx, sem); !errors.As(err, &ae) || ae.Arg != "name" || !strings.Contains(ae.Reason, "rwlock") {
 		t.Fatalf("a semaphore on an rwlock: %v, want an *engine.ArgumentError", err)
 	}
 	high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
@@ -48,15 +46,15 @@ func TestSharedErrors(t *testing.T) {
 	if ok, err := e.RaiseSharedFence(ctx, "rw", "nobody", high+1); ok || err != nil {
 		t.Fatalf("RaiseSharedFence of a non-holder: %v, %v", ok, err)
 	}
-	info, err := e.InspectShared(ctx, "rw")
+	info, err := e.Inspect(ctx, "rw")
 	if err != nil || info.Token != high || info.HighWater != high {
 		t.Fatalf("after RaiseSharedFence: %+v, %v", info, err)
 	}
 	if err != nil || info.Kind != engine.RWLock || len(info.Holders) != 1 || info.Holders[0].Owner != "me" || info.Holders[0].Weight != 1 {
-		t.Fatalf("InspectShared: %+v, %v", info, err)
+		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
-	if mi, err := e.Inspect(ctx, "rw"); err != nil || mi.Held || mi.Kind != 0 || mi.HighWater != info.Token {
-		t.Fatalf("Inspect (the mutex) of an rwlock's name: %+v, %v", mi, err)
+	if mi := info.Narrow(false); mi.Held || mi.Kind != 0 || mi.HighWater != info.Token {
+		t.Fatalf("the mutex of an rwlock's name: %+v", mi)
 	}
 	if prev, err := e.SetLimit(ctx, "s", 4); err != nil || prev != 0 {
 		t.Fatalf("SetLimit: %d, %v", prev, err)
@@ -64,10 +62,10 @@ func TestSharedErrors(t *testing.T) {
 	if prev, err := e.SetLimit(ctx, "s", 2); err != nil || prev != 4 {
 		t.Fatalf("SetLimit again: %d, %v", prev, err)
 	}
-	if res, err := e.ReleaseShared(ctx, "rw", "me"); err != nil || res.Status != engine.Released {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "me", Kind: engine.RWLock}); err != nil || res.Status != engine.Released {
 		t.Fatalf("ReleaseShared: %+v, %v", res, err)
 	}
-	if res, err := e.ReleaseShared(ctx, "rw", "me"); err != nil || res.Status != engine.NotHeld {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "me", Kind: engine.RWLock}); err != nil || res.Status != engine.NotHeld {
 		t.Fatalf("ReleaseShared again: %+v, %v", res, err)
 	}
 
@@ -75,8 +73,8 @@ func TestSharedErrors(t *testing.T) {
 	t.Cleanup(func() { _ = plainMem.Close() })
 	_, purl := startServer(t, struct{ engine.Engine }{plainMem}, server.WithLogger(quietLogger()))
 	p := newRemote(t, purl)
-	if _, err := p.AcquireShared(ctx, sem); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("AcquireShared on a server without shared locks: %v", err)
+	if _, err := p.Acquire(ctx, sem); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Acquire (shared) on a server without shared locks: %v", err)
 	}
 	if _, err := p.SetLimit(ctx, "s", 2); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("SetLimit on a server without shared locks: %v", err)

@@ -93,7 +93,7 @@ func TestUnknownOutcomeOnFailover(t *testing.T) {
 		t.Fatalf("after the acquire sent twice: %+v, %v (grant %+v)", info, err, g)
 	}
 
-	res, err := newRemote(t, proxied).Release(ctx, "x", "o1")
+	res, err := newRemote(t, proxied).Release(ctx, engine.ReleaseRequest{Name: "x", Owner: "o1"})
 	if err != nil || res.Status != engine.Released {
 		t.Fatalf("release whose answer was lost: %+v, %v", res, err)
 	}
@@ -107,7 +107,7 @@ func TestUnknownOutcomeOnFailover(t *testing.T) {
 			t.Fatalf("re-entry: %+v, %v", g, err)
 		}
 	}
-	if _, err := newRemote(t, proxied).Release(ctx, "re", "re"); err == nil {
+	if _, err := newRemote(t, proxied).Release(ctx, engine.ReleaseRequest{Name: "re", Owner: "re"}); err == nil {
 		t.Fatal("a release of unknown outcome by an owner that still holds the lock was reported as done")
 	}
 	if info, err := direct.Inspect(ctx, "re"); err != nil || !info.Held || info.Count != 1 {
@@ -127,7 +127,7 @@ func TestUnknownOutcomeOnFailover(t *testing.T) {
 	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: "y", Owner: "o2", Attempt: "o2", OneOff: true, TTL: time.Minute}); err != nil || !g.Acquired {
 		t.Fatalf("acquire: %+v, %v", g, err)
 	}
-	if res, err := e.Release(ctx, "y", "o2"); err != nil || res.Status != engine.Released {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: "y", Owner: "o2"}); err != nil || res.Status != engine.Released {
 		t.Fatalf("a one-off owner's release lost before it took effect: %+v, %v", res, err)
 	}
 	if info, err := direct.Inspect(ctx, "y"); err != nil || info.Held {

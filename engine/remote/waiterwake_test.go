@@ -35,7 +35,7 @@ func TestWaiterWakeUpIsItsOwn(t *testing.T) {
 		defer sub.Close()
 		subs[w] = sub
 	}
-	if _, err := mem.Release(ctx, "n", "h"); err != nil {
+	if _, err := mem.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

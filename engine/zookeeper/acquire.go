@@ -10,7 +10,7 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Acquire implements engine.Engine. A call reads the name's line, judges
+// acquireMutex is Acquire for a mutex. A call reads the name's line, judges
 // it at the clock estimate the reading gives (no later than the ensemble's
 // clock), deletes children that have expired, and then:
 //
@@ -34,7 +34,7 @@ import (
 // the reading's estimate may lag without bound (a dead holder writes
 // nothing). A refusal of a call that does not wait, and a kind refusal,
 // are final: they are decided on a line read after a sync.
-func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
 	}
@@ -61,7 +61,7 @@ type attempt struct {
 	enter   bool     // the clock is to come with the waiter's new place (refuse)
 	// A shared lock's request (kind 0: a mutex's): the kind and weight its
 	// place in line and its holder's child carry.
-	kind   engine.SharedKind
+	kind   engine.Kind
 	weight int
 	synced bool // a refusal synced the session's member (syncOnce)
 }

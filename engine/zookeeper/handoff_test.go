@@ -38,7 +38,7 @@ func TestHandOffChecked(t *testing.T) {
 	}
 	defer sub.Close()
 	drain(sub.C())
-	if _, err := holder.Release(ctx, name, "holder"); err != nil {
+	if _, err := holder.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil {
 		t.Fatal(err)
 	}
 	select { // the head's watch saw the release

@@ -32,7 +32,7 @@ func TestPartialReleaseKeepsExpiry(t *testing.T) {
 		}
 		return info.TTL
 	}, req.TTL-300*time.Millisecond)
-	if res, err := e.Release(ctx, name, owner); err != nil || res.Remaining != 1 {
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err != nil || res.Remaining != 1 {
 		t.Fatalf("release of one hold: %+v, %v", res, err)
 	}
 	info, err := e.Inspect(ctx, name)

@@ -48,19 +48,21 @@ func TestSharedBadInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := "shared-bad-input"
-	req := engine.AcquireRequest{Name: name, Owner: "o", TTL: time.Minute}
+	req := func(kind engine.Kind, limit int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: "o", TTL: time.Minute, Kind: kind, Limit: limit, Weight: 1}
+	}
 	for what, call := range map[string]func() error{
-		"kind 0": func() error {
-			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Limit: 2, Weight: 1})
+		"a mutex with a limit": func() error {
+			_, err := e.Acquire(ctx, req(engine.Mutex, 2))
 			return err
 		},
 		"kind 9": func() error {
-			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Kind: 9, Limit: 2, Weight: 1})
+			_, err := e.Acquire(ctx, req(9, 2))
 			return err
 		},
 		"limit 0": func() error { _, err := e.SetLimit(ctx, name, 0); return err },
 		"limit -1": func() error {
-			_, err := e.AcquireShared(ctx, engine.SharedRequest{AcquireRequest: req, Kind: engine.Semaphore, Limit: -1, Weight: 1})
+			_, err := e.Acquire(ctx, req(engine.Semaphore, -1))
 			return err
 		},
 	} {
@@ -69,7 +71,7 @@ func TestSharedBadInput(t *testing.T) {
 			t.Fatalf("%s: %v, want an *engine.ArgumentError", what, err)
 		}
 	}
-	info, err := e.InspectShared(ctx, name)
+	info, err := e.Inspect(ctx, name)
 	if err != nil || info.Held || info.Kind != 0 || info.Limit != 0 || info.Waiters != 0 {
 		t.Fatalf("the refused calls changed the lock: %+v, %v", info, err)
 	}

@@ -12,17 +12,6 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Inspect implements engine.Engine. It reads the ensemble's clock (a
-// write of the root node's data: the only way to learn it) and the line,
-// and changes no lock.
-func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
-	l, now, err := e.inspectLine(ctx, name)
-	if err != nil {
-		return engine.Info{}, err
-	}
-	return l.info(name, now), nil
-}
-
 // inspectLine reads the ensemble's clock and then name's line with every
 // child's data, and returns the line and the clock estimate.
 func (e *Engine) inspectLine(ctx context.Context, name string) (line, int64, error) {
@@ -65,16 +54,6 @@ func (l *line) queued(now int64, shared bool) int {
 		}
 	}
 	return n
-}
-
-// InspectShared implements engine.Sharer: the kind record, the clock and
-// the line are read (changing no lock).
-func (e *Engine) InspectShared(ctx context.Context, name string) (engine.Info, error) {
-	l, now, err := e.inspectLine(ctx, name)
-	if err != nil {
-		return engine.Info{}, err
-	}
-	return e.sharedInfo(ctx, name, &l, now)
 }
 
 // sharedInfo describes the shared lock name, whose line l was read at the

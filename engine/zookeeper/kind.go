@@ -21,8 +21,8 @@ const kindPrefix = "k-"
 
 // kindRecord is a shared lock's stored kind and limit.
 type kindRecord struct {
-	Kind    engine.SharedKind `json:"s"`
-	Limit   int               `json:"l"`
+	Kind    engine.Kind `json:"s"`
+	Limit   int         `json:"l"`
 	version int32
 	path    string
 }
@@ -74,7 +74,7 @@ func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bo
 
 // kindOf returns the kind record of r's shared lock, storing r's kind and
 // declared limit when it has none.
-func (e *Engine) kindOf(ctx context.Context, r engine.SharedRequest) (kindRecord, error) {
+func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest) (kindRecord, error) {
 	for range maxConflicts {
 		rec, ok, err := e.readKind(ctx, r.Name)
 		if err != nil || ok {
@@ -88,4 +88,39 @@ func (e *Engine) kindOf(ctx context.Context, r engine.SharedRequest) (kindRecord
 		}
 	}
 	return kindRecord{}, conflict("kind", r.Name)
+}
+
+// Acquire implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+}
+
+// Release implements engine.Engine: every kind of lock, dispatched once on
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+}
+
+// ReleaseOnce implements engine.OnceReleaser: a shared lock's holder is a
+// child as a mutex's is, and is released alike (releaseOnceMutex).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceMutex)
+}
+
+// Inspect implements engine.Engine: it reads the ensemble's clock (a write
+// of the root node's data: the only way to learn it), the line (a mutex's
+// holder and a shared lock's are children of the same line) and the kind
+// record, changing no lock, and describes the name as engine.Describe
+// picks.
+func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	l, now, err := e.inspectLine(ctx, name)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	shared, err := e.sharedInfo(ctx, name, &l, now)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return engine.Describe(l.info(name, now), shared), nil
 }

@@ -74,8 +74,8 @@ type data struct {
 	Fair      bool     `json:"f,omitempty"`
 	NoReserve bool     `json:"n,omitempty"`
 	// A shared lock's holder or waiter: its kind and weight (0: a mutex's).
-	Kind   engine.SharedKind `json:"s,omitempty"`
-	Weight int               `json:"g,omitempty"`
+	Kind   engine.Kind `json:"s,omitempty"`
+	Weight int         `json:"g,omitempty"`
 }
 
 // maxReleases is how many ReleaseOnce ids a child remembers.

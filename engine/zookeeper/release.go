@@ -11,16 +11,16 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Release implements engine.Engine: one hold fewer, and the child deleted
+// releaseMutex is Release for a mutex: one hold fewer, and the child deleted
 // with the last one (which wakes the waiter that watches it).
-func (e *Engine) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, "")
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.release(ctx, r.Name, r.Owner, "")
 }
 
-// ReleaseOnce implements engine.OnceReleaser: the child remembers the ids
+// releaseOnceMutex is ReleaseOnce for a mutex: the child remembers the ids
 // of its latest releases, and a copy of one drops no second hold.
-func (e *Engine) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, id)
+func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return e.release(ctx, r.Name, r.Owner, id)
 }
 
 // release drops one hold, trying again while the connection is down (a

@@ -15,7 +15,7 @@ import (
 
 var _ engine.Sharer = (*Engine)(nil)
 
-// AcquireShared implements engine.Sharer on the mutex's nodes: each holder
+// acquireShared is Acquire for a shared kind, on the mutex's nodes: each holder
 // is a held child carrying its kind and weight, a waiter a place in the
 // same line. A request is granted when its weight fits in the permits the
 // live holders leave under the stored limit (kind.go) and no place in line
@@ -26,21 +26,17 @@ var _ engine.Sharer = (*Engine)(nil)
 // reading, or a grant and a SetLimit, cannot both take effect. The token
 // is the holder child's czxid. A live mutex holder refuses the request
 // (engine.KindError), as shared holders refuse a mutex.
-func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (engine.Grant, error) {
+func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
 	}
-	switch r.Kind {
-	case engine.Semaphore:
-	case engine.RWLock:
+	if r.Kind == engine.RWLock {
 		r.Limit = engine.RWPermits
-	default:
-		return engine.Grant{}, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%d is not a shared kind", r.Kind)}
 	}
 	if err := e.checkTTL(r.TTL); err != nil {
 		return engine.Grant{}, err
 	}
-	a := attempt{e: e, r: r.AcquireRequest, k: key{r.Name, r.Waiter}, kind: r.Kind, weight: r.Weight}
+	a := attempt{e: e, r: r, k: key{r.Name, r.Waiter}, kind: r.Kind, weight: r.Weight}
 	for range maxConflicts {
 		g, done, err := a.sharedRound(ctx, r)
 		if err != nil || done {
@@ -50,9 +46,9 @@ func (e *Engine) AcquireShared(ctx context.Context, r engine.SharedRequest) (eng
 	return engine.Grant{}, conflict("acquire", r.Name)
 }
 
-// sharedRound runs one read-decide-write round of AcquireShared; done is
+// sharedRound runs one read-decide-write round of acquireShared; done is
 // false when another client's change got in the way.
-func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engine.Grant, bool, error) {
+func (a *attempt) sharedRound(ctx context.Context, r engine.AcquireRequest) (engine.Grant, bool, error) {
 	l, err := a.readLine(ctx)
 	if err != nil || l.path == "" {
 		return engine.Grant{}, false, err
@@ -64,7 +60,7 @@ func (a *attempt) sharedRound(ctx context.Context, r engine.SharedRequest) (engi
 
 // decideShared is sharedRound's decision on the line l at the clock
 // estimate now.
-func (a *attempt) decideShared(ctx context.Context, r engine.SharedRequest, l *line, now int64) (engine.Grant, bool, error) {
+func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *line, now int64) (engine.Grant, bool, error) {
 	e := a.e
 	if _, ok := l.holder(now); ok {
 		// Refused before the kind is stored: a refusal changes nothing.
@@ -143,11 +139,11 @@ func soonest(holders []child, now int64) time.Duration {
 	return left(least)
 }
 
-// ReleaseShared implements engine.Sharer: Release of the owner's held
+// releaseShared is Release for a shared kind: Release of the owner's held
 // child (its permits come back with its last hold; the name node's write
 // wakes the head of the line).
-func (e *Engine) ReleaseShared(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	return e.release(ctx, name, owner, "")
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.release(ctx, r.Name, r.Owner, "")
 }
 
 // LeaveShared implements engine.Sharer: Leave (the line is the name's).

@@ -15,9 +15,9 @@ import (
 // queue of a free lock, or was dropped: the waiter should try again. The
 // goroutine starts with the first call to Start and ends with Stop.
 type Beat struct {
-	// Shared marks the entry as one of a shared lock's queue
-	// (engine.ExtendRequest.Shared); set it before Start.
-	Shared bool
+	// Kind is the kind of the lock whose queue the entry is in
+	// (engine.ExtendRequest.Kind); set it before Start.
+	Kind engine.Kind
 
 	eng     engine.Engine
 	name    string
@@ -60,7 +60,7 @@ func (b *Beat) loop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), b.ttl/3)
-		res, err := b.eng.Extend(ctx, []engine.ExtendRequest{{Name: b.name, Owner: b.id, TTL: b.ttl, Waiter: true, Shared: b.Shared}})
+		res, err := b.eng.Extend(ctx, []engine.ExtendRequest{{Name: b.name, Owner: b.id, TTL: b.ttl, Waiter: true, Kind: b.Kind}})
 		cancel()
 		if err == nil && len(res) == 1 && res[0].Err == nil && (res[0].Wake || res[0].Status != engine.Extended) {
 			select {

@@ -99,7 +99,7 @@ func TestFakeClockLoopWokenByRelease(t *testing.T) {
 			}
 		}
 		released := time.Now()
-		if res, err := eng.Release(ctx, "n", "holder"); err != nil || res.Status != engine.Released {
+		if res, err := eng.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "holder"}); err != nil || res.Status != engine.Released {
 			t.Fatal(res, err)
 		}
 		if granted := <-done; !granted.Equal(released) {

@@ -106,7 +106,7 @@ func (n *naiveLocker) bgRelease(name, owner string) {
 		defer n.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, _ = n.eng.Release(ctx, name, owner)
+		_, _ = n.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
 	}()
 }
 
@@ -234,7 +234,7 @@ func (l *naiveLease) renew() {
 
 func (l *naiveLease) Release(ctx context.Context) error {
 	l.end("")
-	_, err := l.n.eng.Release(ctx, l.name, l.owner)
+	_, err := l.n.eng.Release(ctx, engine.ReleaseRequest{Name: l.name, Owner: l.owner})
 	return err
 }
 

@@ -38,16 +38,16 @@ type countedReleases struct {
 	n atomic.Int32
 }
 
-func (c *countedReleases) Release(ctx context.Context, name, owner string) (engine.ReleaseResult, error) {
-	res, err := c.Engine.Release(ctx, name, owner)
+func (c *countedReleases) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	res, err := c.Engine.Release(ctx, r)
 	if err == nil {
 		c.n.Add(1)
 	}
 	return res, err
 }
 
-func (c *countedReleases) ReleaseOnce(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
-	res, err := c.Engine.ReleaseOnce(ctx, name, owner, id)
+func (c *countedReleases) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	res, err := c.Engine.ReleaseOnce(ctx, r, id)
 	if err == nil {
 		c.n.Add(1)
 	}

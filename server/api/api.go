@@ -175,9 +175,9 @@ type AcquireRequest struct {
 	Announce bool `json:"announce,omitempty"`
 	// Kind is the lock's kind: empty or "mutex" for the exclusive lock,
 	// "semaphore" or "rwlock" for a shared lock (engine.Sharer;
-	// not_supported when the server's engine keeps none). A shared lock's
-	// queue is always first come, first served: Fair, Behind and NoReserve
-	// are ignored, and Announce is refused.
+	// not_supported when the server's engine keeps none). A shared lock
+	// ignores Fair, Behind and NoReserve (engine.AcquireRequest.Kind) and
+	// refuses Announce.
 	Kind string `json:"kind,omitempty"`
 	// Limit (semaphore) is the number of permits, 1 to 2^30-1, that makes
 	// the semaphore when it does not exist. Once it exists its stored limit
@@ -243,7 +243,7 @@ type ExtendRequest struct {
 	// missing when it is not.
 	Waiter bool `json:"waiter,omitempty"`
 	// Shared: the lock (or the waiter's queue) is a shared lock's, a
-	// semaphore or a reader-writer lock (engine.ExtendRequest.Shared).
+	// semaphore or a reader-writer lock (a shared engine.ExtendRequest.Kind).
 	Shared bool `json:"shared,omitempty"`
 }
 
@@ -281,7 +281,11 @@ type ExtendResult struct {
 // ReleaseRequest is the body of POST /v1/locks/{name}/release.
 type ReleaseRequest struct {
 	Owner string `json:"owner"`
-	// Shared: drop one hold of the owner's permits of a shared lock.
+	// Kind is the kind of the lock the hold is of (as AcquireRequest.Kind;
+	// empty: a mutex, unless Shared).
+	Kind string `json:"kind,omitempty"`
+	// Shared: drop one hold of the owner's permits of a shared lock (the
+	// field before Kind; still read when Kind is empty, and still sent).
 	Shared bool `json:"shared,omitempty"`
 }
 

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestAcquireByKind: a mutex goes to the mutex path untouched; a shared
+// kind to the shared path with Fair, Behind and NoReserve cleared, or, on
+// an engine without one, to UnsupportedKind (errors.ErrUnsupported); bad
+// kind fields reach neither path.
+func TestAcquireByKind(t *testing.T) {
+	var got []AcquireRequest
+	path := func(_ context.Context, r AcquireRequest) (Grant, error) {
+		got = append(got, r)
+		return Grant{Acquired: true}, nil
+	}
+	ctx := context.Background()
+	mutex := AcquireRequest{Name: "n", Fair: true, Behind: true, NoReserve: true}
+	if g, err := AcquireByKind(ctx, mutex, path, nil); err != nil || !g.Acquired || got[0] != mutex {
+		t.Fatalf("mutex: %+v, %v, passed %+v", g, err, got)
+	}
+	shared := AcquireRequest{Name: "n", Kind: RWLock, Weight: 1, Fair: true, Behind: true, NoReserve: true}
+	if _, err := AcquireByKind(ctx, shared, nil, path); err != nil || got[1].Fair || got[1].Behind || got[1].NoReserve || got[1].Kind != RWLock {
+		t.Fatalf("shared: %v, passed %+v", err, got[1])
+	}
+	if _, err := AcquireByKind(ctx, shared, path, nil); !errors.Is(err, errors.ErrUnsupported) || len(got) != 2 {
+		t.Fatalf("shared on a mutex-only engine: %v (%d calls)", err, len(got))
+	}
+	var ae *ArgumentError
+	if _, err := AcquireByKind(ctx, AcquireRequest{Kind: 7}, path, path); !errors.As(err, &ae) || ae.Arg != "kind" || len(got) != 2 {
+		t.Fatalf("kind 7: %v (%d calls)", err, len(got))
+	}
+}
+
+// TestCheckKind: the fields each kind takes pass, and the mutex fast path
+// allocates nothing.
+func TestCheckKind(t *testing.T) {
+	for _, r := range []AcquireRequest{
+		{}, {Weight: 1},
+		{Kind: Semaphore, Limit: 3, Weight: 2}, {Kind: Semaphore, Weight: 1},
+		{Kind: RWLock, Weight: 1}, {Kind: RWLock, Limit: RWPermits, Weight: RWPermits},
+	} {
+		if err := CheckKind(&r); err != nil {
+			t.Errorf("%+v: %v", r, err)
+		}
+	}
+	r := AcquireRequest{Name: "n"}
+	if n := testing.AllocsPerRun(100, func() { _ = CheckKind(&r) }); n != 0 {
+		t.Errorf("CheckKind of a mutex allocates %v times", n)
+	}
+}
+
+// TestDescribe: the view Inspect gives of a name whose mutex and shared
+// lock are kept apart, and Narrow's view of one kind.
+func TestDescribe(t *testing.T) {
+	held := Info{Name: "n", Held: true, Owner: "o", HighWater: 5}
+	free := Info{Name: "n", HighWater: 7}
+	sem := Info{Name: "n", Kind: Semaphore, Limit: 2, Held: true, Holders: []Holder{{Owner: "p", Weight: 1}}, HighWater: 6}
+	stored := Info{Name: "n", Kind: Semaphore, Limit: 2}
+	for _, tc := range []struct {
+		what          string
+		mutex, shared Info
+		kind          Kind
+		held          bool
+	}{
+		{"a held mutex, no shared lock", held, Info{Name: "n"}, Mutex, true},
+		{"a held mutex, a stored free semaphore", held, stored, Mutex, true},
+		{"a held semaphore", free, sem, Semaphore, true},
+		{"a stored free semaphore", free, stored, Semaphore, false},
+		{"nothing", free, Info{Name: "n"}, Mutex, false},
+	} {
+		got := Describe(tc.mutex, tc.shared)
+		if got.Kind != tc.kind || got.Held != tc.held || got.HighWater != max(tc.mutex.HighWater, tc.shared.HighWater) {
+			t.Errorf("%s: %+v", tc.what, got)
+		}
+	}
+	if got := Describe(held, stored).Narrow(true); got.Held || got.Kind != Mutex || got.HighWater != 5 {
+		t.Errorf("a held mutex narrowed to its shared lock: %+v", got)
+	}
+	if got := sem.Narrow(true); got.Kind != Semaphore || !got.Held {
+		t.Errorf("a semaphore narrowed to itself: %+v", got)
+	}
+}

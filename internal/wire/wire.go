@@ -1,0 +1,89 @@
+// Package wire converts between the engine contract's requests (package
+// engine) and the server API's wire types (server/api), once, for both
+// sides of the wire: the server (package server) and the remote engine
+// (engine/remote). server/api itself depends on nothing.
+package wire
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/server/api"
+)
+
+// KindName is the wire name of a lock kind: api.KindSemaphore,
+// api.KindRWLock, or "" for a mutex (the default the API omits).
+func KindName(k engine.Kind) string {
+	switch k {
+	case engine.Semaphore:
+		return api.KindSemaphore
+	case engine.RWLock:
+		return api.KindRWLock
+	}
+	return ""
+}
+
+// ParseKind reads a wire kind name ("" and api.KindMutex are a mutex). An
+// unknown name is an *engine.ArgumentError.
+func ParseKind(name string) (engine.Kind, error) {
+	switch name {
+	case "", api.KindMutex:
+		return engine.Mutex, nil
+	case api.KindSemaphore:
+		return engine.Semaphore, nil
+	case api.KindRWLock:
+		return engine.RWLock, nil
+	}
+	return 0, &engine.ArgumentError{Arg: "kind", Reason: fmt.Sprintf("%q is not mutex, semaphore or rwlock", name)}
+}
+
+// sharedKind is the engine kind the wire's "shared": true stands for,
+// where the wire names no kind (extend items, releases before the kind
+// field): engines release and renew a semaphore's and an RW lock's
+// holders and waiters alike.
+const sharedKind = engine.Semaphore
+
+// kindOf is the kind a wire item marked shared (or not) stands for.
+func kindOf(shared bool) engine.Kind {
+	if shared {
+		return sharedKind
+	}
+	return engine.Mutex
+}
+
+// ExtendItem is the wire item of an extension (POST /v1/extend, and the
+// fields of POST /v1/locks/{name}/extend).
+func ExtendItem(r engine.ExtendRequest) api.ExtendRequest {
+	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: max(1, r.TTL.Milliseconds()), Waiter: r.Waiter, Shared: r.Kind.Shared()}
+}
+
+// Extend is the engine request a wire extension item asks for, with the
+// ttl the server fitted (and name, for the single-lock endpoint, whose
+// item has none).
+func Extend(name string, b api.ExtendRequest, ttl time.Duration) engine.ExtendRequest {
+	return engine.ExtendRequest{Name: name, Owner: b.Owner, TTL: ttl, Waiter: b.Waiter, Kind: kindOf(b.Shared)}
+}
+
+// ReleaseBody is the body of POST /v1/locks/{name}/release for r. It
+// carries the kind by name, and Shared for servers before the kind field.
+func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
+	return api.ReleaseRequest{Owner: r.Owner, Kind: KindName(r.Kind), Shared: r.Kind.Shared()}
+}
+
+// Release is the engine request a release body of the lock name asks
+// for. A body with Shared and no Kind (a client before the kind field)
+// releases a shared lock's hold (sharedKind).
+func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
+	kind, err := ParseKind(b.Kind)
+	if err != nil {
+		return engine.ReleaseRequest{}, err
+	}
+	if kind == engine.Mutex && b.Shared {
+		if b.Kind != "" {
+			return engine.ReleaseRequest{}, &engine.ArgumentError{Arg: "shared", Reason: "a mutex's release is not shared"}
+		}
+		kind = sharedKind
+	}
+	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind}, nil
+}
