@@ -136,7 +136,7 @@ func acquireResponse(name, owner string, ttl time.Duration, o acquireOutcome, sh
 	if sh != nil {
 		resp.Kind, resp.Weight = wire.KindName(sh.kind), sh.weight
 		if sh.kind == engine.RWLock {
-			resp.Mode = modeOf(sh.weight)
+			resp.Mode = wire.ModeOf(sh.weight)
 		}
 	}
 	return resp

@@ -141,14 +141,6 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 	return info, nil
 }
 
-// modeOf is the side of a reader-writer lock's holder of weight.
-func modeOf(weight int) string {
-	if weight >= engine.RWPermits {
-		return api.ModeWrite
-	}
-	return api.ModeRead
-}
-
 // sharedLockInfo renders a shared lock's state for a caller with role:
 // owner tokens only for admins.
 func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
@@ -164,7 +156,7 @@ func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
 			hi.Owner = h.Owner
 		}
 		if i.Kind == engine.RWLock {
-			hi.Mode = modeOf(h.Weight)
+			hi.Mode = wire.ModeOf(h.Weight)
 			if j.Mode != api.ModeWrite {
 				j.Mode = hi.Mode
 			}

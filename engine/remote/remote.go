@@ -154,24 +154,7 @@ func (e *Engine) String() string { return "distlock server " + strings.Join(e.Se
 
 // acquire makes one attempt (Acquire, any kind): no waiting on the server.
 func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	req := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
-		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
-		Announce: r.Announce}
-	if r.Waiter != "" {
-		req.WaiterTTLMs = ms(r.WaiterTTL)
-	}
-	switch r.Kind { // engine.CheckKind has checked the kind fields
-	case engine.Semaphore:
-		req.Kind, req.Limit, req.Weight = api.KindSemaphore, r.Limit, r.Weight
-	case engine.RWLock:
-		req.Kind, req.Mode = api.KindRWLock, api.ModeRead
-		if r.Weight >= engine.RWPermits {
-			req.Mode = api.ModeWrite
-		}
-	}
-	if r.Kind.Shared() { // an election is a mutex: the server refuses it
-		req.Announce = false
-	}
+	req := wire.AcquireBody(r) // engine.CheckKind has checked the kind fields
 	// An attempt id makes a second copy of the request harmless: the
 	// engine answers a repeated attempt as before, without a second hold.
 	o := callOpts{how: retryUnsent, most: r.TTL / 3}

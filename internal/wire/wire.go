@@ -24,6 +24,38 @@ func KindName(k engine.Kind) string {
 	return ""
 }
 
+// ModeOf is the wire mode of an RW lock's weight: api.ModeWrite for the
+// writer's (engine.RWPermits), api.ModeRead for a reader's.
+func ModeOf(weight int) string {
+	if weight >= engine.RWPermits {
+		return api.ModeWrite
+	}
+	return api.ModeRead
+}
+
+// AcquireBody is the body of POST /v1/locks/{name}/acquire for one attempt
+// of r (no waiting on the server: wait_ms 0): the kind by name, a
+// semaphore's limit and weight, an RW lock's mode; Announce only for a
+// mutex (the server refuses an election of a shared kind).
+func AcquireBody(r engine.AcquireRequest) api.AcquireRequest {
+	b := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
+		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
+		Announce: r.Announce && !r.Kind.Shared(), Kind: KindName(r.Kind)}
+	if r.Waiter != "" {
+		b.WaiterTTLMs = ms(r.WaiterTTL)
+	}
+	switch r.Kind {
+	case engine.Semaphore:
+		b.Limit, b.Weight = r.Limit, r.Weight
+	case engine.RWLock:
+		b.Mode = ModeOf(r.Weight)
+	}
+	return b
+}
+
+// ms is d in whole milliseconds on the wire, at least 1.
+func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }
+
 // ParseKind reads a wire kind name ("" and api.KindMutex are a mutex). An
 // unknown name is an *engine.ArgumentError.
 func ParseKind(name string) (engine.Kind, error) {
@@ -55,7 +87,7 @@ func kindOf(shared bool) engine.Kind {
 // ExtendItem is the wire item of an extension (POST /v1/extend, and the
 // fields of POST /v1/locks/{name}/extend).
 func ExtendItem(r engine.ExtendRequest) api.ExtendRequest {
-	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: max(1, r.TTL.Milliseconds()), Waiter: r.Waiter, Shared: r.Kind.Shared()}
+	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Kind.Shared()}
 }
 
 // Extend is the engine request a wire extension item asks for, with the

@@ -45,3 +45,21 @@ func TestExtend(t *testing.T) {
 		t.Errorf("a ttl under 1 ms is sent as %d ms, want 1", got.TTLMs)
 	}
 }
+
+// TestAcquireBody: the kind fields go on the wire by name (a semaphore's
+// limit and weight, an RW lock's mode), a mutex's kind is omitted, and a
+// shared request never announces.
+func TestAcquireBody(t *testing.T) {
+	r := engine.AcquireRequest{Name: "n", Owner: "o", TTL: time.Second, Announce: true}
+	if b := AcquireBody(r); b.Kind != "" || !b.Announce || b.TTLMs != 1000 || b.Mode != "" {
+		t.Errorf("mutex: %+v", b)
+	}
+	r.Kind, r.Limit, r.Weight = engine.Semaphore, 3, 2
+	if b := AcquireBody(r); b.Kind != api.KindSemaphore || b.Limit != 3 || b.Weight != 2 || b.Announce {
+		t.Errorf("semaphore: %+v", b)
+	}
+	r.Kind, r.Limit, r.Weight = engine.RWLock, engine.RWPermits, engine.RWPermits
+	if b := AcquireBody(r); b.Kind != api.KindRWLock || b.Mode != api.ModeWrite || b.Limit != 0 || b.Weight != 0 {
+		t.Errorf("writer: %+v", b)
+	}
+}
