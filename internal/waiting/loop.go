@@ -125,11 +125,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	if l.Queue != nil {
 		defer func() {
 			if sent && !granted {
-				dctx, cancel := l.Detached(ctx)
-				lctx, cancelLeave := context.WithTimeout(dctx, LeaveTimeout)
-				_ = l.Queue.Leave(lctx, l.Name, l.Waiter)
-				cancelLeave()
-				cancel()
+				l.leave(ctx)
 			}
 		}()
 	}
@@ -155,16 +151,7 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 		if a.Grant.Queued && l.Queued != nil {
 			l.Queued(at)
 		}
-		d := Sleep(a, l.Queue != nil, sub != nil)
-		if left := l.Failures.Left(); a.Failed && left >= 0 && (d < 0 || d > left) {
-			d = left
-		}
-		w := wake
-		if l.Queue == nil && a.Grant.Retry > 0 {
-			// After a split vote, every contender is woken alike: the
-			// random pause alone spreads their next attempts.
-			w = nil
-		}
+		d, w := l.nap(a, wake, sub != nil)
 		var fire <-chan time.Time
 		if d >= 0 {
 			if timer == nil {
@@ -188,6 +175,32 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 			timer.Stop()
 		}
 	}
+}
+
+// leave takes the waiter out of the queue, bounded by LeaveTimeout and
+// detached from ctx's cancellation.
+func (l *Loop) leave(ctx context.Context) {
+	dctx, cancel := l.Detached(ctx)
+	defer cancel()
+	lctx, cancelLeave := context.WithTimeout(dctx, LeaveTimeout)
+	defer cancelLeave()
+	_ = l.Queue.Leave(lctx, l.Name, l.Waiter)
+}
+
+// nap is how long to sleep after the refused answer a (negative: until a
+// wake-up), never past the failure budget's end when a failed, and the
+// wake-up channel to listen to meanwhile (wake, or none).
+func (l *Loop) nap(a Answer, wake <-chan struct{}, subscribed bool) (time.Duration, <-chan struct{}) {
+	d := Sleep(a, l.Queue != nil, subscribed)
+	if left := l.Failures.Left(); a.Failed && left >= 0 && (d < 0 || d > left) {
+		d = left
+	}
+	if l.Queue == nil && a.Grant.Retry > 0 {
+		// After a split vote, every contender is woken alike: the
+		// random pause alone spreads their next attempts.
+		wake = nil
+	}
+	return d, wake
 }
 
 // subscribe takes the wait's subscription within SubscribeTimeout. It

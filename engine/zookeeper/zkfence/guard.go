@@ -145,23 +145,8 @@ func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holde
 	if err := validate(fenceNode, token, holder); err != nil {
 		return nil, err
 	}
-	for _, op := range ops {
-		var path string
-		switch o := op.(type) {
-		case *zk.CreateRequest:
-			path = o.Path
-		case *zk.DeleteRequest:
-			path = o.Path
-		case *zk.SetDataRequest:
-			path = o.Path
-		case *zk.CheckVersionRequest:
-			path = o.Path
-		default:
-			return nil, fmt.Errorf("%w: op of type %T", ErrInvalidArgument, op)
-		}
-		if path == fenceNode {
-			return nil, fmt.Errorf("%w: an op touches the fence node %q", ErrInvalidArgument, fenceNode)
-		}
+	if err := checkOps(fenceNode, ops); err != nil {
+		return nil, err
 	}
 	m := mark(token, holder)
 	for {
@@ -229,6 +214,30 @@ func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holde
 		}
 		return nil, fmt.Errorf("zkfence: write for %q: %w", fenceNode, err)
 	}
+}
+
+// checkOps refuses ops of a type Multi does not take, and ops that touch
+// fenceNode, with an error matching ErrInvalidArgument.
+func checkOps(fenceNode string, ops []any) error {
+	for _, op := range ops {
+		var path string
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			path = o.Path
+		case *zk.DeleteRequest:
+			path = o.Path
+		case *zk.SetDataRequest:
+			path = o.Path
+		case *zk.CheckVersionRequest:
+			path = o.Path
+		default:
+			return fmt.Errorf("%w: op of type %T", ErrInvalidArgument, op)
+		}
+		if path == fenceNode {
+			return fmt.Errorf("%w: an op touches the fence node %q", ErrInvalidArgument, fenceNode)
+		}
+	}
+	return nil
 }
 
 // Set writes data to path iff token is not stale for path's resource
