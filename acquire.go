@@ -109,7 +109,7 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 		req: engine.AcquireRequest{Name: name, Owner: o.owner, TTL: o.ttl, Metadata: o.metadata, Waiting: wait, Announce: o.announce, Aged: true,
 			Kind: o.kind, Limit: o.limit, Weight: o.weight}}
 	if o.owner != "" {
-		a.req.Attempt = c.owners.next()
+		a.req.Attempt = c.owners.Next()
 	}
 	*ob = c.startObservation(ctx, name, o, wait, &a.req)
 	ob.a = a
@@ -222,7 +222,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 	if a.o.owner == "" {
 		// A fresh random owner per attempt: a failed attempt's clean-up
 		// (by owner token) can never touch a later attempt's grant.
-		a.req.Owner = c.owners.next()
+		a.req.Owner = c.owners.Next()
 		a.req.Attempt, a.req.OneOff = a.req.Owner, true
 	}
 	sent := time.Now()

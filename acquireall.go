@@ -124,7 +124,7 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 // refusal (the blocking name's *LockedError), or the failure; an
 // engine.ErrNotAtomic when the engine cannot take these names at once.
 func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sorted []string, o options) (*LeaseSet, error) {
-	owner := c.owners.next()
+	owner := c.owners.Next()
 	rs := make([]engine.AcquireRequest, len(sorted))
 	for i, name := range sorted {
 		rs[i] = engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, OneOff: true, TTL: o.ttl, Metadata: o.metadata}

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // DefaultReleaseTimeout bounds the network work of a release unless
@@ -53,7 +54,7 @@ type Client struct {
 	releaseTimeout time.Duration
 	failureBudget  time.Duration // WithBackendFailureBudget
 	renew          *renewer
-	owners         *owners // random owner tokens and attempt ids
+	owners         *rules.Owners // random owner tokens and attempt ids
 	obs            Observer
 	// skipValidity turns off the check that a grant arrived within its
 	// validity: set only by negative-control tests in this package.
@@ -110,7 +111,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 		c.obs = nopObserver{}
 	}
 	c.renew = newRenewer(c)
-	c.owners = newOwners()
+	c.owners = rules.NewOwners()
 	c.closing, c.stopClosing = context.WithCancelCause(context.Background())
 	return c
 }

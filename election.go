@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // ErrNoLeader is returned by Leader when nobody leads the election.
@@ -53,16 +54,8 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Optio
 	return ld, nil
 }
 
-// validateValue checks a leader's value.
-func validateValue(value string) error {
-	if value == "" {
-		return &ArgumentError{Arg: "value", Reason: "empty"}
-	}
-	if err := ValidateMetadata(value); err != nil {
-		return &ArgumentError{Arg: "value", Reason: err.(*ArgumentError).Reason}
-	}
-	return nil
-}
+// validateValue checks a leader's value (rules.Value).
+func validateValue(value string) error { return ruleErr(rules.Value(value)) }
 
 // Leadership is one term as leader of an election. It is safe for
 // concurrent use.

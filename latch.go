@@ -86,7 +86,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := lt.CountDown(ctx, l.name, l.c.owners.next()); err != nil {
+	if _, err := lt.CountDown(ctx, l.name, l.c.owners.Next()); err != nil {
 		return l.failed(ctx, "latch-count-down", err)
 	}
 	return nil

@@ -1,11 +1,10 @@
 package distlock
 
 import (
-	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // Defaults and limits.
@@ -13,15 +12,15 @@ const (
 	// DefaultTTL is a lease's time to live unless WithTTL says otherwise.
 	DefaultTTL = 30 * time.Second
 	// MinTTL is the shortest time to live that can be renewed in time.
-	MinTTL = 50 * time.Millisecond
+	MinTTL = rules.MinTTL
 	// MaxTTL is the longest time to live accepted.
-	MaxTTL = 24 * time.Hour
+	MaxTTL = rules.MaxTTL
 	// MaxNameLen is the longest lock name accepted, in bytes.
 	MaxNameLen = engine.MaxNameLen
 	// MaxOwnerLen is the longest owner id accepted, in bytes.
-	MaxOwnerLen = 256
+	MaxOwnerLen = rules.MaxOwnerLen
 	// MaxMetadataLen is the longest metadata string accepted, in bytes.
-	MaxMetadataLen = 4096
+	MaxMetadataLen = rules.MaxMetadataLen
 )
 
 // Option configures one Acquire, TryAcquire, Do or Attach call.
@@ -113,7 +112,7 @@ func (c *Client) checkOptions(o *options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	o.ttl = engine.CapabilitiesOf(c.eng).FitTTL(o.ttl)
+	o.ttl, _ = rules.FitTTL(c.eng, o.ttl) // (validate checked it)
 	return nil
 }
 
@@ -124,11 +123,13 @@ func (o *options) validate() error {
 	switch {
 	case o.weightRW || o.weightSet && o.kind == 0:
 		return &ArgumentError{Arg: "weight", Reason: "WithWeight is for semaphores"}
-	case o.kind == engine.Semaphore && (o.limit < 1 || o.limit >= engine.RWPermits):
-		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", o.limit, engine.RWPermits-1)}
-	case o.kind == engine.Semaphore && (o.weight < 1 || o.weight >= engine.RWPermits):
-		// (the engine checks it against the stored limit)
-		return &ArgumentError{Arg: "weight", Reason: fmt.Sprintf("%d is not between 1 and the limit: a grant takes at least one permit", o.weight)}
+	case o.kind == engine.Semaphore:
+		if err := ruleErr(rules.Limit(o.limit)); err != nil {
+			return err
+		}
+		if err := ruleErr(rules.Weight(o.weight)); err != nil {
+			return err
+		}
 	}
 	if err := o.validateMaxHold(); err != nil {
 		return err
@@ -140,44 +141,18 @@ func (o *options) validate() error {
 }
 
 // ValidateTTL checks a lease ttl as every call does: from MinTTL to MaxTTL.
-// It returns an *ArgumentError. Like ValidateName, it is the one copy of
-// the rule that servers and tools apply too.
-func ValidateTTL(ttl time.Duration) error {
-	switch {
-	case ttl <= 0:
-		return &ArgumentError{Arg: "ttl", Reason: "must be positive, got " + ttl.String()}
-	case ttl < MinTTL:
-		return &ArgumentError{Arg: "ttl", Reason: ttl.String() + " is too short to renew; the minimum is " + MinTTL.String()}
-	case ttl > MaxTTL:
-		return &ArgumentError{Arg: "ttl", Reason: ttl.String() + " is above the maximum of " + MaxTTL.String()}
-	}
-	return nil
-}
+// It returns an *ArgumentError. Like ValidateName, it is the rule that
+// servers and tools apply too.
+func ValidateTTL(ttl time.Duration) error { return ruleErr(rules.TTL(ttl)) }
 
 // ValidateOwner checks an owner token (WithOwner): at most MaxOwnerLen
 // bytes of UTF-8; empty means a fresh random owner. It returns an
 // *ArgumentError.
-func ValidateOwner(owner string) error {
-	switch {
-	case len(owner) > MaxOwnerLen:
-		return &ArgumentError{Arg: "owner", Reason: fmt.Sprintf("longer than %d bytes", MaxOwnerLen)}
-	case !utf8.ValidString(owner):
-		return &ArgumentError{Arg: "owner", Reason: "not valid UTF-8"}
-	}
-	return nil
-}
+func ValidateOwner(owner string) error { return ruleErr(rules.Owner(owner)) }
 
 // ValidateMetadata checks a lease's metadata (WithMetadata): at most
 // MaxMetadataLen bytes of UTF-8. It returns an *ArgumentError.
-func ValidateMetadata(m string) error {
-	switch {
-	case len(m) > MaxMetadataLen:
-		return &ArgumentError{Arg: "metadata", Reason: fmt.Sprintf("longer than %d bytes", MaxMetadataLen)}
-	case !utf8.ValidString(m):
-		return &ArgumentError{Arg: "metadata", Reason: "not valid UTF-8"}
-	}
-	return nil
-}
+func ValidateMetadata(m string) error { return ruleErr(rules.Metadata(m)) }
 
 // ValidateName checks a lock name with the rule every call applies on
 // every engine (engine.ValidateName): 1 to 512 bytes of UTF-8, without a
@@ -186,10 +161,16 @@ func ValidateMetadata(m string) error {
 // third-party engine may add rules of its own, engine.NameChecker, which
 // every Client call checks as well.)
 func ValidateName(name string) error {
-	if err := engine.ValidateName(name); err != nil {
-		return argumentFrom(err)
+	return ruleErr(engine.ValidateName(name))
+}
+
+// ruleErr turns a rule's refusal (package internal/rules, or engine's)
+// into an *ArgumentError; nil stays nil.
+func ruleErr(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return argumentFrom(err)
 }
 
 // drift is the clock-drift allowance subtracted from a lease's validity:

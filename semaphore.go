@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // Semaphore is a handle on the counting semaphore name with limit permits,
@@ -83,8 +84,8 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
 	if err := s.c.check(ctx, s.name); err != nil {
 		return err
 	}
-	if limit < 1 || limit >= engine.RWPermits {
-		return &ArgumentError{Arg: "limit", Reason: fmt.Sprintf("%d is not between 1 and %d", limit, engine.RWPermits-1)}
+	if err := ruleErr(rules.Limit(limit)); err != nil {
+		return err
 	}
 	sh, ok := s.c.eng.(engine.Sharer)
 	if !ok {

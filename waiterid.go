@@ -7,7 +7,7 @@ const waiterSep = ':'
 // (engine.AcquireRequest.Waiter): WaiterID of a fresh random token and the
 // call's explicit owner (WithOwner). Random owners are never written into
 // it: they change at every attempt and name nobody.
-func (c *Client) waiterID(owner string) string { return WaiterID(c.owners.next(), owner) }
+func (c *Client) waiterID(owner string) string { return WaiterID(c.owners.Next(), owner) }
 
 // WaiterID is the waiter id that names owner, so that an operator's
 // wait-for graph can tell who waits (WaiterOwner): token (32 lowercase hex

@@ -12,6 +12,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -90,13 +91,8 @@ func (s *Server) electionRoute(w http.ResponseWriter, r *http.Request, name, act
 	}
 }
 
-// validateValue checks a leader's value with distlock's rule.
-func validateValue(v string) *apiError {
-	if v == "" {
-		return badRequest("value", "invalid value: empty")
-	}
-	return argErr("value", distlock.ValidateMetadata(v))
-}
+// validateValue checks a leader's value (rules.Value).
+func validateValue(v string) *apiError { return argErr("value", rules.Value(v)) }
 
 // handleCampaign serves POST /v1/elections/{name}/campaign: an acquire
 // with the value as metadata, announced to observers.

@@ -41,11 +41,11 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	own := req.Owner == "" || req.Attempt == ""
 	owner := req.Owner
 	if owner == "" {
-		owner = newOwner()
+		owner = s.owners.Next()
 	}
 	attempt := req.Attempt
 	if attempt == "" {
-		attempt = newOwner()
+		attempt = s.owners.Next()
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
 		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,

@@ -39,6 +39,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // Defaults of the server's limits.
@@ -107,7 +108,8 @@ type Server struct {
 	eng            engine.Engine
 	engineName     string
 	embedded       bool
-	backendID      string // GET /v1/info's backend
+	backendID      string        // GET /v1/info's backend
+	owners         *rules.Owners // the owners, attempts and waiter ids it makes
 	tokens         *Tokens
 	public         bool
 	tlsConfig      *tls.Config
@@ -303,13 +305,14 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 		bgStop:   make(chan struct{}),
 	}
 	s.embedded = engine.CapabilitiesOf(eng).Embedded
+	s.owners = rules.NewOwners()
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
 		}
 	}
 	if s.embedded {
-		s.backendID = embeddedBackend + newOwner()[:16]
+		s.backendID = embeddedBackend + s.owners.Next()[:16]
 	}
 	if s.engineName == "" {
 		s.engineName = "embedded"

@@ -98,7 +98,7 @@ func (s *Server) checkSetAcquire(req api.SetAcquireRequest) (rs []engine.Acquire
 		owner, attempt := l.Owner, l.Attempt
 		if owner == "" {
 			if made == "" {
-				made = newOwner()
+				made = s.owners.Next()
 			}
 			owner, own = made, true
 		}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
@@ -45,17 +46,21 @@ func sharedFrom(req api.AcquireRequest) (*sharedSpec, *apiError) {
 		}
 		return nil, nil
 	case api.KindSemaphore:
-		sh := &sharedSpec{kind: engine.Semaphore, limit: req.Limit, weight: max(req.Weight, 1)}
-		switch {
-		case req.Limit < 1 || req.Limit >= engine.RWPermits:
-			return nil, badRequest("limit", fmt.Sprintf("invalid limit: %d is not between 1 and %d", req.Limit, engine.RWPermits-1))
-		case req.Weight < 0 || sh.weight >= engine.RWPermits:
+		weight := req.Weight
+		if weight == 0 {
+			weight = 1 // the default
+		}
+		if e := argErr("limit", rules.Limit(req.Limit)); e != nil {
+			return nil, e
+		}
+		if e := argErr("weight", rules.Weight(weight)); e != nil {
 			// (the engine checks it against the stored limit)
-			return nil, badRequest("weight", fmt.Sprintf("invalid weight: %d is not between 1 and the limit", req.Weight))
-		case req.Mode != "":
+			return nil, e
+		}
+		if req.Mode != "" {
 			return nil, badRequest("mode", "invalid mode: a mode is for kind rwlock")
 		}
-		return sh, nil
+		return &sharedSpec{kind: engine.Semaphore, limit: req.Limit, weight: weight}, nil
 	case api.KindRWLock:
 		sh := &sharedSpec{kind: engine.RWLock, limit: engine.RWPermits, weight: 1}
 		switch {
@@ -102,8 +107,8 @@ func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, 
 		writeError(w, e)
 		return
 	}
-	if req.Limit < 1 || req.Limit >= engine.RWPermits {
-		writeError(w, badRequest("limit", fmt.Sprintf("invalid limit: %d is not between 1 and %d", req.Limit, engine.RWPermits-1)))
+	if e := argErr("limit", rules.Limit(req.Limit)); e != nil {
+		writeError(w, e)
 		return
 	}
 	sh, e := s.sharer("limit")

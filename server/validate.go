@@ -15,6 +15,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -36,19 +37,18 @@ func (s *Server) validateName(name string) *apiError {
 }
 
 // ttlFrom turns a ttl_ms field into a ttl: 0 means the default. The rule
-// is distlock's (distlock.ValidateTTL); the ttl is then fitted to the
-// engine's (engine.Capabilities.FitTTL), as a Client does, and the answer's
-// ttl_ms says what was kept.
+// and the fitting to the engine's ttls are rules.FitTTL's, as a Client's,
+// and the answer's ttl_ms says what was kept.
 func (s *Server) ttlFrom(ms int64) (time.Duration, *apiError) {
 	if ms == 0 {
 		return engine.CapabilitiesOf(s.eng).FitTTL(distlock.DefaultTTL), nil
 	}
 	// (Clamped so that an absurd value cannot overflow into a valid one.)
-	ttl := time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
-	if e := argErr("ttl_ms", distlock.ValidateTTL(ttl)); e != nil {
+	ttl, err := rules.FitTTL(s.eng, time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond)
+	if e := argErr("ttl_ms", err); e != nil {
 		return 0, e
 	}
-	return engine.CapabilitiesOf(s.eng).FitTTL(ttl), nil
+	return ttl, nil
 }
 
 // validateOwner checks an owner token that may be empty (the server then
@@ -72,13 +72,21 @@ func validateMetadata(m string) *apiError {
 	return argErr("metadata", distlock.ValidateMetadata(m))
 }
 
-// argErr answers distlock's *ArgumentError for the request field field.
+// argErr answers a rule's refusal (rules' or engine's *ArgumentError,
+// or distlock's) for the request field field; nil for anything else.
 func argErr(field string, err error) *apiError {
 	var ae *distlock.ArgumentError
-	if !errors.As(err, &ae) {
+	var ee *engine.ArgumentError
+	reason := ""
+	switch {
+	case errors.As(err, &ae):
+		reason = ae.Reason
+	case errors.As(err, &ee):
+		reason = ee.Reason
+	default:
 		return nil
 	}
-	return badRequest(field, "invalid "+field+": "+ae.Reason)
+	return badRequest(field, "invalid "+field+": "+reason)
 }
 
 func validateAttempt(a string) *apiError {
@@ -187,16 +195,8 @@ func requireWaiter(id string) *apiError {
 }
 
 // validateWaiter checks a waiter id (the waiter queue), which may be
-// empty: like an owner token, at most 256 bytes of UTF-8.
-func validateWaiter(id string) *apiError {
-	switch {
-	case len(id) > distlock.MaxOwnerLen:
-		return badRequest("waiter", fmt.Sprintf("invalid waiter: longer than %d bytes", distlock.MaxOwnerLen))
-	case !utf8.ValidString(id):
-		return badRequest("waiter", "invalid waiter: not valid UTF-8")
-	}
-	return nil
-}
+// empty, with rules.Waiter.
+func validateWaiter(id string) *apiError { return argErr("waiter", rules.Waiter(id)) }
 
 // maxWaiterTTL bounds a queue entry's heartbeat ttl.
 const maxWaiterTTL = time.Hour

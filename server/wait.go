@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -84,7 +82,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		// The server's own queue entry, with its own heartbeat: the
 		// request's (the remote engine's waiter is the remote side's).
 		// Its id names the request's owner, for the wait-for graph.
-		req.Waiter, req.WaiterTTL = distlock.WaiterID(newOwner(), req.Owner), distlock.WaiterTTL
+		req.Waiter, req.WaiterTTL = distlock.WaiterID(s.owners.Next(), req.Owner), distlock.WaiterTTL
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
 			// A shared lock's queue: its own leave and heartbeats.
@@ -235,11 +233,4 @@ func engineErr(op string, err error) *apiError {
 		return newError(http.StatusNotImplemented, api.CodeNotSupported, op+": "+err.Error())
 	}
 	return backendUnavailable(op, err)
-}
-
-// newOwner returns a fresh random owner token (128 bits, hex).
-func newOwner() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // cmdLimit implements distlock limit: set the stored limit of a semaphore
@@ -22,7 +23,7 @@ func (a *app) cmdLimit(args []string) int {
 	}
 	name := pos[0]
 	limit, err := strconv.Atoi(pos[1])
-	if err != nil || limit < 1 || limit >= engine.RWPermits {
+	if err != nil || rules.Limit(limit) != nil {
 		return a.usage(cmd, "LIMIT %q: a semaphore's limit is a whole number from 1 to %d", pos[1], engine.RWPermits-1)
 	}
 	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)

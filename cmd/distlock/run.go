@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // Defaults of distlock run and distlock acquire.
@@ -350,13 +352,11 @@ func leaseLost(l holding) bool {
 	return errors.Is(l.Err(), distlock.ErrLeaseLost)
 }
 
-// checkTTL checks a --ttl value against the library's limits.
+// checkTTL checks a --ttl value with the library's rule (rules.TTL).
 func checkTTL(ttl time.Duration) error {
-	switch {
-	case ttl < distlock.MinTTL:
-		return usageErr("--ttl %v is too short: the minimum is %v (the lease is renewed every ttl/3)", ttl, distlock.MinTTL)
-	case ttl > distlock.MaxTTL:
-		return usageErr("--ttl %v is too long: the maximum is %v", ttl, distlock.MaxTTL)
+	var ae *engine.ArgumentError
+	if errors.As(rules.TTL(ttl), &ae) {
+		return usageErr("--ttl: %s (the lease is renewed every ttl/3)", ae.Reason)
 	}
 	return nil
 }

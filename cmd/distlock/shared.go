@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // lockKind is what distlock run takes: the exclusive lock (the default), a
@@ -40,11 +41,11 @@ func (k *lockKind) check(fs *flag.FlagSet) error {
 		return usageErr("--shared and --exclusive exclude each other: take the read side (--shared) or the write side (--exclusive) of the reader-writer lock")
 	case limitGiven && (k.shared || k.exclusive):
 		return usageErr("--limit makes NAME a semaphore; --shared and --exclusive are for a reader-writer lock: use one kind")
-	case limitGiven && (k.limit < 1 || k.limit >= engine.RWPermits):
+	case limitGiven && rules.Limit(k.limit) != nil:
 		return usageErr("--limit %d: a semaphore's limit is between 1 and %d", k.limit, engine.RWPermits-1)
 	case flagGiven(fs, "weight") && !limitGiven:
 		return usageErr("--weight takes permits of a semaphore: give its --limit too")
-	case flagGiven(fs, "weight") && (k.weight < 1 || k.weight >= engine.RWPermits):
+	case flagGiven(fs, "weight") && rules.Weight(k.weight) != nil:
 		// (the backend checks it against the semaphore's stored limit)
 		return usageErr("--weight %d: a command takes at least 1 permit, at most the semaphore's limit", k.weight)
 	}
