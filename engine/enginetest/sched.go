@@ -108,16 +108,16 @@ func grantInTime(t TB, what string, err error, ttl time.Duration, asked time.Tim
 	if err == nil {
 		return
 	}
-	if took := time.Since(asked); validityUsedUp(err) && took >= ttl*9/10 {
+	if took := time.Since(asked); ValidityUsedUp(err) && took >= ttl*9/10 {
 		t.Skipf("machine too slow: %s took %v of its %v ttl: %v", what, took, ttl, err)
 	}
 	t.Fatalf("%s: %v", what, err)
 }
 
-// validityUsedUp reports whether err refuses a grant or extension that
+// ValidityUsedUp reports whether err refuses a grant or extension that
 // came too late: a quorum's ErrValidityUsedUp, the Client's own (not
 // exported), or, for an Extend, the lease lost as expired.
-func validityUsedUp(err error) bool {
+func ValidityUsedUp(err error) bool {
 	var be *distlock.BackendError
 	var lost *distlock.LostError
 	return errors.Is(err, quorum.ErrValidityUsedUp) ||
