@@ -45,6 +45,11 @@ type event struct {
 	Token         uint64
 	Target        uint64        // the token of the lease acted on (release, extend, ...)
 	TargetEnd     time.Duration // that lease's own deadline when the operation began
+	// GrantEnd: a granted lease's deadline as the Client computed it at
+	// the grant (zero when none): its validity counts from its request
+	// less the engine's Grant.Age (an engine.AcquireRequest.Aged grant on
+	// a lease renewed a moment before, such as etcd's pooled leases).
+	GrantEnd time.Duration
 	// PastDeadline: the Client answered that the lease acted on was lost,
 	// having found its own deadline passed during the call (a loss by the
 	// Client's clock, whatever the engine keeps).
@@ -389,7 +394,7 @@ func (rc *runClient) do(ctx context.Context, idx int, o op) *event {
 		e.PastDeadline = true
 	}
 	if l != nil {
-		e.Token = l.Token()
+		e.Token, e.GrantEnd = l.Token(), l.Deadline().Sub(rc.start)
 		if o.Kind == opAttach {
 			rc.held = append(rc.held, &held{lease: l, nameIdx: e.NameIdx, class: classMutex, owner: e.Owner})
 		} else {
@@ -431,7 +436,7 @@ func (rc *runClient) set(ctx context.Context, e *event, opts []distlock.Option) 
 		case s != nil:
 			l := s.Lease(names[k])
 			rc.h.alias(names[k], l.Owner(), e.Owner+".set")
-			m.Owner, m.Token = l.Owner(), l.Token()
+			m.Owner, m.Token, m.GrantEnd = l.Owner(), l.Token(), l.Deadline().Sub(rc.start)
 			rc.held = append(rc.held, &held{lease: l, nameIdx: idx, class: classMutex, owner: m.Owner})
 		case names[k] == blocked:
 			// The name that refused the set (a wait that ended may

@@ -99,6 +99,10 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 		switch {
 		case e.Out == outOK:
 			g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
+			if e.GrantEnd > 0 {
+				// An aged grant: valid from its request less its age.
+				g.sureTo = min(g.sureTo, e.GrantEnd)
+			}
 			g.possTo = e.Resp + tm.fit(e.Op.TTL) + tm.slack
 		case e.Op.Kind.waits() && (e.Out == outLocked || e.Out == outOther):
 			// A wait that ended may have been granted as it ended and its

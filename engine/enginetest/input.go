@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/quorum"
 )
 
 // badInput: every bad input gets a typed error and changes nothing.
@@ -22,12 +23,18 @@ func (s *suite) badInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// On a quorum the grant returns once a majority granted; a straggler's
-	// late grant still mints a token there. Wait until the state settles.
+	// late grant still mints a token there. Wait until the state settles:
+	// on a quorum, until every node holds the lock for l (what the nodes
+	// recorded: two equal reads can both come before a straggler's grant).
 	var before distlock.Info
+	nodes, _ := s.h.New(t).(interface {
+		InspectNodes(context.Context, string) []quorum.NodeInfo
+	})
 	waitFor(t, 20*time.Second, "the grant to settle", func() bool {
 		prev := before
 		before, err = c.Inspect(ctx, name)
-		return err == nil && prev.HighWater == before.HighWater && prev.Token == before.Token
+		return err == nil && prev.HighWater == before.HighWater && prev.Token == before.Token &&
+			(nodes == nil || everyNodeHolds(nodes.InspectNodes(ctx, name), l.Owner()))
 	})
 	var nilCtx context.Context
 	long := strings.Repeat("x", distlock.MaxNameLen+1)
@@ -133,4 +140,15 @@ func (s *suite) engineNameRule(t *testing.T, c *distlock.Client) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// everyNodeHolds reports whether every node of a quorum answered and holds
+// the lock for owner.
+func everyNodeHolds(nodes []quorum.NodeInfo, owner string) bool {
+	for _, n := range nodes {
+		if n.Err != nil || !n.Info.Held || n.Info.Owner != owner {
+			return false
+		}
+	}
+	return true
 }

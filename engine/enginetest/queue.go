@@ -443,18 +443,38 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 	}
 	// Each waiter subscribes and tries once more after it (a release may
 	// have come before the subscription) before it sleeps.
-	waitFor(t, 20*time.Second, "the waiters", func() bool {
+	// The bound is the test's context (a liveness bound, not a speed),
+	// less the time the release's judgement needs; a waiter whose Acquire
+	// failed fails the test with its error.
+	var tried, counted int
+	var waitErr error
+	ready := func() bool {
+		select {
+		case err := <-errs:
+			t.Fatalf("a waiter: %v", err)
+		default:
+		}
+		tried = 0
 		for _, e := range engines {
-			if !e.triedAfterSubscribing(0, 0) {
-				return false
+			if e.triedAfterSubscribing(0, 0) {
+				tried++
 			}
+		}
+		if tried < waiters {
+			return false
 		}
 		if hide {
 			return true // (Inspect cannot count waiters outside a queue everywhere)
 		}
 		info, err := holder.Inspect(ctx, name)
+		counted, waitErr = info.Waiters, err
 		return err == nil && info.Waiters >= waiters
-	})
+	}
+	for end := time.Now().Add(45 * time.Second); !ready(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after 45s waiting for the waiters: %d of %d tried after subscribing; %d counted in the queue (inspect: %v)", tried, waiters, counted, waitErr)
+		}
+	}
 	acquires := func() int64 {
 		var n int64
 		for _, e := range engines {

@@ -56,9 +56,13 @@ func (s *suite) queueListed(t *testing.T) {
 						_ = l.Release(context.Background())
 					}
 				}()
+				// In the queue: counted and, where the engine lists its
+				// queue, listed (a quorum counts the most any node has and
+				// lists one node's queue: a waiter counted on one node may
+				// not have reached the listed one yet).
 				waitFor(t, 30*time.Second, fmt.Sprintf("waiter %d in the queue", i), func() bool {
 					info, err := inspect()
-					return err == nil && info.Waiters == i
+					return err == nil && info.Waiters == i && (info.Queue == nil || len(info.Queue) == i)
 				})
 			}
 			info, err := inspect()

@@ -164,10 +164,9 @@ func (s *suite) stillHeld(t *testing.T, ctx context.Context, c *distlock.Client,
 // expiry, before and after the short one ran out.
 func (s *suite) reentryShort(t *testing.T, k reentryKind) {
 	s.shortSecond(t, k, "a short re-entry", func(ctx context.Context, c *distlock.Client, name string, owner distlock.Option, short time.Duration) *distlock.Lease {
+		asked := time.Now()
 		b, err := k.acquire(ctx, c, name, owner, distlock.WithTTL(short), distlock.WithAutoRenew(false))
-		if err != nil {
-			t.Fatalf("re-entry: %v", err)
-		}
+		grantInTime(t, "re-entry", err, short, asked)
 		return b
 	})
 }
@@ -209,10 +208,9 @@ func (s *suite) reentryShortRenewed(t *testing.T, k reentryKind) {
 	ctx := ctxTimeout(t, 60*time.Second)
 	short, _ := s.reentryTTLs(t)
 	a := s.holdLong(t, ctx, c, k, name, owner)
+	asked := time.Now()
 	b, err := k.acquire(ctx, c, name, owner, distlock.WithTTL(short))
-	if err != nil {
-		t.Fatalf("re-entry: %v", err)
-	}
+	grantInTime(t, "re-entry", err, short, asked)
 	// Wait for the watchdog's second renewal: b's deadline moved twice.
 	first := b.Deadline()
 	var renewed time.Time
@@ -247,9 +245,8 @@ func (s *suite) loneExtendShortens(t *testing.T, k reentryKind) {
 	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Extend(ctx, short); err != nil {
-		t.Fatal(err)
-	}
+	sent := time.Now()
+	grantInTime(t, "the lone hold's Extend", a.Extend(ctx, short), short, sent)
 	info, err := k.inspect(ctx, c, name)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,13 @@
 package enginetest
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/quorum"
 )
 
 // A property with a time bound by design (loss signalled at the lease's
@@ -90,4 +94,33 @@ func Bounded(t TB, what string, got, allowed, machine, limit time.Duration) {
 			machine, limit, what, got, allowed)
 	}
 	t.Fatalf("%s took %v, want at most %v (what the machine's slowness accounts for: %v)", what, got, allowed, machine)
+}
+
+// grantInTime judges the error of a grant (or extension) of a short ttl
+// asked at asked.
+// A grant whose reply came after its validity was used up is refused, by
+// the Client or by a quorum: on a machine that took most of the ttl for
+// the round trip, that is the mechanism working, and the test skips as
+// run on a machine too slow, with the round trip it measured. Any other
+// error, or a refusal well within the ttl, fails the test.
+func grantInTime(t TB, what string, err error, ttl time.Duration, asked time.Time) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if took := time.Since(asked); ValidityUsedUp(err) && took >= ttl*9/10 {
+		t.Skipf("machine too slow: %s took %v of its %v ttl: %v", what, took, ttl, err)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// ValidityUsedUp reports whether err refuses a grant or extension that
+// came too late: a quorum's ErrValidityUsedUp, the Client's own (not
+// exported), or, for an Extend, the lease lost as expired.
+func ValidityUsedUp(err error) bool {
+	var be *distlock.BackendError
+	var lost *distlock.LostError
+	return errors.Is(err, quorum.ErrValidityUsedUp) ||
+		errors.As(err, &be) && be.Err != nil && be.Err.Error() == "grant arrived after its validity was used up" ||
+		errors.As(err, &lost) && lost.Cause == distlock.Expired
 }

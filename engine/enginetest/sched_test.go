@@ -1,11 +1,14 @@
 package enginetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/quorum"
 )
 
 // verdictTB records what Bounded decided; like testing.T's, its Skipf and
@@ -94,5 +97,43 @@ func TestOutOfOrder(t *testing.T) {
 	a.grant, b.grant = 0, 1
 	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, nil); bad != 0 {
 		t.Fatalf("in arrival order: %d out of order, want 0", bad)
+	}
+}
+
+// TestGrantInTime: a grant refused as too late skips the test only when
+// the round trip measured used most of the ttl; a refusal well within the
+// ttl, or any other error, fails it.
+func TestGrantInTime(t *testing.T) {
+	ttl := 300 * time.Millisecond
+	late := &distlock.BackendError{Op: "acquire", Name: "x", Err: errors.New("grant arrived after its validity was used up")}
+	lostExpired := fmt.Errorf("%w: %w", distlock.ErrNotHeld, &distlock.LostError{Name: "x", Cause: distlock.Expired})
+	quorumLate := fmt.Errorf("%w: %w", distlock.ErrBackend, quorum.ErrValidityUsedUp)
+	for _, tc := range []struct {
+		what            string
+		err             error
+		took            time.Duration
+		skipped, failed bool
+	}{
+		{"granted", nil, time.Second, false, false},
+		{"too late after a slow round trip", late, ttl, true, false},
+		{"a quorum too late after a slow round trip", quorumLate, ttl, true, false},
+		{"too late after a fast round trip", late, ttl / 3, false, true},
+		{"an Extend lost as expired after a slow round trip", lostExpired, ttl, true, false},
+		{"an Extend lost as expired after a fast round trip", lostExpired, ttl / 3, false, true},
+		{"an Extend lost as taken over after a slow round trip", fmt.Errorf("%w: %w", distlock.ErrNotHeld, &distlock.LostError{Name: "x", Cause: distlock.TakenOver}), ttl, false, true},
+		{"another backend error after a slow round trip", &distlock.BackendError{Op: "acquire", Name: "x", Err: errors.New("boom")}, ttl, false, true},
+	} {
+		var v verdictTB
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != (stop{}) {
+					panic(r)
+				}
+			}()
+			grantInTime(&v, "x", tc.err, ttl, time.Now().Add(-tc.took))
+		}()
+		if v.skipped != tc.skipped || v.failed != tc.failed {
+			t.Errorf("%s: %v, want skipped %v, failed %v", tc.what, &v, tc.skipped, tc.failed)
+		}
 	}
 }
