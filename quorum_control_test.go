@@ -24,8 +24,8 @@ type pausing struct {
 }
 
 // RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
-func (p pausing) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	return p.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+func (p pausing) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return p.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
 func (p pausing) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {

@@ -397,14 +397,30 @@ type OnceReleaser interface {
 // FenceRaiser is implemented by engines that can raise a lock's fencing
 // high-water for a grant: a quorum needs it of its nodes (phase 2 of a
 // grant), and implements it itself.
+//
+// An engine whose shared locks cannot be raised answers a shared r.Kind
+// with UnsupportedKind (RaiseByKind with no shared path).
 type FenceRaiser interface {
-	// RaiseFence raises the fencing high-water of name to at least token
-	// and records token as the fencing token of the current grant, but
-	// only while owner holds the lock. It reports whether owner held it.
-	// A raise the rule CheckRaise states refuses (below the grant's
-	// token, above MaxToken, more than MaxRaiseAhead ahead of the
-	// authority's clock) is an *ArgumentError and changes nothing.
-	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
+	// RaiseFence raises the fencing high-water of r.Name to at least
+	// r.Token and records r.Token as the fencing token of r.Owner's hold
+	// (a mutex's grant, or a holder's permits of a shared lock, by
+	// r.Kind), but only while r.Owner holds the lock. It reports whether
+	// r.Owner held it. A raise the rule CheckRaise states refuses (below
+	// the hold's token, above MaxToken, more than MaxRaiseAhead ahead of
+	// the authority's clock) is an *ArgumentError and changes nothing.
+	RaiseFence(ctx context.Context, r RaiseRequest) (bool, error)
+}
+
+// RaiseRequest asks to raise the fencing token of one hold
+// (FenceRaiser).
+type RaiseRequest struct {
+	Name  string
+	Owner string
+	// Token is the token the hold's fencing token is raised to.
+	Token uint64
+	// Kind is the kind of lock the hold is of, as its AcquireRequest
+	// asked: the engine dispatches on it once (RaiseByKind).
+	Kind Kind
 }
 
 // ForceReleaser is implemented by engines that can free a lock whoever

@@ -138,6 +138,20 @@ func ReleaseOnceByKind(ctx context.Context, r ReleaseRequest, id string, mutex, 
 	return f(ctx, r, id)
 }
 
+// RaiseFunc is one path of an engine's RaiseFence (FenceRaiser): its
+// mutex's or its shared locks'.
+type RaiseFunc func(ctx context.Context, r RaiseRequest) (bool, error)
+
+// RaiseByKind is the one dispatch of FenceRaiser.RaiseFence on r.Kind, as
+// ReleaseByKind is Release's.
+func RaiseByKind(ctx context.Context, r RaiseRequest, mutex, shared RaiseFunc) (bool, error) {
+	f, err := path(r.Kind, mutex, shared, shared != nil)
+	if err != nil {
+		return false, err
+	}
+	return f(ctx, r)
+}
+
 // path picks the path of an operation of kind k: mutex, or shared when the
 // engine has one (hasShared), else an error.
 func path[F any](k Kind, mutex, shared F, hasShared bool) (F, error) {

@@ -35,7 +35,8 @@ var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read loc
 // Sharer is implemented by engines that keep shared locks: their Acquire
 // and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
 // Extend renews their holders and their waiters' heartbeats (a shared
-// ExtendRequest.Kind), and Inspect describes them.
+// ExtendRequest.Kind), Inspect describes them, and a FenceRaiser's
+// RaiseFence raises their holders' tokens (a shared RaiseRequest.Kind).
 type Sharer interface {
 	// SetLimit changes a semaphore's limit (creating it when it does not
 	// exist). Holders above a smaller limit keep their permits; new ones
@@ -46,18 +47,6 @@ type Sharer interface {
 	SetLimit(ctx context.Context, name string, limit int) (int, error)
 	// LeaveShared takes a waiter out of the shared lock's queue.
 	LeaveShared(ctx context.Context, name, waiter string) error
-}
-
-// SharedFenceRaiser is implemented by Sharers that can raise a shared
-// lock's fencing high-water for one holder's grant: FenceRaiser for a
-// shared lock. A quorum needs it of its nodes (phase 2 of a reader's or
-// writer's grant, so that a later writer's token is above it).
-type SharedFenceRaiser interface {
-	// RaiseSharedFence raises the fencing high-water of name to at least
-	// token and records token as owner's holder token, but only while
-	// owner holds permits of the shared lock name. It reports whether
-	// owner held them. Refused as FenceRaiser.RaiseFence refuses.
-	RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error)
 }
 
 // The refusals of a shared-lock request, worded alike on every engine (the

@@ -411,7 +411,8 @@ func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op, nam
 	}
 }
 
-// handleFence serves POST /v1/locks/{name}/fence (engine.RaiseFence). A
+// handleFence serves POST /v1/locks/{name}/fence (engine.FenceRaiser,
+// the kind from the body's shared flag: wire.Raise). A
 // raise the engine refuses (engine.CheckRaise: below the holder's token,
 // above 2^53-1, too far ahead of the clock) is a 400 invalid_argument and
 // changes nothing.
@@ -435,23 +436,12 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	var raise func(context.Context, string, string, uint64) (bool, error)
-	if req.Shared {
-		fr, ok := s.eng.(engine.SharedFenceRaiser)
-		if !ok {
-			writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise a shared lock's fences"))
-			return
-		}
-		raise = fr.RaiseSharedFence
-	} else {
-		fr, ok := s.eng.(engine.FenceRaiser)
-		if !ok {
-			writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise fences"))
-			return
-		}
-		raise = fr.RaiseFence
+	fr, ok := s.eng.(engine.FenceRaiser)
+	if !ok {
+		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot raise fences"))
+		return
 	}
-	ok, err := raise(ctx, name, req.Owner, req.Token)
+	ok, err := fr.RaiseFence(ctx, wire.Raise(name, req))
 	if err != nil {
 		writeError(w, engineErr("fence", err))
 		return

@@ -23,7 +23,7 @@ func (failing) Release(context.Context, engine.ReleaseRequest) (engine.ReleaseRe
 	return engine.ReleaseResult{}, errDown
 }
 func (failing) Inspect(context.Context, string) (engine.Info, error) { return engine.Info{}, errDown }
-func (failing) RaiseFence(context.Context, string, string, uint64) (bool, error) {
+func (failing) RaiseFence(context.Context, engine.RaiseRequest) (bool, error) {
 	return false, errDown
 }
 func (failing) Subscribe(context.Context, string) (engine.Subscription, error) { return nil, errDown }

@@ -85,7 +85,7 @@ func (s *suite) raiseFenceHolder(t *testing.T) {
 	g := grant(t, ctx, e, name, "holder", "a1")
 	before := settled(t, ctx, e, name)
 	raised := before.HighWater + 1000
-	ok, err := fr.RaiseFence(ctx, name, "holder", raised)
+	ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "holder", Token: raised})
 	if err != nil || !ok {
 		t.Fatalf("RaiseFence by the holder: %v, %v; want true", ok, err)
 	}
@@ -114,7 +114,7 @@ func (s *suite) raiseFenceNotHolder(t *testing.T) {
 	before := settled(t, ctx, e, name)
 	raiseBy := func(what, name, owner string, before engine.Info) {
 		t.Helper()
-		ok, err := fr.RaiseFence(ctx, name, owner, before.HighWater+1_000_000)
+		ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: owner, Token: before.HighWater + 1_000_000})
 		if err != nil || ok {
 			t.Fatalf("RaiseFence %s: %v, %v; want false", what, ok, err)
 		}
@@ -146,12 +146,12 @@ func (s *suite) raiseFenceNeverLowers(t *testing.T) {
 	name := lockName(t)
 	grant(t, ctx, e, name, "holder", "a1")
 	high := settled(t, ctx, e, name).HighWater + 1_000_000
-	if ok, err := fr.RaiseFence(ctx, name, "holder", high); err != nil || !ok {
+	if ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "holder", Token: high}); err != nil || !ok {
 		t.Fatalf("RaiseFence to %d: %v, %v", high, ok, err)
 	}
 	before := settled(t, ctx, e, name)
 	wantHeld(t, "after the raise", before, "holder", 1, high)
-	if ok, err := fr.RaiseFence(ctx, name, "holder", high); err != nil || !ok {
+	if ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "holder", Token: high}); err != nil || !ok {
 		t.Fatalf("RaiseFence to the same %d: %v, %v", high, ok, err)
 	}
 	far := uint64(time.Now().UnixMicro()) + engine.MaxRaiseAhead + uint64(time.Hour/time.Microsecond)
@@ -165,7 +165,7 @@ func (s *suite) raiseFenceNeverLowers(t *testing.T) {
 		{"2^64-1", math.MaxUint64},
 		{"more than MaxRaiseAhead ahead of the clock", far},
 	} {
-		ok, err := fr.RaiseFence(ctx, name, "holder", bad.token)
+		ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "holder", Token: bad.token})
 		var ae *engine.ArgumentError
 		if ok || !errors.As(err, &ae) || ae.Arg != "token" {
 			t.Fatalf("RaiseFence %s (%d): %v, %v; want an *engine.ArgumentError about the token", bad.what, bad.token, ok, err)
@@ -187,7 +187,7 @@ func (s *suite) raiseFenceNextGrant(t *testing.T) {
 	// Far above the high-water and the clocks that seed tokens (an hour
 	// of microseconds): the next token can only come from the raise.
 	raised := settled(t, ctx, e, name).HighWater + uint64(time.Hour/time.Microsecond)
-	if ok, err := fr.RaiseFence(ctx, name, "holder", raised); err != nil || !ok {
+	if ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "holder", Token: raised}); err != nil || !ok {
 		t.Fatalf("RaiseFence to %d: %v, %v", raised, ok, err)
 	}
 	if r, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "holder"}); err != nil || r.Status != engine.Released || r.Remaining != 0 {

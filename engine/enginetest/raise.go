@@ -10,15 +10,16 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// SharedRaiseBounds checks RaiseSharedFence (engine.SharedFenceRaiser) on
-// e against engine.CheckRaise, as RaiseFenceNeverLowers checks RaiseFence:
+// SharedRaiseBounds checks RaiseFence (engine.FenceRaiser) of a shared
+// lock's holder on e against engine.CheckRaise, as RaiseFenceNeverLowers
+// checks a mutex's:
 // a token below the holder's, above engine.MaxToken, or more than
 // engine.MaxRaiseAhead ahead of the clock is an *engine.ArgumentError
 // about the token and changes nothing; the holder's own token and one
 // above it within the bounds are raised.
 func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 	t.Helper()
-	fr, ok := e.(engine.SharedFenceRaiser)
+	fr, ok := e.(engine.FenceRaiser)
 	if !ok {
 		t.Fatalf("%T raises no shared fences", e)
 	}
@@ -49,19 +50,19 @@ func SharedRaiseBounds(t *testing.T, e engine.Engine) {
 		{"2^64-1", math.MaxUint64},
 		{"more than MaxRaiseAhead ahead of the clock", far},
 	} {
-		ok, err := fr.RaiseSharedFence(ctx, name, "reader", bad.token)
+		ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "reader", Token: bad.token, Kind: engine.RWLock})
 		var ae *engine.ArgumentError
 		if ok || !errors.As(err, &ae) || ae.Arg != "token" {
-			t.Errorf("RaiseSharedFence %s: %v, %v; want an *engine.ArgumentError about the token", bad.what, ok, err)
+			t.Errorf("RaiseFence (shared) %s: %v, %v; want an *engine.ArgumentError about the token", bad.what, ok, err)
 		}
 		if tok, h := holder(); tok != token || h != hw {
-			t.Errorf("RaiseSharedFence %s changed the lock: token %d, high-water %d; was %d, %d", bad.what, tok, h, token, hw)
+			t.Errorf("RaiseFence (shared) %s changed the lock: token %d, high-water %d; was %d, %d", bad.what, tok, h, token, hw)
 			token, hw = tok, h
 		}
 	}
 	for _, up := range []uint64{token, token + 1000} {
-		if ok, err := fr.RaiseSharedFence(ctx, name, "reader", up); !ok || err != nil {
-			t.Fatalf("RaiseSharedFence to %d: %v, %v", up, ok, err)
+		if ok, err := fr.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "reader", Token: up, Kind: engine.RWLock}); !ok || err != nil {
+			t.Fatalf("RaiseFence (shared) to %d: %v, %v", up, ok, err)
 		}
 	}
 	if tok, h := holder(); tok != token+1000 || h < token+1000 {

@@ -26,10 +26,10 @@ func TestTokensNeverWrap(t *testing.T) {
 		t.Fatalf("grant: %+v, %v; want the clock's token %d", g, err, uint64(engine.MaxToken-10))
 	}
 	var ae *engine.ArgumentError
-	if ok, err := e.RaiseFence(ctx, "n", "a", engine.MaxToken+1); ok || !errors.As(err, &ae) {
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: "n", Owner: "a", Token: engine.MaxToken + 1}); ok || !errors.As(err, &ae) {
 		t.Fatalf("raise above 2^53-1: %v, %v; want an *engine.ArgumentError", ok, err)
 	}
-	if ok, err := e.RaiseFence(ctx, "n", "a", engine.MaxToken); !ok || err != nil {
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: "n", Owner: "a", Token: engine.MaxToken}); !ok || err != nil {
 		t.Fatalf("raise to 2^53-1: %v, %v", ok, err)
 	}
 	if _, err := e.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "a"}); err != nil {

@@ -293,26 +293,32 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return engine.Describe(e.info(name, now), e.sharedInfo(name, e.sharedState(name, now), now)), nil
 }
 
-// RaiseFence implements engine.FenceRaiser: while owner holds the lock,
-// its token becomes token and the high-water rises to it, within
-// engine.CheckRaise (never lower, at most 2^53-1, at most MaxRaiseAhead
-// ahead of the clock); a refused raise changes nothing.
-func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+// RaiseFence implements engine.FenceRaiser, dispatched once on r.Kind
+// (engine.RaiseByKind): while r.Owner holds the lock (a mutex's grant or a
+// shared lock's permits), its token becomes r.Token and the high-water
+// rises to it, within engine.CheckRaise (never lower, at most 2^53-1, at
+// most MaxRaiseAhead ahead of the clock); a refused raise changes nothing.
+func (e *Engine) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return engine.RaiseByKind(ctx, r, e.raiseMutex, e.raiseShared)
+}
+
+// raiseMutex is RaiseFence's mutex path.
+func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
 	now := e.now()
-	l := e.live(name, now)
-	if l == nil || l.owner != owner {
+	l := e.live(r.Name, now)
+	if l == nil || l.owner != r.Owner {
 		return false, nil
 	}
-	if err := engine.CheckRaise(l.token, token, now); err != nil {
+	if err := engine.CheckRaise(l.token, r.Token, now); err != nil {
 		return false, err
 	}
-	e.raise(name, token, now)
-	l.token = token
+	e.raise(r.Name, r.Token, now)
+	l.token = r.Token
 	return true, nil
 }
 

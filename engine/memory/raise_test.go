@@ -7,7 +7,7 @@ import (
 	"github.com/distlock/distlock/engine/memory"
 )
 
-// TestSharedRaiseBounds: RaiseSharedFence within engine.CheckRaise.
+// TestSharedRaiseBounds: RaiseFence of a shared holder within engine.CheckRaise.
 func TestSharedRaiseBounds(t *testing.T) {
 	e := memory.New()
 	defer e.Close()

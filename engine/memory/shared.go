@@ -293,25 +293,23 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 	return engine.ExtendResult{Status: engine.Extended, Token: h.token}
 }
 
-var _ engine.SharedFenceRaiser = (*Engine)(nil)
-
-// RaiseSharedFence implements engine.SharedFenceRaiser.
-func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+// raiseShared is RaiseFence's path for a shared lock's holder.
+func (e *Engine) raiseShared(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
 	now := e.now()
-	s := e.sharedState(name, now)
-	if s == nil || s.holders[owner] == nil {
+	s := e.sharedState(r.Name, now)
+	if s == nil || s.holders[r.Owner] == nil {
 		return false, nil
 	}
-	if err := engine.CheckRaise(s.holders[owner].token, token, now); err != nil {
+	if err := engine.CheckRaise(s.holders[r.Owner].token, r.Token, now); err != nil {
 		return false, err
 	}
-	e.raise(name, token, now)
-	s.holders[owner].token = token
+	e.raise(r.Name, r.Token, now)
+	s.holders[r.Owner].token = r.Token
 	return true, nil
 }
 

@@ -60,23 +60,40 @@ func scanInfo(name string, row pgx.Row) (engine.Info, error) {
 	return info, nil
 }
 
-// RaiseFence implements engine.FenceRaiser (a quorum's phase 2): while
-// owner holds the lock, its high-water goes up to at least token and the
-// grant's token becomes token, within engine.CheckRaise (a refusal is an
-// *engine.ArgumentError and changes nothing).
-func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+// RaiseFence implements engine.FenceRaiser (a quorum's phase 2),
+// dispatched once on r.Kind (engine.RaiseByKind): while r.Owner holds the
+// lock (a mutex's grant, or a shared lock's permits), its high-water goes
+// up to at least r.Token and the hold's token becomes r.Token, within
+// engine.CheckRaise (a refusal is an *engine.ArgumentError and changes
+// nothing): one call of raise_fence or raise_shared_fence.
+func (e *Engine) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return engine.RaiseByKind(ctx, r, e.raiseMutex, e.raiseShared)
+}
+
+// raiseMutex is RaiseFence's mutex path.
+func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return e.raise(ctx, e.sql.raiseFence, r)
+}
+
+// raiseShared is RaiseFence's path for a shared lock's holder.
+func (e *Engine) raiseShared(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return e.raise(ctx, e.sql.raiseSharedFence, r)
+}
+
+// raise runs query, a raise function, for r.
+func (e *Engine) raise(ctx context.Context, query string, r engine.RaiseRequest) (bool, error) {
 	if err := e.check(); err != nil {
 		return false, err
 	}
-	if err := checkTexts("name", name, "owner", owner); err != nil {
+	if err := checkTexts("name", r.Name, "owner", r.Owner); err != nil {
 		return false, err
 	}
-	if token > engine.MaxToken {
-		return false, engine.RaiseAboveMaxError(token)
+	if r.Token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(r.Token)
 	}
 	var held bool
-	if err := e.pool.QueryRow(ctx, e.sql.raiseFence, name, owner, int64(token)).Scan(&held); err != nil {
-		return false, e.raiseError(err, token)
+	if err := e.pool.QueryRow(ctx, query, r.Name, r.Owner, int64(r.Token)).Scan(&held); err != nil {
+		return false, e.raiseError(err, r.Token)
 	}
 	return held, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/distlock/distlock/engine/enginetest"
 )
 
-// TestSharedRaiseBounds: RaiseSharedFence within engine.CheckRaise
+// TestSharedRaiseBounds: RaiseFence of a shared holder within engine.CheckRaise
 // (raise_shared_fence and _check_raise).
 func TestSharedRaiseBounds(t *testing.T) {
 	const schema = "raisebounds"

@@ -169,29 +169,7 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 	return nil
 }
 
-// RaiseSharedFence implements engine.SharedFenceRaiser: one call of
-// raise_shared_fence.
-func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	if err := e.check(); err != nil {
-		return false, err
-	}
-	if err := checkTexts("name", name, "owner", owner); err != nil {
-		return false, err
-	}
-	if token > engine.MaxToken {
-		return false, engine.RaiseAboveMaxError(token)
-	}
-	var held bool
-	if err := e.pool.QueryRow(ctx, e.sql.raiseSharedFence, name, owner, int64(token)).Scan(&held); err != nil {
-		return false, e.raiseError(err, token)
-	}
-	return held, nil
-}
-
-var (
-	_ engine.Sharer            = (*Engine)(nil)
-	_ engine.SharedFenceRaiser = (*Engine)(nil)
-)
+var _ engine.Sharer = (*Engine)(nil)
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.

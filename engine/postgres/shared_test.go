@@ -177,7 +177,7 @@ func TestSharedOneStatement(t *testing.T) {
 }
 
 // TestSharedMutexApart: a shared lock is refused while the name is held as
-// a mutex (and says so); a quorum's RaiseSharedFence raises the token of
+// a mutex (and says so); a quorum's shared RaiseFence raises the token of
 // the holder only, and the next grant is above it.
 func TestSharedMutexApart(t *testing.T) {
 	const schema = "engine"
@@ -209,11 +209,11 @@ func TestSharedMutexApart(t *testing.T) {
 		t.Fatalf("SetLimit of a rwlock: %v", err)
 	}
 	raised := g.Token + 1000
-	if ok, err := e.RaiseSharedFence(ctx, name, "r", raised); err != nil || !ok {
-		t.Fatalf("RaiseSharedFence: %v, %v", ok, err)
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "r", Token: raised, Kind: engine.RWLock}); err != nil || !ok {
+		t.Fatalf("RaiseFence (shared): %v, %v", ok, err)
 	}
-	if ok, err := e.RaiseSharedFence(ctx, name, "nobody", raised+1); err != nil || ok {
-		t.Fatalf("RaiseSharedFence of no holder: %v, %v", ok, err)
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "nobody", Token: raised + 1, Kind: engine.RWLock}); err != nil || ok {
+		t.Fatalf("RaiseFence (shared) of no holder: %v, %v", ok, err)
 	}
 	info, err := e.Inspect(ctx, name)
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Token != raised || info.HighWater != raised {

@@ -42,11 +42,11 @@ func (n *gatedNode) Acquire(ctx context.Context, r engine.AcquireRequest) (engin
 	return n.Engine.Acquire(ctx, r)
 }
 
-func (n *gatedNode) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+func (n *gatedNode) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	if err := waitGate(ctx, n.raise); err != nil {
 		return false, err
 	}
-	return n.Engine.RaiseFence(ctx, name, owner, token)
+	return n.Engine.RaiseFence(ctx, r)
 }
 
 func (n *gatedNode) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {

@@ -35,8 +35,8 @@ func (s slowAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engi
 }
 
 // RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
-func (s slowAcquire) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+func (s slowAcquire) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
 // queuedAcquire holds a node's acquires back until its gate for them
@@ -62,8 +62,8 @@ func (s queuedAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 }
 
 // RaiseFence forwards phase 2 (engine.FenceRaiser) to the node.
-func (s queuedAcquire) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+func (s queuedAcquire) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return s.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
 // slowQuorum is a quorum over srvs whose last node's engine is made by

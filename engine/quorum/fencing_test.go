@@ -18,9 +18,9 @@ type countingRaises struct {
 	n *atomic.Int64
 }
 
-func (c countingRaises) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+func (c countingRaises) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	defer c.n.Add(1)
-	return c.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+	return c.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
 // grantAndRelease acquires name for owner on q and releases it, waiting

@@ -190,7 +190,7 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 func (f *flight) align(i int, token uint64) {
 	r := f.req
 	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
-	ok, err := raiseFence(ctx, f.e.nodes[i].eng, r.Name, r.Owner, token)
+	ok, err := raiseFence(ctx, f.e.nodes[i].eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
 	cancel()
 	var ae *engine.ArgumentError
 	if errors.As(err, &ae) {

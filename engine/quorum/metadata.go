@@ -90,7 +90,7 @@ func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value st
 			return 0, nil
 		}
 		if later {
-			ok, err := raiseFence(ctx, n.eng, r.Name, r.Owner, token)
+			ok, err := raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
 			var ae *engine.ArgumentError
 			if errors.As(err, &ae) {
 				// A late grant there kept a token of its own above the

@@ -298,7 +298,7 @@ func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint6
 		if !granted[e.index(n)] {
 			return false, nil
 		}
-		return raiseFence(ctx, n.eng, r.Name, r.Owner, token)
+		return raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
 	}, stop, nil)
 	ok := 0
 	var errs []error
@@ -605,18 +605,27 @@ func countReleases(rs []result[engine.ReleaseResult]) (released, notHeld, failed
 // is returned: an *engine.ArgumentError. A refused raise changes nothing
 // on the nodes that refused it; a minority whose token was lower may have
 // been raised.
-func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	if token > engine.MaxToken {
-		return false, engine.RaiseAboveMaxError(token)
+//
+// Every kind takes the one path (engine.RaiseByKind refuses an unknown
+// one): each node raises the hold of r.Kind, and a node that keeps no
+// shared locks answers a shared kind with engine.UnsupportedKind.
+func (e *Engine) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	if r.Token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(r.Token)
 	}
+	return engine.RaiseByKind(ctx, r, e.raiseAll, e.raiseAll)
+}
+
+// raiseAll is RaiseFence's one path: every node raises r.
+func (e *Engine) raiseAll(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
-		return raiseFence(ctx, n.eng, name, owner, token)
+		return raiseFence(ctx, n.eng, r)
 	}, nil, nil)
 	return e.raised("raise-fence", rs)
 }
 
-// raised decides a raise from its nodes' answers (RaiseFence,
-// RaiseSharedFence).
+// raised decides a raise from its nodes' answers (RaiseFence, and phase 2
+// of a shared grant).
 func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 	ok, failed := 0, 0
 	var refused error
@@ -735,12 +744,12 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 }
 
 // raiseFence runs phase 2 on one node.
-func raiseFence(ctx context.Context, eng engine.Engine, name, owner string, token uint64) (bool, error) {
+func raiseFence(ctx context.Context, eng engine.Engine, r engine.RaiseRequest) (bool, error) {
 	fr, ok := eng.(engine.FenceRaiser)
 	if !ok {
 		return false, errNoRaiseFence
 	}
-	return fr.RaiseFence(ctx, name, owner, token)
+	return fr.RaiseFence(ctx, r)
 }
 
 var (

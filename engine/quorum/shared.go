@@ -29,7 +29,7 @@ import (
 //
 // Fencing follows the mutex's two phases: the grant's token is the highest
 // its majority minted, and phase 2 raises the high-water to it on a
-// majority (engine.SharedFenceRaiser), conditional on still holding there.
+// majority (engine.FenceRaiser, of the shared kind), conditional on still holding there.
 // A writer's token is then above every earlier reader's and writer's, and
 // a reader's above every earlier writer's. Readers that hold at once may
 // share a token (each node mints its own, and two readers' majorities can
@@ -54,9 +54,6 @@ var ErrSemaphoreLimit = fmt.Errorf("quorum: a semaphore with a limit above 1 can
 
 // errNoSharer: a node keeps no shared locks.
 var errNoSharer = fmt.Errorf("quorum: a node keeps no shared locks (engine.Sharer): %w", errors.ErrUnsupported)
-
-// errNoSharedFence: a node cannot raise a shared lock's fence.
-var errNoSharedFence = errors.New("quorum: a node cannot raise a shared lock's fence (engine.SharedFenceRaiser), which phase-2 fencing needs: implement it or use WithoutFencing")
 
 // sharers returns every node as an engine.Sharer, or errNoSharer.
 func (e *Engine) sharers() error {
@@ -194,11 +191,7 @@ func (e *Engine) raiseShared(ctx context.Context, r engine.AcquireRequest, token
 		if !granted[e.index(n)] {
 			return false, nil
 		}
-		fr, ok := n.eng.(engine.SharedFenceRaiser)
-		if !ok {
-			return false, errNoSharedFence
-		}
-		return fr.RaiseSharedFence(ctx, r.Name, r.Owner, token)
+		return raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token, Kind: r.Kind})
 	}, stop, nil)
 	ok := 0
 	var errs []error

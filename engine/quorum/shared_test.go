@@ -30,11 +30,11 @@ func (n *memNode) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.
 	return n.Engine.Acquire(ctx, r)
 }
 
-func (n *memNode) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+func (n *memNode) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	if n.down.Load() {
 		return false, errNodeDown
 	}
-	return n.Engine.RaiseSharedFence(ctx, name, owner, token)
+	return n.Engine.RaiseFence(ctx, r)
 }
 
 // memQuorum composes nodes into a quorum (closed when the test ends; the
@@ -147,7 +147,7 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			if g, err := nodes[0].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Second}); err != nil || !g.Acquired {
 				t.Fatal(g, err)
 			}
-			if ok, err := nodes[0].RaiseFence(ctx, "rw", "x", high); !ok || err != nil {
+			if ok, err := nodes[0].RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "x", Token: high}); !ok || err != nil {
 				t.Fatal(ok, err)
 			}
 			if _, err := nodes[0].Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "x"}); err != nil {

@@ -32,11 +32,11 @@ func (n termNode) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.
 	return n.Engine.Acquire(ctx, r)
 }
 
-func (n termNode) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+func (n termNode) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	if err := pause(ctx, n.raiseDelay); err != nil {
 		return false, err
 	}
-	return n.Engine.(engine.FenceRaiser).RaiseFence(ctx, name, owner, token)
+	return n.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
 func (n termNode) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
@@ -207,7 +207,7 @@ func seedMemory(t *testing.T, nodes []*memNode, name string, delta []time.Durati
 		if g, err := n.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "seed", Attempt: "seed", TTL: time.Minute}); err != nil || !g.Acquired {
 			t.Fatal(g, err)
 		}
-		if ok, err := n.RaiseFence(ctx, name, "seed", uint64(time.Now().Add(delta[i]).UnixMicro())); err != nil || !ok {
+		if ok, err := n.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "seed", Token: uint64(time.Now().Add(delta[i]).UnixMicro())}); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 		if _, err := n.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "seed"}); err != nil {

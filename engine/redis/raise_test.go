@@ -8,7 +8,7 @@ import (
 	"github.com/distlock/distlock/internal/redistest"
 )
 
-// TestSharedRaiseBounds: RaiseSharedFence within engine.CheckRaise
+// TestSharedRaiseBounds: RaiseFence of a shared holder within engine.CheckRaise
 // (shared_raise_fence.lua).
 func TestSharedRaiseBounds(t *testing.T) {
 	e, err := redisengine.New(redistest.Start(t).Client())

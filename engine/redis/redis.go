@@ -407,16 +407,22 @@ func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
 	return e.batch.run(ctx, leaveScript, e.keys(name)[:4], waiter).Err()
 }
 
-// RaiseFence implements engine.FenceRaiser, within engine.CheckRaise: a
-// refused raise is an *engine.ArgumentError and changes nothing.
-func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	if token > engine.MaxToken {
-		return false, engine.RaiseAboveMaxError(token)
+// RaiseFence implements engine.FenceRaiser, dispatched once on r.Kind
+// (engine.RaiseByKind), within engine.CheckRaise: a refused raise is an
+// *engine.ArgumentError and changes nothing.
+func (e *Engine) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	if r.Token > engine.MaxToken {
+		return false, engine.RaiseAboveMaxError(r.Token)
 	}
+	return engine.RaiseByKind(ctx, r, e.raiseMutex, e.raiseShared)
+}
+
+// raiseMutex is RaiseFence's mutex path: one script.
+func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	n, err := raiseFenceScript.Run(ctx, e.client,
-		[]string{e.lockKey(name), e.fenceKey(name)},
-		owner, strconv.FormatUint(token, 10), e.fenceMS, engine.MaxRaiseAhead).Int64()
-	return n == 1, raiseError(err, token)
+		[]string{e.lockKey(r.Name), e.fenceKey(r.Name)},
+		r.Owner, strconv.FormatUint(r.Token, 10), e.fenceMS, engine.MaxRaiseAhead).Int64()
+	return n == 1, raiseError(err, r.Token)
 }
 
 // Inspect implements engine.Engine: one pipelined round trip reads the

@@ -88,10 +88,7 @@ var (
 	sharedRaiseFenceScript = newScript(sharedSrc + sharedRaiseFenceSrc)
 )
 
-var (
-	_ engine.Sharer            = (*Engine)(nil)
-	_ engine.SharedFenceRaiser = (*Engine)(nil)
-)
+var _ engine.Sharer = (*Engine)(nil)
 
 // sharedKeys returns the keys of the shared lock name, as every shared_*.lua
 // script takes them (scripts/shared.lua), in one allocation for the names
@@ -262,14 +259,11 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 	return e.runShared(ctx, sharedLeaveScript, name, waiter).Err()
 }
 
-// RaiseSharedFence implements engine.SharedFenceRaiser, within
-// engine.CheckRaise as RaiseFence.
-func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	if token > engine.MaxToken {
-		return false, engine.RaiseAboveMaxError(token)
-	}
-	n, err := e.runShared(ctx, sharedRaiseFenceScript, name, owner, strconv.FormatUint(token, 10), engine.MaxRaiseAhead).Int64()
-	return n == 1, raiseError(err, token)
+// raiseShared is RaiseFence's path for a shared lock's holder: one
+// script.
+func (e *Engine) raiseShared(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	n, err := e.runShared(ctx, sharedRaiseFenceScript, r.Name, r.Owner, strconv.FormatUint(r.Token, 10), engine.MaxRaiseAhead).Int64()
+	return n == 1, raiseError(err, r.Token)
 }
 
 // extendShared queues on p the extension of a shared lock's holder, or a

@@ -194,7 +194,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if _, err := e.SetLimit(ctx, name, 3); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.RaiseSharedFence(ctx, name, "a", uint64(time.Now().Add(time.Hour).UnixMicro())); err != nil {
+		if _, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "a", Token: uint64(time.Now().Add(time.Hour).UnixMicro()), Kind: engine.Semaphore}); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.LeaveShared(ctx, name, "w"); err != nil {

@@ -373,10 +373,17 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 	return engine.Extended, nil
 }
 
-// RaiseFence implements engine.Engine.
-func (e *Engine) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+// RaiseFence implements engine.FenceRaiser: POST /v1/locks/{name}/fence
+// (wire.FenceBody) for every kind, an unknown one refused before anything
+// is sent (engine.RaiseByKind).
+func (e *Engine) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
+	return engine.RaiseByKind(ctx, r, e.raise, e.raise)
+}
+
+// raise is RaiseFence's one path.
+func (e *Engine) raise(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	var out api.FenceResponse
-	err := e.do(ctx, "fence", http.MethodPost, lockPath(name, "fence"), api.FenceRequest{Owner: owner, Token: token}, &out)
+	err := e.do(ctx, "fence", http.MethodPost, lockPath(r.Name, "fence"), wire.FenceBody(r), &out)
 	return out.Raised, err
 }
 

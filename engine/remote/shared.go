@@ -16,8 +16,6 @@ import (
 // /v1/locks/{name}/limit. A server whose engine keeps no shared locks
 // answers not_supported (errors.ErrUnsupported).
 
-var _ engine.SharedFenceRaiser = (*Engine)(nil)
-
 // SetLimit implements engine.Sharer.
 func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
 	var out api.LimitResponse
@@ -28,13 +26,6 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 // LeaveShared implements engine.Sharer.
 func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter, Shared: true}, nil)
-}
-
-// RaiseSharedFence implements engine.SharedFenceRaiser.
-func (e *Engine) RaiseSharedFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
-	var out api.FenceResponse
-	err := e.do(ctx, "fence", http.MethodPost, lockPath(name, "fence"), api.FenceRequest{Owner: owner, Token: token, Shared: true}, &out)
-	return out.Raised, err
 }
 
 // fromSharedInfo reads a shared lock's state.

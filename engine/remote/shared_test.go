@@ -40,15 +40,15 @@ func TestSharedErrors(t *testing.T) {
 		t.Fatalf("a semaphore on an rwlock: %v, want an *engine.ArgumentError", err)
 	}
 	high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
-	if ok, err := e.RaiseSharedFence(ctx, "rw", "me", high); !ok || err != nil {
-		t.Fatalf("RaiseSharedFence: %v, %v", ok, err)
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "me", Token: high, Kind: engine.RWLock}); !ok || err != nil {
+		t.Fatalf("RaiseFence (shared): %v, %v", ok, err)
 	}
-	if ok, err := e.RaiseSharedFence(ctx, "rw", "nobody", high+1); ok || err != nil {
-		t.Fatalf("RaiseSharedFence of a non-holder: %v, %v", ok, err)
+	if ok, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "nobody", Token: high + 1, Kind: engine.RWLock}); ok || err != nil {
+		t.Fatalf("RaiseFence (shared) of a non-holder: %v, %v", ok, err)
 	}
 	info, err := e.Inspect(ctx, "rw")
 	if err != nil || info.Token != high || info.HighWater != high {
-		t.Fatalf("after RaiseSharedFence: %+v, %v", info, err)
+		t.Fatalf("after RaiseFence (shared): %+v, %v", info, err)
 	}
 	if err != nil || info.Kind != engine.RWLock || len(info.Holders) != 1 || info.Holders[0].Owner != "me" || info.Holders[0].Weight != 1 {
 		t.Fatalf("Inspect: %+v, %v", info, err)

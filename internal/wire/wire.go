@@ -119,3 +119,15 @@ func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 	}
 	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind}, nil
 }
+
+// FenceBody is the body of POST /v1/locks/{name}/fence for r: a shared
+// r.Kind is marked Shared (the wire names no kind there: engines raise a
+// semaphore's and an RW lock's holders alike).
+func FenceBody(r engine.RaiseRequest) api.FenceRequest {
+	return api.FenceRequest{Owner: r.Owner, Token: r.Token, Shared: r.Kind.Shared()}
+}
+
+// Raise is the engine request a fence body of the lock name asks for.
+func Raise(name string, b api.FenceRequest) engine.RaiseRequest {
+	return engine.RaiseRequest{Name: name, Owner: b.Owner, Token: b.Token, Kind: kindOf(b.Shared)}
+}

@@ -86,16 +86,16 @@ func (e slowNode) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engi
 // fenceRaiser is engine.FenceRaiser (phase 2 of a quorum grant), which a
 // quorum needs of its nodes.
 type fenceRaiser interface {
-	RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error)
+	RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error)
 }
 
 // errNoRaiseFence: the wrapped engine cannot raise fences.
 var errNoRaiseFence = errors.New("lab: the wrapped engine cannot raise fences")
 
 // RaiseFence forwards to the wrapped engine (a slowNode is a quorum's node).
-func (e slowNode) RaiseFence(ctx context.Context, name, owner string, token uint64) (bool, error) {
+func (e slowNode) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, error) {
 	if fr, ok := e.Engine.(fenceRaiser); ok {
-		return fr.RaiseFence(ctx, name, owner, token)
+		return fr.RaiseFence(ctx, r)
 	}
 	return false, errNoRaiseFence
 }

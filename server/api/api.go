@@ -303,8 +303,8 @@ type ReleaseResponse struct {
 type FenceRequest struct {
 	Owner string `json:"owner"`
 	Token uint64 `json:"token"`
-	// Shared: Owner holds permits of a shared lock
-	// (engine.SharedFenceRaiser).
+	// Shared: Owner holds permits of a shared lock (a shared
+	// engine.RaiseRequest.Kind).
 	Shared bool `json:"shared,omitempty"`
 }
 
