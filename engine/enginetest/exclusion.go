@@ -171,10 +171,13 @@ func (s *suite) tokensIncrease(t *testing.T) {
 			continue
 		}
 		if err := l.Release(ctx); err != nil {
-			if errors.Is(err, distlock.ErrNotHeld) && !time.Now().Before(l.Deadline()) {
+			if errors.Is(err, distlock.ErrNotHeld) && !time.Now().Before(l.Deadline()) ||
+				errors.Is(err, distlock.ErrBackend) && errors.Is(err, context.DeadlineExceeded) {
 				// Answered after the lease's deadline (a machine that
-				// ran the renewals or the release late): the lock
-				// expired first, which is no token's concern.
+				// ran the renewals or the release late), or not answered
+				// within the release timeout: the lock expires by its
+				// ttl, which is no token's concern (the next grant's
+				// token is still checked).
 				starved++
 				continue
 			}
