@@ -96,7 +96,7 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	_, g.forcer = probe.(engine.ForceReleaser)
 	_, g.holderForce = probe.(engine.HolderReleaser)
 	g.drops = h.Faulty != nil
-	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair}
+	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair, votes: h.Votes}
 	faulted := tm // the concurrent histories, with the faults' slack
 	if f := h.Faults; f != nil {
 		g.stalls, g.restarts = f.Stall != nil, f.Restart != nil

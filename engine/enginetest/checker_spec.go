@@ -17,6 +17,7 @@ type timing struct {
 	fit   func(time.Duration) time.Duration
 	slack time.Duration
 	fair  bool // Capabilities.Fair: a fair waiter's queue keeps newcomers out
+	votes bool // Harness.Votes: overlapping attempts can split the vote
 }
 
 func margin(ttl time.Duration) time.Duration { return engine.Drift(ttl) + 5*time.Millisecond }
@@ -315,6 +316,9 @@ func free(gs []*cgrant, evs []*event, e *event, tm timing) bool {
 			// made: a quorum's grant is two phases, and a grant freed
 			// between them is answered as not made.
 			return false
+		}
+		if tm.votes && w != e && w.NameIdx == e.NameIdx && w.Op.Kind.acquires() && w.Out != outSkipped && w.Inv <= e.Resp && e.Inv <= w.Resp {
+			return false // a split vote: each attempt won fewer than a majority
 		}
 	}
 	weight := 0

@@ -48,6 +48,13 @@ type Harness struct {
 	// injects into its concurrent histories, between and inside
 	// operations. Nil: none.
 	Faults *Faults
+
+	// Votes: the engine decides a grant by a vote among nodes (a Redlock
+	// quorum), so attempts on one name that overlap can each win fewer
+	// than a majority and all be refused: a split vote. The randomized
+	// checker then does not require a refused attempt to have been
+	// granted while another attempt on its name was in flight.
+	Votes bool
 }
 
 // Register is a shared integer with separate reads and writes.

@@ -96,6 +96,7 @@ func TestConformance(t *testing.T) {
 		Register: func(t *testing.T, name string) enginetest.Register {
 			return redistest.NewRegister(counter.Client(), name)
 		},
+		Votes: true,
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, stalledQuorums(h, srvs))

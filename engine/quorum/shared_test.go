@@ -79,6 +79,7 @@ func TestConformanceEmbeddedNodes(t *testing.T) {
 		New: func(t *testing.T) engine.Engine {
 			return memQuorum(t, nodes)
 		},
+		Votes: true,
 	})
 }
 
