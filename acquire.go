@@ -264,7 +264,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		// The attempt may have been granted all the same (a lost reply);
 		// with a random owner, releasing by it is always safe. (Not after
 		// an error that says nothing was done, like a refused token.)
-		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) {
+		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) && !errors.Is(err, errAbandoned) {
 			c.cleanup(a.name, a.req.Owner, a.o.kind)
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
@@ -293,9 +293,19 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 }
 
 // send sends the attempt's request to the engine (any kind: the request
-// carries it).
+// carries it). When ctx ends before the answer, the request is settled in
+// the background (sendSettled): a late grant is released once it arrives.
 func (a *attempt) send(ctx context.Context) (engine.Grant, error) {
-	return a.c.eng.Acquire(ctx, a.req)
+	c, req, kind, own := a.c, a.req, a.o.kind, a.o.owner != ""
+	return sendSettled(c, ctx, func(ctx context.Context) (engine.Grant, error) {
+		return c.eng.Acquire(ctx, req)
+	}, func(g engine.Grant, err error) {
+		// A grant is one hold to drop; a failure may have granted all the
+		// same, which only a random owner can safely release.
+		if err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err) {
+			c.releaseNow(req.Name, req.Owner, kind)
+		}
+	})
 }
 
 // giveUp is the error of a wait that ended for why: the caller's context

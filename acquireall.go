@@ -130,11 +130,19 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 		rs[i] = engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, OneOff: true, TTL: o.ttl, Metadata: o.metadata}
 	}
 	start := time.Now()
-	mg, err := ma.AcquireMulti(ctx, rs)
+	mg, err := sendSettled(c, ctx, func(ctx context.Context) (engine.MultiGrant, error) {
+		return ma.AcquireMulti(ctx, rs)
+	}, func(mg engine.MultiGrant, err error) {
+		if err == nil && mg.Acquired || err != nil && !isArgument(err) && !engine.IsPermanent(c.eng, err) {
+			for _, name := range sorted {
+				c.releaseNow(name, owner, engine.Mutex)
+			}
+		}
+	})
 	switch {
 	case errors.Is(err, engine.ErrNotAtomic):
 		return nil, err
-	case err != nil && (isArgument(err) || engine.IsPermanent(c.eng, err)):
+	case err != nil && (isArgument(err) || engine.IsPermanent(c.eng, err) || errors.Is(err, errAbandoned)):
 		return nil, c.backendErr(ctx, "acquire", sorted[0], err)
 	case err != nil:
 		// The set may have been granted all the same (a lost reply).

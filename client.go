@@ -341,10 +341,16 @@ func (c *Client) cleanup(name, owner string, kind engine.Kind) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		ctx, cancel := c.releaseContext(context.Background())
-		defer cancel()
-		_, _ = c.release(ctx, name, owner, kind)
+		c.releaseNow(name, owner, kind)
 	}()
+}
+
+// releaseNow releases one hold of owner on name, bounded by the release
+// timeout, ignoring the outcome: the clean-up of a grant nobody keeps.
+func (c *Client) releaseNow(name, owner string, kind engine.Kind) {
+	ctx, cancel := c.releaseContext(context.Background())
+	defer cancel()
+	_, _ = c.release(ctx, name, owner, kind)
 }
 
 // release drops one hold of owner on name, a lock of kind.

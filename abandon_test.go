@@ -1,0 +1,153 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/memory"
+)
+
+// lateAcquire is an engine whose Acquire waits for gate. A caller that
+// gives up first gets its context's error at once, but its request stays
+// on the wire, as on a pipelined Redis connection: the backend runs it
+// after the first Release of its owner, the release meant to undo it.
+type lateAcquire struct {
+	engine.Engine
+	entered  chan struct{} // an Acquire waits at the gate
+	gate     chan struct{}
+	late     sync.WaitGroup
+	calls    atomic.Int64
+	acquires atomic.Int64
+	pass     int64 // Acquire calls let through before the gate
+	mu       sync.Mutex
+	released map[string]chan struct{} // by owner
+}
+
+func newLateAcquire() *lateAcquire {
+	return &lateAcquire{Engine: memory.New(), entered: make(chan struct{}, 1), gate: make(chan struct{}), released: map[string]chan struct{}{}}
+}
+
+func (e *lateAcquire) releasedCh(owner string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.released[owner]
+	if !ok {
+		ch = make(chan struct{})
+		e.released[owner] = ch
+	}
+	return ch
+}
+
+func (e *lateAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	e.calls.Add(1)
+	if e.acquires.Add(1) <= e.pass {
+		return e.Engine.Acquire(ctx, r)
+	}
+	e.entered <- struct{}{}
+	select {
+	case <-e.gate:
+		return e.Engine.Acquire(ctx, r)
+	case <-ctx.Done():
+	}
+	e.late.Add(1)
+	go func() {
+		defer e.late.Done()
+		<-e.releasedCh(r.Owner)
+		_, _ = e.Engine.Acquire(context.Background(), r)
+	}()
+	return engine.Grant{}, ctx.Err()
+}
+
+func (e *lateAcquire) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	e.calls.Add(1)
+	ch := e.releasedCh(r.Owner)
+	res, err := e.Engine.Release(ctx, r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	return res, err
+}
+
+// TestAbandonedAcquireSettled: an acquire whose caller gave up (its context
+// ended, or Close ended its wait) while the request was in flight ends the
+// call at once, and leaves no grant behind once the request is run: the
+// Client undoes a grant after its answer, never before the backend ran the
+// request. Close returns only once that is done, and nothing is sent after.
+func TestAbandonedAcquireSettled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		closes bool // Close gives up, rather than the context
+		want   error
+	}{
+		{"context", false, context.Canceled},
+		{"close", true, distlock.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eng := newLateAcquire()
+			c := distlock.New(eng)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			acquire := c.TryAcquire
+			if tc.closes {
+				// Close ends a wait (a first attempt it waits for): the
+				// first attempt finds the lock held, the next one is the
+				// one given up (the holder is gone when it runs).
+				eng.pass = 1
+				if _, err := eng.Engine.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "other", TTL: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				acquire = func(ctx context.Context, name string, opts ...distlock.Option) (*distlock.Lease, error) {
+					return c.Acquire(ctx, name, opts...)
+				}
+			}
+			errs := make(chan error, 1)
+			go func() {
+				l, err := acquire(ctx, "n")
+				if err == nil {
+					_ = l.Release(context.Background())
+					err = errors.New("granted")
+				}
+				errs <- err
+			}()
+			<-eng.entered
+			closed := make(chan error, 1)
+			if tc.closes {
+				go func() { closed <- c.Close() }()
+			} else {
+				cancel()
+			}
+			if err := <-errs; !errors.Is(err, tc.want) {
+				t.Fatalf("the call given up: %v, want %v", err, tc.want)
+			}
+			if _, err := eng.Engine.Release(context.Background(), engine.ReleaseRequest{Name: "n", Owner: "other"}); err != nil {
+				t.Fatal(err)
+			}
+			close(eng.gate) // the backend runs the request now
+			if !tc.closes {
+				closed <- c.Close()
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			after := eng.calls.Load()
+			eng.late.Wait()
+			info, err := eng.Engine.Inspect(context.Background(), "n")
+			if err != nil || info.Held {
+				t.Fatalf("the lock after the abandoned acquire ran: %+v, %v", info, err)
+			}
+			if n := eng.calls.Load() - after; n != 0 {
+				t.Fatalf("%d engine calls after Close returned", n)
+			}
+		})
+	}
+}

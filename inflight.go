@@ -1,0 +1,75 @@
+package distlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// errAbandoned marks a request the caller stopped waiting for (its context
+// ended, or the Client closed) while the request was still on its way: its
+// outcome is settled in the background once the backend answers.
+var errAbandoned = errors.New("request abandoned in flight")
+
+// abandonedError is the error of a call whose request was abandoned in
+// flight: it matches the context's error (cause) and errAbandoned.
+type abandonedError struct{ cause error }
+
+func (e *abandonedError) Error() string   { return e.cause.Error() }
+func (e *abandonedError) Unwrap() []error { return []error{e.cause, errAbandoned} }
+
+// answer is what a request in flight got back.
+type answer[T any] struct {
+	v   T
+	err error
+}
+
+// sendSettled sends a request that may grant something (call) so that the
+// caller's end never cuts the request short on the wire. A request cut
+// short can still be run by the backend later (it sits in a socket's
+// buffer, or behind others on a pipelined connection), after the release
+// that was meant to undo it: the grant would then outlive its Client, held
+// by nobody until its ttl. So the request runs on ctx's values without its
+// cancellation, with ctx's deadline plus the release timeout; when ctx ends
+// first, sendSettled returns at once with an error matching ctx's and
+// errAbandoned, and settle gets the request's answer when it comes (in the
+// background, which Close waits for): it undoes a grant, knowing that the
+// backend ran the request.
+func sendSettled[T any](c *Client, ctx context.Context, call func(context.Context) (T, error), settle func(T, error)) (T, error) {
+	rctx, cancel := c.flightContext(ctx)
+	got := make(chan answer[T])
+	left := make(chan struct{})
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		defer cancel()
+		v, err := call(rctx)
+		select {
+		case got <- answer[T]{v, err}:
+		case <-left:
+			settle(v, err)
+		}
+	}()
+	select {
+	case a := <-got:
+		return a.v, a.err
+	case <-ctx.Done():
+		close(left)
+		// A request without a deadline of its own gets the release
+		// timeout from now to answer.
+		stop := time.AfterFunc(c.releaseTimeout, cancel)
+		context.AfterFunc(rctx, func() { stop.Stop() })
+		var zero T
+		return zero, &abandonedError{cause: context.Cause(ctx)}
+	}
+}
+
+// flightContext is the context of a request in flight: ctx's values, never
+// its cancellation, and ctx's deadline (if any) plus the release timeout.
+func (c *Client) flightContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(rctx, d.Add(c.releaseTimeout))
+	}
+	return context.WithCancel(rctx)
+}
