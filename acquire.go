@@ -296,6 +296,14 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 // carries it). When ctx ends before the answer, the request is settled in
 // the background (sendSettled): a late grant is released once it arrives.
 func (a *attempt) send(ctx context.Context) (engine.Grant, error) {
+	if a.c.inline {
+		return a.c.eng.Acquire(ctx, a.req)
+	}
+	return a.sendSettled(ctx)
+}
+
+// sendSettled is send on an engine that answers over a network.
+func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 	c, req, kind, own := a.c, a.req, a.o.kind, a.o.owner != ""
 	return sendSettled(c, ctx, func(ctx context.Context) (engine.Grant, error) {
 		return c.eng.Acquire(ctx, req)

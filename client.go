@@ -59,6 +59,10 @@ type Client struct {
 	// skipValidity turns off the check that a grant arrived within its
 	// validity: set only by negative-control tests in this package.
 	skipValidity bool
+	// inline: the engine answers in this process (Capabilities.Embedded),
+	// so a request never outlives its call and needs no settling
+	// (sendSettled).
+	inline bool
 
 	// closing is cancelled (with cause ErrClosed) by Close: every call in
 	// progress runs under a context that ends with it (see begin).
@@ -104,6 +108,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	if s, ok := eng.(fmt.Stringer); ok {
 		c.node = s.String()
 	}
+	c.inline = engine.CapabilitiesOf(eng).Embedded
 	for _, o := range opts {
 		o(c)
 	}

@@ -34,8 +34,12 @@ type answer[T any] struct {
 // first, sendSettled returns at once with an error matching ctx's and
 // errAbandoned, and settle gets the request's answer when it comes (in the
 // background, which Close waits for): it undoes a grant, knowing that the
-// backend ran the request.
+// backend ran the request. An embedded engine (Capabilities.Embedded)
+// answers within the call, which is then made directly.
 func sendSettled[T any](c *Client, ctx context.Context, call func(context.Context) (T, error), settle func(T, error)) (T, error) {
+	if c.inline {
+		return call(ctx) // an embedded engine's answer is the request's outcome
+	}
 	rctx, cancel := c.flightContext(ctx)
 	got := make(chan answer[T])
 	left := make(chan struct{})
