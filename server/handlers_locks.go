@@ -528,28 +528,10 @@ func extendStatus(st engine.ExtendStatus) string {
 	return api.StatusMissing
 }
 
-// lockInfo renders a lock's state for a caller with role: owner tokens
-// only for admins.
+// lockInfo renders a lock's state, of any kind, for a caller with role:
+// owner tokens only for admins (wire.LockInfo).
 func lockInfo(i engine.Info, role Role) api.LockInfo {
-	if i.Kind != 0 {
-		return sharedLockInfo(i, role)
-	}
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Subscribers: i.Subscribers, Partial: apiPartial(i.Partial)}
-	if i.Held {
-		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)
-		if role >= RoleAdmin {
-			j.Owner = i.Owner
-		}
-	}
-	return j
-}
-
-// apiPartial is the wire form of a partial answer's mark (nil: whole).
-func apiPartial(p *engine.PartialError) *api.Partial {
-	if p == nil {
-		return nil
-	}
-	return &api.Partial{Unanswered: p.Unanswered}
+	return wire.LockInfo(i, role >= RoleAdmin)
 }
 
 // firstErr returns the first non-nil error.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/rules"
-	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -144,29 +143,4 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 		info = info.Narrow(kind == "shared")
 	}
 	return info, nil
-}
-
-// sharedLockInfo renders a shared lock's state for a caller with role:
-// owner tokens only for admins.
-func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: wire.KindName(i.Kind), Token: i.Token,
-		Partial: apiPartial(i.Partial)}
-	if i.Kind == engine.Semaphore {
-		j.Limit = i.Limit
-	}
-	for _, h := range i.Holders {
-		hi := api.HolderInfo{HolderID: holderID(h.Owner), Weight: h.Weight, Count: h.Count, Token: h.Token,
-			TTLMs: holderTTLms(h.TTL), Metadata: h.Metadata}
-		if role >= RoleAdmin {
-			hi.Owner = h.Owner
-		}
-		if i.Kind == engine.RWLock {
-			hi.Mode = wire.ModeOf(h.Weight)
-			if j.Mode != api.ModeWrite {
-				j.Mode = hi.Mode
-			}
-		}
-		j.Holders = append(j.Holders, hi)
-	}
-	return j
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/waiting"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -126,7 +127,7 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		o.err = engineErr("acquire", lastErr)
 		o.failure = attemptFailure(name, lastErr)
 	} else {
-		ttl := holderTTLms(o.grant.HolderTTL)
+		ttl := wire.HolderTTLMs(o.grant.HolderTTL)
 		locked := &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
 		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
 		switch {
@@ -201,14 +202,6 @@ func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest) (
 // the request's values, never its cancellation, bounded by engineTimeout.
 func engineContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
-}
-
-// holderTTLms renders a holder's time left: -1 for no expiry.
-func holderTTLms(d time.Duration) int64 {
-	if d < 0 {
-		return -1
-	}
-	return d.Milliseconds()
 }
 
 // engineErr answers an engine failure; a closed engine means the server

@@ -350,10 +350,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
 		return engine.Info{}, err
 	}
-	if out.Kind != "" {
-		return fromSharedInfo(out), nil
-	}
-	return fromLockInfo(out), nil
+	return wire.Info(out), nil
 }
 
 // SetMetadata implements engine.MetadataSetter.
@@ -427,9 +424,9 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	}
 	infos := make([]engine.Info, len(out.Locks))
 	for i, l := range out.Locks {
-		infos[i] = fromLockInfo(l)
+		infos[i] = wire.Info(l)
 	}
-	if p := partialOf(out.Partial); p != nil {
+	if p := wire.PartialOf(out.Partial); p != nil {
 		return infos, out.Next, p // the page of the parts that answered
 	}
 	return infos, out.Next, nil
@@ -478,24 +475,6 @@ func escapeName(name string) string {
 		s = strings.ReplaceAll(s, ".", "%2E")
 	}
 	return s
-}
-
-func fromLockInfo(l api.LockInfo) engine.Info {
-	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Subscribers: l.Subscribers, Partial: partialOf(l.Partial)}
-	if l.Kind != "" {
-		return fromSharedInfo(l)
-	}
-	if l.Held {
-		i.Owner, i.Count, i.Metadata, i.Token = l.Owner, l.Count, l.Metadata, l.Token
-		i.TTL = time.Duration(l.TTLMs) * time.Millisecond
-		if l.TTLMs < 0 {
-			i.TTL = -1
-		}
-		if i.Owner == "" && l.HolderID != "" {
-			i.Owner = "holder:" + l.HolderID
-		}
-	}
-	return i
 }
 
 // ms renders a duration in whole milliseconds, at least 1.
