@@ -296,7 +296,9 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 }
 
 // handleLeave serves POST /v1/locks/{name}/leave: a waiter leaves the
-// lock's queue (nothing to do on an engine without one).
+// lock's queue, of the kind the body says (wire.Leave); nothing to do on
+// an engine without a queue, not_supported for a shared lock's waiter on
+// one that keeps no shared locks (engine.UnsupportedKind).
 func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LeaveRequest
 	if e := s.decode(w, r, &req); e != nil {
@@ -310,13 +312,7 @@ func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, nam
 	if q, ok := s.eng.(engine.Queuer); ok {
 		ctx, cancel := engineContext(r.Context())
 		defer cancel()
-		leave := q.Leave
-		if sh, ok := s.eng.(engine.Sharer); ok && req.Shared {
-			leave = sh.LeaveShared
-		} else if req.Shared {
-			leave = func(context.Context, string, string) error { return nil }
-		}
-		if err := leave(ctx, name, req.Waiter); err != nil {
+		if err := q.Leave(ctx, wire.Leave(name, req)); err != nil {
 			writeError(w, engineErr("leave", err))
 			return
 		}

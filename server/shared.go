@@ -87,18 +87,6 @@ func (s *Server) sharer(op string) (engine.Sharer, *apiError) {
 	return sh, nil
 }
 
-// sharedQueue is a shared lock's queue as the wait loop sees it: the
-// engine's waiter subscriptions, and its LeaveShared.
-type sharedQueue struct {
-	engine.Queuer
-	s engine.Sharer
-}
-
-// Leave implements engine.Queuer.
-func (q sharedQueue) Leave(ctx context.Context, name, waiter string) error {
-	return q.s.LeaveShared(ctx, name, waiter)
-}
-
 // handleSetLimit serves POST /v1/locks/{name}/limit (engine.Sharer.SetLimit).
 func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LimitRequest

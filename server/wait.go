@@ -86,8 +86,8 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		req.Waiter, req.WaiterTTL = distlock.WaiterID(s.owners.Next(), req.Owner), distlock.WaiterTTL
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
-			// A shared lock's queue: its own leave and heartbeats.
-			q, beat.Kind = sharedQueue{q, s.eng.(engine.Sharer)}, sh.kind
+			// A shared lock's queue: its heartbeats and its leave.
+			beat.Kind, loop.Kind = sh.kind, sh.kind
 		}
 		defer beat.Stop()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()

@@ -366,22 +366,6 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return prev, nil
 }
 
-// LeaveShared implements engine.Sharer: on every node. It fails only when
-// no node could be told (the others drop the waiter at its heartbeat
-// deadline).
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
-	if err := e.sharers(engine.Semaphore); err != nil {
-		return err
-	}
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
-		return true, n.eng.(engine.Sharer).LeaveShared(ctx, name, waiter)
-	}, nil, nil)
-	if errs := nodeErrs(rs); len(errs) == len(e.nodes) {
-		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
-	}
-	return nil
-}
-
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
 // r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {

@@ -274,9 +274,17 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 // reports as an *distlock.UnsupportedError).
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
-// Leave implements engine.Queuer.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
-	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter}, nil)
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind: an unknown kind is refused before anything is
+// sent); every kind is one request to the server's leave endpoint
+// (wire.LeaveBody).
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leave, e.leave)
+}
+
+// leave is Leave's one path.
+func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
+	return e.do(ctx, "leave", http.MethodPost, lockPath(r.Name, "leave"), wire.LeaveBody(r), nil)
 }
 
 // release drops one hold (Release, any kind).

@@ -21,11 +21,6 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return out.Previous, err
 }
 
-// LeaveShared implements engine.Sharer.
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
-	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter, Shared: true}, nil)
-}
-
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
 // r.Kind (engine.AcquireByKind): every kind is one request to the server's
 // acquire endpoint (acquire).
