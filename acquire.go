@@ -95,12 +95,8 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 	}
 	q, queues := c.eng.(engine.Queuer)
 	if o.shared() {
-		s, ok := c.eng.(engine.Sharer)
-		if !ok {
+		if _, ok := c.eng.(engine.Sharer); !ok {
 			return nil, false, &UnsupportedError{Feature: o.kind.String(), Engine: c.node, Reason: "the engine keeps no shared locks (engine.Sharer)"}
-		}
-		if queues {
-			q = sharedQueue{q, s}
 		}
 	} else if wait && o.fair && !(queues && engine.CapabilitiesOf(c.eng).Fair) {
 		return nil, false, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}

@@ -28,7 +28,7 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	c := a.c
 	var lease *Lease
 	var fatal error
-	loop := waiting.Loop{Engine: c.eng, Name: a.name, Detached: c.releaseContext, Failures: a.failures}
+	loop := waiting.Loop{Engine: c.eng, Name: a.name, Kind: a.req.Kind, Detached: c.releaseContext, Failures: a.failures}
 	if q != nil {
 		w := &queueWaiter{a: a, id: c.waiterID(a.o.owner), kick: make(chan struct{}, 1)}
 		defer w.close()
@@ -56,18 +56,6 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 		return nil, a.giveUp(ctxErr(a.ctx))
 	}
 	return lease, fatal
-}
-
-// sharedQueue is a shared lock's queue as the wait loop sees it: the
-// engine's waiter subscriptions, and its LeaveShared.
-type sharedQueue struct {
-	engine.Queuer
-	s engine.Sharer
-}
-
-// Leave implements engine.Queuer.
-func (q sharedQueue) Leave(ctx context.Context, name, waiter string) error {
-	return q.s.LeaveShared(ctx, name, waiter)
 }
 
 // takeTurn waits for this waiter's turn among the Client's waiters on the

@@ -138,6 +138,22 @@ func ReleaseOnceByKind(ctx context.Context, r ReleaseRequest, id string, mutex, 
 	return f(ctx, r, id)
 }
 
+// LeaveFunc is one path of an engine's Leave (Queuer): its mutex's queue
+// or its shared locks'.
+type LeaveFunc func(ctx context.Context, r LeaveRequest) error
+
+// LeaveByKind is the one dispatch of Queuer.Leave on r.Kind, as
+// ReleaseByKind is Release's: an unknown kind is an *ArgumentError; a
+// shared kind on an engine that passes a nil shared is refused with
+// UnsupportedKind.
+func LeaveByKind(ctx context.Context, r LeaveRequest, mutex, shared LeaveFunc) error {
+	f, err := path(r.Kind, mutex, shared, shared != nil)
+	if err != nil {
+		return err
+	}
+	return f(ctx, r)
+}
+
 // RaiseFunc is one path of an engine's RaiseFence (FenceRaiser): its
 // mutex's or its shared locks'.
 type RaiseFunc func(ctx context.Context, r RaiseRequest) (bool, error)

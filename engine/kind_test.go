@@ -34,6 +34,35 @@ func TestAcquireByKind(t *testing.T) {
 	}
 }
 
+// TestLeaveByKind: a mutex's waiter leaves by the mutex path, a shared
+// lock's (either shared kind) by the shared path with its request
+// untouched, or, on an engine without one, gets UnsupportedKind
+// (errors.ErrUnsupported); an unknown kind reaches neither path.
+func TestLeaveByKind(t *testing.T) {
+	var mutexes, shareds []LeaveRequest
+	mutex := func(_ context.Context, r LeaveRequest) error { mutexes = append(mutexes, r); return nil }
+	shared := func(_ context.Context, r LeaveRequest) error { shareds = append(shareds, r); return nil }
+	ctx := context.Background()
+	for _, r := range []LeaveRequest{{Name: "n", Waiter: "w"}, {Name: "n", Waiter: "w", Kind: Semaphore}, {Name: "n", Waiter: "w", Kind: RWLock}} {
+		if err := LeaveByKind(ctx, r, mutex, shared); err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+	}
+	if len(mutexes) != 1 || mutexes[0].Kind != Mutex || len(shareds) != 2 || shareds[0].Kind != Semaphore || shareds[1].Kind != RWLock {
+		t.Fatalf("paths taken: mutex %+v, shared %+v", mutexes, shareds)
+	}
+	if err := LeaveByKind(ctx, LeaveRequest{Name: "n", Waiter: "w", Kind: RWLock}, mutex, nil); !errors.Is(err, errors.ErrUnsupported) || err.Error() != UnsupportedKind(RWLock).Error() {
+		t.Fatalf("shared on a mutex-only engine: %v", err)
+	}
+	var ae *ArgumentError
+	if err := LeaveByKind(ctx, LeaveRequest{Name: "n", Waiter: "w", Kind: 9}, mutex, shared); !errors.As(err, &ae) || ae.Arg != "kind" {
+		t.Fatalf("kind 9: %v", err)
+	}
+	if len(mutexes) != 1 || len(shareds) != 2 {
+		t.Fatalf("a refused leave reached a path: mutex %+v, shared %+v", mutexes, shareds)
+	}
+}
+
 // TestCheckKind: the fields each kind takes pass, and the mutex fast path
 // allocates nothing.
 func TestCheckKind(t *testing.T) {

@@ -37,10 +37,25 @@ type Queuer interface {
 	// when messages may have been lost), never those addressed to others.
 	SubscribeWaiter(ctx context.Context, name, waiter string) (Subscription, error)
 
-	// Leave takes waiter out of name's queue (a waiter that gives up). If it
-	// was the head, or the lock was reserved for it, the next head is woken
-	// (and, when due, the lock reserved for it).
-	Leave(ctx context.Context, name, waiter string) error
+	// Leave takes r.Waiter out of the queue of r.Name (a waiter that gives
+	// up); r.Kind is the kind its acquire asked for (a shared lock's
+	// waiters queue apart from a mutex's on some engines), dispatched once
+	// (LeaveByKind). If it was the head, or the lock was reserved for it,
+	// the next head is woken (and, when due, the lock reserved for it; a
+	// shared lock's next head when it fits). Leaving a queue one is not in
+	// is no error.
+	Leave(ctx context.Context, r LeaveRequest) error
+}
+
+// LeaveRequest asks Queuer.Leave to take a waiter out of a name's queue.
+type LeaveRequest struct {
+	Name string
+	// Waiter is the waiter's id (AcquireRequest.Waiter).
+	Waiter string
+	// Kind is the kind of lock the waiter's acquire asked for
+	// (AcquireRequest.Kind). A semaphore's and an RW lock's waiters leave
+	// alike.
+	Kind Kind
 }
 
 // Queue timing in the lock authority.

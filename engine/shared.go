@@ -35,8 +35,10 @@ var ErrUpgrade = errors.New("read-to-write upgrade refused: release the read loc
 // Sharer is implemented by engines that keep shared locks: their Acquire
 // and Release take every Kind (AcquireRequest.Kind, ReleaseRequest.Kind),
 // Extend renews their holders and their waiters' heartbeats (a shared
-// ExtendRequest.Kind), Inspect describes them, and a FenceRaiser's
-// RaiseFence raises their holders' tokens (a shared RaiseRequest.Kind).
+// ExtendRequest.Kind), Inspect describes them, a Queuer's Leave takes
+// their waiters out of the queue (a shared LeaveRequest.Kind), and a
+// FenceRaiser's RaiseFence raises their holders' tokens (a shared
+// RaiseRequest.Kind).
 type Sharer interface {
 	// SetLimit changes a semaphore's limit (creating it when it does not
 	// exist). Holders above a smaller limit keep their permits; new ones
@@ -45,8 +47,6 @@ type Sharer interface {
 	// limit (0 for a new semaphore). An engine that cannot keep the limit
 	// returns an error that matches errors.ErrUnsupported.
 	SetLimit(ctx context.Context, name string, limit int) (int, error)
-	// LeaveShared takes a waiter out of the shared lock's queue.
-	LeaveShared(ctx context.Context, name, waiter string) error
 }
 
 // The refusals of a shared-lock request, worded alike on every engine (the

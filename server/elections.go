@@ -13,6 +13,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/rules"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -220,7 +221,7 @@ func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, na
 func (s *Server) leaderInfo(l distlock.Leader, followers int) api.LeaderInfo {
 	j := api.LeaderInfo{Name: l.Name, Elected: l.Elected(), Followers: followers}
 	if l.Elected() {
-		j.Value, j.Term, j.TTLMs = l.Value, l.Term, holderTTLms(l.TTL)
+		j.Value, j.Term, j.TTLMs = l.Value, l.Term, wire.HolderTTLMs(l.TTL)
 		j.SinceMs = s.elections.seen(l.Name, l.Term).UnixMilli()
 	}
 	return j

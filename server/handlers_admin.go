@@ -11,6 +11,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		writeError(w, engineErr("list", err))
 		return
 	}
-	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next, Partial: apiPartial(p)}
+	out := api.ListResponse{Locks: make([]api.LockInfo, 0, len(infos)), Next: next, Partial: wire.Partial(p)}
 	for _, i := range infos {
 		out.Locks = append(out.Locks, lockInfo(i, role))
 	}

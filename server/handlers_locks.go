@@ -296,7 +296,9 @@ func (s *Server) extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 }
 
 // handleLeave serves POST /v1/locks/{name}/leave: a waiter leaves the
-// lock's queue (nothing to do on an engine without one).
+// lock's queue, of the kind the body says (wire.Leave); nothing to do on
+// an engine without a queue, not_supported for a shared lock's waiter on
+// one that keeps no shared locks (engine.UnsupportedKind).
 func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LeaveRequest
 	if e := s.decode(w, r, &req); e != nil {
@@ -310,13 +312,7 @@ func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, nam
 	if q, ok := s.eng.(engine.Queuer); ok {
 		ctx, cancel := engineContext(r.Context())
 		defer cancel()
-		leave := q.Leave
-		if sh, ok := s.eng.(engine.Sharer); ok && req.Shared {
-			leave = sh.LeaveShared
-		} else if req.Shared {
-			leave = func(context.Context, string, string) error { return nil }
-		}
-		if err := leave(ctx, name, req.Waiter); err != nil {
+		if err := q.Leave(ctx, wire.Leave(name, req)); err != nil {
 			writeError(w, engineErr("leave", err))
 			return
 		}
@@ -528,28 +524,10 @@ func extendStatus(st engine.ExtendStatus) string {
 	return api.StatusMissing
 }
 
-// lockInfo renders a lock's state for a caller with role: owner tokens
-// only for admins.
+// lockInfo renders a lock's state, of any kind, for a caller with role:
+// owner tokens only for admins (wire.LockInfo).
 func lockInfo(i engine.Info, role Role) api.LockInfo {
-	if i.Kind != 0 {
-		return sharedLockInfo(i, role)
-	}
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Subscribers: i.Subscribers, Partial: apiPartial(i.Partial)}
-	if i.Held {
-		j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = holderID(i.Owner), i.Count, i.Metadata, i.Token, holderTTLms(i.TTL)
-		if role >= RoleAdmin {
-			j.Owner = i.Owner
-		}
-	}
-	return j
-}
-
-// apiPartial is the wire form of a partial answer's mark (nil: whole).
-func apiPartial(p *engine.PartialError) *api.Partial {
-	if p == nil {
-		return nil
-	}
-	return &api.Partial{Unanswered: p.Unanswered}
+	return wire.LockInfo(i, role >= RoleAdmin)
 }
 
 // firstErr returns the first non-nil error.

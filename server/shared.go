@@ -7,7 +7,6 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/rules"
-	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -88,18 +87,6 @@ func (s *Server) sharer(op string) (engine.Sharer, *apiError) {
 	return sh, nil
 }
 
-// sharedQueue is a shared lock's queue as the wait loop sees it: the
-// engine's waiter subscriptions, and its LeaveShared.
-type sharedQueue struct {
-	engine.Queuer
-	s engine.Sharer
-}
-
-// Leave implements engine.Queuer.
-func (q sharedQueue) Leave(ctx context.Context, name, waiter string) error {
-	return q.s.LeaveShared(ctx, name, waiter)
-}
-
 // handleSetLimit serves POST /v1/locks/{name}/limit (engine.Sharer.SetLimit).
 func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, name string) {
 	var req api.LimitRequest
@@ -144,29 +131,4 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 		info = info.Narrow(kind == "shared")
 	}
 	return info, nil
-}
-
-// sharedLockInfo renders a shared lock's state for a caller with role:
-// owner tokens only for admins.
-func sharedLockInfo(i engine.Info, role Role) api.LockInfo {
-	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Kind: wire.KindName(i.Kind), Token: i.Token,
-		Partial: apiPartial(i.Partial)}
-	if i.Kind == engine.Semaphore {
-		j.Limit = i.Limit
-	}
-	for _, h := range i.Holders {
-		hi := api.HolderInfo{HolderID: holderID(h.Owner), Weight: h.Weight, Count: h.Count, Token: h.Token,
-			TTLMs: holderTTLms(h.TTL), Metadata: h.Metadata}
-		if role >= RoleAdmin {
-			hi.Owner = h.Owner
-		}
-		if i.Kind == engine.RWLock {
-			hi.Mode = wire.ModeOf(h.Weight)
-			if j.Mode != api.ModeWrite {
-				j.Mode = hi.Mode
-			}
-		}
-		j.Holders = append(j.Holders, hi)
-	}
-	return j
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/waiting"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -85,8 +86,8 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		req.Waiter, req.WaiterTTL = distlock.WaiterID(s.owners.Next(), req.Owner), distlock.WaiterTTL
 		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
 		if sh != nil {
-			// A shared lock's queue: its own leave and heartbeats.
-			q, beat.Kind = sharedQueue{q, s.eng.(engine.Sharer)}, sh.kind
+			// A shared lock's queue: its heartbeats and its leave.
+			beat.Kind, loop.Kind = sh.kind, sh.kind
 		}
 		defer beat.Stop()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
@@ -126,7 +127,7 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		o.err = engineErr("acquire", lastErr)
 		o.failure = attemptFailure(name, lastErr)
 	} else {
-		ttl := holderTTLms(o.grant.HolderTTL)
+		ttl := wire.HolderTTLMs(o.grant.HolderTTL)
 		locked := &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
 		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
 		switch {
@@ -201,14 +202,6 @@ func (s *Server) engineAcquire(ctx context.Context, req engine.AcquireRequest) (
 // the request's values, never its cancellation, bounded by engineTimeout.
 func engineContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
-}
-
-// holderTTLms renders a holder's time left: -1 for no expiry.
-func holderTTLms(d time.Duration) int64 {
-	if d < 0 {
-		return -1
-	}
-	return d.Milliseconds()
 }
 
 // engineErr answers an engine failure; a closed engine means the server

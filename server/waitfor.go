@@ -10,6 +10,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -72,7 +73,7 @@ func waitFor(infos []engine.Info, role Role) api.WaitFor {
 		l := api.WaitForLock{Name: i.Name, Holders: []api.WaitForParty{}, Waiters: []api.WaitForParty{}}
 		for _, h := range hs {
 			p := party(h.Owner)
-			p.TTLMs = holderTTLms(h.TTL)
+			p.TTLMs = wire.HolderTTLMs(h.TTL)
 			l.Holders = append(l.Holders, p)
 		}
 		if i.Queue == nil && i.Waiters > 0 {
@@ -91,7 +92,7 @@ func waitFor(infos []engine.Info, role Role) api.WaitFor {
 				if h.Owner == o {
 					continue // an owner waiting on itself re-enters; no wait-for
 				}
-				e := api.WaitForEdge{From: p, Lock: i.Name, To: party(h.Owner), WaitedMs: p.WaitedMs, HolderTTL: holderTTLms(h.TTL)}
+				e := api.WaitForEdge{From: p, Lock: i.Name, To: party(h.Owner), WaitedMs: p.WaitedMs, HolderTTL: wire.HolderTTLMs(h.TTL)}
 				edges = append(edges, waitEdge{from: o, to: h.Owner, e: e})
 			}
 		}

@@ -181,7 +181,7 @@ func (t timedQueuer) SubscribeWaiter(ctx context.Context, name, waiter string) (
 	return t.q.SubscribeWaiter(ctx, name, waiter)
 }
 
-func (t timedQueuer) Leave(ctx context.Context, name, waiter string) error {
+func (t timedQueuer) Leave(ctx context.Context, r engine.LeaveRequest) error {
 	t.r.add(false, false, span{})
-	return t.q.Leave(ctx, name, waiter)
+	return t.q.Leave(ctx, r)
 }

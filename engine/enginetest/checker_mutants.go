@@ -206,7 +206,7 @@ func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 		return g, err
 	}
 	for w := range q.queued[r.Name] {
-		_ = q.Leave(ctx, r.Name, w)
+		_ = q.Leave(ctx, engine.LeaveRequest{Name: r.Name, Waiter: w})
 	}
 	delete(q.queued, r.Name)
 	return q.mutable.Acquire(ctx, r)

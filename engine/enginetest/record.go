@@ -246,9 +246,9 @@ func (c countingQueuer) SubscribeWaiter(ctx context.Context, name, waiter string
 	return c.relay(sub), nil
 }
 
-func (c countingQueuer) Leave(ctx context.Context, name, waiter string) error {
+func (c countingQueuer) Leave(ctx context.Context, r engine.LeaveRequest) error {
 	c.calls.Add(1)
-	return c.q.Leave(ctx, name, waiter)
+	return c.q.Leave(ctx, r)
 }
 
 // countCalls wraps e to record its calls; the result is a Queuer when e is.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // waiterRef names one waiter of one lock.
@@ -78,10 +80,17 @@ func (e *Engine) dropWaiter(name, waiter string) {
 	}
 }
 
-// Leave implements engine.Queuer: the waiter's entry is deleted (with a
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind) to leaveMutex or leaveShared.
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leaveMutex, e.leaveShared)
+}
+
+// leaveMutex is Leave's mutex path: the waiter's entry is deleted (with a
 // reservation or wake-up addressed to it). The waiter behind it is woken
 // by the deletion, through its engine's watch.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	if err := e.check(ctx); err != nil {
 		return err
 	}

@@ -756,10 +756,12 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return 0, conflict("set the limit of", name)
 }
 
-// LeaveShared implements engine.Sharer: the waiter's key is deleted, and
-// the next head is woken when it fits (the waiter behind it is woken by
-// the deletion besides, through its engine's watch).
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+// leaveShared is Leave's path for a shared lock's waiter: the waiter's
+// key is deleted, and the next head is woken when it fits (the waiter
+// behind it is woken by the deletion besides, through its engine's
+// watch).
+func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	if err := e.check(ctx); err != nil {
 		return err
 	}

@@ -196,8 +196,15 @@ func (e *Engine) heartbeat(r engine.ExtendRequest, now time.Time) engine.ExtendR
 		Wake: free && q.head() == w && (q.reserved == nil || q.reserved == w)}
 }
 
-// Leave implements engine.Queuer.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind) to leaveMutex or leaveShared.
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leaveMutex, e.leaveShared)
+}
+
+// leaveMutex is Leave's mutex path: the waiter leaves the mutex's queue.
+func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {

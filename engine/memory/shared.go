@@ -135,7 +135,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 			h.attempt = r.Attempt
 		}
 		h.expires = engine.HoldExpiry(h.count, h.expires, now, r.TTL)
-		e.leaveShared(s, r.Waiter)
+		e.dropSharedWaiter(s, r.Waiter)
 		return engine.Grant{Acquired: true, Token: h.token, Count: h.count}, nil
 	}
 	ahead := s.q != nil && s.q.head() != nil && s.q.head().id != r.Waiter
@@ -144,7 +144,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 		if err != nil {
 			return engine.Grant{}, err
 		}
-		e.leaveShared(s, r.Waiter)
+		e.dropSharedWaiter(s, r.Waiter)
 		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 		s.holders[r.Owner] = h
 		e.wakeShared(r.Name, s) // the next head, if it fits too
@@ -166,8 +166,8 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	return g, nil
 }
 
-// leaveShared takes waiter out of s's queue; the caller holds e.mu.
-func (e *Engine) leaveShared(s *sharedLock, waiter string) {
+// dropSharedWaiter takes waiter out of s's queue; the caller holds e.mu.
+func (e *Engine) dropSharedWaiter(s *sharedLock, waiter string) {
 	if s.q == nil || waiter == "" {
 		return
 	}
@@ -254,8 +254,10 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return prev, nil
 }
 
-// LeaveShared implements engine.Sharer.
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+// leaveShared is Leave's path for a shared lock's waiter: it leaves the
+// queue, and the next head is woken when it fits.
+func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
@@ -265,7 +267,7 @@ func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
 	if s == nil {
 		return nil
 	}
-	e.leaveShared(s, waiter)
+	e.dropSharedWaiter(s, waiter)
 	e.wakeShared(name, s)
 	return nil
 }

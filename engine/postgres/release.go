@@ -67,9 +67,17 @@ func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, er
 	return e.forceShared(ctx, name, owner)
 }
 
-// Leave implements engine.Queuer: the waiter leaves the queue; when it was
-// the head of a free lock, the next head is woken.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind) to leaveMutex or leaveShared, one function call
+// each.
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leaveMutex, e.leaveShared)
+}
+
+// leaveMutex is Leave's mutex path: the waiter leaves the queue; when it
+// was the head of a free lock, the next head is woken.
+func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	if err := e.check(); err != nil {
 		return err
 	}

@@ -154,8 +154,10 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return int(prev), nil
 }
 
-// LeaveShared implements engine.Sharer: one call of leave_shared.
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
+// leaveShared is Leave's path for a shared lock's waiter: one call of
+// leave_shared.
+func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
+	name, waiter := r.Name, r.Waiter
 	if err := e.check(); err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func TestSharedOneStatement(t *testing.T) {
 	if err != nil || info.Kind != engine.Semaphore || info.Limit != 3 || info.Held || info.Waiters != 2 {
 		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
-	if err := e.LeaveShared(ctx, name, "wc"); err != nil {
+	if err := e.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "wc", Kind: engine.Semaphore}); err != nil {
 		t.Fatal(err)
 	}
 	if g, err := e.Acquire(ctx, sem("d", "wd", 1)); err != nil || !g.Acquired {

@@ -34,13 +34,29 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 	})
 }
 
-// Leave implements engine.Queuer: on every node with a queue. It fails
-// only when no node could be told (the others drop the waiter at its
-// heartbeat deadline).
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind) to leaveAll, a shared kind after the nodes were
+// checked to keep shared locks (leaveShared). It fails only when no node
+// could be told (the others drop the waiter at its heartbeat deadline).
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leaveAll, e.leaveShared)
+}
+
+// leaveShared is Leave's path for a shared lock's waiter: refused when a
+// node keeps no shared locks, else leaveAll.
+func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
+	if err := e.sharers(r.Kind); err != nil {
+		return err
+	}
+	return e.leaveAll(ctx, r)
+}
+
+// leaveAll takes the waiter of r out of the queue of every node with one,
+// concurrently; an error only when no node could be told.
+func (e *Engine) leaveAll(ctx context.Context, r engine.LeaveRequest) error {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		if q, ok := n.eng.(engine.Queuer); ok {
-			return true, q.Leave(ctx, name, waiter)
+			return true, q.Leave(ctx, r)
 		}
 		return false, nil
 	}, nil, nil)
@@ -66,7 +82,7 @@ func (e *Engine) leaveNode(i int, r engine.AcquireRequest) {
 		defer e.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), e.timeout(0))
 		defer cancel()
-		_ = q.Leave(ctx, r.Name, r.Waiter) // else the entry lapses at its deadline
+		_ = q.Leave(ctx, engine.LeaveRequest{Name: r.Name, Waiter: r.Waiter, Kind: r.Kind}) // else the entry lapses at its deadline
 	}()
 }
 

@@ -52,14 +52,13 @@ var ErrSemaphoreLimit = fmt.Errorf("quorum: a semaphore with a limit above 1 can
 	"per-node limits do not bound the holders across majorities (see docs/REDLOCK.md); "+
 	"use one lock authority (a Redis, or a distlock server) for semaphores: %w", errors.ErrUnsupported)
 
-// errNoSharer: a node keeps no shared locks.
-var errNoSharer = fmt.Errorf("quorum: a node keeps no shared locks (engine.Sharer): %w", errors.ErrUnsupported)
-
-// sharers returns every node as an engine.Sharer, or errNoSharer.
-func (e *Engine) sharers() error {
+// sharers refuses a shared kind before anything is sent when a node keeps
+// no shared locks (is no engine.Sharer): with engine.UnsupportedKind, the
+// refusal of every engine that lacks the kind, naming the node.
+func (e *Engine) sharers(kind engine.Kind) error {
 	for _, n := range e.nodes {
 		if _, ok := n.eng.(engine.Sharer); !ok {
-			return fmt.Errorf("%w (%s, %T)", errNoSharer, n.name, n.eng)
+			return fmt.Errorf("%w (quorum node %s, %T)", engine.UnsupportedKind(kind), n.name, n.eng)
 		}
 	}
 	return nil
@@ -81,7 +80,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	if err := checkLimit(r.Kind, r.Limit); err != nil {
 		return engine.Grant{}, err
 	}
-	if err := e.sharers(); err != nil {
+	if err := e.sharers(r.Kind); err != nil {
 		return engine.Grant{}, err
 	}
 	start := time.Now()
@@ -225,7 +224,7 @@ func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []r
 // hold is released when a majority released it (or any node, on mixed
 // answers), as Release counts.
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	if err := e.sharers(); err != nil {
+	if err := e.sharers(r.Kind); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
@@ -337,7 +336,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	if err := checkLimit(engine.Semaphore, limit); err != nil {
 		return 0, err
 	}
-	if err := e.sharers(); err != nil {
+	if err := e.sharers(engine.Semaphore); err != nil {
 		return 0, err
 	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (int, error) {
@@ -365,22 +364,6 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		}
 	}
 	return prev, nil
-}
-
-// LeaveShared implements engine.Sharer: on every node. It fails only when
-// no node could be told (the others drop the waiter at its heartbeat
-// deadline).
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
-	if err := e.sharers(); err != nil {
-		return err
-	}
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
-		return true, n.eng.(engine.Sharer).LeaveShared(ctx, name, waiter)
-	}, nil, nil)
-	if errs := nodeErrs(rs); len(errs) == len(e.nodes) {
-		return &NoQuorumError{Op: "leave", Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
-	}
-	return nil
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on

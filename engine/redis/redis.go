@@ -402,9 +402,15 @@ func releaseResult(n int64) engine.ReleaseResult {
 // Capabilities implements engine.Describer: fair waiting is supported.
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
-// Leave implements engine.Queuer.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
-	return e.batch.run(ctx, leaveScript, e.keys(name)[:4], waiter).Err()
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind) to leaveMutex or leaveShared, one script each.
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leaveMutex, e.leaveShared)
+}
+
+// leaveMutex is Leave's mutex path: the queue's leave script.
+func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
+	return e.batch.run(ctx, leaveScript, e.keys(r.Name)[:4], r.Waiter).Err()
 }
 
 // RaiseFence implements engine.FenceRaiser, dispatched once on r.Kind

@@ -254,9 +254,9 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return int(n), nil
 }
 
-// LeaveShared implements engine.Sharer.
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
-	return e.runShared(ctx, sharedLeaveScript, name, waiter).Err()
+// leaveShared is Leave's path for a shared lock's waiter: one script.
+func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
+	return e.runShared(ctx, sharedLeaveScript, r.Name, r.Waiter).Err()
 }
 
 // raiseShared is RaiseFence's path for a shared lock's holder: one

@@ -197,7 +197,7 @@ func TestSharedKeysOneSlot(t *testing.T) {
 		if _, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "a", Token: uint64(time.Now().Add(time.Hour).UnixMicro()), Kind: engine.Semaphore}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.LeaveShared(ctx, name, "w"); err != nil {
+		if err := e.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "w", Kind: engine.Semaphore}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Inspect(ctx, name); err != nil {

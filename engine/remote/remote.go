@@ -274,9 +274,17 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 // reports as an *distlock.UnsupportedError).
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
-// Leave implements engine.Queuer.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
-	return e.do(ctx, "leave", http.MethodPost, lockPath(name, "leave"), api.LeaveRequest{Waiter: waiter}, nil)
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind: an unknown kind is refused before anything is
+// sent); every kind is one request to the server's leave endpoint
+// (wire.LeaveBody).
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leave, e.leave)
+}
+
+// leave is Leave's one path.
+func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
+	return e.do(ctx, "leave", http.MethodPost, lockPath(r.Name, "leave"), wire.LeaveBody(r), nil)
 }
 
 // release drops one hold (Release, any kind).
@@ -350,10 +358,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, ""), nil, &out); err != nil {
 		return engine.Info{}, err
 	}
-	if out.Kind != "" {
-		return fromSharedInfo(out), nil
-	}
-	return fromLockInfo(out), nil
+	return wire.Info(out), nil
 }
 
 // SetMetadata implements engine.MetadataSetter.
@@ -427,9 +432,9 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	}
 	infos := make([]engine.Info, len(out.Locks))
 	for i, l := range out.Locks {
-		infos[i] = fromLockInfo(l)
+		infos[i] = wire.Info(l)
 	}
-	if p := partialOf(out.Partial); p != nil {
+	if p := wire.PartialOf(out.Partial); p != nil {
 		return infos, out.Next, p // the page of the parts that answered
 	}
 	return infos, out.Next, nil
@@ -478,24 +483,6 @@ func escapeName(name string) string {
 		s = strings.ReplaceAll(s, ".", "%2E")
 	}
 	return s
-}
-
-func fromLockInfo(l api.LockInfo) engine.Info {
-	i := engine.Info{Name: l.Name, Held: l.Held, HighWater: l.HighWater, Waiters: l.Waiters, Subscribers: l.Subscribers, Partial: partialOf(l.Partial)}
-	if l.Kind != "" {
-		return fromSharedInfo(l)
-	}
-	if l.Held {
-		i.Owner, i.Count, i.Metadata, i.Token = l.Owner, l.Count, l.Metadata, l.Token
-		i.TTL = time.Duration(l.TTLMs) * time.Millisecond
-		if l.TTLMs < 0 {
-			i.TTL = -1
-		}
-		if i.Owner == "" && l.HolderID != "" {
-			i.Owner = "holder:" + l.HolderID
-		}
-	}
-	return i
 }
 
 // ms renders a duration in whole milliseconds, at least 1.

@@ -146,11 +146,6 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	return e.release(ctx, r.Name, r.Owner, "")
 }
 
-// LeaveShared implements engine.Sharer: Leave (the line is the name's).
-func (e *Engine) LeaveShared(ctx context.Context, name, waiter string) error {
-	return e.Leave(ctx, name, waiter)
-}
-
 // SetLimit implements engine.Sharer: the kind record is written at the
 // version read (made when missing), then the name node's data, which
 // wakes the head of the line. A name a mutex holds, or an RW lock, is

@@ -82,13 +82,20 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 	})
 }
 
-// Leave implements engine.Queuer: the waiter's child is deleted, which
-// wakes the waiter behind it.
-func (e *Engine) Leave(ctx context.Context, name, waiter string) error {
+// Leave implements engine.Queuer: every kind, dispatched once on r.Kind
+// (engine.LeaveByKind); a mutex's and a shared lock's waiters stand on the
+// name's one line, and leave it alike (leave).
+func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return engine.LeaveByKind(ctx, r, e.leave, e.leave)
+}
+
+// leave is Leave's one path: the waiter's child is deleted, which wakes
+// the waiter behind it.
+func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 	if err := e.check(ctx); err != nil {
 		return err
 	}
-	k := key{name, waiter}
+	k := key{r.Name, r.Waiter}
 	w, ok := e.waiter(k)
 	if !ok {
 		return nil

@@ -65,6 +65,9 @@ type Loop struct {
 	// Waiter is the id of the wait's entry in Queue: Try's requests carry
 	// it (engine.AcquireRequest.Waiter).
 	Waiter string
+	// Kind is the kind of lock Try asks for (engine.AcquireRequest.Kind):
+	// the entry leaves the queue with it (engine.LeaveRequest.Kind).
+	Kind engine.Kind
 	// Try makes one attempt, on ctx: the wait's context, bounded by the
 	// failure budget (Failures.Context).
 	Try func(ctx context.Context) Answer
@@ -184,7 +187,7 @@ func (l *Loop) leave(ctx context.Context) {
 	defer cancel()
 	lctx, cancelLeave := context.WithTimeout(dctx, LeaveTimeout)
 	defer cancelLeave()
-	_ = l.Queue.Leave(lctx, l.Name, l.Waiter)
+	_ = l.Queue.Leave(lctx, engine.LeaveRequest{Name: l.Name, Waiter: l.Waiter, Kind: l.Kind})
 }
 
 // nap is how long to sleep after the refused answer a (negative: until a

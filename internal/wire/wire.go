@@ -131,3 +131,15 @@ func FenceBody(r engine.RaiseRequest) api.FenceRequest {
 func Raise(name string, b api.FenceRequest) engine.RaiseRequest {
 	return engine.RaiseRequest{Name: name, Owner: b.Owner, Token: b.Token, Kind: kindOf(b.Shared)}
 }
+
+// LeaveBody is the body of POST /v1/locks/{name}/leave for r: a shared
+// r.Kind is marked Shared (the wire names no kind there: engines take a
+// semaphore's and an RW lock's waiters out alike).
+func LeaveBody(r engine.LeaveRequest) api.LeaveRequest {
+	return api.LeaveRequest{Waiter: r.Waiter, Shared: r.Kind.Shared()}
+}
+
+// Leave is the engine request a leave body of the lock name asks for.
+func Leave(name string, b api.LeaveRequest) engine.LeaveRequest {
+	return engine.LeaveRequest{Name: name, Waiter: b.Waiter, Kind: kindOf(b.Shared)}
+}

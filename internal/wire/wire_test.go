@@ -63,3 +63,17 @@ func TestAcquireBody(t *testing.T) {
 		t.Errorf("writer: %+v", b)
 	}
 }
+
+// TestLeave: a leave round-trips through the wire with its kind (the wire
+// says only "shared": a shared lock's waiter comes back with a shared
+// kind, as every engine leaves a semaphore's and an RW lock's alike).
+func TestLeave(t *testing.T) {
+	for _, k := range []engine.Kind{engine.Mutex, engine.Semaphore, engine.RWLock} {
+		r := engine.LeaveRequest{Name: "n", Waiter: "w", Kind: k}
+		b := LeaveBody(r)
+		got := Leave("n", b)
+		if b.Shared != k.Shared() || got.Name != r.Name || got.Waiter != r.Waiter || got.Kind.Shared() != k.Shared() {
+			t.Errorf("%s: body %+v came back as %+v", k, b, got)
+		}
+	}
+}

@@ -63,6 +63,6 @@ func (e *queueTop) SubscribeWaiter(ctx context.Context, name, waiter string) (en
 }
 
 // Leave implements engine.Queuer.
-func (e *queueTop) Leave(ctx context.Context, name, waiter string) error {
-	return e.q.Leave(ctx, name, waiter)
+func (e *queueTop) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	return e.q.Leave(ctx, r)
 }
