@@ -719,6 +719,7 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 		}
 	}
 	info.Token = e.token(tokens)
+	info.Queue = longestQueue(rs)
 	if info.Held {
 		// The value of the nodes that have the settled token: a node
 		// whose token is not settled yet may have been read before phase
@@ -741,6 +742,21 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 		info.TTL = ttls[len(ttls)-e.majority]
 	}
 	return info
+}
+
+// longestQueue is the queue list of the node that counts the most waiters
+// (rs), the count a quorum's Inspect reports: listed from another node, an
+// entry that has reached some nodes only (a waiter's first attempt, a
+// leave, a straggler's answer) would make the list disagree with the count.
+func longestQueue(rs []result[engine.Info]) []engine.Waiter {
+	var queue []engine.Waiter
+	most := -1
+	for _, x := range rs {
+		if x.err == nil && x.v.Waiters > most {
+			most, queue = x.v.Waiters, x.v.Queue
+		}
+	}
+	return queue
 }
 
 // raiseFence runs phase 2 on one node.
