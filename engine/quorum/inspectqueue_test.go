@@ -10,10 +10,11 @@ import (
 
 // TestInspectListsTheCountedQueue: Inspect's Waiters (the most waiters any
 // node counts) and its Queue list the same node's queue, so they agree
-// while a waiter's entry has reached some nodes only. Before the fix the
-// list was the first holding node's, and this test failed ("1 waiters
-// counted, listed []"); tests that compare the two (the conformance case
-// QueueListed) could see them disagree on a busy machine.
+// while a waiter's entry has reached some nodes only; among the nodes
+// that count that many, the list is the order most of them have. Before
+// the fix the list was the first holding node's, and this test failed
+// ("1 waiters counted, listed []"); tests that compare the two (the
+// conformance case QueueListed) could see them disagree on a busy machine.
 func TestInspectListsTheCountedQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -38,5 +39,29 @@ func TestInspectListsTheCountedQueue(t *testing.T) {
 	}
 	if info.Waiters != 1 || len(info.Queue) != 1 || info.Queue[0].ID != "w-entry" {
 		t.Fatalf("Inspect: %d waiters counted, listed %+v; want w-entry counted and listed", info.Waiters, info.Queue)
+	}
+
+	// Every node has it now, and a second waiter, which node 0 (the
+	// straggler for the first) queued first: the list is the order most
+	// nodes have.
+	enter := func(i int, waiter string) {
+		t.Helper()
+		r := req
+		r.Owner, r.Attempt, r.Waiter = waiter, waiter, waiter+"-entry"
+		if g, err := mems[i].Acquire(ctx, r); err != nil || g.Acquired || !g.Queued {
+			t.Fatalf("%s on node %d: %+v, %v; want queued", waiter, i, g, err)
+		}
+	}
+	enter(0, "v")
+	enter(0, "w")
+	enter(2, "w")
+	enter(1, "v")
+	enter(2, "v")
+	info, err = q.Inspect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Waiters != 2 || len(info.Queue) != 2 || info.Queue[0].ID != "w-entry" || info.Queue[1].ID != "v-entry" {
+		t.Fatalf("Inspect: %d waiters counted, listed %+v; want w-entry then v-entry, the order of nodes 1 and 2", info.Waiters, info.Queue)
 	}
 }

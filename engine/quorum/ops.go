@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -744,16 +745,33 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	return info
 }
 
-// longestQueue is the queue list of the node that counts the most waiters
+// longestQueue is the queue list of a node that counts the most waiters
 // (rs), the count a quorum's Inspect reports: listed from another node, an
 // entry that has reached some nodes only (a waiter's first attempt, a
 // leave, a straggler's answer) would make the list disagree with the count.
+// Among the nodes that count that many, it is the list most of them have:
+// a straggler may have queued the same waiters in another order.
 func longestQueue(rs []result[engine.Info]) []engine.Waiter {
-	var queue []engine.Waiter
 	most := -1
 	for _, x := range rs {
-		if x.err == nil && x.v.Waiters > most {
-			most, queue = x.v.Waiters, x.v.Queue
+		if x.err == nil {
+			most = max(most, x.v.Waiters)
+		}
+	}
+	var queue []engine.Waiter
+	votes, best := map[string]int{}, 0
+	for _, x := range rs {
+		if x.err != nil || x.v.Waiters != most {
+			continue
+		}
+		var ids strings.Builder
+		for _, w := range x.v.Queue {
+			ids.WriteString(w.ID)
+			ids.WriteByte(0)
+		}
+		k := ids.String()
+		if votes[k]++; votes[k] > best {
+			best, queue = votes[k], x.v.Queue
 		}
 	}
 	return queue
