@@ -80,10 +80,7 @@ func (n *gatedNode) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]en
 func TestAttachTakesMajorityToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mems := []*memory.Engine{memory.New(), memory.New(), memory.New()}
-	for _, m := range mems {
-		t.Cleanup(func() { _ = m.Close() })
-	}
+	mems := threeMems(t)
 	// The holder's quorum: node 2's grant and its alignment wait.
 	lateGrant, lateAlign := make(chan struct{}), make(chan struct{})
 	holderQ, err := quorum.New([]engine.Engine{

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -719,6 +720,7 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 		}
 	}
 	info.Token = e.token(tokens)
+	info.Queue = longestQueue(rs)
 	if info.Held {
 		// The value of the nodes that have the settled token: a node
 		// whose token is not settled yet may have been read before phase
@@ -741,6 +743,38 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 		info.TTL = ttls[len(ttls)-e.majority]
 	}
 	return info
+}
+
+// longestQueue is the queue list of a node that counts the most waiters
+// (rs), the count a quorum's Inspect reports: listed from another node, an
+// entry that has reached some nodes only (a waiter's first attempt, a
+// leave, a straggler's answer) would make the list disagree with the count.
+// Among the nodes that count that many, it is the list most of them have:
+// a straggler may have queued the same waiters in another order.
+func longestQueue(rs []result[engine.Info]) []engine.Waiter {
+	most := -1
+	for _, x := range rs {
+		if x.err == nil {
+			most = max(most, x.v.Waiters)
+		}
+	}
+	var queue []engine.Waiter
+	votes, best := map[string]int{}, 0
+	for _, x := range rs {
+		if x.err != nil || x.v.Waiters != most {
+			continue
+		}
+		var ids strings.Builder
+		for _, w := range x.v.Queue {
+			ids.WriteString(w.ID)
+			ids.WriteByte(0)
+		}
+		k := ids.String()
+		if votes[k]++; votes[k] > best {
+			best, queue = votes[k], x.v.Queue
+		}
+	}
+	return queue
 }
 
 // raiseFence runs phase 2 on one node.

@@ -25,10 +25,7 @@ import (
 func TestGrantedWaiterLeavesEveryQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mems := []*memory.Engine{memory.New(), memory.New(), memory.New()}
-	for _, m := range mems {
-		t.Cleanup(func() { _ = m.Close() })
-	}
+	mems := threeMems(t)
 	lateRelease := make(chan struct{})
 	holder, err := quorum.New([]engine.Engine{
 		&gatedNode{Engine: mems[0]},
@@ -77,6 +74,15 @@ func TestGrantedWaiterLeavesEveryQueue(t *testing.T) {
 		info, _ := mems[2].Inspect(ctx, name)
 		t.Fatalf("node 2 keeps the granted waiter's entry: %d waiters", info.Waiters)
 	}
+}
+
+// threeMems returns three embedded engines, closed when the test ends.
+func threeMems(t *testing.T) []*memory.Engine {
+	mems := []*memory.Engine{memory.New(), memory.New(), memory.New()}
+	for _, m := range mems {
+		t.Cleanup(func() { _ = m.Close() })
+	}
+	return mems
 }
 
 // memQuorumOf is a quorum on the embedded engines mems (left open when

@@ -33,7 +33,7 @@ func electFaults(ctx context.Context, e *env) {
 	case 0: // paused past its leadership's end
 		d := e.between(2*ttl, 5*ttl/2)
 		start := time.Now()
-		p.signal(syscall.SIGSTOP)
+		e.pause(p, id)
 		time.Sleep(d)
 		p.signal(syscall.SIGCONT)
 		e.fault(1, id, fmt.Sprintf("leader SIGSTOP %v", d.Round(time.Millisecond)), start, time.Now())

@@ -15,6 +15,14 @@ import (
 // fault and always heals it before returning (its own sleeps ignore ctx, so
 // nothing is left broken when the run ends).
 
+// pause SIGSTOPs the process client id and returns once it is stopped
+// (proc.pause); a stop that takes longer than pauseTimeout is logged.
+func (e *env) pause(p *proc, id string) {
+	if err := p.pause(); err != nil {
+		e.logf("pause %s: %v", id, err)
+	}
+}
+
 // pauseHolder (1): SIGSTOP the process client right after its lease check.
 func pauseHolder(ctx context.Context, e *env) {
 	pauseHolderFor(ctx, e, 2*e.spec.TTL, 5*e.spec.TTL/2)
@@ -30,7 +38,7 @@ func pauseHolderFor(ctx context.Context, e *env, lo, hi time.Duration) {
 	p := s.current()
 	d := e.between(lo, hi)
 	start := time.Now()
-	p.signal(syscall.SIGSTOP)
+	e.pause(p, s.id())
 	time.Sleep(d)
 	p.signal(syscall.SIGCONT)
 	e.fault(1, s.id(), fmt.Sprintf("SIGSTOP %v", d.Round(time.Millisecond)), start, time.Now())

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/distlock/distlock/internal/procstop"
 	"github.com/distlock/distlock/safety/client"
 	"github.com/distlock/distlock/safety/history"
 )
@@ -77,6 +78,20 @@ func (p *proc) send(line string) {
 // signal sends sig to the process.
 func (p *proc) signal(sig syscall.Signal) {
 	_ = p.cmd.Process.Signal(sig)
+}
+
+// pauseTimeout bounds how long pause waits for every thread to stop.
+const pauseTimeout = 10 * time.Second
+
+// pause SIGSTOPs the process and returns once every thread of it is
+// stopped (procstop.Wait): kill(2) returns as soon as the signal is
+// queued, and on a busy machine the process's threads go on running
+// (renewing, writing) for milliseconds, sometimes tens, until one of them
+// is scheduled to take it. The error (a thread still running after
+// pauseTimeout) is for the log: the process is stopping all the same.
+func (p *proc) pause() error {
+	p.signal(syscall.SIGSTOP)
+	return procstop.Wait(p.cmd.Process.Pid, pauseTimeout)
 }
 
 // exited reports whether the process has exited.

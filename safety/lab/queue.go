@@ -214,7 +214,7 @@ func killHeadWaiter(ctx context.Context, e *env) {
 		e.restartSlotsAfter(respawn, s)
 		return
 	}
-	s.current().signal(syscall.SIGSTOP)
+	e.pause(s.current(), id)
 	// Its entry lives at least WaiterTTL - WaiterTTL/3 after its last
 	// heartbeat; the holder releases well before.
 	limit := time.Now().Add(distlock.WaiterTTL / 2)
@@ -245,7 +245,7 @@ func stopHeadWaiter(ctx context.Context, e *env) {
 	d := e.between(distlock.WaiterTTL+500*time.Millisecond, distlock.WaiterTTL+1500*time.Millisecond)
 	p := s.current()
 	start := time.Now()
-	p.signal(syscall.SIGSTOP)
+	e.pause(p, id)
 	time.Sleep(d)
 	p.signal(syscall.SIGCONT)
 	e.fault(check.ClassStopHeadWaiter, id, fmt.Sprintf("SIGSTOP %v at the head of a held lock", d.Round(time.Millisecond)), start, time.Now())

@@ -85,7 +85,7 @@ func sentinelFailover(ctx context.Context, e *env) {
 			case <-checked:
 				if s := e.slotOf(lost.Client); s != nil {
 					if stopped = s.current(); stopped != nil {
-						stopped.signal(syscall.SIGSTOP)
+						e.pause(stopped, lost.Client)
 					}
 				}
 			case <-admin.Done():
