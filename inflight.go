@@ -3,6 +3,7 @@ package distlock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,32 +42,44 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 		return call(ctx) // an embedded engine's answer is the request's outcome
 	}
 	rctx, cancel := c.flightContext(ctx)
-	got := make(chan answer[T])
-	left := make(chan struct{})
+	// One answer, taken by the caller or, once it left, by settle: the
+	// state says which (flightWaiting, then flightAnswered or flightLeft).
+	got := make(chan answer[T], 1)
+	var state atomic.Int32
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		defer cancel()
 		v, err := call(rctx)
-		select {
-		case got <- answer[T]{v, err}:
-		case <-left:
+		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
 			settle(v, err)
+			return
 		}
+		got <- answer[T]{v, err}
 	}()
 	select {
 	case a := <-got:
 		return a.v, a.err
 	case <-ctx.Done():
-		close(left)
-		// A request without a deadline of its own gets the release
-		// timeout from now to answer.
-		stop := time.AfterFunc(c.releaseTimeout, cancel)
-		context.AfterFunc(rctx, func() { stop.Stop() })
-		var zero T
-		return zero, &abandonedError{cause: context.Cause(ctx)}
 	}
+	if !state.CompareAndSwap(flightWaiting, flightLeft) {
+		a := <-got // answered as ctx ended: the caller takes it
+		return a.v, a.err
+	}
+	// A request without a deadline of its own gets the release timeout
+	// from now to answer.
+	stop := time.AfterFunc(c.releaseTimeout, cancel)
+	context.AfterFunc(rctx, func() { stop.Stop() })
+	var zero T
+	return zero, &abandonedError{cause: context.Cause(ctx)}
 }
+
+// The states of a request in flight (sendSettled).
+const (
+	flightWaiting  int32 = iota // the caller waits for the answer
+	flightAnswered              // the answer is the caller's
+	flightLeft                  // the caller left: settle takes the answer
+)
 
 // flightContext is the context of a request in flight: ctx's values, never
 // its cancellation, and ctx's deadline (if any) plus the release timeout.
