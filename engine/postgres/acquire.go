@@ -29,16 +29,23 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce, e.ownChannel()}
 	scan := []any{&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved}
 	var err error
-	if !e.v6.Load() {
-		err = e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
-		if undefinedFunction(err) {
-			// A schema before version 7 (nothing ran): acquire without
-			// the channel; waiters are woken on the schema's channel.
-			e.v6.Store(true)
+	// "function does not exist" means nothing ran (the statement, its own
+	// transaction, rolled back): the call goes to the other signature. On a
+	// schema before version 7, acquire without the channel (waiters are
+	// woken on the schema's channel). On one latched as version 6 that a
+	// Migrate brought up to date during the call (an old body that met a
+	// function the upgrade dropped), the current one. At most once each.
+	for try := 0; try < 3; try++ {
+		v6 := e.v6.Load()
+		if v6 {
+			err = e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
+		} else {
+			err = e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
 		}
-	}
-	if e.v6.Load() {
-		err = e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
+		if !undefinedFunction(err) {
+			break
+		}
+		e.v6.Store(!v6)
 	}
 	if err != nil {
 		// A name that holders of a shared lock hold: refused as memory does.
