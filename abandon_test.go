@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -150,4 +151,62 @@ func TestAbandonedAcquireSettled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stalledAcquire is an engine whose Acquire, once armed, answers only when
+// its context ends: a backend that stopped answering, behind a client
+// library that honours cancellation.
+type stalledAcquire struct {
+	engine.Engine
+	armed   atomic.Bool
+	entered chan struct{}
+}
+
+func (e *stalledAcquire) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if !e.armed.Load() {
+		return e.Engine.Acquire(ctx, r)
+	}
+	e.entered <- struct{}{}
+	<-ctx.Done()
+	return engine.Grant{}, ctx.Err()
+}
+
+// TestCloseBoundedOnStalledAcquire: Close ends a wait whose attempt is
+// stuck on a backend that stopped answering, and returns once that
+// request had the release timeout to answer (the fake clock's exact
+// instant), not at the wait's own deadline an hour on.
+func TestCloseBoundedOnStalledAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const releaseTimeout = 2 * time.Second
+		eng := &stalledAcquire{Engine: memory.New(), entered: make(chan struct{}, 1)}
+		c := distlock.New(eng, distlock.WithReleaseTimeout(releaseTimeout))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if _, err := eng.Engine.Acquire(ctx, engine.AcquireRequest{Name: "n", Owner: "other", TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 1)
+		go func() {
+			_, err := c.Acquire(ctx, "n")
+			errs <- err
+		}()
+		// The first attempt finds the lock held; the wait loop's next
+		// one, after the holder leaves, is stuck.
+		synctest.Wait()
+		eng.armed.Store(true)
+		if _, err := eng.Engine.Release(ctx, engine.ReleaseRequest{Name: "n", Owner: "other"}); err != nil {
+			t.Fatal(err)
+		}
+		<-eng.entered
+		start := time.Now()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > releaseTimeout {
+			t.Fatalf("Close took %v, want at most the release timeout %v", took, releaseTimeout)
+		}
+		if err := <-errs; !errors.Is(err, distlock.ErrClosed) {
+			t.Fatalf("the wait after Close: %v, want ErrClosed", err)
+		}
+	})
 }
