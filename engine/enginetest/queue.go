@@ -470,10 +470,8 @@ func (s *suite) acquiresAfterRelease(t *testing.T, waiters int, hide bool) int64
 		counted, waitErr = info.Waiters, err
 		return err == nil && info.Waiters >= waiters
 	}
-	for end := time.Now().Add(45 * time.Second); !ready(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out after 45s waiting for the waiters: %d of %d tried after subscribing; %d counted in the queue (inspect: %v)", tried, waiters, counted, waitErr)
-		}
+	if !waitUntil(45*time.Second, ready) {
+		t.Fatalf("timed out after 45s waiting for the waiters: %d of %d tried after subscribing; %d counted in the queue (inspect: %v)", tried, waiters, counted, waitErr)
 	}
 	acquires := func() int64 {
 		var n int64
