@@ -103,10 +103,12 @@ func harness(client func() goredis.UniversalClient, del func(context.Context, ..
 
 // TestCheckerRestartWithoutPersistence is the control of the checker's
 // restarts: a redis-server that persists nothing forgets its locks when it
-// restarts, and the checker must see a lease surely live lost or shared.
+// restarts, and the checker must see a lease surely live lost or shared,
+// or a fair waiter's queue entry forgotten (a newcomer granted while it is
+// surely queued).
 func TestCheckerRestartWithoutPersistence(t *testing.T) {
 	srv := redistest.Start(t)
 	h := harness(func() goredis.UniversalClient { return srv.Client() }, srv.Del)
 	h.Faults = &enginetest.Faults{Restart: func(context.Context) error { return srv.Restart() }}
-	enginetest.CheckCatches(t, h, 30*time.Second, nil, "exclusion:", "lost early", "view:", "tokens:")
+	enginetest.CheckCatches(t, h, 30*time.Second, nil, "exclusion:", "lost early", "view:", "tokens:", "queue:")
 }
