@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/wire"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -32,7 +33,7 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	}
 	req := api.SetAcquireRequest{Locks: make([]api.SetLock, len(rs))}
 	for i, r := range rs {
-		req.Locks[i] = api.SetLock{Name: r.Name, Owner: r.Owner, Attempt: r.Attempt, TTLMs: ms(r.TTL), Metadata: r.Metadata}
+		req.Locks[i] = wire.SetLockBody(r)
 	}
 	var out api.SetAcquireResponse
 	err := e.call(ctx, callOpts{how: retryUnsent, most: rs[0].TTL / 3}, "acquire set", http.MethodPost, "/v1/sets/acquire", req, &out)

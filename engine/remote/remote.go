@@ -484,6 +484,3 @@ func escapeName(name string) string {
 	}
 	return s
 }
-
-// ms renders a duration in whole milliseconds, at least 1.
-func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }

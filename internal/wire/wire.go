@@ -53,6 +53,11 @@ func AcquireBody(r engine.AcquireRequest) api.AcquireRequest {
 	return b
 }
 
+// SetLockBody is the wire form of one lock of a set (a mutex's request).
+func SetLockBody(r engine.AcquireRequest) api.SetLock {
+	return api.SetLock{Name: r.Name, Owner: r.Owner, Attempt: r.Attempt, TTLMs: ms(r.TTL), Metadata: r.Metadata}
+}
+
 // ms is d in whole milliseconds on the wire, at least 1.
 func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }
 

@@ -64,6 +64,18 @@ func TestAcquireBody(t *testing.T) {
 	}
 }
 
+// TestSetLockBody: a set's lock goes on the wire with its owner, attempt,
+// metadata and ttl in whole milliseconds (at least 1).
+func TestSetLockBody(t *testing.T) {
+	r := engine.AcquireRequest{Name: "n", Owner: "o", Attempt: "a", TTL: 1500 * time.Millisecond, Metadata: "m"}
+	if b := SetLockBody(r); b != (api.SetLock{Name: "n", Owner: "o", Attempt: "a", TTLMs: 1500, Metadata: "m"}) {
+		t.Errorf("%+v", b)
+	}
+	if r.TTL = time.Microsecond; SetLockBody(r).TTLMs != 1 {
+		t.Errorf("a ttl under 1 ms is sent as %d ms, want 1", SetLockBody(r).TTLMs)
+	}
+}
+
 // TestLeave: a leave round-trips through the wire with its kind (the wire
 // says only "shared": a shared lock's waiter comes back with a shared
 // kind, as every engine leaves a semaphore's and an RW lock's alike).
