@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueDeadWaiterSkipped", s.deadWaiterSkipped},
 		{"QueueGiveUpLeaves", s.giveUpLeaves},
 		{"QueueReservationLapses", s.reservationLapses},
+		{"QueueReservationPassesOnLeave", s.reservationPassesOnLeave},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
 		{"QueueListed", s.queueListed},

@@ -653,6 +653,63 @@ func (s *suite) reservationLapses(t *testing.T) {
 	_ = l.Release(ctx)
 }
 
+// reservationPassesOnLeave: when the head a release reserved the lock for
+// leaves the queue, the next head gets a reservation of its own, a whole
+// one from the leave, not what was left of the one before (a head that
+// came to the queue's front late would be skipped before it could take
+// the lock). Two fair ghost waiters queue; the release reserves the lock
+// for the first (a newcomer's TryAcquire is told the reservation's time
+// left, at most its length); once half of that has passed, the first
+// leaves; the lock must then stay kept for the second at least that time
+// left after the Leave was sent.
+func (s *suite) reservationPassesOnLeave(t *testing.T) {
+	ctx := ctxTimeout(t, 30*time.Second)
+	e, q := s.queuer(t, true)
+	name := lockName(t)
+	h, err := s.client(t).Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"ghost-first", "ghost-second"} {
+		g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: id, Attempt: id, TTL: time.Minute,
+			Waiting: true, Waiter: id, WaiterTTL: time.Minute, Fair: true})
+		if err != nil || g.Acquired || !g.Queued || g.Head != (i == 0) {
+			t.Fatalf("the entry of %s: %+v, %v", id, g, err)
+		}
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newcomer := s.client(t)
+	reserved := func() time.Duration {
+		_, err := newcomer.TryAcquire(ctx, name)
+		var le *distlock.LockedError
+		if !errors.As(err, &le) || !le.Queued {
+			t.Fatalf("TryAcquire of a lock reserved for the head: %v, want a LockedError with Queued", err)
+		}
+		return le.TTL
+	}
+	tried := time.Now()
+	left := reserved()
+	waitFor(t, 20*time.Second, "half the first head's reservation to pass", func() bool {
+		reserved()
+		return time.Since(tried) >= left/2
+	})
+	leave := time.Now()
+	if err := q.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "ghost-first"}); err != nil {
+		t.Fatal(err)
+	}
+	var l *distlock.Lease
+	waitFor(t, 20*time.Second, "the second head's reservation to lapse", func() bool {
+		l, err = newcomer.TryAcquire(ctx, name)
+		return err == nil
+	})
+	defer func() { _ = l.Release(ctx) }()
+	if took := time.Since(leave); took < left {
+		t.Fatalf("a newcomer took the lock %v after the reserved head left: the lock was not kept for the next head for %v", took, left)
+	}
+}
+
 // fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the
 // queue, even when the head is not fair. The head here is a dead waiter
 // that is never reserved for (NoReserve, as a quorum's): the release wakes

@@ -370,7 +370,7 @@ func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...an
 		}
 		return placed{path: res[0].String, parent: res[1].Stat}, nil
 	}, func(p placed) { e.undoGrant(p.path) })
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists) {
+	if changedMeanwhile(err) {
 		return engine.Grant{}, false, nil
 	}
 	if err != nil {
@@ -494,12 +494,21 @@ func (e *Engine) free(ctx context.Context, c child) error {
 }
 
 // drop deletes the head of the line whose reservation lapsed and records
-// a release again, which reserves the lock for the next head.
+// a release again, which reserves the lock for the next head (passOn).
 func (e *Engine) drop(ctx context.Context, l *line, head child) error {
-	_, err := e.multi(ctx, &zk.DeleteRequest{Path: head.path, Version: head.st.Version},
+	_, err := e.passOn(ctx, l, head)
+	return err
+}
+
+// passOn deletes the head of the line l and records a release again, each
+// at the version read (a head that wrote its place since stays), in one
+// transaction: a reservation for the next head, counted from now. done is
+// false when either changed since it was read (nothing is changed then).
+func (e *Engine) passOn(ctx context.Context, l *line, head child) (done bool, err error) {
+	_, err = e.multi(ctx, &zk.DeleteRequest{Path: head.path, Version: head.st.Version},
 		&zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: l.parent.Version})
-	if err != nil && !verdict(err) {
-		return err
+	if verdict(err) {
+		return false, nil
 	}
-	return nil
+	return err == nil, err
 }

@@ -49,11 +49,26 @@ func (e *Engine) readKind(ctx context.Context, name string) (kindRecord, bool, e
 	return rec, true, nil
 }
 
-// createKind stores name's kind record as rec; false when another client
-// stored one first (read it then).
-func (e *Engine) createKind(ctx context.Context, name string, rec kindRecord) (bool, error) {
+// createKind stores name's kind record as rec in one transaction with a
+// check of the name node at the version the line l was read at: a
+// reading that missed a mutex's grant (one made meanwhile, or not yet
+// applied by the member the session reads from) stores nothing, as a
+// refusal changes nothing. made is false when the record or the name
+// node changed meanwhile (read again). l must show the name node.
+func (e *Engine) createKind(ctx context.Context, l *line, name string, rec kindRecord) (made bool, err error) {
 	b, _ := json.Marshal(rec)
-	return e.createRecord(ctx, e.kindPath(name), b)
+	_, err = e.multi(ctx, &zk.CheckVersionRequest{Path: l.path, Version: l.parent.Version},
+		&zk.CreateRequest{Path: e.kindPath(name), Data: b, Acl: zk.WorldACL(zk.PermAll)})
+	if changedMeanwhile(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// changedMeanwhile reports whether err is a transaction's failed check: a
+// version, or a node found made or gone, that changed since it was read.
+func changedMeanwhile(err error) bool {
+	return errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNodeExists)
 }
 
 // createRecord creates the persistent root child path with data (the root
@@ -73,21 +88,23 @@ func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bo
 }
 
 // kindOf returns the kind record of r's shared lock, storing r's kind and
-// declared limit when it has none.
-func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest) (kindRecord, error) {
-	for range maxConflicts {
-		rec, ok, err := e.readKind(ctx, r.Name)
-		if err != nil || ok {
-			return rec, err
-		}
-		if err := engine.CheckShared(r, r.Kind, r.Limit); err != nil {
-			return rec, err // a semaphore is not made with a bad limit
-		}
-		if _, err := e.createKind(ctx, r.Name, kindRecord{Kind: r.Kind, Limit: r.Limit}); err != nil {
-			return rec, err
-		}
+// declared limit when it has none (createKind, checked against the line
+// l). ok is false when the record or the line changed meanwhile: the
+// round runs again.
+func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest, l *line) (rec kindRecord, ok bool, err error) {
+	rec, ok, err = e.readKind(ctx, r.Name)
+	if err != nil || ok {
+		return rec, ok, err
 	}
-	return kindRecord{}, conflict("kind", r.Name)
+	if err := engine.CheckShared(r, r.Kind, r.Limit); err != nil {
+		return rec, false, err // a semaphore is not made with a bad limit
+	}
+	if l.parent == nil { // no name node yet: made first, and read again
+		return rec, false, e.ensure(ctx, l.path, true)
+	}
+	rec.Kind, rec.Limit = r.Kind, r.Limit
+	made, err := e.createKind(ctx, l, r.Name, rec)
+	return rec, made, err // made at version 0, with the line current
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on

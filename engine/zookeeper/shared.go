@@ -66,8 +66,8 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 		// Refused before the kind is stored: a refusal changes nothing.
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
-	rec, err := e.kindOf(ctx, r)
-	if err != nil {
+	rec, ok, err := e.kindOf(ctx, r, l)
+	if err != nil || !ok {
 		return engine.Grant{}, false, err
 	}
 	if err := engine.CheckShared(r, rec.Kind, rec.Limit); err != nil {
@@ -179,7 +179,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 			}
 			return 0, engine.KindError(name, 0, engine.Semaphore)
 		}
-		prev, done, err := e.writeLimit(ctx, name, limit)
+		prev, done, err := e.writeLimit(ctx, &l, name, limit)
 		if err != nil || !done {
 			if err != nil {
 				return 0, err
@@ -195,23 +195,30 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 }
 
 // writeLimit stores limit in name's kind record and returns the previous
-// one (0: none); done is false when another client wrote it meanwhile.
-func (e *Engine) writeLimit(ctx context.Context, name string, limit int) (int, bool, error) {
+// one (0: none), checking in the same transaction the name node at the
+// version the line l was read at (a reading that missed a mutex's grant
+// writes nothing); done is false when the record or the line changed
+// meanwhile.
+func (e *Engine) writeLimit(ctx context.Context, l *line, name string, limit int) (int, bool, error) {
+	if l.parent == nil { // no name node yet: made first, and read again
+		return 0, false, e.ensure(ctx, l.path, true)
+	}
 	rec, ok, err := e.readKind(ctx, name)
 	if err != nil {
 		return 0, false, err
 	}
 	next := kindRecord{Kind: engine.Semaphore, Limit: limit}
 	if !ok {
-		made, err := e.createKind(ctx, name, next)
+		made, err := e.createKind(ctx, l, name, next)
 		return 0, made, err
 	}
 	if rec.Kind != engine.Semaphore {
 		return 0, false, engine.KindError(name, rec.Kind, engine.Semaphore)
 	}
 	b, _ := json.Marshal(next)
-	_, err = e.set(ctx, rec.path, b, rec.version)
-	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+	_, err = e.multi(ctx, &zk.CheckVersionRequest{Path: l.path, Version: l.parent.Version},
+		&zk.SetDataRequest{Path: rec.path, Data: b, Version: rec.version})
+	if changedMeanwhile(err) {
 		return 0, false, nil
 	}
 	return rec.Limit, err == nil, err

@@ -90,7 +90,7 @@ func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
 }
 
 // leave is Leave's one path: the waiter's child is deleted, which wakes
-// the waiter behind it.
+// the waiter behind it (leaveLine).
 func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 	if err := e.check(ctx); err != nil {
 		return err
@@ -100,10 +100,47 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 	if !ok {
 		return nil
 	}
-	if err := e.del(ctx, w.path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := e.leaveLine(ctx, r.Name, w.path); err != nil {
 		return err
 	}
 	e.dropWaiter(k)
+	return nil
+}
+
+// leaveLine deletes the place in name's line. A place heading the line of
+// a free lock after a release (one the lock is reserved for: reservedFor)
+// goes with the release recorded again, in one transaction (passOn), so
+// that the next head's reservation counts from its coming to the front,
+// as every engine's queue passes a reservation on (engine.Queuer), not
+// from the release: a head that came to the front late would be dropped
+// before it could take the lock.
+func (e *Engine) leaveLine(ctx context.Context, name, place string) error {
+	for range maxConflicts {
+		l, err := e.read(ctx, name)
+		if err != nil {
+			return err
+		}
+		line, _ := l.waiters(l.now)
+		if l.parent == nil || len(line) == 0 || line[0].path != place {
+			break
+		}
+		ev, _, err := e.eventOf(ctx, &l)
+		if errors.Is(err, errLineChanged) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ev.Kind != evReleased {
+			break
+		}
+		if done, err := e.passOn(ctx, &l, line[0]); err != nil || done {
+			return err
+		}
+	}
+	if err := e.del(ctx, place, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
 	return nil
 }
 
