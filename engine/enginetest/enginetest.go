@@ -98,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueGiveUpLeaves", s.giveUpLeaves},
 		{"QueueReservationLapses", s.reservationLapses},
 		{"QueueReservationPassesOnLeave", s.reservationPassesOnLeave},
+		{"QueueLeaveBehindExpired", s.leaveBehindExpired},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
 		{"QueueListed", s.queueListed},

@@ -710,6 +710,52 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 	}
 }
 
+// leaveBehindExpired: the waiter behind an expired entry (one whose
+// heartbeats stopped) leaves the queue of a lock released meanwhile: the
+// Leave succeeds, the queue is then empty, and the lock free. Two ghost
+// waiters queue, the first with the engine's least ttl, the second with a
+// minute; once the first's entry has expired the holder releases, and the
+// second leaves.
+func (s *suite) leaveBehindExpired(t *testing.T) {
+	ctx := ctxTimeout(t, 60*time.Second)
+	e, q := s.queuer(t, false)
+	name := lockName(t)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := max(distlock.MinTTL, engine.CapabilitiesOf(e).MinTTL)
+	for _, g := range []struct {
+		id  string
+		ttl time.Duration
+	}{{"ghost-expiring", short}, {"ghost-leaving", time.Minute}} {
+		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
+			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl})
+		if err != nil || got.Acquired || !got.Queued {
+			t.Fatalf("the entry of %s: %+v, %v", g.id, got, err)
+		}
+	}
+	waitFor(t, 30*time.Second, "the first entry to expire", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters == 1
+	})
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "ghost-leaving"}); err != nil {
+		t.Fatalf("Leave behind an expired entry: %v", err)
+	}
+	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 0 || info.Held {
+		t.Fatalf("after the Leave: %+v, %v; want a free lock and no waiter", info, err)
+	}
+	l, err := s.client(t).TryAcquire(ctx, name)
+	if err != nil {
+		t.Fatalf("the free lock with an empty queue: %v", err)
+	}
+	_ = l.Release(ctx)
+}
+
 // fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the
 // queue, even when the head is not fair. The head here is a dead waiter
 // that is never reserved for (NoReserve, as a quorum's): the release wakes

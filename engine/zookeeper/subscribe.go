@@ -116,7 +116,7 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 // before it could take the lock.
 func (e *Engine) leaveLine(ctx context.Context, name, place string) error {
 	for range maxConflicts {
-		l, err := e.read(ctx, name)
+		l, err := e.readLine(ctx, name, place, false) // the place read with its stat
 		if err != nil {
 			return err
 		}
