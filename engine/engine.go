@@ -313,9 +313,9 @@ type Info struct {
 	Subscribers int
 	// Queue lists the live entries of the lock's waiter queue in arrival
 	// order (at most MaxQueueListed of them), for operators' wait-for
-	// graphs: filled in by the memory engine, Redis, etcd and PostgreSQL
-	// (every kind) and a quorum (a mutex's, as one node lists it), nil
-	// elsewhere.
+	// graphs: filled in by the memory engine, Redis, etcd, PostgreSQL,
+	// ZooKeeper and the remote engine (every kind) and a quorum (a mutex's,
+	// as one node lists it), nil elsewhere.
 	Queue []Waiter
 	// Holders lists who holds the lock: one entry for a mutex (the fields
 	// above), and as many as hold it for the lock kinds that share

@@ -39,21 +39,27 @@ func (l *line) info(name string, now int64) engine.Info {
 		info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
 			TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
 	}
-	info.Waiters = l.queued(now, false)
+	info.Waiters, info.Queue = l.queued(now, false)
 	return info
 }
 
-// queued counts the live places in line of a shared lock's requests
-// (shared true) or of a mutex's.
-func (l *line) queued(now int64, shared bool) int {
+// queued returns the live places in line of a shared lock's requests
+// (shared true) or of a mutex's: their count, and the first
+// engine.MaxQueueListed of them in arrival order as engine.Info.Queue
+// lists them (each its waiter id and its time since the place was made).
+func (l *line) queued(now int64, shared bool) (int, []engine.Waiter) {
 	line, _ := l.waiters(now)
-	n := 0
+	n, q := 0, []engine.Waiter{}
 	for _, c := range line {
-		if (c.d.Kind != 0) == shared {
-			n++
+		if (c.d.Kind != 0) != shared {
+			continue
+		}
+		n++
+		if len(q) < engine.MaxQueueListed {
+			q = append(q, engine.Waiter{ID: c.d.Waiter, Waited: left(max(0, now-c.st.Ctime))})
 		}
 	}
-	return n
+	return n, q
 }
 
 // sharedInfo describes the shared lock name, whose line l was read at the
@@ -73,7 +79,7 @@ func (e *Engine) sharedInfo(ctx context.Context, name string, l *line, now int64
 		info.Token = max(info.Token, h.Token)
 	}
 	info.Held, info.HighWater = len(holders) > 0, info.Token
-	info.Waiters = l.queued(now, true)
+	info.Waiters, info.Queue = l.queued(now, true)
 	return info, nil
 }
 

@@ -14,8 +14,9 @@ import (
 // token) describes its one holder in the top-level fields; a shared lock
 // (semaphore, RW lock) lists its holders in Holders, with Token the
 // highest holder token, a semaphore's Limit and an RW lock's Mode. The
-// wire carries the queue's length (Waiters), not its entries: Info leaves
-// engine.Info.Queue nil.
+// queue's entries travel as the engine listed them (none: nil, as from an
+// engine that does not list them), each waiter's id to the admin role
+// only, a fingerprint to every role.
 
 // LockInfo is the wire form of i. owners says whether the caller may see
 // owner tokens (the admin role, or a server without authentication:
@@ -23,7 +24,7 @@ import (
 // caller sees each holder's fingerprint (api.HolderID).
 func LockInfo(i engine.Info, owners bool) api.LockInfo {
 	j := api.LockInfo{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Subscribers: i.Subscribers,
-		Kind: KindName(i.Kind), Partial: Partial(i.Partial)}
+		Kind: KindName(i.Kind), Partial: Partial(i.Partial), Queue: queue(i.Queue, owners)}
 	if !i.Kind.Shared() {
 		if i.Held {
 			j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = api.HolderID(i.Owner), i.Count, i.Metadata, i.Token, HolderTTLMs(i.TTL)
@@ -75,7 +76,34 @@ func Info(l api.LockInfo) engine.Info {
 		i.Holders = append(i.Holders, engine.Holder{Owner: HolderOwner(h.Owner, h.HolderID), Count: h.Count, Token: h.Token,
 			TTL: HolderTTL(h.TTLMs), Metadata: h.Metadata, Weight: h.Weight})
 	}
+	for _, w := range l.Queue {
+		i.Queue = append(i.Queue, engine.Waiter{ID: WaiterID(w.Waiter, w.WaiterID), Waited: time.Duration(w.WaitedMs) * time.Millisecond})
+	}
 	return i
+}
+
+// queue is the wire form of an engine's queue listing: nil when it lists
+// none; each waiter's id when owners says the caller may see it.
+func queue(q []engine.Waiter, owners bool) []api.QueueEntry {
+	var out []api.QueueEntry
+	for _, w := range q {
+		e := api.QueueEntry{WaiterID: api.HolderID(w.ID), WaitedMs: w.Waited.Milliseconds()}
+		if owners {
+			e.Waiter = w.ID
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// WaiterID is the waiter id a wire queue entry stands for: its id when
+// the server showed it, else "waiter:" and its fingerprint (an id that
+// names no owner: distlock.WaiterOwner reads none from it).
+func WaiterID(id, fingerprint string) string {
+	if id == "" && fingerprint != "" {
+		return "waiter:" + fingerprint
+	}
+	return id
 }
 
 // HolderOwner is the owner a wire holder stands for: its owner token when

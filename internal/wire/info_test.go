@@ -12,9 +12,9 @@ import (
 // TestInfoRoundTrip: an engine.Info of every kind comes back from its wire
 // form (LockInfo, then Info) as it was, for a caller that sees owner
 // tokens; for one that does not, each holder comes back as "holder:" and
-// its fingerprint, with nothing else lost and no owner token on the wire.
-// The queue's entries do not travel (its length does), and a partial
-// answer keeps its mark.
+// its fingerprint, and each queued waiter as "waiter:" and its id's
+// fingerprint, with nothing else lost and no owner token or waiter id on
+// the wire. A partial answer keeps its mark.
 func TestInfoRoundTrip(t *testing.T) {
 	partial := &engine.PartialError{Unanswered: []string{"node-2", "node-4"}}
 	reader := func(o string, tok uint64) engine.Holder {
@@ -26,14 +26,15 @@ func TestInfoRoundTrip(t *testing.T) {
 	}{
 		{"free mutex", engine.Info{Name: "m", HighWater: 7}},
 		{"held mutex", engine.Info{Name: "m", Held: true, Owner: "o1", Count: 2, Metadata: "md", Token: 9, TTL: 1500 * time.Millisecond,
-			HighWater: 9, Waiters: 3, Subscribers: 4}},
+			HighWater: 9, Waiters: 3, Subscribers: 4, Queue: []engine.Waiter{{ID: "w1", Waited: time.Second}, {ID: "w2"}, {ID: "w3", Waited: time.Millisecond}}}},
 		{"permanent mutex", engine.Info{Name: "m", Held: true, Owner: "o1", Count: 1, Token: 5, TTL: -1, HighWater: 5}},
 		{"election", engine.Info{Name: "e", Held: true, Owner: "leader", Count: 1, Metadata: "http://leader:8080", Token: 12,
 			TTL: 3 * time.Second, HighWater: 12, Waiters: 2, Subscribers: 5}},
 		{"semaphore", engine.Info{Name: "s", Held: true, Kind: engine.Semaphore, Limit: 5, Token: 21, HighWater: 21, Waiters: 1,
 			Holders: []engine.Holder{
 				{Owner: "a", Count: 1, Token: 20, TTL: time.Second, Weight: 2, Metadata: "x"},
-				{Owner: "b", Count: 3, Token: 21, TTL: 4 * time.Second, Weight: 3}}}},
+				{Owner: "b", Count: 3, Token: 21, TTL: 4 * time.Second, Weight: 3}},
+			Queue: []engine.Waiter{{ID: "w", Waited: 2 * time.Second}}}},
 		{"free semaphore", engine.Info{Name: "s", Kind: engine.Semaphore, Limit: 2, HighWater: 3}},
 		{"rw readers", engine.Info{Name: "rw", Held: true, Kind: engine.RWLock, Limit: engine.RWPermits, Token: 31, HighWater: 31,
 			Holders: []engine.Holder{reader("r1", 30), reader("r2", 31)}}},
@@ -55,6 +56,11 @@ func TestInfoRoundTrip(t *testing.T) {
 				t.Errorf("%s: holder owner %q on the wire for a caller without owners", c.name, h.Owner)
 			}
 		}
+		for _, w := range j.Queue {
+			if w.Waiter != "" {
+				t.Errorf("%s: waiter id %q on the wire for a caller without owners", c.name, w.Waiter)
+			}
+		}
 		want := c.in
 		if want.Held && !want.Kind.Shared() {
 			want.Owner = "holder:" + api.HolderID(want.Owner)
@@ -64,6 +70,11 @@ func TestInfoRoundTrip(t *testing.T) {
 			h.Owner = "holder:" + api.HolderID(h.Owner)
 			want.Holders = append(want.Holders, h)
 		}
+		want.Queue = nil
+		for _, w := range c.in.Queue {
+			w.ID = "waiter:" + api.HolderID(w.ID)
+			want.Queue = append(want.Queue, w)
+		}
 		if got := Info(j); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s (owners withheld): came back as %+v, want %+v", c.name, got, want)
 		}
@@ -72,8 +83,8 @@ func TestInfoRoundTrip(t *testing.T) {
 
 // TestInfoWire: the wire form's kind-specific fields: an RW lock's mode
 // (write while a writer holds it) and holder modes, a semaphore's limit,
-// an RW lock's limit left off (it is always RWPermits), and a queue's
-// entries left off while its length travels.
+// an RW lock's limit left off (it is always RWPermits); an empty queue
+// listing reads back as none (Waiters says there is nothing to list).
 func TestInfoWire(t *testing.T) {
 	w := LockInfo(engine.Info{Name: "rw", Held: true, Kind: engine.RWLock, Limit: engine.RWPermits,
 		Holders: []engine.Holder{{Owner: "w", Weight: engine.RWPermits}}}, true)
@@ -89,11 +100,8 @@ func TestInfoWire(t *testing.T) {
 	if s.Kind != api.KindSemaphore || s.Limit != 4 || s.Mode != "" {
 		t.Errorf("semaphore: %+v", s)
 	}
-	q := engine.Info{Name: "m", Held: true, Owner: "o", Count: 1, Token: 1, TTL: time.Second, Waiters: 2,
-		Queue: []engine.Waiter{{ID: "w1", Waited: time.Second}, {ID: "w2"}}}
-	got := Info(LockInfo(q, true))
-	if got.Waiters != 2 || got.Queue != nil {
-		t.Errorf("queue: waiters %d, queue %+v; want 2 waiters and no entries", got.Waiters, got.Queue)
+	if got := Info(LockInfo(engine.Info{Name: "m", Queue: []engine.Waiter{}}, true)); got.Queue != nil || got.Waiters != 0 {
+		t.Errorf("empty queue: %+v", got)
 	}
 	if m := LockInfo(engine.Info{Name: "m", HighWater: 2}, true); m.Kind != "" || m.HolderID != "" || m.Token != 0 || m.Holders != nil {
 		t.Errorf("free mutex: %+v", m)

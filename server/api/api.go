@@ -350,6 +350,11 @@ type LockInfo struct {
 	Limit   int          `json:"limit,omitempty"`
 	Mode    string       `json:"mode,omitempty"`
 	Holders []HolderInfo `json:"holders,omitempty"`
+	// Queue lists the first entries of the lock's waiter queue in arrival
+	// order (engine.Info.Queue, at most engine.MaxQueueListed); absent
+	// when there are none, or when the engine does not list them (Waiters
+	// above 0 then).
+	Queue []QueueEntry `json:"queue,omitempty"`
 	// Partial is set when the server's engine is made of parts (a Redlock
 	// quorum's nodes) and some did not answer in time: the state is then
 	// the other parts' (see Partial).
@@ -363,6 +368,20 @@ type LockInfo struct {
 type Partial struct {
 	// Unanswered names the parts that did not answer.
 	Unanswered []string `json:"unanswered"`
+}
+
+// QueueEntry is one entry of a lock's waiter queue (LockInfo.Queue).
+type QueueEntry struct {
+	// Waiter is the waiter's id (engine.Waiter.ID), which carries its
+	// explicit owner (distlock.WaiterOwner): shown to the admin role only
+	// (and when the server runs without authentication), as Owner is.
+	Waiter string `json:"waiter,omitempty"`
+	// WaiterID is a fingerprint of the waiter's id (as HolderID is of an
+	// owner token), shown to every role.
+	WaiterID string `json:"waiter_id"`
+	// WaitedMs is how long it has been in the queue; 0 where the engine
+	// records no arrival time.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
 }
 
 // HolderInfo is one holder of a shared lock.

@@ -18,7 +18,7 @@ type WaitFor struct {
 	// Truncated: more locks exist than were read (MaxWaitForLocks).
 	Truncated bool `json:"truncated,omitempty"`
 	// QueueUnknown: the engine does not list its waiters (engine.Info.Queue
-	// nil while Waiters > 0: ZooKeeper, a quorum's shared locks), so no
+	// nil while Waiters > 0: a quorum's shared locks), so no
 	// edge can be drawn for those locks.
 	QueueUnknown bool `json:"queue_unknown,omitempty"`
 }
