@@ -99,6 +99,7 @@ func Run(t *testing.T, h Harness) {
 		{"QueueReservationLapses", s.reservationLapses},
 		{"QueueReservationPassesOnLeave", s.reservationPassesOnLeave},
 		{"QueueLeaveBehindExpired", s.leaveBehindExpired},
+		{"QueueReservationPassesOnExpiry", s.reservationPassesOnExpiry},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},
 		{"QueueListed", s.queueListed},

@@ -710,6 +710,57 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 	}
 }
 
+// reservationPassesOnExpiry: when the head a release reserved the lock
+// for dies (its entry expires), the fair waiter behind it is still owed
+// the lock: a newcomer is refused (Queued) after the first head's
+// reservation would have lapsed, instead of the second head being dropped
+// with it. Two fair ghost waiters queue, the first with the engine's
+// least ttl; the release reserves the lock for the first; once its entry
+// has expired and its reservation's time (as a newcomer was told it) has
+// passed, a newcomer's TryAcquire must be refused.
+func (s *suite) reservationPassesOnExpiry(t *testing.T) {
+	ctx := ctxTimeout(t, 60*time.Second)
+	e, _ := s.queuer(t, true)
+	name := lockName(t)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := max(distlock.MinTTL, engine.CapabilitiesOf(e).MinTTL)
+	for _, g := range []struct {
+		id  string
+		ttl time.Duration
+	}{{"ghost-dying", short}, {"ghost-owed", time.Minute}} {
+		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
+			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl, Fair: true})
+		if err != nil || got.Acquired || !got.Queued {
+			t.Fatalf("the entry of %s: %+v, %v", g.id, got, err)
+		}
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newcomer := s.client(t)
+	tried := time.Now()
+	_, err = newcomer.TryAcquire(ctx, name)
+	var le *distlock.LockedError
+	if !errors.As(err, &le) || !le.Queued {
+		t.Fatalf("TryAcquire of a lock reserved for the head: %v, want a LockedError with Queued", err)
+	}
+	lapsed := tried.Add(le.TTL)
+	waitFor(t, 30*time.Second, "the first entry to expire and its reservation to lapse", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		return err == nil && info.Waiters == 1 && time.Now().After(lapsed)
+	})
+	if l, err := newcomer.TryAcquire(ctx, name); err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("a newcomer took the lock while a fair waiter was queued, after the head before it died")
+	} else if !errors.As(err, &le) || !le.Queued {
+		t.Fatalf("TryAcquire with a fair waiter queued: %v, want a LockedError with Queued", err)
+	}
+}
+
 // leaveBehindExpired: the waiter behind an expired entry (one whose
 // heartbeats stopped) leaves the queue of a lock released meanwhile: the
 // Leave succeeds, the queue is then empty, and the lock free. Two ghost

@@ -468,13 +468,18 @@ func (a *attempt) forget() {
 }
 
 // sweep deletes expired children, each only at the version it was read at
-// (a child renewed meanwhile stays); a holder's deletion is a release.
+// (a child renewed meanwhile stays); a holder's deletion is a release, and
+// a dead head's passes the reservation on (dropDead).
 func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
+	head := l.firstPlace()
 	for _, c := range expired {
 		var err error
-		if c.d.Held {
+		switch {
+		case c.d.Held:
 			err = e.free(ctx, c)
-		} else {
+		case c.path == head:
+			err = e.dropDead(ctx, l, c)
+		default:
 			err = e.del(ctx, c.path, c.st.Version)
 		}
 		if err != nil && !verdict(err) {
@@ -482,6 +487,27 @@ func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
 		}
 	}
 	return nil
+}
+
+// dropDead deletes the expired place c that heads the line l. After a
+// release (the lock reserved for c: reservedFor) the release is recorded
+// again with the deletion (passOn), so that the next head's reservation
+// counts from now, as a head that leaves passes it on (leaveLine): the
+// first one's lapsing must not drop a live fair waiter that has had no
+// time to take the lock.
+func (e *Engine) dropDead(ctx context.Context, l *line, c child) error {
+	ev, _, err := e.eventOf(ctx, l)
+	if errors.Is(err, errLineChanged) {
+		return nil // read again
+	}
+	if err != nil {
+		return err
+	}
+	if ev.Kind != evReleased {
+		return e.del(ctx, c.path, c.st.Version)
+	}
+	_, err = e.passOn(ctx, l, c)
+	return err
 }
 
 // free deletes the held child c at the version read and records the

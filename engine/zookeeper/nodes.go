@@ -297,6 +297,17 @@ func (l *line) heldBy(owner string) (child, bool) {
 	return child{}, false
 }
 
+// firstPlace returns the path of the first place in line, live or expired
+// ("": none).
+func (l *line) firstPlace() string {
+	for _, c := range l.kids {
+		if c.wait != heldTag {
+			return c.path
+		}
+	}
+	return ""
+}
+
 // waiters returns the live places in line, in arrival order, and the
 // expired children (held or not).
 func (l *line) waiters(now int64) (live, expired []child) {
