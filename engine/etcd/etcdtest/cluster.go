@@ -38,11 +38,35 @@ type Member struct {
 }
 
 // Start starts a cluster of n members and waits until every member
-// answers and the cluster has a leader. Every process is killed when the
-// test ends.
+// runs and answers and the cluster has a leader. Every process is killed
+// when the test ends. A member that exits while the cluster starts (its
+// port, free when picked, taken by another process before it bound it)
+// makes Start begin again on fresh ports, up to startAttempts times.
 func Start(t TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
+	for attempt := 1; ; attempt++ {
+		c := launch(t, bin, n)
+		c.WaitReady(60 * time.Second)
+		dead := c.exited()
+		if dead == "" {
+			return c
+		}
+		if attempt == startAttempts {
+			c.dumpLogs()
+			t.Fatalf("etcd member %s exited while the cluster started, %d times", dead, attempt)
+		}
+		t.Logf("etcd member %s exited while the cluster started (a port taken meanwhile?): starting again", dead)
+		c.stop()
+	}
+}
+
+// startAttempts bounds Start's attempts.
+const startAttempts = 3
+
+// launch starts the processes of a cluster of n members on free ports.
+func launch(t TB, bin string, n int) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t}
 	var peers []string
 	for i := range n {
@@ -57,8 +81,17 @@ func Start(t TB, n int) *Cluster {
 		m.initial = strings.Join(peers, ",")
 		m.start(bin, "new")
 	}
-	c.WaitReady(60 * time.Second)
 	return c
+}
+
+// exited returns the name of a member whose process has exited ("": none).
+func (c *Cluster) exited() string {
+	for _, m := range c.Members {
+		if !m.Running() {
+			return m.Name
+		}
+	}
+	return ""
 }
 
 // freeAddr returns a loopback address with a port free right now.

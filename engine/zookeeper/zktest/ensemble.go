@@ -58,8 +58,8 @@ type Member struct {
 }
 
 // Start starts an ensemble of n members (1: standalone) and waits until
-// every member serves (a standalone server, or a follower or leader of a
-// quorum). Every process is killed when t ends. It fails t when Java or
+// every member runs and serves (a standalone server, or a follower or
+// leader of a quorum). Every process is killed when t ends. It fails t when Java or
 // the zookeeper package is missing.
 func Start(t TB, n int) *Ensemble {
 	t.Helper()
@@ -69,6 +69,30 @@ func Start(t TB, n int) *Ensemble {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("zktest: %v (the zookeeper package needs a JRE)", err)
 	}
+	for attempt := 1; ; attempt++ {
+		e := launch(t, n)
+		e.WaitReady(90 * time.Second)
+		dead := e.exited()
+		if dead == 0 {
+			return e
+		}
+		if attempt == startAttempts {
+			e.dumpLogs()
+			t.Fatalf("zookeeper member %d exited while the ensemble started, %d times", dead, attempt)
+		}
+		t.Logf("zookeeper member %d exited while the ensemble started (a port taken meanwhile?): starting again", dead)
+		e.stop()
+	}
+}
+
+// startAttempts bounds Start's attempts: a member that exits while the
+// ensemble starts (a port, free when picked, taken by another process
+// before the member bound it) makes Start begin again on fresh ports.
+const startAttempts = 3
+
+// launch starts the processes of an ensemble of n members on free ports.
+func launch(t TB, n int) *Ensemble {
+	t.Helper()
 	e := &Ensemble{t: t}
 	var servers []string
 	for i := 1; i <= n; i++ {
@@ -81,8 +105,17 @@ func Start(t TB, n int) *Ensemble {
 		m.configure(n, servers)
 		m.start()
 	}
-	e.WaitReady(90 * time.Second)
 	return e
+}
+
+// exited returns the id of a member whose process has exited (0: none).
+func (e *Ensemble) exited() int {
+	for _, m := range e.Members {
+		if !m.Running() {
+			return m.ID
+		}
+	}
+	return 0
 }
 
 // freeAddr returns a loopback address with a port free right now.
