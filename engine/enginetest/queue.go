@@ -653,6 +653,41 @@ func (s *suite) reservationLapses(t *testing.T) {
 	_ = l.Release(ctx)
 }
 
+// ghost is an entry queued straight on an engine (heldBeforeGhosts),
+// which never heartbeats: it expires after ttl.
+type ghost struct {
+	id  string
+	ttl time.Duration
+}
+
+// heldBeforeGhosts makes a Client hold a new lock name (a minute's lease),
+// then queues ghosts, in order, on one engine of the backend (fair ones
+// with fair, on an engine whose queue can be fair). It returns the engine
+// (a ghost leaves through it), the name, the holder and its lease.
+func (s *suite) heldBeforeGhosts(t *testing.T, ctx context.Context, fair bool, ghosts ...ghost) (engine.Queuer, string, *distlock.Client, *distlock.Lease) {
+	t.Helper()
+	e, q := s.queuer(t, fair)
+	name := lockName(t)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range ghosts {
+		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
+			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl, Fair: fair})
+		if err != nil || got.Acquired || !got.Queued || got.Head != (i == 0) {
+			t.Fatalf("the entry of %s: %+v, %v", g.id, got, err)
+		}
+	}
+	return q, name, holder, h
+}
+
+// leastTTL is the shortest ttl the suite gives an engine's entries.
+func (s *suite) leastTTL(t *testing.T) time.Duration {
+	return max(distlock.MinTTL, engine.CapabilitiesOf(s.h.New(t)).MinTTL)
+}
+
 // reservationPassesOnLeave: when the head a release reserved the lock for
 // leaves the queue, the next head gets a reservation of its own, a whole
 // one from the leave, not what was left of the one before (a head that
@@ -664,19 +699,7 @@ func (s *suite) reservationLapses(t *testing.T) {
 // left after the Leave was sent.
 func (s *suite) reservationPassesOnLeave(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
-	e, q := s.queuer(t, true)
-	name := lockName(t)
-	h, err := s.client(t).Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range []string{"ghost-first", "ghost-second"} {
-		g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: id, Attempt: id, TTL: time.Minute,
-			Waiting: true, Waiter: id, WaiterTTL: time.Minute, Fair: true})
-		if err != nil || g.Acquired || !g.Queued || g.Head != (i == 0) {
-			t.Fatalf("the entry of %s: %+v, %v", id, g, err)
-		}
-	}
+	q, name, _, h := s.heldBeforeGhosts(t, ctx, true, ghost{"ghost-first", time.Minute}, ghost{"ghost-second", time.Minute})
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -701,6 +724,7 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 	}
 	var l *distlock.Lease
 	waitFor(t, 20*time.Second, "the second head's reservation to lapse", func() bool {
+		var err error
 		l, err = newcomer.TryAcquire(ctx, name)
 		return err == nil
 	})
@@ -720,30 +744,13 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 // passed, a newcomer's TryAcquire must be refused.
 func (s *suite) reservationPassesOnExpiry(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
-	e, _ := s.queuer(t, true)
-	name := lockName(t)
-	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := max(distlock.MinTTL, engine.CapabilitiesOf(e).MinTTL)
-	for _, g := range []struct {
-		id  string
-		ttl time.Duration
-	}{{"ghost-dying", short}, {"ghost-owed", time.Minute}} {
-		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
-			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl, Fair: true})
-		if err != nil || got.Acquired || !got.Queued {
-			t.Fatalf("the entry of %s: %+v, %v", g.id, got, err)
-		}
-	}
+	_, name, holder, h := s.heldBeforeGhosts(t, ctx, true, ghost{"ghost-dying", s.leastTTL(t)}, ghost{"ghost-owed", time.Minute})
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	newcomer := s.client(t)
 	tried := time.Now()
-	_, err = newcomer.TryAcquire(ctx, name)
+	_, err := newcomer.TryAcquire(ctx, name)
 	var le *distlock.LockedError
 	if !errors.As(err, &le) || !le.Queued {
 		t.Fatalf("TryAcquire of a lock reserved for the head: %v, want a LockedError with Queued", err)
@@ -769,24 +776,7 @@ func (s *suite) reservationPassesOnExpiry(t *testing.T) {
 // second leaves.
 func (s *suite) leaveBehindExpired(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
-	e, q := s.queuer(t, false)
-	name := lockName(t)
-	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := max(distlock.MinTTL, engine.CapabilitiesOf(e).MinTTL)
-	for _, g := range []struct {
-		id  string
-		ttl time.Duration
-	}{{"ghost-expiring", short}, {"ghost-leaving", time.Minute}} {
-		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
-			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl})
-		if err != nil || got.Acquired || !got.Queued {
-			t.Fatalf("the entry of %s: %+v, %v", g.id, got, err)
-		}
-	}
+	q, name, holder, h := s.heldBeforeGhosts(t, ctx, false, ghost{"ghost-expiring", s.leastTTL(t)}, ghost{"ghost-leaving", time.Minute})
 	waitFor(t, 30*time.Second, "the first entry to expire", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
