@@ -60,16 +60,30 @@ func Start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: initdb: %v: %s", err, out)
 	}
-	if s.Port, err = freePort(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		if s.Port, err = freePort(); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		err := s.Start()
+		if err == nil {
+			return s, nil
+		}
+		_ = s.Kill()
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			s.Stop()
+			return nil, err
+		}
 	}
-	if err := s.Start(); err != nil {
-		s.Stop()
-		return nil, err
-	}
-	return s, nil
 }
+
+// startAttempts bounds Start's ports: a port free when picked may be
+// taken by another process before the server binds it.
+const startAttempts = 3
+
+// errPortTaken: the server's port was taken by another process (another
+// server answered there, or the server could not bind it).
+var errPortTaken = errors.New("pgtest: the port was taken by another process")
 
 // Start starts the (stopped) server again on its port, and returns once it
 // accepts connections. fsync is off (an OS crash could lose data; a killed
@@ -127,10 +141,17 @@ func (s *Server) waitReady() error {
 	defer cancel()
 	var last error
 	for {
+		if strings.Contains(s.Log(), "Address already in use") {
+			return fmt.Errorf("%w: %d", errPortTaken, s.Port)
+		}
 		conn, err := pgx.Connect(ctx, s.URL())
 		if err == nil {
-			err = conn.Ping(ctx)
+			var dir string
+			err = conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir)
 			_ = conn.Close(ctx)
+			if err == nil && !s.ours(dir) {
+				return fmt.Errorf("%w: %d answered by the server of %s", errPortTaken, s.Port, dir)
+			}
 			if err == nil {
 				return nil
 			}
@@ -142,6 +163,16 @@ func (s *Server) waitReady() error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// ours reports whether dir, a server's data directory, is s's.
+func (s *Server) ours(dir string) bool {
+	if dir == s.data() {
+		return true
+	}
+	a, errA := filepath.EvalSymlinks(dir)
+	b, errB := filepath.EvalSymlinks(s.data())
+	return errA == nil && errB == nil && a == b
 }
 
 // run runs one of the server's programs, as the postgres user when root.
