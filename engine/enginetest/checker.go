@@ -101,6 +101,7 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	if f := h.Faults; f != nil {
 		g.stalls, g.restarts = f.Stall != nil, f.Restart != nil
 		faulted.slack += f.Slack
+		faulted.renews = f.Renews
 	}
 	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack}
 	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v, stalls %v, restarts %v, sets %v",

@@ -36,6 +36,14 @@ type Faults struct {
 	// exclusion and tokens, judged on the intervals a grant is surely
 	// live, do not change.
 	Slack time.Duration
+
+	// Renews says that a fault (a stall or a restart) may restart every
+	// live lease at its full ttl, and that each later fault may do it
+	// again (etcd: every new leader does): a lease not released may then
+	// be live until its ttl, plus Slack, after the end of the last fault
+	// that began while it may still have been live. Like Slack, it widens
+	// only the intervals in which a grant may be live.
+	Renews bool
 }
 
 // stall runs a stall of the client's engine, in the background of the

@@ -14,10 +14,11 @@ import (
 // margin; it may be live from its request until its ttl, counted from its
 // answer and fitted to the engine (fit), plus slack.
 type timing struct {
-	fit   func(time.Duration) time.Duration
-	slack time.Duration
-	fair  bool // Capabilities.Fair: a fair waiter's queue keeps newcomers out
-	votes bool // Harness.Votes: overlapping attempts can split the vote
+	fit    func(time.Duration) time.Duration
+	slack  time.Duration
+	fair   bool // Capabilities.Fair: a fair waiter's queue keeps newcomers out
+	votes  bool // Harness.Votes: overlapping attempts can split the vote
+	renews bool // Faults.Renews: a fault may restart a live lease's ttl
 }
 
 func margin(ttl time.Duration) time.Duration { return engine.Drift(ttl) + 5*time.Millisecond }
@@ -36,8 +37,10 @@ type cgrant struct {
 	sureTo   time.Duration
 	possFrom time.Duration // its request
 	possTo   time.Duration
-	unknown  bool // a wait that ended: granted and dropped, or never granted
-	holds    int  // the holds (re-entries) not released yet
+	unknown  bool          // a wait that ended: granted and dropped, or never granted
+	holds    int           // the holds (re-entries) not released yet
+	freed    bool          // a release or force-release bounds possTo (no expiry to restart)
+	ttl      time.Duration // the longest ttl asked for it (grant, re-entries, extensions)
 }
 
 func (g *cgrant) String() string {
@@ -91,12 +94,13 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 		if e.Op.Kind == opReenter {
 			if g := byOwner[ownerName{e.Owner, e.NameIdx}]; e.Out == outOK && g != nil && g.token == e.Token {
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
+				g.ttl = max(g.ttl, e.Op.TTL)
 				g.holds++
 				continue // a re-entry: the grant it joined stays
 			}
 		}
 		g := &cgrant{ev: e, name: e.NameIdx, owner: e.Owner, class: e.Class, weight: max(e.Weight, 1), token: e.Token,
-			sureFrom: e.Resp, possFrom: e.Inv, holds: 1}
+			sureFrom: e.Resp, possFrom: e.Inv, holds: 1, ttl: e.Op.TTL}
 		switch {
 		case e.Out == outOK:
 			g.sureTo = e.Inv + e.Op.TTL - margin(e.Op.TTL)
@@ -144,6 +148,7 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 					g.sureTo = min(g.sureTo, e.Inv+e.Op.TTL-margin(e.Op.TTL))
 				}
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
+				g.ttl = max(g.ttl, e.Op.TTL)
 			case opReenter:
 				// A re-entry that was a new grant (its own token): the
 				// earlier one had ended.
@@ -158,6 +163,7 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 				}
 				if e.Out == outNotHeld || e.Out == outOK && (g.holds <= 0 || e.Op.Kind == opForceHolder) {
 					g.possTo = min(g.possTo, e.Resp+tm.slack)
+					g.freed = true
 				}
 			}
 		case opForce:
@@ -173,14 +179,32 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 				}
 				if e.Out == outOK && e.Inv > g.sureFrom {
 					g.possTo = min(g.possTo, e.Resp+tm.slack)
+					g.freed = true
 				}
 			}
 		}
 	}
 	for _, g := range gs {
 		g.possTo = max(g.possTo, g.sureTo)
+		if tm.renews && !g.freed {
+			g.possTo = renewedTo(g, evs, tm)
+		}
 	}
 	return gs
+}
+
+// renewedTo returns until when g may be live on a backend whose faults may
+// restart a live lease at its full ttl (timing.renews): past the end of
+// every fault that overlaps the time g may have been live, by its longest
+// ttl and the slack. evs are in request order.
+func renewedTo(g *cgrant, evs []*event, tm timing) time.Duration {
+	to := g.possTo
+	for _, f := range evs {
+		if (f.Op.Kind == opStall || f.Op.Kind == opRestart) && f.Resp >= g.possFrom && f.Inv <= to {
+			to = max(to, f.Resp+tm.fit(g.ttl)+tm.slack)
+		}
+	}
+	return to
 }
 
 // ownerGrant returns the grant of e's owner that e acted on: the latest
