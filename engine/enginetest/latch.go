@@ -157,7 +157,7 @@ func (s *suite) latchWakesEveryWaiter(t *testing.T) {
 		go func() {
 			err := w.Wait(ctx)
 			if n, cerr := w.Count(ctx); err == nil && (n != 0 || cerr != nil) {
-				err = fmt.Errorf("Wait returned with the count at %d (%v)", n, cerr)
+				err = fmt.Errorf("the latch's Wait returned with the count at %d (%v)", n, cerr)
 			}
 			waited <- err
 		}()

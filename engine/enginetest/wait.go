@@ -149,7 +149,7 @@ func (s *suite) expiryWakesWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	if early := asked.Add(ttl).Sub(time.Now()); early > 0 {
+	if early := time.Until(asked.Add(ttl)); early > 0 {
 		t.Fatalf("the waiter was granted %v before the holder's ttl could have run out", early)
 	}
 	var won time.Time
