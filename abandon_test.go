@@ -210,3 +210,67 @@ func TestCloseBoundedOnStalledAcquire(t *testing.T) {
 		}
 	})
 }
+
+// lateQueued is the embedded engine answering as over a network (Embedded
+// unset, so the Client sends its acquires in flight) whose attempts with a
+// waiter id are held until the wait's Leave, then run: a request that
+// reaches the backend after the Leave sent behind it (another pooled
+// connection, a member that applies it later), which puts the waiter in
+// the queue after the waiter left.
+type lateQueued struct {
+	*memory.Engine
+	left     chan struct{} // closed by the first Leave
+	leftOnce sync.Once
+}
+
+func (e *lateQueued) Capabilities() engine.Capabilities {
+	caps := e.Engine.Capabilities()
+	caps.Embedded = false
+	return caps
+}
+
+func (e *lateQueued) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+	if r.Waiter != "" {
+		<-e.left
+	}
+	return e.Engine.Acquire(context.WithoutCancel(ctx), r)
+}
+
+func (e *lateQueued) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	err := e.Engine.Leave(ctx, r)
+	e.leftOnce.Do(func() { close(e.left) })
+	return err
+}
+
+// TestAbandonedAttemptLeavesQueue: a waiting Acquire whose caller gave up
+// while its attempt was in flight leaves no queue entry behind when that
+// attempt reaches the backend after the wait's Leave: the Client leaves
+// again once the late answer says the waiter was queued. Without that,
+// the entry stays until its heartbeat ttl (WaiterTTL) and, fair, keeps
+// every newcomer out meanwhile.
+func TestAbandonedAttemptLeavesQueue(t *testing.T) {
+	eng := &lateQueued{Engine: memory.New(), left: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder := distlock.New(eng)
+	defer holder.Close()
+	h, err := holder.Acquire(ctx, "n", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := distlock.New(eng)
+	wctx, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer stop()
+	if _, err := waiter.Acquire(wctx, "n", distlock.WithFair()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the waiter that gave up: %v, want its deadline", err)
+	}
+	// The late attempt runs after the Leave; Close waits for its answer
+	// and for what the Client does with it.
+	if err := waiter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := eng.Inspect(ctx, "n"); err != nil || info.Waiters != 0 {
+		t.Fatalf("after the waiter gave up and its late attempt ran: %d waiters (%v), want 0", info.Waiters, err)
+	}
+	_ = h.Release(ctx)
+}

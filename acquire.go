@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -164,6 +165,10 @@ type attempt struct {
 	// failures ends a wait on a backend that cannot work (nil for
 	// TryAcquire, whose one attempt ends the call anyway).
 	failures *waiting.Failures
+	// leaving is set before the wait leaves the engine's queue (a waiter
+	// that gave up): a queue entry that an attempt abandoned in flight
+	// makes after that is left again when its answer comes (sendSettled).
+	leaving *atomic.Bool
 }
 
 // tryOnce makes the attempt before a wait: try, bounded by the failure
@@ -300,7 +305,7 @@ func (a *attempt) send(ctx context.Context) (engine.Grant, error) {
 
 // sendSettled is send on an engine that answers over a network.
 func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
-	c, req, kind, own := a.c, a.req, a.o.kind, a.o.owner != ""
+	c, req, kind, own, leaving := a.c, a.req, a.o.kind, a.o.owner != "", a.leaving
 	return sendSettled(c, ctx, func(ctx context.Context) (engine.Grant, error) {
 		return c.eng.Acquire(ctx, req)
 	}, func(g engine.Grant, err error) {
@@ -308,6 +313,12 @@ func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 		// same, which only a random owner can safely release.
 		if err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err) {
 			c.releaseNow(req.Name, req.Owner, kind)
+		}
+		// A queue entry made after the wait left the queue: the wait's
+		// Leave may have run before it (the answer came after the flag
+		// was read: the wait's own Leave, sent later, finds the entry).
+		if err == nil && g.Queued && req.Waiter != "" && leaving != nil && leaving.Load() {
+			c.leaveNow(engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: kind})
 		}
 	})
 }

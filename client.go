@@ -358,6 +358,19 @@ func (c *Client) releaseNow(name, owner string, kind engine.Kind) {
 	_, _ = c.release(ctx, name, owner, kind)
 }
 
+// leaveNow takes a waiter out of the engine's queue, bounded by the
+// release timeout and by no caller's context (an entry an abandoned
+// attempt made after its wait left: sendSettled).
+func (c *Client) leaveNow(r engine.LeaveRequest) {
+	q, ok := c.eng.(engine.Queuer)
+	if !ok {
+		return
+	}
+	ctx, cancel := c.releaseContext(context.Background())
+	defer cancel()
+	_ = q.Leave(ctx, r)
+}
+
 // release drops one hold of owner on name, a lock of kind.
 func (c *Client) release(ctx context.Context, name, owner string, kind engine.Kind) (engine.ReleaseResult, error) {
 	return c.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: kind})

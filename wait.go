@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/waiting"
@@ -33,7 +34,8 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 		w := &queueWaiter{a: a, id: c.waiterID(a.o.owner), kick: make(chan struct{}, 1)}
 		defer w.close()
 		a.req.Waiter, a.req.WaiterTTL, a.req.Fair = w.id, WaiterTTL, a.o.fair
-		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, w.id, w.enter, w.kick
+		a.leaving = new(atomic.Bool)
+		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = leavingQueue{q, a.leaving}, w.id, w.enter, w.kick
 	} else {
 		loop.Turn = a.takeTurn
 	}
@@ -72,4 +74,18 @@ func (a *attempt) takeTurn(ctx context.Context) (func(), error) {
 		release()
 		c.obs.Waiting(a.name, -1)
 	}, nil
+}
+
+// leavingQueue is the wait's queue: its Leave marks the wait as leaving
+// before it is sent (attempt.leaving), so that an attempt abandoned in
+// flight whose answer comes later leaves the entry it made.
+type leavingQueue struct {
+	engine.Queuer
+	leaving *atomic.Bool
+}
+
+// Leave implements engine.Queuer.
+func (q leavingQueue) Leave(ctx context.Context, r engine.LeaveRequest) error {
+	q.leaving.Store(true)
+	return q.Queuer.Leave(ctx, r)
 }
