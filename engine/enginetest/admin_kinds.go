@@ -211,3 +211,56 @@ func checkAdminInfo(t *testing.T, how string, info engine.Info, h *adminHeld) {
 		t.Fatalf("%s %q: holder %+v; want owner %q, weight %d, token %d, 1 hold, ttl in (0, %v]", how, h.name, hd, l.Owner(), h.weight, l.Token(), l.TTL())
 	}
 }
+
+// listMutexBesideSharedWaiter: a mutex granted on a name whose RW lock's
+// writer still waits in the queue (a queued shared waiter refuses no mutex
+// where the engine lets the mutex take the free name) is what List shows
+// for the name: the mutex and its holder, not the RW lock's empty state.
+// A reader holds the RW lock, a ghost writer queues on an engine of the
+// backend, the reader releases; then a mutex TryAcquire. Engines that keep
+// the name for the queued writer refuse the mutex, and the case ends.
+func (s *suite) listMutexBesideSharedWaiter(t *testing.T) {
+	s.sharer(t)
+	e := s.h.New(t)
+	lister, ok := e.(engine.Lister)
+	if !ok {
+		t.Skip("the engine lists no locks (engine.Lister)")
+	}
+	if _, ok := e.(engine.Queuer); !ok {
+		t.Skip("the engine keeps no waiter queue (engine.Queuer)")
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	name := lockName(t)
+	c := s.client(t)
+	r, err := c.RWMutex(name).RLock(ctx, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "ghost-writer", Attempt: "ghost-writer", TTL: time.Minute,
+		Waiting: true, Waiter: "ghost-writer", WaiterTTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits})
+	if err != nil || g.Acquired || !g.Queued {
+		t.Fatalf("the ghost writer's entry: %+v, %v", g, err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.client(t).TryAcquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Skipf("the engine keeps the name for the queued writer: %v", err)
+	}
+	defer func() { _ = m.Release(ctx) }()
+	infos, _, err := lister.List(ctx, name, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range infos {
+		if i.Name != name {
+			continue
+		}
+		if i.Kind != engine.Mutex || !i.Held || i.Owner != m.Owner() || i.Token != m.Token() {
+			t.Fatalf("List shows %+v, want the mutex held by %s (token %d)", i, m.Owner(), m.Token())
+		}
+		return
+	}
+	t.Fatalf("List(%q) = %+v: the held mutex is missing", name, infos)
+}

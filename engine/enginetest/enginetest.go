@@ -129,6 +129,7 @@ func Run(t *testing.T, h Harness) {
 		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
 		{"KindsRefused", s.kindsRefused},
 		{"AdminKinds", s.adminKinds},
+		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
 		{"SetAllOrNothing", s.setAllOrNothing},
 		{"SetGivesUpClean", s.setGivesUpClean},

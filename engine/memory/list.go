@@ -58,11 +58,13 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	return infos, next, nil
 }
 
-// sharedListed reports whether name's shared lock is held or waited for;
-// the caller holds e.mu.
+// sharedListed reports whether name is listed as a shared lock: held as
+// one, or waited for while no mutex holds the name (a mutex granted while
+// a shared lock's waiters wait, which refuse no mutex, is the name's
+// holder and listed as the mutex); the caller holds e.mu.
 func (e *Engine) sharedListed(name string, now time.Time) bool {
 	s := e.sharedState(name, now)
-	return s != nil && (len(s.holders) > 0 || s.q != nil)
+	return s != nil && (len(s.holders) > 0 || s.q != nil && e.live(name, now) == nil)
 }
 
 // Leaks implements engine.LeakFinder. The embedded engine gives every lock
