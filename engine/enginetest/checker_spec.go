@@ -92,11 +92,21 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 			continue
 		}
 		if e.Op.Kind == opReenter {
-			if g := byOwner[ownerName{e.Owner, e.NameIdx}]; e.Out == outOK && g != nil && g.token == e.Token {
+			g := byOwner[ownerName{e.Owner, e.NameIdx}]
+			if e.Out == outOK && g != nil && g.token == e.Token {
 				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
 				g.ttl = max(g.ttl, e.Op.TTL)
 				g.holds++
 				continue // a re-entry: the grant it joined stays
+			}
+			if e.Out != outOK && g != nil && !g.unknown && e.Inv <= g.possTo {
+				// A failed re-entry of a grant that may still be live: it
+				// joined it or nothing, and its Client dropped the hold it
+				// may have added (a grant whose answer came too late, say);
+				// the owner's grant stays the one later calls act on.
+				g.possTo = max(g.possTo, e.Resp+tm.fit(e.Op.TTL)+tm.slack)
+				g.ttl = max(g.ttl, e.Op.TTL)
+				continue
 			}
 		}
 		g := &cgrant{ev: e, name: e.NameIdx, owner: e.Owner, class: e.Class, weight: max(e.Weight, 1), token: e.Token,

@@ -1,0 +1,42 @@
+package enginetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFailedReentryJudged: a re-entry that failed (its grant came back
+// after its validity: the Client drops the hold it added) while the
+// owner's grant may still be live does not make the owner's next
+// re-entry, which joins that grant with its token, a new grant that must
+// have a larger token. The same re-entries after the owner's grant ended
+// are still judged as a new grant repeating a token.
+func TestFailedReentryJudged(t *testing.T) {
+	ms := time.Millisecond
+	ev := func(kind opKind, ttl, inv, resp time.Duration, out outcome, token uint64) *event {
+		return &event{Client: 0, Op: op{Kind: kind, TTL: ttl}, Name: "n0", Owner: "o", Inv: inv, Resp: resp,
+			Class: classMutex, Weight: 1, Out: out, Token: token}
+	}
+	fit := func(d time.Duration) time.Duration { return d }
+	for _, tc := range []struct {
+		what string
+		evs  []*event
+		want bool // a token violation
+	}{
+		{"failed re-entry while held", []*event{
+			ev(opTry, 450*ms, 586*ms, 649*ms, outOK, 7),
+			ev(opReenter, 150*ms, 686*ms, 972*ms, outOther, 0),
+			ev(opReenter, 150*ms, 1026*ms, 1049*ms, outOK, 7)}, false},
+		{"failed re-entry after the grant ended", []*event{
+			ev(opTry, 150*ms, 0, 10*ms, outOK, 7),
+			ev(opReenter, 150*ms, 5000*ms, 5010*ms, outOther, 0),
+			ev(opReenter, 150*ms, 5020*ms, 5030*ms, outOK, 7)}, true},
+	} {
+		bad := judge(&history{Names: []string{"n0"}, Events: tc.evs}, timing{fit: fit, slack: 150 * ms})
+		got := strings.Contains(strings.Join(bad, "\n"), "tokens:")
+		if got != tc.want {
+			t.Errorf("%s: violations %q, want a token violation: %v", tc.what, bad, tc.want)
+		}
+	}
+}
