@@ -190,18 +190,23 @@ func unknownKind(k Kind) error {
 }
 
 // Describe is the one view Inspect gives of a name whose mutex and shared
-// lock an engine keeps apart (mutex and shared, read together): the shared
-// lock's while its holders hold it or its waiters wait; else the mutex's
-// while it is held or waited for; else the shared lock's when its kind is
-// stored (a free semaphore keeps its limit); else the mutex's. HighWater
-// is the higher of the two.
+// lock an engine keeps apart (mutex and shared, read together): the held
+// one (the shared lock's holders and a mutex's exclude each other); else
+// the shared lock's while its waiters wait; else the mutex's while it is
+// waited for; else the shared lock's when its kind is stored (a free
+// semaphore keeps its limit); else the mutex's. (A mutex may be granted
+// while a shared lock's waiters wait: it is then what the name shows.)
+// HighWater is the higher of the two.
 func Describe(mutex, shared Info) Info {
 	info := mutex
 	switch {
 	case shared.Kind == Mutex:
-	case shared.Held || shared.Waiters > 0:
+	case shared.Held:
 		info = shared
-	case mutex.Held || mutex.Waiters > 0:
+	case mutex.Held:
+	case shared.Waiters > 0:
+		info = shared
+	case mutex.Waiters > 0:
 	default:
 		info = shared
 	}

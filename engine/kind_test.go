@@ -88,6 +88,8 @@ func TestDescribe(t *testing.T) {
 	free := Info{Name: "n", HighWater: 7}
 	sem := Info{Name: "n", Kind: Semaphore, Limit: 2, Held: true, Holders: []Holder{{Owner: "p", Weight: 1}}, HighWater: 6}
 	stored := Info{Name: "n", Kind: Semaphore, Limit: 2}
+	rwWaited := Info{Name: "n", Kind: RWLock, Limit: RWPermits, Waiters: 1}
+	mutexWaited := Info{Name: "n", Waiters: 2, HighWater: 5}
 	for _, tc := range []struct {
 		what          string
 		mutex, shared Info
@@ -99,6 +101,10 @@ func TestDescribe(t *testing.T) {
 		{"a held semaphore", free, sem, Semaphore, true},
 		{"a stored free semaphore", free, stored, Semaphore, false},
 		{"nothing", free, Info{Name: "n"}, Mutex, false},
+		{"a held mutex, an RW lock's writer waiting", held, rwWaited, Mutex, true},
+		{"a free name, an RW lock's writer waiting", free, rwWaited, RWLock, false},
+		{"a waited-for mutex, an RW lock's writer waiting", mutexWaited, rwWaited, RWLock, false},
+		{"a held semaphore, mutex waiters", mutexWaited, sem, Semaphore, true},
 	} {
 		got := Describe(tc.mutex, tc.shared)
 		if got.Kind != tc.kind || got.Held != tc.held || got.HighWater != max(tc.mutex.HighWater, tc.shared.HighWater) {

@@ -214,8 +214,9 @@ func checkAdminInfo(t *testing.T, how string, info engine.Info, h *adminHeld) {
 
 // listMutexBesideSharedWaiter: a mutex granted on a name whose RW lock's
 // writer still waits in the queue (a queued shared waiter refuses no mutex
-// where the engine lets the mutex take the free name) is what List shows
-// for the name: the mutex and its holder, not the RW lock's empty state.
+// where the engine lets the mutex take the free name) is what Inspect and
+// List show for the name: the mutex and its holder, not the RW lock's
+// empty state.
 // A reader holds the RW lock, a ghost writer queues on an engine of the
 // backend, the reader releases; then a mutex TryAcquire. Engines that keep
 // the name for the queued writer refuse the mutex, and the case ends.
@@ -249,18 +250,26 @@ func (s *suite) listMutexBesideSharedWaiter(t *testing.T) {
 		t.Skipf("the engine keeps the name for the queued writer: %v", err)
 	}
 	defer func() { _ = m.Release(ctx) }()
+	shows := func(what string, i engine.Info) {
+		t.Helper()
+		if i.Kind != engine.Mutex || !i.Held || i.Owner != m.Owner() || i.Token != m.Token() {
+			t.Fatalf("%s shows %+v, want the mutex held by %s (token %d)", what, i, m.Owner(), m.Token())
+		}
+	}
+	info, err := e.Inspect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shows("Inspect", info)
 	infos, _, err := lister.List(ctx, name, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range infos {
-		if i.Name != name {
-			continue
+		if i.Name == name {
+			shows("List", i)
+			return
 		}
-		if i.Kind != engine.Mutex || !i.Held || i.Owner != m.Owner() || i.Token != m.Token() {
-			t.Fatalf("List shows %+v, want the mutex held by %s (token %d)", i, m.Owner(), m.Token())
-		}
-		return
 	}
 	t.Fatalf("List(%q) = %+v: the held mutex is missing", name, infos)
 }
