@@ -469,7 +469,7 @@ func (a *attempt) forget() {
 
 // sweep deletes expired children, each only at the version it was read at
 // (a child renewed meanwhile stays); a holder's deletion is a release, and
-// a dead head's passes the reservation on (dropDead).
+// a dead head's passes the reservation on (dropHead).
 func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
 	head := l.firstPlace()
 	for _, c := range expired {
@@ -478,7 +478,7 @@ func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
 		case c.d.Held:
 			err = e.free(ctx, c)
 		case c.path == head:
-			err = e.dropDead(ctx, l, c)
+			_, err = e.dropHead(ctx, l, c)
 		default:
 			err = e.del(ctx, c.path, c.st.Version)
 		}
@@ -489,25 +489,29 @@ func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
 	return nil
 }
 
-// dropDead deletes the expired place c that heads the line l. After a
-// release (the lock reserved for c: reservedFor) the release is recorded
-// again with the deletion (passOn), so that the next head's reservation
-// counts from now, as a head that leaves passes it on (leaveLine): the
-// first one's lapsing must not drop a live fair waiter that has had no
-// time to take the lock.
-func (e *Engine) dropDead(ctx context.Context, l *line, c child) error {
+// dropHead deletes the place c that heads the line l (an expired one, or
+// one that leaves). After a release (the lock reserved for c:
+// reservedFor) the release is recorded again with the deletion (passOn),
+// so that the next head's reservation counts from now: the first one's
+// lapsing must not drop a live fair waiter that has had no time to take
+// the lock. done is false when the line or c changed since it was read
+// (nothing is changed then).
+func (e *Engine) dropHead(ctx context.Context, l *line, c child) (done bool, err error) {
 	ev, _, err := e.eventOf(ctx, l)
 	if errors.Is(err, errLineChanged) {
-		return nil // read again
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if ev.Kind != evReleased {
-		return e.del(ctx, c.path, c.st.Version)
+	if ev.Kind == evReleased {
+		return e.passOn(ctx, l, c)
 	}
-	_, err = e.passOn(ctx, l, c)
-	return err
+	err = e.del(ctx, c.path, c.st.Version)
+	if verdict(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // free deletes the held child c at the version read and records the

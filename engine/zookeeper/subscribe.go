@@ -124,17 +124,7 @@ func (e *Engine) leaveLine(ctx context.Context, name, place string) error {
 		if l.parent == nil || len(line) == 0 || line[0].path != place {
 			break
 		}
-		ev, _, err := e.eventOf(ctx, &l)
-		if errors.Is(err, errLineChanged) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if ev.Kind != evReleased {
-			break
-		}
-		if done, err := e.passOn(ctx, &l, line[0]); err != nil || done {
+		if done, err := e.dropHead(ctx, &l, line[0]); err != nil || done {
 			return err
 		}
 	}
