@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/distlock/distlock/internal/procstop"
 )
 
 // process is one running redis-server. A goroutine waits on the command and
@@ -19,9 +21,9 @@ type process struct {
 	err  error // exit status; valid once done is closed
 }
 
-// startProcess launches bin with args in its own process group (so a
-// terminal's SIGINT aimed at the test binary does not reach it), with stdout
-// and stderr appended to outPath.
+// startProcess launches bin with args as procstop.Attr says (its own
+// process group, killed with the test binary), with stdout and stderr
+// appended to outPath.
 func startProcess(bin string, args []string, outPath string) (*process, error) {
 	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -35,7 +37,7 @@ func startProcess(bin string, args []string, outPath string) (*process, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procstop.Attr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redistest: start %s: %w", bin, err)
 	}

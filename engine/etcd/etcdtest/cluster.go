@@ -124,7 +124,7 @@ func (m *Member) start(bin, state string) {
 		"--log-level", "warn",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procstop.Attr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		m.c.t.Fatalf("start etcd %s: %v", m.Name, err)

@@ -179,7 +179,7 @@ func (m *Member) start() {
 		"-cp", cp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(m.dir, "zoo.cfg"))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procstop.Attr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("start zookeeper %d: %v", m.ID, err)
