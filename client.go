@@ -77,7 +77,9 @@ type Client struct {
 	closed bool
 	waited recentWaits    // names waited for lately (a waiting Acquire skips its first attempt)
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
-	bg     sync.WaitGroup // best-effort clean-ups
+	bg     sync.WaitGroup // best-effort clean-ups, and the senders
+	// senders carries requests in flight (sendSettled).
+	senders senders
 }
 
 // ClientOption configures a Client.
@@ -118,6 +120,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	c.renew = newRenewer(c)
 	c.owners = rules.NewOwners()
 	c.closing, c.stopClosing = context.WithCancelCause(context.Background())
+	c.senders = senders{jobs: make(chan func()), stop: c.closing.Done(), wg: &c.bg}
 	return c
 }
 

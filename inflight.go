@@ -46,9 +46,7 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 	// state says which (flightWaiting, then flightAnswered or flightLeft).
 	got := make(chan answer[T], 1)
 	var state atomic.Int32
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
+	c.senders.run(func() {
 		defer cancel()
 		v, err := call(rctx)
 		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
@@ -56,7 +54,7 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 			return
 		}
 		got <- answer[T]{v, err}
-	}()
+	})
 	select {
 	case a := <-got:
 		return a.v, a.err
