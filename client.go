@@ -38,6 +38,7 @@ import (
 
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/internal/rules"
+	"github.com/distlock/distlock/internal/workpool"
 )
 
 // DefaultReleaseTimeout bounds the network work of a release unless
@@ -78,8 +79,8 @@ type Client struct {
 	waited recentWaits    // names waited for lately (a waiting Acquire skips its first attempt)
 	calls  sync.WaitGroup // Acquire, TryAcquire, Attach calls in progress
 	bg     sync.WaitGroup // best-effort clean-ups, and the senders
-	// senders carries requests in flight (sendSettled).
-	senders senders
+	// senders carry requests in flight (sendSettled).
+	senders *workpool.Pool
 }
 
 // ClientOption configures a Client.
@@ -120,7 +121,7 @@ func New(eng engine.Engine, opts ...ClientOption) *Client {
 	c.renew = newRenewer(c)
 	c.owners = rules.NewOwners()
 	c.closing, c.stopClosing = context.WithCancelCause(context.Background())
-	c.senders = senders{jobs: make(chan func()), stop: c.closing.Done(), wg: &c.bg}
+	c.senders = workpool.New(c.closing.Done(), &c.bg, senderIdle)
 	return c
 }
 

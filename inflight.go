@@ -46,7 +46,7 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 	// state says which (flightWaiting, then flightAnswered or flightLeft).
 	got := make(chan answer[T], 1)
 	var state atomic.Int32
-	c.senders.run(func() {
+	c.senders.Run(func() {
 		defer cancel()
 		v, err := call(rctx)
 		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
@@ -71,6 +71,10 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 	var zero T
 	return zero, &abandonedError{cause: context.Cause(ctx)}
 }
+
+// senderIdle is how long a sender (the goroutine that carries a request
+// in flight) waits for the next request before it ends.
+const senderIdle = time.Second
 
 // The states of a request in flight (sendSettled).
 const (

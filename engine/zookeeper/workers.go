@@ -4,11 +4,12 @@ import "time"
 
 // The client library's calls take no context, so each runs on a goroutine
 // other than its caller's, which returns when the call answers or its
-// context ends (do, runProtected). Those goroutines are kept: a worker
-// that finished a call takes the next one, and ends once it has waited
-// workerIdle for one, or when the engine closes (Close waits for it). A
-// goroutine started per call cost its start and a stack grown again on
-// every call: about 4 % of an uncontended acquire+release on one member.
+// context ends (do, runProtected). Those goroutines are kept
+// (internal/workpool): a worker that finished a call takes the next one,
+// and ends once it has waited workerIdle for one, or when the engine
+// closes (Close waits for it). A goroutine started per call cost its start
+// and a stack grown again on every call: about 4 % of an uncontended
+// acquire+release on one member.
 
 // workerIdle is how long a worker waits for a call before it ends.
 const workerIdle = 5 * time.Second
@@ -17,37 +18,10 @@ const workerIdle = 5 * time.Second
 // and f does not run, when the engine is closed.
 func (e *Engine) run(f func()) bool {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.closed {
-		e.mu.Unlock()
 		return false
 	}
-	select {
-	case e.work <- f:
-		e.mu.Unlock()
-		return true
-	default:
-	}
-	e.bg.Add(1)
-	e.mu.Unlock()
-	go e.worker(f)
+	e.workers.Run(f)
 	return true
-}
-
-// worker runs f, then the calls handed to it, until it waited workerIdle
-// for one or the engine closed.
-func (e *Engine) worker(f func()) {
-	defer e.bg.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		f()
-		idle.Reset(workerIdle)
-		select {
-		case f = <-e.work:
-		case <-idle.C:
-			return
-		case <-e.done:
-			return
-		}
-	}
 }

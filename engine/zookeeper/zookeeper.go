@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/workpool"
 )
 
 // DefaultRoot is the path under which the engine keeps its nodes.
@@ -40,9 +41,9 @@ type Engine struct {
 	placed  map[key]chan struct{} // (name, waiter) -> closed when it takes a new place
 	heads   map[key]headHint      // (name, waiter) -> its watch saw it head the line of a released lock
 
-	done chan struct{} // closed by Close: subscriptions and workers end
-	work chan func()   // calls handed to idle workers (workers.go)
-	bg   sync.WaitGroup
+	done    chan struct{}  // closed by Close: subscriptions and workers end
+	workers *workpool.Pool // run the client library's calls (workers.go)
+	bg      sync.WaitGroup
 }
 
 // key names one owner's (or waiter's) child of a lock.
@@ -91,7 +92,8 @@ func WithSessionTimeout(d time.Duration) Option { return func(e *Engine) { e.ses
 // not close conn. See WithSessionTimeout.
 func New(conn *zk.Conn, opts ...Option) *Engine {
 	e := &Engine{conn: &counted{zkConn: conn}, root: DefaultRoot, session: DefaultSessionTimeout,
-		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{}), work: make(chan func())}
+		held: map[key]child{}, waiting: map[key]waitNode{}, placed: map[key]chan struct{}{}, heads: map[key]headHint{}, done: make(chan struct{})}
+	e.workers = workpool.New(e.done, &e.bg, workerIdle)
 	for _, o := range opts {
 		o(e)
 	}

@@ -1,4 +1,4 @@
-package distlock
+package workpool
 
 import (
 	"bytes"
@@ -19,41 +19,42 @@ func goid() int {
 	return n
 }
 
-// TestSendersReuseAndEnd: a request handed to senders while one is idle
+// TestPoolReuseAndEnd: a request handed to a pool while one is idle
 // runs on that goroutine (no goroutine per request); two at once run on
-// two; an idle sender ends after senderIdle, and every sender ends when the
-// Client closes (stop), so none outlives it.
-func TestSendersReuseAndEnd(t *testing.T) {
+// two; an idle worker ends after the idle time, and every worker ends when
+// stop is closed, so none outlives its owner.
+func TestPoolReuseAndEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
-		s := senders{jobs: make(chan func()), stop: stop, wg: &wg}
+		const idle = time.Second
+		s := New(stop, &wg, idle)
 		ids := make(chan int, 4)
 		job := func() { ids <- goid() }
 
-		s.run(job)
-		synctest.Wait() // the sender is idle
-		s.run(job)
+		s.Run(job)
+		synctest.Wait() // the worker is idle
+		s.Run(job)
 		if a, b := <-ids, <-ids; a != b {
-			t.Fatalf("second request ran on goroutine %d, want the idle sender %d", b, a)
+			t.Fatalf("second request ran on goroutine %d, want the idle worker %d", b, a)
 		}
 
 		release := make(chan struct{})
-		s.run(func() { ids <- goid(); <-release }) // keeps the sender busy
-		s.run(job)
+		s.Run(func() { ids <- goid(); <-release }) // keeps the worker busy
+		s.Run(job)
 		a, b := <-ids, <-ids
 		close(release)
 		if a == b {
 			t.Fatal("two requests at once ran on one goroutine")
 		}
 
-		time.Sleep(senderIdle + time.Millisecond)
+		time.Sleep(idle + time.Millisecond)
 		synctest.Wait()
-		wg.Wait() // both senders ended when idle
+		wg.Wait() // both workers ended when idle
 
-		s.run(job)
+		s.Run(job)
 		synctest.Wait()
 		close(stop)
-		wg.Wait() // and a waiting one ends with the Client
+		wg.Wait() // and a waiting one ends with its owner
 	})
 }
