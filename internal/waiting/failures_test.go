@@ -22,22 +22,22 @@ func TestRunEndsOnFailingEngine(t *testing.T) {
 	t.Cleanup(func() { _ = eng.Close() })
 	const budget = 200 * time.Millisecond
 	transient := errors.New("connection refused")
-	run := func(f *Failures, try func(ctx context.Context, n int) Answer) (error, int) {
+	run := func(f *Failures, try func(ctx context.Context, n int) Answer) (int, error) {
 		n := 0
 		l := Loop{Engine: eng, Name: "n", Failures: f, Try: func(ctx context.Context) Answer { n++; return try(ctx, n) }}
 		done := make(chan error, 1)
 		go func() { done <- l.Run(context.Background()) }()
 		select {
 		case err := <-done:
-			return err, n
+			return n, err
 		case <-time.After(time.Minute):
 			t.Fatal("Run did not return")
-			return nil, n
+			return n, nil
 		}
 	}
 
 	f := &Failures{Engine: eng, Budget: budget}
-	err, n := run(f, func(context.Context, int) Answer {
+	n, err := run(f, func(context.Context, int) Answer {
 		return Answer{Failed: true, Err: &engine.ArgumentError{Arg: "name", Reason: "bad"}}
 	})
 	var fe *FailedError
@@ -51,7 +51,7 @@ func TestRunEndsOnFailingEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	answered := false
-	err, n = run(f, func(ctx context.Context, n int) Answer {
+	n, err = run(f, func(ctx context.Context, n int) Answer {
 		if dl, ok := ctx.Deadline(); !ok || (!answered && dl.After(first.Add(budget))) {
 			t.Errorf("attempt %d: deadline %v, want at most the budget's end %v", n, dl, first.Add(budget))
 		}
