@@ -97,7 +97,7 @@ func (h *holds) violations() []string {
 // work holds l for d (or until its loss), then releases it, and records the
 // interval.
 func (h *holds) work(ctx context.Context, who string, l *distlock.Lease, start time.Time, d time.Duration) {
-	end := time.Now()
+	var end time.Time
 	select {
 	case <-time.After(d):
 		end = time.Now()
