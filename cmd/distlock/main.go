@@ -25,6 +25,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardArg {
+		os.Exit(runGuard(os.Args[2:]))
+	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(a.main(os.Args[1:]))
 }

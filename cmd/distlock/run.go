@@ -268,6 +268,10 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 // (cmd is the command name, for messages). It returns the command's exit
 // status.
 func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
+	// The guard stops the group if distlock dies before it could (see
+	// guardArg); supervise returns only once the group is gone or stopped.
+	g := a.startGuard(cmd, ch, grace)
+	defer g.standDown()
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	defer ch.restoreTerminal()

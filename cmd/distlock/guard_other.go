@@ -1,0 +1,15 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// guardArg is the hidden first argument of the guard process (unix only).
+const guardArg = "__distlock-guard"
+
+// guard does nothing here: distlock runs no command on this system.
+type guard struct{}
+
+func (a *app) startGuard(string, *child, time.Duration) *guard { return nil }
+func (g *guard) standDown()                                    {}
+func runGuard([]string) int                                    { return exitUsage }

@@ -1,0 +1,105 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// guardArg is the hidden first argument that makes distlock a guard: the
+// process that stops a command's process group when the distlock run or
+// elect supervising it dies without doing so itself (SIGKILL, the OOM
+// killer, a crash). Without it the command would run on after the lease,
+// no longer renewed, ran out, beside the next holder.
+const guardArg = "__distlock-guard"
+
+// guard is the guard process of one command, with the write end of the
+// pipe that is its standard input: it acts when the pipe reaches end of
+// file without a word from distlock, which happens when distlock dies.
+type guard struct {
+	cmd *exec.Cmd
+	w   *os.File
+}
+
+// startGuard starts the guard of ch's process group. When it cannot, it
+// says so and returns nil: the command runs unguarded, as before.
+func (a *app) startGuard(cmdName string, ch *child, grace time.Duration) *guard {
+	exe := "/proc/self/exe" // this binary, even if its file was replaced meanwhile
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			fmt.Fprintf(a.stderr, "distlock %s: cannot start the guard that stops the command if distlock dies: %v\n", cmdName, err)
+			return nil
+		}
+	}
+	r, w, err := os.Pipe() // close-on-exec: the command never holds w
+	if err != nil {
+		fmt.Fprintf(a.stderr, "distlock %s: cannot start the guard that stops the command if distlock dies: %v\n", cmdName, err)
+		return nil
+	}
+	g := exec.Command(exe, guardArg, strconv.Itoa(ch.pgid), strconv.Itoa(os.Getpid()), grace.String())
+	g.Args[0] = os.Args[0] // ps shows distlock, not /proc/self/exe
+	g.Stdin, g.Stderr = r, os.Stderr
+	err = g.Start()
+	_ = r.Close()
+	if err != nil {
+		_ = w.Close()
+		fmt.Fprintf(a.stderr, "distlock %s: cannot start the guard that stops the command if distlock dies: %v\n", cmdName, err)
+		return nil
+	}
+	return &guard{cmd: g, w: w}
+}
+
+// standDown tells the guard that distlock has done its work (the command's
+// group is gone or was stopped), and waits for it to exit.
+func (g *guard) standDown() {
+	if g == nil {
+		return
+	}
+	_, _ = g.w.Write([]byte{'.'})
+	_ = g.w.Close()
+	_ = g.cmd.Wait()
+}
+
+// runGuard is the guard process: args are the process group to stop, the
+// pid of the distlock that started it, and the grace between SIGTERM and
+// SIGKILL. It ignores the signals a terminal or a shell sends to
+// distlock's process group (distlock passes them on itself).
+func runGuard(args []string) int {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTTOU, syscall.SIGPIPE)
+	if len(args) != 3 {
+		return exitUsage
+	}
+	pgid, err1 := strconv.Atoi(args[0])
+	parent, err2 := strconv.Atoi(args[1])
+	grace, err3 := time.ParseDuration(args[2])
+	if err1 != nil || err2 != nil || err3 != nil || pgid <= 1 {
+		return exitUsage
+	}
+	var b [1]byte
+	if n, _ := io.ReadFull(os.Stdin, b[:]); n == 1 {
+		return exitOK // distlock stood the guard down: it took care of the group
+	}
+	// End of file without a word: distlock is gone.
+	ch := &child{pgid: pgid}
+	if !ch.groupAlive() {
+		return exitOK
+	}
+	fmt.Fprintf(os.Stderr, "distlock: the distlock process (pid %d) that held the lock for this command is gone (killed?); "+
+		"its lock is not renewed any more: SIGTERM to the command's process group now, SIGKILL in %v\n", parent, grace)
+	ch.terminate()
+	deadline := time.Now().Add(grace)
+	for ch.groupAlive() && time.Now().Before(deadline) {
+		time.Sleep(groupPoll)
+	}
+	if ch.groupAlive() {
+		ch.kill()
+	}
+	return exitOK
+}
