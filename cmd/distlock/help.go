@@ -414,11 +414,13 @@ Example:
   distlock elect --value "$(hostname)" scheduler -- ./scheduler --term "$DISTLOCK_TERM"
 `
 
-const postgresHelp = `Usage: distlock postgres init
+const postgresHelp = `Usage: distlock postgres init [--backend URL]
 
 Creates (or brings up to date) what the PostgreSQL backend needs in the
-database DISTLOCK_POSTGRES names: the schema DISTLOCK_POSTGRES_SCHEMA (default
-distlock) with its tables, sequences and functions, in one transaction. It is
+database that DISTLOCK_POSTGRES, DISTLOCK_URL=postgres://... or --backend
+names: the schema that the other commands then use (the URL's ?schema=, else
+DISTLOCK_POSTGRES_SCHEMA with DISTLOCK_POSTGRES, else distlock) with its
+tables, sequences and functions, in one transaction. It is
 idempotent and safe to run from several hosts at once. The other commands
 never create anything: on a schema that was not made they say to run this.
 
