@@ -61,10 +61,14 @@ func (a *app) cmdAcquire(args []string) int {
 	}
 	// Keep the lease: closing the client would release it.
 	defer b.close(keepLeases)
+	// The ttl the backend keeps (etcd: whole seconds, at least 2s), which
+	// the script extends within.
+	kept := lease.TTL()
+	a.noteTTL(cmd, *ttl, kept, b.where)
 	if *asJSON {
-		a.printJSON(grantJSON{Name: name, Owner: lease.Owner(), Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
+		a.printJSON(grantJSON{Name: name, Owner: lease.Owner(), Fence: lease.Token(), TTLMs: kept.Milliseconds()})
 	} else {
-		a.printGrantShell(name, lease.Owner(), lease.Token(), *ttl)
+		a.printGrantShell(name, lease.Owner(), lease.Token(), kept)
 	}
 	return exitOK
 }
@@ -100,10 +104,12 @@ func (a *app) cmdExtend(args []string) int {
 	if err != nil {
 		return a.fail(cmd, explain(err, name, b.where))
 	}
+	kept := lease.TTL() // what the backend keeps (etcd: whole seconds, at least 2s)
+	a.noteTTL(cmd, *ttl, kept, b.where)
 	if *asJSON {
-		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: lease.Token(), TTLMs: ttl.Milliseconds()})
+		a.printJSON(grantJSON{Name: name, Owner: owner, Fence: lease.Token(), TTLMs: kept.Milliseconds()})
 	} else {
-		fmt.Fprintf(a.stdout, "extended %q: it expires in %v unless extended again (fence %d)\n", name, *ttl, lease.Token())
+		fmt.Fprintf(a.stdout, "extended %q: it expires in %v unless extended again (fence %d)\n", name, kept, lease.Token())
 	}
 	return exitOK
 }
