@@ -111,7 +111,16 @@ func (a *app) openBackend(ctx context.Context, cmd, flagURL string) (*backend, e
 	if err != nil {
 		return nil, err
 	}
-	return a.openURL(ctx, u, setting)
+	b, err := a.openURL(ctx, u, setting)
+	if err == nil {
+		if _, ok := b.eng.(*memory.Engine); ok {
+			// mem:// is this process's own engine: its locks exclude nobody else.
+			fmt.Fprintf(a.stderr, "distlock %s: note: %s is an engine of this distlock process alone: no other process shares its locks, "+
+				"so they keep no other distlock out. For locks shared by the processes of this host, with nothing installed: "+
+				"distlock serve, and %s=http://127.0.0.1:7420\n", cmd, u, envServer)
+		}
+	}
+	return b, err
 }
 
 // backendURL maps the flag or the one backend setting of the environment
