@@ -14,7 +14,9 @@ import (
 	"encoding/base64"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,7 +161,7 @@ func BenchmarkAcquireReleaseParallel64(b *testing.B) {
 
 	b.Run("distlock", func(b *testing.B) {
 		c := benchDistlock(b, srv)
-		runParallel64(b, func(id int) func() error {
+		runParallel64(b, srv, func(id int) func() error {
 			name := "bench-par-" + strconv.Itoa(id)
 			return func() error { return distlockOnce(ctx, c, name) }
 		})
@@ -167,7 +169,7 @@ func BenchmarkAcquireReleaseParallel64(b *testing.B) {
 
 	b.Run("floor", func(b *testing.B) {
 		c := benchClient(b, srv)
-		runParallel64(b, func(id int) func() error {
+		runParallel64(b, srv, func(id int) func() error {
 			key := "floor:{bench-par-" + strconv.Itoa(id) + "}"
 			return func() error { return floorOnce(ctx, c, key) }
 		})
@@ -178,11 +180,16 @@ func BenchmarkAcquireReleaseParallel64(b *testing.B) {
 // SetParallelism: GOMAXPROCS×p goroutines), each with its own id, hence its
 // own lock name. It reports the number of goroutines that ran as the
 // "goroutines" metric; that is 64 unless GOMAXPROCS does not divide 64.
-func runParallel64(b *testing.B, newOp func(id int) func() error) {
+// It also reports the CPU time spent per operation by this process
+// (client-cpu-µs/op, from getrusage) and by srv (redis-cpu-µs/op, from INFO
+// cpu): on a shared machine CPU time per operation moves much less than
+// throughput, so comparing two commits by it shows a change in the work done.
+func runParallel64(b *testing.B, srv *redistest.Server, newOp func(id int) func() error) {
 	procs := runtime.GOMAXPROCS(0)
 	b.SetParallelism((benchGoroutines + procs - 1) / procs)
 	var ids atomic.Int64
 	b.ReportAllocs()
+	client0, redis0 := processCPU(), serverCPU(b, srv)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		op := newOp(int(ids.Add(1)))
@@ -195,6 +202,35 @@ func runParallel64(b *testing.B, newOp func(id int) func() error) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(ids.Load()), "goroutines")
+	n := float64(b.N)
+	b.ReportMetric((processCPU()-client0).Seconds()*1e6/n, "client-cpu-µs/op")
+	b.ReportMetric((serverCPU(b, srv)-redis0).Seconds()*1e6/n, "redis-cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU is the CPU time (user and system) srv has used, from INFO cpu.
+func serverCPU(b *testing.B, srv *redistest.Server) time.Duration {
+	c := srv.Client()
+	defer c.Close()
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s float64
+	for _, l := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(l, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			s += f
+		}
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // BenchmarkAcquireReleasePaired runs distlock and the floor (one goroutine,
