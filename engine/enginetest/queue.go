@@ -595,8 +595,22 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		}
 		got <- err
 	}()
+	seen := "" // the last reading, said if the wait times out
+	defer func() {
+		if t.Failed() && seen != "" {
+			t.Logf("the last reading while waiting for the second waiter: %s", seen)
+		}
+	}()
 	waitFor(t, 20*time.Second, "the second waiter", func() bool {
+		select { // a waiter that ended meanwhile is the failure, not the wait
+		case err := <-quit:
+			t.Fatalf("the first waiter ended before the second queued: %v", err)
+		case err := <-got:
+			t.Fatalf("the second waiter ended before it queued: %v", err)
+		default:
+		}
 		info, err := holder.Inspect(ctx, name)
+		seen = fmt.Sprintf("%d waiters, queue %+v, error %v", info.Waiters, info.Queue, err)
 		return err == nil && info.Waiters == 2
 	})
 	cancel()
