@@ -132,6 +132,28 @@ func (t *holdTracker) forget(name, owner string) *hold {
 	return h
 }
 
+// forced records a force-release of name through this server: the holds
+// of owner, or of every owner when all, ended then. A holder that renews
+// or releases later is told it lost the lock, which counts its loss
+// (lostElsewhere), not another end of its hold.
+func (t *holdTracker) forced(name, owner string, all bool) {
+	now := t.now()
+	var held []time.Duration
+	t.mu.Lock()
+	for k, h := range t.m {
+		if k.name == name && (all || k.owner == owner) {
+			for range h.holds {
+				held = append(held, now.Sub(h.granted))
+			}
+			delete(t.m, k)
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range held {
+		t.obs.m.forced(d)
+	}
+}
+
 // lost reports each of h's holds of name lost with cause.
 func (t *holdTracker) lost(name string, h *hold, cause distlock.LossCause) {
 	held := t.now().Sub(h.granted)

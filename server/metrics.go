@@ -22,7 +22,8 @@ import (
 //	distlock_acquire_failures_total{reason}      why an acquire gave up (see failureReason):
 //	                                             locked, timeout, canceled, refused, backend, closed, other
 //	distlock_acquire_wait_seconds{outcome}       time from the call to the grant (acquired) or give-up (failed)
-//	distlock_hold_seconds{end}                   time held, until released, lost or expired (server: ttl ran out unseen)
+//	distlock_hold_seconds{end}                   time held, until released, lost, forced (server: force-released by an admin)
+//	                                             or expired (server: ttl ran out unseen)
 //	distlock_renewals_total{result}              ok, failed
 //	distlock_leases_lost_total{cause}            expired, taken_over, unreachable
 //	distlock_node_errors_total{node}             failed calls to one node of a Redlock quorum
@@ -188,6 +189,13 @@ func (f *fanout) Lost(name string, cause distlock.LossCause, held time.Duration)
 	f.m.Lost(name, cause, held)
 	f.tl.add(seriesLost)
 	f.changed()
+}
+
+// forced records a hold that an admin's force-release through this server
+// ended.
+func (m *Metrics) forced(held time.Duration) {
+	m.hold.WithLabelValues("forced").Observe(held.Seconds())
+	m.holders.Dec()
 }
 
 // expired records a hold that the server stopped seeing: its ttl ran out

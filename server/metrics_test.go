@@ -106,8 +106,9 @@ func TestServerMetrics(t *testing.T) {
 }
 
 // checkMetricsSeen checks the scrape of TestServerMetrics: three grants
-// (one contended), two releases, one loss taken over (none expired), the
-// renewals, and Go's runtime metrics.
+// (one contended), two releases, one hold ended by a force-release and its
+// holder's loss taken over (none expired), the renewals, and Go's runtime
+// metrics.
 func checkMetricsSeen(t *testing.T, text string) {
 	t.Helper()
 	checks := []struct {
@@ -119,7 +120,7 @@ func checkMetricsSeen(t *testing.T, text string) {
 		{`distlock_acquire_failures_total{reason="locked"}`, 1}, // the contender's first attempt
 		{`distlock_acquire_wait_seconds_count{outcome="acquired"}`, 3},
 		{`distlock_hold_seconds_count{end="released"}`, 2},
-		{`distlock_hold_seconds_count{end="lost"}`, 1},
+		{`distlock_hold_seconds_count{end="forced"}`, 1},
 		{`distlock_renewals_total{result="ok"}`, 2},
 		{`distlock_leases_lost_total{cause="taken_over"}`, 1},
 	}
@@ -214,5 +215,39 @@ func TestRefusalMetrics(t *testing.T) {
 	}
 	if v := metric(t, text, `distlock_acquire_failures_total{reason="backend"}`); v != 0 {
 		t.Errorf(`reason="backend" = %v, want 0: refusals counted as backend failures`, v)
+	}
+}
+
+// TestForceReleaseEndsHolds: a force-release through the server ends the
+// holds it ended at once in /metrics (the holders gauge, the hold-time
+// histogram's end="forced"), for one holder (?owner=) and for every holder
+// of a semaphore, instead of counting them live until their ttl runs out
+// and then as expired. A lease's ttl is a minute: a gauge that waited for
+// it would fail the test.
+func TestForceReleaseEndsHolds(t *testing.T) {
+	s := start(t, nil)
+	acquire := func(name string, body map[string]any) {
+		t.Helper()
+		want(t, "acquire "+name, call(t, "POST", lockURL(s, name, "acquire"), "", body), 200, "")
+	}
+	acquire("m", map[string]any{"owner": "a", "ttl_ms": 60000})
+	acquire("s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "b", "ttl_ms": 60000})
+	acquire("s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "c", "ttl_ms": 60000})
+	if text := scrape(t, s); metric(t, text, "distlock_holders") != 3 {
+		t.Fatalf("holders = %v, want 3", metric(t, text, "distlock_holders"))
+	}
+
+	want(t, "force-release m's holder a", call(t, "DELETE", lockURL(s, "m", "")+"?owner=a", "", nil), 200, "")
+	text := scrape(t, s)
+	if h, f := metric(t, text, "distlock_holders"), metric(t, text, `distlock_hold_seconds_count{end="forced"}`); h != 2 || f != 1 {
+		t.Fatalf("after one holder's force-release: holders %v, forced %v; want 2 and 1", h, f)
+	}
+	want(t, "force-release s", call(t, "DELETE", lockURL(s, "s", ""), "", nil), 200, "")
+	text = scrape(t, s)
+	if h, f := metric(t, text, "distlock_holders"), metric(t, text, `distlock_hold_seconds_count{end="forced"}`); h != 0 || f != 3 {
+		t.Fatalf("after the semaphore's force-release: holders %v, forced %v; want 0 and 3", h, f)
+	}
+	if regexp.MustCompile(`(?m)^distlock_hold_seconds_count\{end="lost"\} [1-9]`).MatchString(text) {
+		t.Fatal("a force-released hold counted as lost by its holder, which has not asked")
 	}
 }
