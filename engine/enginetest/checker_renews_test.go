@@ -48,3 +48,42 @@ func TestRenewalsJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAppliedJudged: an acquire of unknown outcome (its caller gave up
+// during a backend restart) may be applied once the restart is over, since
+// the Client never cuts its request short: an Inspect that shows it then is
+// no violation, whatever the time since the caller gave up; one after its
+// ttl past the restart's end is, and so is one that shows a grant the
+// caller gave up on with no fault to hold its request.
+func TestLateAppliedJudged(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	gaveUp := &event{Client: 0, Op: op{Kind: opAcquire, TTL: 150 * ms, Wait: 75 * ms}, Owner: "o", Inv: 0, Resp: 300 * ms, Class: classMutex, Weight: 1, Out: outOther}
+	restart := &event{Client: 1, Op: op{Kind: opRestart}, Inv: 100 * ms, Resp: 2 * s, Out: outOK}
+	stall := &event{Client: 0, Op: op{Kind: opStall, Wait: 2 * s}, Inv: 200 * ms, Resp: 2 * s, Out: outOK}
+	otherStall := &event{Client: 1, Op: op{Kind: opStall, Wait: 2 * s}, Inv: 200 * ms, Resp: 2 * s, Out: outOK}
+	view := func(at time.Duration) *event {
+		return &event{Client: 2, Op: op{Kind: opInspect}, Inv: at, Resp: at + 5*ms, Out: outOK,
+			Infos: []engine.Info{{Name: "n0", Held: true, Owner: "o", Token: 7, Count: 1, Holders: []engine.Holder{{Owner: "o", Count: 1, Token: 7, Weight: 1}}}}}
+	}
+	fit := func(d time.Duration) time.Duration { return d }
+	for _, tc := range []struct {
+		what string
+		evs  []*event
+		want bool // a view violation
+	}{
+		{"applied after a restart", []*event{gaveUp, restart, view(2100 * ms)}, false},
+		{"applied after its client's stall", []*event{gaveUp, stall, view(2100 * ms)}, false},
+		{"past its ttl after the restart", []*event{gaveUp, restart, view(3 * s)}, true},
+		{"another client's stall", []*event{gaveUp, otherStall, view(2100 * ms)}, true},
+		{"no fault", []*event{gaveUp, view(2100 * ms)}, true},
+	} {
+		for _, e := range tc.evs {
+			e.Name = "n0"
+		}
+		bad := judge(&history{Names: []string{"n0"}, Events: tc.evs}, timing{fit: fit, slack: 150 * ms})
+		got := strings.Contains(strings.Join(bad, "\n"), "view:")
+		if got != tc.want {
+			t.Errorf("%s: violations %q, want a view violation: %v", tc.what, bad, tc.want)
+		}
+	}
+}

@@ -196,11 +196,36 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 	}
 	for _, g := range gs {
 		g.possTo = max(g.possTo, g.sureTo)
+		if g.unknown {
+			g.possTo = max(g.possTo, appliedLateTo(g, evs, tm))
+		}
 		if tm.renews && !g.freed {
 			g.possTo = renewedTo(g, evs, tm)
 		}
 	}
 	return gs
+}
+
+// appliedLateTo returns until when g, a grant of unknown outcome, may be
+// live when its request was held up by faults. The Client never cuts such
+// a request short (it settles the late answer, releasing a grant nobody
+// waits for): a request held in a stalled connection of its client, or
+// retried by the client library while the backend restarts, runs when the
+// fault is over, after the caller gave up, and its grant lives until its
+// ttl unless the settle releases it first. Without faults the request runs
+// within slack of the caller's giving up; each fault that begins by then
+// (and by the end of the faults before it) moves that to its own end.
+// Like renewedTo, it widens only the intervals in which a grant may be
+// live.
+func appliedLateTo(g *cgrant, evs []*event, tm timing) time.Duration {
+	applied := g.ev.Resp + tm.slack
+	for _, f := range evs { // in the order they were asked for
+		held := f.Op.Kind == opRestart || f.Op.Kind == opStall && f.Client == g.ev.Client
+		if held && f.Inv <= applied && f.Resp >= g.ev.Inv {
+			applied = max(applied, f.Resp+tm.slack)
+		}
+	}
+	return applied + tm.fit(g.ttl) + tm.slack
 }
 
 // renewedTo returns until when g may be live on a backend whose faults may
