@@ -181,6 +181,12 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 		writeError(w, engineErr("extend", err))
 		return
 	}
+	if res[0].Status != engine.Extended {
+		if err := s.extendedAsOther(ctx, name, req.Owner, req.Shared); err != nil {
+			writeError(w, engineErr("extend", err))
+			return
+		}
+	}
 	s.trackExtend(name, req.Owner, ttl, res[0].Status)
 	if res[0].Status != engine.Extended {
 		writeError(w, notHeld(name, res[0].Status))
@@ -366,6 +372,10 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		s.holds.lostAtRelease(name, req.Owner, distlock.TakenOver)
 		writeError(w, notHeld(name, engine.HeldByOther))
 	default:
+		if err := s.releasedAsOther(ctx, name, req.Owner, ereq.Kind); err != nil {
+			writeError(w, engineErr("release", err))
+			return
+		}
 		s.holds.lostAtRelease(name, req.Owner, distlock.Expired)
 		writeError(w, notHeld(name, engine.Missing))
 	}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +80,43 @@ func TestKindRefusedOverHTTP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseOrExtendAsOtherKind: a release or an extension that names
+// another kind than the owner's hold (a mutex released as a semaphore, a
+// semaphore's permit released or extended as a mutex's, a mutex extended
+// as a shared hold) is refused as a kind error (400) and changes nothing:
+// the hold stays, and the right request then succeeds. Before, the answer
+// was 409 not_held "missing" (the lease gone) while it was held.
+func TestReleaseOrExtendAsOtherKind(t *testing.T) {
+	s := start(t, nil)
+	acquire := func(name string, body map[string]any) {
+		t.Helper()
+		want(t, "acquire "+name, call(t, "POST", lockURL(s, name, "acquire"), "", body), 200, "")
+	}
+	acquire("m", map[string]any{"owner": "o", "ttl_ms": 60000})
+	acquire("s", map[string]any{"kind": "semaphore", "limit": 2, "owner": "o", "ttl_ms": 60000})
+	for _, c := range []struct {
+		what, name, action string
+		body               map[string]any
+	}{
+		{"a mutex released as a semaphore", "m", "release", map[string]any{"owner": "o", "kind": "semaphore"}},
+		{"a mutex released as an RW lock", "m", "release", map[string]any{"owner": "o", "kind": "rwlock"}},
+		{"a semaphore released as a mutex", "s", "release", map[string]any{"owner": "o"}},
+		{"a mutex extended as a shared hold", "m", "extend", map[string]any{"owner": "o", "ttl_ms": 60000, "shared": true}},
+		{"a semaphore extended as a mutex", "s", "extend", map[string]any{"owner": "o", "ttl_ms": 60000}},
+	} {
+		r := call(t, "POST", lockURL(s, c.name, c.action), "", c.body)
+		want(t, c.what, r, http.StatusBadRequest, api.CodeInvalidArgument)
+	}
+	for _, name := range []string{"m", "s"} {
+		r := call(t, "GET", lockURL(s, name, ""), "", nil)
+		if r.status != 200 || !strings.Contains(string(r.body), `"held":true`) {
+			t.Fatalf("%s after the refused requests: %d %s, want it still held", name, r.status, r.body)
+		}
+	}
+	want(t, "the mutex released as one", call(t, "POST", lockURL(s, "m", "release"), "", map[string]any{"owner": "o"}), 200, "")
+	want(t, "the semaphore released as one", call(t, "POST", lockURL(s, "s", "release"), "", map[string]any{"owner": "o", "kind": "semaphore"}), 200, "")
+	r := call(t, "POST", lockURL(s, "m", "release"), "", map[string]any{"owner": "o", "kind": "semaphore"})
+	want(t, "a released mutex released again as a semaphore", r, http.StatusConflict, api.CodeNotHeld)
 }
