@@ -495,7 +495,8 @@ func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
 // so that the next head's reservation counts from now: the first one's
 // lapsing must not drop a live fair waiter that has had no time to take
 // the lock. done is false when the line or c changed since it was read
-// (nothing is changed then).
+// (nothing is changed then); otherwise the name node is checked at the
+// version read, released or not.
 func (e *Engine) dropHead(ctx context.Context, l *line, c child) (done bool, err error) {
 	ev, _, err := e.eventOf(ctx, l)
 	if errors.Is(err, errLineChanged) {
@@ -507,7 +508,14 @@ func (e *Engine) dropHead(ctx context.Context, l *line, c child) (done bool, err
 	if ev.Kind == evReleased {
 		return e.passOn(ctx, l, c)
 	}
-	err = e.del(ctx, c.path, c.st.Version)
+	// Not released as read, checked in the deletion's transaction: a
+	// reading from a member that had not yet applied a release (another
+	// session's) must not delete a reserved head without passing its
+	// reservation on. A failed check changes nothing; the caller reads
+	// again, and the member answers the check's failure only once it has
+	// applied what came before it.
+	_, err = e.multi(ctx, &zk.DeleteRequest{Path: c.path, Version: c.st.Version},
+		&zk.CheckVersionRequest{Path: l.path, Version: l.parent.Version})
 	if verdict(err) {
 		return false, nil
 	}

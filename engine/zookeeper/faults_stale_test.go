@@ -10,6 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	zkengine "github.com/distlock/distlock/engine/zookeeper"
 	"github.com/distlock/distlock/engine/zookeeper/zktest"
 )
 
@@ -249,5 +251,72 @@ func staleKindRecord(t *testing.T, ens *zktest.Ensemble) {
 	}
 	if left > 0 {
 		t.Errorf("%d of %d refused calls left their kind on the name (the other shared kind refused after the mutex left)", left, staleRounds)
+	}
+}
+
+// staleLeave: the head of a line that leaves through a follower behind the
+// release that reserved the lock for it passes the reservation on (the
+// release recorded again in the name node, with the deletion of its
+// place), as it does through the leader: the next head's reservation then
+// counts from the leave, not from the release. Each round the leader's
+// client holds the lock, two fair ghost waiters queue (the first through an
+// engine on the follower, the second on the leader), and the first's Leave is sent through the follower behind
+// the release (staleSetup.behind). Before the name node's version was
+// checked with the plain deletion, a Leave that read the line before the
+// release deleted the reserved head and left the next one the rest of the
+// first's reservation.
+func staleLeave(t *testing.T, ens *zktest.Ensemble) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := newStaleSetup(t, ens)
+	onLeader := dial(t, []string{leaderOf(t, ens).Addr})
+	onFollower := dial(t, []string{s.proxy.Addr()})
+	stale := 0
+	for i := range staleRounds {
+		name := fmt.Sprintf("stale-leave-%d", i)
+		h, err := s.holder.Acquire(ctx, name, distlock.WithTTL(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first queues through the follower's engine, which keeps its
+		// place and leaves it; the second through the leader's.
+		for _, g := range []struct {
+			id string
+			e  *zkengine.Engine
+		}{{"ghost-first", onFollower}, {"ghost-second", onLeader}} {
+			if _, err := g.e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
+				Waiting: true, Waiter: g.id, WaiterTTL: time.Minute, Fair: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		path := zkengine.DefaultRoot + "/l-" + name
+		var released int32
+		_, err = s.behind(t, func() error {
+			if err := h.Release(ctx); err != nil {
+				return err
+			}
+			_, st, err := s.raw.Get(path)
+			if err == nil {
+				released = st.Version
+			}
+			return err
+		}, func() (*distlock.Lease, error) {
+			return nil, onFollower.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "ghost-first"})
+		})
+		if err != nil {
+			t.Fatalf("round %d: the Leave through the follower: %v", i, err)
+		}
+		_, st, err := s.raw.Get(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Version == released {
+			stale++
+			t.Logf("round %d: the reserved head left through the follower without the release recorded again (name node at version %d, the release's)", i, released)
+		}
+		_ = onLeader.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "ghost-second"})
+	}
+	if stale > 0 {
+		t.Errorf("%d of %d leaves through a follower behind the release did not pass the reservation on", stale, staleRounds)
 	}
 }

@@ -24,6 +24,7 @@ func TestFaults(t *testing.T) {
 	t.Run("SharedLeaderKilled", func(t *testing.T) { sharedLeaderKilled(t, ens) })
 	t.Run("StaleRefusal", func(t *testing.T) { staleRefusal(t, ens) })
 	t.Run("StaleKindRecord", func(t *testing.T) { staleKindRecord(t, ens) })
+	t.Run("StaleLeave", func(t *testing.T) { staleLeave(t, ens) })
 	t.Run("MajorityStopped", func(t *testing.T) { majorityStopped(t, ens) })
 }
 
