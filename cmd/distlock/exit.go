@@ -136,9 +136,6 @@ func explain(err error, name, where string) error {
 	case errors.As(err, &nh):
 		return &cliError{code: exitLost, msg: fmt.Sprintf("%q holds nothing of %q: nothing was released.\n"+
 			"See who holds it: distlock status %s", nh.Owner, name, shellQuote(name))}
-	case errors.As(err, &nh):
-		return &cliError{code: exitLost, msg: fmt.Sprintf("%q holds nothing of %q: nothing was released.\n"+
-			"See who holds it: distlock status %s", nh.Owner, name, shellQuote(name))}
 	case errors.Is(err, distlock.ErrLeaseLost), errors.Is(err, distlock.ErrNotHeld):
 		return &cliError{code: exitLost, msg: fmt.Sprintf("%q is not held by that owner: it expired, was released, "+
 			"or another owner holds it now.\nSee who holds it: distlock status %s", name, shellQuote(name))}

@@ -236,7 +236,7 @@ func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Durati
 		if r.b != nil {
 			r.b.close(releaseLeases)
 		}
-		fmt.Fprintf(a.stderr, "distlock %s: interrupted by %v while waiting for %q; the command was not started\n", cmd, sig, name)
+		fmt.Fprintf(a.stderr, "distlock %s: interrupted (%v, signal %d) while waiting for %q; the command was not started\n", cmd, sig, signalNumber(sig), name)
 		return nil, none, exitSignal + signalNumber(sig)
 	}
 	if r.err != nil {
