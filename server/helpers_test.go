@@ -200,3 +200,10 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// mustAcquire acquires name through s's HTTP API with body, and fails the
+// test unless it is granted.
+func mustAcquire(t *testing.T, s *testServer, name string, body map[string]any) {
+	t.Helper()
+	want(t, "acquire "+name, call(t, "POST", lockURL(s, name, "acquire"), "", body), 200, "")
+}

@@ -90,12 +90,8 @@ func TestKindRefusedOverHTTP(t *testing.T) {
 // was 409 not_held "missing" (the lease gone) while it was held.
 func TestReleaseOrExtendAsOtherKind(t *testing.T) {
 	s := start(t, nil)
-	acquire := func(name string, body map[string]any) {
-		t.Helper()
-		want(t, "acquire "+name, call(t, "POST", lockURL(s, name, "acquire"), "", body), 200, "")
-	}
-	acquire("m", map[string]any{"owner": "o", "ttl_ms": 60000})
-	acquire("s", map[string]any{"kind": "semaphore", "limit": 2, "owner": "o", "ttl_ms": 60000})
+	mustAcquire(t, s, "m", map[string]any{"owner": "o", "ttl_ms": 60000})
+	mustAcquire(t, s, "s", map[string]any{"kind": "semaphore", "limit": 2, "owner": "o", "ttl_ms": 60000})
 	for _, c := range []struct {
 		what, name, action string
 		body               map[string]any

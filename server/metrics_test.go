@@ -226,13 +226,9 @@ func TestRefusalMetrics(t *testing.T) {
 // it would fail the test.
 func TestForceReleaseEndsHolds(t *testing.T) {
 	s := start(t, nil)
-	acquire := func(name string, body map[string]any) {
-		t.Helper()
-		want(t, "acquire "+name, call(t, "POST", lockURL(s, name, "acquire"), "", body), 200, "")
-	}
-	acquire("m", map[string]any{"owner": "a", "ttl_ms": 60000})
-	acquire("s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "b", "ttl_ms": 60000})
-	acquire("s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "c", "ttl_ms": 60000})
+	mustAcquire(t, s, "m", map[string]any{"owner": "a", "ttl_ms": 60000})
+	mustAcquire(t, s, "s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "b", "ttl_ms": 60000})
+	mustAcquire(t, s, "s", map[string]any{"kind": "semaphore", "limit": 3, "owner": "c", "ttl_ms": 60000})
 	if text := scrape(t, s); metric(t, text, "distlock_holders") != 3 {
 		t.Fatalf("holders = %v, want 3", metric(t, text, "distlock_holders"))
 	}
