@@ -54,7 +54,10 @@ func runHeld(ctx context.Context, h held, fn func(ctx context.Context) error) er
 // Attach rebuilds a lease from its name and owner token (Lease.Owner), for
 // example in another process, so that it can be extended or released there.
 // It proves ownership by extending the lock to the ttl of opts (default 30s),
-// and fails with ErrNotHeld if owner does not hold it. The attached lease
+// and fails with ErrNotHeld if owner does not hold it. It rebuilds a mutex's
+// lease only: a name that owner holds as a semaphore or an RW lock is
+// refused with an *ArgumentError (ErrInvalidArgument) naming its kind, and
+// changes nothing. The attached lease
 // renews itself unless WithAutoRenew(false); releasing it drops one hold.
 // It adds no hold: with the lease it was attached from, it shares one, so
 // while the owner holds the lock once, its ttl (and its Extends) set the
@@ -83,7 +86,28 @@ func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option)
 	case engine.HeldByOther:
 		return nil, fmt.Errorf("%w: %q is held by another owner", ErrNotHeld, name)
 	default:
+		if err := c.heldAsShared(ctx, name, owner); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %q is not held", ErrNotHeld, name)
 	}
 	return c.grant(ctx, name, owner, o, res.Token, sent, 0, keepHold)
+}
+
+// heldAsShared returns the refusal of an Attach whose extension found no
+// mutex because owner holds name as a shared kind (a semaphore's permits,
+// an RW lock's side): Attach rebuilds a mutex's lease, and telling the live
+// holder that its lock is gone would be false. It returns nil when owner
+// holds nothing of name as one (or the Inspect fails).
+func (c *Client) heldAsShared(ctx context.Context, name, owner string) error {
+	info, err := c.eng.Inspect(ctx, name)
+	if err != nil || !info.Kind.Shared() {
+		return nil
+	}
+	for _, h := range info.Holders {
+		if h.Owner == owner {
+			return &ArgumentError{Arg: "name", Reason: fmt.Sprintf("%q is a %s, not a mutex: Attach rebuilds a mutex's lease only", name, info.Kind)}
+		}
+	}
+	return nil
 }
