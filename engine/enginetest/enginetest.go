@@ -132,6 +132,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
 		{"SetAllOrNothing", s.setAllOrNothing},
+		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},
 		{"SetGivesUpClean", s.setGivesUpClean},
 		{"SetLoss", s.setLoss},
 		{"SetCycles", s.setCycles},

@@ -354,3 +354,41 @@ func assertSetFree(t *testing.T, c *distlock.Client, names ...string) {
 		t.Fatal(err)
 	}
 }
+
+// setKindRefusalNamesName: a set with a name held as a semaphore, not its
+// first, is refused with the kind error Acquire of that name gives (word
+// for word), naming it, not the set's first name; nothing is held after.
+// (Redis's set script answered the kind without the name, and the engine
+// named the first one.)
+func (s *suite) setKindRefusalNamesName(t *testing.T) {
+	s.semaphores(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	c := s.client(t)
+	p := lockName(t) + "/"
+	free, sem := p+"a", p+"z"
+	l, err := c.Semaphore(sem, 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(ctx) }()
+	want := engine.KindError(sem, engine.Semaphore, engine.Mutex).(*engine.ArgumentError).Reason
+	for _, try := range []bool{true, false} {
+		var set *distlock.LeaseSet
+		if try {
+			set, err = c.TryAcquireAll(ctx, []string{free, sem})
+		} else {
+			set, err = c.AcquireAll(ctx, []string{free, sem})
+		}
+		if set != nil {
+			_ = set.Release(ctx)
+			t.Fatalf("a set with a name held as a semaphore (try %v): granted", try)
+		}
+		var ae *distlock.ArgumentError
+		if !errors.As(err, &ae) || ae.Arg != "name" || ae.Reason != want {
+			t.Fatalf("a set with a name held as a semaphore (try %v): %v, want the kind error %q", try, err, want)
+		}
+		if info, err := c.Inspect(ctx, free); err != nil || info.Held {
+			t.Fatalf("%q after the refused set: %+v, %v; want free", free, info, err)
+		}
+	}
+}

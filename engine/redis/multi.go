@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -71,6 +72,9 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	}
 	res, err := e.batch.run(ctx, multiScript, keys, r0.Owner, ms(r0.TTL), r0.Metadata, e.fenceMS, floor).Result()
 	if err != nil {
+		if refusal := multiKindRefusal(err, rs); refusal != nil {
+			return engine.MultiGrant{}, refusal
+		}
 		return engine.MultiGrant{}, sharedError(err, r0.Name, 0, 0, 0)
 	}
 	a, ok := res.([]any)
@@ -120,4 +124,24 @@ func sameSlot(rs []engine.AcquireRequest) bool {
 		}
 	}
 	return true
+}
+
+// multiKindRefusal turns multi.lua's refusal of a name held as a shared
+// kind, "DISTLOCK kind <k> <i>", into the kind error naming that name (the
+// i-th of rs, 1-based), as Acquire of it alone would; nil for any other
+// error.
+func multiKindRefusal(err error, rs []engine.AcquireRequest) error {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return nil
+	}
+	what, ok := strings.CutPrefix(re.Error(), "DISTLOCK kind ")
+	if !ok {
+		return nil
+	}
+	var k, i int
+	if n, _ := fmt.Sscanf(what, "%d %d", &k, &i); n != 2 || i < 1 || i > len(rs) {
+		return nil
+	}
+	return engine.KindError(rs[i-1].Name, engine.Kind(k), rs[i-1].Kind)
 }

@@ -7,7 +7,8 @@
 -- live shared holder has it. Every name is checked before any is granted:
 -- a refusal answers {0, i, holder, pttl} for the first name i (1-based)
 -- that is held ('' and 0 when it is free but waiters queue), a shared
--- holder the error reply 'DISTLOCK kind <k>', having changed nothing.
+-- holder the error reply 'DISTLOCK kind <k> <i>' (the shared lock's kind and
+-- the name's index, 1-based), having changed nothing.
 -- A grant answers {1, token...}, one token per name in order, each minted
 -- by mint.lua, as acquire.lua mints it. A fence past 2^53-1 undoes the set's
 -- grants so far and answers 'DISTLOCK fence exhausted'.
@@ -42,7 +43,7 @@ for i = 0, #KEYS / 5 - 1 do
       if redis.call('ZCOUNT', SH, string.format('(%d', now), '+inf') > 0 then
         local k = redis.call('HGET', S, 'k')
         if k then
-          return refuse(redis.error_reply('DISTLOCK kind ' .. k))
+          return refuse(redis.error_reply('DISTLOCK kind ' .. k .. ' ' .. (i + 1)))
         end
       end
     end
