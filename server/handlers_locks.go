@@ -509,7 +509,9 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 		return
 	}
 	s.log.Info("distlock: lock force-released", "name", name, "owner", owner, "was_held", held, "remote", r.RemoteAddr)
-	s.holds.forced(name, owner, !one)
+	if held {
+		s.holds.forced(name, owner, !one)
+	}
 	s.obs.changed()
 	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, Owner: owner, WasHeld: held})
 }
