@@ -283,14 +283,16 @@ func releasesOf(engines []*counting) []time.Time {
 
 // dropped returns the queue entries whose heartbeats found them gone from
 // the queue (an entry that missed its heartbeat deadline, as on a starved
-// machine): they entered again behind the others.
+// machine), or failed: they entered again behind the others, or may have
+// (a heartbeat that failed leaves the entry to lapse unseen, and the
+// waiter's next attempt to enter again).
 func dropped(engines []*counting) map[string]bool {
 	out := map[string]bool{}
 	for _, e := range engines {
 		e.mu.Lock()
 		for _, x := range e.extends {
 			for i, q := range x.reqs {
-				if q.Waiter && x.err == nil && i < len(x.res) && x.res[i].Err == nil && x.res[i].Status != engine.Extended {
+				if q.Waiter && (x.err != nil || i >= len(x.res) || x.res[i].Err != nil || x.res[i].Status != engine.Extended) {
 					out[q.Owner] = true
 				}
 			}
@@ -318,7 +320,8 @@ func outOfOrder(calls []arrival, skip map[string]bool, releases []time.Time) (in
 				continue
 			}
 			if bad == 0 {
-				example = fmt.Sprintf("grant %d arrived %v before grant %d's first attempt, yet came after it", a.grant, b.sent.Sub(a.answered), b.grant)
+				example = fmt.Sprintf("grant %d (waiter %s, %d attempts, %d wake-ups) arrived %v before grant %d's first attempt (waiter %s), yet came after it",
+					a.grant, a.waiter, len(a.attempts), len(a.woken), b.sent.Sub(a.answered), b.grant, b.waiter)
 			}
 			bad++
 			break

@@ -306,6 +306,12 @@ func staleLeave(t *testing.T, ens *zktest.Ensemble) {
 		if err != nil {
 			t.Fatalf("round %d: the Leave through the follower: %v", i, err)
 		}
+		// The Leave was answered by the follower once it applied it; the
+		// leader may apply it a moment later (ZooKeeper's reads are not
+		// linearizable): a sync first makes the reading current.
+		if _, err := s.raw.Sync(path); err != nil {
+			t.Fatal(err)
+		}
 		_, st, err := s.raw.Get(path)
 		if err != nil {
 			t.Fatal(err)
