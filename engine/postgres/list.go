@@ -46,11 +46,15 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 		return nil, "", e.wrap(err)
 	}
 	rows.Close()
-	shared, err := e.listShared(ctx, prefix, cursor, limit)
+	lastMutex := ""
+	if len(infos) >= limit {
+		lastMutex = infos[len(infos)-1].Name
+	}
+	shared, lastShared, err := e.listShared(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	infos, next := mergePage(infos, shared, limit)
+	infos, next := mergePage(infos, shared, lastMutex, lastShared, limit)
 	return infos, next, nil
 }
 

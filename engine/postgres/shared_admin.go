@@ -14,49 +14,64 @@ import (
 
 // listShared returns the shared locks held or waited for whose names start
 // with prefix and come after cursor, in name order, at most limit, each
-// read as Inspect reads it.
-func (e *Engine) listShared(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, error) {
+// read as Inspect reads it; last is the last name the statement found when
+// it found limit names (its page was full), else "". A lock released
+// between the statement and its Inspect is left out, but still bounds the
+// page: the names after last were not read.
+func (e *Engine) listShared(ctx context.Context, prefix, cursor string, limit int) (infos []engine.Info, last string, err error) {
 	rows, err := e.pool.Query(ctx, e.sql.listShared, prefix, cursor, int32(limit))
 	if err != nil {
-		return nil, e.wrap(err)
+		return nil, "", e.wrap(err)
 	}
 	var names []string
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
 			rows.Close()
-			return nil, e.wrap(err)
+			return nil, "", e.wrap(err)
 		}
 		names = append(names, name)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, e.wrap(err)
+		return nil, "", e.wrap(err)
 	}
-	var infos []engine.Info
+	if len(names) >= limit {
+		last = names[len(names)-1]
+	}
 	for _, name := range names {
 		info, err := e.inspectShared(ctx, name)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if info.Held || info.Waiters > 0 {
 			infos = append(infos, info)
 		}
 	}
-	return infos, nil
+	return infos, last, nil
 }
 
 // mergePage merges two pages of locks in name order (each at most limit,
-// in name order) into one of at most limit; next is the last name of a
-// full page.
-func mergePage(a, b []engine.Info, limit int) ([]engine.Info, string) {
+// in name order) into one of at most limit; lastA and lastB are the last
+// names each page's statement read when its page was full ("" when it
+// was not: nothing after it). The merged page ends at the first of them
+// (the names after it were not read from that side), or at its limit-th
+// lock; next is where it ends ("" when neither page was full).
+func mergePage(a, b []engine.Info, lastA, lastB string, limit int) ([]engine.Info, string) {
+	bound := lastA
+	if lastB != "" && (bound == "" || lastB < bound) {
+		bound = lastB
+	}
 	all := append(a, b...)
 	slices.SortFunc(all, func(x, y engine.Info) int { return strings.Compare(x.Name, y.Name) })
-	if len(all) < limit && len(a) < limit && len(b) < limit {
-		return all, ""
+	if bound != "" {
+		all = slices.DeleteFunc(all, func(i engine.Info) bool { return i.Name > bound })
 	}
-	all = all[:min(limit, len(all))]
-	return all, all[len(all)-1].Name
+	if len(all) > limit {
+		all = all[:limit]
+		return all, all[len(all)-1].Name
+	}
+	return all, bound
 }
 
 // forceShared frees every holder of the shared lock name, or only owner
