@@ -571,3 +571,160 @@ func TestStrangerListUnderChurn(t *testing.T) {
 	stopChurn()
 	<-churned
 }
+
+// TestStrangerRefusalsStoreNothing: calls refused as bad input or as the
+// wrong kind change nothing: no kind is left stored with the name (the
+// other shared kind is granted afterwards), and a holder keeps its lock.
+func TestStrangerRefusalsStoreNothing(t *testing.T) {
+	migrated(t, strangerSchema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _ := strangerClient(t, "stranger-refusals")
+	other, _ := strangerClient(t, "stranger-refusals-2")
+	isArg := func(what string, err error) {
+		t.Helper()
+		var ae *distlock.ArgumentError
+		if !errors.As(err, &ae) {
+			t.Fatalf("%s: %v, want an *ArgumentError", what, err)
+		}
+	}
+	rwFree := func(what, name string) {
+		t.Helper()
+		l, err := other.RWMutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("after %s: an RW writer on the name: %v (a kind left stored?)", what, err)
+		}
+		_ = l.Release(ctx)
+	}
+	semFree := func(what, name string) {
+		t.Helper()
+		l, err := other.Semaphore(name, 2).TryAcquire(ctx)
+		if err != nil {
+			t.Fatalf("after %s: a permit on the name: %v (a kind left stored?)", what, err)
+		}
+		_ = l.Release(ctx)
+	}
+
+	// SetLimit on a name held as a mutex.
+	name := uniqueName(t)
+	m, err := c.Acquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isArg("SetLimit of a held mutex", other.Semaphore(name, 2).SetLimit(ctx, 3))
+	if err := m.Extend(ctx, m.TTL()); err != nil {
+		t.Fatalf("the mutex after the refused SetLimit: %v", err)
+	}
+	if err := m.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rwFree("SetLimit of a held mutex", name)
+
+	// A weight above the declared limit, on a new name.
+	name = uniqueName(t)
+	_, err = c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithWeight(3))
+	isArg("weight 3 of limit 2", err)
+	_, err = c.Semaphore(name, 2).Acquire(ctx, distlock.WithWeight(3))
+	isArg("waiting weight 3 of limit 2", err)
+	rwFree("a weight above the limit", name)
+
+	// An RW lock's calls refused on a name held as a semaphore with
+	// another limit declared, and a mutex's call refused on RW readers.
+	name = uniqueName(t)
+	r, err := c.RWMutex(name).RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isArg("SetLimit of an RW lock", other.Semaphore(name, 2).SetLimit(ctx, 3))
+	_, err = other.TryAcquire(ctx, name)
+	isArg("a mutex of RW readers", err)
+	info, err := other.RWMutex(name).Inspect(ctx)
+	if err != nil || info.Kind != engine.RWLock || len(info.Holders) != 1 || info.Holders[0].Token != r.Token() {
+		t.Fatalf("the RW lock after the refusals: %+v, %v", info, err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bad ttls on a new name store nothing.
+	name = uniqueName(t)
+	_, err = c.RWMutex(name).RLock(ctx, distlock.WithTTL(-time.Second))
+	isArg("a reader with a negative ttl", err)
+	semFree("a reader with a negative ttl", name)
+	name = uniqueName(t)
+	_, err = c.Semaphore(name, 2).Acquire(ctx, distlock.WithTTL(-time.Second))
+	isArg("a permit with a negative ttl", err)
+	_, err = c.Semaphore(name, -2).Acquire(ctx)
+	isArg("a permit of limit -2", err)
+	isArg("SetLimit -1", c.Semaphore(name, 2).SetLimit(ctx, -1))
+	rwFree("a permit with a bad ttl or limit", name)
+
+	// A set refused for one bad name holds none of the others.
+	name = uniqueName(t)
+	_, err = c.AcquireAll(ctx, []string{name + "-a", "", name + "-b"})
+	isArg("a set with an empty name", err)
+	_, err = c.AcquireAll(ctx, []string{name + "-a", name + "-a"})
+	isArg("a set with a name twice", err)
+	for _, n := range []string{name + "-a", name + "-b"} {
+		l, err := other.TryAcquire(ctx, n)
+		if err != nil {
+			t.Fatalf("%s after the refused sets: %v", n, err)
+		}
+		_ = l.Release(ctx)
+	}
+}
+
+// TestStrangerAdminElectionAndLatch: the admin interfaces see an
+// election (its leader's value as the metadata, its term as the token)
+// and a counting latch is no leak; a force-release of the election tells
+// the leader it was taken over, and the next leader's term is above.
+func TestStrangerAdminElectionAndLatch(t *testing.T) {
+	migrated(t, strangerSchema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, e := strangerClient(t, "stranger-admin")
+	other, _ := strangerClient(t, "stranger-admin-2")
+	prefix := uniqueName(t) + "/"
+	el, latch := prefix+"election", prefix+"latch"
+	ld, err := c.Campaign(ctx, el, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ld.Proclaim(ctx, "me again"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.CountDownLatch(latch).TrySetCount(ctx, 3); err != nil || !ok {
+		t.Fatalf("latch: %v, %v", ok, err)
+	}
+	got := strangerListAll(t, ctx, e.(engine.Lister), prefix, 10)
+	info, ok := got[el]
+	if !ok || info.Token != ld.Term() || info.Metadata != "me again" || info.Owner != ld.Lease().Owner() {
+		t.Fatalf("the election listed as %+v (listed: %v), want term %d, value %q", info, ok, ld.Term(), "me again")
+	}
+	leaks, _, err := e.(engine.LeakFinder).Leaks(ctx, prefix, time.Hour, "", 100)
+	if err != nil || len(leaks) != 0 {
+		t.Fatalf("leaks: %+v, %v", leaks, err)
+	}
+	if ok, err := other.ForceRelease(ctx, el); err != nil || !ok {
+		t.Fatalf("force-release of the election: %v, %v", ok, err)
+	}
+	strangerLossAt(t, ld.Lease())
+	var lost *distlock.LostError
+	if !errors.As(ld.Err(), &lost) || lost.Cause != distlock.TakenOver {
+		t.Fatalf("the leader after the force-release: %v, want taken over", ld.Err())
+	}
+	next, err := other.Campaign(ctx, el, "next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Term() <= ld.Term() {
+		t.Fatalf("the next term %d is not above %d", next.Term(), ld.Term())
+	}
+	leader, err := c.Leader(ctx, el)
+	if err != nil || leader.Value != "next" {
+		t.Fatalf("the leader: %+v, %v", leader, err)
+	}
+	if n, err := c.CountDownLatch(latch).Count(ctx); err != nil || n != 3 {
+		t.Fatalf("the latch after the election's force-release: %d, %v", n, err)
+	}
+}
