@@ -56,8 +56,8 @@ const (
 	// MaxExtendBatch is the largest number of locks one POST /v1/extend
 	// may carry.
 	MaxExtendBatch = 1000
-	// MaxAttemptLen bounds the attempt id of an acquire.
-	MaxAttemptLen = 256
+	// MaxAttemptLen bounds the attempt id of an acquire (rules.Attempt).
+	MaxAttemptLen = rules.MaxAttemptLen
 	// MaxListLimit is the largest page a listing returns.
 	MaxListLimit = 1000
 	// DefaultDashboardStreams bounds the dashboards watching at once.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
@@ -89,12 +88,9 @@ func argErr(field string, err error) *apiError {
 	return badRequest(field, "invalid "+field+": "+reason)
 }
 
-func validateAttempt(a string) *apiError {
-	if len(a) > MaxAttemptLen || !utf8.ValidString(a) {
-		return badRequest("attempt", fmt.Sprintf("invalid attempt: at most %d bytes of UTF-8", MaxAttemptLen))
-	}
-	return nil
-}
+// validateAttempt checks an attempt id, which may be empty (the server
+// then makes one), with rules.Attempt.
+func validateAttempt(a string) *apiError { return argErr("attempt", rules.Attempt(a)) }
 
 // waitFrom turns a wait_ms field into a wait budget.
 func (s *Server) waitFrom(ms int64) (time.Duration, *apiError) {

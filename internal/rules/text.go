@@ -13,6 +13,11 @@ const (
 	MaxOwnerLen = 256
 	// MaxMetadataLen is the longest metadata (and election value) accepted.
 	MaxMetadataLen = 4096
+	// MaxAttemptLen is the longest attempt id accepted
+	// (engine.AcquireRequest.Attempt): an owner token's bound, since a
+	// Client's attempt ids are minted as owners are (Owners), or are the
+	// call's one-off owner itself.
+	MaxAttemptLen = MaxOwnerLen
 )
 
 // Owner checks an owner token: at most MaxOwnerLen bytes of UTF-8; empty
@@ -22,6 +27,15 @@ func Owner(owner string) error { return text("owner", owner, MaxOwnerLen) }
 // Waiter checks a waiter queue entry's id, which may be empty, with an
 // owner token's bounds.
 func Waiter(id string) error { return text("waiter", id, MaxOwnerLen) }
+
+// Attempt checks an acquire's attempt id, which may be empty (the server
+// then makes one): at most MaxAttemptLen bytes of UTF-8.
+func Attempt(a string) error {
+	if text("attempt", a, MaxAttemptLen) != nil {
+		return &engine.ArgumentError{Arg: "attempt", Reason: fmt.Sprintf("at most %d bytes of UTF-8", MaxAttemptLen)}
+	}
+	return nil
+}
 
 // Metadata checks a lease's metadata: at most MaxMetadataLen bytes of UTF-8.
 func Metadata(m string) error { return text("metadata", m, MaxMetadataLen) }
