@@ -60,6 +60,7 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
+	closed := time.Now()
 	after := eng.calls.Load()
 	// The waiters' own context ends 20s on: they must end with ErrClosed
 	// before that.
@@ -85,7 +86,13 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info, err := third.Inspect(ctx, name); err != nil || info.Held {
-		t.Fatalf("the lock after the closed Client's waiters: %+v, %v", info, err)
+		// Whose grant it is: the closed Client's attempts, by their times
+		// from Close's return.
+		for _, a := range eng.acquiresLog() {
+			t.Logf("closed Client's attempt: owner %s waiter %q sent %v answered %v after Close: %+v, %v",
+				a.owner, a.waiter, a.sent.Sub(closed), a.answered.Sub(closed), a.grant, a.err)
+		}
+		t.Fatalf("the lock after the closed Client's waiters: %+v, %v (%d engine calls since Close returned)", info, err, eng.calls.Load()-after)
 	}
 	var l *distlock.Lease
 	waitFor(t, distlock.WaiterTTL+10*time.Second, "the lock to be free for another Client", func() bool {

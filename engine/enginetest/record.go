@@ -34,6 +34,7 @@ type counting struct {
 type acquireCall struct {
 	sent, answered time.Time
 	waiter         string // the request's queue entry ("": none)
+	owner          string
 	grant          engine.Grant
 	err            error
 }
@@ -97,7 +98,7 @@ func (c *counting) Acquire(ctx context.Context, r engine.AcquireRequest) (engine
 	g, err := c.Engine.Acquire(ctx, r)
 	c.timed(sent)
 	c.mu.Lock()
-	c.attempts = append(c.attempts, acquireCall{sent: sent, answered: time.Now(), waiter: r.Waiter, grant: g, err: err})
+	c.attempts = append(c.attempts, acquireCall{sent: sent, answered: time.Now(), waiter: r.Waiter, owner: r.Owner, grant: g, err: err})
 	c.mu.Unlock()
 	return g, err
 }

@@ -121,6 +121,11 @@ type Result struct {
 	TermInversions int
 	Deposed        Deposed
 
+	// ClientLag is the worst scheduling delay the process clients
+	// measured (their client-exit events): a time bound missed on a
+	// machine this slow is the machine's.
+	ClientLag time.Duration
+
 	Notes []string
 
 	// Unjudged lists what the history does not let the checks decide: the
@@ -180,6 +185,7 @@ func Run(events []history.Event, p Params) Result {
 	r.Unjudged = unjudged(h, r, p)
 	r.Lags, r.Late, r.Excluded = signals(h, p)
 	r.Recoveries, r.Slow, r.Unchecked = recoveries(h, p)
+	r.ClientLag = clientLag(h)
 	cs := calls(h)
 	r.Calls = len(cs)
 	margin, bound := p.FairMargin, p.QueueBound
@@ -327,4 +333,22 @@ func Drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecon
 // or KindWrite event.
 func applyKey(client, res, kind string, invoke int64) string {
 	return client + "\x00" + res + "\x00" + kind + "\x00" + strconv.FormatInt(invoke, 10)
+}
+
+// clientLag returns the worst scheduling delay the process clients
+// recorded on exit, leaving out the clients a fault targeted: a client
+// the lab stopped (SIGSTOP) measured its stop, which is the fault, not
+// the machine.
+func clientLag(h *hist) time.Duration {
+	targeted := map[string]bool{}
+	for _, f := range h.faults {
+		targeted[f.Target] = true
+	}
+	var worst int64
+	for _, e := range h.events {
+		if e.Kind == history.KindClientExit && !targeted[e.Client] {
+			worst = max(worst, e.Lag)
+		}
+	}
+	return time.Duration(worst)
 }

@@ -443,3 +443,19 @@ func TestDeadClientsApplyIsUnknown(t *testing.T) {
 		t.Fatalf("I5 with the write recorded rejected: %s, want violation", r.Linearizable)
 	}
 }
+
+// TestClientLagLeavesOutStoppedClients: the worst scheduling delay the
+// clients recorded on exit is the run's, except a client a fault targeted
+// (the lab stopped it: its probe measured the stop).
+func TestClientLagLeavesOutStoppedClients(t *testing.T) {
+	h := clean()
+	h.add(history.Event{Kind: history.KindClientExit, Client: "a", At: 4000 * ms, Lag: int64(3 * time.Second)})
+	h.add(history.Event{Kind: history.KindClientExit, Client: "b", At: 4000 * ms, Lag: int64(40 * time.Millisecond)})
+	if r := Run(h.ev, params); r.ClientLag != 3*time.Second {
+		t.Fatalf("client lag %v, want a's 3s", r.ClientLag)
+	}
+	h.add(history.Event{Kind: history.KindFault, Class: 1, Target: "a", Start: 500 * ms, End: 3500 * ms})
+	if r := Run(h.ev, params); r.ClientLag != 40*time.Millisecond {
+		t.Fatalf("client lag %v with a stopped, want b's 40ms", r.ClientLag)
+	}
+}

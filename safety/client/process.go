@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distlock/distlock/internal/lagprobe"
 	"github.com/distlock/distlock/safety/history"
 )
 
@@ -47,6 +48,9 @@ func ProcessMain(stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintln(os.Stderr, "lab client:", err)
 		return 1
 	}
+	// The process's own scheduling delay: on a loaded machine the lab's
+	// clients can be starved while the lab itself is not.
+	probe := lagprobe.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer cancel()
@@ -74,7 +78,7 @@ func ProcessMain(stdin io.Reader, stdout io.Writer) int {
 	}()
 	w.Run(ctx)
 	err = w.Close()
-	rec(history.Event{Kind: history.KindClientExit, Client: cfg.ID, At: history.Now()})
+	rec(history.Event{Kind: history.KindClientExit, Client: cfg.ID, At: history.Now(), Lag: int64(probe.Done())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab client: close:", err)
 	}

@@ -36,7 +36,8 @@ const (
 	// KindFinal is the final state of a resource, read after the run.
 	KindFinal = "final"
 	// KindClientStart and KindClientExit mark a client's life (process
-	// clients can be killed).
+	// clients can be killed). A process client's own KindClientExit
+	// carries Lag: the worst scheduling delay it measured while it ran.
 	KindClientStart = "client-start"
 	KindClientExit  = "client-exit"
 	// KindWait is the start (Invoke) of a waiting Acquire call of a client
@@ -131,6 +132,11 @@ type Event struct {
 	// an RW lock's reader 1), and "read" or "write" for an RW lock.
 	Weight int    `json:"weight,omitempty"`
 	Access string `json:"access,omitempty"`
+
+	// Lag is the worst scheduling delay (ns) a process client measured
+	// while it ran (client-exit): how late its timers and replies could
+	// be handled, which the machine's load, not the lock, explains.
+	Lag int64 `json:"lag,omitempty"`
 }
 
 // Access modes of an RW lock's grant (Event.Access).
