@@ -3,7 +3,6 @@ package redistest
 import (
 	"errors"
 	"fmt"
-	"github.com/distlock/distlock/internal/procstop"
 	"syscall"
 	"time"
 )
@@ -17,7 +16,7 @@ var (
 
 // running reports whether the current process is alive. s.mu must be held.
 func (s *Server) running() bool {
-	return s.proc != nil && !s.proc.exited()
+	return s.proc != nil && !s.proc.Exited()
 }
 
 // Running reports whether the redis-server process is alive. A paused
@@ -41,7 +40,7 @@ func (s *Server) Stop() error {
 		return nil
 	}
 	s.paused = false
-	return s.proc.stop()
+	return redisErr(s.proc.Term(stopWait))
 }
 
 // Kill kills the server with SIGKILL, as in a crash, and waits for it to
@@ -56,7 +55,7 @@ func (s *Server) Kill() error {
 		return nil
 	}
 	s.paused = false
-	return s.proc.kill()
+	return redisErr(s.proc.Kill())
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open but nothing
@@ -80,14 +79,15 @@ func (s *Server) sendStopCont(sig syscall.Signal, paused bool) error {
 	if !s.running() {
 		return fmt.Errorf("redistest: %v: server on %s is not running", sig, s.addr)
 	}
-	if err := s.proc.signal(sig); err != nil {
-		return err
-	}
+	var err error
 	if sig == syscall.SIGSTOP {
 		// Every thread stopped, not only the one that took the signal.
-		if err := procstop.Wait(s.proc.pid, 30*time.Second); err != nil {
-			return fmt.Errorf("redistest: %w", err)
-		}
+		err = s.proc.Pause(30 * time.Second)
+	} else {
+		err = s.proc.Signal(sig)
+	}
+	if err != nil {
+		return redisErr(err)
 	}
 	s.paused = paused
 	return nil
@@ -105,8 +105,8 @@ func (s *Server) Restart() error {
 		return errClosed
 	}
 	if s.running() {
-		if err := s.proc.kill(); err != nil {
-			return err
+		if err := s.proc.Kill(); err != nil {
+			return redisErr(err)
 		}
 	}
 	s.paused = false
@@ -123,4 +123,12 @@ func (s *Server) Restart() error {
 		}
 		time.Sleep(restartPause)
 	}
+}
+
+// redisErr marks an error of srvproc's as this package's (nil stays nil).
+func redisErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("redistest: %w", err)
+	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distlock/distlock/internal/srvproc"
 )
 
 // errExited means the process exited before it answered PING.
@@ -17,16 +19,16 @@ var errExited = errors.New("redis-server exited before answering PING")
 // waitReady polls addr every readyInterval until the redis-server with the
 // given pid answers PING with PONG (which, unlike most replies, it only does
 // once any AOF has been loaded), p exits, or timeout elapses.
-func waitReady(p *process, addr string, timeout time.Duration) error {
+func waitReady(p *srvproc.Process, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
-		if p.exited() {
+		if p.Exited() {
 			return errExited
 		}
 		pid, err := probe(addr)
 		if err == nil {
-			if pid == p.pid {
+			if pid == p.Pid() {
 				return nil
 			}
 			// Someone else owns the port; our process will fail to bind.

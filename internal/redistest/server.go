@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/internal/srvproc"
 )
 
 const (
@@ -19,7 +21,6 @@ const (
 	readyInterval = 5 * time.Millisecond   // poll period while waiting
 	probeTimeout  = 100 * time.Millisecond // per-probe dial and I/O bound
 	stopWait      = 5 * time.Second        // SIGTERM grace before SIGKILL
-	killWait      = 10 * time.Second       // sanity bound after SIGKILL
 	restartWindow = 3 * time.Second        // how long Restart retries a busy port
 	restartPause  = 50 * time.Millisecond  // back-off between Restart attempts
 	startAttempts = 5                      // fresh ports tried by New
@@ -36,7 +37,7 @@ type Server struct {
 	addr string
 
 	mu      sync.Mutex
-	proc    *process // most recently started process; nil only before start
+	proc    *srvproc.Process // most recently started process; nil only before start
 	paused  bool
 	closed  bool
 	clients []*redis.Client
@@ -85,18 +86,18 @@ func New(opts ...Option) (*Server, error) {
 // failure the process is killed and the error carries the lines it logged;
 // the error wraps errPortBusy if the port could not be bound. It must be
 // called with s.mu held (or before s is shared).
-func (s *Server) launch() (*process, error) {
+func (s *Server) launch() (*srvproc.Process, error) {
 	if err := s.writeSentinelConf(); err != nil {
 		return nil, err
 	}
 	logs := s.logMark()
 	logfile := filepath.Join(s.dir, logName)
-	p, err := startProcess(s.bin, s.cfg.serverArgs(s.port, s.dir, logfile), filepath.Join(s.dir, outName))
+	p, err := srvproc.Start(s.bin, s.cfg.serverArgs(s.port, s.dir, logfile), filepath.Join(s.dir, outName))
 	if err != nil {
-		return nil, err
+		return nil, redisErr(err)
 	}
 	if err := waitReady(p, s.addr, readyTimeout); err != nil {
-		_ = p.kill()
+		_ = p.Kill()
 		tail := logs.tail()
 		if strings.Contains(tail, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortBusy, err)
@@ -124,7 +125,7 @@ func (s *Server) PID() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.pid
+	return s.proc.Pid()
 }
 
 // Close kills the process (resuming it first in case it is paused), waits
@@ -140,8 +141,8 @@ func (s *Server) Close() error {
 
 	var errs []error
 	if s.proc != nil {
-		if err := s.proc.kill(); err != nil {
-			errs = append(errs, err)
+		if err := s.proc.Kill(); err != nil {
+			errs = append(errs, redisErr(err))
 		}
 	}
 	s.paused = false
@@ -159,16 +160,9 @@ func (s *Server) Close() error {
 // before returning, so a caller must cope with losing a race for it.
 func freePort() (int, error) {
 	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("find free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if err := l.Close(); err != nil {
-			return 0, fmt.Errorf("find free port: %w", err)
-		}
-		if port != 6379 { // never the default Redis port
-			return port, nil
+		port, err := srvproc.FreePort()
+		if err != nil || port != 6379 { // never the default Redis port
+			return port, err
 		}
 	}
 }

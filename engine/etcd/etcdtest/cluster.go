@@ -3,17 +3,13 @@ package etcdtest
 import (
 	"context"
 	"fmt"
-	"github.com/distlock/distlock/internal/procstop"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/internal/srvproc"
 )
 
 // Cluster is a set of etcd members on loopback, stopped at the end of the
@@ -21,20 +17,19 @@ import (
 type Cluster struct {
 	t       TB
 	Members []*Member
+	group   srvproc.Group // the members' slots
 }
 
-// Member is one etcd process.
+// Member is one etcd process. Its Slot (internal/srvproc) keeps the
+// process: Running, Kill and Cont are the Slot's.
 type Member struct {
+	srvproc.Slot
 	c       *Cluster
 	Name    string
 	Client  string // client URL
 	peer    string
 	dir     string
 	initial string // --initial-cluster
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
 }
 
 // Start starts a cluster of n members and waits until every member
@@ -45,20 +40,13 @@ type Member struct {
 func Start(t TB, n int) *Cluster {
 	t.Helper()
 	bin := Binary(t)
-	for attempt := 1; ; attempt++ {
-		c := launch(t, bin, n)
+	var c *Cluster
+	srvproc.StartFresh(t, startAttempts, func() srvproc.Group {
+		c = launch(t, bin, n)
 		c.WaitReady(60 * time.Second)
-		dead := c.exited()
-		if dead == "" {
-			return c
-		}
-		if attempt == startAttempts {
-			c.dumpLogs()
-			t.Fatalf("etcd member %s exited while the cluster started, %d times", dead, attempt)
-		}
-		t.Logf("etcd member %s exited while the cluster started (a port taken meanwhile?): starting again", dead)
-		c.stop()
-	}
+		return c.group
+	})
+	return c
 }
 
 // startAttempts bounds Start's attempts.
@@ -71,12 +59,13 @@ func launch(t TB, bin string, n int) *Cluster {
 	var peers []string
 	for i := range n {
 		m := &Member{c: c, Name: fmt.Sprintf("m%d", i), dir: t.TempDir()}
-		m.Client = "http://" + freeAddr(t)
-		m.peer = "http://" + freeAddr(t)
+		m.Label, m.Log = "etcd member "+m.Name, filepath.Join(m.dir, "etcd.log")
+		m.Client = "http://" + srvproc.FreeAddr(t)
+		m.peer = "http://" + srvproc.FreeAddr(t)
 		peers = append(peers, m.Name+"="+m.peer)
-		c.Members = append(c.Members, m)
+		c.Members, c.group = append(c.Members, m), append(c.group, &m.Slot)
 	}
-	t.Cleanup(c.stop)
+	t.Cleanup(func() { c.group.Stop(t) })
 	for _, m := range c.Members {
 		m.initial = strings.Join(peers, ",")
 		m.start(bin, "new")
@@ -84,33 +73,9 @@ func launch(t TB, bin string, n int) *Cluster {
 	return c
 }
 
-// exited returns the name of a member whose process has exited ("": none).
-func (c *Cluster) exited() string {
-	for _, m := range c.Members {
-		if !m.Running() {
-			return m.Name
-		}
-	}
-	return ""
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func (m *Member) start(bin, state string) {
 	m.c.t.Helper()
-	logf, err := os.OpenFile(filepath.Join(m.dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		m.c.t.Fatal(err)
-	}
-	cmd := exec.Command(bin,
+	err := m.Start(bin,
 		"--name", m.Name,
 		"--data-dir", filepath.Join(m.dir, "data"),
 		"--listen-client-urls", m.Client,
@@ -123,21 +88,9 @@ func (m *Member) start(bin, state string) {
 		"--unsafe-no-fsync", // tests only: a killed process keeps its writes in the page cache
 		"--log-level", "warn",
 	)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = procstop.Attr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	if err != nil {
 		m.c.t.Fatalf("start etcd %s: %v", m.Name, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
-	m.mu.Lock()
-	m.cmd, m.done = cmd, done
-	m.mu.Unlock()
 }
 
 // Endpoints returns the client URLs of every member.
@@ -220,67 +173,19 @@ func (c *Cluster) Leader(cli *clientv3.Client) (int, error) {
 	return i, nil
 }
 
-// Running reports whether the member's process runs (stopped or not).
-func (m *Member) Running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done == nil {
-		return false
-	}
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Kill kills the member (SIGKILL) and waits for it to exit.
-func (m *Member) Kill() {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-done
-}
-
 // Stop pauses the member (SIGSTOP) and returns once every thread of its
-// process is stopped. kill(2) returns as soon as the signal is queued, and
-// the kernel wakes one thread to take it: on a busy machine the others go
-// on running until that one is scheduled (milliseconds, sometimes tens),
-// answering requests and committing Raft entries after Stop would
-// otherwise have returned.
+// process is stopped (Slot.Pause): a leader that ran on for a few
+// milliseconds after Stop would commit Raft entries and answer requests
+// that a test takes for answers without a quorum.
 func (m *Member) Stop() {
 	m.c.t.Helper()
-	m.signal(syscall.SIGSTOP)
-	m.mu.Lock()
-	cmd := m.cmd
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	if err := procstop.Wait(cmd.Process.Pid, stopWait); err != nil {
+	if err := m.Pause(stopWait); err != nil {
 		m.c.t.Fatalf("stop etcd %s: %v", m.Name, err)
 	}
 }
 
 // stopWait is how long Stop waits for a member's threads to stop.
 const stopWait = 30 * time.Second
-
-// Cont resumes a paused member (SIGCONT).
-func (m *Member) Cont() { m.signal(syscall.SIGCONT) }
-
-func (m *Member) signal(sig syscall.Signal) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		_ = syscall.Kill(m.cmd.Process.Pid, sig)
-	}
-}
 
 // Restart starts a killed member again on its data dir.
 func (m *Member) Restart() {
@@ -289,21 +194,4 @@ func (m *Member) Restart() {
 	m.start(Binary(m.c.t), "existing")
 }
 
-func (c *Cluster) stop() {
-	for _, m := range c.Members {
-		m.Kill()
-	}
-	if c.t.Failed() {
-		c.dumpLogs()
-	}
-}
-
-func (c *Cluster) dumpLogs() {
-	for _, m := range c.Members {
-		b, _ := os.ReadFile(filepath.Join(m.dir, "etcd.log"))
-		if len(b) > 4000 {
-			b = b[len(b)-4000:]
-		}
-		c.t.Logf("etcd %s log (tail):\n%s", m.Name, b)
-	}
-}
+func (c *Cluster) dumpLogs() { c.group.DumpLogs(c.t) }

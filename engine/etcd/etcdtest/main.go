@@ -4,19 +4,13 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/distlock/distlock/internal/srvproc"
 )
 
 // TB is the part of testing.TB the harness uses; Main provides one outside
 // a test.
-type TB interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Logf(format string, args ...any)
-	TempDir() string
-	Cleanup(func())
-	Failed() bool
-}
+type TB = srvproc.TB
 
 // Main starts one etcd member, runs run with its client URL (a TestMain's
 // m.Run, for examples that need a server) and stops the member; it returns

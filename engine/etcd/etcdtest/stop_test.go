@@ -37,7 +37,7 @@ func TestStopStopsEveryThread(t *testing.T) {
 	probe := c.Client(t)
 	for i := range 20 {
 		m.Stop()
-		if ok, running, err := procstop.Stopped(m.cmd.Process.Pid); err != nil || !ok {
+		if ok, running, err := procstop.Stopped(m.Pid()); err != nil || !ok {
 			t.Fatalf("stop %d: threads still running when Stop returned:%s (%v)", i, running, err)
 		}
 		if i%4 == 0 {

@@ -7,16 +7,15 @@ package zktest
 import (
 	"bufio"
 	"fmt"
-	"github.com/distlock/distlock/internal/procstop"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/distlock/distlock/internal/srvproc"
 )
 
 // Jar is the server jar of Debian's zookeeper package; its manifest names
@@ -27,34 +26,25 @@ const Jar = "/usr/share/java/zookeeper.jar"
 // log4j.properties the harness writes (warnings only, to the member's log).
 var logJars = []string{"/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"}
 
-// TB is the part of testing.TB the harness uses; Main provides one outside
-// a test.
-type TB interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Logf(format string, args ...any)
-	TempDir() string
-	Cleanup(func())
-	Failed() bool
-}
+// TB is the part of testing.TB the harness uses; Outside provides one
+// outside a test.
+type TB = srvproc.TB
 
 // Ensemble is a set of ZooKeeper members on loopback.
 type Ensemble struct {
 	t       TB
 	Members []*Member
+	group   srvproc.Group // the members' slots
 }
 
-// Member is one ZooKeeper server process.
+// Member is one ZooKeeper server process. Its Slot (internal/srvproc)
+// keeps the process: Running, Kill and Cont are the Slot's.
 type Member struct {
+	srvproc.Slot
 	e    *Ensemble
 	ID   int
 	Addr string // client address, host:port
 	dir  string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
 }
 
 // Start starts an ensemble of n members (1: standalone) and waits until
@@ -69,20 +59,13 @@ func Start(t TB, n int) *Ensemble {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("zktest: %v (the zookeeper package needs a JRE)", err)
 	}
-	for attempt := 1; ; attempt++ {
-		e := launch(t, n)
+	var e *Ensemble
+	srvproc.StartFresh(t, startAttempts, func() srvproc.Group {
+		e = launch(t, n)
 		e.WaitReady(90 * time.Second)
-		dead := e.exited()
-		if dead == 0 {
-			return e
-		}
-		if attempt == startAttempts {
-			e.dumpLogs()
-			t.Fatalf("zookeeper member %d exited while the ensemble started, %d times", dead, attempt)
-		}
-		t.Logf("zookeeper member %d exited while the ensemble started (a port taken meanwhile?): starting again", dead)
-		e.stop()
-	}
+		return e.group
+	})
+	return e
 }
 
 // startAttempts bounds Start's attempts: a member that exits while the
@@ -96,36 +79,17 @@ func launch(t TB, n int) *Ensemble {
 	e := &Ensemble{t: t}
 	var servers []string
 	for i := 1; i <= n; i++ {
-		m := &Member{e: e, ID: i, dir: t.TempDir(), Addr: freeAddr(t)}
-		e.Members = append(e.Members, m)
-		servers = append(servers, fmt.Sprintf("server.%d=%s:%s", i, freeAddr(t), port(freeAddr(t))))
+		m := &Member{e: e, ID: i, dir: t.TempDir(), Addr: srvproc.FreeAddr(t)}
+		m.Label, m.Log = fmt.Sprintf("zookeeper member %d", i), filepath.Join(m.dir, "zookeeper.log")
+		e.Members, e.group = append(e.Members, m), append(e.group, &m.Slot)
+		servers = append(servers, fmt.Sprintf("server.%d=%s:%s", i, srvproc.FreeAddr(t), port(srvproc.FreeAddr(t))))
 	}
-	t.Cleanup(e.stop)
+	t.Cleanup(func() { e.group.Stop(t) })
 	for _, m := range e.Members {
 		m.configure(n, servers)
 		m.start()
 	}
 	return e
-}
-
-// exited returns the id of a member whose process has exited (0: none).
-func (e *Ensemble) exited() int {
-	for _, m := range e.Members {
-		if !m.Running() {
-			return m.ID
-		}
-	}
-	return 0
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
@@ -168,31 +132,15 @@ func (m *Member) configure(n int, servers []string) {
 func (m *Member) start() {
 	t := m.e.t
 	t.Helper()
-	logf, err := os.OpenFile(filepath.Join(m.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cp := strings.Join(append([]string{m.dir, Jar}, logJars...), ":")
-	cmd := exec.Command("java",
+	err := m.Start("java",
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.admin.enableServer=false",
 		"-cp", cp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(m.dir, "zoo.cfg"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = procstop.Attr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	if err != nil {
 		t.Fatalf("start zookeeper %d: %v", m.ID, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
-	m.mu.Lock()
-	m.cmd, m.done = cmd, done
-	m.mu.Unlock()
 }
 
 // Servers returns the client addresses of every member.
@@ -265,59 +213,13 @@ func (e *Ensemble) Leader() *Member {
 	return nil
 }
 
-// Running reports whether the member's process runs (stopped or not).
-func (m *Member) Running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done == nil {
-		return false
-	}
-	select {
-	case <-m.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// Kill kills the member (SIGKILL, by pid) and waits for it to exit.
-func (m *Member) Kill() {
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-done
-}
-
 // Stop pauses the member (SIGSTOP) and returns once every thread of its
-// JVM is stopped (procstop: kill returns when the signal is queued, and
+// JVM is stopped (Slot.Pause: kill returns when the signal is queued, and
 // the other threads run on until one takes it).
 func (m *Member) Stop() {
 	m.e.t.Helper()
-	m.signal(syscall.SIGSTOP)
-	m.mu.Lock()
-	cmd := m.cmd
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	if err := procstop.Wait(cmd.Process.Pid, 30*time.Second); err != nil {
+	if err := m.Pause(30 * time.Second); err != nil {
 		m.e.t.Fatalf("zktest: stop member %d: %v", m.ID, err)
-	}
-}
-
-// Cont resumes a paused member (SIGCONT).
-func (m *Member) Cont() { m.signal(syscall.SIGCONT) }
-
-func (m *Member) signal(sig syscall.Signal) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		_ = syscall.Kill(m.cmd.Process.Pid, sig)
 	}
 }
 
@@ -328,21 +230,4 @@ func (m *Member) Restart() {
 	m.start()
 }
 
-func (e *Ensemble) stop() {
-	for _, m := range e.Members {
-		m.Kill()
-	}
-	if e.t.Failed() {
-		e.dumpLogs()
-	}
-}
-
-func (e *Ensemble) dumpLogs() {
-	for _, m := range e.Members {
-		b, _ := os.ReadFile(filepath.Join(m.dir, "zookeeper.log"))
-		if len(b) > 4000 {
-			b = b[len(b)-4000:]
-		}
-		e.t.Logf("zookeeper %d log (tail):\n%s", m.ID, b)
-	}
-}
+func (e *Ensemble) dumpLogs() { e.group.DumpLogs(e.t) }
