@@ -29,11 +29,16 @@ var schemaSQL string
 // listener receives it; the helpers of every grant and release in plpgsql,
 // whose plans the session keeps; 8: a free lock's reserved head that asks
 // after its reservation's end, before any other call on the name, is
-// granted instead of being sent to the back of the queue). Migrate brings
-// a schema of any earlier version up to it: schema.sql is idempotent, so
+// granted instead of being sent to the back of the queue; 9: a mutex's
+// grant locks the shared lock's row while it checks the holders, so that
+// a renewal or a raise of a shared holder in progress is waited for;
+// set_limit holds the name's row of locks while it checks for a mutex; a
+// deleted row of locks leaves its high-water with the shared row).
+// Migrate brings a schema of any earlier version up to it: schema.sql is
+// idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -230,6 +230,28 @@ BEGIN
   RETURN l;
 END $$;
 
+-- _forget deletes name's row of locks, which the caller holds, when its
+-- high-water is not above the token sequence, and reports whether it did;
+-- the row's high-water then goes to the name's shared row, if it has one
+-- (version 9), so that Inspect's HighWater stays at the name's last token
+-- while the shared lock's row is kept (without it, the shared lock's older
+-- high-water showed). The tokens do not need it: the next one is drawn
+-- from the sequence, above it.
+CREATE OR REPLACE FUNCTION {{S}}._forget(p_name text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  hw bigint;
+BEGIN
+  DELETE FROM {{S}}.locks WHERE name = p_name
+     AND high_water <= (SELECT last_value FROM {{S}}.tokens)
+  RETURNING high_water INTO hw;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE {{S}}.shared SET high_water = hw WHERE name = p_name AND high_water < hw;
+  RETURN true;
+END $$;
+
 -- _free frees name's locked row l at now_: wakes the head of its queue
 -- (reserving when due) when it was marked or anyone queues, or everyone
 -- waiting outside a queue when nobody queues; then deletes the row unless
@@ -254,9 +276,7 @@ BEGIN
   IF l.marked OR force THEN
     PERFORM {{S}}._notify(l.name, 'released');
   END IF;
-  DELETE FROM {{S}}.locks WHERE name = l.name
-     AND high_water <= (SELECT last_value FROM {{S}}.tokens);
-  IF NOT FOUND THEN
+  IF NOT {{S}}._forget(l.name) THEN
     UPDATE {{S}}.locks SET owner = NULL, holds = 0, metadata = '', attempt = NULL, release_id = NULL,
       expires_at = NULL, marked = false, reserved_for = NULL, reserved_until = NULL
      WHERE name = l.name;
@@ -546,8 +566,7 @@ BEGIN
   PERFORM {{S}}._remove(p_name, p_waiter);
   IF NOT {{S}}._live(l, now_) THEN
     IF NOT EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_name) THEN
-      DELETE FROM {{S}}.locks WHERE name = p_name
-         AND high_water <= (SELECT last_value FROM {{S}}.tokens);
+      PERFORM {{S}}._forget(p_name);
     ELSIF was_head THEN
       PERFORM {{S}}._wake(p_name, now_, true);
     END IF;
@@ -651,11 +670,9 @@ BEGIN
     PERFORM 1 FROM {{S}}.locks WHERE name = c FOR UPDATE SKIP LOCKED;
     CONTINUE WHEN NOT FOUND;
     DELETE FROM {{S}}.waiters WHERE name = c AND deadline <= clock_timestamp();
-    DELETE FROM {{S}}.locks k WHERE k.name = c
-       AND NOT {{S}}._live(k, clock_timestamp())
-       AND k.high_water <= (SELECT last_value FROM {{S}}.tokens)
-       AND NOT EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = c);
-    IF FOUND THEN
+    IF NOT EXISTS (SELECT 1 FROM {{S}}.locks k WHERE k.name = c AND {{S}}._live(k, clock_timestamp()))
+       AND NOT EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = c)
+       AND {{S}}._forget(c) THEN
       n := n + 1;
     END IF;
   END LOOP;
@@ -802,18 +819,25 @@ END $$;
 -- refusals) and returns the shared lock's high-water (0 when the name is
 -- no shared lock), which the mutex's token stays above. The caller holds
 -- the name's row of locks, which a shared lock's grant locks FOR KEY SHARE
--- before it counts: the two grants never pass each other's check. One
--- index read when the name is no shared lock.
+-- before it counts: the two grants never pass each other's check. It also
+-- locks the shared lock's row FOR SHARE (version 9) and judges the holders
+-- by the clock read after it has it: a renewal (extend_shared) or a raise
+-- (raise_shared_fence) holds that row FOR UPDATE, not the row of locks,
+-- and judged its holder live by its own clock; read before it commits, the
+-- holder's old expiry let a mutex in beside the renewed holder, and the
+-- old high-water gave it a token below the raised one. One index read
+-- when the name is no shared lock.
 CREATE OR REPLACE FUNCTION {{S}}._mutex_check(p_name text, now_ timestamptz) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   k smallint;
   hw bigint;
 BEGIN
-  SELECT s.kind, s.high_water INTO k, hw FROM {{S}}.shared s WHERE s.name = p_name;
+  SELECT s.kind, s.high_water INTO k, hw FROM {{S}}.shared s WHERE s.name = p_name FOR SHARE;
   IF NOT FOUND THEN
     RETURN 0;
   END IF;
+  now_ := greatest(now_, clock_timestamp());
   IF EXISTS (SELECT 1 FROM {{S}}.shared_holders h WHERE h.name = p_name AND h.expires_at > now_) THEN
     RAISE EXCEPTION 'DISTLOCK kind %', k USING ERRCODE = 'DL001';
   END IF;
@@ -1013,14 +1037,24 @@ END $$;
 -- set_limit changes a semaphore's limit, making it when it does not exist
 -- (engine.Sharer.SetLimit); it returns the previous limit (0 for a new
 -- one). Holders above a smaller limit keep their permits. Refusals raise
--- DL001 as acquire_shared's.
+-- DL001 as acquire_shared's. It holds the name's row of locks FOR KEY
+-- SHARE (made free when there is none, waiting for a mutex's insert in
+-- progress) before its mutex check, as acquire_shared (version 9; before,
+-- it read the row unlocked and stored its kind beside a mutex's grant
+-- not yet committed).
 CREATE OR REPLACE FUNCTION {{S}}.set_limit(p_name text, p_limit integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   s {{S}}.shared;
-  now_ timestamptz := clock_timestamp();
+  now_ timestamptz;
   used bigint;
 BEGIN
+  LOOP
+    PERFORM 1 FROM {{S}}.locks WHERE name = p_name FOR KEY SHARE;
+    EXIT WHEN FOUND;
+    INSERT INTO {{S}}.locks (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
+  END LOOP;
+  now_ := clock_timestamp();
   PERFORM {{S}}._shared_mutex(p_name, now_);
   SELECT * INTO s FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
   IF NOT FOUND THEN
@@ -1263,6 +1297,12 @@ BEGIN
     END LOOP;
     ls[i] := l;
   END LOOP;
+  -- The names' shared rows, FOR SHARE in name order as every batch locks
+  -- them (_mutex_check below locks each again, in the request's order:
+  -- a lock already held), so that a renewal of shared holders (their rows
+  -- FOR UPDATE in name order) and a set never wait for each other in a
+  -- cycle.
+  PERFORM 1 FROM {{S}}.shared WHERE name = ANY (p_names) ORDER BY name FOR SHARE;
   now_ := clock_timestamp();
   hws := array_fill(0::bigint, ARRAY[n]);
   mine := array_fill(false, ARRAY[n]);
@@ -1393,7 +1433,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 8 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 9 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1407,5 +1447,10 @@ INSERT INTO {{S}}.version (version) SELECT 8 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- receives it, and _lock, _head and _enqueue in plpgsql (plans kept by
 -- the session); 8: a free lock's reserved head that asks after its
 -- reservation's end, before any other call on the name, is granted
--- (_settle_for) instead of being sent to the back of the queue.
-UPDATE {{S}}.version SET version = 8 WHERE version < 8;
+-- (_settle_for) instead of being sent to the back of the queue; 9: a
+-- mutex's grant locks the shared lock's row FOR SHARE while it checks its
+-- holders (_mutex_check: a renewal or a raise of a shared holder in
+-- progress is waited for), set_limit holds the row of locks FOR KEY SHARE
+-- while it checks for a mutex, and a deleted row of locks leaves its
+-- high-water with the shared row (_forget).
+UPDATE {{S}}.version SET version = 9 WHERE version < 9;
