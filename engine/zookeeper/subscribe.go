@@ -53,6 +53,10 @@ type watches struct {
 	// held: the name's node is watched and says the lock is held (a
 	// waiter that just became the head has nothing to try until a release).
 	held bool
+	// placeless: a waiter with no place in line yet watches the name's
+	// node; a change that leaves the lock held (a grant) has nothing for
+	// it to try, and wakes it only when the lock may be free.
+	placeless bool
 }
 
 // SubscribeWaiter implements engine.Queuer: the waiter watches only the
@@ -72,7 +76,7 @@ func (e *Engine) SubscribeWaiter(ctx context.Context, name, waiter string) (engi
 			if ok && err == nil {
 				e.setHead(k, w.path, seen)
 			}
-			return watches{zk: chs, rearm: rearm, target: e.namePath(name), held: !seen.free}, err
+			return watches{zk: chs, rearm: rearm, target: e.namePath(name), held: !seen.free, placeless: !ok}, err
 		}
 		chs, target, held, err := e.watchBefore(ctx, name, waiter, w.path)
 		if err == nil && target == e.namePath(name) {
@@ -311,7 +315,7 @@ func (s *subscription) run(e *Engine, ws watches, arm func(context.Context) (wat
 		// wakes it, and its heartbeats sweep a dead head's place, which
 		// makes the next one the head).
 		freed := what == rearm && !ws.gone && !ws.held
-		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) && !ws.gone {
+		if (what == fired || ws.target != before || freed) && !(wasBefore && ws.held) && !(ws.placeless && ws.held) && !ws.gone {
 			s.sig.Wake()
 		}
 	}
