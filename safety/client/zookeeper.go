@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -104,9 +105,39 @@ func (s *zkStore) ReadControl(ctx context.Context) (State, error) {
 }
 
 // WriteControl sets the control node (made by the lab before the run), at
-// any version: it trusts the lock.
+// any version: it trusts the lock. A write that found the connection gone
+// is sent again once the client library has connected again (a session
+// that expired while the client was stopped leaves its socket closed), as
+// an application's storage client would: the control must take a late
+// write for its teeth to show, and writing the same state twice changes
+// nothing.
 func (s *zkStore) WriteControl(ctx context.Context, st State) error {
-	return zkWrite(ctx, s.conn, ZKControlPath(s.name), st)
+	for tries := 1; ; tries++ {
+		err := zkWrite(ctx, s.conn, ZKControlPath(s.name), st)
+		if err == nil || tries == controlTries || !connectionLost(err) {
+			return err
+		}
+		select {
+		case <-time.After(controlPause):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+// A control write that lost its connection is tried controlTries times in
+// all, controlPause apart.
+const (
+	controlTries = 20
+	controlPause = 50 * time.Millisecond
+)
+
+// connectionLost reports whether err says the request found no working
+// connection (the client library reconnects by itself).
+func connectionLost(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // zkWrite sets path (made by the lab before the run) at any version.
