@@ -138,6 +138,10 @@ func Run(t *testing.T, h Harness) {
 		{"SetCycles", s.setCycles},
 		{"SetKilledHolder", s.setKilledHolder},
 		{"SetNotStarved", s.setNotStarved},
+		{"SharedWaiterGivesUp", s.sharedWaiterGivesUp},
+		{"ListUnderChurn", s.listUnderChurn},
+		{"RefusalsStoreNothing", s.refusalsStoreNothing},
+		{"AdminElectionAndLatch", s.adminElectionAndLatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
