@@ -14,16 +14,24 @@ import (
 // prefix, from cursor on, and the cursor of the next page ("" after the
 // last). An engine's List takes its limit as a hint (Redis SCAN answers
 // about that many keys, a Cluster every master's), so a page of the engine
-// may hold more: the rest is served from the same engine page by the next
-// call, whose cursor is the engine's cursor and the last name served
-// (pageCursor). Names are unique in a page and sorted. An answer from part
-// of the engine (engine.AsPartial) is served with its *engine.PartialError.
-func listPage(ctx context.Context, l engine.Lister, prefix, cursor string, limit int) (_ []engine.Info, _ string, partial error) {
-	from, after, err := parsePageCursor(cursor)
+// may hold more. The rest of it is carried in the next cursor by name
+// (pending) and served from there, each name inspected again, before the
+// listing goes on from the engine's cursor: listing the engine's page
+// again would not do, since under churn the same engine cursor can answer
+// a longer page, whose extra names sorted before those served would be
+// skipped. A rest too long for a cursor (maxPendingLen) is served that
+// way instead, by the last name served. Names are unique in a page and
+// sorted. An answer from part of the engine (engine.AsPartial) is served
+// with its *engine.PartialError.
+func listPage(ctx context.Context, e engine.Engine, l engine.Lister, prefix, cursor string, limit int) (_ []engine.Info, _ string, partial error) {
+	c, err := parsePageCursor(cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	infos, next, err := l.List(ctx, prefix, from, limit)
+	if len(c.pending) > 0 {
+		return servePending(ctx, e, c, limit)
+	}
+	infos, next, err := l.List(ctx, prefix, c.from, limit)
 	if _, ok := engine.AsPartial(err); ok {
 		partial = err
 	} else if err != nil {
@@ -31,40 +39,130 @@ func listPage(ctx context.Context, l engine.Lister, prefix, cursor string, limit
 	}
 	sort.SliceStable(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	page := make([]engine.Info, 0, min(len(infos), limit))
-	for _, i := range infos {
-		if i.Name <= after && after != "" || len(page) > 0 && page[len(page)-1].Name == i.Name {
+	for k, i := range infos {
+		if i.Name <= c.after && c.after != "" || len(page) > 0 && page[len(page)-1].Name == i.Name {
 			continue // served by an earlier page; or SCAN listed it twice
 		}
 		if len(page) == limit {
-			return page, pageCursor(from, page[limit-1].Name), partial
+			rest := pageCursor{from: next, ended: next == "", pending: restNames(infos[k:], page[limit-1].Name)}
+			if rest.size() > maxPendingLen {
+				return page, pageCursor{from: c.from, after: page[limit-1].Name}.String(), partial
+			}
+			return page, rest.String(), partial
 		}
 		page = append(page, i)
 	}
 	if next == "" {
 		return page, "", partial
 	}
-	return page, pageCursor(next, ""), partial
+	return page, pageCursor{from: next}.String(), partial
 }
 
-// pageCursor is the cursor of a listing page: the engine's cursor from,
-// and after, the last name served of the engine page from returns ("" when
-// none was). It is "<len(from)>:<from><after>".
-func pageCursor(from, after string) string {
-	return strconv.Itoa(len(from)) + ":" + from + after
+// restNames returns the distinct names of infos (sorted) after last.
+func restNames(infos []engine.Info, last string) []string {
+	var out []string
+	for _, i := range infos {
+		if i.Name > last && (len(out) == 0 || out[len(out)-1] != i.Name) {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+// servePending serves up to limit of the names c carries, inspected again
+// (a lock released since is left out, as a listing would), and the cursor
+// of what is left: the rest of the names, else the engine's cursor.
+func servePending(ctx context.Context, e engine.Engine, c pageCursor, limit int) ([]engine.Info, string, error) {
+	var page []engine.Info
+	var partial error
+	for len(c.pending) > 0 && len(page) < limit {
+		info, err := e.Inspect(ctx, c.pending[0])
+		if p, ok := engine.AsPartial(err); ok {
+			partial = p
+		} else if err != nil {
+			return nil, "", err
+		}
+		c.pending = c.pending[1:]
+		if listed(info) {
+			page = append(page, info)
+		}
+	}
+	switch {
+	case len(c.pending) > 0:
+		return page, c.String(), partial
+	case c.ended:
+		return page, "", partial
+	}
+	return page, pageCursor{from: c.from}.String(), partial
+}
+
+// listed reports whether a listing shows the lock info describes: held, or
+// a shared lock waited for.
+func listed(info engine.Info) bool {
+	return info.Held || info.Kind != engine.Mutex && info.Waiters > 0
+}
+
+// maxPendingLen bounds the names a cursor carries (their bytes): within
+// maxCursorLen with room for the engine's cursor.
+const maxPendingLen = maxCursorLen / 2
+
+// pageCursor is where a listing goes on: from the engine's cursor from
+// (after the last name served of that engine page, after, when one was),
+// or, first, with the names of an engine page not served yet (pending),
+// and then from from, unless the engine's listing had ended.
+type pageCursor struct {
+	from, after string
+	ended       bool
+	pending     []string
+}
+
+// size is the bytes of the names the cursor carries.
+func (c pageCursor) size() int {
+	n := 0
+	for _, p := range c.pending {
+		n += len(p) + 8
+	}
+	return n
+}
+
+// String encodes c as length-prefixed fields: "<len>:<field>" for from,
+// after, the ended flag and each pending name.
+func (c pageCursor) String() string {
+	var b strings.Builder
+	field := func(s string) { b.WriteString(strconv.Itoa(len(s))); b.WriteByte(':'); b.WriteString(s) }
+	field(c.from)
+	field(c.after)
+	if c.ended {
+		field("1")
+	} else {
+		field("")
+	}
+	for _, p := range c.pending {
+		field(p)
+	}
+	return b.String()
 }
 
 // errBadCursor: a cursor that no listing page returned.
 var errBadCursor = errors.New("not a cursor this server returned")
 
-// parsePageCursor reads a cursor made by pageCursor; "" is the first page.
-func parsePageCursor(cursor string) (from, after string, err error) {
+// parsePageCursor reads a cursor made by pageCursor.String; "" is the
+// first page.
+func parsePageCursor(cursor string) (pageCursor, error) {
+	var fields []string
+	for rest := cursor; rest != ""; {
+		n, tail, ok := strings.Cut(rest, ":")
+		size, err := strconv.Atoi(n)
+		if !ok || err != nil || size < 0 || size > len(tail) {
+			return pageCursor{}, errBadCursor
+		}
+		fields, rest = append(fields, tail[:size]), tail[size:]
+	}
 	if cursor == "" {
-		return "", "", nil
+		return pageCursor{}, nil
 	}
-	n, rest, ok := strings.Cut(cursor, ":")
-	size, perr := strconv.Atoi(n)
-	if !ok || perr != nil || size < 0 || size > len(rest) {
-		return "", "", errBadCursor
+	if len(fields) < 3 || fields[2] != "" && fields[2] != "1" {
+		return pageCursor{}, errBadCursor
 	}
-	return rest[:size], rest[size:], nil
+	return pageCursor{from: fields[0], after: fields[1], ended: fields[2] == "1", pending: fields[3:]}, nil
 }
