@@ -2,6 +2,7 @@ package srvproc
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -61,11 +62,21 @@ func TestSlotLifecycle(t *testing.T) {
 // TestTermFallsBackToKill: Term ends a process that ignores SIGTERM with
 // SIGKILL after the grace.
 func TestTermFallsBackToKill(t *testing.T) {
-	p, err := Start("sh", []string{"-c", "trap '' TERM; while :; do sleep 0.01; done"}, filepath.Join(t.TempDir(), "log"))
+	log := filepath.Join(t.TempDir(), "log")
+	p, err := Start("sh", []string{"-c", "trap '' TERM; echo trapped; while :; do sleep 0.01; done"}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the trap set
+	// The trap is set once the shell says so: a SIGTERM before it would
+	// end the shell by itself, and the fallback would go untested.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "trapped") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not set its trap within 10 s")
+		}
+	}
 	if err := p.Term(100 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
