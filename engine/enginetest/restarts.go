@@ -241,7 +241,10 @@ func ServerStopped(t *testing.T, holder, waiter *distlock.Client, stop func() (c
 			}
 		}
 	}
-	time.Sleep(time.Until(stopped.Add(ttl + time.Second))) // past the server's lease ends too
+	// The fault itself: the server stays stopped past the end of the
+	// leases it keeps (ttl after the stop, and a second), not a wait for
+	// a condition this test could observe while the server is stopped.
+	time.Sleep(time.Until(stopped.Add(ttl + time.Second)))
 	cont()
 	for i, x := range all {
 		lost := lossAt(t, x.held)
