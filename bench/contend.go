@@ -25,7 +25,7 @@ type contendConfig struct {
 // whose Acquire returned inside the measured window.
 type contendResult struct {
 	grants    int
-	waits     []time.Duration // from the start of the granted Acquire call to the grant, sorted
+	waits     []time.Duration // from the start of the granted Acquire call (or of the window) to the grant, sorted
 	wantWaits []time.Duration // from wanting the lock to holding it, across give-ups, sorted
 	gaps      []time.Duration // from the previous holder's release call to the grant, sorted
 	perWorker []int
@@ -50,7 +50,8 @@ type contention struct {
 	// it started wanting the lock (UnixNano; earlier after a give-up), both
 	// 0 while it holds it: at the end of the window, waits still going on
 	// count as samples too (lower bounds), or a starved goroutine would
-	// never show in the wait figures.
+	// never show in the wait figures; waits that began before the window
+	// count from its start (lower bounds too).
 	calling, wanting []atomic.Int64
 }
 
@@ -68,8 +69,11 @@ func (c *contention) granted(w int, call, want, got time.Time) {
 	if !got.Before(c.from) && got.Before(c.until) {
 		c.res.grants++
 		c.res.perWorker[w]++
-		c.res.waits = append(c.res.waits, got.Sub(call))
-		c.res.wantWaits = append(c.res.wantWaits, got.Sub(want))
+		// A wait that began before the window counts from the window's
+		// start (a lower bound, as the waits still going on at its end):
+		// the warm-up's first calls also open the Clients' connections.
+		c.res.waits = append(c.res.waits, got.Sub(later(call, c.from)))
+		c.res.wantWaits = append(c.res.wantWaits, got.Sub(later(want, c.from)))
 		if !c.lastRelease.IsZero() {
 			c.res.gaps = append(c.res.gaps, got.Sub(c.lastRelease))
 		}
@@ -78,6 +82,14 @@ func (c *contention) granted(w int, call, want, got time.Time) {
 		}
 	}
 	c.last = w
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // releasing records that the holder granted at got is about to release.
