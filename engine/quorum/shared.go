@@ -343,7 +343,8 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		return n.eng.(engine.Sharer).SetLimit(ctx, name, limit)
 	}, nil, nil)
 	prevs := map[int]int{}
-	ok := 0
+	ok, refused := 0, 0
+	var refusal *engine.ArgumentError
 	for _, x := range rs {
 		var ae *engine.ArgumentError
 		switch {
@@ -351,8 +352,21 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 			ok++
 			prevs[x.v]++
 		case errors.As(x.err, &ae):
-			return 0, ae
+			refused++
+			if refusal == nil {
+				refusal = ae
+			}
 		}
+	}
+	// A refusal (the name held as a mutex, or kept as an RW lock) is the
+	// request's fault only when a majority makes it, as sharedRefusal
+	// judges an acquire's: a minority's is a node behind the others (a
+	// reader's grant rolled back where it alone answered leaves its
+	// kind), outvoted. Returned when any node refused, it told the caller
+	// that nothing changed while a majority had stored the limit, and the
+	// semaphore was then granted on the name it had called an RW lock's.
+	if refused >= e.majority {
+		return 0, refusal
 	}
 	if ok < e.majority {
 		return 0, &NoQuorumError{Op: "set-limit", OK: ok, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}

@@ -1,0 +1,376 @@
+package quorum_test
+
+// Acceptance tests by a stranger to the quorum: the public API (a Client on
+// quorum.New over independent redis-servers started by the test), mixing
+// kinds on one name, with nodes paused and restarted empty. The
+// conformance suite's cases are not repeated here.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/quorum"
+	"github.com/distlock/distlock/internal/redistest"
+)
+
+// strangerNodeTimeout is the per-node timeout of the stranger's quorums:
+// long enough for a healthy node of a busy machine, short enough that an
+// operation meeting a paused node (whose answer it waits for) ends well
+// within the ttls used here.
+const strangerNodeTimeout = 500 * time.Millisecond
+
+// TestStrangerSetLimitMinorityRefusal: a semaphore's SetLimit refused by
+// one node of three (that node kept the name as an RW lock: a reader's
+// attempt granted there alone while the other nodes were down, and rolled
+// back, leaves its kind) while the other two applied it. A minority's
+// refusal is outvoted, as an acquire's is: SetLimit must not report the
+// name as an RW lock (an *ArgumentError, "changed nothing") while a
+// majority now keeps it as a semaphore; what it answers must agree with
+// what the quorum does next.
+func TestStrangerSetLimitMinorityRefusal(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	c := distlock.New(q)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "setlimit-minority"
+
+	// Nodes 1 and 2 down: a reader's try reaches node 0 alone, which
+	// grants it (and stores the RW kind); no quorum, so it is rolled back.
+	for _, s := range srvs[1:] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := c.RWMutex(name).TryRLock(ctx)
+	if !errors.Is(err, distlock.ErrBackend) || !errors.Is(err, quorum.ErrNoQuorum) {
+		t.Fatalf("a reader with 2 of 3 nodes paused: %v, want no quorum", err)
+	}
+	for _, s := range srvs[1:] {
+		if err := s.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The quorum holds nothing and keeps no kind (a minority's).
+	info, err := c.Inspect(ctx, name)
+	if err != nil || info.Held || info.Kind != engine.Mutex {
+		t.Fatalf("after the rolled-back reader: %+v, %v; want nothing held, no shared kind", info, err)
+	}
+	sem := c.Semaphore(name, 1)
+	setErr := sem.SetLimit(ctx, 1)
+	// What the quorum does next: the semaphore granted (and the RW lock
+	// refused) means the name is a semaphore now.
+	l, semErr := sem.TryAcquire(ctx)
+	if semErr == nil {
+		_ = l.Release(ctx)
+	}
+	r, rwErr := c.RWMutex(name).TryRLock(ctx)
+	if rwErr == nil {
+		_ = r.Release(ctx)
+	}
+	t.Logf("SetLimit: %v; semaphore: %v; reader: %v", setErr, semErr, rwErr)
+	var ae *distlock.ArgumentError
+	if errors.As(setErr, &ae) && semErr == nil {
+		t.Fatalf("SetLimit refused (%v), yet a majority stored it: the semaphore is granted and the reader refused (%v)", setErr, rwErr)
+	}
+	if setErr != nil {
+		t.Fatalf("SetLimit(1) with a majority free to take it: %v", setErr)
+	}
+	if semErr != nil || !errors.As(rwErr, &ae) {
+		t.Fatalf("after SetLimit: semaphore %v, reader %v; want the semaphore granted and the reader refused", semErr, rwErr)
+	}
+	info, err = sem.Inspect(ctx)
+	if err != nil || info.Kind != engine.Semaphore || info.Limit != 1 {
+		t.Fatalf("the semaphore after SetLimit: %+v, %v", info, err)
+	}
+}
+
+// TestStrangerServerStopped: every node SIGSTOPped past the holders' ttls
+// with waiters of each kind queued (enginetest.ServerStopped): each holder
+// is told of its loss by its own deadline, before the waiter's grant, and
+// the waiter's token is above the holder's.
+func TestStrangerServerStopped(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	holder := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	waiter := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	enginetest.ServerStopped(t, holder, waiter, func() func() {
+		for _, s := range srvs {
+			if err := s.Pause(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func() {
+			for _, s := range srvs {
+				_ = s.Resume()
+			}
+		}
+	})
+}
+
+// TestStrangerKindsTokensRestarts: one name taken in turn as each kind the
+// quorum keeps (a mutex, an election, a semaphore of limit 1, an RW lock's
+// writer and readers, a set), through an expiry, force-releases and nodes
+// restarted empty one at a time (no persistence; the time floor seeds
+// their tokens), some while the name is held: every grant's token is above
+// every earlier grant's, except that readers holding at once may share one
+// (documented), and a reader's is above every earlier writer's.
+func TestStrangerKindsTokensRestarts(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	c := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "kinds-tokens"
+	var last uint64
+	var lastWhat string
+	next := 0
+	restart := func() {
+		t.Helper()
+		s := srvs[next%len(srvs)]
+		next++
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(what string, token uint64, equalOK bool) {
+		t.Helper()
+		if token < last || token == last && !equalOK {
+			t.Fatalf("%s: token %d not above %d (%s)", what, token, last, lastWhat)
+		}
+		last, lastWhat = token, what
+	}
+	must := func(l *distlock.Lease, err error) *distlock.Lease {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	rel := func(l *distlock.Lease) {
+		t.Helper()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	l := must(c.Acquire(ctx, name))
+	add("mutex", l.Token(), false)
+	restart() // held: the lease lives on two nodes of three
+	rel(l)
+	ld, err := c.Campaign(ctx, name, "v")
+	must(nil, err)
+	add("election", ld.Term(), false)
+	must(nil, ld.Resign(ctx))
+	l = must(c.Acquire(ctx, name, distlock.WithTTL(time.Second), distlock.WithAutoRenew(false)))
+	add("mutex left to expire", l.Token(), false)
+	<-l.Done()
+	restart()
+	sem := c.Semaphore(name, 1)
+	// Short ttls where a force-release frees the holder: it is told at
+	// its next renewal (a third of its ttl).
+	p := must(sem.Acquire(ctx, distlock.WithTTL(1500*time.Millisecond)))
+	add("semaphore permit", p.Token(), false)
+	if ok, err := c.ForceRelease(ctx, name); err != nil || !ok {
+		t.Fatalf("force-release of the permit: %v, %v", ok, err)
+	}
+	<-p.Done()
+	if !errors.Is(p.Err(), distlock.ErrLeaseLost) {
+		t.Fatalf("the force-released permit: %v", p.Err())
+	}
+	restart()
+	p = must(sem.Acquire(ctx))
+	add("permit after a force-release and a restart", p.Token(), false)
+	rel(p)
+	// The name is a semaphore's now (its kind stays): an RW lock is
+	// refused with a typed error, and a mutex may take it.
+	if _, err := c.RWMutex(name).TryLock(ctx); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("a writer on a semaphore's name: %v, want an *ArgumentError", err)
+	}
+	set, err := c.AcquireAll(ctx, []string{name, name + "-b"})
+	must(nil, err)
+	add("set", set.Tokens()[name], false)
+	restart()
+	must(nil, set.Release(ctx))
+	l = must(c.TryAcquire(ctx, name))
+	add("mutex after the set", l.Token(), false)
+	rel(l)
+
+	rw := c.RWMutex(name + "-rw")
+	last, lastWhat = 0, ""
+	w := must(rw.Lock(ctx))
+	add("writer", w.Token(), false)
+	restart()
+	rel(w)
+	r1 := must(rw.RLock(ctx, distlock.WithTTL(1500*time.Millisecond)))
+	add("reader 1", r1.Token(), false)
+	r2 := must(rw.RLock(ctx, distlock.WithTTL(1500*time.Millisecond)))
+	add("reader 2", r2.Token(), true) // readers at once may share a token
+	restart()
+	if ok, err := c.ForceRelease(ctx, name+"-rw"); err != nil || !ok {
+		t.Fatalf("force-release of the readers: %v, %v", ok, err)
+	}
+	<-r1.Done()
+	<-r2.Done()
+	w = must(rw.Lock(ctx))
+	add("writer after the readers' force-release", w.Token(), false)
+	if _, err := rw.TryRLock(ctx); !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("a reader beside the writer: %v, want locked", err)
+	}
+	rel(w)
+	l = must(c.Acquire(ctx, name+"-rw"))
+	add("mutex after the writer", l.Token(), false)
+	rel(l)
+}
+
+// TestStrangerNodeStoppedUnderKinds: for each shared kind the quorum keeps
+// and an election (the mutex: TestPausedNode, TestRenewalWithMinorityDown), a
+// holder and a waiter of the same name, then one node SIGSTOPped: the
+// holder keeps its lease past two of its ttls (renewals confirmed by the
+// two others), the waiter is not granted meanwhile, and once the holder
+// releases the waiter is granted with the node still stopped, its token
+// above the holder's.
+func TestStrangerNodeStoppedUnderKinds(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	holder := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	waiter := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const ttl = time.Second
+	type take func(c *distlock.Client, name string) (*distlock.Lease, error)
+	sem := func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return c.Semaphore(name, 1).Acquire(ctx, distlock.WithTTL(ttl))
+	}
+	read := func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return c.RWMutex(name).RLock(ctx, distlock.WithTTL(ttl))
+	}
+	write := func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return c.RWMutex(name).Lock(ctx, distlock.WithTTL(ttl))
+	}
+	elect := func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		ld, err := c.Campaign(ctx, name, "v", distlock.WithTTL(ttl))
+		if err != nil {
+			return nil, err
+		}
+		return ld.Lease(), nil
+	}
+	for i, tc := range []struct {
+		name          string
+		hold, waitFor take
+	}{
+		{"semaphore", sem, sem},
+		{"reader-writer", read, write},
+		{"writer-reader", write, read},
+		{"election", elect, elect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "node-stopped-" + tc.name
+			h, err := tc.hold(holder, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *distlock.Lease, 1)
+			go func() {
+				w, err := tc.waitFor(waiter, name)
+				if err != nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- w
+			}()
+			waitUntilQuorum(t, 10*time.Second, "the waiter to queue", func() bool {
+				info, err := holder.Inspect(ctx, name)
+				return err == nil && info.Waiters > 0
+			})
+			stopped := srvs[i%len(srvs)]
+			if err := stopped.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = stopped.Resume() }()
+			// The fault's length: two ttls with one node stopped.
+			select {
+			case w := <-got:
+				t.Fatalf("the waiter was granted (token %d) while the holder holds (%v)", w.Token(), h.Err())
+			case <-h.Done():
+				t.Fatalf("the holder lost its lease with one node of three stopped: %v", h.Err())
+			case <-time.After(2 * ttl):
+			}
+			if err := h.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case w := <-got:
+				if w == nil {
+					return
+				}
+				if w.Token() <= h.Token() {
+					t.Errorf("the waiter's token %d not above the holder's %d", w.Token(), h.Token())
+				}
+				_ = w.Release(ctx)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter not granted 20 s after the release, one node stopped")
+			}
+		})
+	}
+}
+
+// TestStrangerBadInputChangesNothing: what the quorum cannot keep, or
+// what is malformed, is refused with a typed error before anything is
+// stored on any node: a semaphore above limit 1 (*UnsupportedError), a
+// weight above the limit, a zero weight, a fair wait (unsupported), a
+// latch (unsupported), SetLimit above 1; the name then takes any kind.
+func TestStrangerBadInputChangesNothing(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	c := distlock.New(q)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "bad-input"
+	var ue *distlock.UnsupportedError
+	var ae *distlock.ArgumentError
+	check := func(what string, err error, unsupported bool) {
+		t.Helper()
+		if unsupported && !errors.As(err, &ue) || !unsupported && !errors.As(err, &ae) {
+			t.Errorf("%s: %v (%T), want a typed refusal", what, err, err)
+		}
+		for i, n := range q.InspectNodes(ctx, name) {
+			if n.Err != nil || n.Info.Held || n.Info.Kind != engine.Mutex || n.Info.Waiters != 0 || n.Info.Limit != 0 {
+				t.Errorf("%s: node %d keeps %+v (%v)", what, i, n.Info, n.Err)
+			}
+		}
+	}
+	_, err := c.Semaphore(name, 2).Acquire(ctx)
+	check("semaphore of limit 2", err, true)
+	_, err = c.Semaphore(name, 1).TryAcquire(ctx, distlock.WithWeight(2))
+	check("weight 2 of limit 1", err, false)
+	_, err = c.Semaphore(name, 1).Acquire(ctx, distlock.WithWeight(0))
+	check("weight 0", err, false)
+	_, err = c.Acquire(ctx, name, distlock.WithFair())
+	check("a fair wait", err, true)
+	_, err = c.CountDownLatch(name).TrySetCount(ctx, 3)
+	check("a latch", err, true)
+	check("SetLimit 2", c.Semaphore(name, 1).SetLimit(ctx, 2), true)
+	_, err = c.RWMutex(name).RLock(ctx, distlock.WithWeight(2))
+	check("a reader of weight 2", err, false)
+	_, err = c.Acquire(ctx, name, distlock.WithTTL(time.Millisecond))
+	check("a ttl of 1ms", err, false)
+	// Nothing stored: every kind takes the name.
+	r, err := c.RWMutex(name).RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitUntilQuorum(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
+	}
+}
