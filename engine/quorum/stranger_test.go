@@ -8,6 +8,8 @@ package quorum_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -397,4 +399,83 @@ func waitUntilQuorum(t *testing.T, d time.Duration, what string, cond func() boo
 	if !eventually(d, cond) {
 		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
+}
+
+// TestStrangerSetLimitRacesReader: a semaphore's SetLimit(1) and an RW
+// lock's reader sent at once on a fresh name, from two Clients, round
+// after round: the nodes may each take a different one first, yet the
+// quorum's answers must agree with what it keeps: exactly one of the two
+// succeeds (never both, never neither), and the name's kind is then the
+// winner's, as Inspect and the next calls of each kind show.
+func TestStrangerSetLimitRacesReader(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	a := distlock.New(q)
+	t.Cleanup(func() { _ = a.Close() })
+	b := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	split := 0
+	for round := range 40 {
+		name := fmt.Sprintf("setlimit-race-%d", round)
+		start := make(chan struct{})
+		setErr := make(chan error, 1)
+		go func() {
+			<-start
+			setErr <- a.Semaphore(name, 1).SetLimit(ctx, 1)
+		}()
+		readErr := make(chan error, 1)
+		var reader *distlock.Lease
+		go func() {
+			<-start
+			l, err := b.RWMutex(name).TryRLock(ctx)
+			reader = l
+			readErr <- err
+		}()
+		close(start)
+		se, re := <-setErr, <-readErr
+		if reader != nil {
+			if err := reader.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var kinds []engine.Kind
+		for _, n := range q.InspectNodes(ctx, name) {
+			kinds = append(kinds, n.Info.Kind)
+		}
+		if !slices.Equal(kinds, []engine.Kind{kinds[0], kinds[0], kinds[0]}) {
+			split++
+		}
+		if (se == nil) == (re == nil) {
+			t.Fatalf("round %d: SetLimit %v, reader %v: want exactly one to succeed (nodes keep %v)", round, se, re, kinds)
+		}
+		for _, err := range []error{se, re} {
+			if err != nil && !errors.Is(err, distlock.ErrInvalidArgument) {
+				t.Fatalf("round %d: the loser's error %v, want an *ArgumentError (nodes keep %v)", round, err, kinds)
+			}
+		}
+		want := engine.Semaphore
+		if re == nil {
+			want = engine.RWLock
+		}
+		info, err := a.Inspect(ctx, name)
+		if err != nil || info.Kind != want {
+			t.Fatalf("round %d: SetLimit %v, reader %v; the quorum keeps %+v (%v), nodes %v", round, se, re, info, err, kinds)
+		}
+		l, err := a.Semaphore(name, 1).TryAcquire(ctx)
+		if (err == nil) != (want == engine.Semaphore) {
+			t.Fatalf("round %d: the name is a %v; a permit: %v", round, want, err)
+		}
+		if l != nil {
+			_ = l.Release(ctx)
+		}
+		r, err := b.RWMutex(name).TryRLock(ctx)
+		if (err == nil) != (want == engine.RWLock) {
+			t.Fatalf("round %d: the name is a %v; a reader: %v", round, want, err)
+		}
+		if r != nil {
+			_ = r.Release(ctx)
+		}
+	}
+	t.Logf("%d of 40 rounds left the nodes keeping different kinds", split)
 }
