@@ -87,24 +87,35 @@ func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bo
 	return err == nil, err
 }
 
-// kindOf returns the kind record of r's shared lock, storing r's kind and
-// declared limit when it has none (createKind, checked against the line
-// l). ok is false when the record or the line changed meanwhile: the
-// round runs again.
-func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest, l *line) (rec kindRecord, ok bool, err error) {
+// kindOf returns the kind record of r's shared lock and the operation its
+// grant's transaction must carry: a check of the record at the version
+// read, or, when the name has none, the record's creation with r's kind
+// and declared limit. The record is stored only by the transaction that
+// grants (or by SetLimit): stored first, in a transaction of its own, a
+// grant of another kind (a mutex) committed between the two made the
+// request a refusal that had stored its kind, and the name then refused
+// the other shared kind once the mutex was gone (TestStrangerKindsRace,
+// mutex and reader). ok is false when the round must run again (the name
+// node made first).
+func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest, l *line) (rec kindRecord, op any, ok bool, err error) {
 	rec, ok, err = e.readKind(ctx, r.Name)
-	if err != nil || ok {
-		return rec, ok, err
+	if err != nil {
+		return rec, nil, false, err
+	}
+	if ok {
+		return rec, &zk.CheckVersionRequest{Path: rec.path, Version: rec.version}, true, nil
 	}
 	if err := engine.CheckShared(r, r.Kind, r.Limit); err != nil {
-		return rec, false, err // a semaphore is not made with a bad limit
+		return rec, nil, false, err // a semaphore is not made with a bad limit
 	}
 	if l.parent == nil { // no name node yet: made first, and read again
-		return rec, false, e.ensure(ctx, l.path, true)
+		return rec, nil, false, e.ensure(ctx, l.path, true)
 	}
 	rec.Kind, rec.Limit = r.Kind, r.Limit
-	made, err := e.createKind(ctx, l, r.Name, rec)
-	return rec, made, err // made at version 0, with the line current
+	b, _ := json.Marshal(rec)
+	// A record made meanwhile (a SetLimit, another grant) fails the
+	// creation: the round runs again on it.
+	return rec, &zk.CreateRequest{Path: rec.path, Data: b, Acl: zk.WorldACL(zk.PermAll)}, true, nil
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on

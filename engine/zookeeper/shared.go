@@ -66,7 +66,7 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 		// Refused before the kind is stored: a refusal changes nothing.
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
-	rec, ok, err := e.kindOf(ctx, r, l)
+	rec, kindOp, ok, err := e.kindOf(ctx, r, l)
 	if err != nil || !ok {
 		return engine.Grant{}, false, err
 	}
@@ -96,7 +96,7 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 	fits := r.Weight <= rec.Limit-used
 	ahead := len(line) > 0 && line[0].path != a.place.path
 	if fits && !ahead {
-		return a.grantWith(ctx, l, evShared, &zk.CheckVersionRequest{Path: rec.path, Version: rec.version})
+		return a.grantWith(ctx, l, evShared, kindOp)
 	}
 	g := engine.Grant{Reserved: true, HolderTTL: soonest(holders, now)}
 	if len(holders) > 0 && !fits {

@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,7 +249,7 @@ func TestStrangerSharedHolderSessionExpired(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			name := "stranger-cut-shared-" + kind
+			name := fresh("stranger-cut-shared-" + kind)
 			p := startProxy(t, ens.Servers()[0])
 			he := dialShort(t, p.Addr())
 			holder := distlock.New(he)
@@ -305,7 +307,7 @@ func TestStrangerSharedWaiterSessionExpired(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			name := "stranger-expired-shared-waiter-" + kind
+			name := fresh("stranger-expired-shared-waiter-" + kind)
 			take := func(c *distlock.Client, ctx context.Context, big bool) (*distlock.Lease, error) {
 				switch {
 				case kind == "rw" && big:
@@ -454,7 +456,7 @@ func mixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 }, engineName string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	name := "stranger-mixed-" + engineName
+	name := fresh("stranger-mixed-" + engineName)
 	other := name + "-other"
 	var out []string
 	step := func(what string, err error) {
@@ -603,7 +605,7 @@ func TestStrangerSharedTTLAboveSession(t *testing.T) {
 	defer cancel()
 	long := distlock.WithTTL(e.SessionTimeout() + time.Second)
 	for _, first := range []string{"semaphore", "rw"} {
-		name := "stranger-shared-ttl-" + first
+		name := fresh("stranger-shared-ttl-" + first)
 		var err error
 		if first == "semaphore" {
 			_, err = c.Semaphore(name, 2).Acquire(ctx, long)
@@ -641,7 +643,7 @@ func TestStrangerHolderStalled(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			name := "stranger-stalled-" + kind
+			name := fresh("stranger-stalled-" + kind)
 			take := func(c *distlock.Client, first bool) (*distlock.Lease, error) {
 				switch {
 				case kind == "mutex":
@@ -732,7 +734,7 @@ func TestStrangerShrinkUnderWaiter(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	name := "stranger-shrink"
+	name := fresh("stranger-shrink")
 	h, err := cs[0].Semaphore(name, 3).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -783,4 +785,84 @@ func TestStrangerShrinkUnderWaiter(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the request for 1 permit of 2 (1 held) still waits 20 s after the head was refused")
 	}
+}
+
+// TestStrangerKindsRace: on three members, two kinds asked at once on a
+// fresh name by Clients whose sessions are on different members (a
+// semaphore's SetLimit and a reader, a mutex and a reader, a writer and a
+// semaphore's permit), round after round: exactly one succeeds, the other
+// is refused as the wrong kind (an *ArgumentError), and once the winner
+// leaves the name keeps the winner's kind (a mutex keeps none).
+func TestStrangerKindsRace(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 3)
+	a := distlock.New(dial(t, ens.Servers()[:1]))
+	t.Cleanup(func() { _ = a.Close() })
+	b := distlock.New(dial(t, ens.Servers()[1:2]))
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type op struct {
+		kind engine.Kind
+		try  func(c *distlock.Client, name string) (*distlock.Lease, error)
+	}
+	mutex := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.TryAcquire(ctx, name) }}
+	reader := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryRLock(ctx) }}
+	writer := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryLock(ctx) }}
+	permit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return c.Semaphore(name, 2).TryAcquire(ctx)
+	}}
+	limit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return nil, c.Semaphore(name, 2).SetLimit(ctx, 2)
+	}}
+	run := fresh("")
+	for _, pair := range []struct {
+		name string
+		x, y op
+	}{{"setlimit-reader", limit, reader}, {"mutex-reader", mutex, reader}, {"writer-permit", writer, permit}} {
+		t.Run(pair.name, func(t *testing.T) {
+			for round := range 15 {
+				name := fmt.Sprintf("stranger-kinds-race%s-%s-%d", run, pair.name, round)
+				start := make(chan struct{})
+				type answer struct {
+					l   *distlock.Lease
+					err error
+				}
+				xa, ya := make(chan answer, 1), make(chan answer, 1)
+				go func() { <-start; l, err := pair.x.try(a, name); xa <- answer{l, err} }()
+				go func() { <-start; l, err := pair.y.try(b, name); ya <- answer{l, err} }()
+				close(start)
+				x, y := <-xa, <-ya
+				if (x.err == nil) == (y.err == nil) {
+					t.Fatalf("round %d: %v and %v: want exactly one to succeed", round, x.err, y.err)
+				}
+				win, lose, kind := x, y, pair.x.kind
+				if x.err != nil {
+					win, lose, kind = y, x, pair.y.kind
+				}
+				if !errors.Is(lose.err, distlock.ErrInvalidArgument) {
+					t.Fatalf("round %d: the loser: %v, want an *ArgumentError", round, lose.err)
+				}
+				if win.l != nil {
+					if err := win.l.Release(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				info, err := a.Inspect(ctx, name)
+				if err != nil || info.Held || info.Kind != kind {
+					t.Fatalf("round %d: after the %v left: %+v, %v", round, kind, info, err)
+				}
+			}
+		})
+	}
+}
+
+// strangerNames counts the names fresh made in this process.
+var strangerNames atomic.Int64
+
+// fresh returns base made unique in this process and across processes:
+// ZooKeeper keeps a shared lock's kind for good, and -count runs the
+// tests again on the same ensemble.
+func fresh(base string) string {
+	return fmt.Sprintf("%s-%d-%d", base, os.Getpid(), strangerNames.Add(1))
 }
