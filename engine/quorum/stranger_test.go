@@ -479,3 +479,121 @@ func TestStrangerSetLimitRacesReader(t *testing.T) {
 	}
 	t.Logf("%d of 40 rounds left the nodes keeping different kinds", split)
 }
+
+// TestStrangerKindsRace: two kinds asked at once on a fresh name, from two
+// Clients, round after round (a mutex and a reader, a writer and a
+// semaphore's permit, an election and a reader): each node takes one
+// first, yet exactly one call is granted, the other is refused as the
+// wrong kind (an *ArgumentError, not contention, not a backend error), and
+// once the winner leaves, the quorum keeps the winner's kind (a mutex
+// keeps none) whatever a minority of the nodes took.
+func TestStrangerKindsRace(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	a := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	b := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type op struct {
+		kind engine.Kind
+		try  func(c *distlock.Client, name string) (*distlock.Lease, error)
+	}
+	mutex := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.TryAcquire(ctx, name) }}
+	reader := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryRLock(ctx) }}
+	writer := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryLock(ctx) }}
+	permit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		return c.Semaphore(name, 1).TryAcquire(ctx)
+	}}
+	// An election is a mutex's kind with a value: a Campaign waits, so
+	// it is given a short budget; a refused kind ends it at once.
+	elect := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		defer ccancel()
+		ld, err := c.Campaign(cctx, name, "v")
+		if err != nil {
+			return nil, err
+		}
+		return ld.Lease(), nil
+	}}
+	for _, pair := range []struct {
+		name string
+		x, y op
+	}{{"mutex-reader", mutex, reader}, {"writer-permit", writer, permit}, {"election-reader", elect, reader}} {
+		t.Run(pair.name, func(t *testing.T) {
+			for round := range 20 {
+				name := fmt.Sprintf("kinds-race-%s-%d", pair.name, round)
+				start := make(chan struct{})
+				type answer struct {
+					l   *distlock.Lease
+					err error
+				}
+				xa, ya := make(chan answer, 1), make(chan answer, 1)
+				go func() { <-start; l, err := pair.x.try(a, name); xa <- answer{l, err} }()
+				go func() { <-start; l, err := pair.y.try(b, name); ya <- answer{l, err} }()
+				close(start)
+				x, y := <-xa, <-ya
+				if (x.err == nil) == (y.err == nil) {
+					t.Fatalf("round %d: %v and %v: want exactly one granted", round, x.err, y.err)
+				}
+				win, lose, kind := x, y, pair.x.kind
+				if x.err != nil {
+					win, lose, kind = y, x, pair.y.kind
+				}
+				if !errors.Is(lose.err, distlock.ErrInvalidArgument) {
+					t.Fatalf("round %d: the loser: %v, want an *ArgumentError", round, lose.err)
+				}
+				if err := win.l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				info, err := a.Inspect(ctx, name)
+				if err != nil || info.Held || info.Kind != kind {
+					t.Fatalf("round %d: after the %v released: %+v, %v", round, kind, info, err)
+				}
+			}
+		})
+	}
+}
+
+// TestStrangerRefusedReadersMakeRWLock: a reader refused while a mutex
+// holds the name (an *ArgumentError: the request is the wrong kind, and a
+// refusal changes nothing) is granted, and rolled back, on a node that
+// does not have the mutex's grant (here: down during the grant, then
+// started again empty, the mutex holding on the two others; a grant's
+// answer lost, or a race of the two kinds, does the same); the node keeps
+// the RW lock's kind. Two such
+// refusals, on two different nodes, make a majority keep the name as an RW
+// lock: once the mutex is gone, the quorum refuses a semaphore on a name
+// whose every reader was refused.
+func TestStrangerRefusedReadersMakeRWLock(t *testing.T) {
+	t.Skip("known defect: a shared grant rolled back on a minority of the nodes leaves its kind record there " +
+		"(no engine call forgets it); two refused readers, on two nodes, make the name an RW lock for the majority")
+	srvs := redistest.StartN(t, 3)
+	c := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "refused-readers"
+	for _, missed := range srvs[:2] {
+		// The mutex is granted by the two other nodes; the third comes
+		// back empty (the mutex still holds on a majority).
+		if err := missed.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Acquire(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := missed.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RWMutex(name).TryRLock(ctx); !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("a reader while the mutex holds: %v, want an *ArgumentError", err)
+		}
+		if err := m.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := c.Semaphore(name, 1).TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("a semaphore on a name whose readers were all refused: %v", err)
+	}
+	_ = l.Release(ctx)
+}
