@@ -633,7 +633,8 @@ func TestStrangerSharedTTLAboveSession(t *testing.T) {
 // cutting) for longer than its ttl but well within its session, while a
 // waiter of the same kind waits; then the stall ends and the held bytes
 // (its renewals) arrive. The waiter is granted only after the holder was
-// told of its loss, with a higher token; the holder's late renewals do
+// told of its loss (Done, Err, and its Context's cause a *LostError from
+// before the grant), with a higher token; the holder's late renewals do
 // not revive its lease, and the waiter still holds afterwards.
 func TestStrangerHolderStalled(t *testing.T) {
 	t.Parallel()
@@ -689,6 +690,9 @@ func TestStrangerHolderStalled(t *testing.T) {
 			var lost *distlock.LostError
 			if !errors.As(h.Err(), &lost) || !lost.At.Before(granted) {
 				t.Fatalf("holder's loss %v not before the grant at %v", h.Err(), granted)
+			}
+			if !errors.As(context.Cause(h.Context()), &lost) || h.Context().Err() == nil {
+				t.Fatalf("the holder's context: %v (cause %v), want cancelled with its *LostError", h.Context().Err(), context.Cause(h.Context()))
 			}
 			if w.Token() <= h.Token() {
 				t.Fatalf("token after the loss %d not above %d", w.Token(), h.Token())
