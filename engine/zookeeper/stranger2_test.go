@@ -870,3 +870,100 @@ var strangerNames atomic.Int64
 func fresh(base string) string {
 	return fmt.Sprintf("%s-%d-%d", base, os.Getpid(), strangerNames.Add(1))
 }
+
+// TestStrangerWaiterCutOffAndBack: a waiter's connection is cut (its
+// session lives on: cut for less than its timeout) while the holder
+// releases, or the latch it waits on reaches zero; then the connection
+// comes back. The waiter goes on at once (its watch set again by the
+// client library on reconnection, or its next attempt), not after the
+// holder's ttl (a minute, far beyond the bound here).
+func TestStrangerWaiterCutOffAndBack(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	const holderTTL = time.Minute
+	for _, kind := range []string{"mutex", "writer", "permit", "latch"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			name := fresh("stranger-cut-waiter-" + kind)
+			holder := distlock.New(dial(t, ens.Servers()))
+			t.Cleanup(func() { _ = holder.Close() })
+			p := startProxy(t, ens.Servers()[0])
+			waiter := distlock.New(dial(t, []string{p.Addr()}))
+			t.Cleanup(func() { _ = waiter.Close() })
+			var h *distlock.Lease
+			var err error
+			switch kind {
+			case "mutex":
+				h, err = holder.Acquire(ctx, name, distlock.WithTTL(holderTTL))
+			case "writer":
+				h, err = holder.RWMutex(name).RLock(ctx, distlock.WithTTL(holderTTL))
+			case "permit":
+				h, err = holder.Semaphore(name, 1).Acquire(ctx, distlock.WithTTL(holderTTL))
+			case "latch":
+				_, err = holder.CountDownLatch(name).TrySetCount(ctx, 1)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := p.Sent()
+			done := make(chan error, 1)
+			go func() {
+				var l *distlock.Lease
+				var err error
+				switch kind {
+				case "mutex":
+					l, err = waiter.Acquire(ctx, name)
+				case "writer":
+					l, err = waiter.RWMutex(name).Lock(ctx)
+				case "permit":
+					l, err = waiter.Semaphore(name, 1).Acquire(ctx)
+				case "latch":
+					err = waiter.CountDownLatch(name).Wait(ctx)
+				}
+				if l != nil {
+					_ = l.Release(ctx)
+				}
+				done <- err
+			}()
+			if kind == "latch" {
+				// Its subscription is not visible to another session: wait
+				// until Wait has sent its requests (it subscribes, then
+				// reads the count; the engine's watches are set with the
+				// first of them). Cut before its last, it reads after the
+				// connection is back.
+				waitUntil(t, 20*time.Second, "the latch's waiter to send", func() bool { return p.Sent() > sent })
+			} else {
+				waitUntil(t, 20*time.Second, "the waiter to queue", func() bool {
+					info, err := holder.Inspect(ctx, name)
+					return err == nil && info.Waiters == 1
+				})
+			}
+			p.Freeze()
+			if kind == "latch" {
+				err = holder.CountDownLatch(name).CountDown(ctx)
+			} else {
+				err = h.Release(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the cut-off waiter went on before its connection came back: %v", err)
+			default:
+			}
+			p.Thaw()
+			back := time.Now()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("the waiter after its connection came back: %v", err)
+				}
+				t.Logf("went on %v after the connection came back", time.Since(back).Round(time.Millisecond))
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter still waits 20 s after its connection came back, the lock free")
+			}
+		})
+	}
+}
