@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
@@ -717,4 +719,183 @@ func TestStrangerHolderStalled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStrangerMixedKindsLikeMemory runs one script of the kinds a quorum
+// keeps on one name (a semaphore of limit 1's permit, then a mutex, an
+// election, an RW lock and a set over the name, each while another kind
+// holds it; Inspect, List, Leaks, Leader, ForceReleaseHolder with a waiter
+// queued) on a quorum of three redis-servers and on the embedded engine:
+// each step's outcome must be the same, tokens on the quorum increasing.
+func TestStrangerMixedKindsLikeMemory(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	q1, q2 := distlock.New(q), newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	t.Cleanup(func() { _ = q1.Close() })
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	m1, m2 := distlock.New(mem), distlock.New(mem)
+	t.Cleanup(func() { _ = m1.Close(); _ = m2.Close() })
+	want := quorumMixedKinds(t, m1, m2, mem, "memory")
+	got := quorumMixedKinds(t, q1, q2, q, "quorum")
+	if !slices.Equal(got, want) {
+		var b strings.Builder
+		for i := range max(len(got), len(want)) {
+			g, w := "", ""
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			mark := "  "
+			if g != w {
+				mark = "!!"
+			}
+			fmt.Fprintf(&b, "%s quorum %-50s memory %s\n", mark, g, w)
+		}
+		t.Fatalf("outcomes differ from the embedded engine's:\n%s", b.String())
+	}
+}
+
+// outcome classifies a call's error as a user sees it.
+func outcome(err error) string {
+	var ue *distlock.UnsupportedError
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &ue):
+		return "unsupported"
+	case errors.Is(err, distlock.ErrInvalidArgument):
+		return "argument"
+	case errors.Is(err, distlock.ErrLocked):
+		return "locked"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "waited"
+	case errors.Is(err, distlock.ErrNotHeld):
+		return "not held"
+	}
+	return "other: " + err.Error()
+}
+
+func quorumMixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
+	engine.Lister
+	engine.LeakFinder
+}, engineName string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := "mixed-" + engineName
+	other := name + "-other"
+	var out []string
+	step := func(what string, err error) { out = append(out, what+": "+outcome(err)) }
+	brief := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
+	var last uint64
+	token := func(what string, tok uint64) {
+		t.Helper()
+		if tok <= last {
+			t.Errorf("%s: %s: token %d not above %d", engineName, what, tok, last)
+		}
+		last = tok
+	}
+	const ttl = 1500 * time.Millisecond // a force-released holder is told at its next renewal
+	sem := a.Semaphore(name, 1)
+	p1, err := sem.Acquire(ctx, distlock.WithTTL(ttl))
+	step("permit 1", err)
+	if err != nil {
+		t.Fatalf("%s: %v", engineName, err)
+	}
+	token("permit 1", p1.Token())
+	wctx, wcancel := brief()
+	_, err = b.Campaign(wctx, name, "v")
+	wcancel()
+	step("campaign over the permit", err)
+	wctx, wcancel = brief()
+	_, err = b.Acquire(wctx, name)
+	wcancel()
+	step("mutex over the permit", err)
+	wctx, wcancel = brief()
+	_, err = b.RWMutex(name).RLock(wctx)
+	wcancel()
+	step("reader over the permit", err)
+	wctx, wcancel = brief()
+	_, err = b.AcquireAll(wctx, []string{other, name})
+	wcancel()
+	step("set over the permit", err)
+	info, err := b.Inspect(ctx, other)
+	step("the set's other name", err)
+	out = append(out, fmt.Sprintf("other held %v", info.Held))
+	wctx, wcancel = brief()
+	_, err = b.Semaphore(name, 1).Acquire(wctx, distlock.WithWeight(2))
+	wcancel()
+	step("weight 2 of limit 1", err)
+	next := make(chan *distlock.Lease, 1)
+	go func() {
+		l, err := b.Semaphore(name, 1).Acquire(ctx, distlock.WithTTL(ttl))
+		if err != nil {
+			t.Errorf("%s: the waiting permit: %v", engineName, err)
+		}
+		next <- l
+	}()
+	eventually(20*time.Second, func() bool {
+		info, err := a.Inspect(ctx, name)
+		return err == nil && info.Waiters == 1
+	})
+	info, err = a.Inspect(ctx, name)
+	step("inspect", err)
+	out = append(out, fmt.Sprintf("kind %v limit %d holders %d waiters %d", info.Kind, info.Limit, len(info.Holders), info.Waiters))
+	infos, _, err := admin.List(ctx, name, "", 100)
+	step("list", err)
+	for _, i := range infos {
+		out = append(out, fmt.Sprintf("listed %q kind %v holders %d", strings.TrimPrefix(i.Name, name), i.Kind, len(i.Holders)))
+	}
+	leaks, _, err := admin.Leaks(ctx, name, 24*time.Hour, "", 100) // the CLI's default --max-ttl
+	step("leaks", err)
+	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
+	leader, err := b.Leader(ctx, name)
+	step("leader of the semaphore's name", err)
+	out = append(out, fmt.Sprintf("elected %v", leader.Elected()))
+	step("force-release permit 1", a.ForceReleaseHolder(ctx, name, p1.Owner()))
+	<-p1.Done()
+	out = append(out, fmt.Sprintf("permit 1 lost %v", errors.Is(p1.Err(), distlock.ErrLeaseLost)))
+	l := <-next
+	if l == nil {
+		t.Fatalf("%s: the waiting permit failed", engineName)
+	}
+	token("the waiting permit", l.Token())
+	step("release the waiting permit", l.Release(ctx))
+	m, err := a.Acquire(ctx, name)
+	step("mutex on the free semaphore's name", err)
+	if err == nil {
+		token("mutex", m.Token())
+		_, err = b.Semaphore(name, 1).TryAcquire(ctx)
+		step("permit beside the mutex", err)
+		step("set-limit beside the mutex", b.Semaphore(name, 1).SetLimit(ctx, 1))
+		_, err = b.TryAcquire(ctx, name)
+		step("mutex beside the mutex", err)
+		step("release the mutex", m.Release(ctx))
+	}
+	_, err = b.RWMutex(name).TryRLock(ctx)
+	step("reader on the semaphore's name, free", err)
+	ld, err := b.Campaign(ctx, name, "v")
+	step("campaign on the free name", err)
+	if err == nil {
+		token("term", ld.Term())
+		wctx, wcancel = brief()
+		_, err = a.Semaphore(name, 1).Acquire(wctx)
+		wcancel()
+		step("permit beside the leader", err)
+		step("resign", ld.Resign(ctx))
+	}
+	p, err := sem.TryAcquire(ctx)
+	step("permit at the end", err)
+	if err == nil {
+		token("permit at the end", p.Token())
+		_ = p.Release(ctx)
+	}
+	// Everything released: the semaphore's kind stays stored (for a
+	// while), which is no leak.
+	leaks, _, err = admin.Leaks(ctx, name, 24*time.Hour, "", 100)
+	step("leaks at the end", err)
+	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
+	return out
 }
