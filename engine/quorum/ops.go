@@ -399,8 +399,8 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 
 // extendOutcome is request i's answer from the nodes' answers: extended
 // when a majority extended it (with the token they settled on), lost
-// (missing or held by another) when a majority says the owner does not
-// hold it, else a *NoQuorumError.
+// when a majority says the owner does not hold it (held by another when
+// any of them says so, else missing), else a *NoQuorumError.
 func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine.ExtendRequest, i int) engine.ExtendResult {
 	var extended, missing, other int
 	tokens := map[uint64]int{}
@@ -434,8 +434,13 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 		// (no majority settled one): extended, but no token to report.
 		return engine.ExtendResult{Status: engine.Extended, Token: e.token(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
 	case len(e.nodes)-(missing+other) < e.majority:
-		// A majority says the owner does not hold it: lost.
-		if other > missing {
+		// A majority says the owner does not hold it: lost. Taken over
+		// when any of them says so (another owner holds it there, or a
+		// force-release marked the owner freed): a node that answers
+		// missing may never have had the grant (its answer timed out),
+		// so it says nothing of why the lock went, and the answers that
+		// decide are the first majority, in whatever order they came.
+		if other > 0 {
 			return engine.ExtendResult{Status: engine.HeldByOther}
 		}
 		return engine.ExtendResult{Status: engine.Missing}
