@@ -25,6 +25,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -125,6 +126,15 @@ type Result struct {
 	// measured (their client-exit events): a time bound missed on a
 	// machine this slow is the machine's.
 	ClientLag time.Duration
+	// ServerLag is the slowest answer to a trivial request (Redis PING,
+	// an etcd serializable read, PostgreSQL SELECT 1, ZooKeeper ruok) the
+	// lab's server probe counted on a backend server (its server-lag
+	// events), leaving out a server's answers during a fault on it and
+	// for ServerHealMargin after the heal; SlowServer names that server.
+	// Like ClientLag: a time bound missed while the servers answered this
+	// slowly is the machine's.
+	ServerLag  time.Duration
+	SlowServer string
 
 	Notes []string
 
@@ -186,6 +196,7 @@ func Run(events []history.Event, p Params) Result {
 	r.Lags, r.Late, r.Excluded = signals(h, p)
 	r.Recoveries, r.Slow, r.Unchecked = recoveries(h, p)
 	r.ClientLag = clientLag(h)
+	r.ServerLag, r.SlowServer = serverLag(h)
 	cs := calls(h)
 	r.Calls = len(cs)
 	margin, bound := p.FairMargin, p.QueueBound
@@ -351,4 +362,39 @@ func clientLag(h *hist) time.Duration {
 		}
 	}
 	return time.Duration(worst)
+}
+
+// ServerHealMargin is how long after a fault on a server its answers are
+// still the fault's, not the machine's: a server resumed or restarted
+// catches up first (requests queued while it was stopped, etcd's raft log,
+// a ZooKeeper member's sync with its leader).
+const ServerHealMargin = 250 * time.Millisecond
+
+// serverLag returns the slowest answer the lab's server probe counted
+// (history.KindServerLag) and its server, leaving out an answer whose
+// request overlaps a fault on that server (the fault's Target or one of
+// its Servers) or the ServerHealMargin after it: a server the lab stopped,
+// killed or cut off answers late or not at all because of the fault, not
+// the machine.
+func serverLag(h *hist) (time.Duration, string) {
+	var worst int64
+	var who string
+	for _, e := range h.events {
+		if e.Kind != history.KindServerLag || e.Lag <= worst || faulted(h.faults, e.Target, e.Invoke, e.Complete) {
+			continue
+		}
+		worst, who = e.Lag, e.Target
+	}
+	return time.Duration(worst), who
+}
+
+// faulted reports whether [from, to] meets a fault on server, its heal
+// margin included.
+func faulted(faults []history.Event, server string, from, to int64) bool {
+	for _, f := range faults {
+		if (f.Target == server || slices.Contains(f.Servers, server)) && f.Start <= to && from <= f.End+int64(ServerHealMargin) {
+			return true
+		}
+	}
+	return false
 }

@@ -459,3 +459,46 @@ func TestClientLagLeavesOutStoppedClients(t *testing.T) {
 		t.Fatalf("client lag %v with a stopped, want b's 40ms", r.ClientLag)
 	}
 }
+
+// TestServerLagLeavesOutFaultedServers: the slowest answer the lab's
+// server probe counted is the run's, except one whose request met a fault
+// on that server (its Target, or one of its Servers) or the heal margin
+// after it: a stopped or restarting server answers late because of the
+// fault, not the machine.
+func TestServerLagLeavesOutFaultedServers(t *testing.T) {
+	h := clean()
+	answer := func(server string, invoke, took int64) {
+		h.add(history.Event{Kind: history.KindServerLag, Target: server, At: (invoke + took + 50) * ms,
+			Invoke: invoke * ms, Complete: (invoke + took) * ms, Lag: took * ms, Detail: "25 pings, 0 failed"})
+	}
+	want := func(lag int64, server, when string) {
+		t.Helper()
+		r := Run(h.ev, params)
+		if r.ServerLag != time.Duration(lag*ms) || r.SlowServer != server {
+			t.Fatalf("%s: server lag %v (%q), want %v (%q)", when, r.ServerLag, r.SlowServer, time.Duration(lag*ms), server)
+		}
+		if r.ClientLag != 0 {
+			t.Fatalf("%s: client lag %v from server answers", when, r.ClientLag)
+		}
+	}
+	want(0, "", "no probe")
+	answer("node0", 1000, 2)
+	answer("node1", 1000, 1)
+	answer("resource", 1500, 0) // a window without a counted answer
+	want(2, "node0", "quiet")
+	answer("node1", 2000, 150)
+	want(150, "node1", "a slow answer, no fault")
+	// node0 stopped from 3100 to 3800: its answer came at the resume.
+	answer("node0", 3000, 900)
+	want(900, "node0", "node0 stopped, the fault not recorded")
+	h.add(history.Event{Kind: history.KindFault, Class: 7, Target: "node0", Start: 3100 * ms, End: 3800 * ms, Detail: "SIGSTOP 700ms"})
+	want(150, "node1", "node0 stopped")
+	// nodes 1 and 2 stopped from 6000 to 6500 (Target names neither
+	// alone): node2's answer 100 ms after the heal is the fault's, 400 ms
+	// after it the machine's; node1's earlier slow answer still counts.
+	h.add(history.Event{Kind: history.KindFault, Class: 6, Target: "nodes [1 2]", Servers: []string{"node1", "node2"}, Start: 6000 * ms, End: 6500 * ms, Detail: "SIGSTOP"})
+	answer("node2", 6600, 400)
+	want(150, "node1", "node2 catching up after its heal")
+	answer("node2", 6900, 200)
+	want(200, "node2", "node2 past the heal margin")
+}

@@ -59,6 +59,17 @@ const (
 	// the grace), Cause why it stopped. A killed leader records none (its
 	// KindClientExit says when it stopped).
 	KindLeaderEnd = "leader-end"
+	// KindServerLag is the lab's server probe's record of one backend
+	// server (Target: "node0", "resource", "master", an etcd member's
+	// name, "postgres", "zk1", ...) over a window of the run ending at At:
+	// Invoke and Complete are the send and the answer of the slowest
+	// trivial request it counted there (Redis PING, an etcd serializable
+	// read, PostgreSQL SELECT 1, ZooKeeper ruok; a request unanswered
+	// after its timeout counts with its timeout), Lag their difference (0:
+	// none counted), Detail how many it sent and how many failed. A
+	// request is not counted while the server is not known to answer (the
+	// first, and every one until an answer after a failure).
+	KindServerLag = "server-lag"
 	// KindRunStart and KindRunEnd frame a run (At); Detail describes it.
 	// The run ends when the clients are told to stop.
 	KindRunStart = "run-start"
@@ -119,6 +130,11 @@ type Event struct {
 	Start  int64  `json:"start,omitempty"`
 	End    int64  `json:"end,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Servers are the backend servers a fault stopped, killed, restarted
+	// or cut off when its Target does not name them (one server's name
+	// as Target needs none): the server probe's answers from them during
+	// the fault are not the machine's.
+	Servers []string `json:"servers,omitempty"`
 
 	// Policy is the waiting policy of a waiting call (wait, acquire) in
 	// the queue scenarios: PolicyFair or PolicyDefault (the role the run
@@ -135,7 +151,8 @@ type Event struct {
 
 	// Lag is the worst scheduling delay (ns) a process client measured
 	// while it ran (client-exit): how late its timers and replies could
-	// be handled, which the machine's load, not the lock, explains.
+	// be handled, which the machine's load, not the lock, explains. On a
+	// server-lag event, the slowest counted round trip (ns).
 	Lag int64 `json:"lag,omitempty"`
 }
 

@@ -104,8 +104,12 @@ func pauseHealLate(ctx context.Context, e *env) {
 	}
 	time.Sleep(ttl)
 	e.fault(7, "node0", "SIGSTOP ttl (and 4 ttl unrecorded)", start, time.Now())
+	// The server probe is told, as the history is not: node 0's silence
+	// is the control's, not a starved machine's.
+	release := e.probe.hold("node0")
 	time.Sleep(4 * ttl)
 	_ = e.nodes[0].Resume()
+	release()
 	<-ctx.Done() // once per run
 }
 

@@ -36,6 +36,9 @@ type env struct {
 	// is set once its one failover of the run has started.
 	sentinel   *redistest.Sentinel
 	failedOver bool
+	// probe measures the servers' responsiveness while the run goes on
+	// (serverprobe.go).
+	probe *serverProbe
 
 	// The queue scenarios: each client's waiting call in progress, kept
 	// from the history as it is recorded (see trackWaits).
@@ -379,10 +382,12 @@ func (e *env) teardown() {
 	}
 }
 
-// fault records a fault window.
-func (e *env) fault(class int, target, detail string, start, end time.Time) {
+// fault records a fault window; servers are the servers it stopped,
+// killed, restarted or cut off when target does not name them
+// (history.Event.Servers).
+func (e *env) fault(class int, target, detail string, start, end time.Time, servers ...string) {
 	e.rec.Add(history.Event{Kind: history.KindFault, Class: class, Target: target, Detail: detail,
-		Start: history.Mono(start), End: history.Mono(end)})
+		Start: history.Mono(start), End: history.Mono(end), Servers: servers})
 }
 
 // waitChecked waits until a client matching match checks its lease before a

@@ -261,7 +261,11 @@ func minorityDown(ctx context.Context, e *env) {
 	for _, h := range heals {
 		h()
 	}
-	e.fault(6, fmt.Sprintf("nodes %v", down), how, start, time.Now())
+	var servers []string
+	for _, i := range down {
+		servers = append(servers, fmt.Sprintf("node%d", i))
+	}
+	e.fault(6, fmt.Sprintf("nodes %v", down), how, start, time.Now(), servers...)
 }
 
 // nodePaused (7): one node SIGSTOPped or CLIENT PAUSEd.

@@ -18,12 +18,21 @@ func Summary(o *Outcome) string {
 	if len(o.Problems) > 0 {
 		verdict = "FAIL: " + strings.Join(o.Problems, "; ")
 	}
-	return fmt.Sprintf("grants %d/%d/%d/%d faults %d | I1 %d I2 %d/%d I3 %d I4 %d/%d (of %d/%d) I5 %s I6 late %d (p99 %v) I7 slow %d (max %v) | client lag %v | %s",
+	return fmt.Sprintf("grants %d/%d/%d/%d faults %d | I1 %d I2 %d/%d I3 %d I4 %d/%d (of %d/%d) I5 %s I6 late %d (p99 %v) I7 slow %d (max %v) | client lag %v server lag %s | %s",
 		r.Grants.Attempted, r.Grants.OK, r.Grants.Failed, r.Grants.Unknown, r.Faults,
 		len(r.Overlaps), r.StaleFenced, r.StaleControl, r.TokenInversions,
 		r.LostFenced, r.LostControl, r.AckFenced, r.AckControl, r.Linearizable,
 		r.Late, check.Percentile(r.Lags, 0.99).Round(100*time.Microsecond),
-		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), r.ClientLag.Round(time.Millisecond), queueSummary(o)+electSummary(o)+sharedSummary(o)+sentinelSummary(o)+verdict)
+		r.Slow, maxDur(r.Recoveries).Round(time.Millisecond), r.ClientLag.Round(time.Millisecond), serverLag(r), queueSummary(o)+electSummary(o)+sharedSummary(o)+sentinelSummary(o)+verdict)
+}
+
+// serverLag is the slowest answer the server probe counted and its
+// server ("n/a": none counted).
+func serverLag(r check.Result) string {
+	if r.SlowServer == "" {
+		return "n/a"
+	}
+	return fmt.Sprintf("%v (%s)", r.ServerLag.Round(100*time.Microsecond), r.SlowServer)
 }
 
 // sentinelSummary is the Sentinel failover's part of Summary: the fenced

@@ -61,6 +61,8 @@ func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
 	defer e.teardown()
 	rec.Add(history.Event{Kind: history.KindRunStart, At: history.Now(), Name: e.name, TTL: int64(spec.TTL),
 		Detail: fmt.Sprintf("scenario %d %s, mode %s, control %q, seed %d", spec.Scenario.ID, spec.Scenario.Key, spec.Mode.Name, spec.Control, spec.Seed)})
+	e.probe = startServerProbe(rec, e.probeTargets())
+	defer e.probe.stop()
 
 	// Faults start after a warm-up and stop early enough for the last
 	// heal to be followed by a grant (I7).
@@ -81,6 +83,7 @@ func Execute(ctx context.Context, spec RunSpec, o Options) (*Outcome, error) {
 	}
 	<-runCtx.Done()
 	rec.Add(history.Event{Kind: history.KindRunEnd, At: history.Now()})
+	e.probe.stop() // its last windows, ending now
 	e.stopClients()
 	e.healNodes()
 	time.Sleep(spec.TTL / 4) // writes still in flight land (or not)

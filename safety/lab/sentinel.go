@@ -105,7 +105,7 @@ func sentinelFailover(ctx context.Context, e *env) {
 		e.logf("failover: %v", err)
 	}
 	over := history.Mono(time.Now())
-	e.fault(SentinelFailoverID, "master", "replica cut off, master SIGKILLed, failover to the replica; lost grant to "+lost.Client, start, time.Now())
+	e.fault(SentinelFailoverID, "master", "replica cut off, master SIGKILLed, failover to the replica; lost grant to "+lost.Client, start, time.Now(), "master", "replica")
 	if stopped == nil {
 		return
 	}
