@@ -44,10 +44,16 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 }
 
 // renew extends a holder's lease: one write at the version this engine
-// last wrote (the fast path), or a read of the line first.
+// last wrote (the fast path), or a read of the line first. Only a holder
+// of the kind asked is renewed (a mutex's, or a shared lock's: the
+// contract's ExtendRequest.Kind): the owner's child of the other kind is
+// answered Missing, as the other engines answer, so that Attach (a
+// mutex's extension) to a semaphore's permit or an RW lock's side is
+// refused instead of binding a mutex's lease to it (which renewed the
+// permit with its own ttl, and whose release freed the permit).
 func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
 	k := key{r.Name, r.Owner}
-	if c, ok := e.holding(k); ok && c.d.Count == 1 {
+	if c, ok := e.holding(k); ok && c.d.Count == 1 && ofKind(c, r.Kind) {
 		if res, done := e.rewrite(ctx, k, c, r.TTL, c.st.Mtime); done {
 			return res
 		}
@@ -58,6 +64,9 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 			return engine.ExtendResult{Err: err}
 		}
 		c, ok := l.heldBy(r.Owner)
+		if ok && !ofKind(c, r.Kind) {
+			return engine.ExtendResult{Status: engine.Missing}
+		}
 		if !ok {
 			e.dropHolding(key{r.Name, r.Owner})
 			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
@@ -72,6 +81,10 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 	}
 	return engine.ExtendResult{Err: conflict("extend", r.Name)}
 }
+
+// ofKind reports whether the held child c is a holder of kind (a mutex's,
+// or a shared lock's).
+func ofKind(c child, kind engine.Kind) bool { return (c.d.Kind != 0) == kind.Shared() }
 
 // rewrite renews the held child c at the version it was read or written
 // at (now: a clock estimate no later than the write); done is false when

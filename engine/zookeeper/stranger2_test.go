@@ -539,6 +539,8 @@ func mixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 	leaks, _, err := admin.Leaks(ctx, name, 24*time.Hour, "", 100) // the CLI's default --max-ttl
 	step("leaks", err)
 	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
+	_, err = b.Attach(ctx, name, p1.Owner())
+	step("attach to a permit", err)
 	leader, err := b.Leader(ctx, name)
 	step("leader of the semaphore's name", err)
 	out = append(out, fmt.Sprintf("elected %v", leader.Elected()))
@@ -569,7 +571,20 @@ func mixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 		step("set-limit beside the mutex", b.Semaphore(name, 3).SetLimit(ctx, 3))
 		_, err = b.TryAcquire(ctx, name)
 		step("mutex beside the mutex", err)
+		att, err := b.Attach(ctx, name, m.Owner())
+		step("attach to the mutex", err)
+		if err == nil {
+			out = append(out, fmt.Sprintf("attached with the holder's token %v", att.Token() == m.Token()))
+			step("release the attached lease", att.Release(ctx))
+		}
 		step("release the mutex", m.Release(ctx))
+		_, err = b.TryAcquire(ctx, name)
+		step("mutex after both releases", err)
+		if err == nil {
+			info, _ := b.Inspect(ctx, name)
+			_, _ = b.ForceRelease(ctx, name)
+			out = append(out, fmt.Sprintf("held %v", info.Held))
+		}
 	}
 	_, err = b.RWMutex(name).TryRLock(ctx)
 	step("reader on the semaphore's name, free", err)
@@ -970,5 +985,55 @@ func TestStrangerWaiterCutOffAndBack(t *testing.T) {
 				t.Fatal("the waiter still waits 20 s after its connection came back, the lock free")
 			}
 		})
+	}
+}
+
+// TestStrangerAttachToSharedHolder: Attach rebuilds a mutex's lease, and
+// is refused (an *ArgumentError) for the owner of a semaphore's permit or
+// an RW lock's reader, changing nothing: the holder keeps its permit, and
+// nobody else is granted it.
+func TestStrangerAttachToSharedHolder(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	a := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = a.Close() })
+	b := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, kind := range []string{"permit", "reader"} {
+		name := fresh("stranger-attach-" + kind)
+		var h *distlock.Lease
+		var err error
+		if kind == "permit" {
+			h, err = a.Semaphore(name, 1).Acquire(ctx, distlock.WithTTL(10*time.Second))
+		} else {
+			h, err = a.RWMutex(name).RLock(ctx, distlock.WithTTL(10*time.Second))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		att, err := b.Attach(ctx, name, h.Owner())
+		if err == nil {
+			// What the mutex's lease bound to the permit does: its
+			// release frees the holder's permit.
+			_ = att.Release(ctx)
+		}
+		var l *distlock.Lease
+		var other error
+		if kind == "permit" {
+			l, other = b.Semaphore(name, 1).TryAcquire(ctx)
+		} else {
+			l, other = b.RWMutex(name).TryLock(ctx)
+		}
+		if other == nil {
+			t.Fatalf("%s: granted beside the holder (token %d), after Attach answered %v (the holder: %v)", kind, l.Token(), err, h.Err())
+		}
+		if !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("%s: Attach to its owner: %v, want an *ArgumentError", kind, err)
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatalf("%s: the holder's release: %v", kind, err)
+		}
 	}
 }
