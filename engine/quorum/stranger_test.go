@@ -851,6 +851,8 @@ func quorumMixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 	leaks, _, err := admin.Leaks(ctx, name, 24*time.Hour, "", 100) // the CLI's default --max-ttl
 	step("leaks", err)
 	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
+	_, err = b.Attach(ctx, name, p1.Owner())
+	step("attach to a permit", err)
 	leader, err := b.Leader(ctx, name)
 	step("leader of the semaphore's name", err)
 	out = append(out, fmt.Sprintf("elected %v", leader.Elected()))
@@ -872,7 +874,20 @@ func quorumMixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 		step("set-limit beside the mutex", b.Semaphore(name, 1).SetLimit(ctx, 1))
 		_, err = b.TryAcquire(ctx, name)
 		step("mutex beside the mutex", err)
+		att, err := b.Attach(ctx, name, m.Owner())
+		step("attach to the mutex", err)
+		if err == nil {
+			out = append(out, fmt.Sprintf("attached with the holder's token %v", att.Token() == m.Token()))
+			step("release the attached lease", att.Release(ctx))
+		}
 		step("release the mutex", m.Release(ctx))
+		_, err = b.TryAcquire(ctx, name)
+		step("mutex after both releases", err)
+		if err == nil {
+			info, _ := b.Inspect(ctx, name)
+			_, _ = b.ForceRelease(ctx, name)
+			out = append(out, fmt.Sprintf("held %v", info.Held))
+		}
 	}
 	_, err = b.RWMutex(name).TryRLock(ctx)
 	step("reader on the semaphore's name, free", err)
