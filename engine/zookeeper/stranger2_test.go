@@ -541,6 +541,12 @@ func mixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
 	_, err = b.Attach(ctx, name, p1.Owner())
 	step("attach to a permit", err)
+	step("force-release a holder that holds nothing", a.ForceReleaseHolder(ctx, name, "nobody"))
+	freed, err := a.ForceRelease(ctx, other)
+	step(fmt.Sprintf("force-release a free name (%v)", freed), err)
+	info, err = a.Inspect(ctx, other+"-never")
+	step("inspect a name never used", err)
+	out = append(out, fmt.Sprintf("held %v kind %v limit %d waiters %d", info.Held, info.Kind, info.Limit, info.Waiters))
 	leader, err := b.Leader(ctx, name)
 	step("leader of the semaphore's name", err)
 	out = append(out, fmt.Sprintf("elected %v", leader.Elected()))
@@ -604,6 +610,36 @@ func mixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 		token("permit at the end", p.Token())
 		_ = p.Release(ctx)
 	}
+	// One owner's permit re-entered from two Clients (processes), then
+	// asked with another weight, then released hold by hold.
+	o1 := distlock.WithOwner("stranger-o1")
+	r1, err := a.Semaphore(name, 2).Acquire(ctx, o1)
+	step("owner's permit", err)
+	r2, err := b.Semaphore(name, 2).Acquire(ctx, o1)
+	step("owner's permit again, another Client", err)
+	if err == nil {
+		out = append(out, fmt.Sprintf("same token %v", r1.Token() == r2.Token()))
+	}
+	info, err = a.Inspect(ctx, name)
+	step("inspect the re-entered permit", err)
+	for _, h := range info.Holders {
+		out = append(out, fmt.Sprintf("holder weight %d count %d", h.Weight, h.Count))
+	}
+	_, err = b.Semaphore(name, 1).TryAcquire(ctx, o1, distlock.WithWeight(2))
+	step("the owner asking another weight", err)
+	if r2 != nil {
+		step("release one hold", r2.Release(ctx))
+	}
+	info, err = a.Inspect(ctx, name)
+	step("inspect after one release", err)
+	out = append(out, fmt.Sprintf("held %v holders %d", info.Held, len(info.Holders)))
+	if r1 != nil {
+		out = append(out, fmt.Sprintf("the other hold's lease lost %v", r1.Err() != nil))
+		step("release the other hold", r1.Release(ctx))
+	}
+	info, err = a.Inspect(ctx, name)
+	step("inspect after both", err)
+	out = append(out, fmt.Sprintf("held %v", info.Held))
 	// Everything released: the semaphore's kind stays stored, which is
 	// no leak.
 	leaks, _, err = admin.Leaks(ctx, name, 24*time.Hour, "", 100)
