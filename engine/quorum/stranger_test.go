@@ -950,3 +950,87 @@ func quorumMixedKinds(t *testing.T, a, b *distlock.Client, admin interface {
 	out = append(out, fmt.Sprintf("leaks %d", len(leaks)))
 	return out
 }
+
+// TestStrangerStaleMinorityReader: a reader's release does not reach one
+// node of three (SIGSTOPped meanwhile), which keeps the reader until its
+// ttl or the quorum's retry. The quorum's answers are the majority's: a
+// writer is granted at once, Inspect and List show the writer alone, a
+// reader is refused while it holds, a force-release of the stale reader's
+// owner frees its copy and leaves the writer be; and after the writer,
+// readers and a writer again, as if the stale reader were not there.
+func TestStrangerStaleMinorityReader(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	c := distlock.New(q)
+	t.Cleanup(func() { _ = c.Close() })
+	other := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const name = "stale-minority-reader"
+	r, err := c.RWMutex(name).RLock(ctx, distlock.WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srvs[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srvs[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	stale := q.InspectNodes(ctx, name)[0]
+	t.Logf("node 0 after the release: held %v (holders %d)", stale.Info.Held, len(stale.Info.Holders))
+	w, err := other.RWMutex(name).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("a writer with the reader released on a majority: %v", err)
+	}
+	info, err := c.Inspect(ctx, name)
+	if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != w.Owner() || info.Kind != engine.RWLock {
+		t.Fatalf("Inspect beside the stale reader: %+v, %v; want the writer alone", info, err)
+	}
+	infos, _, err := q.List(ctx, name, "", 100)
+	if err != nil || len(infos) != 1 || len(infos[0].Holders) != 1 || infos[0].Holders[0].Owner != w.Owner() {
+		t.Fatalf("List beside the stale reader: %+v, %v; want the writer alone", infos, err)
+	}
+	if _, err := c.RWMutex(name).TryRLock(ctx); !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("a reader beside the writer: %v, want locked", err)
+	}
+	// An operator's repair of the stale copy: it frees it where it is
+	// (the quorum reports whether any node held it) and nothing else.
+	if err := c.ForceReleaseHolder(ctx, name, r.Owner()); err != nil && !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("force-release of the released reader: %v", err)
+	}
+	for i, n := range q.InspectNodes(ctx, name) {
+		for _, h := range n.Info.Holders {
+			if h.Owner == r.Owner() {
+				t.Fatalf("node %d keeps the released reader after its force-release: %+v", i, n.Info)
+			}
+		}
+	}
+	if w.Err() != nil {
+		t.Fatalf("the writer after a force-release of another owner: %v", w.Err())
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c.RWMutex(name).TryRLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Token() <= w.Token() {
+		t.Fatalf("the reader's token %d not above the writer's %d", r2.Token(), w.Token())
+	}
+	if err := r2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := other.RWMutex(name).TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Token() <= r2.Token() {
+		t.Fatalf("the writer's token %d not above the reader's %d", w2.Token(), r2.Token())
+	}
+	_ = w2.Release(ctx)
+}
