@@ -14,13 +14,13 @@ import (
 // releaseMutex is Release for a mutex: one hold fewer, and the child deleted
 // with the last one (which wakes the waiter that watches it).
 func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return e.release(ctx, r.Name, r.Owner, "")
+	return e.release(ctx, r.Name, r.Owner, "", r.Kind)
 }
 
 // releaseOnceMutex is ReleaseOnce for a mutex: the child remembers the ids
 // of its latest releases, and a copy of one drops no second hold.
 func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	return e.release(ctx, r.Name, r.Owner, id)
+	return e.release(ctx, r.Name, r.Owner, id, r.Kind)
 }
 
 // release drops one hold, trying again while the connection is down (a
@@ -28,14 +28,16 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 // so that a release during a failover frees the lock instead of leaving
 // it held until its ttl. A request that may have taken effect is sent
 // again only when that is harmless: the child's deletion (found gone
-// then: released), or a count down with its id (applied once).
-func (e *Engine) release(ctx context.Context, name, owner, id string) (engine.ReleaseResult, error) {
+// then: released), or a count down with its id (applied once). Only a
+// holder of kind is released (a mutex's, or a shared lock's, as renew
+// renews): the owner's child of the other kind is not its lease.
+func (e *Engine) release(ctx context.Context, name, owner, id string, kind engine.Kind) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	var r releaseTry
 	for {
-		res, err := e.releaseOnce(ctx, name, owner, id, &r)
+		res, err := e.releaseOnce(ctx, name, owner, id, kind, &r)
 		switch {
 		case err == nil && r.deleteLost && (res.Status == engine.NotHeld || res.Status == engine.NotOwner):
 			// The deletion whose answer was lost took effect.
@@ -75,8 +77,8 @@ func pause(ctx context.Context) bool {
 const reconnectPause = 100 * time.Millisecond
 
 // releaseOnce is one try of release.
-func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, r *releaseTry) (engine.ReleaseResult, error) {
-	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 {
+func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, kind engine.Kind, r *releaseTry) (engine.ReleaseResult, error) {
+	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 && ofKind(c, kind) {
 		// The fast path: one multi-op at the version this engine wrote.
 		err := e.free(ctx, c)
 		if err == nil {
@@ -94,6 +96,9 @@ func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, r *rel
 			return engine.ReleaseResult{}, err
 		}
 		c, ok := l.heldBy(owner)
+		if ok && !ofKind(c, kind) {
+			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		}
 		if !ok {
 			e.dropHolding(key{name, owner})
 			if _, held := l.holder(l.now); held {

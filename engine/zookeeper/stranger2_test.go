@@ -1073,3 +1073,59 @@ func TestStrangerAttachToSharedHolder(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerReleaseOfAnotherKind: a release of the kind the owner does
+// not hold (a mutex's release of a permit's or a reader's owner, a
+// semaphore's release of a mutex's owner: what a server's client sends
+// with the wrong kind) answers as the embedded engine does and frees
+// nothing: the holder keeps its lock.
+func TestStrangerReleaseOfAnotherKind(t *testing.T) {
+	t.Parallel()
+	zk := dial(t, shared(t, 1).Servers())
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	run := func(e engine.Engine, engineName string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := distlock.New(e)
+		defer c.Close()
+		var out []string
+		for _, k := range []struct {
+			held  string
+			asked engine.Kind
+		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock}} {
+			name := fresh("stranger-release-kind-" + engineName + "-" + k.held)
+			var l *distlock.Lease
+			var err error
+			switch k.held {
+			case "permit":
+				l, err = c.Semaphore(name, 1).Acquire(ctx)
+			case "reader":
+				l, err = c.RWMutex(name).RLock(ctx)
+			default:
+				l, err = c.Acquire(ctx, name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})
+			info, ierr := c.Inspect(ctx, name)
+			if ierr != nil {
+				t.Fatal(ierr)
+			}
+			out = append(out, fmt.Sprintf("%s released as a %v: %v %v; held after %v, lease %v", k.held, k.asked, res.Status, outcome(err), info.Held, l.Err()))
+			_ = l.Release(ctx)
+		}
+		return out
+	}
+	want := run(mem, "memory")
+	got := run(zk, "zookeeper")
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes differ from the embedded engine's:\n%s", diffLines(got, want))
+	}
+	for _, line := range got {
+		if !strings.Contains(line, "held after true") {
+			t.Fatalf("a release of another kind freed the lock: %s", line)
+		}
+	}
+}
