@@ -1034,3 +1034,53 @@ func TestStrangerStaleMinorityReader(t *testing.T) {
 	}
 	_ = w2.Release(ctx)
 }
+
+// TestStrangerReleaseOfAnotherKind: a release of the kind the owner does
+// not hold (a mutex's release of a permit's or a reader's owner, a
+// semaphore's or an RW lock's release of a mutex's owner) answers as the
+// embedded engine does and frees nothing on any node.
+func TestStrangerReleaseOfAnotherKind(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	run := func(e engine.Engine, engineName string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := distlock.New(e)
+		defer c.Close()
+		var out []string
+		for _, k := range []struct {
+			held  string
+			asked engine.Kind
+		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock}} {
+			name := "release-kind-" + engineName + "-" + k.held + "-" + k.asked.String()
+			var l *distlock.Lease
+			var err error
+			switch k.held {
+			case "permit":
+				l, err = c.Semaphore(name, 1).Acquire(ctx)
+			case "reader":
+				l, err = c.RWMutex(name).RLock(ctx)
+			default:
+				l, err = c.Acquire(ctx, name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})
+			info, ierr := c.Inspect(ctx, name)
+			if ierr != nil {
+				t.Fatal(ierr)
+			}
+			out = append(out, fmt.Sprintf("%s released as a %v: %v %v; held after %v", k.held, k.asked, res.Status, outcome(err), info.Held))
+			_ = l.Release(ctx)
+		}
+		return out
+	}
+	want := run(mem, "memory")
+	got := run(q, "quorum")
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes differ from the embedded engine's:\nquorum: %q\nmemory: %q", got, want)
+	}
+}
