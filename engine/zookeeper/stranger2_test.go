@@ -1129,3 +1129,66 @@ func TestStrangerReleaseOfAnotherKind(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerOddNames: names the one rule of every engine takes (slashes,
+// dots, percent signs, spaces, multi-byte UTF-8 up to 512 bytes) are held
+// as each kind on ZooKeeper as on the embedded engine, are told apart (a
+// name and its escaped spelling are two locks), and List returns each
+// exactly as given.
+func TestStrangerOddNames(t *testing.T) {
+	t.Parallel()
+	e := dial(t, shared(t, 1).Servers())
+	c := distlock.New(e)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prefix := fresh("stranger-odd")
+	long := prefix + strings.Repeat("€", (512-len(prefix))/3)
+	names := []string{prefix + "/a/b", prefix + "%2Fa%2Fb", prefix + "/..", prefix + ".", prefix + " x ", prefix + "ü?#&", long}
+	var held []*distlock.Lease
+	for i, name := range names {
+		if err := distlock.ValidateName(name); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		var l *distlock.Lease
+		var err error
+		switch i % 3 {
+		case 0:
+			l, err = c.Acquire(ctx, name)
+		case 1:
+			l, err = c.Semaphore(name, 2).Acquire(ctx)
+		default:
+			l, err = c.RWMutex(name).RLock(ctx)
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		held = append(held, l)
+	}
+	infos, _, err := e.List(ctx, prefix, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, info := range infos {
+		if !info.Held {
+			t.Errorf("%q listed not held", info.Name)
+		}
+		listed = append(listed, info.Name)
+	}
+	slices.Sort(listed)
+	want := slices.Clone(names)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Fatalf("listed %q, want %q", listed, want)
+	}
+	for i, l := range held {
+		info, err := c.Inspect(ctx, names[i])
+		if err != nil || !info.Held || info.Token != l.Token() && (len(info.Holders) == 0 || info.Holders[0].Token != l.Token()) {
+			t.Fatalf("%q: %+v, %v", names[i], info, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
