@@ -61,6 +61,11 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 		}
 		tokens[i] = g.Token
 	}
+	for _, r := range rs {
+		if r.OneOff {
+			e.oneOff.add(r.Name, r.Owner)
+		}
+	}
 	return engine.MultiGrant{Acquired: true, Tokens: tokens}, nil
 }
 
@@ -78,8 +83,28 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	for i := range names {
 		req.Locks[i] = api.SetOwner{Name: names[i], Owner: owners[i]}
 	}
+	oneOff := make([]bool, len(names))
+	for i := range names {
+		oneOff[i] = e.oneOff.take(names[i], owners[i])
+	}
 	var out api.SetReleaseResponse
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release set", http.MethodPost, "/v1/sets/release", req, &out)
+	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
+		// The outcome is unknown (the server did not answer: a stopped
+		// process may still carry the releases out, or never): settle
+		// each name as a single release of unknown outcome, through the
+		// next server, so that the names are not left held until their
+		// ttl while another server answers.
+		unknown := err
+		res := make([]engine.ReleaseResult, len(names))
+		for i, name := range names {
+			r := engine.ReleaseRequest{Name: name, Owner: owners[i]}
+			if res[i], err = e.releaseUnknown(ctx, name, owners[i], false, oneOff[i], wire.ReleaseBody(r), unknown); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
+	}
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotFound {
 		res := make([]engine.ReleaseResult, len(names))

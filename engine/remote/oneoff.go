@@ -4,10 +4,11 @@ import "sync"
 
 // oneOffs remembers the one-off owners (engine.AcquireRequest.OneOff: the
 // Client's random owner tokens) granted through the Engine and not yet
-// released. A one-off owner holds once, so a second copy of its release
-// cannot drop another hold: a release of unknown outcome by one that still
-// holds the lock is sent again (see release), which a re-entrant owner's is
-// not.
+// released, with the lock each holds: a set's owner (AcquireMulti) is one
+// owner for every name of the set, holding each once. A one-off owner
+// holds a lock once, so a second copy of its release cannot drop another
+// hold: a release of unknown outcome by one that still holds the lock is
+// sent again (see release), which a re-entrant owner's is not.
 type oneOffs struct {
 	mu sync.Mutex
 	m  map[string]struct{}
@@ -18,22 +19,28 @@ type oneOffs struct {
 const maxOneOffs = 1 << 16
 
 // add remembers owner.
-func (o *oneOffs) add(owner string) {
+func (o *oneOffs) add(name, owner string) {
+	key := oneOffKey(name, owner)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
 		o.m = make(map[string]struct{})
 	}
 	if len(o.m) < maxOneOffs {
-		o.m[owner] = struct{}{}
+		o.m[key] = struct{}{}
 	}
 }
 
-// take reports whether owner was remembered, and forgets it.
-func (o *oneOffs) take(owner string) bool {
+// take reports whether owner was remembered as a one-off holder of name,
+// and forgets it.
+func (o *oneOffs) take(name, owner string) bool {
+	key := oneOffKey(name, owner)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, ok := o.m[owner]
-	delete(o.m, owner)
+	_, ok := o.m[key]
+	delete(o.m, key)
 	return ok
 }
+
+// oneOffKey is the key of owner's hold of name (names hold no NUL byte).
+func oneOffKey(name, owner string) string { return name + "\x00" + owner }

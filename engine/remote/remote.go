@@ -171,7 +171,7 @@ func (e *Engine) acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 		return engine.Grant{}, err
 	}
 	if r.OneOff {
-		e.oneOff.add(r.Owner)
+		e.oneOff.add(r.Name, r.Owner)
 	}
 	return engine.Grant{Acquired: true, Token: out.Token, Count: out.Count}, nil
 }
@@ -290,29 +290,42 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 // release drops one hold (Release, any kind).
 func (e *Engine) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	name, owner, shared := r.Name, r.Owner, r.Kind.Shared()
-	oneOff := e.oneOff.take(owner)
+	oneOff := e.oneOff.take(name, owner)
 	var out api.ReleaseResponse
 	req := wire.ReleaseBody(r)
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
-		// The outcome is unknown, and a second copy could drop a second
-		// hold: ask whether the owner still holds the lock. If not, the
-		// release took effect; if so and the owner holds once (one-off),
-		// it did not, and is sent again.
-		held, herr := e.holds(ctx, name, owner, shared)
-		switch {
-		case herr == nil && !held:
+		return e.releaseUnknown(ctx, name, owner, shared, oneOff, req, err)
+	}
+	return releaseResult(out, err)
+}
+
+// releaseUnknown settles a release whose outcome is unknown (err: its
+// server did not answer), and which a second copy could make drop a second
+// hold: it asks whether the owner still holds the lock. If not, the
+// release took effect; if so and the owner holds once (oneOff), it did
+// not, and is sent again; otherwise err is the answer.
+func (e *Engine) releaseUnknown(ctx context.Context, name, owner string, shared, oneOff bool, req api.ReleaseRequest, err error) (engine.ReleaseResult, error) {
+	var out api.ReleaseResponse
+	held, herr := e.holds(ctx, name, owner, shared)
+	switch {
+	case herr == nil && !held:
+		return engine.ReleaseResult{Status: engine.Released}, nil
+	case herr == nil && oneOff:
+		err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
+		var he *Error
+		if errors.As(err, &he) && he.Code == api.CodeNotHeld {
+			// Held by the owner a moment ago: a copy of its own
+			// release freed it since.
 			return engine.ReleaseResult{Status: engine.Released}, nil
-		case herr == nil && oneOff:
-			err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
-			var he *Error
-			if errors.As(err, &he) && he.Code == api.CodeNotHeld {
-				// Held by the owner a moment ago: a copy of its own
-				// release freed it since.
-				return engine.ReleaseResult{Status: engine.Released}, nil
-			}
 		}
 	}
+	return releaseResult(out, err)
+}
+
+// releaseResult is the release's result for the server's answer (out, or
+// the error err).
+func releaseResult(out api.ReleaseResponse, err error) (engine.ReleaseResult, error) {
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
 		if he.Detail.Status == api.StatusHeldByOther {

@@ -54,7 +54,13 @@ func (e *Engine) call(ctx context.Context, o callOpts, op, method, path string, 
 	for k := range n {
 		i := (from + k) % n
 		var deadline time.Time
-		if d := attemptShare(ctx, n-1-k); d > 0 && o.how == retryAlways {
+		// Every request gets its share, also one that may not be sent
+		// again (a release, a set's acquire): on a server that hangs (a
+		// stopped process) it would otherwise spend all the caller's time
+		// there, while its outcome can be learnt through the next server
+		// (release asks whether the owner still holds the lock) and the
+		// caller can go on there.
+		if d := attemptShare(ctx, n-1-k); d > 0 {
 			if o.most > 0 {
 				d = max(min(d, o.most), minShare)
 			}
@@ -69,6 +75,13 @@ func (e *Engine) call(ctx context.Context, o callOpts, op, method, path string, 
 			return nil
 		}
 		if !failedOver(ctx, err, o.how) || n == 1 {
+			if n > 1 && failedOver(ctx, err, retryAlways) {
+				// The server did not answer a request that may not be
+				// sent again blindly: what follows (release's question
+				// whether the owner still holds, the Client's next
+				// attempt) goes to the next server, not to this one.
+				e.moveOn(i)
+			}
 			return joinTried(errs, err)
 		}
 		e.moveOn(i)

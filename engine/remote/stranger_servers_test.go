@@ -1,0 +1,489 @@
+//go:build unix
+
+package remote_test
+
+// An acceptance tester's tests of several servers on one Redis, each a
+// process of its own (this test binary run again as a server: see
+// strangerServeFlag), stopped with SIGSTOP and continued, killed and
+// started again on the same port, while Go clients naming them all hold,
+// renew, release and wait.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	redisengine "github.com/distlock/distlock/engine/redis"
+	"github.com/distlock/distlock/engine/remote"
+	"github.com/distlock/distlock/internal/redistest"
+	"github.com/distlock/distlock/internal/srvproc"
+	"github.com/distlock/distlock/server"
+)
+
+// strangerServeFlag, as the test binary's first argument, makes it a
+// distlock server on a Redis (the second argument, host:port) listening on
+// the third (host:port) until it is killed: a real process that SIGSTOP
+// freezes whole (its connections, its timers, the requests it holds), as
+// distlock serve --redis would be, without building cmd/distlock (a module
+// of its own).
+const strangerServeFlag = "-distlock.stranger.serve"
+
+func init() {
+	if len(os.Args) == 4 && os.Args[1] == strangerServeFlag {
+		os.Exit(strangerServe(os.Args[2], os.Args[3]))
+	}
+}
+
+func strangerServe(redisAddr, listen string) int {
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true, DisableIdentity: true})
+	eng, err := redisengine.New(rc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stranger serve:", err)
+		return 2
+	}
+	srv, err := server.New(eng, server.WithLogger(quietLogger()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stranger serve:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stranger serve:", err)
+		return 2
+	}
+	fmt.Fprintln(os.Stderr, "stranger serve: listening on", ln.Addr())
+	err = srv.Serve(ln)
+	fmt.Fprintln(os.Stderr, "stranger serve:", err)
+	return 1
+}
+
+// procServer is one server process on a port of its own, which a restart
+// keeps.
+type procServer struct {
+	t     *testing.T
+	redis string
+	addr  string
+	log   string
+	p     *srvproc.Process
+}
+
+// URL is the server's base URL.
+func (s *procServer) URL() string { return "http://" + s.addr }
+
+// start runs the server process and waits until it answers.
+func (s *procServer) start() {
+	s.t.Helper()
+	p, err := srvproc.Start(os.Args[0], []string{strangerServeFlag, s.redis, s.addr}, s.log)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.p = p
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.URL() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			data, _ := os.ReadFile(s.log)
+			s.t.Fatalf("server %s did not start: %v\n%s", s.addr, err, data)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a starting process: nothing to wait on
+	}
+}
+
+// stop freezes the process (SIGSTOP) and returns once every thread of it
+// is stopped.
+func (s *procServer) stop() {
+	s.t.Helper()
+	if err := s.p.Pause(10 * time.Second); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// cont continues a stopped process.
+func (s *procServer) cont() {
+	s.t.Helper()
+	if err := s.p.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// kill kills the process (SIGKILL).
+func (s *procServer) kill() {
+	s.t.Helper()
+	if err := s.p.Kill(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// procServers starts n server processes on one redis-server and returns
+// them, with a Redis engine of the test's own on the same redis-server
+// (the backend's truth, read without any server).
+func procServers(t *testing.T, n int) ([]*procServer, *redisengine.Engine, *redistest.Server) {
+	t.Helper()
+	rs := redistest.Start(t)
+	dir := t.TempDir()
+	out := make([]*procServer, n)
+	for i := range out {
+		port, err := srvproc.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &procServer{t: t, redis: rs.Addr(), addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, fmt.Sprintf("server%d.log", i))}
+		s.start()
+		t.Cleanup(func() {
+			if s.p != nil {
+				_ = s.p.Kill()
+			}
+		})
+		out[i] = s
+	}
+	direct, err := redisengine.New(rs.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = direct.Close() })
+	return out, direct, rs
+}
+
+// strangerClient is a Client whose engine names urls in that order (the
+// first is its current server).
+func strangerClient(t *testing.T, urls ...string) *distlock.Client {
+	t.Helper()
+	list := ""
+	for i, u := range urls {
+		if i > 0 {
+			list += ","
+		}
+		list += u
+	}
+	e, err := remote.New(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := distlock.New(e)
+	t.Cleanup(func() { _ = c.Close(); _ = e.Close() })
+	return c
+}
+
+// settle polls cond until it holds, failing the test after d.
+func settle(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the backend's state
+	}
+}
+
+// TestStrangerReleaseThroughStoppedServer: a holder's release goes to its
+// server just stopped (SIGSTOP: the request waits in the stopped process,
+// unanswered). The release must go on through the other server (the
+// outcome unknown, the other server asked whether the holder still holds,
+// the release sent again for the Client's one-off owner), so that a waiter
+// is granted at once, not when the hold lapses at its ttl; and when the
+// stopped server continues, the release it still holds must not touch the
+// new holder's grant.
+func TestStrangerReleaseThroughStoppedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, a.URL(), b.URL())
+	waiter := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ttl = 12 * time.Second
+	l, err := holder.Acquire(ctx, "job", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *distlock.Lease
+		err error
+		at  time.Time
+	}
+	waited := make(chan result, 1)
+	go func() {
+		wl, err := waiter.Acquire(ctx, "job", distlock.WithTTL(ttl))
+		waited <- result{wl, err, time.Now()}
+	}()
+	settle(t, 20*time.Second, "the waiter to queue", func() bool {
+		info, err := direct.Inspect(ctx, "job")
+		return err == nil && info.Waiters > 0
+	})
+
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	deadline := l.Deadline() // no renewal can confirm it later: A is the holder's current server
+	start := time.Now()
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("release through a stopped server, with another one up: %v (after %v)", err, time.Since(start).Round(time.Millisecond))
+	}
+	r := <-waited
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	if !r.at.Before(deadline) {
+		t.Errorf("the waiter was granted %v after the released lease's deadline: the hold lapsed at its ttl instead of being released", r.at.Sub(deadline).Round(time.Millisecond))
+	}
+	if r.l.Token() <= l.Token() {
+		t.Fatalf("waiter's token %d not above the holder's %d", r.l.Token(), l.Token())
+	}
+
+	// The stopped server continues, with the holder's release in its
+	// hands: the new holder keeps the lock, and its renewals go on.
+	a.cont()
+	stopped = false
+	after := time.Now()
+	settle(t, 20*time.Second, "a renewal of the new holder after the continue", func() bool {
+		if err := r.l.Err(); err != nil {
+			t.Fatalf("the new holder's lease ended: %v", err)
+		}
+		return r.l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
+	})
+	info, err := direct.Inspect(ctx, "job")
+	if err != nil || !info.Held || info.Owner != r.l.Owner() || info.Token != r.l.Token() {
+		t.Fatalf("Redis shows %+v, %v; want held by the waiter (token %d)", info, err, r.l.Token())
+	}
+	if err := r.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStrangerAcquireReplayedByContinuedServer: an acquire sent to a
+// stopped server goes on through the other (its attempt id makes the copy
+// harmless) and is granted; the holder releases. When the stopped server
+// continues, the acquire it still holds must not grant the lock to nobody.
+//
+// Known defect: the continued server carries the acquire out, and since
+// the holder's release deleted the lock with its attempt id, the copy is a
+// new grant to the released one-off owner, which nobody holds or renews:
+// the lock is kept from everyone until that grant's ttl runs out (the
+// Client's own default 30s). Mending it needs the engine to remember a
+// released one-off owner (a tombstone with the ttl, which the acquire of
+// the same attempt refuses), in engine/redis's scripts and every engine's.
+func TestStrangerAcquireReplayedByContinuedServer(t *testing.T) {
+	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
+		t.Skip("known defect: an acquire a stopped server carries out after it continues, when the holder released the lock meanwhile, is a grant nobody holds until its ttl (set DISTLOCK_STRANGER_KNOWN=1 to run)")
+	}
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	c := strangerClient(t, a.URL(), b.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Inspect(ctx, "warm"); err != nil { // vets both servers' connections
+		t.Fatal(err)
+	}
+	a.stop()
+	const ttl = 3 * time.Second
+	l, err := c.TryAcquire(ctx, "job", distlock.WithTTL(ttl))
+	if err != nil {
+		a.cont()
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		a.cont()
+		t.Fatal(err)
+	}
+	a.cont()
+	// Whatever the continued server does with the acquire it held, the
+	// lock must be free for another client now, through either server.
+	time.Sleep(500 * time.Millisecond) // the continued server's time to act on what it held (the fault's own length)
+	info, err := direct.Inspect(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Held {
+		t.Errorf("after the continue Redis shows the lock held by %s (token %d, ttl %v), a grant nobody holds (the lease, token %d, was released)", info.Owner, info.Token, info.TTL, l.Token())
+	}
+}
+
+// TestStrangerSetThroughStoppedServer: sets (AcquireAll) through a server
+// stopped mid-request. A set's release sent to the stopped server goes on
+// through the other one (a waiting set is granted long before the
+// released set's deadline, not when its holds lapse); a set asked for
+// through the stopped server is granted through the other one within the
+// call's time; and once the stopped server continues, whatever it still
+// held lapses: the names are free again by a ttl.
+func TestStrangerSetThroughStoppedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, a.URL(), b.URL())
+	waiter := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names := []string{"acct/a", "acct/b", "acct/c"}
+
+	const ttl = 12 * time.Second
+	set, err := holder.AcquireAll(ctx, names, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		s   *distlock.LeaseSet
+		err error
+		at  time.Time
+	}
+	waited := make(chan result, 1)
+	go func() {
+		s, err := waiter.AcquireAll(ctx, names, distlock.WithTTL(ttl))
+		waited <- result{s, err, time.Now()}
+	}()
+	settle(t, 20*time.Second, "the waiting set to queue", func() bool {
+		info, err := direct.Inspect(ctx, names[0])
+		return err == nil && info.Waiters > 0
+	})
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	deadline := set.Deadline()
+	start := time.Now()
+	if err := set.Release(ctx); err != nil {
+		t.Errorf("set release through a stopped server, with another one up: %v (after %v)", err, time.Since(start).Round(time.Millisecond))
+	}
+	r := <-waited
+	if r.err != nil {
+		t.Fatalf("waiting set: %v", r.err)
+	}
+	if !r.at.Before(deadline) {
+		t.Errorf("the waiting set was granted %v after the released set's deadline: its holds lapsed at their ttl", r.at.Sub(deadline).Round(time.Millisecond))
+	}
+	for _, n := range names {
+		if r.s.Token(n) <= set.Token(n) {
+			t.Errorf("%s: token %d not above the released set's %d", n, r.s.Token(n), set.Token(n))
+		}
+	}
+	if err := r.s.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A set asked for through the stopped server (a new client, whose
+	// current server it is).
+	const short = 3 * time.Second
+	late := strangerClient(t, a.URL(), b.URL())
+	others := []string{"pair/x", "pair/y"}
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	start = time.Now()
+	s2, err := late.AcquireAll(sctx, others, distlock.WithTTL(short))
+	if err != nil {
+		t.Fatalf("a set through a stopped server, with another one up: %v (after %v)", err, time.Since(start).Round(time.Millisecond))
+	}
+	if err := s2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.cont()
+	stopped = false
+	// The continued server may still carry out the set's acquire it held
+	// (a grant nobody holds: see TestStrangerAcquireReplayedByContinuedServer);
+	// it must lapse by its ttl.
+	settle(t, 3*short, "the names to be free after the continue", func() bool {
+		for _, n := range append(others, names...) {
+			info, err := direct.Inspect(ctx, n)
+			if err != nil || info.Held {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestStrangerHeldOpenWaitOnStoppedServer: an HTTP client's held-open
+// acquire (wait_ms) waits in the lock's queue through a server that is
+// then stopped; the client gives up and goes away (its connection closed)
+// while the server is stopped, and the holder releases through the other
+// server. When the stopped server continues, the wait it still holds open
+// must not take the lock for nobody: the lock is free (a grant made for
+// the gone client released at once), not held until a ttl runs out.
+func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ttl = 10 * time.Second
+	l, err := holder.Acquire(ctx, "q", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hctx, hcancel := context.WithCancel(ctx)
+	answered := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(hctx, http.MethodPost, a.URL()+"/v1/locks/q/acquire",
+			strings.NewReader(`{"wait_ms": 30000, "ttl_ms": 10000}`))
+		if err == nil {
+			var resp *http.Response
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				err = fmt.Errorf("answered %d: %s", resp.StatusCode, data)
+			}
+		}
+		answered <- err
+	}()
+	settle(t, 20*time.Second, "the held-open acquire to queue", func() bool {
+		info, err := direct.Inspect(ctx, "q")
+		return err == nil && info.Waiters > 0
+	})
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	hcancel() // the HTTP client gives up while its server is stopped
+	if err := <-answered; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the held-open acquire: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.cont()
+	stopped = false
+	// The continued server wakes with the wait in its hands (its queue
+	// entry may have lapsed meanwhile, its client is gone). Give it the
+	// time to act (the fault's own aftermath), then the lock must be free
+	// and stay free: anything granted for nobody would hold it for 10s.
+	time.Sleep(time.Second) // the continued server's time to act on the wait it held
+	for range 20 {
+		info, err := direct.Inspect(ctx, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Held {
+			t.Fatalf("after the continue the lock is held by %s (ttl %v): a grant for a client that went away", info.Owner, info.TTL)
+		}
+		time.Sleep(50 * time.Millisecond) // sampling the backend over a second
+	}
+}
