@@ -98,6 +98,11 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 			return 0, err
 		}
 		c, ok := l.heldBy(owner)
+		if ok && !ofKind(c, engine.Mutex) {
+			// An election's metadata is a mutex's (the contract's, and
+			// the other engines'): a shared holder's is left alone.
+			return engine.Missing, nil
+		}
 		if !ok {
 			return e.lostTo(ctx, &l, owner, false), nil
 		}
