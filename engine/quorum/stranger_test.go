@@ -1038,7 +1038,8 @@ func TestStrangerStaleMinorityReader(t *testing.T) {
 // TestStrangerReleaseOfAnotherKind: a release of the kind the owner does
 // not hold (a mutex's release of a permit's or a reader's owner, a
 // semaphore's or an RW lock's release of a mutex's owner) answers as the
-// embedded engine does and frees nothing on any node.
+// embedded engine does and frees nothing on any node; an election's
+// metadata asked for a shared holder is not set.
 func TestStrangerReleaseOfAnotherKind(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
@@ -1068,12 +1069,19 @@ func TestStrangerReleaseOfAnotherKind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// An election's metadata is a mutex's: not set on a shared
+			// holder.
+			st, err := e.(engine.MetadataSetter).SetMetadata(ctx, name, l.Owner(), "proclaimed")
+			out = append(out, fmt.Sprintf("%s's metadata set: %v %v", k.held, st, outcome(err)))
 			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})
 			info, ierr := c.Inspect(ctx, name)
 			if ierr != nil {
 				t.Fatal(ierr)
 			}
 			out = append(out, fmt.Sprintf("%s released as a %v: %v %v; held after %v", k.held, k.asked, res.Status, outcome(err), info.Held))
+			if len(info.Holders) > 0 {
+				out = append(out, fmt.Sprintf("%s's holder metadata %q", k.held, info.Holders[0].Metadata))
+			}
 			_ = l.Release(ctx)
 		}
 		return out
