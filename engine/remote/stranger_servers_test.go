@@ -487,3 +487,254 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // sampling the backend over a second
 	}
 }
+
+// TestStrangerRestartSamePort: servers killed (SIGKILL) and started again
+// on the same port, in turn, while a holder and a waiter that name both
+// are attached. Each time, the holder's lease is renewed through the
+// server left (confirmed by a renewal sent after the kill), the waiter
+// keeps waiting, and a restarted server is used again once the other one
+// dies: the waiter, queued through a server that was killed, is granted
+// through the restarted one with a greater token, and its lease is renewed
+// through each survivor in turn.
+func TestStrangerRestartSamePort(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, a.URL(), b.URL())
+	waiter := strangerClient(t, a.URL(), b.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ttl = 3 * time.Second
+	l, err := holder.Acquire(ctx, "r", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *distlock.Lease
+		err error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		wl, err := waiter.Acquire(ctx, "r", distlock.WithTTL(ttl))
+		waited <- result{wl, err}
+	}()
+	settle(t, 20*time.Second, "the waiter to queue", func() bool {
+		info, err := direct.Inspect(ctx, "r")
+		return err == nil && info.Waiters > 0
+	})
+	renewed := func(l *distlock.Lease, what string) {
+		t.Helper()
+		after := time.Now()
+		settle(t, 2*ttl, what, func() bool {
+			if err := l.Err(); err != nil {
+				t.Fatalf("%s: the lease ended: %v", what, err)
+			}
+			return l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
+		})
+	}
+	stillWaiting := func(what string) {
+		t.Helper()
+		select {
+		case r := <-waited:
+			t.Fatalf("%s: the waiter returned while the lock was held: %v, %v", what, r.l, r.err)
+		default:
+		}
+	}
+
+	a.kill()
+	renewed(l, "the holder's renewal through B after A's kill")
+	a.start() // the same port
+	b.kill()
+	renewed(l, "the holder's renewal through the restarted A after B's kill")
+	stillWaiting("after the kills")
+	if info, err := direct.Inspect(ctx, "r"); err != nil || info.Owner != l.Owner() || info.Token != l.Token() || info.Waiters == 0 {
+		t.Fatalf("Redis shows %+v, %v; want the holder (token %d) and a waiter", info, err, l.Token())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release through the restarted server: %v", err)
+	}
+	r := <-waited
+	if r.err != nil {
+		t.Fatalf("the waiter, queued through a server since killed: %v", r.err)
+	}
+	if r.l.Token() <= l.Token() {
+		t.Fatalf("the waiter's token %d is not above the holder's %d", r.l.Token(), l.Token())
+	}
+	renewed(r.l, "the waiter's renewal through the restarted A")
+	b.start()
+	a.kill()
+	renewed(r.l, "the waiter's renewal through the restarted B after A's second kill")
+	if info, err := direct.Inspect(ctx, "r"); err != nil || info.Owner != r.l.Owner() || info.Token != r.l.Token() {
+		t.Fatalf("Redis shows %+v, %v; want the waiter (token %d)", info, err, r.l.Token())
+	}
+	if err := r.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStrangerThreeServersStopAndContinue: three servers on one Redis.
+// A holder and two waiters name them all (the first waiter queued through
+// A, the second through B); A is stopped (SIGSTOP) with the holder's
+// renewal, the first waiter's heartbeat and its event stream in its hands,
+// and continued only after the leases' ttl. Meanwhile the lock goes
+// round through the other servers, each grant only after the previous
+// lease ended, tokens increasing (in which order the waiters are served:
+// see TestStrangerWaiterKeepsTurnThroughStoppedServer); after the continue,
+// what A still held (a renewal, a heartbeat, a stream) changes nothing: the
+// last holder keeps its lease and renewals, and once released the lock is
+// free with nobody queued.
+func TestStrangerThreeServersStopAndContinue(t *testing.T) {
+	srvs, direct, _ := procServers(t, 3)
+	a, b, c := srvs[0], srvs[1], srvs[2]
+	holder := strangerClient(t, a.URL(), b.URL(), c.URL())
+	w1 := strangerClient(t, a.URL(), b.URL(), c.URL())
+	w2 := strangerClient(t, b.URL(), c.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ttl = 2 * time.Second
+	l, err := holder.Acquire(ctx, "t", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := make(chan strangerGrant, 2)
+	strangerWait(t, ctx, w1, "t", ttl, grants, direct, 1, "first")
+	strangerWait(t, ctx, w2, "t", ttl, grants, direct, 2, "second")
+
+	a.stop()
+	stoppedAt := time.Now()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	strangerRenewed(t, l, ttl, "the holder's renewal through another server")
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g1 := <-grants
+	if g1.err != nil {
+		t.Fatalf("the %s waiter: %v", g1.who, g1.err)
+	}
+	if g1.l.Token() <= l.Token() {
+		t.Fatalf("the %s waiter's token %d is not above the holder's %d", g1.who, g1.l.Token(), l.Token())
+	}
+	select {
+	case g := <-grants:
+		t.Fatalf("the %s waiter returned while the %s holds: %v, %v", g.who, g1.who, g.l, g.err)
+	default:
+	}
+	if err := g1.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g2 := <-grants
+	if g2.err != nil {
+		t.Fatalf("the %s waiter: %v", g2.who, g2.err)
+	}
+	if g2.l.Token() <= g1.l.Token() {
+		t.Fatalf("the %s waiter's token %d is not above the %s's %d", g2.who, g2.l.Token(), g1.who, g1.l.Token())
+	}
+	if d := ttl - time.Since(stoppedAt); d > 0 {
+		time.Sleep(d) // the fault's own length: A stays stopped past the leases' ttl
+	}
+	a.cont()
+	stopped = false
+	strangerRenewed(t, g2.l, ttl, "a renewal of the last holder after the continue")
+	if info, err := direct.Inspect(ctx, "t"); err != nil || info.Owner != g2.l.Owner() || info.Token != g2.l.Token() || info.Count != 1 {
+		t.Fatalf("Redis shows %+v, %v; want the %s waiter once (token %d)", info, err, g2.who, g2.l.Token())
+	}
+	if err := g2.l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := direct.Inspect(ctx, "t"); err != nil || info.Held || info.Waiters != 0 {
+		t.Fatalf("after the last release Redis shows %+v, %v; want free, nobody queued", info, err)
+	}
+}
+
+// TestStrangerWaiterKeepsTurnThroughStoppedServer: two waiters queue, the
+// first through server A, the second through B; A is stopped; the holder
+// releases through B. The first waiter is alive and heartbeats through B,
+// so it heads the queue and must be served first (with WithFair strictly:
+// "first come, first served").
+//
+// Known defect: it is not. The queue entry records the wake-up channel of
+// the engine it entered through (A's Redis engine: c:<waiter> in
+// queue.lua), so the release reserves the lock for the first waiter for
+// engine.ReserveTTL (250 ms) and publishes its wake-up where only the
+// stopped server listens; its event stream hangs on A too, and its
+// heartbeat, every WaiterTTL/3 (1 s), comes after the reservation lapsed:
+// the next script drops the first waiter from the queue (a head that did
+// not confirm) and reserves for the second, which is granted; the first
+// re-enters at the back. Mending it needs the wake-up channel to follow
+// the waiter (an attempt or heartbeat through another server records that
+// server's channel, engine/redis's queue.lua) and the Engine to move its
+// event streams off a server that stopped answering (engine/remote).
+func TestStrangerWaiterKeepsTurnThroughStoppedServer(t *testing.T) {
+	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
+		t.Skip("known defect: a waiter queued through a server that then stops loses its turn to a later waiter (set DISTLOCK_STRANGER_KNOWN=1 to run)")
+	}
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, b.URL(), a.URL())
+	w1 := strangerClient(t, a.URL(), b.URL())
+	w2 := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ttl = 2 * time.Second
+	l, err := holder.Acquire(ctx, "turn", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := make(chan strangerGrant, 2)
+	strangerWait(t, ctx, w1, "turn", ttl, grants, direct, 1, "first", distlock.WithFair())
+	strangerWait(t, ctx, w2, "turn", ttl, grants, direct, 2, "second", distlock.WithFair())
+	a.stop()
+	defer a.cont()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := <-grants
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	defer g.l.Release(ctx)
+	if g.who != "first" {
+		t.Fatalf("the %s waiter (token %d) was served before the first, which queued first and is alive", g.who, g.l.Token())
+	}
+}
+
+// strangerGrant is a waiter's outcome.
+type strangerGrant struct {
+	who string
+	l   *distlock.Lease
+	err error
+}
+
+// strangerWait starts a waiting Acquire of name on c, sending its outcome
+// to grants, and returns once the queue has at least queued entries.
+func strangerWait(t *testing.T, ctx context.Context, c *distlock.Client, name string, ttl time.Duration, grants chan<- strangerGrant, direct engine.Engine, queued int, who string, opts ...distlock.Option) {
+	t.Helper()
+	go func() {
+		l, err := c.Acquire(ctx, name, append([]distlock.Option{distlock.WithTTL(ttl)}, opts...)...)
+		grants <- strangerGrant{who, l, err}
+	}()
+	settle(t, 20*time.Second, "the "+who+" waiter to queue", func() bool {
+		info, err := direct.Inspect(ctx, name)
+		return err == nil && info.Waiters >= queued
+	})
+}
+
+// strangerRenewed waits for a renewal of l sent from now on and confirmed
+// (its deadline a ttl, less the drift, after now), failing the test if l
+// ends first.
+func strangerRenewed(t *testing.T, l *distlock.Lease, ttl time.Duration, what string) {
+	t.Helper()
+	after := time.Now()
+	settle(t, 3*ttl, what, func() bool {
+		if err := l.Err(); err != nil {
+			t.Fatalf("%s: the lease ended: %v", what, err)
+		}
+		return l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
+	})
+}
