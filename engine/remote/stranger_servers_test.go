@@ -738,3 +738,177 @@ func strangerRenewed(t *testing.T, l *distlock.Lease, ttl time.Duration, what st
 		return l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
 	})
 }
+
+// TestStrangerSharedReleaseThroughStoppedServer: a semaphore's permits and
+// an RW lock's write side, taken through A, are released while A is
+// stopped: each release goes on through B (asked whether the holder still
+// holds its shared lock), so a waiter of each, queued through B, is granted
+// at once rather than when the hold lapses; the other holder of the
+// semaphore keeps its permit; after the continue the releases A held
+// change nothing.
+func TestStrangerSharedReleaseThroughStoppedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	holder := strangerClient(t, a.URL(), b.URL())
+	other := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const ttl = 12 * time.Second
+	sem, err := holder.Semaphore("pool", 3).Acquire(ctx, distlock.WithWeight(2), distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := other.Semaphore("pool", 3).Acquire(ctx, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr, err := holder.RWMutex("table").Lock(ctx, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	semWait := make(chan strangerGrant, 1)
+	go func() {
+		l, err := other.Semaphore("pool", 3).Acquire(ctx, distlock.WithWeight(2), distlock.WithTTL(ttl))
+		semWait <- strangerGrant{"semaphore", l, err}
+	}()
+	rwWait := make(chan strangerGrant, 1)
+	go func() {
+		l, err := other.RWMutex("table").RLock(ctx, distlock.WithTTL(ttl))
+		rwWait <- strangerGrant{"reader", l, err}
+	}()
+	for _, n := range []string{"pool", "table"} {
+		settle(t, 20*time.Second, "a waiter of "+n+" to queue", func() bool {
+			info, err := direct.Inspect(ctx, n)
+			return err == nil && info.Waiters > 0
+		})
+	}
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	for _, l := range []*distlock.Lease{sem, wr} {
+		deadline := l.Deadline()
+		start := time.Now()
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("%s: release through a stopped server, with another one up: %v (after %v)", l.Name(), err, time.Since(start).Round(time.Millisecond))
+		}
+		var g strangerGrant
+		if l == sem {
+			g = <-semWait
+		} else {
+			g = <-rwWait
+		}
+		if g.err != nil {
+			t.Fatalf("%s waiter: %v", g.who, g.err)
+		}
+		if !time.Now().Before(deadline) {
+			t.Errorf("the %s waiter was granted after the released lease's deadline: the hold lapsed at its ttl", g.who)
+		}
+		if g.l.Token() <= l.Token() {
+			t.Errorf("the %s waiter's token %d is not above the released lease's %d", g.who, g.l.Token(), l.Token())
+		}
+		defer g.l.Release(ctx)
+	}
+	a.cont()
+	stopped = false
+	strangerRenewed(t, keep, ttl, "a renewal of the semaphore's other holder after the continue")
+	info, err := direct.Inspect(ctx, "pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, h := range info.Holders {
+		used += h.Weight
+	}
+	if len(info.Holders) != 2 || used != 3 {
+		t.Fatalf("after the continue the semaphore's holders are %+v; want the other holder's permit and the waiter's two", info.Holders)
+	}
+}
+
+// TestStrangerMixedKindsAcrossServers: one name is one kind across the
+// servers of one backend. A mutex taken through A refuses a semaphore and
+// an RW lock asked through B (at once, even for a waiting call: the kind
+// error, not contention); a semaphore through B refuses a mutex and an RW
+// lock through A; Inspect through either server describes each the same;
+// a force-release of the mutex through B tells its holder (a client of A)
+// taken over, and the name then takes the other kind.
+func TestStrangerMixedKindsAcrossServers(t *testing.T) {
+	_, urls := twoServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ca := distlock.New(newRemote(t, urls[0]))
+	cb := distlock.New(newRemote(t, urls[1]))
+	defer ca.Close()
+	defer cb.Close()
+
+	m, err := ca.Acquire(ctx, "mixed", distlock.WithTTL(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, distlock.ErrInvalidArgument) || errors.Is(err, distlock.ErrLocked) {
+			t.Fatalf("%s: %v; want the kind refusal (ErrInvalidArgument)", what, err)
+		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	start := time.Now()
+	_, err = cb.Semaphore("mixed", 2).Acquire(wctx)
+	wcancel()
+	refused("a waiting semaphore acquire through B of a mutex held through A", err)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the kind refusal came after %v, not at once", d)
+	}
+	_, err = cb.RWMutex("mixed").TryRLock(ctx)
+	refused("an RW lock through B of a mutex held through A", err)
+
+	sem, err := cb.Semaphore("sem", 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sem.Release(ctx)
+	_, err = ca.TryAcquire(ctx, "sem")
+	refused("a mutex through A of a semaphore held through B", err)
+	_, err = ca.RWMutex("sem").TryLock(ctx)
+	refused("an RW lock through A of a semaphore held through B", err)
+
+	for _, n := range []string{"mixed", "sem"} {
+		ia, err := ca.Inspect(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib, err := cb.Inspect(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ia.Held != ib.Held || ia.Kind != ib.Kind || ia.Token != ib.Token || !ia.Held {
+			t.Fatalf("%s: Inspect through A %+v, through B %+v", n, ia, ib)
+		}
+	}
+
+	held, err := cb.ForceRelease(ctx, "mixed")
+	if err != nil || !held {
+		t.Fatalf("force-release through B = %v, %v", held, err)
+	}
+	select {
+	case <-m.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder of A was not told of the force-release through B")
+	}
+	var lost *distlock.LostError
+	if !errors.As(m.Err(), &lost) || lost.Cause != distlock.TakenOver {
+		t.Fatalf("the mutex holder's loss: %v; want taken over", m.Err())
+	}
+	s, err := cb.Semaphore("mixed", 2).TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("a semaphore of the name once the mutex was force-released: %v", err)
+	}
+	if s.Token() <= m.Token() {
+		t.Fatalf("the semaphore's token %d is not above the force-released mutex's %d", s.Token(), m.Token())
+	}
+	_ = s.Release(ctx)
+}
