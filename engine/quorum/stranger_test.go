@@ -1153,3 +1153,112 @@ func TestStrangerObserveAcrossNodeRestarts(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerStoppedWaiterSkipped: a writer queued behind a reader (it
+// keeps newer readers out) whose process stops (its connections to every
+// node stall: its heartbeats stop); a reader queued behind it is granted
+// beside the holder once the stopped writer's entries lapse
+// (distlock.WaiterTTL), not after the holder leaves. When the writer's
+// process continues, its wait goes on and it is granted once the readers
+// leave, its token above theirs.
+func TestStrangerStoppedWaiterSkipped(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	holder := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	behind := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "stopped-waiter"
+	h, err := holder.RWMutex(name).RLock(ctx, distlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxies []*stallproxy.Proxy
+	var nodes []engine.Engine
+	for _, s := range srvs {
+		p, err := stallproxy.Listen(s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		rc := goredis.NewClient(&goredis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, DisableIdentity: true})
+		t.Cleanup(func() { _ = rc.Close() })
+		e, err := redisengine.New(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxies, nodes = append(proxies, p), append(nodes, e)
+	}
+	q, err := quorum.New(nodes, quorum.WithNodeTimeout(strangerNodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	stopped := distlock.New(q)
+	t.Cleanup(func() { _ = stopped.Close() })
+	waiters := func() int {
+		info, err := holder.Inspect(ctx, name)
+		if err != nil {
+			return -1
+		}
+		return info.Waiters
+	}
+	wgot := make(chan *distlock.Lease, 1)
+	go func() {
+		w, err := stopped.RWMutex(name).Lock(ctx)
+		if err != nil {
+			t.Errorf("the stopped writer: %v", err)
+		}
+		wgot <- w
+	}()
+	waitUntilQuorum(t, 10*time.Second, "the writer to queue", func() bool { return waiters() == 1 })
+	rgot := make(chan *distlock.Lease, 1)
+	go func() {
+		r, err := behind.RWMutex(name).RLock(ctx)
+		if err != nil {
+			t.Errorf("the reader behind: %v", err)
+		}
+		rgot <- r
+	}()
+	waitUntilQuorum(t, 10*time.Second, "the reader to queue behind the writer", func() bool { return waiters() == 2 })
+	for _, p := range proxies {
+		p.Pause()
+	}
+	stoppedAt := time.Now()
+	var r *distlock.Lease
+	select {
+	case r = <-rgot:
+		t.Logf("the reader behind granted %v after the writer stopped", time.Since(stoppedAt).Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the reader behind a stopped writer still waits 20 s later (waiters %d)", waiters())
+	}
+	if h.Err() != nil {
+		t.Fatalf("the holder: %v", h.Err())
+	}
+	for _, p := range proxies {
+		p.Resume()
+	}
+	select {
+	case w := <-wgot:
+		t.Fatalf("the writer granted (token %d) beside two readers", w.Token())
+	default:
+	}
+	for _, l := range []*distlock.Lease{h, r} {
+		if l != nil {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case w := <-wgot:
+		if w == nil {
+			return
+		}
+		if w.Token() <= h.Token() || r != nil && w.Token() <= r.Token() {
+			t.Errorf("the writer's token %d not above the readers' (%d, %d)", w.Token(), h.Token(), r.Token())
+		}
+		_ = w.Release(ctx)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the writer, continued, not granted 20 s after the readers left")
+	}
+}

@@ -1259,3 +1259,103 @@ func TestStrangerOddNames(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerStoppedWaiterSkipped: a writer queued behind a reader (it
+// keeps newer readers out) whose process stops (its connection stalls,
+// every byte held: its heartbeats stop, its session lives on for now); a
+// reader queued behind it is granted beside the holder once the stopped
+// writer's place lapses (distlock.WaiterTTL), not after the holder leaves.
+// When the writer's process continues, its wait goes on (a lapsed place is
+// taken again, or its session's expiry ends it) and it is never granted
+// beside the readers.
+func TestStrangerStoppedWaiterSkipped(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := fresh("stranger-stopped-waiter")
+	holder := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = holder.Close() })
+	behind := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = behind.Close() })
+	p, err := stallproxy.Listen(ens.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	stopped := distlock.New(dial(t, []string{p.Addr()}))
+	t.Cleanup(func() { _ = stopped.Close() })
+	h, err := holder.RWMutex(name).RLock(ctx, distlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiters := func() int {
+		info, err := holder.Inspect(ctx, name)
+		if err != nil {
+			return -1
+		}
+		return info.Waiters
+	}
+	type answer struct {
+		l   *distlock.Lease
+		err error
+	}
+	wgot := make(chan answer, 1)
+	go func() {
+		w, err := stopped.RWMutex(name).Lock(ctx)
+		wgot <- answer{w, err}
+	}()
+	waitUntil(t, 20*time.Second, "the writer to queue", func() bool { return waiters() == 1 })
+	rgot := make(chan *distlock.Lease, 1)
+	go func() {
+		r, err := behind.RWMutex(name).RLock(ctx)
+		if err != nil {
+			t.Errorf("the reader behind: %v", err)
+		}
+		rgot <- r
+	}()
+	waitUntil(t, 20*time.Second, "the reader to queue behind the writer", func() bool { return waiters() == 2 })
+	p.Pause()
+	stoppedAt := time.Now()
+	var r *distlock.Lease
+	select {
+	case r = <-rgot:
+		t.Logf("the reader behind granted %v after the writer stopped", time.Since(stoppedAt).Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		p.Resume()
+		t.Fatalf("the reader behind a stopped writer still waits 20 s later (waiters %d)", waiters())
+	}
+	if h.Err() != nil {
+		t.Fatalf("the holder: %v", h.Err())
+	}
+	p.Resume()
+	select {
+	case w := <-wgot:
+		if w.err == nil {
+			t.Fatalf("the writer granted (token %d) beside two readers", w.l.Token())
+		}
+		t.Logf("the continued writer: %v", w.err)
+		return
+	default:
+	}
+	for _, l := range []*distlock.Lease{h, r} {
+		if l != nil {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	select {
+	case w := <-wgot:
+		if w.err != nil {
+			t.Logf("the continued writer: %v", w.err)
+			return
+		}
+		if w.l.Token() <= h.Token() || r != nil && w.l.Token() <= r.Token() {
+			t.Errorf("the writer's token %d not above the readers'", w.l.Token())
+		}
+		_ = w.l.Release(ctx)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the writer, continued, neither granted nor told 20 s after the readers left")
+	}
+}
