@@ -482,6 +482,10 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 			return
 		}
 	}
+	if clientGone(r) {
+		writeError(w, goneError()) // see clientgone.go: it could free a holder granted since
+		return
+	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
 	var held bool

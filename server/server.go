@@ -373,6 +373,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		IdleTimeout:       s.timeouts.Idle,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext:       withConn, // clientGone: see clientgone.go
 	}
 	s.mu.Lock()
 	select {

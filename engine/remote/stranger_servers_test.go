@@ -279,18 +279,13 @@ func TestStrangerReleaseThroughStoppedServer(t *testing.T) {
 // stopped server goes on through the other (its attempt id makes the copy
 // harmless) and is granted; the holder releases. When the stopped server
 // continues, the acquire it still holds must not grant the lock to nobody.
-//
-// Known defect: the continued server carries the acquire out, and since
-// the holder's release deleted the lock with its attempt id, the copy is a
-// new grant to the released one-off owner, which nobody holds or renews:
-// the lock is kept from everyone until that grant's ttl runs out (the
-// Client's own default 30s). Mending it needs the engine to remember a
-// released one-off owner (a tombstone with the ttl, which the acquire of
-// the same attempt refuses), in engine/redis's scripts and every engine's.
+// It did (every run): the release had deleted the lock with its attempt
+// id, so the copy was a new grant to the released one-off owner, which
+// nobody holds or renews, keeping the lock from everyone until its ttl
+// (the Client's default 30 s). The server now refuses a request whose
+// client closed its connection before the server read it
+// (server/clientgone.go).
 func TestStrangerAcquireReplayedByContinuedServer(t *testing.T) {
-	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
-		t.Skip("known defect: an acquire a stopped server carries out after it continues, when the holder released the lock meanwhile, is a grant nobody holds until its ttl (set DISTLOCK_STRANGER_KNOWN=1 to run)")
-	}
 	srvs, direct, _ := procServers(t, 2)
 	a, b := srvs[0], srvs[1]
 	c := strangerClient(t, a.URL(), b.URL())
@@ -403,9 +398,10 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 	}
 	a.cont()
 	stopped = false
-	// The continued server may still carry out the set's acquire it held
-	// (a grant nobody holds: see TestStrangerAcquireReplayedByContinuedServer);
-	// it must lapse by its ttl.
+	// The continued server must not carry out the set's acquire it held
+	// (its client closed the connection: server/clientgone.go); were it
+	// carried out all the same (a request the server had begun before it
+	// stopped), the grant nobody holds must lapse by its ttl.
 	settle(t, 3*short, "the names to be free after the continue", func() bool {
 		for _, n := range append(others, names...) {
 			info, err := direct.Inspect(ctx, n)
@@ -911,4 +907,50 @@ func TestStrangerMixedKindsAcrossServers(t *testing.T) {
 		t.Fatalf("the semaphore's token %d is not above the force-released mutex's %d", s.Token(), m.Token())
 	}
 	_ = s.Release(ctx)
+}
+
+// TestStrangerLatchCountDownReplayedByContinuedServer: a CountDown sent
+// to a stopped server goes on through the other one (its call id makes the
+// copy count once), another CountDown follows; when the stopped server
+// continues, the copy it still holds must not count again: the latch
+// counts the calls made, no fewer left than the calls that did not come.
+// It did count again (every run), opening a latch of 3 after two calls:
+// Redis remembers the last call id only, and another call had come between.
+// The server now refuses a request whose client closed its connection
+// before the server read it (server/clientgone.go).
+func TestStrangerLatchCountDownReplayedByContinuedServer(t *testing.T) {
+	srvs, _, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	x := strangerClient(t, a.URL(), b.URL())
+	y := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if ok, err := x.CountDownLatch("ready").TrySetCount(ctx, 3); err != nil || !ok {
+		t.Fatalf("TrySetCount = %v, %v", ok, err)
+	}
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	cctx, ccancel := context.WithTimeout(ctx, 4*time.Second) // a caller's deadline: A gets its share, then B
+	err := x.CountDownLatch("ready").CountDown(cctx)
+	ccancel()
+	if err != nil {
+		t.Fatalf("CountDown through a stopped server, with another one up: %v", err)
+	}
+	if err := y.CountDownLatch("ready").CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := y.CountDownLatch("ready").Count(ctx); err != nil || n != 1 {
+		t.Fatalf("Count after two CountDowns of 3 = %d, %v", n, err)
+	}
+	a.cont()
+	stopped = false
+	time.Sleep(time.Second) // the continued server's time to act on the CountDown it held (the fault's own aftermath)
+	if n, err := y.CountDownLatch("ready").Count(ctx); err != nil || n != 1 {
+		t.Fatalf("Count after the continue = %d, %v; want 1: two calls counted down a latch of 3, the copy the stopped server held counted again", n, err)
+	}
 }
