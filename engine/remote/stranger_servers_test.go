@@ -954,3 +954,54 @@ func TestStrangerLatchCountDownReplayedByContinuedServer(t *testing.T) {
 		t.Fatalf("Count after the continue = %d, %v; want 1: two calls counted down a latch of 3, the copy the stopped server held counted again", n, err)
 	}
 }
+
+// TestStrangerForceReleaseReplayedByContinuedServer: an administrator's
+// force-release sent to a stopped server is not sent on (a copy could
+// free a holder granted since): it fails within the call's time. The
+// holder releases, another client is granted through the other server;
+// when the stopped server continues, the force-release it still holds
+// must not free that new holder (whose lease would read held until its
+// next renewal while a third client could be granted).
+func TestStrangerForceReleaseReplayedByContinuedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	admin := strangerClient(t, a.URL(), b.URL())
+	c := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.Inspect(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 3 * time.Second
+	first, err := c.Acquire(ctx, "f", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+		}
+	}()
+	fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = admin.ForceRelease(fctx, "f")
+	fcancel()
+	if err == nil {
+		t.Fatal("a force-release through a stopped server reported done")
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Acquire(ctx, "f", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cont()
+	stopped = false
+	strangerRenewed(t, second, ttl, "a renewal of the new holder after the continue")
+	if info, err := direct.Inspect(ctx, "f"); err != nil || info.Owner != second.Owner() || info.Token != second.Token() {
+		t.Fatalf("Redis shows %+v, %v; want the new holder (token %d)", info, err, second.Token())
+	}
+	_ = second.Release(ctx)
+}
