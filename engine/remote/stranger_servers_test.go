@@ -1005,3 +1005,60 @@ func TestStrangerForceReleaseReplayedByContinuedServer(t *testing.T) {
 	}
 	_ = second.Release(ctx)
 }
+
+// TestStrangerEveryNamedServerStopped: a holder names A and B, a waiter
+// C; A and B are both stopped with the holder's renewals in their hands.
+// The holder is told of the loss by its deadline (no renewal confirmed),
+// before the waiter, through C, is granted at the lock's expiry in Redis;
+// when A and B continue, the renewals they held revive nothing: the holder
+// stays lost, the waiter keeps the lock and its renewals.
+func TestStrangerEveryNamedServerStopped(t *testing.T) {
+	srvs, direct, _ := procServers(t, 3)
+	a, b, c := srvs[0], srvs[1], srvs[2]
+	holder := strangerClient(t, a.URL(), b.URL())
+	waiter := strangerClient(t, c.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ttl = 2 * time.Second
+	l, err := holder.Acquire(ctx, "all", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := make(chan strangerGrant, 1)
+	strangerWait(t, ctx, waiter, "all", ttl, grants, direct, 1, "waiter")
+	a.stop()
+	b.stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			a.cont()
+			b.cont()
+		}
+	}()
+	g := <-grants
+	if g.err != nil {
+		t.Fatalf("the waiter through C: %v", g.err)
+	}
+	if l.Err() == nil {
+		t.Fatalf("the waiter was granted (token %d) while the holder's lease reads held (deadline %v from now)", g.l.Token(), time.Until(l.Deadline()))
+	}
+	var lost *distlock.LostError
+	if !errors.As(l.Err(), &lost) || lost.Cause != distlock.Unreachable && lost.Cause != distlock.Expired {
+		t.Fatalf("the holder's loss: %v; want unreachable or expired", l.Err())
+	}
+	if g.l.Token() <= l.Token() {
+		t.Fatalf("the waiter's token %d is not above the holder's %d", g.l.Token(), l.Token())
+	}
+	lostDeadline := l.Deadline()
+	a.cont()
+	b.cont()
+	stopped = false
+	strangerRenewed(t, g.l, ttl, "a renewal of the waiter after the continue")
+	if err := l.Err(); err == nil || !l.Deadline().Equal(lostDeadline) {
+		t.Fatalf("the lost holder after the continue: %v, deadline moved by %v", err, l.Deadline().Sub(lostDeadline))
+	}
+	if info, err := direct.Inspect(ctx, "all"); err != nil || info.Owner != g.l.Owner() || info.Token != g.l.Token() {
+		t.Fatalf("Redis shows %+v, %v; want the waiter (token %d)", info, err, g.l.Token())
+	}
+	_ = g.l.Release(ctx)
+}
