@@ -77,7 +77,10 @@ func (s *Semaphore) options(opts []Option) []Option {
 // making the semaphore when it does not exist. A smaller limit never
 // evicts a holder: new permits are granted once they fit under it. Queued
 // waiters keep their places, and the handles of other Clients, whatever
-// limit they declare, are served under the new one. An engine that cannot
+// limit they declare, are served under the new one; a queued waiter that
+// asks for more permits than the new limit can never be granted, and its
+// Acquire ends at once with an *ArgumentError (the weight above the stored
+// limit), so the waiters behind it go on. An engine that cannot
 // keep the limit (a quorum, for a limit above 1) answers an
 // *UnsupportedError.
 func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {

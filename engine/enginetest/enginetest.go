@@ -121,6 +121,7 @@ func Run(t *testing.T, h Harness) {
 		{"SemaphoreFIFO", s.semaphoreFIFO},
 		{"SemaphoreLimitStored", s.semaphoreLimitStored},
 		{"SemaphoreWaiterSurvivesSetLimit", s.semaphoreWaiterSurvivesSetLimit},
+		{"SemaphoreShrinkUnderWaiter", s.semaphoreShrinkUnderWaiter},
 		{"SemaphoreWeightZero", s.semaphoreWeightZero},
 		{"SemaphoreSetLimitUnsupported", s.semaphoreSetLimitUnsupported},
 		{"RWReadersShare", s.rwReadersShare},

@@ -146,6 +146,63 @@ func (s *suite) semaphoreWaiterSurvivesSetLimit(t *testing.T) {
 	}
 }
 
+// semaphoreShrinkUnderWaiter: a waiter queued for more permits than a
+// SetLimit then leaves can never be granted: it is refused as bad input
+// (its weight above the stored limit) at once, while the permit held is
+// still held, and the waiter behind it, which fits, is granted then, not
+// kept behind a head that waits forever. Before: the embedded engine and
+// Redis woke a head only when it fitted, so it waited until its context
+// ended, and everyone behind it too.
+func (s *suite) semaphoreShrinkUnderWaiter(t *testing.T) {
+	s.semaphores(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	name := lockName(t)
+	a, admin := s.client(t), s.client(t)
+	held, err := a.Semaphore(name, 3).Acquire(ctx, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func(n int) {
+		waitFor(t, 20*time.Second, "the waiters to queue", func() bool {
+			info, err := admin.Semaphore(name, 3).Inspect(ctx)
+			return err == nil && info.Waiters == n
+		})
+	}
+	big := make(chan error, 1)
+	go func() {
+		l, err := s.client(t).Semaphore(name, 3).Acquire(ctx, distlock.WithWeight(3))
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		big <- err
+	}()
+	queued(1)
+	small := make(chan *distlock.Lease, 1)
+	go func() {
+		l, err := s.client(t).Semaphore(name, 3).Acquire(ctx)
+		if err != nil {
+			t.Errorf("the waiter for 1 permit behind the big one: %v, want a grant", err)
+		}
+		small <- l
+	}()
+	queued(2)
+	if err := admin.Semaphore(name, 3).SetLimit(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-big; !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("the waiter for 3 permits under a limit shrunk to 2: %v, want ErrInvalidArgument", err)
+	}
+	l := <-small
+	if l == nil {
+		t.FailNow()
+	}
+	if held.Err() != nil {
+		t.Fatalf("the holder lost its permit: %v", held.Err())
+	}
+	_ = l.Release(ctx)
+	_ = held.Release(ctx)
+}
+
 // semaphoreWeightZero: a request for 0 permits is refused as bad input,
 // through the Client (WithWeight(0): x/sync's Acquire(ctx, 0) would take
 // nothing; distlock's grants hold at least one permit) and by the engine

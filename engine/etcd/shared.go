@@ -172,6 +172,15 @@ func (st *sharedState) used() int {
 
 func (st *sharedState) fits(weight int) bool { return weight <= st.limit-st.used() }
 
+// due reports whether the head of the queue, asking for weight permits
+// while used are held, has an attempt to make: its weight fits, or it is
+// above the limit (a SetLimit shrank it under the head) and never will,
+// so its attempt is refused as bad input and it leaves the queue instead
+// of holding up the waiters behind it for good.
+func (st *sharedState) due(weight, used int) bool {
+	return weight <= st.limit-used || weight > st.limit
+}
+
 func (st *sharedState) holder(owner string) *holderKV {
 	for i := range st.holders {
 		if st.holders[i].owner == owner {
@@ -223,14 +232,14 @@ func (st *sharedState) unchanged(e *Engine) []clientv3.Cmp {
 	}
 }
 
-// wakeOps wakes the first waiter of st's queue other than skip when its
-// weight fits after used permits are held.
+// wakeOps wakes the first waiter of st's queue other than skip when it
+// has an attempt to make after used permits are held (due).
 func (e *Engine) wakeOps(st *sharedState, skip string, used int) []clientv3.Op {
 	for _, w := range st.queue {
 		if w.id == skip {
 			continue
 		}
-		if w.Weight <= st.limit-used && w.kv.Lease != 0 {
+		if st.due(w.Weight, used) && w.kv.Lease != 0 {
 			return []clientv3.Op{clientv3.OpPut(e.keys.sharedWake(st.name), w.id, clientv3.WithLease(clientv3.LeaseID(w.kv.Lease)))}
 		}
 		return nil
@@ -812,7 +821,7 @@ func (e *Engine) sharedHeartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccp
 		return engine.ExtendResult{Status: engine.Missing}
 	}
 	missed := e.heads.set(r.Name, r.Owner, pred, rev)
-	return engine.ExtendResult{Status: engine.Extended, Wake: missed || pred == "" && !st.mutex && st.fits(st.head().Weight)}
+	return engine.ExtendResult{Status: engine.Extended, Wake: missed || pred == "" && !st.mutex && st.due(st.head().Weight, st.used())}
 }
 
 // checkSharedHold judges a shared holder's renewal by its key.

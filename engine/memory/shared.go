@@ -40,6 +40,11 @@ func (s *sharedLock) used() int {
 // fits reports whether weight permits are free.
 func (s *sharedLock) fits(weight int) bool { return weight <= s.limit-s.used() }
 
+// due reports whether the head of the queue, asking for weight permits,
+// has an attempt to make: its weight fits, or it is above the limit and
+// never will (its attempt is refused as bad input).
+func (s *sharedLock) due(weight int) bool { return s.fits(weight) || weight > s.limit }
+
 // soonest is the time left of the holder that expires first (ReserveTTL
 // when nobody holds it: the head of the queue is due to take it).
 func (s *sharedLock) soonest(now time.Time) time.Duration {
@@ -89,13 +94,16 @@ func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
 	return s
 }
 
-// wakeShared wakes the head of s's queue when its weight fits; the caller
+// wakeShared wakes the head of s's queue when its weight fits, or when it
+// is above the limit (a SetLimit shrank it under the head): that head can
+// never be granted, and its attempt is refused as bad input, so that it
+// leaves and the waiters behind it are not held up for good. The caller
 // holds e.mu.
 func (e *Engine) wakeShared(name string, s *sharedLock) {
 	if s.q == nil {
 		return
 	}
-	if h := s.q.head(); h != nil && s.fits(h.weight) {
+	if h := s.q.head(); h != nil && s.due(h.weight) {
 		e.notifyWaiter(name, h.id)
 	}
 }
@@ -282,7 +290,7 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 		}
 		w := s.q.entries[r.Owner]
 		w.deadline = now.Add(r.TTL)
-		return engine.ExtendResult{Status: engine.Extended, Wake: s.q.head() == w && s.fits(w.weight)}
+		return engine.ExtendResult{Status: engine.Extended, Wake: s.q.head() == w && s.due(w.weight)}
 	}
 	if s == nil || s.holders[r.Owner] == nil {
 		if e.takenFrom(r.Name, r.Owner, now) {

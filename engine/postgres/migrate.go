@@ -33,12 +33,14 @@ var schemaSQL string
 // grant locks the shared lock's row while it checks the holders, so that
 // a renewal or a raise of a shared holder in progress is waited for;
 // set_limit holds the name's row of locks while it checks for a mutex; a
-// deleted row of locks leaves its high-water with the shared row).
+// deleted row of locks leaves its high-water with the shared row; 10: a
+// queued head that asks for more permits than a limit set_limit shrank is
+// woken, and its attempt refused, instead of waiting for good).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

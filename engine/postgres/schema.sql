@@ -801,15 +801,24 @@ BEGIN
   RETURN coalesce((SELECT sum(weight) FROM {{S}}.shared_holders WHERE name = p_name), 0);
 END $$;
 
--- _shared_wake wakes the head of name's queue when its weight fits in the
--- free permits (lim - used).
+-- _shared_due tells whether the head of a shared lock's queue, asking for
+-- weight permits, has an attempt to make: its weight fits in the free
+-- permits (lim - used), or it is above the limit (a set_limit shrank it
+-- under the head, version 10) and never will: its attempt is refused
+-- ('DISTLOCK weight') and it leaves the queue, instead of holding up the
+-- waiters behind it for good.
+CREATE OR REPLACE FUNCTION {{S}}._shared_due(weight integer, lim integer, used bigint) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(weight <= lim - used OR weight > lim, false) $$;
+
+-- _shared_wake wakes the head of name's queue when it has an attempt to
+-- make (_shared_due).
 CREATE OR REPLACE FUNCTION {{S}}._shared_wake(p_name text, lim integer, used bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   h {{S}}.shared_waiters;
 BEGIN
   SELECT * INTO h FROM {{S}}.shared_waiters WHERE name = p_name ORDER BY ticket LIMIT 1;
-  IF FOUND AND h.weight <= lim - used THEN
+  IF FOUND AND {{S}}._shared_due(h.weight, lim, used) THEN
     PERFORM {{S}}._notify(p_name, 'w:' || h.waiter);
   END IF;
 END $$;
@@ -1174,7 +1183,7 @@ BEGIN
     IF h.waiter = r.o THEN
       SELECT k.lim INTO lim FROM {{S}}.shared k WHERE k.name = r.n;
       used := coalesce((SELECT sum(weight) FROM {{S}}.shared_holders WHERE name = r.n), 0);
-      o_wake := h.weight <= coalesce(lim, 0) - used;
+      o_wake := {{S}}._shared_due(h.weight, lim, used);
     END IF;
     RETURN NEXT;
   END LOOP;
@@ -1433,7 +1442,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 9 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 10 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1452,5 +1461,7 @@ INSERT INTO {{S}}.version (version) SELECT 9 WHERE NOT EXISTS (SELECT 1 FROM {{S
 -- holders (_mutex_check: a renewal or a raise of a shared holder in
 -- progress is waited for), set_limit holds the row of locks FOR KEY SHARE
 -- while it checks for a mutex, and a deleted row of locks leaves its
--- high-water with the shared row (_forget).
-UPDATE {{S}}.version SET version = 9 WHERE version < 9;
+-- high-water with the shared row (_forget); 10: a queued head that asks
+-- for more permits than the limit (shrunk by set_limit) is woken, and its
+-- attempt refused, instead of waiting for good (_shared_due).
+UPDATE {{S}}.version SET version = 10 WHERE version < 10;

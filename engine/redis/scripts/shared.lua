@@ -36,7 +36,7 @@
 -- granted only when its weight fits in the free permits and nobody is
 -- queued ahead of it. Only the head of the queue is ever woken (a message
 -- 'w:<id>' on its engine's channel, or KEYS[1] when it named none), and
--- only when its weight fits.
+-- only when its weight fits (or can never fit: sh_due).
 
 local MUTEX, LOCK, H, SQ, SQD, SQS, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local FENCE_MS, PUB = ARGV[1], ARGV[2]
@@ -140,11 +140,20 @@ local function sh_head()
   return sh_known[1], sh_known[2], sh_known[3]
 end
 
--- sh_wake wakes the head of the queue when its weight fits in the permits
--- free (limit - used); it returns whether it did.
+-- sh_due tells whether the head of the queue, asking for w permits, has
+-- an attempt to make: w fits in the permits free (limit - used), or it is
+-- above the limit (a SetLimit shrank it under the head) and never will, so
+-- its attempt is refused as bad input and it leaves the queue, not holding
+-- up the waiters behind it for good.
+local function sh_due(w, limit, used)
+  return limit and (w <= limit - used or w > limit)
+end
+
+-- sh_wake wakes the head of the queue when it has an attempt to make
+-- (sh_due); it returns whether it did.
 local function sh_wake(limit, used)
   local h, w, ch = sh_head()
-  if h and limit and w <= limit - used then
+  if h and sh_due(w, limit, used) then
     redis.call(PUB, ch, 'w:' .. h)
     return true
   end

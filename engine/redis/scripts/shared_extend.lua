@@ -5,7 +5,7 @@
 -- holds it more than once: sh_hold_deadline), {-1} when a
 -- force-release took it (KEYS[8]), {0} when it does not hold it otherwise;
 -- for a waiter, {1, wake} while it is queued, wake = 1 when it heads the
--- queue and its weight fits, {0} when it is not queued.
+-- queue and has an attempt to make (sh_due), {0} when it is not queued.
 local now = sh_now()
 local id, deadline = ARGV[3], now + tonumber(ARGV[4]) * 1000
 local lk = redis.call('HMGET', LOCK, 'l', 'u', 'x', 'o:' .. id)
@@ -18,7 +18,7 @@ if ARGV[5] == '1' then
   redis.call('ZADD', SQD, sh_int(deadline), id)
   local h, w = sh_head()
   local l = tonumber(lk[1])
-  local wake = h == id and l and w <= l - used
+  local wake = h == id and sh_due(w, l, used)
   sh_keep(now, lk[3], sh_expire(now), false)
   return {1, wake and 1 or 0}
 end

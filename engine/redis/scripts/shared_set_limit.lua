@@ -1,6 +1,7 @@
 -- Sets the limit of the semaphore (shared.lua) to ARGV[3], making it when
 -- it does not exist. Holders above a smaller limit keep their permits; the
--- head of the queue is woken if it fits under the new one. Refused, having
+-- head of the queue is woken if it fits under the new one, or if it asks
+-- for more than the new limit (its attempt is then refused: sh_due). Refused, having
 -- changed nothing, with 'DISTLOCK mutex' (the name is held as a mutex) or
 -- 'DISTLOCK kind <k>' (a lock of another kind). Returns the previous limit
 -- (0 for a new semaphore).
