@@ -12,8 +12,15 @@ import (
 )
 
 // heartbeat is how often an idle event stream sends a comment line, so
-// that proxies keep it open and a dead client is noticed.
-const heartbeat = 15 * time.Second
+// that proxies keep it open and a dead client is noticed, and so that a
+// client notices a server that stopped answering (a stopped process keeps
+// its connections open): a lock stream announces it in its "ready" event
+// (api.ReadyEvent), and the remote engine takes a stream silent for three
+// of them as dead and goes on through another server. It was 15 s, which
+// left a latch's waiter whose stream hung on a stopped server without
+// word of the count's zero for over a minute while another server
+// answered.
+const heartbeat = 5 * time.Second
 
 // sse writes server-sent events.
 type sse struct {
@@ -124,7 +131,8 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 	defer s.obs.Waiting(name, -1)
 
 	stream, ok := startSSE(w)
-	if !ok || stream.event(api.EventReady, "{}") != nil {
+	ready := fmt.Sprintf(`{"heartbeat_ms":%d}`, heartbeat.Milliseconds()) // api.ReadyEvent
+	if !ok || stream.event(api.EventReady, ready) != nil {
 		return
 	}
 	pump(s, r, stream, sub.C(), api.EventRelease, func(struct{}) string { return "{}" })

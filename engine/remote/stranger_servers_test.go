@@ -1062,3 +1062,45 @@ func TestStrangerEveryNamedServerStopped(t *testing.T) {
 	}
 	_ = g.l.Release(ctx)
 }
+
+// TestStrangerLatchWaitThroughStoppedServer: a latch's waiter, whose
+// event stream is open on its current server, learns of the count's zero
+// (counted down through the other server) soon after that server is
+// stopped: its stream, silent for a few of the heartbeats the server
+// announced, is taken as dead, and the re-check and the new stream go to
+// the other server. It took 81 s before (the 45 s idle timeout of 15 s
+// heartbeats, then a stream opened again on the stopped server, then the
+// count read there for half the Wait's time).
+func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
+	srvs, direct, _ := procServers(t, 2)
+	a, b := srvs[0], srvs[1]
+	w := strangerClient(t, a.URL(), b.URL())
+	c := strangerClient(t, b.URL(), a.URL())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if ok, err := c.CountDownLatch("gate").TrySetCount(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetCount = %v, %v", ok, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.CountDownLatch("gate").Wait(ctx) }()
+	settle(t, 20*time.Second, "the waiter's stream to subscribe", func() bool {
+		info, err := direct.Inspect(ctx, "gate")
+		return err == nil && info.Subscribers > 0
+	})
+	a.stop()
+	defer a.cont()
+	if err := c.CountDownLatch("gate").CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	const bound = 30 * time.Second // three 5 s heartbeats of silence, and a busy machine's slack
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		t.Logf("Wait returned %v after the count's zero", time.Since(start).Round(time.Millisecond))
+	case <-time.After(bound):
+		t.Fatalf("Wait, its stream on a stopped server, still waits %v after the count's zero (counted through the other server)", bound)
+	}
+}

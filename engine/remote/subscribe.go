@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,14 +18,17 @@ import (
 )
 
 // Event-stream tunables: a stream that says nothing for idleTimeout (the
-// server sends a heartbeat every 15s) is taken as dead; a broken stream is
-// reopened after a jittered backoff between minBackoff and maxBackoff.
+// server's heartbeat, every 15s on servers that do not announce theirs),
+// or for idleBeats of the heartbeat its "ready" event announces
+// (api.ReadyEvent), is taken as dead; a broken stream is reopened after a
+// jittered backoff between minBackoff and maxBackoff.
 const (
 	// linger is how long a stream stays open after its last waiter left, so
 	// that a client waiting for the same lock again reuses it instead of
 	// opening a new connection. The server counts it as a waiter meanwhile.
 	linger      = 500 * time.Millisecond
 	idleTimeout = 45 * time.Second
+	idleBeats   = 3
 	// openTimeout bounds the opening of a stream on one server when the
 	// Engine has others to try.
 	openTimeout = 5 * time.Second
@@ -189,6 +193,14 @@ func (st *stream) connect(onReady func()) error {
 			err = st.connectTo(e.servers[i], onReady, &opened)
 		}
 		if opened {
+			if errors.Is(err, errSilent) && n > 1 {
+				// The server went silent on an open stream (a stopped
+				// process keeps its connections open): the stream is
+				// opened again, and the requests that follow (a waiter's
+				// re-check) are sent, on the next server, not there.
+				e.moveOn(i)
+				return err
+			}
 			e.settleOn(from, i)
 			return err
 		}
@@ -237,33 +249,55 @@ func (st *stream) connectTo(s *srv, onReady func(), opened *bool) error {
 	}
 	*opened = true
 	// A stream that says nothing, not even its heartbeat, is dead.
-	idle := time.AfterFunc(idleTimeout, cancel)
+	wait := idleTimeout
+	silent := make(chan struct{})
+	idle := time.AfterFunc(wait, func() { close(silent); cancel() })
 	defer idle.Stop()
 	r := bufio.NewReader(resp.Body)
-	event := ""
+	event, data := "", ""
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
+			select {
+			case <-silent:
+				return fmt.Errorf("%w: nothing for %v on %s", errSilent, wait, target)
+			default:
+			}
 			if errors.Is(err, io.EOF) {
 				return io.ErrUnexpectedEOF
 			}
 			return err
 		}
-		idle.Reset(idleTimeout)
+		if !idle.Reset(wait) {
+			continue // fired meanwhile: the read above ends with it
+		}
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case strings.HasPrefix(line, "event:"):
 			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data = strings.TrimSpace(strings.TrimPrefix(line, "data:"))
 		case line == "":
 			switch event {
 			case api.EventReady:
+				var ready api.ReadyEvent
+				if json.Unmarshal([]byte(data), &ready) == nil && ready.HeartbeatMs > 0 {
+					// The server's own heartbeat: silence for a few
+					// of them is a server that stopped answering.
+					wait = max(idleBeats*time.Duration(ready.HeartbeatMs)*time.Millisecond, time.Second)
+					idle.Reset(wait)
+				}
 				onReady()
 			case api.EventRelease:
 				st.hub.Wake(st.key)
 			case "shutdown":
 				return fmt.Errorf("distlock server: subscribe: the server is shutting down")
 			}
-			event = ""
+			event, data = "", ""
 		}
 	}
 }
+
+// errSilent: an open event stream said nothing, not even its heartbeat,
+// for too long: its server stopped answering.
+var errSilent = errors.New("distlock server: event stream silent")

@@ -456,7 +456,7 @@ type InfoResponse struct {
 // Server-sent event names of GET /v1/locks/{name}/events.
 const (
 	// EventReady: the server subscribed to the lock's releases; a release
-	// after it is signalled.
+	// after it is signalled. Its data is a ReadyEvent.
 	EventReady = "ready"
 	// EventRelease: the lock was released (or may have been): try again.
 	EventRelease = "release"
@@ -464,6 +464,15 @@ const (
 	// a LeaderInfo; the first one at once, then every change.
 	EventLeader = "leader"
 )
+
+// ReadyEvent is the data of a lock event stream's "ready" event.
+type ReadyEvent struct {
+	// HeartbeatMs is how often the server sends a comment line on an idle
+	// stream: a client that hears nothing for a few of these takes the
+	// stream (and its server: a stopped process keeps its connections
+	// open) as dead. Absent from older servers, which sent one every 15 s.
+	HeartbeatMs int64 `json:"heartbeat_ms,omitempty"`
+}
 
 // CampaignRequest is the body of POST /v1/elections/{name}/campaign: wait
 // up to WaitMs to be elected leader with Value. An election is a lock whose
