@@ -122,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 		{"SemaphoreLimitStored", s.semaphoreLimitStored},
 		{"SemaphoreWaiterSurvivesSetLimit", s.semaphoreWaiterSurvivesSetLimit},
 		{"SemaphoreShrinkUnderWaiter", s.semaphoreShrinkUnderWaiter},
+		{"MixedKindsLikeMemory", s.mixedKindsLikeMemory},
 		{"SemaphoreWeightZero", s.semaphoreWeightZero},
 		{"SemaphoreSetLimitUnsupported", s.semaphoreSetLimitUnsupported},
 		{"RWReadersShare", s.rwReadersShare},
