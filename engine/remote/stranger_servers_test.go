@@ -1074,7 +1074,26 @@ func TestStrangerEveryNamedServerStopped(t *testing.T) {
 func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 	srvs, direct, _ := procServers(t, 2)
 	a, b := srvs[0], srvs[1]
-	w := strangerClient(t, a.URL(), b.URL())
+	// The waiter's reads of the count are seen answered, so that A stops
+	// only after Wait's first read (a read hung on A would wait out its
+	// share of Wait's time there: not what this test is about).
+	reads := make(chan struct{}, 16)
+	rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err == nil && req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/v1/latches/") {
+			select {
+			case reads <- struct{}{}:
+			default:
+			}
+		}
+		return resp, err
+	})
+	we, err := remote.New(a.URL()+","+b.URL(), remote.WithHTTPClient(&http.Client{Transport: rt}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := distlock.New(we)
+	t.Cleanup(func() { _ = w.Close(); _ = we.Close() })
 	c := strangerClient(t, b.URL(), a.URL())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -1087,6 +1106,11 @@ func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 		info, err := direct.Inspect(ctx, "gate")
 		return err == nil && info.Subscribers > 0
 	})
+	select {
+	case <-reads: // Wait subscribes first, then reads the count
+	case <-time.After(20 * time.Second):
+		t.Fatal("Wait did not read the count")
+	}
 	a.stop()
 	defer a.cont()
 	if err := c.CountDownLatch("gate").CountDown(ctx); err != nil {
@@ -1104,3 +1128,8 @@ func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 		t.Fatalf("Wait, its stream on a stopped server, still waits %v after the count's zero (counted through the other server)", bound)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
