@@ -52,6 +52,19 @@ func (l *CountDownLatch) latcher(ctx context.Context) (engine.Latcher, error) {
 // failed is the error of a latch call op that the engine failed: an
 // *UnsupportedError when it answered that it keeps no latches (a distlock
 // server whose engine keeps none), else as Client.backendErr.
+// gaveUp is Wait's error when the failure budget's verdict ended it after
+// the read that failed with err: that read's *BackendError, which says how
+// long the reads kept failing.
+func (l *CountDownLatch) gaveUp(ctx context.Context, err, verdict error) error {
+	out := l.failed(ctx, "latch-count", err)
+	var fe *waiting.FailedError
+	var be *BackendError
+	if errors.As(verdict, &fe) && errors.As(out, &be) {
+		be.Failing = fe.Failing
+	}
+	return out
+}
+
 func (l *CountDownLatch) failed(ctx context.Context, op string, err error) error {
 	if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
 		return &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: err.Error()}
@@ -112,8 +125,13 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // in case one was missed). On an engine that cannot subscribe (PostgreSQL
 // WithoutListen) it reads the count every 100 ms or so instead, as lock
 // waits do. When ctx ends it returns a *WaitError matching ctx's error;
-// when the Client is closed, one matching ErrClosed; a backend failure is
-// a *BackendError.
+// when the Client is closed, one matching ErrClosed. A read that fails is
+// tried again every 100 ms or so, as a waiting Acquire's attempts are: a
+// connection cut and back, or a failover, costs the Wait nothing; a
+// failure no retry mends (bad input, a schema never migrated) ends it at
+// once, and reads that keep failing end it after the Client's backend
+// failure budget (WithBackendFailureBudget), each with the last read's
+// *BackendError.
 func (l *CountDownLatch) Wait(ctx context.Context) error {
 	lt, err := l.latcher(ctx)
 	if err != nil {
@@ -134,19 +152,37 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 	} else if wctx.Err() != nil {
 		return giveUp()
 	}
+	// A failed read is tried again, as a waiting Acquire's attempt is:
+	// until the Client's backend failure budget runs out (a connection
+	// cut and back, a member failing over), at once for an error no retry
+	// mends.
+	failures := &waiting.Failures{Engine: l.c.eng, Budget: l.c.failureBudget}
 	for {
-		n, err := lt.Count(wctx, l.name)
+		sent := time.Now()
+		actx, cancel := failures.Context(wctx, sent)
+		n, err := lt.Count(actx, l.name)
+		cancel()
 		switch {
 		case wctx.Err() != nil:
 			return giveUp()
 		case err != nil:
-			return l.failed(ctx, "latch-count", err)
+			if verdict := failures.Note(sent, err); verdict != nil {
+				return l.gaveUp(ctx, err, verdict)
+			}
 		case n == 0:
 			return nil
+		default:
+			_ = failures.Note(sent, nil)
 		}
 		var poll <-chan time.Time
-		if woken == nil {
-			poll = time.After(waiting.Jitter(waiting.PollFallback)) // collected unfired (Go 1.23)
+		if woken == nil || err != nil {
+			// Collected unfired (Go 1.23); after a failure, never past
+			// the budget's end.
+			d := waiting.Jitter(waiting.PollFallback)
+			if left := failures.Left(); err != nil && left >= 0 {
+				d = min(d, left)
+			}
+			poll = time.After(d)
 		}
 		select {
 		case <-woken:

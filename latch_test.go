@@ -187,3 +187,99 @@ func TestFakeClockLatchWakesAtOnce(t *testing.T) {
 func TestLatchUnsupported(t *testing.T) {
 	enginetest.LatchUnsupported(t, struct{ engine.Engine }{memory.New()})
 }
+
+// flakyLatches is the embedded engine whose latch reads fail while down
+// says so: a transient failure (a connection cut), or a permanent one.
+type flakyLatches struct {
+	*memory.Engine
+	down      func() error
+	failedAny chan struct{}
+}
+
+func (f flakyLatches) Count(ctx context.Context, name string) (int64, error) {
+	if err := f.down(); err != nil {
+		select {
+		case f.failedAny <- struct{}{}:
+		default:
+		}
+		return 0, err
+	}
+	return f.Engine.Count(ctx, name)
+}
+
+// TestFakeClockLatchWaitRidesOutFailures: a Wait whose reads fail for a
+// while (a connection cut and back) goes on once they answer, and returns
+// when the count reaches zero; reads that keep failing end it after the
+// Client's backend failure budget, with the last read's *BackendError
+// saying for how long; a failure no retry mends ends it at once.
+func TestFakeClockLatchWaitRidesOutFailures(t *testing.T) {
+	cut := errors.New("connection closed")
+	for _, tc := range []struct {
+		name string
+		// failing says whether reads fail, and with what, since the
+		// first failure started at t0 (fake clock).
+		failing func(since time.Duration) error
+		want    func(error, time.Duration) string // "" when right
+	}{
+		{"cut and back", func(d time.Duration) error {
+			if d < 3*time.Second {
+				return cut
+			}
+			return nil
+		}, func(err error, _ time.Duration) string {
+			if err != nil {
+				return fmt.Sprintf("Wait through a 3 s cut: %v, want nil once the count is zero", err)
+			}
+			return ""
+		}},
+		{"down for good", func(time.Duration) error { return cut }, func(err error, took time.Duration) string {
+			var be *distlock.BackendError
+			if !errors.As(err, &be) || be.Failing < 5*time.Second || took > 6*time.Second {
+				return fmt.Sprintf("Wait on a dead backend: %v after %v, want a *BackendError failing for the 5 s budget", err, took)
+			}
+			return ""
+		}},
+		{"permanent", func(time.Duration) error { return &engine.ArgumentError{Reason: "refused for good"} }, func(err error, took time.Duration) string {
+			if !errors.Is(err, distlock.ErrInvalidArgument) || took != 0 {
+				return fmt.Sprintf("Wait on a permanent failure: %v after %v, want ErrInvalidArgument at once", err, took)
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				mem := memory.New()
+				var t0 time.Time
+				broken := false
+				eng := flakyLatches{Engine: mem, failedAny: make(chan struct{}, 1), down: func() error {
+					if !broken {
+						return nil
+					}
+					return tc.failing(time.Since(t0))
+				}}
+				c := distlock.New(eng, distlock.WithBackendFailureBudget(5*time.Second))
+				defer c.Close()
+				l := c.CountDownLatch("go")
+				if _, err := l.TrySetCount(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				ended := make(chan error, 1)
+				t0, broken = time.Now(), true
+				go func() { ended <- l.Wait(ctx) }()
+				<-eng.failedAny
+				if tc.name == "cut and back" {
+					// Counted down while the reads fail: the wake-up's
+					// read fails too; a later one, after the cut, sees 0.
+					if _, err := mem.CountDown(ctx, "go", ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := <-ended
+				if bad := tc.want(err, time.Since(t0)); bad != "" {
+					t.Fatal(bad)
+				}
+			})
+		})
+	}
+}

@@ -87,7 +87,10 @@ func TestCheckerCatchesSetMutants(t *testing.T) {
 		t.Skip("runs the checker on each mutant")
 	}
 	for _, m := range []mutant{
-		{name: "set over a held member", want: []string{"exclusion:", "differential:", "tokens:"}, wrap: func(m mutable) engine.Engine { return setFirstOnly{m} }},
+		// A set granted over a held member also leaves its other
+		// members unheld: a listing that misses one is the same break
+		// (seen in a CI run, shrunk to a set and one listing).
+		{name: "set over a held member", want: []string{"exclusion:", "differential:", "tokens:", "view:"}, wrap: func(m mutable) engine.Engine { return setFirstOnly{m} }},
 		{name: "set without its undo", want: []string{"refused while free", "view:", "differential:"}, wrap: func(m mutable) engine.Engine { return setNoUndo{m} }},
 	} {
 		t.Run(strings.ReplaceAll(m.name, " ", "-"), func(t *testing.T) {
