@@ -81,11 +81,16 @@ func TestServerProbe(t *testing.T) {
 		t.Errorf("server stopped %v without a fault: server lag %v (%q), want the timeout %v", to1.Sub(from1).Round(time.Millisecond), unexplained.ServerLag, unexplained.SlowServer, ProbeTimeout)
 	}
 	r := check.Run(append(events, fault(from1, to1)), check.Params{TTL: time.Second})
-	if r.ServerLag >= 250*time.Millisecond {
-		if machine >= lagprobe.Starved {
-			t.Skipf("server lag %v with every stop explained, on a machine measured starved (%v)", r.ServerLag, machine)
-		}
+	switch {
+	case r.ServerLag >= ProbeTimeout:
+		// A stop's unanswered request (it counts as the timeout) was
+		// not left out.
 		t.Errorf("server lag %v with every stop explained (a fault, a hold, a kill), want the quiet answers only", r.ServerLag)
+	case r.ServerLag >= 250*time.Millisecond:
+		// Slow answers outside the stops: the redis-server itself was
+		// starved (a loaded machine starves the servers while this
+		// process may go on), which is what the probe is for.
+		t.Skipf("server lag %v with every stop explained, below the timeout: the server answered slowly outside the stops (this process's scheduling delay %v)", r.ServerLag, machine)
 	}
 	t.Logf("server lag %v with every stop explained, %v with the first one not (%d windows; this process's scheduling delay %v)", r.ServerLag, unexplained.ServerLag, windows, machine)
 }
