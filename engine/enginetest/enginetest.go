@@ -123,6 +123,7 @@ func Run(t *testing.T, h Harness) {
 		{"SemaphoreWaiterSurvivesSetLimit", s.semaphoreWaiterSurvivesSetLimit},
 		{"SemaphoreShrinkUnderWaiter", s.semaphoreShrinkUnderWaiter},
 		{"MixedKindsLikeMemory", s.mixedKindsLikeMemory},
+		{"ReleaseOfAnotherKind", s.releaseOfAnotherKind},
 		{"SemaphoreWeightZero", s.semaphoreWeightZero},
 		{"SemaphoreSetLimitUnsupported", s.semaphoreSetLimitUnsupported},
 		{"RWReadersShare", s.rwReadersShare},

@@ -316,3 +316,78 @@ func outcomeOf(err error) string {
 	}
 	return "other: " + err.Error()
 }
+
+// releaseOfAnotherKind: a lock held as one kind, released by its owner as
+// another (a mutex's release of a permit or a reader, a shared release of
+// a mutex: what a client of a server may send), and its owner's election
+// metadata set on it (Proclaim, the server's metadata request, which is a
+// mutex's), answer as on the embedded engine: the release frees nothing
+// (refused: not held, or the kind's argument error) and the metadata is
+// not set on a shared holder. Before, on
+// ZooKeeper, both found the holder by owner alone: the wrong-kind release
+// freed the lock.
+func (s *suite) releaseOfAnotherKind(t *testing.T) {
+	s.sharer(t)
+	e := s.h.New(t)
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	run := func(e engine.Engine, name string) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c := distlock.New(e)
+		defer c.Close()
+		var out []string
+		for _, k := range []struct {
+			held  string
+			asked engine.Kind
+		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock}} {
+			name := name + "-" + k.held + "-" + k.asked.String()
+			var l *distlock.Lease
+			var err error
+			switch k.held {
+			case "permit":
+				l, err = c.Semaphore(name, 1).Acquire(ctx)
+			case "reader":
+				l, err = c.RWMutex(name).RLock(ctx)
+			default:
+				l, err = c.Acquire(ctx, name)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms, ok := e.(engine.MetadataSetter); ok {
+				st, err := ms.SetMetadata(ctx, name, l.Owner(), "proclaimed")
+				out = append(out, fmt.Sprintf("%s's metadata set: %v %v", k.held, st, outcomeOf(err)))
+			}
+			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})
+			info, ierr := c.Inspect(ctx, name)
+			if ierr != nil {
+				t.Fatal(ierr)
+			}
+			// Refused either way: answered not held (the engines), or
+			// with the kind's *ArgumentError (a server checks the kind
+			// asked against the name's first).
+			var ae *engine.ArgumentError
+			answer := fmt.Sprintf("%v %v", res.Status, outcomeOf(err))
+			if err == nil && res.Status == engine.NotHeld || errors.As(err, &ae) {
+				answer = "refused"
+			}
+			out = append(out, fmt.Sprintf("%s released as a %v: %s; held after %v, lease %v", k.held, k.asked, answer, info.Held, l.Err()))
+			if len(info.Holders) > 0 {
+				out = append(out, fmt.Sprintf("%s's holder metadata %q", k.held, info.Holders[0].Metadata))
+			}
+			_ = l.Release(ctx)
+		}
+		return out
+	}
+	_, setter := e.(engine.MetadataSetter)
+	var ref engine.Engine = mem
+	if !setter {
+		ref = struct{ engine.Engine }{mem} // no metadata steps on either side
+	}
+	want := run(ref, lockName(t))
+	got := run(e, lockName(t))
+	if !slices.Equal(got, want) {
+		t.Fatalf("outcomes differ from the embedded engine's:\nengine: %q\nmemory: %q", got, want)
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
-	"github.com/distlock/distlock/engine/memory"
 	"github.com/distlock/distlock/engine/quorum"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
@@ -720,26 +719,6 @@ func TestStrangerHolderStalled(t *testing.T) {
 	}
 }
 
-// outcome classifies a call's error as a user sees it.
-func outcome(err error) string {
-	var ue *distlock.UnsupportedError
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.As(err, &ue):
-		return "unsupported"
-	case errors.Is(err, distlock.ErrInvalidArgument):
-		return "argument"
-	case errors.Is(err, distlock.ErrLocked):
-		return "locked"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "waited"
-	case errors.Is(err, distlock.ErrNotHeld):
-		return "not held"
-	}
-	return "other: " + err.Error()
-}
-
 // TestStrangerStaleMinorityReader: a reader's release does not reach one
 // node of three (SIGSTOPped meanwhile), which keeps the reader until its
 // ttl or the quorum's retry. The quorum's answers are the majority's: a
@@ -822,64 +801,6 @@ func TestStrangerStaleMinorityReader(t *testing.T) {
 		t.Fatalf("the writer's token %d not above the reader's %d", w2.Token(), r2.Token())
 	}
 	_ = w2.Release(ctx)
-}
-
-// TestStrangerReleaseOfAnotherKind: a release of the kind the owner does
-// not hold (a mutex's release of a permit's or a reader's owner, a
-// semaphore's or an RW lock's release of a mutex's owner) answers as the
-// embedded engine does and frees nothing on any node; an election's
-// metadata asked for a shared holder is not set.
-func TestStrangerReleaseOfAnotherKind(t *testing.T) {
-	srvs := redistest.StartN(t, 3)
-	q := newQuorum(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
-	mem := memory.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	run := func(e engine.Engine, engineName string) []string {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c := distlock.New(e)
-		defer c.Close()
-		var out []string
-		for _, k := range []struct {
-			held  string
-			asked engine.Kind
-		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock}} {
-			name := "release-kind-" + engineName + "-" + k.held + "-" + k.asked.String()
-			var l *distlock.Lease
-			var err error
-			switch k.held {
-			case "permit":
-				l, err = c.Semaphore(name, 1).Acquire(ctx)
-			case "reader":
-				l, err = c.RWMutex(name).RLock(ctx)
-			default:
-				l, err = c.Acquire(ctx, name)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			// An election's metadata is a mutex's: not set on a shared
-			// holder.
-			st, err := e.(engine.MetadataSetter).SetMetadata(ctx, name, l.Owner(), "proclaimed")
-			out = append(out, fmt.Sprintf("%s's metadata set: %v %v", k.held, st, outcome(err)))
-			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})
-			info, ierr := c.Inspect(ctx, name)
-			if ierr != nil {
-				t.Fatal(ierr)
-			}
-			out = append(out, fmt.Sprintf("%s released as a %v: %v %v; held after %v", k.held, k.asked, res.Status, outcome(err), info.Held))
-			if len(info.Holders) > 0 {
-				out = append(out, fmt.Sprintf("%s's holder metadata %q", k.held, info.Holders[0].Metadata))
-			}
-			_ = l.Release(ctx)
-		}
-		return out
-	}
-	want := run(mem, "memory")
-	got := run(q, "quorum")
-	if !slices.Equal(got, want) {
-		t.Fatalf("outcomes differ from the embedded engine's:\nquorum: %q\nmemory: %q", got, want)
-	}
 }
 
 // TestStrangerObserveAcrossNodeRestarts: an election observed while the
