@@ -47,3 +47,6 @@ require (
 replace github.com/distlock/distlock/engine/etcd => ../engine/etcd
 
 replace github.com/distlock/distlock/engine/postgres => ../engine/postgres
+
+// go-zookeeper v1.0.4 with its reconnect data race fixed (engine/zookeeper/third_party/zk/PATCHED.md).
+replace github.com/go-zookeeper/zk => ../engine/zookeeper/third_party/zk

@@ -50,3 +50,6 @@ replace (
 	github.com/distlock/distlock/engine/postgres => ../../engine/postgres
 	github.com/distlock/distlock/engine/zookeeper => ../../engine/zookeeper
 )
+
+// go-zookeeper v1.0.4 with its reconnect data race fixed (engine/zookeeper/third_party/zk/PATCHED.md).
+replace github.com/go-zookeeper/zk => ../../engine/zookeeper/third_party/zk
