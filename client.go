@@ -344,22 +344,30 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 	return context.WithTimeout(context.WithoutCancel(ctx), c.releaseTimeout)
 }
 
-// cleanup releases a grant whose outcome was ambiguous (the reply was lost),
-// in the background, bounded by the release timeout; kind is the lock's.
-func (c *Client) cleanup(name, owner string, kind engine.Kind) {
+// cleanup makes release r in the background, bounded by the release
+// timeout: a grant whose outcome was ambiguous (the reply was lost, undo),
+// or a lease ended by its hold limit.
+func (c *Client) cleanup(r engine.ReleaseRequest) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		c.releaseNow(name, owner, kind)
+		c.releaseNow(r)
 	}()
 }
 
-// releaseNow releases one hold of owner on name, bounded by the release
-// timeout, ignoring the outcome: the clean-up of a grant nobody keeps.
-func (c *Client) releaseNow(name, owner string, kind engine.Kind) {
+// releaseNow makes release r, bounded by the release timeout, ignoring the
+// outcome: the clean-up of a hold nobody keeps.
+func (c *Client) releaseNow(r engine.ReleaseRequest) {
 	ctx, cancel := c.releaseContext(context.Background())
 	defer cancel()
-	_, _ = c.release(ctx, name, owner, kind)
+	_, _ = c.eng.Release(ctx, r)
+}
+
+// undo is the release of a grant nobody keeps (its reply came too late, or
+// was lost): engine.ReleaseRequest.Undo, so that a shared lock it leaves
+// empty does not keep the kind the grant gave it.
+func undo(name, owner string, kind engine.Kind) engine.ReleaseRequest {
+	return engine.ReleaseRequest{Name: name, Owner: owner, Kind: kind, Undo: true}
 }
 
 // leaveNow takes a waiter out of the engine's queue, bounded by the

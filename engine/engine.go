@@ -254,6 +254,17 @@ type ReleaseRequest struct {
 	// (ReleaseByKind). A semaphore's and an RW lock's holds are released
 	// alike.
 	Kind Kind
+	// Undo marks the release of a grant that the caller takes back because
+	// the attempt it was part of failed (a quorum's grant on a minority of
+	// its nodes, a grant whose requester left before it was answered): when
+	// it leaves a shared lock with no holder and nobody queued, the engine
+	// also forgets the lock's kind and limit, as if the grant had not been
+	// made, so that a refused attempt does not leave the name bound to its
+	// kind. The embedded and Redis engines honour it; an engine that does
+	// not leaves the kind until its lock is forgotten, as after any
+	// release. A mutex keeps no record past its holder, so it changes
+	// nothing there.
+	Undo bool
 }
 
 // ReleaseResult is the answer to a release.

@@ -62,7 +62,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	case o.gone:
 		if o.grant.Acquired && own {
 			ctx, cancel := engineContext(r.Context())
-			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind})
+			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind, Undo: true})
 			cancel()
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
@@ -482,7 +482,7 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 			return
 		}
 	}
-	if clientGone(r) {
+	if s.refuseGone(r) {
 		writeError(w, goneError()) // see clientgone.go: it could free a holder granted since
 		return
 	}

@@ -13,3 +13,11 @@ func TestSharedRaiseBounds(t *testing.T) {
 	defer e.Close()
 	enginetest.SharedRaiseBounds(t, e)
 }
+
+// TestUndoForgetsKind: engine.ReleaseRequest.Undo forgets the kind of a
+// shared lock it leaves empty.
+func TestUndoForgetsKind(t *testing.T) {
+	e := memory.New()
+	defer e.Close()
+	enginetest.UndoForgetsKind(t, e)
+}

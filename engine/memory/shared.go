@@ -203,6 +203,9 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
 	delete(s.holders, r.Owner)
+	if r.Undo && len(s.holders) == 0 && s.q == nil {
+		delete(e.shared, r.Name) // kind and limit forgotten: the grant is undone
+	}
 	e.wakeShared(r.Name, s)
 	e.notifyWaiter(r.Name, "") // plain subscribers (observers, waiters outside a queue)
 	return engine.ReleaseResult{Status: engine.Released}, nil

@@ -215,7 +215,7 @@ func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []r
 		if !x.done || x.err != nil || !x.v.Acquired {
 			return false, nil
 		}
-		_, err := n.eng.Release(ctx, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Kind: r.Kind})
+		_, err := n.eng.Release(ctx, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Kind: r.Kind, Undo: true})
 		return true, err
 	}, nil, nil)
 }

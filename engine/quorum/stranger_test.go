@@ -563,13 +563,12 @@ func TestStrangerKindsRace(t *testing.T) {
 // does not have the mutex's grant (here: down during the grant, then
 // started again empty, the mutex holding on the two others; a race of
 // the two kinds on one name did not do it: 0 of 50 names raced up to 10
-// times); the node keeps the RW lock's kind. Two such
-// refusals, on two different nodes, make a majority keep the name as an RW
-// lock: once the mutex is gone, the quorum refuses a semaphore on a name
-// whose every reader was refused.
+// times). The rollback is an undone release (engine.ReleaseRequest.Undo),
+// so the node does not keep the RW lock's kind: before it did, two such
+// refusals, on two different nodes, made a majority keep the name as an
+// RW lock, and once the mutex was gone the quorum refused a semaphore on a
+// name whose every reader was refused.
 func TestStrangerRefusedReadersMakeRWLock(t *testing.T) {
-	t.Skip("known defect: a shared grant rolled back on a minority of the nodes leaves its kind record there " +
-		"(no engine call forgets it); two refused readers, on two nodes, make the name an RW lock for the majority")
 	srvs := redistest.StartN(t, 3)
 	c := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -18,3 +18,14 @@ func TestSharedRaiseBounds(t *testing.T) {
 	defer e.Close()
 	enginetest.SharedRaiseBounds(t, e)
 }
+
+// TestUndoForgetsKind: engine.ReleaseRequest.Undo forgets the kind of a
+// shared lock it leaves empty (shared_release.lua).
+func TestUndoForgetsKind(t *testing.T) {
+	e, err := redisengine.New(redistest.Start(t).Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	enginetest.UndoForgetsKind(t, e)
+}

@@ -168,7 +168,11 @@ func sharedError(err error, name string, kind engine.Kind, limit, weight int) er
 // holder records the id of its last release, so that a copy of the command
 // that a client library resends drops no second hold.
 func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id).Int64()
+	undo := ""
+	if r.Undo {
+		undo = "1"
+	}
+	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id, undo).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err

@@ -1,6 +1,9 @@
 -- Drops one hold of owner ARGV[3] on the shared lock (shared.lua); ARGV[4]
 -- is the release's id: a release whose id is the one recorded is a copy
 -- of one already applied (a client library resent it), and drops nothing.
+-- ARGV[5] = '1' undoes a grant (engine.ReleaseRequest.Undo): when the
+-- owner's last hold goes and leaves no holder and nobody queued, the
+-- lock's kind and limit go with it, as if the grant had not been made.
 -- When the owner's last hold goes, its permits come back and the head of
 -- the queue is woken if its weight fits. As the mutex's release of a lock
 -- nobody waited for, it publishes nothing else: every waiter is in the
@@ -26,6 +29,11 @@ if h.c > 1 then
   return h.c
 end
 used = sh_drop(owner, h, used)
+if ARGV[5] == '1' and used == 0 and not sh_head() then
+  redis.call('DEL', LOCK, H)
+  sh_expire(now)
+  return 0
+end
 sh_wake(tonumber(lk[1]), used)
 sh_expire(now)
 return 0

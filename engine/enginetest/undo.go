@@ -1,0 +1,79 @@
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// UndoForgetsKind checks engine.ReleaseRequest.Undo on e, an engine that
+// honours it: a reader's grant released with Undo, leaving nobody, leaves
+// no kind behind (a semaphore is granted on the name next); released
+// without it, the name stays an RW lock, as after any release; and an
+// undone grant beside another reader, or with a waiter queued, keeps the
+// kind for them.
+func UndoForgetsKind(t *testing.T, e engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	read := func(name, owner string) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute,
+			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+	}
+	sem := func(name string) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: "sem", Attempt: "sem", TTL: time.Minute,
+			Kind: engine.Semaphore, Limit: 1, Weight: 1}
+	}
+	grant := func(r engine.AcquireRequest) {
+		t.Helper()
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
+			t.Fatalf("%s on %s: %+v, %v", r.Owner, r.Name, g, err)
+		}
+	}
+	release := func(name, owner string, undo bool) {
+		t.Helper()
+		r := engine.ReleaseRequest{Name: name, Owner: owner, Kind: engine.RWLock, Undo: undo}
+		if res, err := e.Release(ctx, r); err != nil || res.Status != engine.Released {
+			t.Fatalf("release %+v: %+v, %v", r, res, err)
+		}
+	}
+	kindKept := func(name, what string) {
+		t.Helper()
+		var ae *engine.ArgumentError
+		if g, err := e.Acquire(ctx, sem(name)); !errors.As(err, &ae) {
+			t.Fatalf("%s: a semaphore on the name: %+v, %v; want the RW lock's kind refusal", what, g, err)
+		}
+	}
+
+	undone := lockName(t) + "-undone"
+	grant(read(undone, "r"))
+	release(undone, "r", true)
+	grant(sem(undone)) // the kind went with the undone grant
+
+	kept := lockName(t) + "-kept"
+	grant(read(kept, "r"))
+	release(kept, "r", false)
+	kindKept(kept, "after a plain release")
+
+	beside := lockName(t) + "-beside"
+	grant(read(beside, "r1"))
+	grant(read(beside, "r2"))
+	release(beside, "r2", true)
+	kindKept(beside, "after an undone grant beside another reader")
+
+	queued := lockName(t) + "-queued"
+	grant(read(queued, "r"))
+	w := engine.AcquireRequest{Name: queued, Owner: "writer", Attempt: "w", TTL: time.Minute, Waiter: "writer",
+		WaiterTTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits}
+	if g, err := e.Acquire(ctx, w); err != nil || g.Acquired || !g.Queued {
+		t.Fatalf("a writer behind the reader: %+v, %v; want it queued", g, err)
+	}
+	release(queued, "r", true)
+	kindKept(queued, "after an undone grant with a writer queued")
+	if g, err := e.Acquire(ctx, w); err != nil || !g.Acquired {
+		t.Fatalf("the queued writer after the undone read: %+v, %v", g, err)
+	}
+}
