@@ -45,6 +45,17 @@ func clientGone(r *http.Request) bool {
 	return ok && peerClosed(c)
 }
 
+// refuseGone reports whether r's client has gone (clientGone), counting
+// the request in distlock_requests_dropped_total when it has: the caller
+// then answers goneError and does nothing.
+func (s *Server) refuseGone(r *http.Request) bool {
+	if !clientGone(r) {
+		return false
+	}
+	s.metrics.dropped.Inc()
+	return true
+}
+
 // goneError is the answer to a request whose client has gone (read only
 // by a client that closed its sending side alone).
 func goneError() *apiError {

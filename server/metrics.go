@@ -29,6 +29,8 @@ import (
 //	distlock_node_errors_total{node}             failed calls to one node of a Redlock quorum
 //	distlock_holders                             leases held now
 //	distlock_waiters                             acquires waiting now
+//	distlock_requests_dropped_total              (server) requests not carried out because their client
+//	                                             had gone before the server read them (server/clientgone.go)
 type Metrics struct {
 	acquired   prometheus.Counter
 	contended  prometheus.Counter
@@ -40,6 +42,7 @@ type Metrics struct {
 	nodeErrors *prometheus.CounterVec
 	holders    prometheus.Gauge
 	waiters    prometheus.Gauge
+	dropped    prometheus.Counter
 	gatherer   prometheus.Gatherer // reg, when it can be gathered
 }
 
@@ -76,9 +79,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "distlock_holders", Help: "Leases held now."}),
 		waiters: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "distlock_waiters", Help: "Acquires waiting now."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "distlock_requests_dropped_total", Help: "Requests not carried out because their client had gone before the server read them."}),
 	}
 	for _, c := range []prometheus.Collector{m.acquired, m.contended, m.failures, m.wait, m.hold,
-		m.renewals, m.lost, m.nodeErrors, m.holders, m.waiters} {
+		m.renewals, m.lost, m.nodeErrors, m.holders, m.waiters, m.dropped} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -166,7 +166,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 		}
 		return nil, badRequest("body", "cannot read the request body: "+err.Error())
 	}
-	if clientGone(r) {
+	if s.refuseGone(r) {
 		return nil, goneError() // see clientgone.go
 	}
 	return bytes.TrimSpace(data), nil

@@ -184,6 +184,28 @@ func strangerClient(t *testing.T, urls ...string) *distlock.Client {
 	return c
 }
 
+// metric is the value of one series (its whole name with labels, as
+// /metrics writes it) on server s; -1 when s does not answer or lacks it.
+func (s *procServer) metric(series string) float64 {
+	resp, err := http.Get(s.URL() + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
 // settle polls cond until it holds, failing the test after d.
 func settle(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -307,8 +329,10 @@ func TestStrangerAcquireReplayedByContinuedServer(t *testing.T) {
 	}
 	a.cont()
 	// Whatever the continued server does with the acquire it held, the
-	// lock must be free for another client now, through either server.
-	time.Sleep(500 * time.Millisecond) // the continued server's time to act on what it held (the fault's own length)
+	// lock must be free for another client now, through either server:
+	// once the server has dropped it (or after 20 s, when it carried it
+	// out instead).
+	waitDropped(t, a, 1)
 	info, err := direct.Inspect(ctx, "job")
 	if err != nil {
 		t.Fatal(err)
@@ -468,10 +492,13 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 	a.cont()
 	stopped = false
 	// The continued server wakes with the wait in its hands (its queue
-	// entry may have lapsed meanwhile, its client is gone). Give it the
-	// time to act (the fault's own aftermath), then the lock must be free
-	// and stay free: anything granted for nobody would hold it for 10s.
-	time.Sleep(time.Second) // the continued server's time to act on the wait it held
+	// entry may have lapsed meanwhile, its client is gone). Once the wait
+	// has ended there (the server counted an acquire given up), the lock
+	// must be free and stay free: anything granted for nobody would hold
+	// it for 10s.
+	settle(t, 20*time.Second, "the continued server to end the wait it held", func() bool {
+		return a.metric(`distlock_acquire_wait_seconds_count{outcome="failed"}`) >= 1
+	})
 	for range 20 {
 		info, err := direct.Inspect(ctx, "q")
 		if err != nil {
@@ -949,7 +976,7 @@ func TestStrangerLatchCountDownReplayedByContinuedServer(t *testing.T) {
 	}
 	a.cont()
 	stopped = false
-	time.Sleep(time.Second) // the continued server's time to act on the CountDown it held (the fault's own aftermath)
+	waitDropped(t, a, 1)
 	if n, err := y.CountDownLatch("ready").Count(ctx); err != nil || n != 1 {
 		t.Fatalf("Count after the continue = %d, %v; want 1: two calls counted down a latch of 3, the copy the stopped server held counted again", n, err)
 	}
@@ -1133,3 +1160,16 @@ func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// waitDropped waits until server s has dropped at least n requests whose
+// client had gone (distlock_requests_dropped_total), or 20 s: a continued
+// server acting on the requests it held. The caller then checks that what
+// the server did with them changed nothing; a server that carried one out
+// instead is caught by that check after the 20 s.
+func waitDropped(t *testing.T, s *procServer, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for s.metric("distlock_requests_dropped_total") < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polling the server's counter
+	}
+}
