@@ -4,7 +4,9 @@ package enginetest
 // process (harness work each engine does its own way), written once.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -266,5 +268,70 @@ func ServerStopped(t *testing.T, holder, waiter *distlock.Client, stop func() (c
 			t.Errorf("%s: waiter's token %d not above the holder's %d", kinds[i].name, w.Token(), x.held.Token())
 		}
 		_ = w.Release(ctx)
+	}
+}
+
+// ObserveAcrossRestarts runs, on a backend whose servers restart, a case
+// of the engines' restart tests (first written as the quorum's and
+// ZooKeeper's stranger tests): an election observed (through a Client of
+// its own) while rounds leaders, each of a Client of client's, campaign in
+// turn, proclaim and resign. underLeader(i) runs with round i's leader
+// elected, betweenLeaders(i) after it resigned (either may be nil): each
+// leader and each proclaimed value is reported within within, with its
+// own term, and the reported terms never go down (a state with no leader
+// aside).
+func ObserveAcrossRestarts(t *testing.T, client func(t *testing.T) *distlock.Client, rounds int, within time.Duration, underLeader, betweenLeaders func(i int)) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*4*within)
+	defer cancel()
+	name := lockName(t)
+	ch, err := client(t).Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	seen := func(term uint64, value string) {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case st, ok := <-ch:
+				if !ok {
+					t.Fatal("the observation ended")
+				}
+				if !st.Elected() {
+					continue // no leader between two terms
+				}
+				if st.Term < last {
+					t.Fatalf("term %d reported after %d", st.Term, last)
+				}
+				last = st.Term
+				if st.Term == term && st.Value == value {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("leader %q of term %d not reported within %v (last term %d)", value, term, within, last)
+			}
+		}
+	}
+	for i := range rounds {
+		v := fmt.Sprintf("leader-%d", i)
+		ld, err := client(t).Campaign(ctx, name, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen(ld.Term(), v)
+		if underLeader != nil {
+			underLeader(i)
+		}
+		if err := ld.Proclaim(ctx, v+"-proclaimed"); err != nil {
+			t.Fatal(err)
+		}
+		seen(ld.Term(), v+"-proclaimed")
+		if err := ld.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if betweenLeaders != nil {
+			betweenLeaders(i)
+		}
 	}
 }

@@ -809,58 +809,14 @@ func TestStrangerStaleMinorityReader(t *testing.T) {
 // never go down (a state with no leader aside).
 func TestStrangerObserveAcrossNodeRestarts(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	watcher := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	const name = "observe-restarts"
-	ch, err := watcher.Observe(ctx, name)
-	if err != nil {
-		t.Fatal(err)
+	client := func(t *testing.T) *distlock.Client {
+		return newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
 	}
-	var last uint64
-	seen := func(term uint64, value string) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case st, ok := <-ch:
-				if !ok {
-					t.Fatal("the observation ended")
-				}
-				if !st.Elected() {
-					continue // no leader between two terms
-				}
-				if st.Term < last {
-					t.Fatalf("term %d reported after %d", st.Term, last)
-				}
-				last = st.Term
-				if st.Term == term && st.Value == value {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("leader %q of term %d not reported within 10 s (last term %d)", value, term, last)
-			}
-		}
-	}
-	for i, s := range srvs {
-		c := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
-		v := fmt.Sprintf("leader-%d", i)
-		ld, err := c.Campaign(ctx, name, v)
-		if err != nil {
+	enginetest.ObserveAcrossRestarts(t, client, len(srvs), 10*time.Second, nil, func(i int) {
+		if err := srvs[i].Restart(); err != nil {
 			t.Fatal(err)
 		}
-		seen(ld.Term(), v)
-		if err := ld.Proclaim(ctx, v+"-proclaimed"); err != nil {
-			t.Fatal(err)
-		}
-		seen(ld.Term(), v+"-proclaimed")
-		if err := ld.Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Restart(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // TestStrangerStoppedWaiterSkipped: a writer queued behind a reader (it

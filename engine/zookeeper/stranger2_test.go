@@ -60,64 +60,11 @@ func TestStrangerMemberRestartsAndStops(t *testing.T) {
 		callsDuringStop(t, client, m)
 	})
 	t.Run("ObserveAcrossRestarts", func(t *testing.T) {
-		observeAcrossRestarts(t, client, restart)
+		// Under the leader and between leaders: the watches set again on
+		// reconnection.
+		restartAt := func(int) { restart() }
+		enginetest.ObserveAcrossRestarts(t, client, 2, 20*time.Second, restartAt, restartAt)
 	})
-}
-
-// observeAcrossRestarts: an election observed while the member restarts
-// under its leader and between leaders: each leader and proclaimed value
-// is reported within seconds (the watches set again on reconnection),
-// terms never going down.
-func observeAcrossRestarts(t *testing.T, client func(*testing.T) *distlock.Client, restart func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	name := fresh("observe-restarts")
-	ch, err := client(t).Observe(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last uint64
-	seen := func(term uint64, value string) {
-		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for {
-			select {
-			case st, ok := <-ch:
-				if !ok {
-					t.Fatal("the observation ended")
-				}
-				if !st.Elected() {
-					continue // no leader between two terms
-				}
-				if st.Term < last {
-					t.Fatalf("term %d reported after %d", st.Term, last)
-				}
-				last = st.Term
-				if st.Term == term && st.Value == value {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("leader %q of term %d not reported within 20 s (last term %d)", value, term, last)
-			}
-		}
-	}
-	for i := range 2 {
-		v := fmt.Sprintf("leader-%d", i)
-		ld, err := client(t).Campaign(ctx, name, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen(ld.Term(), v)
-		restart() // under the leader
-		if err := ld.Proclaim(ctx, v+"-proclaimed"); err != nil {
-			t.Fatal(err)
-		}
-		seen(ld.Term(), v+"-proclaimed")
-		if err := ld.Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
-		restart() // between leaders
-	}
 }
 
 // callsDuringStop: with the member stopped (SIGSTOP), an acquire of each
