@@ -124,6 +124,7 @@ func Run(t *testing.T, h Harness) {
 		{"SemaphoreShrinkUnderWaiter", s.semaphoreShrinkUnderWaiter},
 		{"MixedKindsLikeMemory", s.mixedKindsLikeMemory},
 		{"ReleaseOfAnotherKind", s.releaseOfAnotherKind},
+		{"KindsRace", s.kindsRace},
 		{"SemaphoreWeightZero", s.semaphoreWeightZero},
 		{"SemaphoreSetLimitUnsupported", s.semaphoreSetLimitUnsupported},
 		{"RWReadersShare", s.rwReadersShare},

@@ -495,66 +495,7 @@ func TestStrangerKindsRace(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	a := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
 	b := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	type op struct {
-		kind engine.Kind
-		try  func(c *distlock.Client, name string) (*distlock.Lease, error)
-	}
-	mutex := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.TryAcquire(ctx, name) }}
-	reader := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryRLock(ctx) }}
-	writer := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryLock(ctx) }}
-	permit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
-		return c.Semaphore(name, 1).TryAcquire(ctx)
-	}}
-	// An election is a mutex's kind with a value: a Campaign waits, so
-	// it is given a short budget; a refused kind ends it at once.
-	elect := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) {
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		defer ccancel()
-		ld, err := c.Campaign(cctx, name, "v")
-		if err != nil {
-			return nil, err
-		}
-		return ld.Lease(), nil
-	}}
-	for _, pair := range []struct {
-		name string
-		x, y op
-	}{{"mutex-reader", mutex, reader}, {"writer-permit", writer, permit}, {"election-reader", elect, reader}} {
-		t.Run(pair.name, func(t *testing.T) {
-			for round := range 20 {
-				name := fmt.Sprintf("kinds-race-%s-%d", pair.name, round)
-				start := make(chan struct{})
-				type answer struct {
-					l   *distlock.Lease
-					err error
-				}
-				xa, ya := make(chan answer, 1), make(chan answer, 1)
-				go func() { <-start; l, err := pair.x.try(a, name); xa <- answer{l, err} }()
-				go func() { <-start; l, err := pair.y.try(b, name); ya <- answer{l, err} }()
-				close(start)
-				x, y := <-xa, <-ya
-				if (x.err == nil) == (y.err == nil) {
-					t.Fatalf("round %d: %v and %v: want exactly one granted", round, x.err, y.err)
-				}
-				win, lose, kind := x, y, pair.x.kind
-				if x.err != nil {
-					win, lose, kind = y, x, pair.y.kind
-				}
-				if !errors.Is(lose.err, distlock.ErrInvalidArgument) {
-					t.Fatalf("round %d: the loser: %v, want an *ArgumentError", round, lose.err)
-				}
-				if err := win.l.Release(ctx); err != nil {
-					t.Fatal(err)
-				}
-				info, err := a.Inspect(ctx, name)
-				if err != nil || info.Held || info.Kind != kind {
-					t.Fatalf("round %d: after the %v released: %+v, %v", round, kind, info, err)
-				}
-			}
-		})
-	}
+	enginetest.KindsRace(t, a, b, 20, false)
 }
 
 // TestStrangerRefusedReadersMakeRWLock: a reader refused while a mutex

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
-	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
 	zkengine "github.com/distlock/distlock/engine/zookeeper"
 	"github.com/distlock/distlock/engine/zookeeper/zktest"
@@ -599,61 +598,7 @@ func TestStrangerKindsRace(t *testing.T) {
 	t.Cleanup(func() { _ = a.Close() })
 	b := distlock.New(dial(t, ens.Servers()[1:2]))
 	t.Cleanup(func() { _ = b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	type op struct {
-		kind engine.Kind
-		try  func(c *distlock.Client, name string) (*distlock.Lease, error)
-	}
-	mutex := op{engine.Mutex, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.TryAcquire(ctx, name) }}
-	reader := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryRLock(ctx) }}
-	writer := op{engine.RWLock, func(c *distlock.Client, name string) (*distlock.Lease, error) { return c.RWMutex(name).TryLock(ctx) }}
-	permit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
-		return c.Semaphore(name, 2).TryAcquire(ctx)
-	}}
-	limit := op{engine.Semaphore, func(c *distlock.Client, name string) (*distlock.Lease, error) {
-		return nil, c.Semaphore(name, 2).SetLimit(ctx, 2)
-	}}
-	run := fresh("")
-	for _, pair := range []struct {
-		name string
-		x, y op
-	}{{"setlimit-reader", limit, reader}, {"mutex-reader", mutex, reader}, {"writer-permit", writer, permit}} {
-		t.Run(pair.name, func(t *testing.T) {
-			for round := range 15 {
-				name := fmt.Sprintf("stranger-kinds-race%s-%s-%d", run, pair.name, round)
-				start := make(chan struct{})
-				type answer struct {
-					l   *distlock.Lease
-					err error
-				}
-				xa, ya := make(chan answer, 1), make(chan answer, 1)
-				go func() { <-start; l, err := pair.x.try(a, name); xa <- answer{l, err} }()
-				go func() { <-start; l, err := pair.y.try(b, name); ya <- answer{l, err} }()
-				close(start)
-				x, y := <-xa, <-ya
-				if (x.err == nil) == (y.err == nil) {
-					t.Fatalf("round %d: %v and %v: want exactly one to succeed", round, x.err, y.err)
-				}
-				win, lose, kind := x, y, pair.x.kind
-				if x.err != nil {
-					win, lose, kind = y, x, pair.y.kind
-				}
-				if !errors.Is(lose.err, distlock.ErrInvalidArgument) {
-					t.Fatalf("round %d: the loser: %v, want an *ArgumentError", round, lose.err)
-				}
-				if win.l != nil {
-					if err := win.l.Release(ctx); err != nil {
-						t.Fatal(err)
-					}
-				}
-				info, err := a.Inspect(ctx, name)
-				if err != nil || info.Held || info.Kind != kind {
-					t.Fatalf("round %d: after the %v left: %+v, %v", round, kind, info, err)
-				}
-			}
-		})
-	}
+	enginetest.KindsRace(t, a, b, 15, true)
 }
 
 // strangerNames counts the names fresh made in this process.
