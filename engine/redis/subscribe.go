@@ -22,8 +22,18 @@ import (
 const linger = 2 * time.Second
 
 // idlePing is how long the reader waits for a message before it pings the
-// server, so that a dead connection is noticed and re-established.
-const idlePing = 15 * time.Second
+// server, and pongWait how long it then waits for the answer (or any
+// message): a connection that stays silent that long is given up and its
+// channels are subscribed again wherever the client now sends its commands.
+// A server that stopped (SIGSTOP, a partition) keeps its socket open, and
+// go-redis never reconnects a pub/sub connection on a receive timeout: on
+// a Sentinel deployment whose master stopped and was failed over, the
+// subscriptions would otherwise stay on the old master, and a latch's Wait
+// or an election's Observe would hear nothing until it came back.
+const (
+	idlePing = 2 * time.Second
+	pongWait = 3 * time.Second
+)
 
 // evacuateAfter is the number of failed receives in a row after which a
 // sharded connection's channels are subscribed again wherever the cluster
@@ -226,19 +236,33 @@ func (w *watcher) read(c *subConn) {
 	defer w.readers.Done()
 	ctx := context.Background()
 	failures := 0
+	pinged := false // a ping is out, and nothing came since
 	for {
-		msg, err := c.ps.ReceiveTimeout(ctx, idlePing)
+		wait := idlePing
+		if pinged {
+			wait = pongWait
+		}
+		msg, err := c.ps.ReceiveTimeout(ctx, wait)
 		if w.gone(c) {
 			return
 		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
+				if pinged {
+					// Silent through a ping: the server stopped or is
+					// cut off. Its channels go to whoever serves them
+					// now (after a failover, the new master).
+					w.hub.WakeAll()
+					w.evacuate(c)
+					return
+				}
 				pctx, cancel := context.WithTimeout(ctx, time.Second)
-				_ = c.ps.Ping(pctx)
+				pinged = c.ps.Ping(pctx) == nil
 				cancel()
 				continue
 			}
+			pinged = false
 			// The connection broke: go-redis reconnects and subscribes
 			// again on the next receive. Messages may have been lost, so
 			// every waiter re-checks; answers to our SUNSUBSCRIBEs will not
@@ -256,7 +280,7 @@ func (w *watcher) read(c *subConn) {
 			time.Sleep(backoff(failures))
 			continue
 		}
-		failures = 0
+		failures, pinged = 0, false
 		switch m := msg.(type) {
 		case *goredis.Message:
 			w.deliver(m.Channel, m.Payload)
@@ -294,8 +318,10 @@ func (w *watcher) moved(c *subConn, ch string) {
 	w.mu.Unlock()
 }
 
-// evacuate closes c, which keeps failing, and subscribes its channels
-// again on the masters that serve them now (the same one, once it is back).
+// evacuate closes c, which keeps failing or went silent, and subscribes
+// its channels again on the masters that serve them now (the same one,
+// once it is back; with classic pub/sub, wherever the client connects now:
+// a Sentinel failover client's new master).
 func (w *watcher) evacuate(c *subConn) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -361,9 +387,11 @@ func (w *watcher) orphan(st *channelState, ch string) bool {
 func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), resubscribeAttempt)
 	defer cancel()
-	w.e.sharded.ReloadState(ctx)
+	if w.e.sharded != nil {
+		w.e.sharded.ReloadState(ctx)
+	}
 	node, nc, err := w.nodeOf(ctx, ch)
-	if err != nil || (node == avoid && i < 10) {
+	if err != nil || (w.e.sharded != nil && node == avoid && i < 10) {
 		return false
 	}
 	w.mu.Lock()
