@@ -2,6 +2,7 @@ package distlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -410,4 +411,128 @@ func TestStrangerSentinelKindsAcrossFailover(t *testing.T) {
 			_ = permits[1].Release(ctx)
 		})
 	}
+}
+
+// TestStrangerSentinelLostGrants: the failover loses grants (the replica is
+// cut off first, as README's guarantees allow): a mutex released and taken
+// by another holder, and an election's leader resigned and succeeded, on
+// the old master only. After Sentinel fails over to the replica (which
+// still has the first holder's and the first leader's records), the
+// holders whose grants were lost are told so within their ttl, and stay
+// told; nobody else is granted the mutex or elected before they are told;
+// the next grant's token and the next term are above every one handed out
+// before (the time floor); and the observer's terms never go down, though
+// the new master's records are older than what it reported.
+func TestStrangerSentinelLostGrants(t *testing.T) {
+	g := redistest.StartSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c1, c2, obs := sentinelClient(t, g), sentinelClient(t, g), sentinelClient(t, g)
+	const ttl = 6 * time.Second
+	wttl := distlock.WithTTL(ttl)
+
+	l1, err := c1.Campaign(ctx, "e", "one", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, err := c1.Acquire(ctx, "m", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders, err := obs.Observe(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var terms []uint64
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		for l := range leaders {
+			mu.Lock()
+			terms = append(terms, l.Term)
+			mu.Unlock()
+		}
+	}()
+	seen := func(term uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(terms) > 0 && terms[len(terms)-1] == term
+	}
+	strangerWaitFor(t, 10*time.Second, "the observer sees the first leader", func() bool { return seen(l1.Term()) })
+	replicated(t, g)
+	if err := g.CutReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// On the old master only: the first holder and leader let go, the
+	// second take over.
+	if err := l1.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := c2.Campaign(ctx, "e", "two", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := c2.Acquire(ctx, "m", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerWaitFor(t, 10*time.Second, "the observer sees the second leader", func() bool { return seen(l2.Term()) })
+
+	if err := g.Master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	g.Failover(t)
+	failedOver := time.Now()
+
+	// A newcomer: waits out the stale records the new master kept, and
+	// must find every lost holder told before it holds.
+	c3 := sentinelClient(t, g)
+	h3, err := c3.Acquire(ctx, "m", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3At := time.Now()
+	if h2.Err() == nil {
+		t.Fatalf("the newcomer holds the mutex (token %d) while the lost holder (token %d) is not told", h3.Token(), h2.Token())
+	}
+	l3, err := c3.Campaign(ctx, "e", "three", wttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Err() == nil {
+		t.Fatalf("a new leader (term %d) while the lost one (term %d) is not told", l3.Term(), l2.Term())
+	}
+	t.Logf("newcomer held the mutex %v after the failover; lost holder told: %v", h3At.Sub(failedOver), h2.Err())
+	var lost *distlock.LostError
+	for what, l := range map[string]*distlock.Lease{"holder": h2, "leader": l2.Lease()} {
+		if !errors.As(l.Err(), &lost) {
+			t.Fatalf("the lost %s: %v, want a *LostError", what, l.Err())
+		}
+		select {
+		case <-l.Done():
+		default:
+			t.Fatalf("the lost %s's Done is open", what)
+		}
+	}
+	if h3.Token() <= h2.Token() || l3.Term() <= l2.Term() {
+		t.Fatalf("after the failover token %d (lost %d), term %d (lost %d): not above", h3.Token(), h2.Token(), l3.Term(), l2.Term())
+	}
+	strangerWaitFor(t, 10*time.Second, "the observer sees the third leader", func() bool { return seen(l3.Term()) })
+	cancel()
+	<-observed
+	var last uint64
+	for _, term := range terms {
+		if term != 0 && term < last {
+			t.Fatalf("the observer's terms went down: %v", terms)
+		}
+		last = max(last, term)
+	}
+	t.Logf("observer's terms: %v", terms)
 }
