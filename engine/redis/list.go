@@ -35,8 +35,11 @@ var (
 // are not listed, nor keys at a lock's place that are not distlock locks
 // (Leaks reports those).
 //
-// cursor is the SCAN cursor as a decimal string. On Redis Cluster every
-// master is scanned to the end in one call and next is always "".
+// cursor is the SCAN cursor as a decimal string and the run id of the
+// server that made it (see scan: a restart between or during pages starts
+// the listing over, so no lock held throughout is missed). On Redis
+// Cluster every master is scanned to the end in one call and next is
+// always "".
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	keys, next, err := e.scan(ctx, e.matchPattern(prefix, true), cursor, limit)
 	if err != nil {
@@ -156,19 +159,89 @@ func (e *Engine) scan(ctx context.Context, pattern, cursor string, limit int) ([
 	if cc, ok := e.client.(*goredis.ClusterClient); ok {
 		return scanCluster(ctx, cc, pattern, count)
 	}
-	var cur uint64
-	if cursor != "" {
-		var err error
-		if cur, err = strconv.ParseUint(cursor, 10, 64); err != nil {
-			return nil, "", errors.New("list: invalid cursor " + strconv.Quote(cursor))
-		}
+	cur, from, err := parseCursor(cursor)
+	if err != nil {
+		return nil, "", err
 	}
-	seen := make(map[string]struct{})
-	var keys []string
-	for range maxScanRounds {
-		page, next, err := e.client.Scan(ctx, cur, pattern, count).Result()
+	for range maxListRestarts {
+		id, err := runID(ctx, e.client)
 		if err != nil {
 			return nil, "", err
+		}
+		if from != "" && from != id {
+			cur = 0 // a cursor of a server since restarted: start over
+		}
+		keys, next, err := scanPage(ctx, e.client, pattern, cur, count, limit)
+		if err != nil {
+			return nil, "", err
+		}
+		if after, err := runID(ctx, e.client); err != nil || after != id {
+			if err != nil {
+				return nil, "", err
+			}
+			cur, from = 0, after // restarted while this page was read: start over
+			continue
+		}
+		if next == 0 {
+			return keys, "", nil
+		}
+		return keys, strconv.FormatUint(next, 10) + "@" + id, nil
+	}
+	return nil, "", errRestarting
+}
+
+// A SCAN cursor is good only on the server process that made it: a
+// restarted server (and another one after a failover) hashes the keys with
+// a seed of its own, so an old cursor would go on at a place that skips
+// some of them. List's cursor therefore carries the server's run id
+// ("<scan cursor>@<run id>"); a page read on a server whose run id is not
+// the cursor's, or that changed while the page was read, starts the
+// listing over from the start (names listed already come again, which
+// callers deduplicate, and none held throughout is missed).
+const maxListRestarts = 3
+
+// errRestarting: the server restarted during every one of maxListRestarts
+// tries of one page.
+var errRestarting = errors.New("list: the Redis server restarted while each try of the page was read")
+
+// parseCursor splits List's cursor into the SCAN cursor and the run id of
+// the server that made it ("" in the first page's cursor, and in a bare
+// SCAN cursor).
+func parseCursor(cursor string) (cur uint64, runID string, err error) {
+	if cursor == "" {
+		return 0, "", nil
+	}
+	c, id, _ := strings.Cut(cursor, "@")
+	if cur, err = strconv.ParseUint(c, 10, 64); err != nil {
+		return 0, "", errors.New("list: invalid cursor " + strconv.Quote(cursor))
+	}
+	return cur, id, nil
+}
+
+// runID is the run id of the server c talks to (INFO server): a new one on
+// every start.
+func runID(ctx context.Context, c goredis.Cmdable) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(id), nil
+		}
+	}
+	return "", errors.New("list: INFO server has no run_id")
+}
+
+// scanPage reads keys matching pattern from cur on, in at most
+// maxScanRounds SCAN round trips, until about limit were found or the
+// scan ended (next 0).
+func scanPage(ctx context.Context, c goredis.Cmdable, pattern string, cur uint64, count int64, limit int) (keys []string, next uint64, err error) {
+	seen := make(map[string]struct{})
+	for range maxScanRounds {
+		page, n, err := c.Scan(ctx, cur, pattern, count).Result()
+		if err != nil {
+			return nil, 0, err
 		}
 		for _, k := range page {
 			if _, dup := seen[k]; !dup {
@@ -176,15 +249,12 @@ func (e *Engine) scan(ctx context.Context, pattern, cursor string, limit int) ([
 				keys = append(keys, k)
 			}
 		}
-		cur = next
+		cur = n
 		if cur == 0 || len(keys) >= limit {
 			break
 		}
 	}
-	if cur == 0 {
-		return keys, "", nil
-	}
-	return keys, strconv.FormatUint(cur, 10), nil
+	return keys, cur, nil
 }
 
 // scanCluster scans every master of a cluster to the end, concurrently.
@@ -195,16 +265,30 @@ func scanCluster(ctx context.Context, cc *goredis.ClusterClient, pattern string,
 		keys []string
 	)
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-		it := c.Scan(ctx, 0, pattern, count).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			if _, dup := seen[it.Val()]; !dup {
-				seen[it.Val()] = struct{}{}
-				keys = append(keys, it.Val())
+		// Each master to its end, read again from the start when it
+		// restarted meanwhile (its cursor would skip keys: see scan).
+		for range maxListRestarts {
+			id, err := runID(ctx, c)
+			if err != nil {
+				return err
 			}
-			mu.Unlock()
+			it := c.Scan(ctx, 0, pattern, count).Iterator()
+			for it.Next(ctx) {
+				mu.Lock()
+				if _, dup := seen[it.Val()]; !dup {
+					seen[it.Val()] = struct{}{}
+					keys = append(keys, it.Val())
+				}
+				mu.Unlock()
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+			if after, err := runID(ctx, c); err != nil || after == id {
+				return err
+			}
 		}
-		return it.Err()
+		return errRestarting
 	})
 	if err != nil {
 		return nil, "", err
