@@ -16,11 +16,22 @@ import (
 func (s *suite) kindsRace(t *testing.T) {
 	s.sharer(t)
 	_, sems := s.sharedKinds(t)
-	KindsRace(t, s.client(t), s.client(t), 10, sems)
+	KindsRace(t, s.client(t), s.client(t), KindsRaceOptions{Rounds: 10, Semaphores: sems, Votes: s.h.Votes})
+}
+
+// KindsRaceOptions are KindsRace's: Rounds of each pair of kinds;
+// Semaphores, the engine keeps semaphores above 1; Votes, the engine
+// decides by a vote among nodes (Harness.Votes), where a round may be a
+// split vote that refuses both calls (a node that answered neither in
+// time): such rounds are tried again on a fresh name, up to Rounds more.
+type KindsRaceOptions struct {
+	Rounds     int
+	Semaphores bool
+	Votes      bool
 }
 
 // KindsRace: two kinds asked at once on a fresh name, from Clients a and
-// b, round after round (rounds of each pair): a mutex and a reader, a
+// b, round after round (o.Rounds of each pair): a mutex and a reader, a
 // writer and a semaphore's permit, an election and a reader, and with sems
 // (semaphores above 1 kept) a semaphore's SetLimit and a reader. Exactly
 // one call succeeds; the other is refused as the wrong kind (an
@@ -29,8 +40,9 @@ func (s *suite) kindsRace(t *testing.T) {
 // whatever the engine's parts (a quorum's nodes, an ensemble's members)
 // took first. First written as the quorum's and ZooKeeper's stranger
 // tests (SAFETY findings 20, 21).
-func KindsRace(t *testing.T, a, b *distlock.Client, rounds int, sems bool) {
+func KindsRace(t *testing.T, a, b *distlock.Client, o KindsRaceOptions) {
 	t.Helper()
+	sems := o.Semaphores
 	ctx := ctxTimeout(t, 2*time.Minute)
 	type op struct {
 		kind engine.Kind
@@ -70,8 +82,9 @@ func KindsRace(t *testing.T, a, b *distlock.Client, rounds int, sems bool) {
 	}
 	base := lockName(t)
 	for _, p := range pairs {
-		for round := range rounds {
-			name := fmt.Sprintf("%s-%s-%d", base, p.name, round)
+		splits := 0
+		for round := 0; round < o.Rounds; round++ {
+			name := fmt.Sprintf("%s-%s-%d-%d", base, p.name, round, splits)
 			start := make(chan struct{})
 			type answer struct {
 				l   *distlock.Lease
@@ -82,6 +95,13 @@ func KindsRace(t *testing.T, a, b *distlock.Client, rounds int, sems bool) {
 			go func() { <-start; l, err := p.y.try(b, name); ya <- answer{l, err} }()
 			close(start)
 			x, y := <-xa, <-ya
+			var xe, ye *distlock.ArgumentError
+			if o.Votes && x.err != nil && y.err != nil && (!errors.As(x.err, &xe) || !errors.As(y.err, &ye)) && splits < o.Rounds {
+				t.Logf("%s round %d: a split vote (%v; %v): again", p.name, round, x.err, y.err)
+				splits++
+				round--
+				continue
+			}
 			if (x.err == nil) == (y.err == nil) {
 				t.Fatalf("%s round %d: %v and %v: want exactly one to succeed", p.name, round, x.err, y.err)
 			}

@@ -495,7 +495,7 @@ func TestStrangerKindsRace(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	a := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
 	b := newClient(t, srvs, quorum.WithNodeTimeout(strangerNodeTimeout))
-	enginetest.KindsRace(t, a, b, 20, false)
+	enginetest.KindsRace(t, a, b, enginetest.KindsRaceOptions{Rounds: 20, Votes: true})
 }
 
 // TestStrangerRefusedReadersMakeRWLock: a reader refused while a mutex

@@ -598,7 +598,7 @@ func TestStrangerKindsRace(t *testing.T) {
 	t.Cleanup(func() { _ = a.Close() })
 	b := distlock.New(dial(t, ens.Servers()[1:2]))
 	t.Cleanup(func() { _ = b.Close() })
-	enginetest.KindsRace(t, a, b, 15, true)
+	enginetest.KindsRace(t, a, b, enginetest.KindsRaceOptions{Rounds: 15, Semaphores: true})
 }
 
 // strangerNames counts the names fresh made in this process.
