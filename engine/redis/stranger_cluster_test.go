@@ -2,6 +2,9 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -232,4 +235,161 @@ func TestStrangerClusterSlotMoveKinds(t *testing.T) {
 			t.Fatalf("queued waiters not served within %v of the release", bound)
 		}
 	}
+}
+
+// TestStrangerClusterAcquireAllAcrossSlots: sets over names in different
+// slots of a Cluster (taken name by name by the Client, in sorted order).
+// A set with a name held as a semaphore is refused at once (an
+// *ArgumentError, even while waiting) and leaves nothing held or queued; a
+// set waiting for a held name gets every name soon after its release; and
+// overlapping sets and single-name acquirers, in any order, all finish
+// (no deadlock) without two holders of one name at once.
+func TestStrangerClusterAcquireAllAcrossSlots(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := func() *distlock.Client {
+		c := distlock.New(listEngine(t, cl.Client()))
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	x, y := client(), client()
+	names := []string{"a", "b", "c", "d"}
+	slots := map[int64]bool{}
+	for _, n := range names {
+		slots[cl.Client().ClusterKeySlot(ctx, redisengine.DefaultPrefix+"{"+n+"}").Val()] = true
+	}
+	if len(slots) != len(names) {
+		t.Fatalf("names in %d slots, want %d", len(slots), len(names))
+	}
+	free := func(ns ...string) {
+		t.Helper()
+		for _, n := range ns {
+			in, err := x.Inspect(ctx, n)
+			if err != nil || in.Held || in.Waiters != 0 {
+				t.Fatalf("%s: %+v, %v; want free, nobody queued", n, in, err)
+			}
+		}
+	}
+
+	// A name held as a semaphore: the set is refused, at once, waiting or
+	// not, and nothing of it stays.
+	permit, err := x.Semaphore("b", 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, try := range []bool{true, false} {
+		start := time.Now()
+		var err error
+		if try {
+			_, err = y.TryAcquireAll(ctx, []string{"c", "a", "b"})
+		} else {
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err = y.AcquireAll(wctx, []string{"c", "a", "b"})
+			cancel()
+		}
+		var ae *distlock.ArgumentError
+		if !errors.As(err, &ae) || !errors.Is(err, distlock.ErrInvalidArgument) {
+			t.Fatalf("try=%v: a set with a semaphore's name: %v; want an *ArgumentError", try, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("try=%v: refused after %v, not at once", try, d)
+		}
+		free("a", "c")
+	}
+	if err := permit.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A set waits for a held name and gets it all after the release.
+	held, err := x.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSet := make(chan error, 1)
+	var set *distlock.LeaseSet
+	go func() {
+		var err error
+		set, err = y.AcquireAll(ctx, []string{"d", "b", "a"})
+		gotSet <- err
+	}()
+	waitFor(t, "the set queued for b", func() bool { in, err := x.Inspect(ctx, "b"); return err == nil && in.Waiters == 1 })
+	released := time.Now()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-gotSet:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the set got its names %v after the release", time.Since(released))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the set did not get its names within 2 s of the release")
+	}
+	if set.Token("b") <= held.Token() {
+		t.Fatalf("the set's token for b %d, not above the holder's %d", set.Token("b"), held.Token())
+	}
+	if err := set.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	free(names...)
+
+	// Overlapping sets and single names, each in its own Client.
+	var mu sync.Mutex
+	holding := map[string]string{}
+	lastToken := map[string]uint64{}
+	enter := func(who string, tokens map[string]uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for n, tok := range tokens {
+			if h := holding[n]; h != "" {
+				t.Errorf("%s holds %s while %s does", who, n, h)
+			}
+			if tok <= lastToken[n] {
+				t.Errorf("%s holds %s with token %d, not above the previous holder's %d", who, n, tok, lastToken[n])
+			}
+			holding[n], lastToken[n] = who, tok
+		}
+	}
+	leave := func(ns []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range ns {
+			delete(holding, n)
+		}
+	}
+	sets := [][]string{{"a", "b", "c"}, {"c", "d", "a"}, {"d", "b"}, {"b", "c", "d", "a"}, {"a"}, {"c"}}
+	var wg sync.WaitGroup
+	for i, ns := range sets {
+		c := client()
+		who := strings.Join(ns, "")
+		wg.Go(func() {
+			for range 15 {
+				if len(ns) == 1 {
+					l, err := c.Acquire(ctx, ns[0], distlock.WithTTL(5*time.Second))
+					if err != nil {
+						t.Errorf("%d %s: %v", i, who, err)
+						return
+					}
+					enter(who, map[string]uint64{ns[0]: l.Token()})
+					time.Sleep(time.Millisecond) // the work, while held
+					leave(ns)
+					_ = l.Release(ctx)
+					continue
+				}
+				s, err := c.AcquireAll(ctx, ns, distlock.WithTTL(5*time.Second))
+				if err != nil {
+					t.Errorf("%d %s: %v", i, who, err)
+					return
+				}
+				enter(who, s.Tokens())
+				time.Sleep(time.Millisecond) // the work, while held
+				leave(ns)
+				_ = s.Release(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	free(names...)
 }
