@@ -38,6 +38,9 @@ func startStranger(t *testing.T, c cli, args ...string) *strangerProc {
 	cmd := c.command(args...)
 	p := &strangerProc{cmd: cmd, out: &lockedBuffer{}, errb: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.errb
+	// A command left running (by a killed distlock, or a broken one) holds
+	// the output pipes: Wait returns once distlock has exited anyway.
+	cmd.WaitDelay = time.Second
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
