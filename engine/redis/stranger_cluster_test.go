@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -392,4 +393,115 @@ func TestStrangerClusterAcquireAllAcrossSlots(t *testing.T) {
 	}
 	wg.Wait()
 	free(names...)
+}
+
+// errorCount returns how many replies srv gave with the error prefix
+// (INFO errorstats).
+func errorCount(ctx context.Context, srv *redistest.Server, prefix string) int {
+	info := srv.Client().Info(ctx, "errorstats").Val()
+	for _, l := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(l, "errorstat_"+prefix+":count="); ok {
+			n, _ := strconv.Atoi(rest)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestStrangerClusterMidMigration: a held lock with a waiter queued while
+// its slot is half migrated (IMPORTING and MIGRATING set, the high-water
+// moved, the lock and its queue not yet): every script on the name is
+// refused with TRYAGAIN meanwhile, but for the holder's renewals and its
+// release, which touch only keys still there. The holder releases during
+// it; the woken waiter's attempts are refused until the migration
+// completes, and then it is served at once (not at a backoff's or the
+// holder's expiry), with a token above the holder's.
+func TestStrangerClusterMidMigration(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holderC := distlock.New(listEngine(t, cl.Client()))
+	defer holderC.Close()
+	waiterC := distlock.New(listEngine(t, cl.Client()))
+	defer waiterC.Close()
+	const name, ttl = "half", 10 * time.Second
+	key := redisengine.DefaultPrefix + "{" + name + "}"
+	from := nodeOf(t, cl, key)
+	to := cl.Nodes[0]
+	if to == from {
+		to = cl.Nodes[1]
+	}
+	slot := int(cl.Client().ClusterKeySlot(ctx, key).Val())
+
+	held, err := holderC.Acquire(ctx, name, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		l   *distlock.Lease
+		err error
+		at  time.Time
+	}
+	served := make(chan got, 1)
+	go func() {
+		l, err := waiterC.Acquire(ctx, name, distlock.WithTTL(ttl))
+		served <- got{l, err, time.Now()}
+	}()
+	waitFor(t, "the waiter queued", func() bool { in, err := holderC.Inspect(ctx, name); return err == nil && in.Waiters == 1 })
+
+	id := func(s *redistest.Server) string { return s.Client().ClusterMyID(ctx).Val() }
+	do := func(s *redistest.Server, args ...any) {
+		t.Helper()
+		if err := s.Client().Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v on %s: %v", args, s.Addr(), err)
+		}
+	}
+	do(to, "cluster", "setslot", slot, "importing", id(from))
+	do(from, "cluster", "setslot", slot, "migrating", id(to))
+	do(from, "migrate", "127.0.0.1", to.Port(), "", 0, 5000, "keys", key+":fence")
+	refused := errorCount(ctx, from, "TRYAGAIN")
+	// The waiter's heartbeats (every second) are refused now (the
+	// holder's renewals are not: they touch the lock's key alone).
+	waitFor(t, "scripts refused with TRYAGAIN", func() bool { return errorCount(ctx, from, "TRYAGAIN") >= refused+3 })
+	releaseDone := make(chan error, 1)
+	go func() { releaseDone <- held.Release(ctx) }()
+	// The released waiter's attempts (the high-water among their keys) are
+	// refused, go-redis's own retries (three) run out and the Client's wait
+	// loop tries again, a few times over.
+	waitFor(t, "the waiter's attempts refused with TRYAGAIN", func() bool { return errorCount(ctx, from, "TRYAGAIN") >= refused+30 })
+	if held.Err() != nil && !errors.Is(held.Err(), distlock.ErrReleased) {
+		t.Fatalf("the holder told %v during the migration, within its ttl", held.Err())
+	}
+	keys := from.Client().ClusterGetKeysInSlot(ctx, slot, 1000).Val()
+	args := []any{"migrate", "127.0.0.1", to.Port(), "", 0, 5000, "keys"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	do(from, args...)
+	for _, s := range cl.Nodes {
+		do(s, "cluster", "setslot", slot, "node", id(to))
+	}
+	migrated := time.Now()
+	select {
+	case err := <-releaseDone:
+		t.Logf("release after the migration: %v (%v after it)", err, time.Since(migrated))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release did not return within 5 s of the migration's end")
+	}
+	select {
+	case r := <-served:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		t.Logf("the waiter served %v after the migration's end (holder's deadline %v after it)", r.at.Sub(migrated), held.Deadline().Sub(migrated))
+		if r.l.Token() <= held.Token() {
+			t.Fatalf("token %d, not above the holder's %d", r.l.Token(), held.Token())
+		}
+		_ = r.l.Release(ctx)
+	case <-time.After(800 * time.Millisecond):
+		// Woken by the release, its attempt only waited for the keys to
+		// land; a waiter left to its heartbeat (every second) or to a
+		// backoff would come later.
+		t.Fatalf("the waiter not served within 800 ms of the migration's end (holder's deadline %v after it)", held.Deadline().Sub(migrated))
+	}
 }
