@@ -260,9 +260,9 @@ type ReleaseRequest struct {
 	// it leaves a shared lock with no holder and nobody queued, the engine
 	// also forgets the lock's kind and limit, as if the grant had not been
 	// made, so that a refused attempt does not leave the name bound to its
-	// kind. The embedded and Redis engines honour it; an engine that does
-	// not leaves the kind until its lock is forgotten, as after any
-	// release. A mutex keeps no record past its holder, so it changes
+	// kind. The embedded and Redis engines honour it, and the remote engine
+	// passes it to its server; an engine that does not leaves the kind
+	// until its lock is forgotten, as after any release. A mutex keeps no record past its holder, so it changes
 	// nothing there.
 	Undo bool
 }

@@ -105,7 +105,7 @@ func Extend(name string, b api.ExtendRequest, ttl time.Duration) engine.ExtendRe
 // ReleaseBody is the body of POST /v1/locks/{name}/release for r. It
 // carries the kind by name, and Shared for servers before the kind field.
 func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
-	return api.ReleaseRequest{Owner: r.Owner, Kind: KindName(r.Kind), Shared: r.Kind.Shared()}
+	return api.ReleaseRequest{Owner: r.Owner, Kind: KindName(r.Kind), Shared: r.Kind.Shared(), Undo: r.Undo}
 }
 
 // Release is the engine request a release body of the lock name asks
@@ -122,7 +122,7 @@ func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 		}
 		kind = sharedKind
 	}
-	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind}, nil
+	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind, Undo: b.Undo}, nil
 }
 
 // FenceBody is the body of POST /v1/locks/{name}/fence for r: a shared

@@ -287,6 +287,11 @@ type ReleaseRequest struct {
 	// Shared: drop one hold of the owner's permits of a shared lock (the
 	// field before Kind; still read when Kind is empty, and still sent).
 	Shared bool `json:"shared,omitempty"`
+	// Undo: the release takes back a grant nobody keeps (a reply lost or
+	// too late); a shared lock it leaves with no holder and nobody queued
+	// forgets its kind and limit where the server's engine honours it
+	// (engine.ReleaseRequest.Undo).
+	Undo bool `json:"undo,omitempty"`
 }
 
 // ReleaseResponse answers a release that dropped a hold (HTTP 200).
