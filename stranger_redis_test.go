@@ -536,3 +536,61 @@ func TestStrangerSentinelLostGrants(t *testing.T) {
 	}
 	t.Logf("observer's terms: %v", terms)
 }
+
+// TestStrangerSentinelLatchLostWrites: what an asynchronous failover does to
+// countdown latches (docs/REDIS.md): the replica is cut off, then on the
+// old master latch a is counted down once and latch b is set; the master
+// is killed and Sentinel fails over to the replica. After it a's count is
+// back up by the lost CountDown (one more is needed), and b was never set:
+// its count reads 0 and a Wait that began before the failover returns
+// nil, though nobody counted b down.
+func TestStrangerSentinelLatchLostWrites(t *testing.T) {
+	g := redistest.StartSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, waiter := sentinelClient(t, g), sentinelClient(t, g)
+	a, b := c.CountDownLatch("a"), c.CountDownLatch("b")
+	if ok, err := a.TrySetCount(ctx, 2); err != nil || !ok {
+		t.Fatalf("TrySetCount a: %v, %v", ok, err)
+	}
+	replicated(t, g)
+	if err := g.CutReplica(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatalf("TrySetCount b: %v, %v", ok, err)
+	}
+	if n, err := a.Count(ctx); err != nil || n != 1 {
+		t.Fatalf("a's count before the failover: %d, %v; want 1", n, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- waiter.CountDownLatch("b").Wait(ctx) }()
+	strangerWaitFor(t, 10*time.Second, "b's waiter subscribed", func() bool { return subscribers(ctx, g.Master, "*{b}") >= 1 })
+	select {
+	case err := <-waited:
+		t.Fatalf("b's Wait returned before the failover: %v", err)
+	default:
+	}
+
+	if err := g.Master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	g.Failover(t)
+	if n, err := a.Count(ctx); err != nil || n != 2 {
+		t.Fatalf("a's count after the failover: %d, %v; want 2 (the CountDown lost)", n, err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("b's Wait after the failover: %v; want nil (its count was lost)", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's Wait did not return within 10 s of the failover")
+	}
+}
