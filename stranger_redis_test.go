@@ -82,13 +82,21 @@ func subscribers(ctx context.Context, srv *redistest.Server, pattern string) int
 // waiting Client must learn each within a few seconds (its subscription
 // moved to the new master), not hang until the old master comes back.
 func TestStrangerSentinelStoppedMasterWakeups(t *testing.T) {
+	t.Run("forced", func(t *testing.T) { stoppedMasterWakeups(t, false) })
+	// The sentinels notice the stopped master on their own (after
+	// redistest.SentinelDownAfter) and fail it over.
+	t.Run("automatic", func(t *testing.T) { stoppedMasterWakeups(t, true) })
+}
+
+func stoppedMasterWakeups(t *testing.T, automatic bool) {
 	g := redistest.StartSentinel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	waiter := sentinelClient(t, g)
 	other := sentinelClient(t, g)
 
-	holder, err := other.Acquire(ctx, "m", distlock.WithTTL(10*time.Second))
+	// The holder's lease outlasts an automatic failover.
+	holder, err := other.Acquire(ctx, "m", distlock.WithTTL(40*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +141,15 @@ func TestStrangerSentinelStoppedMasterWakeups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = g.Master.Resume() }() // so that Close finds it running
-	g.Failover(t)
+	if automatic {
+		strangerWaitFor(t, 3*redistest.SentinelDownAfter, "the sentinels' own failover", func() bool {
+			addr, err := g.MasterAddr(ctx)
+			return err == nil && addr == g.Replica.Addr() &&
+				strings.Contains(g.Replica.Client().Info(ctx, "replication").Val(), "role:master")
+		})
+	} else {
+		g.Failover(t)
+	}
 	failedOver := time.Now()
 
 	// On the new master: the latch opens, a leader is elected, the mutex is
