@@ -505,3 +505,114 @@ func TestStrangerClusterMidMigration(t *testing.T) {
 		t.Fatalf("the waiter not served within 800 ms of the migration's end (holder's deadline %v after it)", held.Deadline().Sub(migrated))
 	}
 }
+
+// TestStrangerClusterMixedKindsOneName: on a Cluster, a name held as one
+// kind refuses every other kind (an *ArgumentError, at once, nothing
+// changed), also inside a set of one hash tag (granted by one script) and
+// once the other kind's holder is gone the name takes a mutex; a latch of
+// the same name is a namespace of its own.
+func TestStrangerClusterMixedKindsOneName(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := distlock.New(listEngine(t, cl.Client()))
+	defer c.Close()
+	other := distlock.New(listEngine(t, cl.Client()))
+	defer other.Close()
+	refused := func(what string, err error) {
+		t.Helper()
+		var ae *distlock.ArgumentError
+		if !errors.As(err, &ae) {
+			t.Fatalf("%s: %v; want an *ArgumentError", what, err)
+		}
+	}
+	// Each kind on a name of its own (a shared kind stays stored with
+	// its name a week after its last holder: README), all of one slot.
+	holders := map[string]func(name string) (*distlock.Lease, error){
+		"semaphore": func(name string) (*distlock.Lease, error) { return c.Semaphore(name, 3).Acquire(ctx) },
+		"reader":    func(name string) (*distlock.Lease, error) { return c.RWMutex(name).RLock(ctx) },
+		"writer":    func(name string) (*distlock.Lease, error) { return c.RWMutex(name).Lock(ctx) },
+		"mutex":     func(name string) (*distlock.Lease, error) { return c.Acquire(ctx, name) },
+		"leader": func(name string) (*distlock.Lease, error) {
+			l, err := c.Campaign(ctx, name, "v")
+			if err != nil {
+				return nil, err
+			}
+			return l.Lease(), nil
+		},
+	}
+	wctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 5*time.Second) }
+	for kind, hold := range holders {
+		t.Run(kind, func(t *testing.T) {
+			name, mate := "k}"+kind, "k}mate-"+kind
+			l, err := hold(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := kind == "semaphore" || kind == "reader" || kind == "writer"
+			if shared {
+				// Another shared kind, the mutex, an election, a set
+				// of one hash tag and a set across slots: refused.
+				other2 := map[string]string{"semaphore": "rw", "reader": "sem", "writer": "sem"}[kind]
+				wc, cancel := wctx()
+				if other2 == "rw" {
+					_, err = other.RWMutex(name).RLock(wc)
+				} else {
+					_, err = other.Semaphore(name, 3).Acquire(wc)
+				}
+				cancel()
+				refused("another shared kind", err)
+				wc, cancel = wctx()
+				_, err = other.Acquire(wc, name)
+				cancel()
+				refused("a mutex", err)
+				wc, cancel = wctx()
+				_, err = other.Campaign(wc, name, "w")
+				cancel()
+				refused("an election", err)
+				wc, cancel = wctx()
+				_, err = other.AcquireAll(wc, []string{mate, name})
+				cancel()
+				refused("a set of one hash tag", err)
+				wc, cancel = wctx()
+				_, err = other.AcquireAll(wc, []string{"elsewhere", name})
+				cancel()
+				refused("a set across slots", err)
+				for _, n := range []string{mate, "elsewhere"} {
+					if in, err := other.Inspect(ctx, n); err != nil || in.Held || in.Waiters != 0 {
+						t.Fatalf("%s after the refused sets: %+v, %v", n, in, err)
+					}
+				}
+			} else {
+				wc, cancel := wctx()
+				_, err = other.Semaphore(name, 3).Acquire(wc)
+				cancel()
+				refused("a semaphore", err)
+				wc, cancel = wctx()
+				_, err = other.RWMutex(name).RLock(wc)
+				cancel()
+				refused("a reader", err)
+			}
+			// The latch of the same name is its own.
+			latch := other.CountDownLatch(name)
+			if ok, err := latch.TrySetCount(ctx, 1); err != nil || !ok {
+				t.Fatalf("a latch beside the %s: %v, %v", kind, ok, err)
+			}
+			if err := latch.CountDown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Free again: a mutex takes the name (a shared kind's stored
+			// kind stays, README says, so the mutex is what may come).
+			m, err := other.TryAcquire(ctx, name)
+			if err != nil {
+				t.Fatalf("a mutex after the %s let go: %v", kind, err)
+			}
+			if err := m.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
