@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +119,18 @@ func (s *procServer) stop() {
 	}
 }
 
+// pause stops the process (stop) and returns the function that continues
+// it, once however often it is called; the test's end continues it too
+// when the test did not (a failed test's server dies continued).
+func (s *procServer) pause() (cont func()) {
+	s.t.Helper()
+	s.stop()
+	var once sync.Once
+	cont = func() { once.Do(s.cont) }
+	s.t.Cleanup(cont)
+	return cont
+}
+
 // cont continues a stopped process.
 func (s *procServer) cont() {
 	s.t.Helper()
@@ -206,6 +219,24 @@ func (s *procServer) metric(series string) float64 {
 	return -1
 }
 
+// outcome is a call's result and when it returned.
+type outcome[T any] struct {
+	v   T
+	err error
+	at  time.Time
+}
+
+// goCall runs fn in a goroutine of its own and returns the channel of its
+// outcome.
+func goCall[T any](fn func() (T, error)) <-chan outcome[T] {
+	ch := make(chan outcome[T], 1)
+	go func() {
+		v, err := fn()
+		ch <- outcome[T]{v, err, time.Now()}
+	}()
+	return ch
+}
+
 // settle polls cond until it holds, failing the test after d.
 func settle(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -239,28 +270,13 @@ func TestStrangerReleaseThroughStoppedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		l   *distlock.Lease
-		err error
-		at  time.Time
-	}
-	waited := make(chan result, 1)
-	go func() {
-		wl, err := waiter.Acquire(ctx, "job", distlock.WithTTL(ttl))
-		waited <- result{wl, err, time.Now()}
-	}()
+	waited := goCall(func() (*distlock.Lease, error) { return waiter.Acquire(ctx, "job", distlock.WithTTL(ttl)) })
 	settle(t, 20*time.Second, "the waiter to queue", func() bool {
 		info, err := direct.Inspect(ctx, "job")
 		return err == nil && info.Waiters > 0
 	})
 
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	deadline := l.Deadline() // no renewal can confirm it later: A is the holder's current server
 	start := time.Now()
 	if err := l.Release(ctx); err != nil {
@@ -273,26 +289,19 @@ func TestStrangerReleaseThroughStoppedServer(t *testing.T) {
 	if !r.at.Before(deadline) {
 		t.Errorf("the waiter was granted %v after the released lease's deadline: the hold lapsed at its ttl instead of being released", r.at.Sub(deadline).Round(time.Millisecond))
 	}
-	if r.l.Token() <= l.Token() {
-		t.Fatalf("waiter's token %d not above the holder's %d", r.l.Token(), l.Token())
+	if r.v.Token() <= l.Token() {
+		t.Fatalf("waiter's token %d not above the holder's %d", r.v.Token(), l.Token())
 	}
 
 	// The stopped server continues, with the holder's release in its
 	// hands: the new holder keeps the lock, and its renewals go on.
-	a.cont()
-	stopped = false
-	after := time.Now()
-	settle(t, 20*time.Second, "a renewal of the new holder after the continue", func() bool {
-		if err := r.l.Err(); err != nil {
-			t.Fatalf("the new holder's lease ended: %v", err)
-		}
-		return r.l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
-	})
+	contA()
+	strangerRenewed(t, r.v, ttl, "a renewal of the new holder after the continue")
 	info, err := direct.Inspect(ctx, "job")
-	if err != nil || !info.Held || info.Owner != r.l.Owner() || info.Token != r.l.Token() {
-		t.Fatalf("Redis shows %+v, %v; want held by the waiter (token %d)", info, err, r.l.Token())
+	if err != nil || !info.Held || info.Owner != r.v.Owner() || info.Token != r.v.Token() {
+		t.Fatalf("Redis shows %+v, %v; want held by the waiter (token %d)", info, err, r.v.Token())
 	}
-	if err := r.l.Release(ctx); err != nil {
+	if err := r.v.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -316,18 +325,16 @@ func TestStrangerAcquireReplayedByContinuedServer(t *testing.T) {
 	if _, err := c.Inspect(ctx, "warm"); err != nil { // vets both servers' connections
 		t.Fatal(err)
 	}
-	a.stop()
+	contA := a.pause()
 	const ttl = 3 * time.Second
 	l, err := c.TryAcquire(ctx, "job", distlock.WithTTL(ttl))
 	if err != nil {
-		a.cont()
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {
-		a.cont()
 		t.Fatal(err)
 	}
-	a.cont()
+	contA()
 	// Whatever the continued server does with the acquire it held, the
 	// lock must be free for another client now, through either server:
 	// once the server has dropped it (or after 20 s, when it carried it
@@ -363,27 +370,12 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		s   *distlock.LeaseSet
-		err error
-		at  time.Time
-	}
-	waited := make(chan result, 1)
-	go func() {
-		s, err := waiter.AcquireAll(ctx, names, distlock.WithTTL(ttl))
-		waited <- result{s, err, time.Now()}
-	}()
+	waited := goCall(func() (*distlock.LeaseSet, error) { return waiter.AcquireAll(ctx, names, distlock.WithTTL(ttl)) })
 	settle(t, 20*time.Second, "the waiting set to queue", func() bool {
 		info, err := direct.Inspect(ctx, names[0])
 		return err == nil && info.Waiters > 0
 	})
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	deadline := set.Deadline()
 	start := time.Now()
 	if err := set.Release(ctx); err != nil {
@@ -397,11 +389,11 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 		t.Errorf("the waiting set was granted %v after the released set's deadline: its holds lapsed at their ttl", r.at.Sub(deadline).Round(time.Millisecond))
 	}
 	for _, n := range names {
-		if r.s.Token(n) <= set.Token(n) {
-			t.Errorf("%s: token %d not above the released set's %d", n, r.s.Token(n), set.Token(n))
+		if r.v.Token(n) <= set.Token(n) {
+			t.Errorf("%s: token %d not above the released set's %d", n, r.v.Token(n), set.Token(n))
 		}
 	}
-	if err := r.s.Release(ctx); err != nil {
+	if err := r.v.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -420,8 +412,7 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 	if err := s2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a.cont()
-	stopped = false
+	contA()
 	// The continued server must not carry out the set's acquire it held
 	// (its client closed the connection: server/clientgone.go); were it
 	// carried out all the same (a request the server had begun before it
@@ -475,13 +466,7 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 		info, err := direct.Inspect(ctx, "q")
 		return err == nil && info.Waiters > 0
 	})
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	hcancel() // the HTTP client gives up while its server is stopped
 	if err := <-answered; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the held-open acquire: %v", err)
@@ -489,8 +474,7 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a.cont()
-	stopped = false
+	contA()
 	// The continued server wakes with the wait in its hands (its queue
 	// entry may have lapsed meanwhile, its client is gone). Once the wait
 	// has ended there (the server counted an acquire given up), the lock
@@ -532,43 +516,25 @@ func TestStrangerRestartSamePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		l   *distlock.Lease
-		err error
-	}
-	waited := make(chan result, 1)
-	go func() {
-		wl, err := waiter.Acquire(ctx, "r", distlock.WithTTL(ttl))
-		waited <- result{wl, err}
-	}()
+	waited := goCall(func() (*distlock.Lease, error) { return waiter.Acquire(ctx, "r", distlock.WithTTL(ttl)) })
 	settle(t, 20*time.Second, "the waiter to queue", func() bool {
 		info, err := direct.Inspect(ctx, "r")
 		return err == nil && info.Waiters > 0
 	})
-	renewed := func(l *distlock.Lease, what string) {
-		t.Helper()
-		after := time.Now()
-		settle(t, 2*ttl, what, func() bool {
-			if err := l.Err(); err != nil {
-				t.Fatalf("%s: the lease ended: %v", what, err)
-			}
-			return l.Deadline().After(after.Add(ttl - engine.Drift(ttl)))
-		})
-	}
 	stillWaiting := func(what string) {
 		t.Helper()
 		select {
 		case r := <-waited:
-			t.Fatalf("%s: the waiter returned while the lock was held: %v, %v", what, r.l, r.err)
+			t.Fatalf("%s: the waiter returned while the lock was held: %v, %v", what, r.v, r.err)
 		default:
 		}
 	}
 
 	a.kill()
-	renewed(l, "the holder's renewal through B after A's kill")
+	strangerRenewed(t, l, ttl, "the holder's renewal through B after A's kill")
 	a.start() // the same port
 	b.kill()
-	renewed(l, "the holder's renewal through the restarted A after B's kill")
+	strangerRenewed(t, l, ttl, "the holder's renewal through the restarted A after B's kill")
 	stillWaiting("after the kills")
 	if info, err := direct.Inspect(ctx, "r"); err != nil || info.Owner != l.Owner() || info.Token != l.Token() || info.Waiters == 0 {
 		t.Fatalf("Redis shows %+v, %v; want the holder (token %d) and a waiter", info, err, l.Token())
@@ -580,17 +546,17 @@ func TestStrangerRestartSamePort(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the waiter, queued through a server since killed: %v", r.err)
 	}
-	if r.l.Token() <= l.Token() {
-		t.Fatalf("the waiter's token %d is not above the holder's %d", r.l.Token(), l.Token())
+	if r.v.Token() <= l.Token() {
+		t.Fatalf("the waiter's token %d is not above the holder's %d", r.v.Token(), l.Token())
 	}
-	renewed(r.l, "the waiter's renewal through the restarted A")
+	strangerRenewed(t, r.v, ttl, "the waiter's renewal through the restarted A")
 	b.start()
 	a.kill()
-	renewed(r.l, "the waiter's renewal through the restarted B after A's second kill")
-	if info, err := direct.Inspect(ctx, "r"); err != nil || info.Owner != r.l.Owner() || info.Token != r.l.Token() {
-		t.Fatalf("Redis shows %+v, %v; want the waiter (token %d)", info, err, r.l.Token())
+	strangerRenewed(t, r.v, ttl, "the waiter's renewal through the restarted B after A's second kill")
+	if info, err := direct.Inspect(ctx, "r"); err != nil || info.Owner != r.v.Owner() || info.Token != r.v.Token() {
+		t.Fatalf("Redis shows %+v, %v; want the waiter (token %d)", info, err, r.v.Token())
 	}
-	if err := r.l.Release(ctx); err != nil {
+	if err := r.v.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -624,14 +590,8 @@ func TestStrangerThreeServersStopAndContinue(t *testing.T) {
 	strangerWait(t, ctx, w1, "t", ttl, grants, direct, 1, "first")
 	strangerWait(t, ctx, w2, "t", ttl, grants, direct, 2, "second")
 
-	a.stop()
+	contA := a.pause()
 	stoppedAt := time.Now()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
 	strangerRenewed(t, l, ttl, "the holder's renewal through another server")
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -661,8 +621,7 @@ func TestStrangerThreeServersStopAndContinue(t *testing.T) {
 	if d := ttl - time.Since(stoppedAt); d > 0 {
 		time.Sleep(d) // the fault's own length: A stays stopped past the leases' ttl
 	}
-	a.cont()
-	stopped = false
+	contA()
 	strangerRenewed(t, g2.l, ttl, "a renewal of the last holder after the continue")
 	if info, err := direct.Inspect(ctx, "t"); err != nil || info.Owner != g2.l.Owner() || info.Token != g2.l.Token() || info.Count != 1 {
 		t.Fatalf("Redis shows %+v, %v; want the %s waiter once (token %d)", info, err, g2.who, g2.l.Token())
@@ -712,8 +671,7 @@ func TestStrangerWaiterKeepsTurnThroughStoppedServer(t *testing.T) {
 	grants := make(chan strangerGrant, 2)
 	strangerWait(t, ctx, w1, "turn", ttl, grants, direct, 1, "first", distlock.WithFair())
 	strangerWait(t, ctx, w2, "turn", ttl, grants, direct, 2, "second", distlock.WithFair())
-	a.stop()
-	defer a.cont()
+	defer a.pause()()
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -806,13 +764,7 @@ func TestStrangerSharedReleaseThroughStoppedServer(t *testing.T) {
 			return err == nil && info.Waiters > 0
 		})
 	}
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	for _, l := range []*distlock.Lease{sem, wr} {
 		deadline := l.Deadline()
 		start := time.Now()
@@ -836,8 +788,7 @@ func TestStrangerSharedReleaseThroughStoppedServer(t *testing.T) {
 		}
 		defer g.l.Release(ctx)
 	}
-	a.cont()
-	stopped = false
+	contA()
 	strangerRenewed(t, keep, ttl, "a renewal of the semaphore's other holder after the continue")
 	info, err := direct.Inspect(ctx, "pool")
 	if err != nil {
@@ -955,13 +906,7 @@ func TestStrangerLatchCountDownReplayedByContinuedServer(t *testing.T) {
 	if ok, err := x.CountDownLatch("ready").TrySetCount(ctx, 3); err != nil || !ok {
 		t.Fatalf("TrySetCount = %v, %v", ok, err)
 	}
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	cctx, ccancel := context.WithTimeout(ctx, 4*time.Second) // a caller's deadline: A gets its share, then B
 	err := x.CountDownLatch("ready").CountDown(cctx)
 	ccancel()
@@ -974,8 +919,7 @@ func TestStrangerLatchCountDownReplayedByContinuedServer(t *testing.T) {
 	if n, err := y.CountDownLatch("ready").Count(ctx); err != nil || n != 1 {
 		t.Fatalf("Count after two CountDowns of 3 = %d, %v", n, err)
 	}
-	a.cont()
-	stopped = false
+	contA()
 	waitDropped(t, a, 1)
 	if n, err := y.CountDownLatch("ready").Count(ctx); err != nil || n != 1 {
 		t.Fatalf("Count after the continue = %d, %v; want 1: two calls counted down a latch of 3, the copy the stopped server held counted again", n, err)
@@ -1004,13 +948,7 @@ func TestStrangerForceReleaseReplayedByContinuedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-		}
-	}()
+	contA := a.pause()
 	fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = admin.ForceRelease(fctx, "f")
 	fcancel()
@@ -1024,8 +962,7 @@ func TestStrangerForceReleaseReplayedByContinuedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.cont()
-	stopped = false
+	contA()
 	strangerRenewed(t, second, ttl, "a renewal of the new holder after the continue")
 	if info, err := direct.Inspect(ctx, "f"); err != nil || info.Owner != second.Owner() || info.Token != second.Token() {
 		t.Fatalf("Redis shows %+v, %v; want the new holder (token %d)", info, err, second.Token())
@@ -1053,15 +990,7 @@ func TestStrangerEveryNamedServerStopped(t *testing.T) {
 	}
 	grants := make(chan strangerGrant, 1)
 	strangerWait(t, ctx, waiter, "all", ttl, grants, direct, 1, "waiter")
-	a.stop()
-	b.stop()
-	stopped := true
-	defer func() {
-		if stopped {
-			a.cont()
-			b.cont()
-		}
-	}()
+	contA, contB := a.pause(), b.pause()
 	g := <-grants
 	if g.err != nil {
 		t.Fatalf("the waiter through C: %v", g.err)
@@ -1077,9 +1006,8 @@ func TestStrangerEveryNamedServerStopped(t *testing.T) {
 		t.Fatalf("the waiter's token %d is not above the holder's %d", g.l.Token(), l.Token())
 	}
 	lostDeadline := l.Deadline()
-	a.cont()
-	b.cont()
-	stopped = false
+	contA()
+	contB()
 	strangerRenewed(t, g.l, ttl, "a renewal of the waiter after the continue")
 	if err := l.Err(); err == nil || !l.Deadline().Equal(lostDeadline) {
 		t.Fatalf("the lost holder after the continue: %v, deadline moved by %v", err, l.Deadline().Sub(lostDeadline))
@@ -1138,8 +1066,7 @@ func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Wait did not read the count")
 	}
-	a.stop()
-	defer a.cont()
+	defer a.pause()()
 	if err := c.CountDownLatch("gate").CountDown(ctx); err != nil {
 		t.Fatal(err)
 	}
