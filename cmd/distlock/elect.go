@@ -54,9 +54,15 @@ func (a *app) cmdElect(args []string) int {
 	if *once {
 		next = "it will not be restarted (--once)"
 	}
+	// The backend is opened (and checked) once: after a loss, which a
+	// backend that stopped answering causes most often, the campaign goes
+	// on through the same Client, whose waits outlast an outage up to the
+	// failure budget (as a candidate's that was waiting all along does),
+	// rather than a new reachability check that gives up after pingTimeout.
+	open := func(ctx context.Context) (*backend, error) { return a.openBackend(ctx, cmd, *redisURL) }
 	for {
 		var l *distlock.Leadership
-		b, lease, code := a.acquireWith(cmd, name, *redisURL, 0, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
+		b, lease, code := acquireHeldOn(a, cmd, name, open, 0, sigs, func(ctx context.Context, c *distlock.Client) (*distlock.Lease, error) {
 			var err error
 			l, err = c.Campaign(ctx, name, *value, distlock.WithTTL(*ttl), *fair)
 			if err != nil {
@@ -69,10 +75,11 @@ func (a *app) cmdElect(args []string) int {
 		}
 		a.noteTTL(cmd, *ttl, lease.TTL(), b.where)
 		code, lost, started := a.lead(cmd, b, l, argv, *grace, sigs, next, verbose)
-		b.close(releaseLeases)
 		if !lost || *once || !started {
+			b.close(releaseLeases)
 			return code
 		}
+		open = func(context.Context) (*backend, error) { return b, nil }
 		fmt.Fprintf(a.stderr, "distlock elect: campaigning for %q again\n", name)
 	}
 }

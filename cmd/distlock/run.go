@@ -203,6 +203,16 @@ type holding interface {
 // acquireHeld is acquireWith for a lease or a set of leases (take's H).
 func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Duration, sigs <-chan os.Signal,
 	take func(context.Context, *distlock.Client) (H, error)) (*backend, H, int) {
+	return acquireHeldOn(a, cmd, name, func(ctx context.Context) (*backend, error) {
+		return a.openBackend(ctx, cmd, redisURL)
+	}, wait, sigs, take)
+}
+
+// acquireHeldOn is acquireHeld on the backend open returns (a new one, or
+// one already open: distlock elect campaigns again on its own). On failure
+// or a signal it closes that backend.
+func acquireHeldOn[H holding](a *app, cmd, name string, open func(context.Context) (*backend, error), wait time.Duration,
+	sigs <-chan os.Signal, take func(context.Context, *distlock.Client) (H, error)) (*backend, H, int) {
 	var none H
 	ctx, cancel := context.WithCancel(context.Background())
 	if wait > 0 {
@@ -216,7 +226,7 @@ func acquireHeld[H holding](a *app, cmd, name, redisURL string, wait time.Durati
 	}
 	done := make(chan result, 1)
 	go func() {
-		b, err := a.openBackend(ctx, cmd, redisURL)
+		b, err := open(ctx)
 		if err != nil {
 			done <- result{err: err}
 			return

@@ -531,3 +531,80 @@ func TestStrangerRunBadInputStoresNothing(t *testing.T) {
 		t.Errorf("usage errors stored %d keys: %q", n, keys)
 	}
 }
+
+// TestStrangerElectCampaignsAgainAfterOutage: the backend stops answering
+// (Redis, or the distlock server, frozen with SIGSTOP) for several seconds
+// while distlock elect leads. It loses the leadership, stops its command
+// and, as it says, campaigns again: once the backend answers again (within
+// the failure budget a waiting campaign has, 20 s) it is elected again and
+// runs its command again, with a higher term. It used to re-open the
+// backend to campaign again, whose reachability check gives up after 5 s:
+// it exited 69 during an outage that a standby candidate, waiting in its
+// campaign all along, outlives.
+func TestStrangerElectCampaignsAgainAfterOutage(t *testing.T) {
+	t.Parallel()
+	const outage = 8 * time.Second // after the loss: beyond the 5 s check, within the 20 s budget
+	for _, backend := range []string{"redis", "server"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			log := filepath.Join(t.TempDir(), "log")
+			c := cli{env: map[string]string{"LOG": log, "ID": "A"}}
+			var pause, resume func() error
+			if backend == "redis" {
+				srv := redistest.Start(t)
+				c.redis = srv.URL()
+				pause, resume = srv.Pause, srv.Resume
+			} else {
+				url, proc, _ := serveProc(t)
+				c.env["DISTLOCK_SERVER"] = url
+				pause = func() error { return proc.Signal(syscall.SIGSTOP) }
+				resume = func() error { return proc.Signal(syscall.SIGCONT) }
+			}
+			a := startStranger(t, c, "elect", "--ttl", "1s", "--grace", "20s", "outage", "--", "sh", "-c", loggingChild)
+			first := waitEvent(t, log, "A", "start")
+			killGroupOf(t, first.pid)
+			if err := pause(); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			defer func() {
+				if !resumed {
+					_ = resume()
+				}
+			}()
+			waitEvent(t, log, "A", "term")
+			eventually(t, "elect says it campaigns again", func() bool {
+				return strings.Contains(a.errb.String(), `campaigning for "outage" again`)
+			})
+			lostAt := time.Now()
+			eventually(t, "the outage", func() bool {
+				if a.exited() {
+					t.Fatalf("distlock elect exited during the outage, %v after the loss, instead of campaigning again: %v",
+						time.Since(lostAt).Round(time.Millisecond), a.res)
+				}
+				return time.Since(lostAt) >= outage
+			})
+			if err := resume(); err != nil {
+				t.Fatal(err)
+			}
+			resumed = true
+			var again strangerEvent
+			eventually(t, "A elected again", func() bool {
+				if a.exited() {
+					t.Fatalf("distlock elect exited: %v", a.res)
+				}
+				if s := findEvents(readEvents(t, log), "A", "start"); len(s) == 2 {
+					again = s[1]
+					return true
+				}
+				return false
+			})
+			killGroupOf(t, again.pid)
+			if again.fenceOrTerm(t, log) <= first.fenceOrTerm(t, log) {
+				t.Errorf("the new term does not exceed the first:\n%v", readEvents(t, log))
+			}
+			a.signal(t, syscall.SIGTERM)
+			expect(t, a.waitExit(t, patience), 0)
+		})
+	}
+}
