@@ -394,6 +394,16 @@ func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool
 	if err != nil || (w.e.sharded != nil && node == avoid && i < 10) {
 		return false
 	}
+	// A server that does not answer (stopped, cut off) is found out here,
+	// not by a dial under w.mu, which would hold every other channel's
+	// Watch and Unwatch for the whole attempt.
+	var pinger goredis.Cmdable = w.e.client
+	if nc != nil {
+		pinger = nc
+	}
+	if pinger.Ping(ctx).Err() != nil {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.chans[ch] != st || st.conn != nil {
