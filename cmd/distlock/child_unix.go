@@ -39,10 +39,14 @@ func startChild(argv []string, env []string) (*child, error) {
 		cmd.SysProcAttr.Ctty = fg.fd
 	}
 	if err := cmd.Start(); err != nil {
+		if fg != nil {
+			fg.restore() // the child may have taken the terminal before its exec failed
+		}
 		return nil, err
 	}
 	c := &child{cmd: cmd, pgid: cmd.Process.Pid}
 	if fg != nil {
+		fg.handedOver()
 		c.tty = fg
 	}
 	return c, nil

@@ -9,4 +9,6 @@ type foreground struct{ fd int }
 // background process group of the terminal.
 func foregroundTerminal() *foreground { return nil }
 
+func (f *foreground) handedOver() {}
+
 func (f *foreground) restore() {}
