@@ -298,13 +298,16 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			killTimer.Stop()
 		}
 	}()
+	// The signals go before the words: a write on a terminal can stop
+	// distlock (SIGTTOU, for a background job with "stty tostop"), and the
+	// command must not run on without the lock meanwhile.
 	loseAt := func(now time.Time) {
 		lost, lostAt, leaseDone = true, now, nil
+		ch.terminate()
+		termSent = true
 		fmt.Fprintf(a.stderr, "distlock %s: %v\n"+
 			"distlock %s: stopping the command: SIGTERM to its process group now, SIGKILL in %v; %s\n",
 			cmd, strings.TrimPrefix(lease.Err().Error(), "distlock: "), cmd, grace, next)
-		ch.terminate()
-		termSent = true
 	}
 	for {
 		select {
@@ -321,9 +324,9 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 				return exitLost, true
 			}
 			if ch.groupAlive() {
+				ch.terminate()
 				fmt.Fprintf(a.stderr, "distlock %s: the command exited but left processes in its process group; "+
 					"stopping them (SIGTERM, SIGKILL in %v) before releasing %q\n", cmd, grace, name)
-				ch.terminate()
 				a.stopGroup(ch, time.Now().Add(grace))
 			}
 			return code, false
@@ -337,8 +340,8 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			kill = killTimer.C
 		case <-kill:
 			kill = nil
-			fmt.Fprintf(a.stderr, "distlock %s: the command still runs %v after SIGTERM: SIGKILL to its process group\n", cmd, grace)
 			ch.kill()
+			fmt.Fprintf(a.stderr, "distlock %s: the command still runs %v after SIGTERM: SIGKILL to its process group\n", cmd, grace)
 		case sig := <-sigs:
 			ch.signal(sig)
 		}

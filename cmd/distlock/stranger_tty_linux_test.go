@@ -124,3 +124,56 @@ func TestStrangerRunInTerminalWithTostop(t *testing.T) {
 		t.Errorf("the command (pid %d) still runs", start.pid)
 	}
 }
+
+// TestStrangerRunBackgroundJobWithTostop: distlock run started as a
+// background job ("&") of a job-control shell on a terminal with "stty
+// tostop". When the lock is lost, the command must get its SIGTERM even
+// though distlock, writing why on the terminal, is stopped there by
+// SIGTTOU (as every background job that writes is, with tostop): distlock
+// used to write first and signal after, so the command ran on without the
+// lock for as long as distlock stayed stopped.
+func TestStrangerRunBackgroundJobWithTostop(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := redistest.Start(t)
+	master, slave := openPTY(t)
+	screen := &lockedBuffer{}
+	go func() { _, _ = io.Copy(screen, master) }() // the terminal's screen
+	defer func() {
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", screen)
+		}
+	}()
+	log := filepath.Join(t.TempDir(), "log")
+	child := `trap 'echo "$ID term $(date +%s%N)" >> "$LOG"; kill $! 2>/dev/null; exit 0' TERM; ` +
+		`sleep 1000 & echo "$ID start $(date +%s%N) $$ $PPID" >> "$LOG"; wait`
+	c := cli{redis: srv.URL(), env: map[string]string{"LOG": log, "ID": "A", "BIN": binPath, "CHILD": child}}
+	script := `stty tostop; set -m; "$BIN" run --ttl 1500ms --grace 20s bgtty -- sh -c "$CHILD" & exec sleep 1000`
+	cmd := c.command()
+	cmd.Path, cmd.Args = sh, []string{"sh", "-c", script}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	start := waitEvent(t, log, "A", "start")
+	killGroupOf(t, start.pid)
+	distlockPid := int(start.fenceOrTerm(t, log))
+	t.Cleanup(func() {
+		_ = syscall.Kill(distlockPid, syscall.SIGCONT)
+		_ = syscall.Kill(distlockPid, syscall.SIGKILL)
+	})
+	if err := srv.Del(testCtx(t), "distlock:{bgtty}"); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, log, "A", "term")
+	eventually(t, "the command gone after its SIGTERM", func() bool { return processGone(start.pid) })
+}
