@@ -34,6 +34,14 @@ type watcher struct {
 	wc     clientv3.Watcher // the engine's own: replaced when its stream hangs
 	names  map[string]*watched
 	closed bool
+
+	// heard is signalled whenever a watch delivers something (events, a
+	// progress notification, its creation): the probe's evidence that
+	// the stream's member still answers.
+	heard chan struct{}
+	// silentProbes counts the probes in a row that heard nothing (the
+	// probe's attempt deadline grows with them, as a request's does).
+	silentProbes int
 }
 
 // watchLinger is how long a name's watch is kept after its last
@@ -54,6 +62,83 @@ func (w *watcher) init(e *Engine) {
 	w.names = make(map[string]*watched)
 	w.wc = clientv3.NewWatcher(e.cli)
 	w.hub = engine.NewHub(w, watchLinger)
+	w.heard = make(chan struct{}, 1)
+	w.wg.Add(1)
+	go w.probe()
+}
+
+// probeEvery is how long the watch stream may stay silent before the
+// probe asks its member for the stream's progress.
+const probeEvery = 2 * time.Second
+
+// probe finds a watch stream whose member stopped answering. A member
+// stopped with SIGSTOP (or a machine that hangs, a partition the kernel
+// does not report) keeps the stream's connection open: its watches are not
+// cancelled and deliver nothing, until gRPC's keepalive gives up on the
+// connection (at least 10 s between pings; never without
+// DialKeepAliveTime). A latch's Wait and an election's observer have no
+// heartbeat of their own to fall back on. So whenever the stream has
+// delivered nothing for probeEvery, the probe asks for its progress
+// (RequestProgress: a member whose watches are in sync answers at once
+// with a notification on each of them) and, when nothing at all arrives
+// within an attempt deadline, replaces the engine's etcd watcher as a
+// watch that is not created in time does: every watch is made again on a
+// new stream, opened on the next member, and its subscribers woken.
+func (w *watcher) probe() {
+	defer w.wg.Done()
+	t := time.NewTicker(probeEvery / 2)
+	defer t.Stop()
+	last := time.Now() // when the stream was last heard from
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.heard:
+			last = time.Now()
+			continue
+		case <-t.C:
+		}
+		if time.Since(last) < probeEvery || !w.watching() {
+			continue
+		}
+		wc := w.current()
+		d := w.e.attemptDeadline(w.silentProbes)
+		pctx, cancel := context.WithTimeout(w.ctx, d)
+		// The watches' stream is the one of their context's metadata:
+		// WithRequireLeader, as in run.
+		err := wc.RequestProgress(clientv3.WithRequireLeader(pctx))
+		if err == nil {
+			select {
+			case <-w.heard:
+				last = time.Now()
+				w.silentProbes = 0
+				cancel()
+				continue
+			case <-pctx.Done():
+			}
+		}
+		cancel()
+		if w.ctx.Err() != nil {
+			return
+		}
+		w.silentProbes++
+		last = time.Now() // the new stream gets its own probeEvery
+		w.replace(wc)
+	}
+}
+
+// watching reports whether any watch was created on the current stream.
+func (w *watcher) watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wn := range w.names {
+		select {
+		case <-wn.ready:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // current returns the etcd watcher watches are made on.
@@ -196,6 +281,10 @@ func (w *watcher) created(name string, wn *watched, again bool) {
 // called when the watch is created.
 func (w *watcher) watchOn(ch clientv3.WatchChan, name string, created func()) {
 	for resp := range ch {
+		select {
+		case w.heard <- struct{}{}:
+		default:
+		}
 		if resp.Created {
 			created()
 		}
