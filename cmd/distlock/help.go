@@ -392,8 +392,11 @@ COMMAND starts in a process group of its own, with these in its environment:
 
 The leadership renews itself every ttl/3. If it is lost, distlock sends
 SIGTERM to COMMAND's process group, SIGKILL --grace later, and campaigns
-again (with --once it exits 76 instead). COMMAND is never running while this
-process is not the leader, except for the --grace it is given to stop. When
+again (with --once it exits 76 instead). While this process runs, COMMAND is
+never running when it is not the leader, except for the --grace it is given to
+stop; a distlock process that is stopped (SIGSTOP, a paused VM) cannot stop
+it, and it runs beside the next leader until distlock continues: have the
+resource check DISTLOCK_TERM. When
 COMMAND exits on its own, distlock resigns at once (the next campaigner is
 elected) and exits with COMMAND's code.
 
