@@ -10,6 +10,9 @@ import (
 // forwardedSignals are the signals distlock run passes on.
 func forwardedSignals() []os.Signal { return []os.Signal{os.Interrupt} }
 
+// relayedSignals: none on this system.
+func relayedSignals() []os.Signal { return nil }
+
 // child is not available on this system.
 type child struct{}
 

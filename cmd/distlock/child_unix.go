@@ -10,9 +10,16 @@ import (
 )
 
 // forwardedSignals are the signals distlock run passes on to the command's
-// process group.
+// process group; while it waits for the lock, they end the wait.
 func forwardedSignals() []os.Signal {
 	return []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+}
+
+// relayedSignals are the signals distlock run passes on to the command's
+// process group while the command runs (a reload asked with SIGUSR1, say),
+// and otherwise ignores: they end nothing.
+func relayedSignals() []os.Signal {
+	return []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
 }
 
 // child is the command that distlock run supervises: the leader of its own

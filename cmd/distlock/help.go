@@ -39,9 +39,9 @@ The lease renews itself every ttl/3 while COMMAND runs. If it is lost (Redis
 did not confirm a renewal before the lease ran out, or the lock was deleted or
 taken), distlock sends SIGTERM to COMMAND's whole process group, SIGKILL
 --grace later, and exits 76. COMMAND is never restarted, and no process of its
-group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM and
-SIGHUP sent to distlock are passed on to the group. The lock is released when
-the group has exited.
+group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM,
+SIGHUP, SIGUSR1 and SIGUSR2 sent to distlock are passed on to the group. The
+lock is released when the group has exited.
 
 Flags (before NAME, or anywhere before --):
   --ttl DURATION     time to live of the lease, renewed every ttl/3 (default 30s;

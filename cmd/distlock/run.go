@@ -274,7 +274,7 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 // supervise waits for the command to exit while the lease holds. When the
 // lease is lost it stops the command's process group (SIGTERM, then SIGKILL
 // after grace) and reports lost; it never restarts the command. Signals in
-// sigs are passed on to the group; next says what happens after a loss
+// sigs, and the relayedSignals, are passed on to the group; next says what happens after a loss
 // (cmd is the command name, for messages). It returns the command's exit
 // status.
 func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
@@ -282,6 +282,11 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 	// guardArg); supervise returns only once the group is gone or stopped.
 	g := a.startGuard(cmd, ch, grace)
 	defer g.standDown()
+	relay := make(chan os.Signal, 8)
+	if rs := relayedSignals(); len(rs) > 0 { // none: Notify would relay every signal
+		signal.Notify(relay, rs...)
+		defer signal.Stop(relay)
+	}
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	defer ch.restoreTerminal()
@@ -343,6 +348,8 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			ch.kill()
 			fmt.Fprintf(a.stderr, "distlock %s: the command still runs %v after SIGTERM: SIGKILL to its process group\n", cmd, grace)
 		case sig := <-sigs:
+			ch.signal(sig)
+		case sig := <-relay:
 			ch.signal(sig)
 		}
 	}

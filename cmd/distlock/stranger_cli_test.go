@@ -189,8 +189,8 @@ func redisAndServer(t *testing.T, f func(t *testing.T, c cli)) {
 	})
 }
 
-// TestStrangerRunForwardsSignalsAndReleases: SIGINT and SIGHUP sent to
-// distlock run reach the command, which handles them and exits with a code
+// TestStrangerRunForwardsSignalsAndReleases: SIGINT, SIGHUP, SIGTERM,
+// SIGUSR1 and SIGUSR2 sent to distlock run reach the command, which handles them and exits with a code
 // of its own: distlock exits with that code, and the lock (ttl 1m) is
 // released at once: another distlock run --wait 0 gets it.
 func TestStrangerRunForwardsSignalsAndReleases(t *testing.T) {
@@ -199,12 +199,12 @@ func TestStrangerRunForwardsSignalsAndReleases(t *testing.T) {
 		for _, tc := range []struct {
 			sig  syscall.Signal
 			code int
-		}{{syscall.SIGINT, 7}, {syscall.SIGHUP, 9}, {syscall.SIGTERM, 11}} {
+		}{{syscall.SIGINT, 7}, {syscall.SIGHUP, 9}, {syscall.SIGTERM, 11}, {syscall.SIGUSR1, 13}, {syscall.SIGUSR2, 15}} {
 			name := "fwd-" + strconv.Itoa(int(tc.sig))
 			up := filepath.Join(t.TempDir(), "up")
 			c := c
 			c.env = mergeEnv(c.env, map[string]string{"UP": up})
-			script := `trap 'exit 7' INT; trap 'exit 9' HUP; trap 'exit 11' TERM; sleep 1000 & echo up > "$UP"; wait`
+			script := `trap 'exit 7' INT; trap 'exit 9' HUP; trap 'exit 11' TERM; trap 'exit 13' USR1; trap 'exit 15' USR2; sleep 1000 & echo up > "$UP"; wait`
 			p := startStranger(t, c, "run", "--ttl", "1m", name, "--", "sh", "-c", script)
 			waitFile(t, up, patience)
 			p.signal(t, tc.sig)
