@@ -89,8 +89,10 @@ func (e *LockedError) State() string {
 		return fmt.Sprintf("%q is write-locked (the writer's lease ends in %v)", e.Name, ttl)
 	case e.Kind == engine.RWLock:
 		return fmt.Sprintf("%q is read- or write-locked by others (the soonest lease ends in %v)", e.Name, ttl)
+	case e.Kind == engine.Semaphore && e.Weight <= 1:
+		return fmt.Sprintf("%q has no free permit (the soonest lease ends in %v)", e.Name, ttl)
 	case e.Kind == engine.Semaphore:
-		return fmt.Sprintf("%q has fewer than %d free permits (the soonest lease ends in %v)", e.Name, max(e.Weight, 1), ttl)
+		return fmt.Sprintf("%q has fewer than %d free permits (the soonest lease ends in %v)", e.Name, e.Weight, ttl)
 	case e.Queued:
 		return fmt.Sprintf("%q is free but kept for the waiters queued for it (for %v at least)", e.Name, ttl)
 	}

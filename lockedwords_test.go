@@ -48,6 +48,15 @@ func TestLockedErrorSaysWhatIsTheCase(t *testing.T) {
 	defer held.Release(ctx)
 	_, err = sem.TryAcquire(ctx, distlock.WithWeight(3))
 	locked("3 permits of a half-full semaphore", err, engine.Semaphore, false, `"sem" has fewer than 3 free permits`, "another owner", "free but")
+	for range 2 {
+		h, err := sem.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release(ctx)
+	}
+	_, err = sem.TryAcquire(ctx)
+	locked("1 permit of a full semaphore", err, engine.Semaphore, false, `"sem" has no free permit`, "another owner", "fewer than 1")
 
 	// Two readers hold the cache; a writer queues; a third reader tries.
 	rw := c.RWMutex("cache")
