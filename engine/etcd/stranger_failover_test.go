@@ -1026,3 +1026,88 @@ func defaultConfigClient(t *testing.T, cl *etcdtest.Cluster) *clientv3.Client {
 // may go to the stopped member again (an attempt deadline), a read that
 // may too (another).
 const watchBound = 15 * time.Second
+
+// watchStreamsStarted returns how many Watch streams member i has
+// started since it began, from its gRPC metrics.
+func watchStreamsStarted(t *testing.T, cl *etcdtest.Cluster, i int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cl.Members[i].Client+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "grpc_server_started_total{") && strings.Contains(line, `grpc_method="Watch"`) {
+			f := strings.Fields(line)
+			n, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("metrics: %q: %v", line, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// TestStrangerFailoverWatchProbeQuiet: the probe that finds a silent watch
+// stream (see TestStrangerFailoverStoppedWatchMember) leaves a live one
+// alone: a latch Wait on a healthy cluster, with nothing happening, keeps
+// its one watch stream through several probe periods (no stream is
+// started anywhere meanwhile), and is still woken by the CountDown.
+func TestStrangerFailoverWatchProbeQuiet(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := distlock.New(etcdengine.New(defaultConfigClient(t, cl)))
+	t.Cleanup(func() { _ = c.Close() })
+	other := memberClient(t, cl, 0)
+	if ok, err := other.CountDownLatch("l").TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatalf("TrySetCount: %v, %v", ok, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.CountDownLatch("l").Wait(ctx) }()
+	total := func() int {
+		n := 0
+		for i := range cl.Members {
+			n += watchStreamsStarted(t, cl, i)
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "the watch stream", func() bool { return total() > 0 })
+	started := total()
+	// Several probe periods of silence: each one is probed, and
+	// answered.
+	quiet := time.Now().Add(4 * 2 * time.Second)
+	for time.Now().Before(quiet) {
+		if n := total(); n != started {
+			t.Fatalf("watch streams started while nothing happened: %d, then %d: the probe replaced a live stream", started, n)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Wait returned with the count at 1: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := other.CountDownLatch("l").CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait not woken by the CountDown")
+	}
+	t.Logf("%d watch stream(s) started, none more through %v of silence", started, 8*time.Second)
+}
