@@ -1111,3 +1111,73 @@ func TestStrangerFailoverWatchProbeQuiet(t *testing.T) {
 	}
 	t.Logf("%d watch stream(s) started, none more through %v of silence", started, 8*time.Second)
 }
+
+// TestStrangerFailoverHalfReachable: a holder connected to two members,
+// one of which (a follower, or the leader) is SIGSTOPped, with the
+// shortest ttl etcd keeps (2 s): its renewals that go to the stopped
+// member run out of their attempt deadline and are sent again to the
+// other, so the mutex, the permit, the reader and the leadership are
+// renewed, several times, and never lost, while a majority answers (with
+// the leader stopped, a ttl that outlasts the election: see below).
+func TestStrangerFailoverHalfReachable(t *testing.T) {
+	for _, which := range []string{"follower", "leader"} {
+		t.Run(which, func(t *testing.T) {
+			cl := etcdtest.Start(t, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			lead, err := cl.Leader(cl.Client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, live := (lead+1)%3, lead
+			if which == "leader" {
+				x, live = lead, (lead+1)%3
+			}
+			holder := memberClient(t, cl, x, live)
+			// With the leader stopped, renewals wait for an election (1 to
+			// 2 election timeouts, 1-2 s here): a 2 s lease may be lost
+			// meanwhile (told at its deadline, as documented), so that
+			// case holds for 6 s.
+			ttl := 2 * time.Second
+			if which == "leader" {
+				ttl = 6 * time.Second
+			}
+			wttl := distlock.WithTTL(ttl)
+			mutex, err := holder.Acquire(ctx, "m", wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			permit, err := holder.Semaphore("s", 2).Acquire(ctx, wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reader, err := holder.RWMutex("rw").RLock(ctx, wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leader, err := holder.Campaign(ctx, "e", "v", wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := map[string]*distlock.Lease{"mutex": mutex, "permit": permit, "reader": reader, "leader": leader.Lease()}
+			m := cl.Members[x]
+			t.Logf("stopping %s (the %s)", m.Name, which)
+			m.Stop()
+			t.Cleanup(m.Cont)
+			stopped := time.Now()
+			// Three ttls with the member stopped: every lease confirms a
+			// renewal sent after each ttl.
+			for i := 1; i <= 3; i++ {
+				after := stopped.Add(time.Duration(i) * ttl)
+				waitFor(t, 2*ttl, "three ttls", func() bool { return time.Now().After(after) })
+				for what, l := range held {
+					waitRenewedAfter(t, l, after)
+					if err := l.Err(); err != nil {
+						t.Fatalf("%s lost %v after the stop with a majority answering: %v", what, time.Since(stopped), err)
+					}
+				}
+			}
+			t.Logf("all renewed through %v with %s stopped", time.Since(stopped).Round(time.Millisecond), m.Name)
+		})
+	}
+}
