@@ -1181,3 +1181,92 @@ func TestStrangerFailoverHalfReachable(t *testing.T) {
 		})
 	}
 }
+
+// TestStrangerFailoverProclaimAndExtend: with the leader SIGSTOPped (or
+// SIGKILLed) right before, a leader's Proclaim and a holder's Extend to a
+// new ttl go through the election: Proclaim keeps the term and the
+// observer on a follower reports the new value with it (terms never down);
+// Extend keeps the token, Lease.TTL reports the new ttl, and Inspect
+// through another member shows the same holder, token and ttl.
+func TestStrangerFailoverProclaimAndExtend(t *testing.T) {
+	for _, mode := range []string{"kill", "stop"} {
+		t.Run(mode, func(t *testing.T) {
+			cl := etcdtest.Start(t, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			lead, err := cl.Leader(cl.Client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := (lead + 1) % 3
+			holder := newClient(t, cl)
+			observer := memberClient(t, cl, a)
+			wttl := distlock.WithTTL(6 * time.Second)
+			ld, err := holder.Campaign(ctx, "e", "v1", wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := holder.Acquire(ctx, "m", wttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaders, err := observer.Observe(ctx, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var seen []distlock.Leader
+			go func() {
+				for x := range leaders {
+					mu.Lock()
+					seen = append(seen, x)
+					mu.Unlock()
+				}
+			}()
+			m := cl.Members[lead]
+			switch mode {
+			case "kill":
+				m.Kill()
+			case "stop":
+				m.Stop()
+				t.Cleanup(m.Cont)
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+			if err := ld.Proclaim(pctx, "v2"); err != nil {
+				t.Fatalf("Proclaim across the leader's %s: %v", mode, err)
+			}
+			if err := l.Extend(pctx, 12*time.Second); err != nil {
+				t.Fatalf("Extend across the leader's %s: %v", mode, err)
+			}
+			pcancel()
+			if ld.Value() != "v2" || ld.Err() != nil || l.Err() != nil || l.TTL() != 12*time.Second {
+				t.Fatalf("after: value %q, %v; lease %v, ttl %v", ld.Value(), ld.Err(), l.Err(), l.TTL())
+			}
+			waitFor(t, 15*time.Second, "the observer reporting v2", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(seen) > 0 && seen[len(seen)-1].Value == "v2"
+			})
+			mu.Lock()
+			for i, x := range seen {
+				if x.Term != ld.Term() {
+					t.Errorf("observer report %d: %+v, want term %d throughout", i, x, ld.Term())
+				}
+			}
+			t.Logf("observer reported %+v", seen)
+			mu.Unlock()
+			in, err := observer.Inspect(ctx, "m")
+			if err != nil || in.Owner != l.Owner() || in.Token != l.Token() || in.TTL <= 6*time.Second {
+				t.Fatalf("Inspect after the Extend: %+v, %v; want owner %s, token %d, ttl above 6 s", in, err, l.Owner(), l.Token())
+			}
+			now, err := observer.Leader(ctx, "e")
+			if err != nil || now.Term != ld.Term() || now.Value != "v2" {
+				t.Fatalf("Leader after Proclaim: %+v, %v", now, err)
+			}
+			waitRenewedAfter(t, l, time.Now())
+			if l.Err() != nil || ld.Err() != nil {
+				t.Fatalf("lost after: %v, %v", l.Err(), ld.Err())
+			}
+		})
+	}
+}
