@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1269,4 +1270,93 @@ func TestStrangerFailoverProclaimAndExtend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStrangerFailoverLeaderStopsUnderLoad: two Clients on every member
+// take a mutex and a semaphore's single permit from each other in a loop
+// while the leader is SIGSTOPped and continued three times (a grant or a
+// release may be on the wire to it each time): no two holders overlap,
+// tokens increase, both keep being granted, and once they stop nothing of
+// theirs stays behind (no holder, no waiter) beyond a ttl.
+func TestStrangerFailoverLeaderStopsUnderLoad(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const ttl = 3 * time.Second
+	type lock struct {
+		name string
+		take func(c *distlock.Client, ctx context.Context) (*distlock.Lease, error)
+	}
+	locks := []lock{
+		{"m", func(c *distlock.Client, ctx context.Context) (*distlock.Lease, error) {
+			return c.Acquire(ctx, "m", distlock.WithTTL(ttl))
+		}},
+		{"s", func(c *distlock.Client, ctx context.Context) (*distlock.Lease, error) {
+			return c.Semaphore("s", 1).Acquire(ctx, distlock.WithTTL(ttl))
+		}},
+	}
+	hs := make([]*holds, len(locks))
+	var total atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for li, lk := range locks {
+		hs[li] = &holds{}
+		for i := range 2 {
+			c := newClient(t, cl)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+					l, err := lk.take(c, actx)
+					acancel()
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Logf("%s client %d: %v (again)", lk.name, i, err)
+						}
+						continue
+					}
+					total.Add(1)
+					hs[li].work(ctx, fmt.Sprintf("%s client %d", lk.name, i), l, time.Now(), 20*time.Millisecond)
+				}
+			}()
+		}
+	}
+	progress := func(what string) {
+		from := total.Load()
+		waitFor(t, 60*time.Second, "grants "+what, func() bool { return total.Load() >= from+6 })
+	}
+	for round := range 3 {
+		progress(fmt.Sprintf("before stop %d", round))
+		lead, err := cl.Leader(cl.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := cl.Members[lead]
+		m.Stop()
+		t.Logf("round %d: stopped the leader %s", round, m.Name)
+		leaderAmong(t, cl, 30*time.Second, (lead+1)%3, (lead+2)%3)
+		progress(fmt.Sprintf("with %s stopped", m.Name))
+		m.Cont()
+		cl.WaitReady(30 * time.Second)
+	}
+	progress("after the last continue")
+	close(stop)
+	wg.Wait()
+	ended := time.Now()
+	t.Logf("%d grants", total.Load())
+	for _, h := range hs {
+		h.check(t)
+	}
+	direct := cl.Client(t)
+	waitFor(t, ttl+5*time.Second, "nothing left under the names", func() bool {
+		return len(keysUnder(t, direct, "distlock/m/")) == 0 && len(keysUnder(t, direct, "distlock/s/h/")) == 0 &&
+			len(keysUnder(t, direct, "distlock/s/sq/")) == 0
+	})
+	t.Logf("names empty %v after the last release", time.Since(ended).Round(time.Millisecond))
 }
