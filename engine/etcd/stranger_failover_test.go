@@ -419,10 +419,13 @@ func TestStrangerFailoverStoppedHolderMember(t *testing.T) {
 			}
 			for what, r := range got {
 				l := held[what]
+				// The loss is judged by what the lease recorded (LostError.At,
+				// its deadline), not by when this busy process got to close
+				// Done: a starved test process closes it late.
 				select {
 				case <-l.Done():
-				default:
-					t.Errorf("%s: the waiter holds (token %d, %v after the stop) while the old holder's Done is open", what, r.token, r.at.Sub(stopped))
+				case <-time.After(30 * time.Second):
+					t.Errorf("%s: the waiter holds (token %d, %v after the stop) and the old holder's Done is still open 30 s later", what, r.token, r.at.Sub(stopped))
 					continue
 				}
 				var lost *distlock.LostError
