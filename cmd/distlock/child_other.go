@@ -10,9 +10,6 @@ import (
 // forwardedSignals are the signals distlock run passes on.
 func forwardedSignals() []os.Signal { return []os.Signal{os.Interrupt} }
 
-// relayedSignals: none on this system.
-func relayedSignals() []os.Signal { return nil }
-
 // child is not available on this system.
 type child struct{}
 
@@ -22,11 +19,13 @@ func startChild(argv []string, env []string) (*child, error) {
 	return nil, errors.New("distlock run needs a Unix system: it stops the command's whole process group when the lock is lost")
 }
 
-func (c *child) wait() int        { return exitFailed }
-func (c *child) signal(os.Signal) {}
-func (c *child) terminate()       {}
-func (c *child) kill()            {}
-func (c *child) groupAlive() bool { return false }
-func (c *child) restoreTerminal() {}
-func signalNumber(os.Signal) int  { return 2 }
-func startErrorCode(error) int    { return exitNoExec }
+func (c *child) wait() int                 { return exitFailed }
+func (c *child) signal(os.Signal)          {}
+func (c *child) relayed() <-chan os.Signal { return nil }
+func (c *child) stopRelay()                {}
+func (c *child) terminate()                {}
+func (c *child) kill()                     {}
+func (c *child) groupAlive() bool          { return false }
+func (c *child) restoreTerminal()          {}
+func signalNumber(os.Signal) int           { return 2 }
+func startErrorCode(error) int             { return exitNoExec }

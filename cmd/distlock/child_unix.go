@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 )
 
@@ -25,9 +26,10 @@ func relayedSignals() []os.Signal {
 // child is the command that distlock run supervises: the leader of its own
 // process group.
 type child struct {
-	cmd  *exec.Cmd
-	pgid int
-	tty  *foreground // nil unless the group was put in the terminal's foreground
+	cmd   *exec.Cmd
+	pgid  int
+	tty   *foreground    // nil unless the group was put in the terminal's foreground
+	relay chan os.Signal // relayedSignals received since just before the start
 }
 
 // startChild starts argv in a new process group (so that the whole group
@@ -45,19 +47,31 @@ func startChild(argv []string, env []string) (*child, error) {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = fg.fd
 	}
+	// Listened for before the start: a signal sent once the command runs
+	// (even before supervise is there) is passed on, none is lost.
+	relay := make(chan os.Signal, 8)
+	signal.Notify(relay, relayedSignals()...)
 	if err := cmd.Start(); err != nil {
+		signal.Stop(relay)
 		if fg != nil {
 			fg.restore() // the child may have taken the terminal before its exec failed
 		}
 		return nil, err
 	}
-	c := &child{cmd: cmd, pgid: cmd.Process.Pid}
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid, relay: relay}
 	if fg != nil {
 		fg.handedOver()
 		c.tty = fg
 	}
 	return c, nil
 }
+
+// relayed is the channel of the relayedSignals received since the command
+// started, for supervise to pass on; stopRelay stops listening.
+func (c *child) relayed() <-chan os.Signal { return c.relay }
+
+// stopRelay stops listening for the relayedSignals.
+func (c *child) stopRelay() { signal.Stop(c.relay) }
 
 // signal sends sig to the whole process group (nothing when it is gone).
 func (c *child) signal(sig os.Signal) {

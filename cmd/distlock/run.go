@@ -282,11 +282,8 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 	// guardArg); supervise returns only once the group is gone or stopped.
 	g := a.startGuard(cmd, ch, grace)
 	defer g.standDown()
-	relay := make(chan os.Signal, 8)
-	if rs := relayedSignals(); len(rs) > 0 { // none: Notify would relay every signal
-		signal.Notify(relay, rs...)
-		defer signal.Stop(relay)
-	}
+	defer ch.stopRelay()
+	relay := ch.relayed()
 	exited := make(chan int, 1)
 	go func() { exited <- ch.wait() }()
 	defer ch.restoreTerminal()
