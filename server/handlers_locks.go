@@ -54,9 +54,14 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
 	}
 	o := s.acquire(r.Context(), ereq, wait, sh)
-	if o.err == nil && !o.gone && o.grant.Acquired && r.Context().Err() != nil {
+	// A grant for a client that has gone: its close may be in the socket
+	// before the request's context is cancelled (a server stopped and
+	// continued wakes with both: its wait can be granted first).
+	if o.err == nil && !o.gone && o.grant.Acquired && clientGone(r) {
 		o.gone = true
-		o.failure = context.Cause(r.Context())
+		if o.failure = context.Cause(r.Context()); o.failure == nil {
+			o.failure = context.Canceled
+		}
 	}
 	switch {
 	case o.gone:
