@@ -20,6 +20,11 @@ import (
 // read, a request whose connection the client has closed (or whose context
 // has ended) is refused and nothing is done.
 //
+// The same check follows a grant: a held-open acquire granted after its
+// client closed the connection (the close in the socket before the
+// request's context is cancelled: a continued server wakes with both) is
+// released at once and answered to nobody (serveAcquire).
+//
 // What this cannot see: a request the server had already begun to carry
 // out when it was stopped, and a client whose close has not reached the
 // server (a TLS client's close_notify is data, a proxy keeps its
