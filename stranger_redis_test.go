@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/enginetest"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -27,19 +28,6 @@ func sentinelClient(t *testing.T, g *redistest.Sentinel, opts ...distlock.Client
 	c := distlock.New(eng, opts...)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// strangerWaitFor polls cond every 10 ms until it holds, failing the test
-// after d.
-func strangerWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // replicated waits until the replica of g acknowledged every write the
@@ -127,11 +115,11 @@ func stoppedMasterWakeups(t *testing.T, automatic bool) {
 	}()
 	// The waiter's subscriptions are on the master: the latch's and the
 	// election's channels, and the mutex queue's wake-up channel.
-	strangerWaitFor(t, 10*time.Second, "the waiter's subscriptions", func() bool {
+	enginetest.WaitFor(t, 10*time.Second, "the waiter's subscriptions", func() bool {
 		return subscribers(ctx, g.Master, "*{l}") >= 1 && subscribers(ctx, g.Master, "*{e}") >= 1 &&
 			subscribers(ctx, g.Master, "*{m}:w:*") >= 1
 	})
-	strangerWaitFor(t, 10*time.Second, "the waiter in the queue", func() bool {
+	enginetest.WaitFor(t, 10*time.Second, "the waiter in the queue", func() bool {
 		n, _ := g.Master.Client().ZCard(ctx, "distlock:{m}:q").Result()
 		return n == 1
 	})
@@ -142,7 +130,7 @@ func stoppedMasterWakeups(t *testing.T, automatic bool) {
 	}
 	defer func() { _ = g.Master.Resume() }() // so that Close finds it running
 	if automatic {
-		strangerWaitFor(t, 3*redistest.SentinelDownAfter, "the sentinels' own failover", func() bool {
+		enginetest.WaitFor(t, 3*redistest.SentinelDownAfter, "the sentinels' own failover", func() bool {
 			addr, err := g.MasterAddr(ctx)
 			return err == nil && addr == g.Replica.Addr() &&
 				strings.Contains(g.Replica.Client().Info(ctx, "replication").Val(), "role:master")
@@ -313,7 +301,7 @@ func TestStrangerSentinelKindsAcrossFailover(t *testing.T) {
 			})
 			wait("latch", func(c context.Context) (uint64, error) { return 0, waiter.CountDownLatch("l").Wait(c) })
 			queued := func(name string, info func() (distlock.Info, error)) {
-				strangerWaitFor(t, 10*time.Second, name+"'s waiter queued", func() bool {
+				enginetest.WaitFor(t, 10*time.Second, name+"'s waiter queued", func() bool {
 					in, err := info()
 					return err == nil && in.Waiters == 1
 				})
@@ -323,7 +311,7 @@ func TestStrangerSentinelKindsAcrossFailover(t *testing.T) {
 			}
 			queued("s", func() (distlock.Info, error) { return observer.Semaphore("s", 2).Inspect(ctx) })
 			queued("rw", func() (distlock.Info, error) { return observer.RWMutex("rw").Inspect(ctx) })
-			strangerWaitFor(t, 10*time.Second, "the latch's waiter subscribed", func() bool {
+			enginetest.WaitFor(t, 10*time.Second, "the latch's waiter subscribed", func() bool {
 				return subscribers(ctx, g.Master, "*{l}") >= 1
 			})
 			before := []uint64{mutex.Token(), permits[0].Token(), permits[1].Token(), reader.Token(), leader.Term()}
@@ -351,7 +339,7 @@ func TestStrangerSentinelKindsAcrossFailover(t *testing.T) {
 				if err := g.Master.Resume(); err != nil {
 					t.Fatal(err)
 				}
-				strangerWaitFor(t, 30*time.Second, "the old master made a replica", func() bool {
+				enginetest.WaitFor(t, 30*time.Second, "the old master made a replica", func() bool {
 					return strings.Contains(g.Master.Client().Info(ctx, "replication").Val(), "master_link_status:up")
 				})
 			}
@@ -360,7 +348,7 @@ func TestStrangerSentinelKindsAcrossFailover(t *testing.T) {
 			// master moves each deadline past the failover.
 			held := map[string]*distlock.Lease{"mutex": mutex, "permit 1": permits[0], "permit 2": permits[1], "reader": reader, "leader": leader.Lease()}
 			for what, l := range held {
-				strangerWaitFor(t, ttl, what+" renewed after the failover", func() bool {
+				enginetest.WaitFor(t, ttl, what+" renewed after the failover", func() bool {
 					return l.Err() == nil && l.Deadline().After(failedOver.Add(ttl*9/10))
 				})
 			}
@@ -475,7 +463,7 @@ func TestStrangerSentinelLostGrants(t *testing.T) {
 		defer mu.Unlock()
 		return len(terms) > 0 && terms[len(terms)-1] == term
 	}
-	strangerWaitFor(t, 10*time.Second, "the observer sees the first leader", func() bool { return seen(l1.Term()) })
+	enginetest.WaitFor(t, 10*time.Second, "the observer sees the first leader", func() bool { return seen(l1.Term()) })
 	replicated(t, g)
 	if err := g.CutReplica(ctx); err != nil {
 		t.Fatal(err)
@@ -496,7 +484,7 @@ func TestStrangerSentinelLostGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	strangerWaitFor(t, 10*time.Second, "the observer sees the second leader", func() bool { return seen(l2.Term()) })
+	enginetest.WaitFor(t, 10*time.Second, "the observer sees the second leader", func() bool { return seen(l2.Term()) })
 
 	if err := g.Master.Kill(); err != nil {
 		t.Fatal(err)
@@ -540,7 +528,7 @@ func TestStrangerSentinelLostGrants(t *testing.T) {
 	if h3.Token() <= h2.Token() || l3.Term() <= l2.Term() {
 		t.Fatalf("after the failover token %d (lost %d), term %d (lost %d): not above", h3.Token(), h2.Token(), l3.Term(), l2.Term())
 	}
-	strangerWaitFor(t, 10*time.Second, "the observer sees the third leader", func() bool { return seen(l3.Term()) })
+	enginetest.WaitFor(t, 10*time.Second, "the observer sees the third leader", func() bool { return seen(l3.Term()) })
 	cancel()
 	<-observed
 	var last uint64
@@ -584,7 +572,7 @@ func TestStrangerSentinelLatchLostWrites(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- waiter.CountDownLatch("b").Wait(ctx) }()
-	strangerWaitFor(t, 10*time.Second, "b's waiter subscribed", func() bool { return subscribers(ctx, g.Master, "*{b}") >= 1 })
+	enginetest.WaitFor(t, 10*time.Second, "b's waiter subscribed", func() bool { return subscribers(ctx, g.Master, "*{b}") >= 1 })
 	select {
 	case err := <-waited:
 		t.Fatalf("b's Wait returned before the failover: %v", err)

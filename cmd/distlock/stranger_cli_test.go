@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -92,18 +93,6 @@ func (p *strangerProc) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// eventually waits up to patience for cond, failing with what otherwise.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // strangerEvent is a line a test's command appended to its log:
 // "ID KIND NANOS [PID]".
 type strangerEvent struct {
@@ -152,7 +141,7 @@ func findEvents(evs []strangerEvent, id, kind string) []strangerEvent {
 func waitEvent(t *testing.T, log, id, kind string) strangerEvent {
 	t.Helper()
 	var ev strangerEvent
-	eventually(t, id+" "+kind+" in "+log, func() bool {
+	enginetest.WaitFor(t, patience, id+" "+kind+" in "+log, func() bool {
 		if evs := findEvents(readEvents(t, log), id, kind); len(evs) > 0 {
 			ev = evs[0]
 			return true
@@ -240,7 +229,7 @@ func TestStrangerRunSignalWhileWaitingLeavesNothing(t *testing.T) {
 		owner := parseAssignments(t, out.stdout)["DISTLOCK_OWNER"]
 		c.env = mergeEnv(c.env, map[string]string{"RAN": ran})
 		p := startStranger(t, c, "run", "--wait", "50s", "busy", "--", "sh", "-c", `echo ran > "$RAN"`)
-		eventually(t, "the run waits in the queue", func() bool {
+		enginetest.WaitFor(t, patience, "the run waits in the queue", func() bool {
 			return strings.Contains(c.run(t, "status", "busy").stdout, "waiters:           1")
 		})
 		p.signal(t, syscall.SIGINT)
@@ -313,7 +302,7 @@ func TestStrangerRunRedisFrozenSecondWaits(t *testing.T) {
 	killGroupOf(t, aStart.pid)
 	b := startStranger(t, env("B"), "run", "--ttl", "1s", "--wait", "50s", "frozen", "--", "sh", "-c", loggingChild)
 	lib := library(t, srv)
-	eventually(t, "B waits in the queue", func() bool {
+	enginetest.WaitFor(t, patience, "B waits in the queue", func() bool {
 		info, err := lib.Inspect(testCtx(t), "frozen")
 		return err == nil && info.Waiters == 1
 	})
@@ -400,12 +389,12 @@ func TestStrangerStoppedHolderContinued(t *testing.T) {
 				a.signal(t, syscall.SIGCONT)
 				aTerm := waitEvent(t, log, "A", "term")
 				if !processGone(aStart.pid) {
-					eventually(t, "A's command gone after its SIGTERM", func() bool { return processGone(aStart.pid) })
+					enginetest.WaitFor(t, patience, "A's command gone after its SIGTERM", func() bool { return processGone(aStart.pid) })
 				}
 				if verb == "run" {
 					expect(t, a.waitExit(t, patience), exitLost, "lost")
 				} else {
-					eventually(t, "the continued elect says it campaigns again", func() bool {
+					enginetest.WaitFor(t, patience, "the continued elect says it campaigns again", func() bool {
 						return strings.Contains(a.errb.String(), "campaigning for \"stopped\" again")
 					})
 				}
@@ -423,7 +412,7 @@ func TestStrangerStoppedHolderContinued(t *testing.T) {
 				if verb == "elect" {
 					// B resigned: A is elected again, with a higher term.
 					var again strangerEvent
-					eventually(t, "A elected again", func() bool {
+					enginetest.WaitFor(t, patience, "A elected again", func() bool {
 						s := findEvents(readEvents(t, log), "A", "start")
 						if len(s) == 2 {
 							again = s[1]
@@ -476,7 +465,7 @@ func TestStrangerElectKilledLeaderHandsOver(t *testing.T) {
 		aStart := waitEvent(t, log, "A", "start")
 		killGroupOf(t, aStart.pid)
 		b := startStranger(t, as("B"), args...)
-		eventually(t, "B campaigns", func() bool {
+		enginetest.WaitFor(t, patience, "B campaigns", func() bool {
 			return strings.Contains(c.run(t, "status", "killed").stdout, "waiters:           1")
 		})
 		a.signal(t, syscall.SIGKILL)
@@ -573,11 +562,11 @@ func TestStrangerElectCampaignsAgainAfterOutage(t *testing.T) {
 				}
 			}()
 			waitEvent(t, log, "A", "term")
-			eventually(t, "elect says it campaigns again", func() bool {
+			enginetest.WaitFor(t, patience, "elect says it campaigns again", func() bool {
 				return strings.Contains(a.errb.String(), `campaigning for "outage" again`)
 			})
 			lostAt := time.Now()
-			eventually(t, "the outage", func() bool {
+			enginetest.WaitFor(t, patience, "the outage", func() bool {
 				if a.exited() {
 					t.Fatalf("distlock elect exited during the outage, %v after the loss, instead of campaigning again: %v",
 						time.Since(lostAt).Round(time.Millisecond), a.res)
@@ -589,7 +578,7 @@ func TestStrangerElectCampaignsAgainAfterOutage(t *testing.T) {
 			}
 			resumed = true
 			var again strangerEvent
-			eventually(t, "A elected again", func() bool {
+			enginetest.WaitFor(t, patience, "A elected again", func() bool {
 				if a.exited() {
 					t.Fatalf("distlock elect exited: %v", a.res)
 				}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/distlock/distlock/engine/enginetest"
 	"github.com/distlock/distlock/internal/redistest"
 )
 
@@ -175,5 +176,5 @@ func TestStrangerRunBackgroundJobWithTostop(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvent(t, log, "A", "term")
-	eventually(t, "the command gone after its SIGTERM", func() bool { return processGone(start.pid) })
+	enginetest.WaitFor(t, patience, "the command gone after its SIGTERM", func() bool { return processGone(start.pid) })
 }

@@ -91,7 +91,7 @@ func (s *suite) adminKinds(t *testing.T) {
 			}
 			got <- err
 		}()
-		waitFor(t, 10*time.Second, "the waiter of "+h.name, func() bool {
+		WaitFor(t, 10*time.Second, "the waiter of "+h.name, func() bool {
 			return inspectKind(t, ctx, c, h).Waiters > 0
 		})
 		deadline := h.lease.Deadline()

@@ -52,7 +52,7 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 	}
 	// The Client's waiting goroutine is subscribed on the backend (the
 	// others queue behind it in the Client).
-	waitFor(t, 20*time.Second, "a waiter on the backend", func() bool {
+	WaitFor(t, 20*time.Second, "a waiter on the backend", func() bool {
 		info, err := other.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -95,7 +95,7 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 		t.Fatalf("the lock after the closed Client's waiters: %+v, %v (%d engine calls since Close returned)", info, err, eng.calls.Load()-after)
 	}
 	var l *distlock.Lease
-	waitFor(t, distlock.WaiterTTL+10*time.Second, "the lock to be free for another Client", func() bool {
+	WaitFor(t, distlock.WaiterTTL+10*time.Second, "the lock to be free for another Client", func() bool {
 		l, err = third.TryAcquire(ctx, name)
 		return err == nil
 	})

@@ -40,7 +40,7 @@ func settled(t *testing.T, ctx context.Context, e engine.Engine, name string) en
 	var prev, info engine.Info
 	var err error
 	first := true
-	waitFor(t, 20*time.Second, "the state of "+name+" to settle", func() bool {
+	WaitFor(t, 20*time.Second, "the state of "+name+" to settle", func() bool {
 		prev = info
 		info, err = e.Inspect(ctx, name)
 		if err != nil {

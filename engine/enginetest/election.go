@@ -40,7 +40,7 @@ func (s *suite) electionHandover(t *testing.T) {
 		}
 		got <- lb
 	}()
-	waitFor(t, 20*time.Second, "b to wait", func() bool {
+	WaitFor(t, 20*time.Second, "b to wait", func() bool {
 		info, err := o.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -189,7 +189,7 @@ func (s *suite) electionWaitersCount(t *testing.T) {
 		done <- err
 	}()
 	var info distlock.Info
-	waitFor(t, 20*time.Second, "b to queue", func() bool {
+	WaitFor(t, 20*time.Second, "b to queue", func() bool {
 		info, err = o.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -200,7 +200,7 @@ func (s *suite) electionWaitersCount(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled campaign: %v", err)
 	}
-	waitFor(t, 20*time.Second, "b to leave the queue", func() bool {
+	WaitFor(t, 20*time.Second, "b to leave the queue", func() bool {
 		info, err = o.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})

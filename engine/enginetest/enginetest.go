@@ -199,8 +199,10 @@ func (r *memRegister) Get(context.Context) (int64, error) {
 
 func (r *memRegister) Set(_ context.Context, v int64) error { r.v.Store(v); return nil }
 
-// waitFor polls cond (test-side only) until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// WaitFor polls cond (test-side only) every millisecond until it holds,
+// failing t after d: a bound for a starved machine, not a speed. The
+// engines' own tests wait with it too.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for !cond() {

@@ -343,7 +343,7 @@ func (s *suite) inspect(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _, _ = s.client(t).Acquire(wctx, name) }()
-	waitFor(t, 20*time.Second, "a waiter to show", func() bool {
+	WaitFor(t, 20*time.Second, "a waiter to show", func() bool {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -358,7 +358,7 @@ func (s *suite) inspect(t *testing.T) {
 		t.Fatalf("Inspect's holders = %+v, want the one lease", info.Holders)
 	}
 	cancel()
-	waitFor(t, 20*time.Second, "the waiter to leave", func() bool {
+	WaitFor(t, 20*time.Second, "the waiter to leave", func() bool {
 		info, err = c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})

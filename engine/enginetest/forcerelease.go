@@ -46,7 +46,7 @@ func (s *suite) forceReleaseHolder(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 20*time.Second, "the writer to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the writer to queue", func() bool {
 		info, err := rw.Inspect(ctx)
 		return err == nil && info.Waiters == 1
 	})

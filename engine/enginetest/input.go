@@ -30,7 +30,7 @@ func (s *suite) badInput(t *testing.T) {
 	nodes, _ := s.h.New(t).(interface {
 		InspectNodes(context.Context, string) []quorum.NodeInfo
 	})
-	waitFor(t, 20*time.Second, "the grant to settle", func() bool {
+	WaitFor(t, 20*time.Second, "the grant to settle", func() bool {
 		prev := before
 		before, err = c.Inspect(ctx, name)
 		return err == nil && prev.HighWater == before.HighWater && prev.Token == before.Token &&

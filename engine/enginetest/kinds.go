@@ -146,7 +146,7 @@ func (s *suite) kindRefused(t *testing.T, first, second lockKind) {
 	}
 	// Released: the name is free for the other kind, with a greater token.
 	var l *distlock.Lease
-	waitFor(t, 10*time.Second, second.name+" to be granted after the release", func() bool {
+	WaitFor(t, 10*time.Second, second.name+" to be granted after the release", func() bool {
 		l, err = second.take(ctx, other, name, false)
 		if err != nil && !errors.Is(err, distlock.ErrLocked) {
 			t.Fatalf("%s after the %s was released: %v", second.name, first.name, err)

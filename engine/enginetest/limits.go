@@ -111,7 +111,7 @@ func (s *suite) semaphoreWaiterSurvivesSetLimit(t *testing.T) {
 		return got
 	}
 	queued := func(n int) {
-		waitFor(t, 20*time.Second, "the waiter to queue", func() bool {
+		WaitFor(t, 20*time.Second, "the waiter to queue", func() bool {
 			info, err := admin.Semaphore(name, 2).Inspect(ctx)
 			return err == nil && info.Waiters == n
 		})
@@ -163,7 +163,7 @@ func (s *suite) semaphoreShrinkUnderWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	queued := func(n int) {
-		waitFor(t, 20*time.Second, "the waiters to queue", func() bool {
+		WaitFor(t, 20*time.Second, "the waiters to queue", func() bool {
 			info, err := admin.Semaphore(name, 3).Inspect(ctx)
 			return err == nil && info.Waiters == n
 		})

@@ -179,7 +179,7 @@ func (m mixedKinds) run(t *testing.T, a, b *distlock.Client, name string) []stri
 		}
 		whole <- l
 	}()
-	waitFor(t, 20*time.Second, "the request for the whole limit to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the request for the whole limit to queue", func() bool {
 		info, err := a.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
 	})

@@ -535,7 +535,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	// The live waiter is queued: behind the dead one, unless the dead
 	// one's entry lapsed first (its 500ms ran out on a slow machine).
 	var queued acquireCall
-	waitFor(t, 20*time.Second, "the live waiter to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the live waiter to queue", func() bool {
 		for _, a := range rec.acquiresLog() {
 			if a.err == nil && a.grant.Queued {
 				queued = a
@@ -583,7 +583,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		_, err := s.client(t).Acquire(wctx, name, opts...)
 		quit <- err
 	}()
-	waitFor(t, 20*time.Second, "the first waiter", func() bool {
+	WaitFor(t, 20*time.Second, "the first waiter", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
 	})
@@ -604,7 +604,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 			t.Logf("the last reading while waiting for the second waiter: %s", seen)
 		}
 	}()
-	waitFor(t, 20*time.Second, "the second waiter", func() bool {
+	WaitFor(t, 20*time.Second, "the second waiter", func() bool {
 		select { // a waiter that ended meanwhile is the failure, not the wait
 		case err := <-quit:
 			t.Fatalf("the first waiter ended before the second queued: %v", err)
@@ -660,7 +660,7 @@ func (s *suite) reservationLapses(t *testing.T) {
 		t.Skipf("machine too slow: it took %v to try, the reservation (%v) lapsed already", time.Since(released), engine.ReserveTTL)
 	}
 	var l *distlock.Lease
-	waitFor(t, 20*time.Second, "the reservation to lapse", func() bool {
+	WaitFor(t, 20*time.Second, "the reservation to lapse", func() bool {
 		l, err = s.client(t).TryAcquire(ctx, name)
 		return err == nil
 	})
@@ -768,7 +768,7 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 	}
 	tried = time.Now()
 	left = reserved()
-	waitFor(t, 20*time.Second, "half the first head's reservation to pass", func() bool {
+	WaitFor(t, 20*time.Second, "half the first head's reservation to pass", func() bool {
 		reserved()
 		return time.Since(tried) >= left/2
 	})
@@ -777,7 +777,7 @@ func (s *suite) reservationPassesOnLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l *distlock.Lease
-	waitFor(t, 20*time.Second, "the second head's reservation to lapse", func() bool {
+	WaitFor(t, 20*time.Second, "the second head's reservation to lapse", func() bool {
 		var err error
 		l, err = newcomer.TryAcquire(ctx, name)
 		return err == nil
@@ -817,7 +817,7 @@ func (s *suite) reservationPassesOnExpiry(t *testing.T) {
 		t.Fatalf("TryAcquire of a lock reserved for the head: %v, want a LockedError with Queued", err)
 	}
 	lapsed := tried.Add(le.TTL)
-	waitFor(t, 30*time.Second, "the first entry to expire and its reservation to lapse", func() bool {
+	WaitFor(t, 30*time.Second, "the first entry to expire and its reservation to lapse", func() bool {
 		sent := time.Now()
 		info, err := holder.Inspect(ctx, name)
 		if err == nil && info.Waiters == 2 {
@@ -849,7 +849,7 @@ func (s *suite) reservationPassesOnExpiry(t *testing.T) {
 func (s *suite) leaveBehindExpired(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
 	q, name, holder, h := s.heldBeforeGhosts(t, ctx, false, ghost{"ghost-expiring", s.leastTTL(t)}, ghost{"ghost-leaving", time.Minute})
-	waitFor(t, 30*time.Second, "the first entry to expire", func() bool {
+	WaitFor(t, 30*time.Second, "the first entry to expire", func() bool {
 		info, err := holder.Inspect(ctx, name)
 		return err == nil && info.Waiters == 1
 	})

@@ -60,7 +60,7 @@ func (s *suite) queueListed(t *testing.T) {
 				// queue, listed (a quorum counts the most any node has and
 				// lists one node's queue: a waiter counted on one node may
 				// not have reached the listed one yet).
-				waitFor(t, 30*time.Second, fmt.Sprintf("waiter %d in the queue", i), func() bool {
+				WaitFor(t, 30*time.Second, fmt.Sprintf("waiter %d in the queue", i), func() bool {
 					info, err := inspect()
 					return err == nil && info.Waiters == i && (info.Queue == nil || len(info.Queue) == i)
 				})

@@ -154,7 +154,7 @@ func (s *suite) stillHeld(t *testing.T, ctx context.Context, c *distlock.Client,
 	t.Helper()
 	short, _ := s.reentryTTLs(t)
 	gone := answered.Add(short + engine.CapabilitiesOf(s.h.New(t)).TTLGranularity)
-	waitFor(t, time.Until(gone)+time.Second, "the short ttl to pass", func() bool { return time.Now().After(gone) })
+	WaitFor(t, time.Until(gone)+time.Second, "the short ttl to pass", func() bool { return time.Now().After(gone) })
 	if err := a.Err(); err != nil {
 		t.Skipf("the long lease ended before the check: %v", err)
 	}
@@ -227,7 +227,7 @@ func (s *suite) reentryShortRenewed(t *testing.T, k reentryKind) {
 	// Wait for the watchdog's second renewal: b's deadline moved twice.
 	first := b.Deadline()
 	var renewed time.Time
-	waitFor(t, 10*short, "two renewals of the short re-entry", func() bool {
+	WaitFor(t, 10*short, "two renewals of the short re-entry", func() bool {
 		if d := b.Deadline(); d.After(first) && renewed.IsZero() {
 			renewed = d
 		}

@@ -63,7 +63,7 @@ func TokensAcrossRestarts(t *testing.T, c *distlock.Client, expiry time.Duration
 	restarted := func() {
 		t.Helper()
 		restart()
-		waitFor(t, 30*time.Second, "the server to answer", func() bool {
+		WaitFor(t, 30*time.Second, "the server to answer", func() bool {
 			_, err := c.Inspect(ctx, name)
 			return err == nil
 		})
@@ -102,7 +102,7 @@ func TokensAcrossRestarts(t *testing.T, c *distlock.Client, expiry time.Duration
 	l = must(c.Acquire(ctx, name, distlock.WithTTL(expiry), distlock.WithAutoRenew(false)))
 	g.add("mutex to expire", l.Token())
 	lossAt(t, l)
-	waitFor(t, 30*time.Second, "the expired mutex to be free", func() bool {
+	WaitFor(t, 30*time.Second, "the expired mutex to be free", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && !info.Held
 	})
@@ -218,7 +218,7 @@ func ServerStopped(t *testing.T, holder, waiter *distlock.Client, stop func() (c
 			}
 			x.got <- w
 		}()
-		waitFor(t, 30*time.Second, k.name+"'s waiter to queue", func() bool {
+		WaitFor(t, 30*time.Second, k.name+"'s waiter to queue", func() bool {
 			info, err := holder.Inspect(ctx, name)
 			if err != nil {
 				return false

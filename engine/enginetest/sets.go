@@ -105,7 +105,7 @@ func (s *suite) setGivesUpClean(t *testing.T) {
 		if !errors.As(err, &we) || !slices.Contains(names[:3], we.Name) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("AcquireAll: %v; want a *WaitError naming %q", err, p+"c")
 		}
-		waitFor(t, 20*time.Second, "the set's names free and unqueued", func() bool {
+		WaitFor(t, 20*time.Second, "the set's names free and unqueued", func() bool {
 			return SetFree(ctx, c, p+"a", p+"b", p+"d") == nil
 		})
 		if we.Name == p+"c" {
@@ -121,7 +121,7 @@ func (s *suite) setGivesUpClean(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "no waiter left on the busy name", func() bool {
+	WaitFor(t, 20*time.Second, "no waiter left on the busy name", func() bool {
 		return SetFree(ctx, c, p+"c") == nil
 	})
 
@@ -256,7 +256,7 @@ func (s *suite) setNotStarved(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, time.Minute, "the single-name acquirers busy", func() bool {
+	WaitFor(t, time.Minute, "the single-name acquirers busy", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return grants >= 10

@@ -149,7 +149,7 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 		order <- "big"
 		_ = l.Release(ctx)
 	}()
-	waitFor(t, 20*time.Second, "the big request to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the big request to queue", func() bool {
 		info, err := a.Semaphore(name, 3).Inspect(ctx)
 		return err == nil && info.Waiters == 1
 	})
@@ -167,7 +167,7 @@ func (s *suite) semaphoreFIFO(t *testing.T) {
 		order <- "small"
 		_ = l.Release(ctx)
 	}()
-	waitFor(t, 20*time.Second, "the small request to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the small request to queue", func() bool {
 		info, err := a.Semaphore(name, 3).Inspect(ctx)
 		return err == nil && info.Waiters == 2
 	})
@@ -208,7 +208,7 @@ func (s *suite) rwReadersShare(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, 20*time.Second, "the writer to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the writer to queue", func() bool {
 		info, err := w.Inspect(ctx)
 		return err == nil && info.Waiters == 1
 	})
@@ -275,7 +275,7 @@ func (s *suite) rwNoWriterStarvation(t *testing.T) {
 		})
 	}
 	w := s.client(t).RWMutex(name)
-	waitFor(t, 20*time.Second, "readers to hold", func() bool {
+	WaitFor(t, 20*time.Second, "readers to hold", func() bool {
 		info, err := w.Inspect(ctx)
 		return err == nil && info.Held
 	})
@@ -290,7 +290,7 @@ func (s *suite) rwNoWriterStarvation(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, 20*time.Second, "the writer to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the writer to queue", func() bool {
 		info, err := w.Inspect(ctx)
 		if err == nil && info.Waiters > 0 {
 			queuedAt.CompareAndSwap(0, time.Now().UnixNano())

@@ -108,7 +108,7 @@ func (s *suite) sharedWaiterGivesUpOnce(t *testing.T, kind, how string) {
 		}
 		ferr <- err
 	}()
-	waitFor(t, 20*time.Second, "the front waiter to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the front waiter to queue", func() bool {
 		select {
 		case err := <-ferr:
 			t.Fatalf("the front waiter ended before it queued: %v", err)
@@ -126,7 +126,7 @@ func (s *suite) sharedWaiterGivesUpOnce(t *testing.T, kind, how string) {
 		}
 		got <- l
 	}()
-	waitFor(t, 20*time.Second, "the waiter behind to queue", func() bool {
+	WaitFor(t, 20*time.Second, "the waiter behind to queue", func() bool {
 		select {
 		case l := <-got: // granted past the front waiter: not queued behind it
 			if l != nil {
@@ -399,7 +399,7 @@ func (s *suite) refusalsStoreNothing(t *testing.T) {
 	_, err = other.TryAcquire(ctx, name)
 	isArg("a mutex of RW readers", err)
 	var info distlock.Info
-	waitFor(t, 10*time.Second, "the RW lock's state after the refusals", func() bool {
+	WaitFor(t, 10*time.Second, "the RW lock's state after the refusals", func() bool {
 		info, err = other.RWMutex(name).Inspect(ctx)
 		return err == nil && info.Kind == engine.RWLock && len(info.Holders) == 1 && info.Holders[0].Token == r.Token()
 	})
@@ -479,7 +479,7 @@ func (s *suite) adminElectionAndLatch(t *testing.T) {
 		}
 	}
 	var info engine.Info
-	waitFor(t, 10*time.Second, "the listing to show the proclaimed value", func() bool {
+	WaitFor(t, 10*time.Second, "the listing to show the proclaimed value", func() bool {
 		var ok bool
 		info, ok = listed(t, ctx, lister, prefix)[el]
 		return ok && info.Metadata == "me again"
@@ -516,7 +516,7 @@ func (s *suite) adminElectionAndLatch(t *testing.T) {
 	if next.Term() <= ld.Term() {
 		t.Fatalf("the next term %d is not above %d", next.Term(), ld.Term())
 	}
-	waitFor(t, 10*time.Second, "Leader to name the next leader", func() bool {
+	WaitFor(t, 10*time.Second, "Leader to name the next leader", func() bool {
 		l, err := c.Leader(ctx, el)
 		return err == nil && l.Value == "next" && l.Term == next.Term()
 	})

@@ -204,7 +204,7 @@ func (s *suite) waiterCancelled(t *testing.T) {
 		_, err := waiter.Acquire(wctx, name)
 		errc <- err
 	}()
-	waitFor(t, 20*time.Second, "the waiter", func() bool {
+	WaitFor(t, 20*time.Second, "the waiter", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})
@@ -215,7 +215,7 @@ func (s *suite) waiterCancelled(t *testing.T) {
 		t.Fatalf("cancelled waiter: %v, want WaitError wrapping context.Canceled and ErrLocked", err)
 	}
 	// (On a busy machine an UNSUBSCRIBE can take a while to be answered.)
-	waitFor(t, 20*time.Second, "the subscription to go", func() bool {
+	WaitFor(t, 20*time.Second, "the subscription to go", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters == 0
 	})
@@ -292,7 +292,7 @@ func (s *suite) forceRelease(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitFor(t, 20*time.Second, "the waiter", func() bool {
+	WaitFor(t, 20*time.Second, "the waiter", func() bool {
 		info, err := c.Inspect(ctx, name)
 		return err == nil && info.Waiters > 0
 	})

@@ -28,6 +28,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/engine/remote"
 	"github.com/distlock/distlock/internal/redistest"
@@ -237,18 +238,6 @@ func goCall[T any](fn func() (T, error)) <-chan outcome[T] {
 	return ch
 }
 
-// settle polls cond until it holds, failing the test after d.
-func settle(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the backend's state
-	}
-}
-
 // TestStrangerReleaseThroughStoppedServer: a holder's release goes to its
 // server just stopped (SIGSTOP: the request waits in the stopped process,
 // unanswered). The release must go on through the other server (the
@@ -271,7 +260,7 @@ func TestStrangerReleaseThroughStoppedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := goCall(func() (*distlock.Lease, error) { return waiter.Acquire(ctx, "job", distlock.WithTTL(ttl)) })
-	settle(t, 20*time.Second, "the waiter to queue", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the waiter to queue", func() bool {
 		info, err := direct.Inspect(ctx, "job")
 		return err == nil && info.Waiters > 0
 	})
@@ -371,7 +360,7 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := goCall(func() (*distlock.LeaseSet, error) { return waiter.AcquireAll(ctx, names, distlock.WithTTL(ttl)) })
-	settle(t, 20*time.Second, "the waiting set to queue", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the waiting set to queue", func() bool {
 		info, err := direct.Inspect(ctx, names[0])
 		return err == nil && info.Waiters > 0
 	})
@@ -417,7 +406,7 @@ func TestStrangerSetThroughStoppedServer(t *testing.T) {
 	// (its client closed the connection: server/clientgone.go); were it
 	// carried out all the same (a request the server had begun before it
 	// stopped), the grant nobody holds must lapse by its ttl.
-	settle(t, 3*short, "the names to be free after the continue", func() bool {
+	enginetest.WaitFor(t, 3*short, "the names to be free after the continue", func() bool {
 		for _, n := range append(others, names...) {
 			info, err := direct.Inspect(ctx, n)
 			if err != nil || info.Held {
@@ -462,7 +451,7 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 		}
 		answered <- err
 	}()
-	settle(t, 20*time.Second, "the held-open acquire to queue", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the held-open acquire to queue", func() bool {
 		info, err := direct.Inspect(ctx, "q")
 		return err == nil && info.Waiters > 0
 	})
@@ -482,7 +471,7 @@ func TestStrangerHeldOpenWaitOnStoppedServer(t *testing.T) {
 	// hold it for 10s. A grant answered as such (A's count of grants, none
 	// before) went to a client that had gone: its wait could be granted
 	// before the server saw the close that waited in its socket.
-	settle(t, 20*time.Second, "the continued server to end the wait it held", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the continued server to end the wait it held", func() bool {
 		return a.metric(`distlock_acquire_wait_seconds_count{outcome="failed"}`) >= 1 ||
 			a.metric("distlock_acquisitions_total") >= 1
 	})
@@ -523,7 +512,7 @@ func TestStrangerRestartSamePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	waited := goCall(func() (*distlock.Lease, error) { return waiter.Acquire(ctx, "r", distlock.WithTTL(ttl)) })
-	settle(t, 20*time.Second, "the waiter to queue", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the waiter to queue", func() bool {
 		info, err := direct.Inspect(ctx, "r")
 		return err == nil && info.Waiters > 0
 	})
@@ -706,7 +695,7 @@ func strangerWait(t *testing.T, ctx context.Context, c *distlock.Client, name st
 		l, err := c.Acquire(ctx, name, append([]distlock.Option{distlock.WithTTL(ttl)}, opts...)...)
 		grants <- strangerGrant{who, l, err}
 	}()
-	settle(t, 20*time.Second, "the "+who+" waiter to queue", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the "+who+" waiter to queue", func() bool {
 		info, err := direct.Inspect(ctx, name)
 		return err == nil && info.Waiters >= queued
 	})
@@ -718,7 +707,7 @@ func strangerWait(t *testing.T, ctx context.Context, c *distlock.Client, name st
 func strangerRenewed(t *testing.T, l *distlock.Lease, ttl time.Duration, what string) {
 	t.Helper()
 	after := time.Now()
-	settle(t, 3*ttl, what, func() bool {
+	enginetest.WaitFor(t, 3*ttl, what, func() bool {
 		if err := l.Err(); err != nil {
 			t.Fatalf("%s: the lease ended: %v", what, err)
 		}
@@ -765,7 +754,7 @@ func TestStrangerSharedReleaseThroughStoppedServer(t *testing.T) {
 		rwWait <- strangerGrant{"reader", l, err}
 	}()
 	for _, n := range []string{"pool", "table"} {
-		settle(t, 20*time.Second, "a waiter of "+n+" to queue", func() bool {
+		enginetest.WaitFor(t, 20*time.Second, "a waiter of "+n+" to queue", func() bool {
 			info, err := direct.Inspect(ctx, n)
 			return err == nil && info.Waiters > 0
 		})
@@ -1063,7 +1052,7 @@ func TestStrangerLatchWaitThroughStoppedServer(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.CountDownLatch("gate").Wait(ctx) }()
-	settle(t, 20*time.Second, "the waiter's stream to subscribe", func() bool {
+	enginetest.WaitFor(t, 20*time.Second, "the waiter's stream to subscribe", func() bool {
 		info, err := direct.Inspect(ctx, "gate")
 		return err == nil && info.Subscribers > 0
 	})
