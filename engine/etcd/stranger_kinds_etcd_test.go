@@ -1,0 +1,673 @@
+package etcd_test
+
+// A stranger's tests of the less-travelled kinds on etcd, through the
+// public Client, on one cluster of three members (Clients on chosen
+// members) reused by every subtest: countdown latches (a Wait racing the
+// CountDown, TrySetCount, the count across a leader kill and a majority
+// stopped), elections (a paused leader deposed, its late Proclaim and
+// Resign), semaphores with SetLimit racing acquires, RW locks across
+// members, AcquireAll over names held as other kinds, and the admin calls
+// on those kinds.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
+	etcdengine "github.com/distlock/distlock/engine/etcd"
+	"github.com/distlock/distlock/engine/etcd/etcdtest"
+)
+
+func TestStrangerKindsEtcd(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	c := []*distlock.Client{memberClient(t, cl, 0), memberClient(t, cl, 1), memberClient(t, cl, 2)}
+	t.Run("LatchWaitRacesCountDown", func(t *testing.T) { strangerLatchRace(t, c) })
+	t.Run("SetLimitRacesAcquires", func(t *testing.T) { strangerSetLimitRace(t, c) })
+	t.Run("RWAcrossMembers", func(t *testing.T) { strangerRWAcross(t, c) })
+	t.Run("SetsOverOtherKinds", func(t *testing.T) { strangerSetsOverKinds(t, c, c[0]) })
+	t.Run("AdminOnKinds", func(t *testing.T) {
+		e := etcdengine.New(cl.Client(t))
+		strangerAdminKinds(t, c, e, e)
+	})
+	t.Run("PausedLeaderDeposed", func(t *testing.T) {
+		g := &gatedEtcd{Engine: etcdengine.New(cl.Client(t)), p: &pausable{}}
+		a := distlock.New(g)
+		t.Cleanup(func() { _ = a.Close() })
+		strangerPausedLeader(t, a, g.p, g, c[1], c[2], 2*time.Second)
+	})
+	t.Run("LatchAcrossFaults", func(t *testing.T) { strangerEtcdLatchFaults(t, cl, c) })
+}
+
+// strangerLatchRace: 25 rounds of a latch of count 1 whose CountDown (one
+// Client) races a new Wait (another Client, another member): every Wait
+// returns (no lost wake-up), TrySetCount on a counting latch answers false
+// and keeps its count, and after zero it sets again.
+func strangerLatchRace(t *testing.T, c []*distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for i := range 25 {
+		name := fmt.Sprintf("latch-race-%d", i)
+		set, err := c[0].CountDownLatch(name).TrySetCount(ctx, 1)
+		if err != nil || !set {
+			t.Fatalf("round %d: TrySetCount(1) = %v, %v", i, set, err)
+		}
+		if set, err := c[1].CountDownLatch(name).TrySetCount(ctx, 7); err != nil || set {
+			t.Fatalf("round %d: TrySetCount(7) on a counting latch = %v, %v, want false", i, set, err)
+		}
+		if n, err := c[2].CountDownLatch(name).Count(ctx); err != nil || n != 1 {
+			t.Fatalf("round %d: count after a refused TrySetCount %d, %v, want 1", i, n, err)
+		}
+		waited := make(chan error, 1)
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		go func() { waited <- c[1+i%2].CountDownLatch(name).Wait(wctx) }()
+		if err := c[2-i%2].CountDownLatch(name).CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = <-waited
+		wcancel()
+		if err != nil {
+			t.Fatalf("round %d: a Wait racing the CountDown to zero: %v (a lost wake-up)", i, err)
+		}
+		if set, err := c[0].CountDownLatch(name).TrySetCount(ctx, 2); err != nil || !set {
+			t.Fatalf("round %d: TrySetCount after zero = %v, %v, want true", i, set, err)
+		}
+		_ = c[0].CountDownLatch(name).CountDown(ctx)
+		_ = c[1].CountDownLatch(name).CountDown(ctx)
+	}
+}
+
+// peak counts holders between their grant's return and their release
+// call: never more than the server counts, so above the largest limit ever
+// set it is a real violation.
+type peak struct {
+	in, max atomic.Int64
+}
+
+func (o *peak) enter() int64 {
+	n := o.in.Add(1)
+	for {
+		m := o.max.Load()
+		if n <= m || o.max.CompareAndSwap(m, n) {
+			return n
+		}
+	}
+}
+
+// strangerSetLimitRace: SetLimit grows under a queued waiter (granted
+// without a release), shrinks under holders (a new permit refused until
+// the holders fall under it), races acquires from three members while the
+// limit flips between 1 and 2 (never more than 2 holders), and is refused
+// typed, changing nothing, on a mutex's and an RW lock's name and below 1.
+func strangerSetLimitRace(t *testing.T, c []*distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const name = "setlimit-race"
+	ttl := distlock.WithTTL(10 * time.Second)
+	s := func(i int) *distlock.Semaphore { return c[i].Semaphore(name, 3) }
+	h1, err := s(0).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := s(1).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan served, 1)
+	goWait(ctx, got, "weight 2", func(ctx context.Context) (*distlock.Lease, error) {
+		return s(2).Acquire(ctx, ttl, distlock.WithWeight(2))
+	})
+	queuedOn(t, name, 1, func() (distlock.Info, error) { return s(0).Inspect(ctx) })
+	if err := s(0).SetLimit(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	var w served
+	select {
+	case w = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the weight-2 waiter not granted within 30 s of SetLimit(4)")
+	}
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	if err := s(1).SetLimit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var le *distlock.LockedError
+	for _, l := range []*distlock.Lease{nil, h1, h2, w.lease} {
+		if l != nil {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if l == w.lease {
+			break
+		}
+		if x, err := s(2).TryAcquire(ctx, ttl); !errors.As(err, &le) {
+			t.Fatalf("a permit with the limit shrunk to 1 under busy holders: %v, %v; want a *LockedError", x, err)
+		}
+	}
+	in, err := s(0).Inspect(ctx)
+	if err != nil || in.Limit != 1 || in.Held {
+		t.Fatalf("after the releases: %+v, %v; want limit 1, free", in, err)
+	}
+
+	// The race: acquires from every member while the limit flips.
+	var occ peak
+	var wg sync.WaitGroup
+	rctx, rcancel := context.WithTimeout(ctx, 4*time.Second)
+	for i := range 6 {
+		wg.Go(func() {
+			for rctx.Err() == nil {
+				actx, acancel := context.WithTimeout(rctx, 500*time.Millisecond)
+				l, err := s(i%3).Acquire(actx, ttl)
+				acancel()
+				if err != nil {
+					continue
+				}
+				if n := occ.enter(); n > 2 {
+					t.Errorf("%d holders at once, the limit never above 2", n)
+				}
+				time.Sleep(20 * time.Millisecond) // the holder's work
+				occ.in.Add(-1)
+				_ = l.Release(context.Background())
+			}
+		})
+	}
+	flips := 0
+	for rctx.Err() == nil {
+		if err := s(flips%3).SetLimit(rctx, 1+flips%2); err != nil && rctx.Err() == nil {
+			t.Errorf("SetLimit: %v", err)
+		}
+		flips++
+	}
+	wg.Wait()
+	rcancel()
+	t.Logf("%d SetLimits raced the acquires; at most %d holders at once", flips, occ.max.Load())
+
+	// Refused, typed, nothing changed.
+	var ae *distlock.ArgumentError
+	if err := s(0).SetLimit(ctx, 0); !errors.As(err, &ae) {
+		t.Errorf("SetLimit(0): %v, want an *ArgumentError", err)
+	}
+	if in, err := s(0).Inspect(ctx); err != nil || in.Limit < 1 || in.Limit > 2 {
+		t.Errorf("after SetLimit(0): %+v, %v", in, err)
+	}
+	m, err := c[0].Acquire(ctx, "setlimit-mutex", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c[1].Semaphore("setlimit-mutex", 2).SetLimit(ctx, 3); !errors.As(err, &ae) {
+		t.Errorf("SetLimit on a held mutex's name: %v, want an *ArgumentError", err)
+	}
+	_ = m.Release(ctx)
+	r, err := c[0].RWMutex("setlimit-rw").RLock(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c[1].Semaphore("setlimit-rw", 2).SetLimit(ctx, 3); !errors.As(err, &ae) {
+		t.Errorf("SetLimit on a read-held RW lock: %v, want an *ArgumentError", err)
+	}
+	if x, err := c[2].RWMutex("setlimit-rw").TryRLock(ctx, ttl); err != nil {
+		t.Errorf("a second reader after the refused SetLimit: %v", err)
+	} else {
+		_ = x.Release(ctx)
+	}
+	_ = r.Release(ctx)
+}
+
+// strangerRWAcross: a writer through one member; readers through the
+// others are refused as contention (not as a kind) while it holds, wait,
+// and are granted together after its release with larger tokens; a writer
+// queued behind them keeps later readers out until it is served.
+func strangerRWAcross(t *testing.T, c []*distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const name = "rw-across"
+	ttl := distlock.WithTTL(10 * time.Second)
+	rw := func(i int) *distlock.RWMutex { return c[i].RWMutex(name) }
+	wr, err := rw(0).Lock(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *distlock.LockedError
+	if _, err := rw(1).TryRLock(ctx, ttl); !errors.As(err, &le) {
+		t.Fatalf("TryRLock while a writer holds: %v, want a *LockedError", err)
+	}
+	if _, err := rw(2).TryLock(ctx, ttl); !errors.As(err, &le) {
+		t.Fatalf("TryLock while a writer holds: %v, want a *LockedError", err)
+	}
+	got := make(chan served, 3)
+	goWait(ctx, got, "reader 1", func(ctx context.Context) (*distlock.Lease, error) { return rw(1).RLock(ctx, ttl) })
+	goWait(ctx, got, "reader 2", func(ctx context.Context) (*distlock.Lease, error) { return rw(2).RLock(ctx, ttl) })
+	queuedOn(t, name, 2, func() (distlock.Info, error) { return rw(0).Inspect(ctx) })
+	if err := wr.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var readers []*distlock.Lease
+	for range 2 {
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.token <= wr.Token() {
+			t.Errorf("%s's token %d not above the writer's %d", r.what, r.token, wr.Token())
+		}
+		readers = append(readers, r.lease)
+	}
+	goWait(ctx, got, "writer 2", func(ctx context.Context) (*distlock.Lease, error) { return rw(0).Lock(ctx, ttl) })
+	queuedOn(t, name, 1, func() (distlock.Info, error) { return rw(1).Inspect(ctx) })
+	if _, err := rw(2).TryRLock(ctx, ttl); !errors.As(err, &le) {
+		t.Fatalf("a new reader while a writer waits: %v, want a *LockedError (the writer not starved)", err)
+	}
+	for _, r := range readers {
+		if err := r.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w2 := <-got
+	if w2.err != nil {
+		t.Fatal(w2.err)
+	}
+	for _, r := range readers {
+		if w2.token <= r.Token() {
+			t.Errorf("the second writer's token %d not above a reader's %d", w2.token, r.Token())
+		}
+	}
+	_ = w2.lease.Release(ctx)
+}
+
+// strangerSetsOverKinds: AcquireAll and TryAcquireAll over names of which
+// one is held as another kind (a reader, a semaphore's permit) are refused
+// whole, typed, at once even when waiting, leaving nothing held or queued;
+// one behind an election's leader (a mutex) waits, times out and leaves
+// nothing; a name whose latch is counting is free for a set, and the
+// latch keeps its count. inspect is a Client of the same authority.
+func strangerSetsOverKinds(t *testing.T, c []*distlock.Client, inspect *distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ttl := distlock.WithTTL(10 * time.Second)
+	r, err := c[1].RWMutex("set-k-reader").RLock(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release(ctx)
+	p, err := c[1].Semaphore("set-k-sem", 3).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release(ctx)
+	ld, err := c[2].Campaign(ctx, "set-k-elect", "leader", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(ctx)
+	free := []string{"set-k-a", "set-k-z"}
+	nothingLeft := func(how string) {
+		t.Helper()
+		for _, n := range free {
+			in, err := inspect.Inspect(ctx, n)
+			if err != nil || in.Held || in.Waiters != 0 {
+				t.Errorf("%s: %q left %+v, %v; want free, nobody queued", how, n, in, err)
+			}
+		}
+	}
+	var ae *distlock.ArgumentError
+	for _, shared := range []string{"set-k-reader", "set-k-sem"} {
+		names := []string{free[0], shared, free[1]}
+		if s, err := c[0].TryAcquireAll(ctx, names, ttl); !errors.As(err, &ae) {
+			t.Errorf("TryAcquireAll over %s: %v, %v; want an *ArgumentError", shared, s, err)
+		}
+		nothingLeft("TryAcquireAll over " + shared)
+		wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+		start := time.Now()
+		s, err := c[0].AcquireAll(wctx, names, ttl)
+		wcancel()
+		if !errors.As(err, &ae) {
+			t.Errorf("AcquireAll over %s: %v, %v; want an *ArgumentError", shared, s, err)
+		} else if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("AcquireAll over %s refused after %v: it waited", shared, d)
+		}
+		nothingLeft("AcquireAll over " + shared)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	s, err := c[0].AcquireAll(wctx, []string{free[0], "set-k-elect", free[1]}, ttl)
+	wcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireAll behind a leader: %v, %v; want the deadline's error", s, err)
+	}
+	enginetest.WaitFor(t, 10*time.Second, "the timed-out set's names free and unqueued", func() bool {
+		for _, n := range append(free, "set-k-elect") {
+			in, err := inspect.Inspect(ctx, n)
+			if err != nil || in.Waiters != 0 || n != "set-k-elect" && in.Held {
+				return false
+			}
+		}
+		return true
+	})
+	if lead, err := inspect.Leader(ctx, "set-k-elect"); err != nil || lead.Term != ld.Term() {
+		t.Errorf("the leader after a set gave up behind it: %+v, %v", lead, err)
+	}
+	latch := c[2].CountDownLatch("set-k-latch")
+	if ok, err := latch.TrySetCount(ctx, 2); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	s, err = c[0].TryAcquireAll(ctx, []string{"set-k-latch", free[0]}, ttl)
+	if err != nil {
+		t.Fatalf("a set over a name whose latch counts: %v", err)
+	}
+	if n, err := latch.Count(ctx); err != nil || n != 2 {
+		t.Errorf("the latch under a set of its name: %d, %v; want 2", n, err)
+	}
+	_ = s.Release(ctx)
+	if n, err := latch.Count(ctx); err != nil || n != 2 {
+		t.Errorf("the latch after the set's release: %d, %v; want 2", n, err)
+	}
+	_ = latch.CountDown(ctx)
+	_ = latch.CountDown(ctx)
+}
+
+// strangerAdminKinds: the admin calls on the less-travelled kinds.
+// ForceRelease of a name whose latch counts frees the lock and leaves the
+// latch; of a semaphore's two holders, each told taken over and the next
+// permit's token larger; of an election's leader, the waiting candidate
+// elected with a larger term and the old leader told. List shows the
+// shared lock with its holders; Leaks lists a counting latch (documented)
+// and nothing once it reached zero; Inspect of a latch's name is a free
+// lock.
+func strangerAdminKinds(t *testing.T, c []*distlock.Client, lister engine.Lister, leaks engine.LeakFinder) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ttl := distlock.WithTTL(3 * time.Second)
+	const name = "admin-k"
+	latch := c[0].CountDownLatch(name)
+	if ok, err := latch.TrySetCount(ctx, 3); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if in, err := c[1].Inspect(ctx, name); err != nil || in.Held {
+		t.Errorf("Inspect of a name whose latch counts: %+v, %v; want a free lock", in, err)
+	}
+	m, err := c[1].Acquire(ctx, name, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c[2].ForceRelease(ctx, name); err != nil || !ok {
+		t.Fatalf("ForceRelease: %v, %v", ok, err)
+	}
+	if n, err := latch.Count(ctx); err != nil || n != 3 {
+		t.Errorf("the latch after a ForceRelease of its name's lock: %d, %v; want 3", n, err)
+	}
+	enginetest.WaitFor(t, 3*ttlOf(m), "the force-released mutex holder told", func() bool { return m.Err() != nil })
+	lk, _, err := leaks.Leaks(ctx, "", time.Hour, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range lk {
+		found = found || l.Name == name || strings.Contains(l.Key, name)
+	}
+	t.Logf("Leaks with a counting latch: %d item(s), the latch listed: %v", len(lk), found)
+	for range 3 {
+		if err := latch.CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lk, _, err := leaks.Leaks(ctx, name, time.Hour, "", 1000); err != nil || len(lk) != 0 {
+		t.Errorf("Leaks of %q after the latch reached zero and the lock was freed: %+v, %v", name, lk, err)
+	}
+
+	// A semaphore's two holders force-released.
+	sem := func(i int) *distlock.Semaphore { return c[i].Semaphore("admin-sem", 2) }
+	p1, err := sem(0).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := sem(1).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, _, err := lister.List(ctx, "admin-sem", "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || len(ls[0].Holders) != 2 || ls[0].Kind != engine.Semaphore || ls[0].Limit != 2 {
+		t.Errorf("List of a semaphore with two holders: %+v", ls)
+	}
+	if ok, err := c[2].ForceRelease(ctx, "admin-sem"); err != nil || !ok {
+		t.Fatalf("ForceRelease of a semaphore: %v, %v", ok, err)
+	}
+	p3, err := sem(2).Acquire(ctx, ttl, distlock.WithWeight(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*distlock.Lease{p1, p2} {
+		if p3.Token() <= p.Token() {
+			t.Errorf("the permit after the force-release: token %d not above %d", p3.Token(), p.Token())
+		}
+		enginetest.WaitFor(t, 3*ttlOf(p), "a force-released permit's holder told", func() bool { return p.Err() != nil })
+		var lost *distlock.LostError
+		if !errors.As(p.Err(), &lost) || lost.Cause != distlock.TakenOver {
+			t.Errorf("a force-released permit's holder: %v, want taken over", p.Err())
+		}
+	}
+	_ = p3.Release(ctx)
+
+	// An election's leader force-released: the candidate is elected.
+	first, err := c[0].Campaign(ctx, "admin-elect", "first", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan served, 1)
+	goWait(ctx, got, "second", func(ctx context.Context) (*distlock.Lease, error) {
+		l, err := c[1].Campaign(ctx, "admin-elect", "second", ttl)
+		if err != nil {
+			return nil, err
+		}
+		return l.Lease(), nil
+	})
+	queuedOn(t, "admin-elect", 1, func() (distlock.Info, error) { return c[2].Inspect(ctx, "admin-elect") })
+	if ok, err := c[2].ForceRelease(ctx, "admin-elect"); err != nil || !ok {
+		t.Fatalf("ForceRelease of an election: %v, %v", ok, err)
+	}
+	second := <-got
+	if second.err != nil {
+		t.Fatal(second.err)
+	}
+	if second.token <= first.Term() {
+		t.Errorf("the term after a force-release %d not above %d", second.token, first.Term())
+	}
+	enginetest.WaitFor(t, 3*ttlOf(first.Lease()), "the force-released leader told", func() bool { return first.Err() != nil })
+	if err := first.Proclaim(ctx, "first-again"); err == nil {
+		t.Error("a force-released leader proclaimed")
+	}
+	if lead, err := c[2].Leader(ctx, "admin-elect"); err != nil || lead.Value != "second" || lead.Term != second.token {
+		t.Errorf("the leader after the force-release: %+v, %v", lead, err)
+	}
+	_ = second.lease.Release(ctx)
+}
+
+func ttlOf(l *distlock.Lease) time.Duration { return l.TTL() + 5*time.Second }
+
+// gatedEtcd is the etcd engine whose renewals and releases block while p
+// is paused (a stopped process's), every other method its own (Proclaim's
+// SetMetadata, the queue, ...).
+type gatedEtcd struct {
+	*etcdengine.Engine
+	p *pausable
+}
+
+func (g *gatedEtcd) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	if err := g.p.gate(ctx); err != nil {
+		return nil, err
+	}
+	return g.Engine.Extend(ctx, rs)
+}
+
+func (g *gatedEtcd) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	if err := g.p.gate(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return g.Engine.Release(ctx, r)
+}
+
+// strangerPausedLeader: a leader whose process stops making calls (its
+// engine paused: a stopped process's or a cut-off session's renewals) past
+// its ttl while another candidate waits and an observer follows. The
+// leader is told (LostError.At) before the other is elected, the new term
+// is larger, the observer's terms never go down; once it runs again, the
+// deposed leader's Proclaim fails and its Resign frees nothing.
+func strangerPausedLeader(t *testing.T, a *distlock.Client, p *pausable, ae engine.Engine, b, o *distlock.Client, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const name = "paused-leader"
+	first, err := a.Campaign(ctx, name, "first", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := o.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := observeTerms(ch)
+	got := make(chan served, 1)
+	goWait(ctx, got, "second", func(ctx context.Context) (*distlock.Lease, error) {
+		l, err := b.Campaign(ctx, name, "second", distlock.WithTTL(ttl))
+		if err != nil {
+			return nil, err
+		}
+		return l.Lease(), nil
+	})
+	queuedOn(t, name, 1, func() (distlock.Info, error) { return o.Inspect(ctx, name) })
+	p.pause()
+	second := <-got
+	if second.err != nil {
+		p.resume()
+		t.Fatal(second.err)
+	}
+	at := lossAt(first.Lease())
+	if !at.Before(second.at) {
+		t.Errorf("the paused leader told at %v, not before the next was elected at %v", at.Format(time.StampMilli), second.at.Format(time.StampMilli))
+	}
+	if second.token <= first.Term() {
+		t.Errorf("the new term %d not above %d", second.token, first.Term())
+	}
+	p.resume()
+	if err := first.Proclaim(ctx, "first-again"); err == nil {
+		t.Error("the deposed leader proclaimed after it ran again")
+	}
+	_ = first.Resign(ctx)
+	// What a deposed leader's late requests do to the engine itself (a
+	// process whose Client has not looked at its clock yet): nothing.
+	owner := first.Lease().Owner()
+	if ms, ok := ae.(engine.MetadataSetter); ok {
+		if st, err := ms.SetMetadata(ctx, name, owner, "first-late"); err == nil && st == engine.Extended {
+			t.Error("the engine set the deposed leader's value over the new leader's")
+		}
+	}
+	if rs, err := ae.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: owner, TTL: ttl}}); err == nil && len(rs) == 1 && rs[0].Status == engine.Extended {
+		t.Error("the engine renewed the deposed leader's lease")
+	}
+	if rr, err := ae.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner}); err == nil {
+		t.Logf("the deposed leader's late release: %+v", rr)
+	}
+	lead, err := o.Leader(ctx, name)
+	if err != nil || lead.Value != "second" || lead.Term != second.token {
+		t.Errorf("after the deposed leader's Proclaim and Resign: %+v, %v; want the second leading", lead, err)
+	}
+	if err := second.lease.Err(); err != nil {
+		t.Errorf("the new leader lost after the old one's Resign: %v", err)
+	}
+	terms.until(t, second.token, 20*time.Second)
+	_ = second.lease.Release(ctx)
+}
+
+// strangerEtcdLatchFaults: a latch through a leader's SIGKILL and restart
+// (its count kept, read through every member, a waiter on a follower woken
+// at zero) and two members SIGSTOPped: CountDown, Count and TrySetCount
+// through the third are errors, never answers; after the continue the
+// count is as before, or one less (a CountDown applied late), and it
+// reaches zero with the waiter woken.
+func strangerEtcdLatchFaults(t *testing.T, cl *etcdtest.Cluster, c []*distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const name = "latch-faults"
+	if ok, err := c[0].CountDownLatch(name).TrySetCount(ctx, 4); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	lead, err := cl.Leader(cl.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := (lead + 1) % 3
+	waited := make(chan error, 1)
+	go func() { waited <- c[f].CountDownLatch(name).Wait(ctx) }()
+	cl.Members[lead].Restart()
+	cl.WaitReady(60 * time.Second)
+	if err := c[lead].CountDownLatch(name).CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c {
+		if n, err := c[i].CountDownLatch(name).Count(ctx); err != nil || n != 3 {
+			t.Fatalf("count through member %d after the leader's restart: %d, %v; want 3", i, n, err)
+		}
+	}
+	// Two members stopped: the third cannot answer.
+	x, y := (f+1)%3, (f+2)%3
+	cl.Members[x].Stop()
+	cl.Members[y].Stop()
+	t.Cleanup(cl.Members[x].Cont)
+	t.Cleanup(cl.Members[y].Cont)
+	fctx, fcancel := context.WithTimeout(ctx, 3*time.Second)
+	l := c[f].CountDownLatch(name)
+	if err := l.CountDown(fctx); err == nil {
+		t.Error("CountDown answered with a majority stopped")
+	}
+	if n, err := l.Count(fctx); err == nil {
+		t.Errorf("Count answered %d with a majority stopped", n)
+	}
+	if ok, err := c[f].CountDownLatch(name+"-new").TrySetCount(fctx, 2); err == nil {
+		t.Errorf("TrySetCount answered %v with a majority stopped", ok)
+	}
+	fcancel()
+	select {
+	case err := <-waited:
+		t.Fatalf("the Wait returned with a majority stopped: %v", err)
+	default:
+	}
+	cl.Members[x].Cont()
+	cl.Members[y].Cont()
+	cl.WaitReady(60 * time.Second)
+	n, err := l.Count(ctx)
+	if err != nil || n != 3 && n != 2 {
+		t.Fatalf("count after the continue: %d, %v; want 3 (or 2)", n, err)
+	}
+	if n2, err := c[f].CountDownLatch(name + "-new").Count(ctx); err == nil && n2 != 0 {
+		_ = c[f].CountDownLatch(name + "-new").CountDown(ctx)
+		_ = c[f].CountDownLatch(name + "-new").CountDown(ctx)
+	}
+	select {
+	case err := <-waited:
+		t.Fatalf("the Wait returned at count %d: %v", n, err)
+	default:
+	}
+	for range n {
+		if err := c[x].CountDownLatch(name).CountDown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter not woken within 30 s of zero")
+	}
+}
