@@ -270,8 +270,11 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	l := e.live(name, e.now())
+	now := e.now()
+	l := e.live(name, now)
 	switch {
+	case l == nil && e.takenFrom(name, owner, now):
+		return engine.HeldByOther, nil // force-released: taken over, as Extend says
 	case l == nil:
 		return engine.Missing, nil
 	case l.owner != owner:

@@ -12,14 +12,14 @@ var (
 	//go:embed scripts/set_metadata.lua
 	setMetadataSrc string
 
-	setMetadataScript = newScript(lockSrc + setMetadataSrc)
+	setMetadataScript = newScript(lockSrc + takenSrc + setMetadataSrc)
 )
 
 var _ engine.MetadataSetter = (*Engine)(nil)
 
 // SetMetadata implements engine.MetadataSetter.
 func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
-	n, err := e.batch.run(ctx, setMetadataScript, e.keys(name)[:1], owner, metadata, e.publish).Int64()
+	n, err := e.batch.run(ctx, setMetadataScript, []string{e.lockKey(name), e.takenKey(name)}, owner, metadata, e.publish).Int64()
 	if err != nil {
 		return 0, err
 	}

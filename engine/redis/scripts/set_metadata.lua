@@ -3,9 +3,14 @@
 -- that its release publishes a wake-up, and publishes a message on the
 -- channel KEYS[1] (command ARGV[3]: PUBLISH or SPUBLISH) for observers:
 -- 'L <token> <pttl ms> <value>' (acquire.lua's message for an announced grant).
--- Returns 1 when set, 0 when nobody holds it, -1 when another owner does.
+-- Returns 1 when set, 0 when nobody holds it, -1 when another owner does
+-- or a force-release took it from ARGV[1] (its mark in KEYS[2], taken.lua:
+-- until its lease would have ended), as extend.lua answers.
 local v = redis.call('GET', KEYS[1])
 if not v then
+  if tk_told(KEYS[2], ARGV[1]) then
+    return -1
+  end
   return 0
 end
 local s = decode(v)
