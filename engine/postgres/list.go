@@ -58,10 +58,12 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	return infos, next, nil
 }
 
-// Leaks implements engine.LeakFinder: rows of held locks without an
-// expiry, or with one more than maxTTL away (distlock never writes such a
-// row; a hand-made INSERT can). Key and Name are the lock name, Type
-// "row"; a TTL of -1 means no expiry.
+// Leaks implements engine.LeakFinder: held locks of every kind whose
+// lease has no expiry, or one more than maxTTL away (distlock never
+// writes such a row; a hand-made INSERT or UPDATE can): a mutex's row, or
+// a shared lock's holder (a semaphore's permits, a reader's or a writer's
+// lease), one Leak per name with the latest end. Key and Name are the
+// lock name, Type "row"; a TTL of -1 means no expiry.
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	if err := e.check(); err != nil {
 		return nil, "", err

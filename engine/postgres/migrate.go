@@ -35,12 +35,14 @@ var schemaSQL string
 // set_limit holds the name's row of locks while it checks for a mutex; a
 // deleted row of locks leaves its high-water with the shared row; 10: a
 // queued head that asks for more permits than a limit set_limit shrank is
-// woken, and its attempt refused, instead of waiting for good).
+// woken, and its attempt refused, instead of waiting for good; 11: an
+// election's Proclaim by a holder a force-release freed is answered taken
+// over, as its renewal, not missing).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

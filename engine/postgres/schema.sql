@@ -613,13 +613,19 @@ END $$;
 
 -- set_metadata sets the metadata of name while p_owner holds it and
 -- notifies the name's subscribers (an election's Proclaim). Statuses as
--- extend's.
+-- extend's: a holder a force-release freed (_taken) is answered 3, taken
+-- over, as its renewal would be (version 11; before, 2, and the Client
+-- recorded the loss as an expiry).
 CREATE OR REPLACE FUNCTION {{S}}.set_metadata(p_name text, p_owner text, p_metadata text) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
+  now_ timestamptz := clock_timestamp();
 BEGIN
-  IF NOT {{S}}._live(l, clock_timestamp()) THEN
+  IF NOT {{S}}._live(l, now_) THEN
+    IF {{S}}._taken(p_name, p_owner, now_) THEN
+      RETURN 3;
+    END IF;
     RETURN 2;
   END IF;
   IF l.owner <> p_owner THEN
@@ -1442,7 +1448,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 10 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 11 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1463,5 +1469,7 @@ INSERT INTO {{S}}.version (version) SELECT 10 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- while it checks for a mutex, and a deleted row of locks leaves its
 -- high-water with the shared row (_forget); 10: a queued head that asks
 -- for more permits than the limit (shrunk by set_limit) is woken, and its
--- attempt refused, instead of waiting for good (_shared_due).
-UPDATE {{S}}.version SET version = 10 WHERE version < 10;
+-- attempt refused, instead of waiting for good (_shared_due); 11: a
+-- Proclaim (set_metadata) of a holder a force-release freed is answered
+-- taken over (3), not missing (2).
+UPDATE {{S}}.version SET version = 11 WHERE version < 11;

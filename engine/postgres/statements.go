@@ -65,12 +65,19 @@ WHERE starts_with(s.name, $1) AND s.name > $2
     OR EXISTS (SELECT 1 FROM ` + s + `.shared_waiters w WHERE w.name = s.name AND w.deadline > clock_timestamp()))
 ORDER BY s.name LIMIT $3`,
 		forceReleaseShared: "SELECT " + s + ".force_release_shared($1, $2)",
-		// A lease distlock never makes: no expiry, or one beyond maxTTL.
-		leaks: `SELECT k.name, CASE WHEN k.expires_at IS NULL THEN -1 ELSE ` + s + `._us(k.expires_at - clock_timestamp()) END
-FROM ` + s + `.locks k
-WHERE k.owner IS NOT NULL AND (k.expires_at IS NULL OR k.expires_at > clock_timestamp() + $3 * interval '1 microsecond')
-  AND starts_with(k.name, $1) AND k.name > $2
-ORDER BY k.name LIMIT $4`,
+		// A lease distlock never makes: no expiry, or one beyond maxTTL,
+		// of a mutex (locks) or of a shared lock's holder (shared_holders),
+		// one row per name (the latest end; -1 when one has none).
+		leaks: `SELECT x.name, CASE WHEN bool_or(x.expires_at IS NULL) THEN -1 ELSE ` + s + `._us(max(x.expires_at) - clock_timestamp()) END
+FROM (SELECT k.name, k.expires_at FROM ` + s + `.locks k
+    WHERE k.owner IS NOT NULL AND (k.expires_at IS NULL OR k.expires_at > clock_timestamp() + $3 * interval '1 microsecond')
+      AND starts_with(k.name, $1) AND k.name > $2
+  UNION ALL
+  SELECT h.name, h.expires_at FROM ` + s + `.shared_holders h
+    WHERE h.expires_at > clock_timestamp() + $3 * interval '1 microsecond'
+      AND starts_with(h.name, $1) AND h.name > $2) x
+GROUP BY x.name
+ORDER BY x.name LIMIT $4`,
 	}
 }
 
