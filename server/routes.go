@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
 
@@ -183,6 +184,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request, _ Role) {
 
 // handleInfo tells what the server runs on and the caller's role.
 func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, role Role) {
+	caps := engine.CapabilitiesOf(s.eng)
 	writeJSON(w, http.StatusOK, api.InfoResponse{Engine: s.engineName, Role: role.String(), Auth: s.tokens != nil, Version: Version,
-		Embedded: s.embedded, Backend: s.backendID})
+		Embedded: s.embedded, Backend: s.backendID,
+		MinTTLMs: caps.MinTTL.Milliseconds(), TTLGranularityMs: caps.TTLGranularity.Milliseconds()})
 }

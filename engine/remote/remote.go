@@ -68,6 +68,8 @@ type Engine struct {
 	backend  string // the backend of the first server vetted (see vet)
 	pinnedBy string // that server
 
+	bounds atomic.Pointer[ttlBounds] // the servers' ttl bounds, once read (caps.go)
+
 	ctx    context.Context // ends the event streams on Close
 	cancel context.CancelFunc
 	mu     sync.Mutex
@@ -268,11 +270,6 @@ func (e *Engine) extendChunk(ctx context.Context, rs []engine.ExtendRequest, out
 	}
 	return nil
 }
-
-// Capabilities implements engine.Describer: fair waiting is offered (a
-// server whose engine cannot do it answers not_supported, which the Client
-// reports as an *distlock.UnsupportedError).
-func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{Fair: true} }
 
 // Leave implements engine.Queuer: every kind, dispatched once on r.Kind
 // (engine.LeaveByKind: an unknown kind is refused before anything is

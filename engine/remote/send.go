@@ -246,6 +246,7 @@ func (e *Engine) Ping(ctx context.Context) (api.InfoResponse, error) {
 		}
 	}
 	e.pin(e.servers[first].base, infos[first].Backend)
+	e.learn(infos[first])
 	for i, err := range errs {
 		if err == nil && e.pin(e.servers[i].base, infos[i].Backend) == nil {
 			e.servers[i].mark()

@@ -45,6 +45,8 @@ import (
 // Engine used. A server on the embedded engine reports a backend of its
 // own process, so two of them never match: the Engine refuses the second
 // with a *MismatchError instead of carrying on there without the locks.
+// (An Engine of one server reads its info once too, before its first
+// request: for the ttls its engine keeps, caps.go.)
 
 // srv is one of an Engine's servers.
 type srv struct {
@@ -163,13 +165,13 @@ func (s *srv) forget() {
 	s.mu.Unlock()
 }
 
-// vet checks, for an Engine of several servers, that server i serves the
-// Engine's backend (see pin); deadline as for send.
+// vet reads server i's info before the Engine first uses it (and, with
+// several servers, again after it failed): it checks that the server
+// serves the Engine's backend (see pin) and learns the ttls its engine
+// keeps (see learn); deadline as for send. An Engine of one server reads
+// it once.
 func (e *Engine) vet(ctx context.Context, deadline time.Time, i int) error {
 	s := e.servers[i]
-	if len(e.servers) == 1 {
-		return nil
-	}
 	s.mu.Lock()
 	ok := s.vetted
 	s.mu.Unlock()
@@ -183,6 +185,7 @@ func (e *Engine) vet(ctx context.Context, deadline time.Time, i int) error {
 	if err := e.pin(s.base, info.Backend); err != nil {
 		return err
 	}
+	e.learn(info)
 	s.mark()
 	return nil
 }

@@ -456,6 +456,13 @@ type InfoResponse struct {
 	// "embedded:" and an id of that server process alone; a server on a
 	// shared backend reports what its operator declared, or nothing.
 	Backend string `json:"backend,omitempty"`
+	// MinTTLMs and TTLGranularityMs are the ttls the server's engine can
+	// keep (engine.Capabilities): the shortest, and the unit they come in
+	// (etcd: 2000 and 1000). The server rounds every ttl up to fit; a Go
+	// client (engine/remote) reads them, so that a Client fits its ttls
+	// before it asks and its leases report the ttl in effect. 0: no bound.
+	MinTTLMs         int64 `json:"min_ttl_ms,omitempty"`
+	TTLGranularityMs int64 `json:"ttl_granularity_ms,omitempty"`
 }
 
 // Server-sent event names of GET /v1/locks/{name}/events.
