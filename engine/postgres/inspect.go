@@ -122,7 +122,7 @@ func (e *Engine) Sweep(ctx context.Context, limit int) (int, error) {
 		return 0, err
 	}
 	var n int32
-	if err := e.pool.QueryRow(ctx, e.sql.sweep, int32(max(limit, 1))).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.sweep, pageLimit(limit)).Scan(&n); err != nil {
 		return 0, e.wrap(err)
 	}
 	return int(n), nil

@@ -19,7 +19,7 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	if err := checkTexts("prefix", prefix, "cursor", cursor); err != nil {
 		return nil, "", err
 	}
-	limit = max(limit, 1)
+	limit = int(pageLimit(limit))
 	rows, err := e.pool.Query(ctx, e.sql.list, prefix, cursor, int32(limit))
 	if err != nil {
 		return nil, "", e.wrap(err)
@@ -71,7 +71,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	if err := checkTexts("prefix", prefix, "cursor", cursor); err != nil {
 		return nil, "", err
 	}
-	limit = max(limit, 1)
+	limit = int(pageLimit(limit))
 	rows, err := e.pool.Query(ctx, e.sql.leaks, prefix, cursor, micros(maxTTL), int32(limit))
 	if err != nil {
 		return nil, "", e.wrap(err)
