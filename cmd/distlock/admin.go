@@ -432,8 +432,16 @@ func (a *app) cmdForceRelease(args []string) int {
 		if !ok {
 			return a.fail(cmd, explain(&distlock.NotHolderError{Name: name, Owner: *owner}, name, b.where))
 		}
+		what := holderText(info.Kind, h)
+		if info.Kind == 0 {
+			// A mutex (an election, a set's member): its one holder, no weight.
+			what = "the mutex"
+			if h.Count > 1 {
+				what = fmt.Sprintf("the mutex, %d holds (re-entered)", h.Count)
+			}
+		}
 		fmt.Fprintf(a.stderr, "%q is held by %s, %s (ttl left %s; metadata: %s); only that holder is freed.\n",
-			name, h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), h.Metadata)
+			name, h.Owner, what, fmtTTL(h.TTL), h.Metadata)
 	case ierr == nil && !info.Held:
 		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
 		return exitOK
