@@ -3,6 +3,8 @@ package distlock_test
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +114,75 @@ func TestStrangerAdminProclaimAfterForceRelease(t *testing.T) {
 				t.Fatalf("%s: Leader %+v, %v; want the next leader's value and term", how, l, err)
 			}
 			_ = next.Resign(ctx)
+		}
+	})
+}
+
+// TestStrangerAdminSetRefusedBeforeContention: a set (AcquireAll) one of
+// whose names is held as another kind (a semaphore's permit, an RWMutex's
+// reader) should be refused at once with an *ArgumentError naming that
+// name and its kind, and change nothing, even when a name sorted before it
+// is a mutex held by someone else: the README's "at once even for a
+// waiting call, never contention". Today every set path checks the names
+// in sorted order and stops at the first one held (memory's AcquireMulti,
+// Redis's multi.lua, and the Client's name-by-name path, acquireOrdered,
+// used on Cluster across slots and on the quorum): TryAcquireAll says the
+// mutex is locked, and a waiting AcquireAll queues for the mutex until its
+// context ends (or until the mutex's holder lets go, only then to be
+// refused); while it waits it also mints tokens on the free name sorted
+// first (its high-water rises). Fixing memory and Redis alone (tried:
+// every name's kind before any name's lock) makes the randomized
+// checker's differential fail on Cluster (set-try answered locked by the
+// name-by-name path, other by memory), so the fix must come with one in
+// acquireOrdered (the root package) and in the other engines' one-step
+// sets (etcd, PostgreSQL, the server).
+func TestStrangerAdminSetRefusedBeforeContention(t *testing.T) {
+	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
+		t.Skip("known defect: a set with a name held as another kind is refused as contention (and waits) when a name sorted before it is held; the fix spans acquireOrdered and every engine's one-step set (set DISTLOCK_STRANGER_KNOWN=1 to run)")
+	}
+	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
+		ctx := strangerCtx(t, 60*time.Second)
+		m, err := a.Acquire(ctx, "set-a-mutex") // sorted first
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = m.Release(ctx) }()
+		sem, err := a.Semaphore("set-b-sem", 2).Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sem.Release(ctx) }()
+		rd, err := a.RWMutex("set-c-rw").RLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rd.Release(ctx) }()
+		free := "set-0-free" // sorted before the others: must stay free
+		for _, other := range []string{"set-b-sem", "set-c-rw"} {
+			names := []string{free, "set-a-mutex", other}
+			before := map[string]distlock.Info{}
+			for _, n := range names {
+				before[n], _ = a.Inspect(ctx, n)
+			}
+			set, err := b.TryAcquireAll(ctx, names)
+			if set != nil || !isArgErr(err) || !strings.Contains(err.Error(), other) {
+				t.Errorf("TryAcquireAll(%v): %v, %v; want an *ArgumentError naming %q", names, set != nil, err, other)
+			}
+			// A waiting set: refused at once, not queued behind the mutex.
+			// The context outlives the test's patience; the refusal must
+			// come from the kind check, not from the context.
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			set, err = b.AcquireAll(wctx, names)
+			cancel()
+			if set != nil || !isArgErr(err) || wctx.Err() != nil && errors.Is(err, wctx.Err()) {
+				t.Errorf("AcquireAll(%v): %v, %v; want an *ArgumentError at once", names, set != nil, err)
+			}
+			for _, n := range names {
+				after, _ := a.Inspect(ctx, n)
+				if after.Held != before[n].Held || after.Waiters != before[n].Waiters || after.HighWater != before[n].HighWater || after.Token != before[n].Token {
+					t.Errorf("%s changed by the refused set: %+v, was %+v", n, after, before[n])
+				}
+			}
 		}
 	})
 }
