@@ -32,6 +32,8 @@ func TestStrangerKindsEtcd(t *testing.T) {
 	t.Run("LatchWaitRacesCountDown", func(t *testing.T) { strangerLatchRace(t, c) })
 	t.Run("SetLimitRacesAcquires", func(t *testing.T) { strangerSetLimitRace(t, c) })
 	t.Run("RWAcrossMembers", func(t *testing.T) { strangerRWAcross(t, c) })
+	t.Run("TermLimit", func(t *testing.T) { strangerTermLimit(t, c[0], c[1], 2*time.Second) })
+	t.Run("BadInput", func(t *testing.T) { strangerBadInput(t, c[0]) })
 	t.Run("SetsOverOtherKinds", func(t *testing.T) { strangerSetsOverKinds(t, c, c[0]) })
 	t.Run("AdminOnKinds", func(t *testing.T) {
 		e := etcdengine.New(cl.Client(t))
@@ -64,6 +66,29 @@ func strangerLatchRace(t *testing.T, c []*distlock.Client) {
 		}
 		if n, err := c[2].CountDownLatch(name).Count(ctx); err != nil || n != 1 {
 			t.Fatalf("round %d: count after a refused TrySetCount %d, %v, want 1", i, n, err)
+		}
+		// Two TrySetCounts at once on a latch at zero: exactly one sets.
+		var sets atomic.Int32
+		var wg sync.WaitGroup
+		for j := range 2 {
+			wg.Go(func() {
+				if ok, err := c[j].CountDownLatch(name+"-set").TrySetCount(ctx, int64(3+j)); err != nil {
+					t.Errorf("round %d: a concurrent TrySetCount: %v", i, err)
+				} else if ok {
+					sets.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := sets.Load(); n != 1 {
+			t.Fatalf("round %d: %d of two concurrent TrySetCounts set the latch, want 1", i, n)
+		}
+		if n, err := c[2].CountDownLatch(name + "-set").Count(ctx); err != nil || n != 3 && n != 4 {
+			t.Fatalf("round %d: the count after two concurrent TrySetCounts: %d, %v", i, n, err)
+		} else {
+			for range n {
+				_ = c[2].CountDownLatch(name + "-set").CountDown(ctx)
+			}
 		}
 		waited := make(chan error, 1)
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -284,6 +309,106 @@ func strangerRWAcross(t *testing.T, c []*distlock.Client) {
 	_ = w2.lease.Release(ctx)
 }
 
+// strangerBadInput: bad input to the latch, the election, the semaphore
+// and the RW lock is an *ArgumentError at once, and creates nothing: the
+// names' latches count nothing and their locks are free.
+func strangerBadInput(t *testing.T, c *distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var ae *distlock.ArgumentError
+	bad := func(what string, err error) {
+		t.Helper()
+		if !errors.As(err, &ae) {
+			t.Errorf("%s: %v (%T), want an *ArgumentError", what, err, err)
+		}
+	}
+	long := strings.Repeat("n", distlock.MaxNameLen+1)
+	for _, name := range []string{"", "a\x00b", long, "}x", "\xff\xfe"} {
+		l := c.CountDownLatch(name)
+		_, err := l.TrySetCount(ctx, 1)
+		bad(fmt.Sprintf("TrySetCount of latch %.20q", name), err)
+		bad(fmt.Sprintf("CountDown of latch %.20q", name), l.CountDown(ctx))
+		_, err = l.Count(ctx)
+		bad(fmt.Sprintf("Count of latch %.20q", name), err)
+		bad(fmt.Sprintf("Wait of latch %.20q", name), l.Wait(ctx))
+		_, err = c.Campaign(ctx, name, "v")
+		bad(fmt.Sprintf("Campaign %.20q", name), err)
+		_, err = c.Observe(ctx, name)
+		bad(fmt.Sprintf("Observe %.20q", name), err)
+		_, err = c.Leader(ctx, name)
+		bad(fmt.Sprintf("Leader %.20q", name), err)
+		bad(fmt.Sprintf("SetLimit %.20q", name), c.Semaphore(name, 2).SetLimit(ctx, 3))
+	}
+	const name = "bad-input-kinds"
+	l := c.CountDownLatch(name)
+	for _, n := range []int64{0, -1, -1 << 62} {
+		_, err := l.TrySetCount(ctx, n)
+		bad(fmt.Sprintf("TrySetCount(%d)", n), err)
+	}
+	_, err := c.Campaign(ctx, name, "")
+	bad("Campaign with an empty value", err)
+	_, err = c.Campaign(ctx, name, strings.Repeat("v", distlock.MaxMetadataLen+1))
+	bad("Campaign with a value too long", err)
+	_, err = c.Campaign(ctx, name, "bad\xffutf8")
+	bad("Campaign with a value not UTF-8", err)
+	_, err = c.Semaphore(name, 0).TryAcquire(ctx)
+	bad("a semaphore of limit 0", err)
+	_, err = c.Semaphore(name, -2).Acquire(ctx)
+	bad("a semaphore of limit -2", err)
+	_, err = c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithWeight(3))
+	bad("weight 3 of limit 2", err)
+	_, err = c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithWeight(0))
+	bad("weight 0", err)
+	bad("SetLimit(-1)", c.Semaphore(name, 2).SetLimit(ctx, -1))
+	_, err = c.RWMutex(name).TryRLock(ctx, distlock.WithTTL(-time.Second))
+	bad("a reader with a negative ttl", err)
+	_, err = c.TryAcquireAll(ctx, []string{name, name})
+	bad("a set naming one name twice", err)
+	_, err = c.TryAcquireAll(ctx, nil)
+	bad("an empty set", err)
+	if n, err := l.Count(ctx); err != nil || n != 0 {
+		t.Errorf("the latch after bad input: %d, %v; want 0", n, err)
+	}
+	if in, err := c.Inspect(ctx, name); err != nil || in.Held || in.Waiters != 0 || in.Kind != engine.Mutex {
+		t.Errorf("the lock after bad input: %+v, %v; want a free mutex", in, err)
+	}
+	// Nothing stored: the name is still free for either shared kind.
+	r, err := c.RWMutex(name).TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("a reader after the bad input: %v", err)
+	}
+	_ = r.Release(ctx)
+}
+
+// strangerTermLimit: a leader elected WithMaxHold (a term limit) loses its
+// leadership at the limit, told (ErrMaxHoldExceeded, LostError.At) before
+// the waiting candidate is elected with a larger term; the lock is
+// released by the Client, not left to its ttl.
+func strangerTermLimit(t *testing.T, a, b *distlock.Client, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "term-limit"
+	first, err := a.Campaign(ctx, name, "first", distlock.WithTTL(ttl), distlock.WithMaxHold(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Campaign(ctx, name, "second", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected := time.Now()
+	if !errors.Is(first.Err(), distlock.ErrMaxHoldExceeded) {
+		t.Fatalf("the first leader when the second was elected: %v, want ErrMaxHoldExceeded", first.Err())
+	}
+	if at := lossAt(first.Lease()); !at.Before(elected) {
+		t.Errorf("the first leader told at %v, not before the second's election at %v", at.Format(time.StampMilli), elected.Format(time.StampMilli))
+	}
+	if second.Term() <= first.Term() {
+		t.Errorf("the second term %d not above the first's %d", second.Term(), first.Term())
+	}
+	_ = second.Resign(ctx)
+}
+
 // strangerSetsOverKinds: AcquireAll and TryAcquireAll over names of which
 // one is held as another kind (a reader, a semaphore's permit) are refused
 // whole, typed, at once even when waiting, leaving nothing held or queued;
@@ -457,7 +582,23 @@ func strangerAdminKinds(t *testing.T, c []*distlock.Client, lister engine.Lister
 			t.Errorf("a force-released permit's holder: %v, want taken over", p.Err())
 		}
 	}
+	// ForceReleaseHolder of an owner that holds nothing: typed, nothing freed.
+	var nh *distlock.NotHolderError
+	if err := c[2].ForceReleaseHolder(ctx, "admin-sem", "nobody-holds-this"); !errors.As(err, &nh) {
+		t.Errorf("ForceReleaseHolder of an owner holding nothing: %v, want a *NotHolderError", err)
+	}
+	if err := p3.Err(); err != nil {
+		t.Errorf("the holder after a ForceReleaseHolder of another owner: %v", err)
+	}
 	_ = p3.Release(ctx)
+	ll := c[0].CountDownLatch("admin-list")
+	if ok, err := ll.TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ls, _, err := lister.List(ctx, "admin-", "", 100); err != nil || len(ls) != 0 {
+		t.Errorf("List with every lock released (a latch counting, a semaphore's kind stored): %+v, %v; want none", ls, err)
+	}
+	_ = ll.CountDown(ctx)
 
 	// An election's leader force-released: the candidate is elected.
 	first, err := c[0].Campaign(ctx, "admin-elect", "first", ttl)

@@ -34,6 +34,8 @@ func TestStrangerKindsZK3(t *testing.T) {
 	ens := shared(t, 3)
 	waitServing(t, ens, 2*time.Minute)
 	strangerKindsZK(t, ens, true)
+	t.Run("StoppedSessionMember", func(t *testing.T) { strangerZKStoppedSessionMember(t, ens) })
+	waitServing(t, ens, 2*time.Minute)
 	t.Run("LatchAcrossFaults", func(t *testing.T) { strangerZKLatchFaults(t, ens) })
 	waitServing(t, ens, 2*time.Minute)
 }
@@ -59,6 +61,8 @@ func strangerKindsZK(t *testing.T, ens *zktest.Ensemble, three bool) {
 	t.Run("LatchWaitRacesCountDown", func(t *testing.T) { strangerLatchRace(t, c) })
 	t.Run("SetLimitRacesAcquires", func(t *testing.T) { strangerSetLimitRace(t, c) })
 	t.Run("RWAcrossMembers", func(t *testing.T) { strangerRWAcross(t, c) })
+	t.Run("TermLimit", func(t *testing.T) { strangerTermLimit(t, c[0], c[1], time.Second) })
+	t.Run("BadInput", func(t *testing.T) { strangerBadInput(t, c[0]) })
 	t.Run("SetsOverOtherKinds", func(t *testing.T) { strangerSetsOverKinds(t, c, c[0]) })
 	t.Run("AdminOnKinds", func(t *testing.T) {
 		e := dial(t, ens.Servers())
@@ -208,6 +212,29 @@ func strangerLatchRace(t *testing.T, c []*distlock.Client) {
 		}
 		if n, err := c[2].CountDownLatch(name).Count(ctx); err != nil || n != 1 {
 			t.Fatalf("round %d: count after a refused TrySetCount %d, %v, want 1", i, n, err)
+		}
+		// Two TrySetCounts at once on a latch at zero: exactly one sets.
+		var sets atomic.Int32
+		var wg sync.WaitGroup
+		for j := range 2 {
+			wg.Go(func() {
+				if ok, err := c[j].CountDownLatch(name+"-set").TrySetCount(ctx, int64(3+j)); err != nil {
+					t.Errorf("round %d: a concurrent TrySetCount: %v", i, err)
+				} else if ok {
+					sets.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := sets.Load(); n != 1 {
+			t.Fatalf("round %d: %d of two concurrent TrySetCounts set the latch, want 1", i, n)
+		}
+		if n, err := c[2].CountDownLatch(name + "-set").Count(ctx); err != nil || n != 3 && n != 4 {
+			t.Fatalf("round %d: the count after two concurrent TrySetCounts: %d, %v", i, n, err)
+		} else {
+			for range n {
+				_ = c[2].CountDownLatch(name + "-set").CountDown(ctx)
+			}
 		}
 		waited := make(chan error, 1)
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -428,6 +455,106 @@ func strangerRWAcross(t *testing.T, c []*distlock.Client) {
 	_ = w2.lease.Release(ctx)
 }
 
+// strangerBadInput: bad input to the latch, the election, the semaphore
+// and the RW lock is an *ArgumentError at once, and creates nothing: the
+// names' latches count nothing and their locks are free.
+func strangerBadInput(t *testing.T, c *distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var ae *distlock.ArgumentError
+	bad := func(what string, err error) {
+		t.Helper()
+		if !errors.As(err, &ae) {
+			t.Errorf("%s: %v (%T), want an *ArgumentError", what, err, err)
+		}
+	}
+	long := strings.Repeat("n", distlock.MaxNameLen+1)
+	for _, name := range []string{"", "a\x00b", long, "}x", "\xff\xfe"} {
+		l := c.CountDownLatch(name)
+		_, err := l.TrySetCount(ctx, 1)
+		bad(fmt.Sprintf("TrySetCount of latch %.20q", name), err)
+		bad(fmt.Sprintf("CountDown of latch %.20q", name), l.CountDown(ctx))
+		_, err = l.Count(ctx)
+		bad(fmt.Sprintf("Count of latch %.20q", name), err)
+		bad(fmt.Sprintf("Wait of latch %.20q", name), l.Wait(ctx))
+		_, err = c.Campaign(ctx, name, "v")
+		bad(fmt.Sprintf("Campaign %.20q", name), err)
+		_, err = c.Observe(ctx, name)
+		bad(fmt.Sprintf("Observe %.20q", name), err)
+		_, err = c.Leader(ctx, name)
+		bad(fmt.Sprintf("Leader %.20q", name), err)
+		bad(fmt.Sprintf("SetLimit %.20q", name), c.Semaphore(name, 2).SetLimit(ctx, 3))
+	}
+	const name = "bad-input-kinds"
+	l := c.CountDownLatch(name)
+	for _, n := range []int64{0, -1, -1 << 62} {
+		_, err := l.TrySetCount(ctx, n)
+		bad(fmt.Sprintf("TrySetCount(%d)", n), err)
+	}
+	_, err := c.Campaign(ctx, name, "")
+	bad("Campaign with an empty value", err)
+	_, err = c.Campaign(ctx, name, strings.Repeat("v", distlock.MaxMetadataLen+1))
+	bad("Campaign with a value too long", err)
+	_, err = c.Campaign(ctx, name, "bad\xffutf8")
+	bad("Campaign with a value not UTF-8", err)
+	_, err = c.Semaphore(name, 0).TryAcquire(ctx)
+	bad("a semaphore of limit 0", err)
+	_, err = c.Semaphore(name, -2).Acquire(ctx)
+	bad("a semaphore of limit -2", err)
+	_, err = c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithWeight(3))
+	bad("weight 3 of limit 2", err)
+	_, err = c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithWeight(0))
+	bad("weight 0", err)
+	bad("SetLimit(-1)", c.Semaphore(name, 2).SetLimit(ctx, -1))
+	_, err = c.RWMutex(name).TryRLock(ctx, distlock.WithTTL(-time.Second))
+	bad("a reader with a negative ttl", err)
+	_, err = c.TryAcquireAll(ctx, []string{name, name})
+	bad("a set naming one name twice", err)
+	_, err = c.TryAcquireAll(ctx, nil)
+	bad("an empty set", err)
+	if n, err := l.Count(ctx); err != nil || n != 0 {
+		t.Errorf("the latch after bad input: %d, %v; want 0", n, err)
+	}
+	if in, err := c.Inspect(ctx, name); err != nil || in.Held || in.Waiters != 0 || in.Kind != engine.Mutex {
+		t.Errorf("the lock after bad input: %+v, %v; want a free mutex", in, err)
+	}
+	// Nothing stored: the name is still free for either shared kind.
+	r, err := c.RWMutex(name).TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("a reader after the bad input: %v", err)
+	}
+	_ = r.Release(ctx)
+}
+
+// strangerTermLimit: a leader elected WithMaxHold (a term limit) loses its
+// leadership at the limit, told (ErrMaxHoldExceeded, LostError.At) before
+// the waiting candidate is elected with a larger term; the lock is
+// released by the Client, not left to its ttl.
+func strangerTermLimit(t *testing.T, a, b *distlock.Client, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "term-limit"
+	first, err := a.Campaign(ctx, name, "first", distlock.WithTTL(ttl), distlock.WithMaxHold(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Campaign(ctx, name, "second", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elected := time.Now()
+	if !errors.Is(first.Err(), distlock.ErrMaxHoldExceeded) {
+		t.Fatalf("the first leader when the second was elected: %v, want ErrMaxHoldExceeded", first.Err())
+	}
+	if at := lossAt(first.Lease()); !at.Before(elected) {
+		t.Errorf("the first leader told at %v, not before the second's election at %v", at.Format(time.StampMilli), elected.Format(time.StampMilli))
+	}
+	if second.Term() <= first.Term() {
+		t.Errorf("the second term %d not above the first's %d", second.Term(), first.Term())
+	}
+	_ = second.Resign(ctx)
+}
+
 // strangerSetsOverKinds: AcquireAll and TryAcquireAll over names of which
 // one is held as another kind (a reader, a semaphore's permit) are refused
 // whole, typed, at once even when waiting, leaving nothing held or queued;
@@ -601,7 +728,23 @@ func strangerAdminKinds(t *testing.T, c []*distlock.Client, lister engine.Lister
 			t.Errorf("a force-released permit's holder: %v, want taken over", p.Err())
 		}
 	}
+	// ForceReleaseHolder of an owner that holds nothing: typed, nothing freed.
+	var nh *distlock.NotHolderError
+	if err := c[2].ForceReleaseHolder(ctx, "admin-sem", "nobody-holds-this"); !errors.As(err, &nh) {
+		t.Errorf("ForceReleaseHolder of an owner holding nothing: %v, want a *NotHolderError", err)
+	}
+	if err := p3.Err(); err != nil {
+		t.Errorf("the holder after a ForceReleaseHolder of another owner: %v", err)
+	}
 	_ = p3.Release(ctx)
+	ll := c[0].CountDownLatch("admin-list")
+	if ok, err := ll.TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ls, _, err := lister.List(ctx, "admin-", "", 100); err != nil || len(ls) != 0 {
+		t.Errorf("List with every lock released (a latch counting, a semaphore's kind stored): %+v, %v; want none", ls, err)
+	}
+	_ = ll.CountDown(ctx)
 
 	// An election's leader force-released: the candidate is elected.
 	first, err := c[0].Campaign(ctx, "admin-elect", "first", ttl)
@@ -829,4 +972,127 @@ func strangerZKLatchFaults(t *testing.T, ens *zktest.Ensemble) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the waiter not woken within 30 s of zero")
 	}
+}
+
+// strangerZKStoppedSessionMember: a Client given every member (as a user
+// dials an ensemble) whose session is on a member that is SIGSTOPped (a
+// hung machine: its connections stay open, nothing is answered) while it
+// waits on a latch, observes an election and holds a mutex (ttl 10 s). The
+// two other members keep serving: the latch is counted to zero and the
+// election changes hands through them. The Wait must be woken and the
+// observer must report the new leader within 20 s of the change, and the
+// holder's renewals must go on through another member (its ttl outlasts
+// the stop's detection): the client library alone moves to another member
+// only after two thirds of the session timeout without a packet (80 s for
+// the tests' 2-minute sessions, 27 s for Dial's default 40 s).
+func strangerZKStoppedSessionMember(t *testing.T, ens *zktest.Ensemble) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// The Client is given the two followers (a stop of the leader would
+	// hold an election, which drops every client's connection): its
+	// session is on one of them, which is stopped; it should move to the
+	// other.
+	lead := leaderOf(t, ens)
+	var proxies []*proxy
+	var addrs []string
+	var followers []*zktest.Member
+	for _, m := range ens.Members {
+		if m != lead {
+			p := startProxy(t, m.Addr)
+			proxies = append(proxies, p)
+			addrs = append(addrs, p.Addr())
+			followers = append(followers, m)
+		}
+	}
+	w := distlock.New(dial(t, addrs))
+	t.Cleanup(func() { _ = w.Close() })
+	var m *zktest.Member
+	for i, p := range proxies {
+		if p.Sent() > 0 {
+			m = followers[i]
+		}
+	}
+	if m == nil {
+		t.Fatal("the Client's session is on no member")
+	}
+	var others []string
+	for _, x := range ens.Members {
+		if x != m {
+			others = append(others, x.Addr)
+		}
+	}
+	o := distlock.New(dial(t, others))
+	t.Cleanup(func() { _ = o.Close() })
+	const latch, elect, mutex = "stopped-session-latch", "stopped-session-elect", "stopped-session-mutex"
+	if ok, err := o.CountDownLatch(latch).TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	first, err := o.Campaign(ctx, elect, "first", distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := w.Acquire(ctx, mutex, distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan time.Time, 1)
+	go func() {
+		if err := w.CountDownLatch(latch).Wait(ctx); err != nil {
+			t.Errorf("Wait: %v", err)
+		}
+		waited <- time.Now()
+	}()
+	ch, err := w.Observe(ctx, elect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Value
+	go func() {
+		for l := range ch {
+			seen.Store(l)
+		}
+	}()
+	enginetest.WaitFor(t, 20*time.Second, "the observer reporting the first leader", func() bool {
+		l, _ := seen.Load().(distlock.Leader)
+		return l.Term == first.Term()
+	})
+	t.Logf("stopping member %d (a follower), the Client's session's", m.ID)
+	m.Stop()
+	t.Cleanup(m.Cont)
+	stopped := time.Now()
+	if err := o.CountDownLatch(latch).CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := o.Campaign(ctx, elect, "second", distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	t.Logf("latch at zero and a new leader %v after the stop", changed.Sub(stopped).Round(time.Millisecond))
+	select {
+	case at := <-waited:
+		t.Logf("the Wait woken %v after the change", at.Sub(changed).Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		t.Errorf("the Wait not woken 20 s after the latch reached zero through the other members")
+	}
+	enginetest.WaitFor(t, 20*time.Second, "the observer reporting the new leader", func() bool {
+		l, _ := seen.Load().(distlock.Leader)
+		return l.Term == second.Term()
+	})
+	// The holder's renewals go on through the other member: one sent
+	// after the stop is confirmed (its deadline moves past the stop's
+	// plus the ttl), and the lease is never lost.
+	ttl := held.TTL()
+	enginetest.WaitFor(t, 3*ttl, "a renewal of the holder sent after the stop", func() bool {
+		return held.Err() != nil || held.Deadline().After(stopped.Add(ttl-engine.Drift(ttl)))
+	})
+	if err := held.Err(); err != nil {
+		t.Errorf("the holder, its session's member stopped %v ago: %v", time.Since(stopped).Round(time.Millisecond), err)
+	}
+	m.Cont()
+	_ = second.Resign(ctx)
+	_ = held.Release(ctx)
 }

@@ -110,7 +110,8 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 	}
 	granted := make(chan time.Duration, 1)
 	log := grantLogger{granted}
-	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(log), zk.WithLogInfo(true))
+	p := &prober{} // probe.go: a member that hangs is left for the next
+	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(log), zk.WithLogInfo(true), zk.WithDialer(p.dial))
 	if err != nil {
 		return nil, backendErr("connect", err)
 	}
@@ -119,6 +120,11 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 	case d := <-granted:
 		e := New(conn, append(opts, WithSessionTimeout(d))...)
 		e.own = true
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			p.run(conn, e.root, e.done)
+		}()
 		return e, nil
 	case <-ctx.Done():
 		conn.Close()

@@ -1,0 +1,141 @@
+package zookeeper
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A member that hangs (SIGSTOP, a machine that stops scheduling) keeps its
+// TCP connections open: nothing is refused, nothing is answered. The
+// client library leaves such a connection only after two thirds of the
+// session timeout without a packet from it (its read deadline), and pings
+// only every third of it: 27 s with Dial's default 40 s session, 80 s with
+// a 2-minute one. Until then the session's watches hear nothing (a latch's
+// Wait, an election's Observe, a waiter's wake-up stay asleep while the
+// other members serve the change) and every request waits (a holder's
+// renewals too, so it could lose its lease although a majority serves).
+//
+// So an engine that Dial made watches its connection: whenever nothing has
+// come from the member for probeQuiet, it sends a cheap read (an exists of
+// the root, answered by the member itself); when nothing at all arrives
+// within probeTimeout of it, it closes that TCP connection. The client
+// library then connects to the next server with the same session (its
+// requests in flight fail as on any broken connection, and are retried as
+// such), sets its watches again there (the server fires those whose nodes
+// changed since), and the session goes on. A connection that cannot even
+// complete its handshake in probeQuiet + probeTimeout is closed alike.
+// After each close the timeout doubles (up to 8 times), so that a member
+// that is slow rather than stopped still answers; an answer resets it.
+// A member that stopped, then continued, and whose session moved
+// meanwhile, refuses the session's late requests (ZooKeeper's
+// SessionMovedException).
+const (
+	probeQuiet   = 2 * time.Second
+	probeTimeout = 2 * time.Second
+	probeTick    = 250 * time.Millisecond
+)
+
+// prober keeps the connection the client library dialled last, when a byte
+// last came from it, and the state of its probe.
+type prober struct {
+	mu   sync.Mutex
+	cur  net.Conn
+	born time.Time // when cur was dialled
+
+	recv atomic.Int64 // when a byte last came (UnixNano; monotonic enough at this scale)
+
+	closes atomic.Int64 // connections closed by the probe (tests)
+}
+
+// dial is the client library's dialer: a plain TCP connection, whose reads
+// the prober sees.
+func (p *prober) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	pc := &probedConn{Conn: c, p: p}
+	p.mu.Lock()
+	p.cur, p.born = pc, time.Now()
+	p.mu.Unlock()
+	p.recv.Store(time.Now().UnixNano())
+	return pc, nil
+}
+
+// probedConn notes every read that brought bytes.
+type probedConn struct {
+	net.Conn
+	p *prober
+}
+
+func (c *probedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.p.recv.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// run probes conn until done is closed.
+func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
+	tick := time.NewTicker(probeTick)
+	defer tick.Stop()
+	timeout := probeTimeout
+	var sent time.Time // the probe in flight (zero: none)
+	var sentOn net.Conn
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		cur, born := p.cur, p.born
+		p.mu.Unlock()
+		if cur == nil {
+			continue
+		}
+		now := time.Now()
+		last := time.Unix(0, p.recv.Load())
+		if !sent.IsZero() && (last.After(sent) || sentOn != cur) {
+			// Answered (or anything else came), or the library moved on.
+			if sentOn == cur {
+				timeout = probeTimeout
+			}
+			sent, sentOn = time.Time{}, nil
+		}
+		if now.Sub(last) < probeQuiet {
+			continue
+		}
+		if conn.State() != zk.StateHasSession {
+			// Connecting, or its handshake: closed when silent too long
+			// (the library would wait ten times its read deadline).
+			if now.Sub(last) > probeQuiet+timeout && now.Sub(born) > probeQuiet+timeout {
+				p.drop(cur, &timeout)
+				sent, sentOn = time.Time{}, nil
+			}
+			continue
+		}
+		if sent.IsZero() {
+			sent, sentOn = now, cur
+			go func() { _, _, _ = conn.Exists(root) }() // answered, or failed when the connection closes
+			continue
+		}
+		if now.Sub(sent) > timeout {
+			p.drop(cur, &timeout)
+			sent, sentOn = time.Time{}, nil
+		}
+	}
+}
+
+// drop closes c, which makes the client library connect to the next
+// server, and doubles the next timeout.
+func (p *prober) drop(c net.Conn, timeout *time.Duration) {
+	_ = c.Close()
+	p.closes.Add(1)
+	*timeout = min(2**timeout, 8*probeTimeout)
+}
