@@ -363,6 +363,9 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	fmt.Fprintln(w, "KEY\tKIND\tTYPE\tTTL")
 	for _, l := range leaks {
 		typ := l.Type
+		if latchLeak(l.Leak) {
+			typ = "latch (" + l.Type + ")"
+		}
 		if l.holder != nil {
 			typ = fmt.Sprintf("%s: holder %s %s", l.Type, l.holder.Owner, holderText(l.shared, *l.holder))
 		}
@@ -372,11 +375,13 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	fmt.Fprintf(a.stdout, "\n%d key(s) with no expiry or a ttl beyond %v. Code that sets a lock key and its expiry in two steps\n"+
 		"(SETNX, then EXPIRE) leaves these behind when it dies in between: nobody can take such a lock again.\n", len(leaks), maxTTL)
 	var locks []string
-	holders := 0
+	holders, latches := 0, 0
 	for _, l := range leaks {
 		switch {
 		case l.holder != nil:
 			holders++
+		case latchLeak(l.Leak):
+			latches++
 		case l.Kind == engine.LeakLock:
 			locks = append(locks, shellQuote(l.Name))
 		}
@@ -387,9 +392,20 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	if len(locks) > 0 {
 		fmt.Fprintf(a.stdout, "Free a leaked lock once its holder is known dead: distlock force-release %s\n", locks[0])
 	}
-	if len(locks)+holders < len(leaks) {
+	if latches > 0 {
+		fmt.Fprintln(a.stdout, "A countdown latch still counting has no expiry by design: it goes when its count reaches zero.\n"+
+			"Deleting it does not open it: its waiters keep waiting until their own deadlines.")
+	}
+	if len(locks)+holders+latches < len(leaks) {
 		fmt.Fprintln(a.stdout, "Other keys: find out what wrote them, then delete them with redis-cli DEL KEY.")
 	}
+}
+
+// latchLeak reports whether l is a countdown latch's count (Redis:
+// distlock:{NAME}:latch; etcd: distlock/NAME/latch), which has no expiry
+// by design while it counts.
+func latchLeak(l engine.Leak) bool {
+	return l.Kind == engine.LeakOther && (strings.HasSuffix(l.Key, "}:latch") || strings.HasSuffix(l.Key, "/latch"))
 }
 
 // findLeaks pages through the leaks, deduplicating, sorted by key.

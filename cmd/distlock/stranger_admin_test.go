@@ -105,3 +105,36 @@ func TestStrangerAdminCLIForceReleaseOwnerOfMutexes(t *testing.T) {
 		t.Errorf("the latch alone: %d, %v; want 1", n, err)
 	}
 }
+
+// TestStrangerAdminCLILeaksLatch: distlock leaks lists a counting latch
+// (its count has no expiry by design, docs/API.md) and must not tell the
+// operator to delete it as an unknown key: deleting it does not open the
+// latch (its waiters keep waiting, TestStrangerAdminLatchKeyDeletedWhileWaiting
+// in the root package). Before the fix the latch was an "other" key with
+// the advice "find out what wrote them, then delete them with redis-cli
+// DEL KEY".
+func TestStrangerAdminCLILeaksLatch(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	lib := library(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := cli{redis: srv.URL()}
+	latch := lib.CountDownLatch("leaky-latch")
+	if ok, err := latch.TrySetCount(ctx, 3); err != nil || !ok {
+		t.Fatalf("TrySetCount: %v, %v", ok, err)
+	}
+	r := c.run(t, "leaks")
+	expect(t, r, exitFailed, "distlock:{leaky-latch}:latch", "latch (hash)", "A countdown latch still counting has no expiry by design")
+	if strings.Contains(r.stdout, "DEL") {
+		t.Errorf("leaks tells to delete a counting latch:\n%v", r)
+	}
+	// With an unknown key beside it, the advice for unknown keys comes back.
+	if err := srv.Client().Set(ctx, "distlock:junk", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, c.run(t, "leaks"), exitFailed, "distlock:junk", "Other keys: find out what wrote them", "A countdown latch still counting")
+	if n, err := latch.Count(ctx); err != nil || n != 3 {
+		t.Errorf("the latch after leaks: %d, %v; want 3", n, err)
+	}
+}
