@@ -307,3 +307,150 @@ func TestStrangerAdminLatchKeyDeletedWhileWaiting(t *testing.T) {
 		t.Fatalf("Wait with the count deleted (0): %v; want it to return nil before its context ends", err)
 	}
 }
+
+// TestStrangerAdminForceReleaseServesQueueInOrder: a force-release of an
+// election's leader, of a member of an AcquireAll set, and of a
+// semaphore's holder (by owner), each with three fair waiters queued in
+// turn behind it: the waiters are served in their arrival order, each
+// token above the one before (the freed holder's included), the freed
+// holder is told taken over, and the listing agrees with Inspect while
+// they wait and once they are done. (Passes: recorded as checked.)
+func TestStrangerAdminForceReleaseServesQueueInOrder(t *testing.T) {
+	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, eng func() engine.Engine) {
+		ctx := strangerCtx(t, 90*time.Second)
+		const ttl = 3 * time.Second
+		type held struct {
+			lease *distlock.Lease
+			done  func() <-chan struct{}
+			err   func() error
+		}
+		cases := []struct {
+			kind  string
+			name  string
+			hold  func(name string) held
+			wait  func(name string) (*distlock.Lease, error)
+			force func(name string, h held) error
+		}{
+			{"election", "q-election", func(name string) held {
+				ld, err := a.Campaign(ctx, name, "first", distlock.WithTTL(ttl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return held{ld.Lease(), ld.Done, ld.Err}
+			}, func(name string) (*distlock.Lease, error) {
+				ld, err := b.Campaign(ctx, name, "next", distlock.WithFair())
+				if err != nil {
+					return nil, err
+				}
+				return ld.Lease(), nil
+			}, func(name string, _ held) error {
+				_, err := b.ForceRelease(ctx, name)
+				return err
+			}},
+			{"set member", "q-set-b", func(name string) held {
+				set, err := a.AcquireAll(ctx, []string{"q-set-a", name}, distlock.WithTTL(ttl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = set.Release(context.Background()) })
+				return held{set.Lease(name), set.Done, set.Err}
+			}, func(name string) (*distlock.Lease, error) {
+				return b.Acquire(ctx, name, distlock.WithFair())
+			}, func(name string, h held) error {
+				return b.ForceReleaseHolder(ctx, name, h.lease.Owner())
+			}},
+			{"semaphore holder", "q-sem", func(name string) held {
+				l, err := a.Semaphore(name, 2).Acquire(ctx, distlock.WithWeight(2), distlock.WithTTL(ttl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return held{l, l.Done, l.Err}
+			}, func(name string) (*distlock.Lease, error) {
+				return b.Semaphore(name, 2).Acquire(ctx, distlock.WithWeight(2), distlock.WithFair())
+			}, func(name string, h held) error {
+				return b.ForceReleaseHolder(ctx, name, h.lease.Owner())
+			}},
+		}
+		lister := eng().(engine.Lister)
+		for _, tc := range cases {
+			h := tc.hold(tc.name)
+			type served struct {
+				i     int
+				token uint64
+			}
+			order := make(chan served, 3)
+			next := make(chan struct{}) // one waiter holds at a time, in turn
+			for i := range 3 {
+				go func() {
+					l, err := tc.wait(tc.name)
+					if err != nil {
+						t.Errorf("%s: waiter %d: %v", tc.kind, i, err)
+						order <- served{i: -1}
+						return
+					}
+					order <- served{i, l.Token()}
+					<-next
+					_ = l.Release(ctx)
+				}()
+				enginetest.WaitFor(t, 10*time.Second, tc.kind+": the waiter queued", func() bool {
+					info, err := a.Inspect(ctx, tc.name)
+					return err == nil && info.Waiters == i+1
+				})
+			}
+			info, _ := a.Inspect(ctx, tc.name)
+			if listed := listedInfo(t, ctx, lister, tc.name); listed == nil || listed.Held != info.Held || listed.Waiters != info.Waiters {
+				t.Errorf("%s: listed %+v, Inspect %+v", tc.kind, listed, info)
+			}
+			if err := tc.force(tc.name, h); err != nil {
+				t.Fatalf("%s: force-release: %v", tc.kind, err)
+			}
+			last := h.lease.Token()
+			for want := range 3 {
+				s := <-order
+				if s.i != want {
+					t.Errorf("%s: waiter %d served %d-th; want arrival order", tc.kind, s.i, want)
+				}
+				if s.token <= last {
+					t.Errorf("%s: waiter %d's token %d not above %d", tc.kind, s.i, s.token, last)
+				}
+				last = s.token
+				next <- struct{}{}
+			}
+			select {
+			case <-h.done():
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: the freed holder not told", tc.kind)
+			}
+			var le *distlock.LostError
+			if !errors.As(h.err(), &le) || le.Cause != distlock.TakenOver {
+				t.Errorf("%s: the freed holder: %v; want a *LostError TakenOver", tc.kind, h.err())
+			}
+			enginetest.WaitFor(t, 10*time.Second, tc.kind+": free and unlisted", func() bool {
+				info, err := a.Inspect(ctx, tc.name)
+				return err == nil && !info.Held && info.Waiters == 0 && listedInfo(t, ctx, lister, tc.name) == nil
+			})
+		}
+	})
+}
+
+// listedInfo returns name's entry in the engine's listing (all pages), or
+// nil.
+func listedInfo(t *testing.T, ctx context.Context, l engine.Lister, name string) *engine.Info {
+	t.Helper()
+	cursor := ""
+	for {
+		infos, next, err := l.List(ctx, name, cursor, 1)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for i := range infos {
+			if infos[i].Name == name {
+				return &infos[i]
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+}
