@@ -43,7 +43,15 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 
 // ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
 // but only owner's hold is freed (the mutex only when owner holds it).
+// The owner "" holds nothing: false, nothing sent (the functions take an empty owner
+// for every holder, ForceRelease's call).
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	if owner == "" {
+		if err := e.check(); err != nil {
+			return false, err
+		}
+		return false, checkText("name", name)
+	}
 	return e.forceRelease(ctx, name, owner)
 }
 

@@ -109,3 +109,48 @@ func TestStrangerPGAdminInvalidUTF8(t *testing.T) {
 		t.Fatalf("the lock after the refused calls: %+v, %v; want still held by %s", info, err, l.Owner())
 	}
 }
+
+// TestStrangerPGHolderReleaseEmptyOwner: ForceReleaseHolder (an
+// engine.HolderReleaser, called by a server or a tool on the engine
+// itself) with the owner "" frees one holder by owner: "" holds nothing,
+// so it reports false and changes nothing, as the memory engine does
+// (the contract: "when it did not, nothing changed"). Before the fix ""
+// meant "every holder" in force_release and force_release_shared, and the
+// call freed the mutex's holder and every permit's holder, telling them
+// they were taken over.
+func TestStrangerPGHolderReleaseEmptyOwner(t *testing.T) {
+	const schema = "stranger_utf8"
+	migrated(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := newEngine(t, newPool(t), schema)
+	c := distlock.New(e)
+	defer c.Close()
+	name := uniqueName(t)
+	m, err := c.Acquire(ctx, name+"-mutex", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release(ctx)
+	s, err := c.Semaphore(name+"-sem", 2).Acquire(ctx, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(ctx)
+	for _, l := range []*distlock.Lease{m, s} {
+		held, err := e.ForceReleaseHolder(ctx, l.Name(), "")
+		if err != nil || held {
+			t.Errorf("ForceReleaseHolder(%q, \"\"): %v, %v; want false (nobody holds as \"\"), nothing changed", l.Name(), held, err)
+		}
+		info, err := e.Inspect(ctx, l.Name())
+		if err != nil || !info.Held {
+			t.Fatalf("%s after ForceReleaseHolder with no owner: %+v, %v; want still held by %s", l.Name(), info, err, l.Owner())
+		}
+	}
+	// The holders' next renewals: still held, not taken over.
+	for _, l := range []*distlock.Lease{m, s} {
+		if err := l.Extend(ctx, time.Minute); err != nil {
+			t.Fatalf("%s's holder after ForceReleaseHolder with no owner: %v; want still held", l.Name(), err)
+		}
+	}
+}
