@@ -154,3 +154,26 @@ func TestStrangerPGHolderReleaseEmptyOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerPGLatchCountBelowOne: the engine's SetCount (engine.Latcher:
+// "count (at least 1)") with 0 or a negative count is an
+// *engine.ArgumentError before anything is sent, and no latch is made.
+// Before the fix PostgreSQL's CHECK (count > 0) refused it with SQLSTATE
+// 23514, a backend error to the caller.
+func TestStrangerPGLatchCountBelowOne(t *testing.T) {
+	const schema = "stranger_utf8"
+	migrated(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := newEngine(t, newPool(t), schema)
+	name := uniqueName(t)
+	for _, n := range []int64{0, -1, -1 << 62} {
+		var ae *engine.ArgumentError
+		if set, err := e.SetCount(ctx, name, n); set || !errors.As(err, &ae) {
+			t.Errorf("SetCount(%d): %v, %T %v; want an *engine.ArgumentError", n, set, err, err)
+		}
+		if c, err := e.Count(ctx, name); c != 0 || err != nil {
+			t.Fatalf("the latch after SetCount(%d): %d, %v; want none", n, c, err)
+		}
+	}
+}
