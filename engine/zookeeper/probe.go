@@ -21,7 +21,7 @@ import (
 //
 // So an engine that Dial made watches its connection: whenever nothing has
 // come from the member for probeQuiet, it sends a cheap read (an exists of
-// the root, answered by the member itself); when nothing at all arrives
+// "/", answered by the member itself); when nothing at all arrives
 // within probeTimeout of it, it closes that TCP connection. The client
 // library then connects to the next server with the same session (its
 // requests in flight fail as on any broken connection, and are retried as
@@ -46,9 +46,7 @@ type prober struct {
 	cur  net.Conn
 	born time.Time // when cur was dialled
 
-	recv atomic.Int64 // when a byte last came (UnixNano; monotonic enough at this scale)
-
-	closes atomic.Int64 // connections closed by the probe (tests)
+	recv atomic.Int64 // when a byte last came (UnixNano)
 }
 
 // dial is the client library's dialer: a plain TCP connection, whose reads
@@ -80,13 +78,16 @@ func (c *probedConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// run probes conn until done is closed.
-func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
+// run probes conn until done is closed. It runs from the connection's
+// first dial (Dial's wait for a session included: a hung member whose
+// kernel accepts the connection would hold the handshake for ten times the
+// library's read deadline) to the engine's Close.
+func (p *prober) run(conn *zk.Conn, done <-chan struct{}) {
 	tick := time.NewTicker(probeTick)
 	defer tick.Stop()
 	timeout := probeTimeout
 	var sent time.Time // the probe in flight (zero: none)
-	var sentOn net.Conn
+	var sentOn, dropped net.Conn
 	for {
 		select {
 		case <-done:
@@ -96,7 +97,7 @@ func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
 		p.mu.Lock()
 		cur, born := p.cur, p.born
 		p.mu.Unlock()
-		if cur == nil {
+		if cur == nil || cur == dropped {
 			continue
 		}
 		now := time.Now()
@@ -112,9 +113,9 @@ func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
 			continue
 		}
 		if conn.State() != zk.StateHasSession {
-			// Connecting, or its handshake: closed when silent too long
-			// (the library would wait ten times its read deadline).
+			// Connecting, or its handshake: closed when silent too long.
 			if now.Sub(last) > probeQuiet+timeout && now.Sub(born) > probeQuiet+timeout {
+				dropped = cur
 				p.drop(cur, &timeout)
 				sent, sentOn = time.Time{}, nil
 			}
@@ -122,10 +123,11 @@ func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
 		}
 		if sent.IsZero() {
 			sent, sentOn = now, cur
-			go func() { _, _, _ = conn.Exists(root) }() // answered, or failed when the connection closes
+			go func() { _, _, _ = conn.Exists("/") }() // answered, or failed when the connection closes
 			continue
 		}
 		if now.Sub(sent) > timeout {
+			dropped = cur
 			p.drop(cur, &timeout)
 			sent, sentOn = time.Time{}, nil
 		}
@@ -136,6 +138,5 @@ func (p *prober) run(conn *zk.Conn, root string, done <-chan struct{}) {
 // server, and doubles the next timeout.
 func (p *prober) drop(c net.Conn, timeout *time.Duration) {
 	_ = c.Close()
-	p.closes.Add(1)
 	*timeout = min(2**timeout, 8*probeTimeout)
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -1095,4 +1096,71 @@ func strangerZKStoppedSessionMember(t *testing.T, ens *zktest.Ensemble) {
 	m.Cont()
 	_ = second.Resign(ctx)
 	_ = held.Release(ctx)
+}
+
+// TestStrangerDialPastHungServer: a server that accepts connections and
+// never answers (a hung machine: its kernel completes the TCP handshake)
+// listed beside a live member. The client library shuffles its servers
+// and waits for a handshake ten times its read deadline (4.5 minutes with
+// Dial's 40 s session, 13 with the tests' 2 minutes), so Dial hung
+// whenever the dead one came first. Six Dials, at once, each within 20 s,
+// then a latch's round trip on each.
+func TestStrangerDialPastHungServer(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			held.Lock()
+			conns = append(conns, c) // never read, never answered
+			held.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = hole.Close()
+		held.Lock()
+		defer held.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	servers := []string{hole.Addr().String(), ens.Servers()[0]}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			e, err := zkengine.Dial(ctx, servers, testSession)
+			if err != nil {
+				t.Errorf("Dial %d, a hung server listed beside a live one: %v after %v", i, err, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			defer e.Close()
+			c := distlock.New(e)
+			defer c.Close()
+			l := c.CountDownLatch(fmt.Sprintf("dial-past-hung-%d", i))
+			if ok, err := l.TrySetCount(ctx, 1); err != nil || !ok {
+				t.Errorf("Dial %d: TrySetCount: %v, %v", i, ok, err)
+				return
+			}
+			if err := l.CountDown(ctx); err != nil {
+				t.Errorf("Dial %d: CountDown: %v", i, err)
+			}
+			t.Logf("Dial %d: a session and a latch's round trip after %v", i, time.Since(start).Round(time.Millisecond))
+		})
+	}
+	wg.Wait()
+	held.Lock()
+	t.Logf("the hung server took %d connection(s)", len(conns))
+	held.Unlock()
 }

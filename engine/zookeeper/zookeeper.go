@@ -116,6 +116,11 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 		return nil, backendErr("connect", err)
 	}
 	go drain(events)
+	probeDone, probed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(probed)
+		p.run(conn, probeDone)
+	}()
 	select {
 	case d := <-granted:
 		e := New(conn, append(opts, WithSessionTimeout(d))...)
@@ -123,10 +128,14 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 		e.bg.Add(1)
 		go func() {
 			defer e.bg.Done()
-			p.run(conn, e.root, e.done)
+			<-e.done
+			close(probeDone)
+			<-probed
 		}()
 		return e, nil
 	case <-ctx.Done():
+		close(probeDone)
+		<-probed
 		conn.Close()
 		return nil, backendErr("connect", ctx.Err())
 	}
