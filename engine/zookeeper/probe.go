@@ -29,7 +29,8 @@ import (
 // changed since), and the session goes on. A connection that cannot even
 // complete its handshake in probeQuiet + probeTimeout is closed alike.
 // After each close the timeout doubles (up to 8 times), so that a member
-// that is slow rather than stopped still answers; an answer resets it.
+// that is slow rather than stopped still answers; an answer to a probe
+// resets it, and so does a connection that has served its session for 16 s.
 // A member that stopped, then continued, and whose session moved
 // meanwhile, refuses the session's late requests (ZooKeeper's
 // SessionMovedException).
@@ -87,7 +88,7 @@ func (p *prober) run(conn *zk.Conn, done <-chan struct{}) {
 	defer tick.Stop()
 	timeout := probeTimeout
 	var sent time.Time // the probe in flight (zero: none)
-	var sentOn, dropped net.Conn
+	var sentOn, dropped, settled net.Conn
 	for {
 		select {
 		case <-done:
@@ -109,10 +110,17 @@ func (p *prober) run(conn *zk.Conn, done <-chan struct{}) {
 			}
 			sent, sentOn = time.Time{}, nil
 		}
+		hasSession := conn.State() == zk.StateHasSession
+		if cur != settled && hasSession && last.After(born) && now.Sub(born) > 8*probeTimeout {
+			// A connection that has served its session for a while:
+			// whatever was slow or hung before, the next hang is judged
+			// from the first timeout again.
+			timeout, settled = probeTimeout, cur
+		}
 		if now.Sub(last) < probeQuiet {
 			continue
 		}
-		if conn.State() != zk.StateHasSession {
+		if !hasSession {
 			// Connecting, or its handshake: closed when silent too long.
 			if now.Sub(last) > probeQuiet+timeout && now.Sub(born) > probeQuiet+timeout {
 				dropped = cur
