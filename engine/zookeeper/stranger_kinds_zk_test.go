@@ -63,6 +63,7 @@ func strangerKindsZK(t *testing.T, ens *zktest.Ensemble, three bool) {
 	t.Run("SetLimitRacesAcquires", func(t *testing.T) { strangerSetLimitRace(t, c) })
 	t.Run("RWAcrossMembers", func(t *testing.T) { strangerRWAcross(t, c) })
 	t.Run("TermLimit", func(t *testing.T) { strangerTermLimit(t, c[0], c[1], time.Second) })
+	t.Run("ProclaimOrder", func(t *testing.T) { strangerProclaimOrder(t, c[0], c[1]) })
 	t.Run("BadInput", func(t *testing.T) { strangerBadInput(t, c[0]) })
 	t.Run("SetsOverOtherKinds", func(t *testing.T) { strangerSetsOverKinds(t, c, c[0]) })
 	t.Run("AdminOnKinds", func(t *testing.T) {
@@ -556,6 +557,60 @@ func strangerTermLimit(t *testing.T, a, b *distlock.Client, ttl time.Duration) {
 	_ = second.Resign(ctx)
 }
 
+// strangerProclaimOrder: a leader proclaims 30 values in a row through one
+// member while an observer on another follows: the observer may skip
+// values (it coalesces) but never reports an older one after a newer, nor
+// a term going down, and ends on the last.
+func strangerProclaimOrder(t *testing.T, leader, observer *distlock.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const name = "proclaim-order"
+	ld, err := leader.Campaign(ctx, name, "v00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Resign(ctx)
+	ch, err := observer.Observe(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []distlock.Leader
+	go func() {
+		for l := range ch {
+			mu.Lock()
+			seen = append(seen, l)
+			mu.Unlock()
+		}
+	}()
+	for i := 1; i <= 30; i++ {
+		if err := ld.Proclaim(ctx, fmt.Sprintf("v%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enginetest.WaitFor(t, 20*time.Second, "the observer reporting the last value", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0 && seen[len(seen)-1].Value == "v30"
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	last := ""
+	for _, l := range seen {
+		if !l.Elected() {
+			continue
+		}
+		if l.Term != ld.Term() {
+			t.Errorf("the observer reported term %d, the leader's is %d", l.Term, ld.Term())
+		}
+		if l.Value < last {
+			t.Errorf("the observer reported %s after %s", l.Value, last)
+		}
+		last = l.Value
+	}
+	t.Logf("the observer reported %d of 31 values", len(seen))
+}
+
 // strangerSetsOverKinds: AcquireAll and TryAcquireAll over names of which
 // one is held as another kind (a reader, a semaphore's permit) are refused
 // whole, typed, at once even when waiting, leaving nothing held or queued;
@@ -627,6 +682,30 @@ func strangerSetsOverKinds(t *testing.T, c []*distlock.Client, inspect *distlock
 	if lead, err := inspect.Leader(ctx, "set-k-elect"); err != nil || lead.Term != ld.Term() {
 		t.Errorf("the leader after a set gave up behind it: %+v, %v", lead, err)
 	}
+	// A name whose shared kind is stored but nobody holds: a set takes it
+	// as a mutex; meanwhile the semaphore is refused as a kind, and after
+	// the set's release it is served under its stored limit.
+	sp, err := c[1].Semaphore("set-k-stored", 2).Acquire(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sp.Release(ctx)
+	s, err = c[0].TryAcquireAll(ctx, []string{"set-k-stored", free[0]}, ttl)
+	if err != nil {
+		t.Fatalf("a set over a free name whose semaphore kind is stored: %v", err)
+	}
+	if _, err := c[1].Semaphore("set-k-stored", 2).TryAcquire(ctx, ttl); !errors.As(err, &ae) {
+		t.Errorf("a permit of a name a set holds: %v, want an *ArgumentError", err)
+	}
+	_ = s.Release(ctx)
+	sp, err = c[2].Semaphore("set-k-stored", 5).TryAcquire(ctx, ttl, distlock.WithWeight(2))
+	if err != nil {
+		t.Fatalf("the semaphore after the set's release: %v", err)
+	}
+	if in, err := inspect.Semaphore("set-k-stored", 5).Inspect(ctx); err != nil || in.Limit != 2 {
+		t.Errorf("the semaphore after the set: %+v, %v; want its stored limit 2", in, err)
+	}
+	_ = sp.Release(ctx)
 	latch := c[2].CountDownLatch("set-k-latch")
 	if ok, err := latch.TrySetCount(ctx, 2); err != nil || !ok {
 		t.Fatal(ok, err)
