@@ -18,7 +18,8 @@ import (
 
 // strangerEngines runs fn on the embedded engine and on a real
 // redis-server, each with two Clients (two processes) on engines of their
-// own over one authority.
+// own over one authority; with DISTLOCK_STRANGER_CLUSTER=1 also on a
+// three-master Redis Cluster.
 func strangerEngines(t *testing.T, fn func(t *testing.T, a, b *distlock.Client, eng func() engine.Engine)) {
 	t.Run("memory", func(t *testing.T) {
 		m := memory.New()
@@ -30,6 +31,23 @@ func strangerEngines(t *testing.T, fn func(t *testing.T, a, b *distlock.Client, 
 		srv := redistest.Start(t)
 		mk := func() engine.Engine {
 			e, err := redisengine.New(srv.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.Close() })
+			return e
+		}
+		a, b := distlock.New(mk()), distlock.New(mk())
+		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+		fn(t, a, b, mk)
+	})
+	if os.Getenv("DISTLOCK_STRANGER_CLUSTER") == "" {
+		return // a Cluster costs seconds to start: on demand only
+	}
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t, 3)
+		mk := func() engine.Engine {
+			e, err := redisengine.New(cl.Client())
 			if err != nil {
 				t.Fatal(err)
 			}
