@@ -472,3 +472,90 @@ func listedInfo(t *testing.T, ctx context.Context, l engine.Lister, name string)
 		cursor = next
 	}
 }
+
+// TestStrangerAdminTokensAcrossKinds: one name taken in turn as a mutex
+// left to expire, a semaphore's permits (one freed by owner, then all by
+// ForceRelease), an election, a member of an AcquireAll set
+// (force-released), a re-entered mutex; and a second name as an RWMutex's
+// readers and writer between mutexes: every grant's token is above every
+// earlier grant's of the name (re-entry keeps its token). (Passes:
+// recorded as checked.)
+func TestStrangerAdminTokensAcrossKinds(t *testing.T) {
+	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
+		ctx := strangerCtx(t, 60*time.Second)
+		last := map[string]uint64{}
+		grant := func(what, name string, tok uint64, err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if tok <= last[name] {
+				t.Errorf("%s: token %d not above %d", what, tok, last[name])
+			}
+			last[name] = tok
+		}
+		free := func(name string) {
+			t.Helper()
+			enginetest.WaitFor(t, 10*time.Second, name+" free", func() bool {
+				info, err := b.Inspect(ctx, name)
+				return err == nil && !info.Held
+			})
+		}
+		const n, rw = "tokens", "tokens-rw"
+		m, err := a.Acquire(ctx, n, distlock.WithTTL(100*time.Millisecond), distlock.WithAutoRenew(false))
+		grant("mutex", n, m.Token(), err)
+		free(n) // expired
+		s1, err := a.Semaphore(n, 3).Acquire(ctx)
+		grant("permit 1", n, s1.Token(), err)
+		s2, err := b.Semaphore(n, 3).Acquire(ctx, distlock.WithWeight(2))
+		grant("permit 2", n, s2.Token(), err)
+		if err := b.ForceReleaseHolder(ctx, n, s1.Owner()); err != nil {
+			t.Fatal(err)
+		}
+		s3, err := a.Semaphore(n, 3).Acquire(ctx)
+		grant("permit 3", n, s3.Token(), err)
+		if ok, err := b.ForceRelease(ctx, n); err != nil || !ok {
+			t.Fatalf("ForceRelease: %v, %v", ok, err)
+		}
+		ld, err := a.Campaign(ctx, n, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		grant("election", n, ld.Term(), nil)
+		if err := ld.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		set, err := b.AcquireAll(ctx, []string{n, rw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		grant("set member", n, set.Token(n), nil)
+		grant("set member", rw, set.Token(rw), nil)
+		if ok, err := a.ForceRelease(ctx, n); err != nil || !ok {
+			t.Fatalf("ForceRelease of the set's member: %v, %v", ok, err)
+		}
+		r1, err := a.Acquire(ctx, n, distlock.WithOwner("twice"))
+		grant("mutex", n, r1.Token(), err)
+		r2, err := a.Acquire(ctx, n, distlock.WithOwner("twice"))
+		if err != nil || r2.Token() != r1.Token() {
+			t.Errorf("re-entry: token %d, %v; want %d", r2.Token(), err, r1.Token())
+		}
+		_ = r2.Release(ctx)
+		_ = r1.Release(ctx)
+		_ = set.Release(ctx)
+		free(rw)
+		rd1, err := a.RWMutex(rw).RLock(ctx)
+		grant("reader 1", rw, rd1.Token(), err)
+		rd2, err := b.RWMutex(rw).RLock(ctx)
+		grant("reader 2", rw, rd2.Token(), err)
+		if ok, err := b.ForceRelease(ctx, rw); err != nil || !ok {
+			t.Fatalf("ForceRelease of the readers: %v, %v", ok, err)
+		}
+		w, err := b.RWMutex(rw).Lock(ctx)
+		grant("writer", rw, w.Token(), err)
+		_ = w.Release(ctx)
+		mm, err := a.Semaphore(n, 3).TryAcquire(ctx)
+		grant("permit after all", n, mm.Token(), err)
+		_ = mm.Release(ctx)
+	})
+}
