@@ -2,10 +2,13 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -20,10 +23,34 @@ import (
 // waiters are woken by that notification, not by polling.
 const latchPrefix = "c-"
 
-// latchRecord is a latch's count and the id of its last CountDown.
+// latchRecord is a latch's count, the ids of its last CountDowns and the
+// mark of the SetCount that made it.
 type latchRecord struct {
-	Count  int64  `json:"n"`
+	Count int64 `json:"n"`
+	// LastID is the last CountDown's id (what engines before IDs read).
 	LastID string `json:"id,omitempty"`
+	// IDs are the last latchIDs CountDowns' ids: a call sent again after
+	// its answer was lost finds its own there, even after others counted.
+	IDs []string `json:"ids,omitempty"`
+	// Set is the mark of the SetCount call that made the latch: one sent
+	// again after its answer was lost finds the latch its own.
+	Set string `json:"s,omitempty"`
+}
+
+// counted reports whether the CountDown id was applied to rec.
+func (rec latchRecord) counted(id string) bool {
+	return id != "" && (id == rec.LastID || slices.Contains(rec.IDs, id))
+}
+
+// latchIDs is how many CountDown ids a latch remembers (as etcd's).
+const latchIDs = 16
+
+// lostConnection reports whether a request that failed with err is sent
+// again: it never left (no server), the member ignored it (the session
+// moved) or the connection broke before its answer (it may have been
+// applied: each latch write is recognised when sent again).
+func lostConnection(err error) bool {
+	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrConnectionClosed)
 }
 
 // latchPath returns the path of name's latch.
@@ -33,7 +60,9 @@ func (e *Engine) latchPath(name string) string {
 
 // SetCount implements engine.Latcher: the latch is created with count,
 // unless it exists. A count below 1 is an *engine.ArgumentError, and
-// nothing changes.
+// nothing changes. A creation whose connection broke is sent again (until
+// ctx ends) once the connection is back; the latch then found is this
+// call's when it carries the call's mark.
 func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, error) {
 	if err := e.check(ctx); err != nil {
 		return false, err
@@ -41,16 +70,45 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	if count < 1 {
 		return false, &engine.ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is below 1", count)}
 	}
-	b, _ := json.Marshal(latchRecord{Count: count})
-	return e.createRecord(ctx, e.latchPath(name), b)
+	var m [12]byte
+	_, _ = rand.Read(m[:])
+	mark := hex.EncodeToString(m[:])
+	b, _ := json.Marshal(latchRecord{Count: count, Set: mark})
+	lost := false
+	for {
+		set, err := e.createRecord(ctx, e.latchPath(name), b)
+		switch {
+		case err == nil && !set && lost:
+			rec, _, err := e.readLatch(ctx, name, true)
+			return err == nil && rec.Set == mark, err
+		case err == nil:
+			return set, nil
+		case !lostConnection(err) || !pause(ctx):
+			return false, err
+		}
+		lost = lost || errors.Is(err, zk.ErrConnectionClosed)
+	}
 }
 
 // CountDown implements engine.Latcher: one write at the version read (the
-// deletion at zero), read again when another CountDown came between.
+// deletion at zero), read again when another CountDown came between. A
+// call whose connection broke is sent again (until ctx ends) once the
+// connection is back: it reads the latch again and finds its id among the
+// last applied (or the latch gone at zero) when its write took effect.
 func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
+	for {
+		n, err := e.countDown(ctx, name, id)
+		if err == nil || !lostConnection(err) || !pause(ctx) {
+			return n, err
+		}
+	}
+}
+
+// countDown is one try of CountDown.
+func (e *Engine) countDown(ctx context.Context, name, id string) (int64, error) {
 	path := e.latchPath(name)
 	for range maxConflicts {
 		rec, version, err := e.readLatch(ctx, name, false)
@@ -59,11 +117,15 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 			return 0, err
 		case rec.Count <= 0:
 			return 0, nil
-		case id != "" && id == rec.LastID:
+		case rec.counted(id):
 			return rec.Count, nil // a resent copy
 		}
 		rec.Count--
-		rec.LastID = id
+		if id != "" {
+			rec.LastID = id
+			rec.IDs = append(rec.IDs, id)
+			rec.IDs = rec.IDs[max(0, len(rec.IDs)-latchIDs):]
+		}
 		if rec.Count == 0 {
 			err = e.del(ctx, path, version)
 		} else {
