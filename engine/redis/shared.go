@@ -208,8 +208,11 @@ func (e *Engine) readShared(ctx context.Context, p goredis.Pipeliner, name strin
 
 // sharedInfo reads the shared inspect script's reply res for name.
 func sharedInfo(name string, res []any) (engine.Info, error) {
+	// A reply that is not a shared lock's comes from a key at its place
+	// that distlock did not write (a leak): not a distlock lock, which
+	// List skips (Leaks reports the key).
 	bad := func() (engine.Info, error) {
-		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v", res)
+		return engine.Info{}, fmt.Errorf("inspect shared: unexpected reply %v: %w", res, errNotALock)
 	}
 	if len(res) < 5 {
 		return bad()
@@ -237,7 +240,7 @@ func sharedInfo(name string, res []any) (engine.Info, error) {
 		v, _ := res[i+2].(string)
 		var h sharedHolder
 		if err := json.Unmarshal([]byte(v), &h); err != nil {
-			return engine.Info{}, fmt.Errorf("inspect shared: holder %q: %w", owner, err)
+			return engine.Info{}, fmt.Errorf("inspect shared: holder %q: %w (%w)", owner, errNotALock, err)
 		}
 		token, _ := strconv.ParseUint(h.Token, 10, 64)
 		info.Holders = append(info.Holders, engine.Holder{Owner: owner, Count: h.Count, Token: token,

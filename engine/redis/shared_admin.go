@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"strings"
 
 	"github.com/distlock/distlock/engine"
@@ -67,7 +68,7 @@ func (e *Engine) inspectSharedMany(ctx context.Context, names []string) ([]engin
 	var infos []engine.Info
 	for _, name := range names {
 		info, err := e.inspectShared(ctx, name)
-		if isReplyError(err) {
+		if isReplyError(err) || errors.Is(err, errNotALock) {
 			continue // not a distlock shared lock
 		}
 		if err != nil {
