@@ -26,6 +26,7 @@ import (
 	"github.com/distlock/distlock/engine/enginetest"
 	zkengine "github.com/distlock/distlock/engine/zookeeper"
 	"github.com/distlock/distlock/engine/zookeeper/zktest"
+	"github.com/distlock/distlock/internal/stallproxy"
 )
 
 // TestStrangerKindsZK3 runs the kinds on three members, a Client on each,
@@ -1242,4 +1243,51 @@ func TestStrangerDialPastHungServer(t *testing.T) {
 	held.Lock()
 	t.Logf("the hung server took %d connection(s)", len(conns))
 	held.Unlock()
+}
+
+// TestStrangerCloseOnHungMember: an engine whose member hangs (its
+// connection stalled both ways: nothing answered, nothing refused) with a
+// call given up on it (a latch's Count whose context ended) is closed:
+// Close waits for the engine's calls, and the given-up one ended only when
+// the client library gave up on the connection, two thirds of the session
+// timeout later (80 s for the tests' 2-minute session, 27 s for Dial's
+// default). Close must return within 20 s.
+func TestStrangerCloseOnHungMember(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	p, err := stallproxy.Listen(ens.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	e := dial(t, []string{p.Addr()})
+	c := distlock.New(e)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CountDownLatch("close-on-hung").Count(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Pause()
+	defer p.Resume()
+	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = c.CountDownLatch("close-on-hung").Count(cctx)
+	ccancel()
+	if err == nil {
+		t.Fatal("a Count answered through a stalled connection")
+	}
+	closed := make(chan time.Duration, 1)
+	start := time.Now()
+	go func() {
+		_ = c.Close()
+		_ = e.Close()
+		closed <- time.Since(start)
+	}()
+	select {
+	case d := <-closed:
+		t.Logf("Close returned after %v", d.Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		p.Resume()
+		t.Fatalf("Close still waiting 20 s after it was called (returned %v after, once the member answered again)", (<-closed).Round(time.Millisecond))
+	}
 }

@@ -29,10 +29,13 @@ const maxConflicts = 64
 // Engine is a lock authority on a ZooKeeper ensemble. It is safe for
 // concurrent use. The zero value is not usable; call New or Dial.
 type Engine struct {
-	conn    zkConn // counted: Requests
-	own     bool   // Close closes conn (Dial)
-	root    string
-	session time.Duration
+	conn zkConn // counted: Requests
+	own  bool   // Close closes conn (Dial)
+	// stopProbe ends the connection's probe (probe.go; Dial's engines),
+	// after Close waited for the calls.
+	stopProbe func()
+	root      string
+	session   time.Duration
 
 	mu      sync.Mutex
 	closed  bool
@@ -125,13 +128,12 @@ func Dial(ctx context.Context, servers []string, sessionTimeout time.Duration, o
 	case d := <-granted:
 		e := New(conn, append(opts, WithSessionTimeout(d))...)
 		e.own = true
-		e.bg.Add(1)
-		go func() {
-			defer e.bg.Done()
-			<-e.done
+		// The probe runs until Close has waited for the engine's calls: a
+		// call hung on a member that hangs ends when the probe leaves it.
+		e.stopProbe = func() {
 			close(probeDone)
 			<-probed
-		}()
+		}
 		return e, nil
 	case <-ctx.Done():
 		close(probeDone)
@@ -196,6 +198,9 @@ func (e *Engine) Close() error {
 	close(e.done)
 	e.mu.Unlock()
 	e.bg.Wait()
+	if e.stopProbe != nil {
+		e.stopProbe()
+	}
 	if e.own {
 		e.conn.Close()
 	}
