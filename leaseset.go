@@ -28,12 +28,15 @@ type LeaseSet struct {
 	cancel  context.CancelCauseFunc
 
 	mu       sync.Mutex
-	released bool
+	released bool          // Release began, or a member's end released the set (end)
+	auto     chan struct{} // closed once the release a member's end made is done
+	autoErr  error         // that release's outcome, for the next Release
+	reported bool          // a Release returned autoErr
 }
 
 // newLeaseSet makes the set of members (sorted by name, each tracked and
-// started), bound to their ends, with their renewals lined up so that the
-// watchdog sends them in one batch.
+// started), bound to their ends (end), with their renewals lined up so
+// that the watchdog sends them in one batch.
 func newLeaseSet(c *Client, ctx context.Context, members []*Lease) *LeaseSet {
 	s := &LeaseSet{c: c, members: members, byName: make(map[string]*Lease, len(members))}
 	s.ctx, s.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -44,9 +47,38 @@ func newLeaseSet(c *Client, ctx context.Context, members []*Lease) *LeaseSet {
 	for _, l := range members {
 		s.byName[l.name] = l
 		l.renewAlong(sched)
-		l.notify(s.cancel)
+		l.notify(s.end)
 	}
 	return s
+}
+
+// end is called when a member ends (lost, or released alone): the set
+// ends with that member's error, and unless the set's Release is under way
+// every member is released in the background (the ended one too: a lease
+// lost by its local deadline may still be held by the backend). A set is
+// held whole or not at all: members kept after one was lost would only
+// keep others out, renewed until the code got round to Release. The next
+// Release returns that release's outcome.
+func (s *LeaseSet) end(cause error) {
+	s.cancel(cause)
+	s.mu.Lock()
+	if s.released {
+		s.mu.Unlock()
+		return
+	}
+	s.released = true
+	auto := make(chan struct{})
+	s.auto = auto
+	s.mu.Unlock()
+	s.c.bg.Add(1)
+	go func() {
+		defer s.c.bg.Done()
+		err := s.releaseAll(context.Background())
+		s.mu.Lock()
+		s.autoErr = err
+		s.mu.Unlock()
+		close(auto)
+	}()
 }
 
 // renewTimes returns the lease's renewal schedule.
@@ -178,17 +210,38 @@ func (s *LeaseSet) bind(parent context.Context) (context.Context, func()) {
 // by the Client's release timeout. It returns the members' errors joined:
 // nil when every member was held and released. Later calls return
 // ErrReleased and send nothing.
+//
+// Once a member was lost (or released alone), the set released its other
+// members by itself: Release then waits for that release, bounded by the
+// release timeout, and returns its outcome (the lost member's *LostError
+// among the errors).
 func (s *LeaseSet) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
 	s.mu.Lock()
-	done := s.released
+	done, auto := s.released, s.auto
 	s.released = true
 	s.mu.Unlock()
+	if auto != nil {
+		<-auto
+		s.mu.Lock()
+		first := !s.reported
+		s.reported = true
+		s.mu.Unlock()
+		if first {
+			return s.autoErr
+		}
+		return ErrReleased
+	}
 	if done {
 		return ErrReleased
 	}
+	return s.releaseAll(ctx)
+}
+
+// releaseAll releases every member (Release's work).
+func (s *LeaseSet) releaseAll(ctx context.Context) error {
 	if mr, ok := s.c.eng.(engine.MultiReleaser); ok {
 		return releaseBatch(ctx, mr, s.members)
 	}
