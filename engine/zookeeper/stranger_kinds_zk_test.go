@@ -1291,3 +1291,83 @@ func TestStrangerCloseOnHungMember(t *testing.T) {
 		t.Fatalf("Close still waiting 20 s after it was called (returned %v after, once the member answered again)", (<-closed).Round(time.Millisecond))
 	}
 }
+
+// TestStrangerObserverSessionExpired: a Client whose session expires (its
+// connection cut for longer than its 2 s session) while it waits on a latch
+// and observes an election; meanwhile the latch reaches zero and the
+// election changes hands. Once its connection is back (a new session, its
+// watches gone with the old one), the Wait returns and the observer
+// reports the new leader, its terms never going down (and its queued
+// Acquire, whose place in line went with the session, ends with
+// ErrSessionExpired).
+func TestStrangerObserverSessionExpired(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	p := startProxy(t, ens.Servers()[0])
+	w := distlock.New(dialShort(t, p.Addr()))
+	t.Cleanup(func() { _ = w.Close() })
+	o := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = o.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const latch, elect, mutex = "expired-observer-latch", "expired-observer-elect", "expired-observer-mutex"
+	held, err := o.Acquire(ctx, mutex, distlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	queued := make(chan error, 1)
+	go func() {
+		_, err := w.Acquire(ctx, mutex, distlock.WithTTL(shortSession))
+		queued <- err
+	}()
+	queuedOn(t, mutex, 1, func() (distlock.Info, error) { return o.Inspect(ctx, mutex) })
+	if ok, err := o.CountDownLatch(latch).TrySetCount(ctx, 1); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	first, err := o.Campaign(ctx, elect, "first", distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.CountDownLatch(latch).Wait(ctx) }()
+	ch, err := w.Observe(ctx, elect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := observeTerms(ch)
+	terms.until(t, first.Term(), 20*time.Second)
+	p.Freeze()
+	if err := o.CountDownLatch(latch).CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := o.Campaign(ctx, elect, "second", distlock.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Resign(ctx)
+	// The session's expiry, as the ensemble records it: the cut-off
+	// Client's place in the line of a held mutex (an ephemeral node) goes.
+	enginetest.WaitFor(t, 20*time.Second, "the cut-off Client's place to go with its session", func() bool {
+		in, err := o.Inspect(ctx, mutex)
+		return err == nil && in.Waiters == 0
+	})
+	p.Thaw()
+	thawed := time.Now()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("the Wait after the session expired: %v", err)
+		}
+		t.Logf("the Wait returned %v after the connection came back", time.Since(thawed).Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the Wait not woken 20 s after the connection came back with the latch at zero")
+	}
+	terms.until(t, second.Term(), 20*time.Second)
+	if err := <-queued; !errors.Is(err, zkengine.ErrSessionExpired) {
+		t.Errorf("the waiter whose session expired: %v, want ErrSessionExpired", err)
+	}
+}
