@@ -26,9 +26,26 @@ import (
 	"github.com/distlock/distlock/engine/etcd/etcdtest"
 )
 
+// TestStrangerKindsEtcd runs the kinds on three members, a Client on
+// each, then the latch's faults (the leader killed and restarted, two
+// members stopped).
 func TestStrangerKindsEtcd(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
 	c := []*distlock.Client{memberClient(t, cl, 0), memberClient(t, cl, 1), memberClient(t, cl, 2)}
+	strangerKindsEtcd(t, cl, c)
+	t.Run("LatchAcrossFaults", func(t *testing.T) { strangerEtcdLatchFaults(t, cl, c) })
+}
+
+// TestStrangerKindsEtcd1 runs the kinds on one member, three Clients on
+// engines (and etcd clients) of their own.
+func TestStrangerKindsEtcd1(t *testing.T) {
+	t.Parallel()
+	cl := etcdtest.Start(t, 1)
+	c := []*distlock.Client{memberClient(t, cl, 0), memberClient(t, cl, 0), memberClient(t, cl, 0)}
+	strangerKindsEtcd(t, cl, c)
+}
+
+func strangerKindsEtcd(t *testing.T, cl *etcdtest.Cluster, c []*distlock.Client) {
 	t.Run("LatchWaitRacesCountDown", func(t *testing.T) { strangerLatchRace(t, c) })
 	t.Run("SetLimitRacesAcquires", func(t *testing.T) { strangerSetLimitRace(t, c) })
 	t.Run("RWAcrossMembers", func(t *testing.T) { strangerRWAcross(t, c) })
@@ -46,7 +63,6 @@ func TestStrangerKindsEtcd(t *testing.T) {
 		t.Cleanup(func() { _ = a.Close() })
 		strangerPausedLeader(t, a, g.p, g, c[1], c[2], 2*time.Second)
 	})
-	t.Run("LatchAcrossFaults", func(t *testing.T) { strangerEtcdLatchFaults(t, cl, c) })
 }
 
 // strangerLatchRace: 25 rounds of a latch of count 1 whose CountDown (one
