@@ -11,6 +11,7 @@ package zookeeper_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/enginetest"
 )
 
 // ZooKeeper's request types the lost-answer proxy can cut after.
@@ -215,5 +217,108 @@ func TestStrangerLatchLostAnswers(t *testing.T) {
 	}
 	if n, err := other.CountDownLatch("lost-answers").Count(ctx); err != nil || n != 0 {
 		t.Errorf("count at the end: %d, %v; want 0", n, err)
+	}
+}
+
+// TestStrangerGrantLostAnswers: a grant of each kind whose answer is lost
+// (the multi-op applied, the connection cut before its answer). A waiting
+// Acquire goes on and holds the lock once (count 1, one holder, its
+// release frees it at once); a TryAcquire may answer an error, but then
+// nothing stays held: another Client takes the whole lock well within the
+// lost grant's ttl.
+func TestStrangerGrantLostAnswers(t *testing.T) {
+	t.Parallel()
+	ens := shared(t, 1)
+	p := startLossProxy(t, ens.Servers()[0])
+	c := distlock.New(dial(t, []string{p.Addr()}))
+	t.Cleanup(func() { _ = c.Close() })
+	other := distlock.New(dial(t, ens.Servers()))
+	t.Cleanup(func() { _ = other.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := other.Inspect(ctx, "grant-lost-warm"); err != nil { // the root made
+		t.Fatal(err)
+	}
+	const ttl = 30 * time.Second
+	kinds := []struct {
+		kind  string
+		take  func(c *distlock.Client, ctx context.Context, name string, wait bool) (*distlock.Lease, error)
+		whole func(c *distlock.Client, ctx context.Context, name string) (*distlock.Lease, error)
+	}{
+		{"mutex", func(c *distlock.Client, ctx context.Context, name string, wait bool) (*distlock.Lease, error) {
+			if wait {
+				return c.Acquire(ctx, name, distlock.WithTTL(ttl))
+			}
+			return c.TryAcquire(ctx, name, distlock.WithTTL(ttl))
+		}, func(c *distlock.Client, ctx context.Context, name string) (*distlock.Lease, error) {
+			return c.TryAcquire(ctx, name, distlock.WithTTL(ttl))
+		}},
+		{"permits", func(c *distlock.Client, ctx context.Context, name string, wait bool) (*distlock.Lease, error) {
+			if wait {
+				return c.Semaphore(name, 2).Acquire(ctx, distlock.WithTTL(ttl), distlock.WithWeight(2))
+			}
+			return c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithTTL(ttl), distlock.WithWeight(2))
+		}, func(c *distlock.Client, ctx context.Context, name string) (*distlock.Lease, error) {
+			return c.Semaphore(name, 2).TryAcquire(ctx, distlock.WithTTL(ttl), distlock.WithWeight(2))
+		}},
+		{"writer", func(c *distlock.Client, ctx context.Context, name string, wait bool) (*distlock.Lease, error) {
+			if wait {
+				return c.RWMutex(name).Lock(ctx, distlock.WithTTL(ttl))
+			}
+			return c.RWMutex(name).TryLock(ctx, distlock.WithTTL(ttl))
+		}, func(c *distlock.Client, ctx context.Context, name string) (*distlock.Lease, error) {
+			return c.RWMutex(name).TryLock(ctx, distlock.WithTTL(ttl))
+		}},
+	}
+	for _, k := range kinds {
+		for _, wait := range []bool{true, false} {
+			name := fmt.Sprintf("grant-lost-%s-%v", k.kind, wait)
+			before := p.cut.Load()
+			p.armed.Store(zkOpMulti)
+			start := time.Now()
+			l, err := k.take(c, ctx, name, wait)
+			p.armed.Store(0)
+			if p.cut.Load() != before+1 {
+				t.Fatalf("%s: the proxy cut %d answers, want the grant's", name, p.cut.Load()-before)
+			}
+			if err != nil {
+				if wait {
+					t.Errorf("%s: a waiting acquire whose grant's answer was lost: %v", name, err)
+					continue
+				}
+				t.Logf("%s: the try whose grant's answer was lost: %v", name, err)
+				var x *distlock.Lease
+				enginetest.WaitFor(t, 20*time.Second, name+": the lost grant undone (another Client takes the whole lock)", func() bool {
+					x, err = k.whole(other, ctx, name)
+					return err == nil
+				})
+				if d := time.Since(start); d > ttl/2 {
+					t.Errorf("%s: freed %v after the lost grant, near its ttl", name, d)
+				}
+				_ = x.Release(ctx)
+				continue
+			}
+			var in distlock.Info
+			if k.kind == "mutex" {
+				in, err = other.Inspect(ctx, name)
+			} else {
+				in, err = other.RWMutex(name).Inspect(ctx)
+				if k.kind == "permits" {
+					in, err = other.Semaphore(name, 2).Inspect(ctx)
+				}
+			}
+			if err != nil || len(in.Holders) != 1 || in.Holders[0].Owner != l.Owner() || in.Holders[0].Count != 1 {
+				t.Errorf("%s: after the lost grant's answer: %+v, %v; want one holder, the lease's, count 1", name, in, err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			x, err := k.whole(other, ctx, name)
+			if err != nil {
+				t.Errorf("%s: the lock after the release of the grant whose answer was lost: %v", name, err)
+				continue
+			}
+			_ = x.Release(ctx)
+		}
 	}
 }
