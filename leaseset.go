@@ -14,7 +14,8 @@ import (
 // TryAcquireAll: one Lease per name, each with its own fencing token, and
 // one signal for the set. When any member is lost (or released), Done is
 // closed, Context is cancelled and Err returns that member's error (a
-// *LostError names the lock that was lost). The members' renewals travel in
+// *LostError names the lock that was lost); after a loss the other members
+// are no longer renewed, and lapse at their ttl unless Release comes first. The members' renewals travel in
 // the Client's watchdog batches together: one Extend round trip per node
 // and tick for the whole set. Release releases every member, in one round
 // trip where the engine can.
@@ -28,10 +29,7 @@ type LeaseSet struct {
 	cancel  context.CancelCauseFunc
 
 	mu       sync.Mutex
-	released bool          // Release began, or a member's end released the set (end)
-	auto     chan struct{} // closed once the release a member's end made is done
-	autoErr  error         // that release's outcome, for the next Release
-	reported bool          // a Release returned autoErr
+	released bool
 }
 
 // newLeaseSet makes the set of members (sorted by name, each tracked and
@@ -52,33 +50,24 @@ func newLeaseSet(c *Client, ctx context.Context, members []*Lease) *LeaseSet {
 	return s
 }
 
-// end is called when a member ends (lost, or released alone): the set
-// ends with that member's error, and unless the set's Release is under way
-// every member is released in the background (the ended one too: a lease
-// lost by its local deadline may still be held by the backend). A set is
-// held whole or not at all: members kept after one was lost would only
-// keep others out, renewed until the code got round to Release. The next
-// Release returns that release's outcome.
+// end is called when a member ends: the set ends with that member's
+// error, and when the member was lost the watchdog stops renewing the
+// others. A set is held whole or not at all: members renewed after one was
+// lost would keep others out for as long as the code takes to call
+// Release (forever, should it never). They stay held until Release or
+// their ttl, whichever comes first; the set does not release them itself,
+// for a release by their owner could drop the hold of another lease of
+// that owner (Attach). A member released alone (Lease(name).Release)
+// leaves the others as they are.
 func (s *LeaseSet) end(cause error) {
 	s.cancel(cause)
-	s.mu.Lock()
-	if s.released {
-		s.mu.Unlock()
+	var lost *LostError
+	if !errors.As(cause, &lost) {
 		return
 	}
-	s.released = true
-	auto := make(chan struct{})
-	s.auto = auto
-	s.mu.Unlock()
-	s.c.bg.Add(1)
-	go func() {
-		defer s.c.bg.Done()
-		err := s.releaseAll(context.Background())
-		s.mu.Lock()
-		s.autoErr = err
-		s.mu.Unlock()
-		close(auto)
-	}()
+	for _, l := range s.members {
+		s.c.renew.remove(l)
+	}
 }
 
 // renewTimes returns the lease's renewal schedule.
@@ -210,38 +199,17 @@ func (s *LeaseSet) bind(parent context.Context) (context.Context, func()) {
 // by the Client's release timeout. It returns the members' errors joined:
 // nil when every member was held and released. Later calls return
 // ErrReleased and send nothing.
-//
-// Once a member was lost (or released alone), the set released its other
-// members by itself: Release then waits for that release, bounded by the
-// release timeout, and returns its outcome (the lost member's *LostError
-// among the errors).
 func (s *LeaseSet) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
 	s.mu.Lock()
-	done, auto := s.released, s.auto
+	done := s.released
 	s.released = true
 	s.mu.Unlock()
-	if auto != nil {
-		<-auto
-		s.mu.Lock()
-		first := !s.reported
-		s.reported = true
-		s.mu.Unlock()
-		if first {
-			return s.autoErr
-		}
-		return ErrReleased
-	}
 	if done {
 		return ErrReleased
 	}
-	return s.releaseAll(ctx)
-}
-
-// releaseAll releases every member (Release's work).
-func (s *LeaseSet) releaseAll(ctx context.Context) error {
 	if mr, ok := s.c.eng.(engine.MultiReleaser); ok {
 		return releaseBatch(ctx, mr, s.members)
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/distlock/distlock/engine/memory"
 )
 
-// TestLostSetReleasesItsMembers: a member of a set force-released by an
-// administrator ends the set, and the set releases its other members by
-// itself, so a waiter for one of them is served without the holder's
-// code calling Release (which then reports the loss once, and
-// ErrReleased after). Before, the other members stayed held and renewed
-// until Release.
-func TestLostSetReleasesItsMembers(t *testing.T) {
+// TestLostSetStopsRenewingItsMembers: a member of a set force-released by
+// an administrator ends the set, and the watchdog stops renewing the other
+// members: they lapse at their ttl (each lost as expired, at its own
+// deadline), so a waiter for one of them is served although the holder's
+// code never calls Release. Before, the other members were renewed until
+// Release: the waiter waited as long as the code did.
+func TestLostSetStopsRenewingItsMembers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	eng := memory.New()
@@ -26,7 +26,8 @@ func TestLostSetReleasesItsMembers(t *testing.T) {
 	defer holder.Close()
 	defer other.Close()
 
-	set, err := holder.AcquireAll(ctx, []string{"a", "b", "c"}, distlock.WithTTL(time.Second))
+	const ttl = time.Second
+	set, err := holder.AcquireAll(ctx, []string{"a", "b", "c"}, distlock.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,31 +55,32 @@ func TestLostSetReleasesItsMembers(t *testing.T) {
 	if !errors.As(set.Err(), &lost) || lost.Name != "b" || lost.Cause != distlock.TakenOver {
 		t.Fatalf("set.Err() = %v; want b's loss, taken over", set.Err())
 	}
-	// The holder's code has not called Release: the set's other members
-	// are given back by the set itself.
+	c := set.Lease("c")
+	select {
+	case <-c.Done():
+	case <-time.After(10 * ttl):
+		t.Fatalf("the member c was still held %v after the set ended: renewed (deadline %v)", 10*ttl, c.Deadline())
+	}
+	if !errors.As(c.Err(), &lost) || lost.Cause != distlock.Expired || lost.At.Before(c.Deadline()) {
+		t.Fatalf("the member c ended with %v; want lost as expired, at or after its deadline %v", c.Err(), c.Deadline())
+	}
 	select {
 	case err := <-waiter:
 		if err != nil {
 			t.Fatalf("the waiter for c: %v", err)
 		}
 	case <-ctx.Done():
-		t.Fatal("the waiter for c was not served: the lost set kept its member c")
+		t.Fatal("the waiter for c was not served")
 	}
-	enginetest.WaitFor(t, 20*time.Second, "a freed", func() bool {
-		info, err := other.Inspect(ctx, "a")
-		return err == nil && !info.Held
-	})
-	if err := set.Release(ctx); !errors.Is(err, distlock.ErrLeaseLost) {
-		t.Fatalf("Release after the loss = %v; want the loss of b (ErrLeaseLost)", err)
-	}
-	if err := set.Release(ctx); err != distlock.ErrReleased {
-		t.Fatalf("a second Release = %v; want ErrReleased", err)
+	if err := set.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Fatalf("Release after the loss = %v; want ErrNotHeld (the members were lost)", err)
 	}
 }
 
-// TestSetMemberReleasedAloneReleasesTheSet: releasing one member's Lease
-// ends the set (ErrReleased) and gives every member back.
-func TestSetMemberReleasedAloneReleasesTheSet(t *testing.T) {
+// TestSetMemberReleasedAloneKeepsTheOthers: releasing one member's Lease
+// ends the set (ErrReleased) and leaves the others held until Release, as
+// the code asked (only a loss releases the rest by itself).
+func TestSetMemberReleasedAloneKeepsTheOthers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	eng := memory.New()
@@ -95,12 +97,14 @@ func TestSetMemberReleasedAloneReleasesTheSet(t *testing.T) {
 	if set.Err() != distlock.ErrReleased {
 		t.Fatalf("set.Err() = %v; want ErrReleased", set.Err())
 	}
-	enginetest.WaitFor(t, 20*time.Second, "y freed", func() bool {
-		info, err := c.Inspect(ctx, "y")
-		return err == nil && !info.Held
-	})
+	if info, err := c.Inspect(ctx, "y"); err != nil || !info.Held {
+		t.Fatalf("y after x was released alone: %+v, %v; want still held", info, err)
+	}
 	if err := set.Release(ctx); err != nil {
 		t.Fatalf("Release after a member was released alone = %v; want nil (y released)", err)
+	}
+	if info, err := c.Inspect(ctx, "y"); err != nil || info.Held {
+		t.Fatalf("y after Release: %+v, %v; want free", info, err)
 	}
 	if err := set.Release(ctx); err != distlock.ErrReleased {
 		t.Fatalf("a second Release = %v; want ErrReleased", err)

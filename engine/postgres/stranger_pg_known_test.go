@@ -1,12 +1,10 @@
 package postgres_test
 
-// Defects a stranger found on PostgreSQL whose fix lies outside
-// engine/postgres (the root package): skipped unless
-// DISTLOCK_STRANGER_KNOWN is set.
+// A defect a stranger found on PostgreSQL whose fix lay outside
+// engine/postgres (the root package's LeaseSet).
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -17,15 +15,13 @@ import (
 // members is force-released ends: its Done closes, its Err is that
 // member's *LostError ("releasing or losing it ends the whole set",
 // docs/API.md). Its other member must then be let go (released, or left
-// to expire): nobody works under the set any more. Today the Client keeps
-// renewing the surviving member for as long as it lives, unless the
-// holder calls Release: another client waiting for that name waits
-// for good (here, until its 20 s wait ends), though the set it belonged
-// to was reported lost.
+// to expire): nobody works under the set any more. The Client kept
+// renewing the surviving member for as long as it lived, unless the
+// holder called Release: another client waiting for that name waited for
+// good (here, until its 20 s wait ended), though the set it belonged to
+// was reported lost. The watchdog now stops renewing a lost set's members
+// (LeaseSet.end), which lapse at their ttl.
 func TestStrangerPGLostSetKeepsMembers(t *testing.T) {
-	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
-		t.Skip("known defect: a LeaseSet that ended because a member was lost keeps renewing its other members until Release (root package, leaseset.go) (set DISTLOCK_STRANGER_KNOWN=1 to run)")
-	}
 	migrated(t, strangerAdminSchema)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
