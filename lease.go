@@ -70,7 +70,7 @@ type Lease struct {
 	err       error                     // nil while held
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
-	dropped   bool                      // the hold was released in the authority already (WithMaxHold)
+	dropped   bool                      // no release is to be sent: its end released the hold (WithMaxHold), or a newer grant holds it (superseded)
 }
 
 // newLease returns the lease of a grant sent at sent whose validity counts
@@ -325,8 +325,9 @@ func (l *Lease) stop() (prev, done error) {
 	l.mu.Unlock()
 	l.c.forget(l)
 	if dropped {
-		// Its end (WithMaxHold) released the hold already: a second
-		// release would drop another hold of a re-entrant owner.
+		// Its end (WithMaxHold) released the hold already, or a newer
+		// grant of its owner holds the lock (superseded): a release would
+		// drop another hold of the owner.
 		return prev, fmt.Errorf("%w: %w", ErrNotHeld, prev)
 	}
 	return prev, nil
@@ -402,6 +403,8 @@ func (l *Lease) answer(r engine.ExtendResult, sent time.Time, ttl time.Duration,
 	switch {
 	case batchErr != nil || r.Err != nil:
 		l.renewFailed(firstErr(batchErr, r.Err))
+	case ok && l.token != 0 && r.Token > l.token:
+		l.superseded()
 	case ok:
 		l.confirm(sent, ttl)
 	case r.Status == engine.HeldByOther:
@@ -409,6 +412,21 @@ func (l *Lease) answer(r engine.ExtendResult, sent time.Time, ttl time.Duration,
 	default:
 		l.lose(Expired, nil)
 	}
+}
+
+// superseded ends the lease as taken over when a renewal finds the lock
+// held by its owner under a newer grant (a higher token): a force-release
+// freed this lease's grant and the owner was granted the lock again (the
+// same WithOwner used by another call or Client). That grant is not this
+// lease's: the lease is told TakenOver, and its Release sends nothing, for
+// a release by the owner would drop the newer grant's hold.
+func (l *Lease) superseded() {
+	l.mu.Lock()
+	if l.err == nil {
+		l.dropped = true
+	}
+	l.mu.Unlock()
+	l.lose(TakenOver, nil)
 }
 
 // confirm records a confirmed extension sent at sent. A confirmation that

@@ -210,24 +210,18 @@ func TestStrangerAdminSetRefusedBeforeContention(t *testing.T) {
 // owner (WithOwner), force-released, whose owner then takes the lock again
 // in the same Client (a retry, a restarted job with a fixed owner id). The
 // force-released lease must be told taken over at its next renewal, and
-// its Release must not drop the new grant's hold. Today neither holds, on
+// its Release must not drop the new grant's hold. Both failed before, on
 // the embedded engine and Redis, for a mutex and a semaphore: the new
 // grant (a new token) clears the owner's taken-over mark, the old lease's
-// renewals find "its" owner holding and are confirmed (it is never told),
-// and its Release drops the new grant's only hold: the lock is free while
-// the new lease is valid, and another Client is granted it (two holders
-// within their deadlines). Cause: renewals and releases name the owner
-// only; the engines cannot tell the old grant from the new, and the
-// Client ignores the token a renewal answers (ExtendResult.Token).
-// Proposed fix (root package and package engine): the Client loses a
-// lease as TakenOver when a renewal answers a token other than its own
-// (every engine's Extend returns the grant's token), and ReleaseRequest
-// carries the lease's token so that an engine drops a hold only of the
-// grant with that token (re-entered holds share one token).
+// renewals found "its" owner holding and were confirmed, and its Release
+// dropped the new grant's only hold, so another Client was granted the
+// lock while the new lease was valid. The Client now ends a lease as
+// TakenOver when a renewal answers a higher token than its own (a newer
+// grant of its owner, Lease.superseded), and its Release then sends
+// nothing. A Release made before that renewal still drops the newer
+// grant: renewals and releases name the owner, not the grant (see
+// docs/API.md, "Extend").
 func TestStrangerAdminForceReleasedOwnerReacquired(t *testing.T) {
-	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
-		t.Skip("known defect: a force-released lease whose owner is granted the lock again is never told, and its Release frees the new grant (set DISTLOCK_STRANGER_KNOWN=1 to run)")
-	}
 	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
 		ctx := strangerCtx(t, 60*time.Second)
 		for _, kind := range []string{"mutex", "semaphore"} {

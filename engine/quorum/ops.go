@@ -431,8 +431,14 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 	switch {
 	case extended >= e.majority:
 		// Token 0 when the nodes that extended disagree on the token
-		// (no majority settled one): extended, but no token to report.
-		return engine.ExtendResult{Status: engine.Extended, Token: e.token(tokens), Wake: reqs[i].Waiter && anyWake(rs, i)}
+		// (no majority settled one), and always WithoutFencing, whose
+		// nodes keep tokens of their own: extended, but no token to
+		// report (the Client takes a higher one for a newer grant).
+		tok := uint64(0)
+		if !e.noFencing {
+			tok = settledToken(tokens, e.majority)
+		}
+		return engine.ExtendResult{Status: engine.Extended, Token: tok, Wake: reqs[i].Waiter && anyWake(rs, i)}
 	case len(e.nodes)-(missing+other) < e.majority:
 		// A majority says the owner does not hold it: lost. Taken over
 		// when any of them says so (another owner holds it there, or a
