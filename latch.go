@@ -119,10 +119,15 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// latchRecheck is how often a subscribed Wait reads the count again
+// without a wake-up (jittered).
+const latchRecheck = 5 * time.Second
+
 // Wait returns once the latch's count is zero (at once when it is), woken
 // by notification: it subscribes to the name's wake-ups first, then reads
 // the count, and reads it again at each wake-up (a reconnect wakes it too,
-// in case one was missed). On an engine that cannot subscribe (PostgreSQL
+// in case one was missed) and every 5 s or so without one (a count
+// deleted by hand publishes nothing). On an engine that cannot subscribe (PostgreSQL
 // WithoutListen) it reads the count every 100 ms or so instead, as lock
 // waits do. When ctx ends it returns a *WaitError matching ctx's error;
 // when the Client is closed, one matching ErrClosed. A read that fails is
@@ -174,16 +179,18 @@ func (l *CountDownLatch) Wait(ctx context.Context) error {
 		default:
 			_ = failures.Note(sent, nil)
 		}
-		var poll <-chan time.Time
+		// Collected unfired (Go 1.23). Subscribed, the count is read
+		// again every latchRecheck too: a count deleted by hand (DEL,
+		// FLUSHALL) publishes nothing, and no reconnect tells of it.
+		d := waiting.Jitter(latchRecheck)
 		if woken == nil || err != nil {
-			// Collected unfired (Go 1.23); after a failure, never past
-			// the budget's end.
-			d := waiting.Jitter(waiting.PollFallback)
+			// After a failure, never past the budget's end.
+			d = waiting.Jitter(waiting.PollFallback)
 			if left := failures.Left(); err != nil && left >= 0 {
 				d = min(d, left)
 			}
-			poll = time.After(d)
 		}
+		poll := time.After(d)
 		select {
 		case <-woken:
 		case <-poll:
