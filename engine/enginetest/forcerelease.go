@@ -77,6 +77,11 @@ func (s *suite) forceReleaseHolder(t *testing.T) {
 	if err := c.ForceReleaseHolder(ctx, name, ""); !errors.Is(err, distlock.ErrInvalidArgument) {
 		t.Fatalf("ForceReleaseHolder with an empty owner: %v, want ErrInvalidArgument", err)
 	}
+	// The engine itself: nobody holds as "", so nothing is freed (an
+	// engine that read "" as everyone freed the other reader).
+	if ok, err := s.h.New(t).(engine.HolderReleaser).ForceReleaseHolder(ctx, name, ""); ok || err != nil {
+		t.Fatalf("the engine's ForceReleaseHolder with an empty owner: %v, %v; want false, nil (nobody holds as \"\")", ok, err)
+	}
 	if info, err := rw.Inspect(ctx); err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != b.Owner() || info.Waiters != 1 {
 		t.Fatalf("a refused force-release changed the lock: %+v, %v", info, err)
 	}

@@ -100,6 +100,9 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 // ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
 // but only owner's hold is freed (the mutex only when owner holds it).
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	if owner == "" {
+		return false, e.check(ctx) // nobody holds as "" (forceRelease reads "" as everyone)
+	}
 	return e.forceRelease(ctx, name, owner)
 }
 

@@ -33,6 +33,9 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 // ForceReleaseHolder implements engine.HolderReleaser: as ForceRelease,
 // but only the holder owner is freed (the mutex only when owner holds it).
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	if owner == "" {
+		return false, nil // nobody holds as "" (the scripts read "" as everyone)
+	}
 	return e.forceRelease(ctx, name, owner)
 }
 

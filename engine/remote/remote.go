@@ -416,6 +416,9 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 // must be admin): DELETE with ?owner=; the server's not_held answer (owner
 // holds nothing, nothing changed) is reported as false.
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
+	if owner == "" {
+		return false, nil // nobody holds as "" (the server reads no owner as everyone)
+	}
 	var out api.ForceReleaseResponse
 	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, "")+"?owner="+url.QueryEscape(owner), nil, &out)
 	var re *Error
