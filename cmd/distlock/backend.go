@@ -57,6 +57,7 @@ const backendHelp = `Backend (every command but demo):
   DISTLOCK_URL=URL (or --backend URL)   any backend by URL (docs/CLI.md lists them):
                  mem:// redis:// rediss:// redis+cluster:// redis+sentinel://
                  redlock://h1,h2,h3 distlock:// distlocks:// etcd:// postgres://
+                 zookeeper://
   DISTLOCK_REDIS=redis://[[user]:password@]host:6379[/db]   one Redis server
                  (rediss:// for TLS); --redis URL overrides it.
   DISTLOCK_REDIS=redis-cluster://host:6379?addr=host2:6379&addr=host3:6379

@@ -3,7 +3,8 @@ package main
 // The help texts. Each command's text is what 'distlock help CMD' and
 // 'distlock CMD -h' print; docs/CLI.md says the same at more length.
 
-const overviewHead = `distlock takes distributed locks from the shell, on Redis.
+const overviewHead = `distlock takes distributed locks from the shell, on Redis, etcd, PostgreSQL,
+ZooKeeper, a distlock server or the embedded engine.
 
 Usage:
   distlock COMMAND [flags] [arguments]
