@@ -66,27 +66,6 @@ func strangerKindsZK(t *testing.T, ens *zktest.Ensemble, three bool) {
 		Paused: a, PausedEngine: g, Pause: g.p.pause, Resume: g.p.resume, TermTTL: time.Second})
 }
 
-// served is a waiter's outcome.
-type served struct {
-	what  string
-	token uint64
-	err   error
-	at    time.Time
-	lease *distlock.Lease
-}
-
-// goWait runs f in a goroutine and sends its outcome on ch.
-func goWait(ctx context.Context, ch chan<- served, what string, f func(context.Context) (*distlock.Lease, error)) {
-	go func() {
-		l, err := f(ctx)
-		s := served{what: what, err: err, at: time.Now(), lease: l}
-		if l != nil {
-			s.token = l.Token()
-		}
-		ch <- s
-	}()
-}
-
 // queuedOn waits until info reports n waiters.
 func queuedOn(t *testing.T, what string, n int, info func() (distlock.Info, error)) {
 	t.Helper()
