@@ -127,9 +127,9 @@ const latchRecheck = 5 * time.Second
 // by notification: it subscribes to the name's wake-ups first, then reads
 // the count, and reads it again at each wake-up (a reconnect wakes it too,
 // in case one was missed) and every 5 s or so without one (a count
-// deleted by hand publishes nothing). On an engine that cannot subscribe (PostgreSQL
-// WithoutListen) it reads the count every 100 ms or so instead, as lock
-// waits do. When ctx ends it returns a *WaitError matching ctx's error;
+// deleted by hand publishes nothing). On an engine that cannot subscribe
+// (PostgreSQL WithoutListen) it reads the count every 100 ms or so
+// instead, as lock waits do. When ctx ends it returns a *WaitError matching ctx's error;
 // when the Client is closed, one matching ErrClosed. A read that fails is
 // tried again every 100 ms or so, as a waiting Acquire's attempts are: a
 // connection cut and back, or a failover, costs the Wait nothing; a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -71,6 +72,10 @@ type Lease struct {
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
 	dropped   bool                      // no release is to be sent: its end released the hold (WithMaxHold), or a newer grant holds it (superseded)
+	// unrenewed: the watchdog leaves the lease (a member of a lost set,
+	// LeaseSet.end); an atomic, set without l.mu, which its setter may
+	// hold for another member.
+	unrenewed atomic.Bool
 }
 
 // newLease returns the lease of a grant sent at sent whose validity counts
@@ -541,6 +546,9 @@ func (l *Lease) end(why error) {
 // While an extension is in flight it is not due, with no time: its answer
 // schedules the next renewal.
 func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
+	if l.unrenewed.Load() {
+		return false, time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.extending != nil {

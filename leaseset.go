@@ -14,11 +14,12 @@ import (
 // TryAcquireAll: one Lease per name, each with its own fencing token, and
 // one signal for the set. When any member is lost (or released), Done is
 // closed, Context is cancelled and Err returns that member's error (a
-// *LostError names the lock that was lost); after a loss the other members
-// are no longer renewed, and lapse at their ttl unless Release comes first. The members' renewals travel in
-// the Client's watchdog batches together: one Extend round trip per node
-// and tick for the whole set. Release releases every member, in one round
-// trip where the engine can.
+// *LostError names the lock that was lost); after a loss the other
+// members are no longer renewed, and lapse at their ttl unless Release
+// comes first. The members' renewals travel in the Client's watchdog
+// batches together: one Extend round trip per node and tick for the whole
+// set. Release releases every member, in one round trip where the engine
+// can.
 //
 // A LeaseSet is safe for concurrent use.
 type LeaseSet struct {
@@ -65,8 +66,11 @@ func (s *LeaseSet) end(cause error) {
 	if !errors.As(cause, &lost) {
 		return
 	}
+	// Called under the ending member's l.mu (Lease.end): the watchdog,
+	// which takes its own lock and then each lease's, is told through
+	// each member's flag, not its lock.
 	for _, l := range s.members {
-		s.c.renew.remove(l)
+		l.unrenewed.Store(true)
 	}
 }
 
