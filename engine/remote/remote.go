@@ -417,7 +417,7 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 // holds nothing, nothing changed) is reported as false.
 func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bool, error) {
 	if owner == "" {
-		return false, nil // nobody holds as "" (the server reads no owner as everyone)
+		return false, nil // nobody holds as "" (the server refuses an empty owner as bad input)
 	}
 	var out api.ForceReleaseResponse
 	err := e.do(ctx, "force-release", http.MethodDelete, lockPath(name, "")+"?owner="+url.QueryEscape(owner), nil, &out)
