@@ -58,13 +58,23 @@ func TestStrangerAdminRedisFaultsWaitersServed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"stopped past the waiters' heartbeat ttl", false, func(string) {
+		{"stopped past the waiters' heartbeat ttl", false, func(name string) {
+			// The fault itself: the server stopped until every queue
+			// entry's heartbeat deadline has passed, as the queue recorded
+			// them (:qd, server time in µs: this machine's clock).
+			rc := srv.Client()
+			ds, err := rc.ZRangeWithScores(ctx, key(name, ":qd"), 0, -1).Result()
+			_ = rc.Close()
+			if err != nil || len(ds) == 0 {
+				t.Fatalf("the queue's heartbeat deadlines: %v, %v", ds, err)
+			}
+			last := int64(ds[len(ds)-1].Score)
 			if err := srv.Pause(); err != nil {
 				t.Fatal(err)
 			}
-			// The fault itself: the server stopped for longer than
-			// WaiterTTL (3 s), so that every queue entry's deadline passes.
-			time.Sleep(distlock.WaiterTTL + 1500*time.Millisecond)
+			enginetest.WaitFor(t, time.Minute, "every queue entry's heartbeat deadline to pass", func() bool {
+				return time.Now().UnixMicro() > last
+			})
 			if err := srv.Resume(); err != nil {
 				t.Fatal(err)
 			}
