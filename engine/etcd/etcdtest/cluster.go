@@ -39,11 +39,17 @@ type Member struct {
 // makes Start begin again on fresh ports, up to startAttempts times.
 func Start(t TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, srvproc.FreeAddr)
+}
+
+// start is Start, with the members' addresses picked by pick.
+func start(t TB, n int, pick func(srvproc.TB) string) *Cluster {
+	t.Helper()
 	bin := Binary(t)
 	var c *Cluster
 	srvproc.StartFresh(t, startAttempts, func() srvproc.Group {
-		c = launch(t, bin, n)
-		c.WaitReady(60 * time.Second)
+		c = launch(t, bin, n, pick)
+		c.waitStarted(60 * time.Second)
 		return c.group
 	})
 	return c
@@ -52,16 +58,17 @@ func Start(t TB, n int) *Cluster {
 // startAttempts bounds Start's attempts.
 const startAttempts = 3
 
-// launch starts the processes of a cluster of n members on free ports.
-func launch(t TB, bin string, n int) *Cluster {
+// launch starts the processes of a cluster of n members on addresses
+// picked by pick (free ports).
+func launch(t TB, bin string, n int, pick func(srvproc.TB) string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	var peers []string
 	for i := range n {
 		m := &Member{c: c, Name: fmt.Sprintf("m%d", i), dir: t.TempDir()}
 		m.Label, m.Log = "etcd member "+m.Name, filepath.Join(m.dir, "etcd.log")
-		m.Client = "http://" + srvproc.FreeAddr(t)
-		m.peer = "http://" + srvproc.FreeAddr(t)
+		m.Client = "http://" + pick(t)
+		m.peer = "http://" + pick(t)
 		peers = append(peers, m.Name+"="+m.peer)
 		c.Members, c.group = append(c.Members, m), append(c.group, &m.Slot)
 	}
@@ -131,10 +138,36 @@ func (c *Cluster) ClientOf(t TB, endpoints ...string) *clientv3.Client {
 // they agree on a leader (polling; no fixed sleeps).
 func (c *Cluster) WaitReady(d time.Duration) {
 	c.t.Helper()
+	c.waitReady(d, func() bool { return false })
+}
+
+// waitStarted is Start's wait: WaitReady, which also returns as soon as a
+// member of the new cluster has exited (most likely its port was taken
+// between the pick and its bind), so that Start can begin again on fresh
+// ports instead of waiting d for a leader that cannot be elected.
+func (c *Cluster) waitStarted(d time.Duration) {
+	c.t.Helper()
+	c.waitReady(d, func() bool {
+		for _, m := range c.Members {
+			if !m.Running() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// waitReady polls until the running members agree on a leader, or until
+// giveUp reports true; it fails the test after d.
+func (c *Cluster) waitReady(d time.Duration, giveUp func() bool) {
+	c.t.Helper()
 	cli := c.ClientOf(c.t, c.Endpoints()...)
 	end := time.Now().Add(d)
 	var last error
 	for time.Now().Before(end) {
+		if giveUp() {
+			return
+		}
 		if _, err := c.Leader(cli); err == nil {
 			return
 		} else {
