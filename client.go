@@ -382,8 +382,3 @@ func (c *Client) leaveNow(r engine.LeaveRequest) {
 	defer cancel()
 	_ = q.Leave(ctx, r)
 }
-
-// release drops one hold of owner on name, a lock of kind.
-func (c *Client) release(ctx context.Context, name, owner string, kind engine.Kind) (engine.ReleaseResult, error) {
-	return c.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: kind})
-}

@@ -209,7 +209,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Kind: l.kind})
+	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Kind: l.kind, Token: l.token})
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -282,7 +282,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
 	l.awaitExtension(rctx)
-	res, err := l.c.release(rctx, l.name, l.owner, l.kind)
+	res, err := l.c.eng.Release(rctx, l.releaseRequest())
 	return l.released(res, err, prev)
 }
 
@@ -557,9 +557,15 @@ func (l *Lease) renewDue(now time.Time) (bool, time.Time) {
 	return l.renewal.due(now)
 }
 
+// releaseRequest is the release of the lease's hold: its grant's, by
+// token, so that it drops no newer grant of the same owner.
+func (l *Lease) releaseRequest() engine.ReleaseRequest {
+	return engine.ReleaseRequest{Name: l.name, Owner: l.owner, Kind: l.kind, Token: l.token}
+}
+
 // requestLocked is the lease's renewal request; l.mu is held.
 func (l *Lease) requestLocked() engine.ExtendRequest {
-	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Kind: l.kind}
+	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Kind: l.kind, Token: l.token}
 }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.

@@ -3,8 +3,6 @@ package distlock
 import (
 	"fmt"
 	"time"
-
-	"github.com/distlock/distlock/engine"
 )
 
 // ErrMaxHoldExceeded is what the Err of a lease ended by WithMaxHold
@@ -75,6 +73,6 @@ func (l *Lease) endHoldLocked(now time.Time) bool {
 	// Under l.mu: a Close releasing this lease waits for l.mu, so the
 	// clean-up is counted (c.bg) before Close waits for the clean-ups.
 	l.dropped = true
-	l.c.cleanup(engine.ReleaseRequest{Name: l.name, Owner: l.owner, Kind: l.kind})
+	l.c.cleanup(l.releaseRequest())
 	return true
 }

@@ -204,6 +204,17 @@ type ExtendRequest struct {
 	// reader-writer lock, renewed alike) addresses a shared lock's holder
 	// or waiter, Mutex the mutex's.
 	Kind Kind
+	// Token, when not 0, is the fencing token of the grant the lease being
+	// renewed holds (a holder's renewal; not a Waiter's heartbeat). An
+	// engine that keeps grant tokens answers HeldByOther, with the hold's
+	// Token, and changes nothing, when Owner's hold on Name has another
+	// token: the lease's grant was freed (force-released, expired) and
+	// its owner was granted the lock again, by another call or process
+	// sharing the owner (WithOwner). Re-entry keeps the grant's token, so
+	// every lease of one hold renews it. 0: the hold of Owner, whatever its
+	// token (a caller that knows none). A quorum, whose nodes keep tokens of
+	// their own, does not check it.
+	Token uint64
 }
 
 // ExtendStatus is the outcome of one extension.
@@ -265,6 +276,12 @@ type ReleaseRequest struct {
 	// until its lock is forgotten, as after any release. A mutex keeps no record past its holder, so it changes
 	// nothing there.
 	Undo bool
+	// Token, when not 0, is the fencing token of the grant being released
+	// (ExtendRequest.Token): an engine that keeps grant tokens answers
+	// NotOwner and drops nothing when Owner's hold on Name has another
+	// token, so that the release of a freed grant does not drop a newer
+	// grant of the same owner. 0: Owner's hold, whatever its token.
+	Token uint64
 }
 
 // ReleaseResult is the answer to a release.

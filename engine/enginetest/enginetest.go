@@ -55,6 +55,11 @@ type Harness struct {
 	// checker then does not require a refused attempt to have been
 	// granted while another attempt on its name was in flight.
 	Votes bool
+
+	// UncheckedTokens: the engine does not check the grant token of a
+	// renewal or a release (engine.ExtendRequest.Token): a Redlock quorum,
+	// whose nodes keep tokens of their own. GrantTokenChecked is skipped.
+	UncheckedTokens bool
 }
 
 // Register is a shared integer with separate reads and writes.
@@ -135,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"AdminKinds", s.adminKinds},
 		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
+		{"GrantTokenChecked", s.grantTokenChecked},
 		{"SetAllOrNothing", s.setAllOrNothing},
 		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},
 		{"SetGivesUpClean", s.setGivesUpClean},

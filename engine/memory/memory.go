@@ -204,6 +204,8 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			out[i].Status = engine.Missing
 		case l.owner != r.Owner:
 			out[i].Status = engine.HeldByOther
+		case r.Token != 0 && l.token != r.Token:
+			out[i] = engine.ExtendResult{Status: engine.HeldByOther, Token: l.token} // a newer grant of the owner
 		default:
 			l.expires = engine.HoldExpiry(l.count, l.expires, now, r.TTL)
 			out[i] = engine.ExtendResult{Status: engine.Extended, Token: l.token}
@@ -219,16 +221,17 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (eng
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return e.release(r.Name, r.Owner), nil
+	return e.release(r.Name, r.Owner, r.Token), nil
 }
 
-// release drops one hold of owner on name; the caller holds e.mu.
-func (e *Engine) release(name, owner string) engine.ReleaseResult {
+// release drops one hold of owner on name, of the grant of token (0: any);
+// the caller holds e.mu.
+func (e *Engine) release(name, owner string, token uint64) engine.ReleaseResult {
 	l := e.live(name, e.now())
 	switch {
 	case l == nil:
 		return engine.ReleaseResult{Status: engine.NotHeld}
-	case l.owner != owner:
+	case l.owner != owner, token != 0 && l.token != token:
 		return engine.ReleaseResult{Status: engine.NotOwner}
 	}
 	l.count--

@@ -21,7 +21,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	}
 	out := make([]engine.ReleaseResult, len(names))
 	for i, name := range names {
-		out[i] = e.release(name, owners[i])
+		out[i] = e.release(name, owners[i], 0)
 	}
 	return out, nil
 }

@@ -199,6 +199,9 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
 	h := s.holders[r.Owner]
+	if r.Token != 0 && h.token != r.Token {
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
+	}
 	if h.count--; h.count > 0 {
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
@@ -302,6 +305,9 @@ func (e *Engine) extendShared(r engine.ExtendRequest, now time.Time) engine.Exte
 		return engine.ExtendResult{Status: engine.Missing}
 	}
 	h := s.holders[r.Owner]
+	if r.Token != 0 && h.token != r.Token {
+		return engine.ExtendResult{Status: engine.HeldByOther, Token: h.token} // a newer grant of the owner
+	}
 	h.expires = engine.HoldExpiry(h.count, h.expires, now, r.TTL)
 	return engine.ExtendResult{Status: engine.Extended, Token: h.token}
 }

@@ -387,8 +387,9 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 		}
 		return true
 	}
+	sent := untokened(reqs)
 	rs := each(ctx, e, e.timeout(ttl), func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
-		return n.eng.Extend(ctx, reqs)
+		return n.eng.Extend(ctx, sent)
 	}, decided, nil)
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
@@ -862,4 +863,15 @@ func (e *Engine) Close() error {
 	}
 	e.bg.Wait()
 	return joinErrs(errs)
+}
+
+// untokened returns reqs without their grant tokens: the nodes keep tokens
+// of their own (engine.ExtendRequest.Token), which a quorum's token need
+// not be.
+func untokened(reqs []engine.ExtendRequest) []engine.ExtendRequest {
+	out := slices.Clone(reqs)
+	for i := range out {
+		out[i].Token = 0
+	}
+	return out
 }

@@ -96,7 +96,8 @@ func TestConformance(t *testing.T) {
 		Register: func(t *testing.T, name string) enginetest.Register {
 			return redistest.NewRegister(counter.Client(), name)
 		},
-		Votes: true,
+		Votes:           true,
+		UncheckedTokens: true,
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, stalledQuorums(h, srvs))
@@ -121,6 +122,7 @@ func TestConformanceOneNode(t *testing.T) {
 		Register: func(t *testing.T, name string) enginetest.Register {
 			return redistest.NewRegister(counter.Client(), name)
 		},
+		UncheckedTokens: true,
 	})
 }
 

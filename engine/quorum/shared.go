@@ -389,5 +389,6 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 // Release implements engine.Engine: every kind of lock, dispatched once on
 // r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	r.Token = 0 // the nodes keep tokens of their own (engine.ReleaseRequest.Token)
 	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
 }

@@ -79,7 +79,8 @@ func TestConformanceEmbeddedNodes(t *testing.T) {
 		New: func(t *testing.T) engine.Engine {
 			return memQuorum(t, nodes)
 		},
-		Votes: true,
+		Votes:           true,
+		UncheckedTokens: true,
 	})
 }
 

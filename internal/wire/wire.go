@@ -92,20 +92,20 @@ func kindOf(shared bool) engine.Kind {
 // ExtendItem is the wire item of an extension (POST /v1/extend, and the
 // fields of POST /v1/locks/{name}/extend).
 func ExtendItem(r engine.ExtendRequest) api.ExtendRequest {
-	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Kind.Shared()}
+	return api.ExtendRequest{Name: r.Name, Owner: r.Owner, TTLMs: ms(r.TTL), Waiter: r.Waiter, Shared: r.Kind.Shared(), Token: r.Token}
 }
 
 // Extend is the engine request a wire extension item asks for, with the
 // ttl the server fitted (and name, for the single-lock endpoint, whose
 // item has none).
 func Extend(name string, b api.ExtendRequest, ttl time.Duration) engine.ExtendRequest {
-	return engine.ExtendRequest{Name: name, Owner: b.Owner, TTL: ttl, Waiter: b.Waiter, Kind: kindOf(b.Shared)}
+	return engine.ExtendRequest{Name: name, Owner: b.Owner, TTL: ttl, Waiter: b.Waiter, Kind: kindOf(b.Shared), Token: b.Token}
 }
 
 // ReleaseBody is the body of POST /v1/locks/{name}/release for r. It
 // carries the kind by name, and Shared for servers before the kind field.
 func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
-	return api.ReleaseRequest{Owner: r.Owner, Kind: KindName(r.Kind), Shared: r.Kind.Shared(), Undo: r.Undo}
+	return api.ReleaseRequest{Owner: r.Owner, Kind: KindName(r.Kind), Shared: r.Kind.Shared(), Undo: r.Undo, Token: r.Token}
 }
 
 // Release is the engine request a release body of the lock name asks
@@ -122,7 +122,7 @@ func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 		}
 		kind = sharedKind
 	}
-	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind, Undo: b.Undo}, nil
+	return engine.ReleaseRequest{Name: name, Owner: b.Owner, Kind: kind, Undo: b.Undo, Token: b.Token}, nil
 }
 
 // FenceBody is the body of POST /v1/locks/{name}/fence for r: a shared

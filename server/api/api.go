@@ -245,6 +245,11 @@ type ExtendRequest struct {
 	// Shared: the lock (or the waiter's queue) is a shared lock's, a
 	// semaphore or a reader-writer lock (a shared engine.ExtendRequest.Kind).
 	Shared bool `json:"shared,omitempty"`
+	// Token, when set, is the fencing token of the grant being renewed:
+	// when Owner's hold has another token (a newer grant of the same
+	// owner), the answer is not_held with "held_by_other" and nothing
+	// changes (engine.ExtendRequest.Token). Absent or 0: Owner's hold.
+	Token uint64 `json:"token,omitempty"`
 }
 
 // ExtendResponse answers POST /v1/locks/{name}/extend (HTTP 200).
@@ -292,6 +297,11 @@ type ReleaseRequest struct {
 	// forgets its kind and limit where the server's engine honours it
 	// (engine.ReleaseRequest.Undo).
 	Undo bool `json:"undo,omitempty"`
+	// Token, when set, is the fencing token of the grant being released:
+	// when Owner's hold has another token (a newer grant of the same
+	// owner), the answer is not_held and nothing is dropped
+	// (engine.ReleaseRequest.Token). Absent or 0: Owner's hold.
+	Token uint64 `json:"token,omitempty"`
 }
 
 // ReleaseResponse answers a release that dropped a hold (HTTP 200).
