@@ -50,10 +50,16 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 // answered Missing, as the other engines answer, so that Attach (a
 // mutex's extension) to a semaphore's permit or an RW lock's side is
 // refused instead of binding a mutex's lease to it (which renewed the
-// permit with its own ttl, and whose release freed the permit).
+// permit with its own ttl, and whose release freed the permit). A
+// renewal that names a grant's token (r.Token, not 0) renews only the
+// child of that grant (its czxid): the owner's child of another grant (the
+// lease's was freed, and the owner granted the lock anew) is answered
+// HeldByOther with its token, unchanged. The fast path is taken only when
+// the child this engine last wrote is of that grant; otherwise the line
+// is read and tells.
 func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.ExtendResult {
 	k := key{r.Name, r.Owner}
-	if c, ok := e.holding(k); ok && c.d.Count == 1 && ofKind(c, r.Kind) {
+	if c, ok := e.holding(k); ok && c.d.Count == 1 && ofKind(c, r.Kind) && ofGrant(c, r.Token) {
 		if res, done := e.rewrite(ctx, k, c, r.TTL, c.st.Mtime); done {
 			return res
 		}
@@ -71,6 +77,10 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 			e.dropHolding(key{r.Name, r.Owner})
 			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
 		}
+		if !ofGrant(c, r.Token) {
+			// A newer grant of the owner: the lease's own went.
+			return engine.ExtendResult{Status: engine.HeldByOther, Token: uint64(c.st.Czxid)}
+		}
 		if res, done := e.rewrite(ctx, k, c, r.TTL, l.now); done {
 			return res
 		}
@@ -85,6 +95,14 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 // ofKind reports whether the held child c is a holder of kind (a mutex's,
 // or a shared lock's).
 func ofKind(c child, kind engine.Kind) bool { return (c.d.Kind != 0) == kind.Shared() }
+
+// ofGrant reports whether the held child c is of the grant whose fencing
+// token is token (its czxid; 0: any grant). A child's path is unique (its
+// protected GUID), so the child this engine wrote at a path is that
+// grant's as long as the path is there.
+func ofGrant(c child, token uint64) bool {
+	return token == 0 || c.st != nil && uint64(c.st.Czxid) == token
+}
 
 // rewrite renews the held child c at the version it was read or written
 // at (now: a clock estimate no later than the write); done is false when

@@ -14,13 +14,13 @@ import (
 // releaseMutex is Release for a mutex: one hold fewer, and the child deleted
 // with the last one (which wakes the waiter that watches it).
 func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return e.release(ctx, r.Name, r.Owner, "", r.Kind)
+	return e.release(ctx, r, "")
 }
 
 // releaseOnceMutex is ReleaseOnce for a mutex: the child remembers the ids
 // of its latest releases, and a copy of one drops no second hold.
 func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	return e.release(ctx, r.Name, r.Owner, id, r.Kind)
+	return e.release(ctx, r, id)
 }
 
 // release drops one hold, trying again while the connection is down (a
@@ -29,15 +29,18 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 // it held until its ttl. A request that may have taken effect is sent
 // again only when that is harmless: the child's deletion (found gone
 // then: released), or a count down with its id (applied once). Only a
-// holder of kind is released (a mutex's, or a shared lock's, as renew
-// renews): the owner's child of the other kind is not its lease.
-func (e *Engine) release(ctx context.Context, name, owner, id string, kind engine.Kind) (engine.ReleaseResult, error) {
+// holder of rq.Kind is released (a mutex's, or a shared lock's, as renew
+// renews): the owner's child of the other kind is not its lease. A
+// release that names a grant's token (rq.Token, not 0) drops a hold of
+// that grant's child only (its czxid): the owner's child of another grant
+// is answered NotOwner and kept.
+func (e *Engine) release(ctx context.Context, rq engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
 	var r releaseTry
 	for {
-		res, err := e.releaseOnce(ctx, name, owner, id, kind, &r)
+		res, err := e.releaseOnce(ctx, rq, id, &r)
 		switch {
 		case err == nil && r.deleteLost && (res.Status == engine.NotHeld || res.Status == engine.NotOwner):
 			// The deletion whose answer was lost took effect.
@@ -77,8 +80,9 @@ func pause(ctx context.Context) bool {
 const reconnectPause = 100 * time.Millisecond
 
 // releaseOnce is one try of release.
-func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, kind engine.Kind, r *releaseTry) (engine.ReleaseResult, error) {
-	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 && ofKind(c, kind) {
+func (e *Engine) releaseOnce(ctx context.Context, rq engine.ReleaseRequest, id string, r *releaseTry) (engine.ReleaseResult, error) {
+	name, owner, kind := rq.Name, rq.Owner, rq.Kind
+	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 && ofKind(c, kind) && ofGrant(c, rq.Token) {
 		// The fast path: one multi-op at the version this engine wrote.
 		err := e.free(ctx, c)
 		if err == nil {
@@ -105,6 +109,10 @@ func (e *Engine) releaseOnce(ctx context.Context, name, owner, id string, kind e
 				return engine.ReleaseResult{Status: engine.NotOwner}, nil
 			}
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		}
+		if !ofGrant(c, rq.Token) {
+			// A newer grant of the owner: the released one went.
+			return engine.ReleaseResult{Status: engine.NotOwner}, nil
 		}
 		if id != "" && slices.Contains(c.d.Releases, id) {
 			return engine.ReleaseResult{Status: engine.Released, Remaining: c.d.Count}, nil

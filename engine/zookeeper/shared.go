@@ -143,7 +143,7 @@ func soonest(holders []child, now int64) time.Duration {
 // child (its permits come back with its last hold; the name node's write
 // wakes the head of the line).
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return e.release(ctx, r.Name, r.Owner, "", r.Kind)
+	return e.release(ctx, r, "")
 }
 
 // SetLimit implements engine.Sharer: the kind record is written at the
