@@ -224,11 +224,12 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 
 // releaseArgs builds the release script's command (see
 // scripts/release.lua): with the queue's keys when full is set, else with
-// the lock alone.
-func (e *Engine) releaseArgs(name, owner, id string, full bool) []any {
+// the lock alone; token is the grant's (engine.ReleaseRequest.Token), ""
+// for any.
+func (e *Engine) releaseArgs(name, owner, id, token string, full bool) []any {
 	buf := new(struct {
-		argv [3 + 4 + 3]any
-		strs [4 + 2]strArg
+		argv [3 + 4 + 4]any
+		strs [4 + 3]strArg
 	})
 	keys := keysRelease
 	if !full {
@@ -239,6 +240,9 @@ func (e *Engine) releaseArgs(name, owner, id string, full bool) []any {
 	a.str(owner)
 	a.add(e.publishArg())
 	a.str(id)
+	if token != "" {
+		a.str(token)
+	}
 	return a.argv
 }
 
@@ -307,12 +311,12 @@ func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, 
 // is contended, and again with the queue's keys when that answers that the
 // lock is marked (freeing it wakes the queue), which makes the name
 // contended.
-func (e *Engine) runRelease(ctx context.Context, name, owner, id string) (int64, error) {
+func (e *Engine) runRelease(ctx context.Context, name, owner, id, token string) (int64, error) {
 	full := e.contended.has(name)
-	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, full)).Int64()
+	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, full)).Int64()
 	if err == nil && !full && n == -3 {
 		e.contended.add(name)
-		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, true)).Int64()
+		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, true)).Int64()
 	}
 	return n, err
 }

@@ -62,9 +62,9 @@ func TestScriptArgs(t *testing.T) {
 			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
 			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1", "distlock:{a/b}:w:e1"}},
-		{e.releaseArgs("a/b", "o", "id-1", true),
+		{e.releaseArgs("a/b", "o", "id-1", "", true),
 			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
-		{e.releaseArgs("a/b", "o", "id-1", false),
+		{e.releaseArgs("a/b", "o", "id-1", "", false),
 			[]any{"evalsha", nil, 1, keys[0], "o", "SPUBLISH", "id-1"}},
 	}
 	for i, c := range cases {

@@ -345,7 +345,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 				cmds[i] = heartbeatScript.EvalSha(ctx, p, e.keys(r.Name)[:4], r.Owner, ms(r.TTL))
 				continue
 			}
-			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name), e.takenKey(r.Name)}, r.Owner, ms(r.TTL))
+			cmds[i] = extendScript.EvalSha(ctx, p, []string{e.lockKey(r.Name), e.takenKey(r.Name)}, r.Owner, ms(r.TTL), tokenArg(r.Token))
 		}
 		return cmds
 	}
@@ -372,6 +372,9 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			out[i].Status = engine.Missing
 		default:
 			out[i].Status = engine.HeldByOther
+			if len(res) == 2 { // a newer grant of the owner: its token
+				out[i].Token, _ = parseToken(res[1])
+			}
 		}
 	}
 	return out, nil
@@ -381,7 +384,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.runRelease(ctx, r.Name, r.Owner, id)
+	n, err := e.runRelease(ctx, r.Name, r.Owner, id, tokenArg(r.Token))
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -637,4 +640,13 @@ func parseToken(v any) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("fencing token: unexpected reply %v", v)
+}
+
+// tokenArg is a grant token as the scripts take it (engine.ExtendRequest.Token,
+// engine.ReleaseRequest.Token): "" for 0, none.
+func tokenArg(token uint64) string {
+	if token == 0 {
+		return ""
+	}
+	return strconv.FormatUint(token, 10)
 }

@@ -172,10 +172,12 @@ func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest,
 	if r.Undo {
 		undo = "1"
 	}
-	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id, undo).Int64()
+	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id, undo, tokenArg(r.Token)).Int64()
 	switch {
 	case err != nil:
 		return engine.ReleaseResult{}, err
+	case n == -2:
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
 	case n < 0:
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
@@ -279,7 +281,7 @@ func (e *Engine) raiseShared(ctx context.Context, r engine.RaiseRequest) (bool, 
 // or {-1}, HeldByOther, for a holder a force-release freed; {1, wake} or
 // {0}).
 func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine.ExtendRequest) *goredis.Cmd {
-	return sharedExtendScript.EvalSha(ctx, p, e.sharedTakenKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter))
+	return sharedExtendScript.EvalSha(ctx, p, e.sharedTakenKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), flag(r.Waiter), tokenArg(r.Token))
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on

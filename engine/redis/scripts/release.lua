@@ -6,6 +6,9 @@
 -- ARGV[3] identifies the release call: a request whose id is the one
 -- recorded is a resent copy of a release already applied (a client library
 -- resends a command whose reply was lost), and does not drop a second hold.
+-- ARGV[4], when given and not empty, is the token of the grant released
+-- (engine.ReleaseRequest.Token): a hold of ARGV[1] under another token (a
+-- newer grant of the owner) is not dropped, and the answer is -2.
 -- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
 -- another owner does.
 -- The queue's keys may be left out (KEYS[1] alone): freeing a marked lock
@@ -22,14 +25,14 @@ end
 local marked, token
 local p = shortForm(v)
 if p then -- one hold: the common case, without decoding
-  if string.sub(v, p + 1) ~= ARGV[1] then
+  token = string.sub(v, 1, p - 1)
+  if string.sub(v, p + 1) ~= ARGV[1] or (ARGV[4] and ARGV[4] ~= '' and ARGV[4] ~= token) then
     return -2
   end
   marked = string.byte(v, p) == 42
-  token = string.sub(v, 1, p - 1)
 else
   local s = decode(v)
-  if s.o ~= ARGV[1] then
+  if s.o ~= ARGV[1] or (ARGV[4] and ARGV[4] ~= '' and ARGV[4] ~= s.t) then
     return -2
   end
   if s.r == ARGV[3] then

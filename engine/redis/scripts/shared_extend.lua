@@ -1,6 +1,9 @@
 -- Renews a holder's lease or a waiter's heartbeat on the shared lock
 -- (shared.lua): ARGV[3] the owner (or waiter id), ARGV[4] the ttl in ms,
--- ARGV[5] '1' for a waiter. Returns, for a holder, {1, token} when it
+-- ARGV[5] '1' for a waiter; ARGV[6], when given and not empty, the token of
+-- the holder's grant (engine.ExtendRequest.Token): a hold under another
+-- token (a newer grant of the owner) is not renewed, and the answer is
+-- {-1, its token}. Returns, for a holder, {1, token} when it
 -- holds the lock (its deadline is now ttl from now; only later while it
 -- holds it more than once: sh_hold_deadline), {-1} when a
 -- force-release took it (KEYS[8]), {0} when it does not hold it otherwise;
@@ -31,6 +34,10 @@ if not v then
   return tk_told(KEYS[8], id) and {-1} or {0}
 end
 local h = cjson.decode(v)
+if ARGV[6] and ARGV[6] ~= '' and tonumber(ARGV[6]) ~= tonumber(h.t) then
+  sh_expire(now)
+  return {-1, h.t}
+end
 deadline = sh_hold_deadline(h.c, id, deadline)
 redis.call('ZADD', H, sh_int(deadline), id)
 sh_keep(now, lk[3], math.max(deadline, sh_expire(now)), false)

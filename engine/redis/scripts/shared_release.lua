@@ -8,7 +8,11 @@
 -- the queue is woken if its weight fits. As the mutex's release of a lock
 -- nobody waited for, it publishes nothing else: every waiter is in the
 -- queue.
--- Returns the holds left (0: released), -1 when the owner holds none.
+-- ARGV[6], when given and not empty, is the token of the grant released
+-- (engine.ReleaseRequest.Token): a hold of the owner under another token
+-- (a newer grant) is not dropped, and the answer is -2.
+-- Returns the holds left (0: released), -1 when the owner holds none, -2
+-- when it holds a newer grant.
 local now = sh_now()
 local owner = ARGV[3]
 local lk = redis.call('HMGET', LOCK, 'l', 'u', 'o:' .. owner)
@@ -19,6 +23,10 @@ if not v then
   return -1
 end
 local h = cjson.decode(v)
+if ARGV[6] and ARGV[6] ~= '' and tonumber(ARGV[6]) ~= tonumber(h.t) then
+  sh_expire(now)
+  return -2
+end
 if h.r == ARGV[4] then
   return h.c
 end
