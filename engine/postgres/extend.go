@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/distlock/distlock/engine"
 )
@@ -12,7 +13,10 @@ import (
 // function, of extend_shared, or of both joined by UNION ALL; one round
 // trip. Either tells the holders a force-release freed that they were
 // taken over (HeldByOther). The rows are locked in name order (the mutexes' first, then the
-// shared locks'), so concurrent batches never deadlock.
+// shared locks'), so concurrent batches never deadlock. A renewal that
+// names a token (ExtendRequest.Token) other than the owner's hold's is
+// answered HeldByOther with the hold's token and changes nothing (schema
+// version 12; on an older schema, not checked: withTokens).
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
@@ -30,44 +34,64 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			mutex.add(i, r)
 		}
 	}
-	var (
-		sql   string
-		args  []any
-		index []int // batch position -> request: the mutexes', then the shared locks'
-	)
+	var index []int // batch position -> request: the mutexes', then the shared locks'
 	switch {
 	case len(mutex.names) == 0 && len(shared.names) == 0:
 		return out, nil
 	case len(shared.names) == 0:
-		sql, args, index = e.sql.extend, mutex.args(), mutex.index
+		index = mutex.index
 	case len(mutex.names) == 0:
-		sql, args, index = e.sql.extendShared, shared.args(), shared.index
+		index = shared.index
 	default:
-		sql, args = e.sql.extendBoth, append(mutex.args(), shared.args()...)
 		index = append(mutex.index, shared.index...)
 	}
-	rows, err := e.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, e.wrap(err)
-	}
-	defer rows.Close()
 	seen := 0
-	for rows.Next() {
+	err := e.withTokens(func(v11 bool) error {
 		var (
-			i, status int32
-			token     int64
-			wake      bool
+			sql  string
+			args []any
 		)
-		if err := rows.Scan(&i, &status, &token, &wake); err != nil {
-			return nil, e.wrap(err)
+		switch {
+		case len(shared.names) == 0:
+			sql, args = e.sql.extend, mutex.args(v11)
+			if v11 {
+				sql = e.sql.extendV11
+			}
+		case len(mutex.names) == 0:
+			sql, args = e.sql.extendShared, shared.args(v11)
+			if v11 {
+				sql = e.sql.extendSharedV11
+			}
+		default:
+			sql, args = e.sql.extendBoth, append(mutex.args(v11), shared.args(v11)...)
+			if v11 {
+				sql = e.sql.extendBothV11
+			}
 		}
-		if i < 1 || int(i) > len(index) {
-			continue
+		rows, err := e.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
 		}
-		out[index[i-1]] = engine.ExtendResult{Status: engine.ExtendStatus(status), Token: uint64(token), Wake: wake}
-		seen++
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		seen = 0
+		for rows.Next() {
+			var (
+				i, status int32
+				token     int64
+				wake      bool
+			)
+			if err := rows.Scan(&i, &status, &token, &wake); err != nil {
+				return err
+			}
+			if i < 1 || int(i) > len(index) {
+				continue
+			}
+			out[index[i-1]] = engine.ExtendResult{Status: engine.ExtendStatus(status), Token: uint64(token), Wake: wake}
+			seen++
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, e.wrap(err)
 	}
 	if seen != len(index) {
@@ -85,13 +109,67 @@ type extendBatch struct {
 	names, owners []string
 	ttls          []int64
 	waiter        []bool
-	index         []int // position -> request
+	tokens        []int64 // the grants' (0: the owner's hold, whatever its token)
+	index         []int   // position -> request
 }
 
 func (b *extendBatch) add(i int, r engine.ExtendRequest) {
 	b.names, b.owners = append(b.names, r.Name), append(b.owners, r.Owner)
 	b.ttls, b.waiter = append(b.ttls, micros(r.TTL)), append(b.waiter, r.Waiter)
+	b.tokens = append(b.tokens, grantToken(r.Token))
 	b.index = append(b.index, i)
 }
 
-func (b *extendBatch) args() []any { return []any{b.names, b.owners, b.ttls, b.waiter} }
+// args are the function's arguments: version 11's, without the tokens,
+// when v11.
+func (b *extendBatch) args(v11 bool) []any {
+	if v11 {
+		return []any{b.names, b.owners, b.ttls, b.waiter}
+	}
+	return []any{b.names, b.owners, b.ttls, b.waiter, b.tokens}
+}
+
+// grantToken is a grant's token as the functions take it (bigint): one
+// above 2^63-1, which no grant has, is -1, which no hold has either.
+func grantToken(t uint64) int64 {
+	if t > 1<<63-1 {
+		return -1
+	}
+	return int64(t)
+}
+
+// v11Recheck is how long an engine that met a schema before version 12
+// calls version 11's signatures (without the tokens) before it tries the
+// current ones again: a Migrate meanwhile turns the check on without a
+// restart.
+const v11Recheck = time.Minute
+
+// withTokens runs call, a statement of extend, release, extend_shared or
+// release_shared: with version 11's signatures (v11 true) while e.v11 says
+// so, else with the current ones, which carry the grants' tokens. A call
+// that meets "function does not exist" ran nothing (its statement rolled
+// back) and is made once more with the other signature: on a schema
+// before version 12, version 11's, unchecked, and for v11Recheck the
+// engine calls them first; on one a Migrate brought up to date meanwhile,
+// the current one. At most once each, as acquire's (acquire.go).
+func (e *Engine) withTokens(call func(v11 bool) error) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		v11 := e.useV11()
+		if err = call(v11); !undefinedFunction(err) {
+			return err
+		}
+		if v11 {
+			e.v11.Store(0)
+		} else {
+			e.v11.Store(time.Now().Add(v11Recheck).UnixNano())
+		}
+	}
+	return err
+}
+
+// useV11 reports whether the engine calls version 11's signatures now.
+func (e *Engine) useV11() bool {
+	until := e.v11.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}

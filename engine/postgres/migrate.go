@@ -37,12 +37,18 @@ var schemaSQL string
 // queued head that asks for more permits than a limit set_limit shrank is
 // woken, and its attempt refused, instead of waiting for good; 11: an
 // election's Proclaim by a holder a force-release freed is answered taken
-// over, as its renewal, not missing).
+// over, as its renewal, not missing; 12: a renewal or a release names the
+// grant's token, extend's and extend_shared's p_tokens, release's and
+// release_shared's p_token, and one that names another token than the
+// owner's hold's changes nothing, so a freed lease cannot renew or drop
+// a newer grant of the same owner; version 11's signatures stay for
+// processes of that version, and an engine on a schema before version 12
+// calls them, unchecked, until it is migrated).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

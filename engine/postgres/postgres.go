@@ -27,7 +27,12 @@ type Engine struct {
 	listen *listener // nil with WithoutListen
 	// v6 is set once acquire with p_chan was missing: the schema is of
 	// version 6 or older, and acquire is called without it.
-	v6     atomic.Bool
+	v6 atomic.Bool
+	// v11 is the time (Unix ns) until which the engine calls version 11's
+	// extend, release, extend_shared and release_shared, without the
+	// grants' tokens: set when the current signatures were missing (a
+	// schema before version 12), for v11Recheck (withTokens).
+	v11    atomic.Int64
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }

@@ -12,7 +12,9 @@ var errShortReply = errors.New("postgres: no result for the request")
 
 // releaseMutex is Release for a mutex: one call of the schema's release
 // function. The last hold frees the lock and, when anyone waits, wakes the
-// head of the queue (NOTIFY, sent when the call commits).
+// head of the queue (NOTIFY, sent when the call commits). A release that
+// names a token (ReleaseRequest.Token) other than the owner's hold's is
+// answered NotOwner and drops nothing (schema version 12).
 func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	return e.releaseOnceMutex(ctx, r, "")
 }
@@ -27,7 +29,13 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	if err := e.pool.QueryRow(ctx, e.sql.release, r.Name, r.Owner, id).Scan(&status, &remaining); err != nil {
+	err := e.withTokens(func(v11 bool) error {
+		if v11 {
+			return e.pool.QueryRow(ctx, e.sql.releaseV11, r.Name, r.Owner, id).Scan(&status, &remaining)
+		}
+		return e.pool.QueryRow(ctx, e.sql.release, r.Name, r.Owner, id, grantToken(r.Token)).Scan(&status, &remaining)
+	})
+	if err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil

@@ -431,8 +431,14 @@ $$;
 -- extend renews leases and waiters' heartbeats (p_waiter[i]), all in one
 -- call. Statuses: 1 extended, 2 missing, 3 held by another owner (or
 -- taken over by a force-release: _taken); wake
--- tells a waiter that it heads the queue of a free lock.
-CREATE OR REPLACE FUNCTION {{S}}.extend(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
+-- tells a waiter that it heads the queue of a free lock. p_tokens[i]
+-- (version 12), when not 0, is the token of the grant a lease renews
+-- (engine.ExtendRequest.Token): p_owners[i]'s hold under another token (a
+-- newer grant of the owner, after its lease's was freed) is not renewed
+-- but answered 3 with the hold's token. A waiter's heartbeat ignores it;
+-- a missing element (a shorter array) counts as 0.
+CREATE OR REPLACE FUNCTION {{S}}.extend(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[],
+  p_tokens bigint[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -447,13 +453,13 @@ BEGIN
   now_ := clock_timestamp();
   RETURN QUERY
     WITH req AS (
-      SELECT u.i::integer AS i, u.n, u.o, u.t
-        FROM unnest(p_names, p_owners, p_ttls_us, p_waiter) WITH ORDINALITY AS u(n, o, t, w, i)
+      SELECT u.i::integer AS i, u.n, u.o, u.t, coalesce(u.k, 0) AS tok
+        FROM unnest(p_names, p_owners, p_ttls_us, p_waiter, p_tokens) WITH ORDINALITY AS u(n, o, t, w, k, i)
        WHERE NOT u.w
     ), upd AS (
       UPDATE {{S}}.locks k SET expires_at = {{S}}._hold_expiry(k.holds, k.expires_at, now_ + req.t * interval '1 microsecond')
         FROM req
-       WHERE k.name = req.n AND k.owner = req.o AND k.expires_at > now_
+       WHERE k.name = req.n AND k.owner = req.o AND k.expires_at > now_ AND (req.tok = 0 OR k.token = req.tok)
       RETURNING k.name, k.owner, k.token
     )
     SELECT req.i,
@@ -461,9 +467,12 @@ BEGIN
                 WHEN {{S}}._taken(req.n, req.o, now_) THEN 3
                 WHEN NOT {{S}}._live(k, now_) THEN 2
                 ELSE 3 END,
-           coalesce(upd.token, 0::bigint), false
+           coalesce(upd.token,
+                    CASE WHEN req.tok <> 0 AND k.owner = req.o AND {{S}}._live(k, now_) THEN k.token END, -- a newer grant
+                    0::bigint),
+           false
       FROM req
-      LEFT JOIN upd ON upd.name = req.n AND upd.owner = req.o
+      LEFT JOIN upd ON upd.name = req.n AND upd.owner = req.o AND (req.tok = 0 OR upd.token = req.tok)
       LEFT JOIN {{S}}.locks k ON k.name = req.n;
   FOR r IN
     SELECT u.i::integer AS i, u.n, u.o, u.t
@@ -492,10 +501,19 @@ BEGIN
   END LOOP;
 END $$;
 
+-- extend without p_tokens: version 11's signature, for processes of that
+-- version (every renewal renews the owner's hold, whatever its token).
+CREATE OR REPLACE FUNCTION {{S}}.extend(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
+RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend(p_names, p_owners, p_ttls_us, p_waiter, '{}'::bigint[]) $$;
+
 -- release drops one hold of p_owner. p_id (when not '') identifies the
 -- call: a copy of the last release with the same id drops nothing.
+-- p_token (version 12), when not 0, is the token of the grant released
+-- (engine.ReleaseRequest.Token): p_owner's hold under another token (a
+-- newer grant of the owner) is answered 3 and nothing is dropped.
 -- Statuses: 1 released, 2 not held, 3 another owner holds it.
-CREATE OR REPLACE FUNCTION {{S}}.release(p_name text, p_owner text, p_id text,
+CREATE OR REPLACE FUNCTION {{S}}.release(p_name text, p_owner text, p_id text, p_token bigint,
   OUT o_status integer, OUT o_remaining integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -507,7 +525,7 @@ BEGIN
     o_status := 2;
     RETURN;
   END IF;
-  IF l.owner <> p_owner THEN
+  IF l.owner <> p_owner OR (p_token <> 0 AND l.token <> p_token) THEN
     o_status := 3;
     RETURN;
   END IF;
@@ -523,6 +541,12 @@ BEGIN
   END IF;
   PERFORM {{S}}._free(l, now_, false);
 END $$;
+
+-- release without p_token: version 11's signature, for processes of that
+-- version (and release_multi's calls before version 12).
+CREATE OR REPLACE FUNCTION {{S}}.release(p_name text, p_owner text, p_id text,
+  OUT o_status integer, OUT o_remaining integer)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release(p_name, p_owner, p_id, 0::bigint) $$;
 
 -- force_release frees name whoever holds it, or only when p_owner holds
 -- it (p_owner not ''), and wakes its waiters; the holder is marked taken
@@ -991,9 +1015,12 @@ BEGIN
 END $$;
 
 -- release_shared drops one hold of p_owner; its permits come back with
--- the last one, and the head of the queue is woken if it fits. Statuses:
--- 1 released, 2 not held.
-CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text,
+-- the last one, and the head of the queue is woken if it fits. p_token
+-- (version 12), when not 0, is the token of the grant released
+-- (engine.ReleaseRequest.Token): p_owner's hold under another token (a
+-- newer grant of the owner) is answered 3 and nothing is dropped.
+-- Statuses: 1 released, 2 not held, 3 held under another token.
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint,
   OUT o_status integer, OUT o_remaining integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1008,10 +1035,14 @@ BEGIN
   END IF;
   now_ := clock_timestamp();
   PERFORM {{S}}._shared_purge(p_name, now_);
-  UPDATE {{S}}.shared_holders SET holds = holds - 1 WHERE name = p_name AND owner = p_owner
+  UPDATE {{S}}.shared_holders SET holds = holds - 1
+   WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
   RETURNING holds INTO o_remaining;
   IF NOT FOUND THEN
     o_remaining := 0; -- (RETURNING INTO set it NULL: not held)
+    IF p_token <> 0 AND EXISTS (SELECT 1 FROM {{S}}.shared_holders WHERE name = p_name AND owner = p_owner) THEN
+      o_status := 3; -- a newer grant of the owner
+    END IF;
     RETURN;
   END IF;
   o_status := 1;
@@ -1022,6 +1053,12 @@ BEGIN
   used := coalesce((SELECT sum(weight) FROM {{S}}.shared_holders WHERE name = p_name), 0);
   PERFORM {{S}}._shared_wake(p_name, s.lim, used);
 END $$;
+
+-- release_shared without p_token: version 11's signature, for processes
+-- of that version.
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text,
+  OUT o_status integer, OUT o_remaining integer)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, 0::bigint) $$;
 
 -- inspect_shared reads a shared lock without changing or locking
 -- anything: its kind and limit (0 when it does not exist), high-water,
@@ -1139,8 +1176,11 @@ END $$;
 -- heartbeats (p_waiter[i]), all in one call; Extend sends it in the same
 -- statement as extend. Statuses: 1 extended, 2 missing, 3 taken over (a
 -- force-release freed the holder: _taken); wake tells a waiter that it
--- heads the queue and fits.
-CREATE OR REPLACE FUNCTION {{S}}.extend_shared(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
+-- heads the queue and fits. p_tokens[i] (version 12) as extend's: a
+-- holder p_owners[i] under another token (a newer grant of the owner) is
+-- not renewed but answered 3 with its token.
+CREATE OR REPLACE FUNCTION {{S}}.extend_shared(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[],
+  p_tokens bigint[])
 RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1158,19 +1198,24 @@ BEGIN
   DELETE FROM {{S}}.shared_waiters WHERE name = ANY (p_names) AND deadline <= now_;
   RETURN QUERY
     WITH req AS (
-      SELECT u.i::integer AS i, u.n, u.o, u.t
-        FROM unnest(p_names, p_owners, p_ttls_us, p_waiter) WITH ORDINALITY AS u(n, o, t, w, i)
+      SELECT u.i::integer AS i, u.n, u.o, u.t, coalesce(u.k, 0) AS tok
+        FROM unnest(p_names, p_owners, p_ttls_us, p_waiter, p_tokens) WITH ORDINALITY AS u(n, o, t, w, k, i)
        WHERE NOT u.w
     ), upd AS (
       UPDATE {{S}}.shared_holders k SET expires_at = {{S}}._hold_expiry(k.holds, k.expires_at, now_ + req.t * interval '1 microsecond')
         FROM req
-       WHERE k.name = req.n AND k.owner = req.o
+       WHERE k.name = req.n AND k.owner = req.o AND (req.tok = 0 OR k.token = req.tok)
       RETURNING k.name, k.owner, k.token
     )
-    SELECT req.i, CASE WHEN upd.name IS NOT NULL THEN 1 WHEN {{S}}._taken(req.n, req.o, now_) THEN 3 ELSE 2 END,
-           coalesce(upd.token, 0::bigint), false
+    SELECT req.i,
+           CASE WHEN upd.name IS NOT NULL THEN 1
+                WHEN hs.owner IS NOT NULL THEN 3 -- a newer grant of the owner
+                WHEN {{S}}._taken(req.n, req.o, now_) THEN 3
+                ELSE 2 END,
+           coalesce(upd.token, hs.token, 0::bigint), false
       FROM req
-      LEFT JOIN upd ON upd.name = req.n AND upd.owner = req.o;
+      LEFT JOIN upd ON upd.name = req.n AND upd.owner = req.o AND (req.tok = 0 OR upd.token = req.tok)
+      LEFT JOIN {{S}}.shared_holders hs ON hs.name = req.n AND hs.owner = req.o;
   FOR r IN
     SELECT u.i::integer AS i, u.n, u.o, u.t
       FROM unnest(p_names, p_owners, p_ttls_us, p_waiter) WITH ORDINALITY AS u(n, o, t, w, i)
@@ -1194,6 +1239,12 @@ BEGIN
     RETURN NEXT;
   END LOOP;
 END $$;
+
+-- extend_shared without p_tokens: version 11's signature, for processes
+-- of that version (and extend_shared_taken).
+CREATE OR REPLACE FUNCTION {{S}}.extend_shared(p_names text[], p_owners text[], p_ttls_us bigint[], p_waiter boolean[])
+RETURNS TABLE (o_i integer, o_status integer, o_token bigint, o_wake boolean)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_us, p_waiter, '{}'::bigint[]) $$;
 
 -- Tokens count up from the database clock in microseconds at the first
 -- Migrate (and never below it at a later one): a schema dropped and made
@@ -1398,7 +1449,7 @@ BEGIN
              FROM unnest(p_names, p_owners) WITH ORDINALITY AS u(nm, o, i) ORDER BY u.nm COLLATE "C"
   LOOP
     o_i := r.i;
-    SELECT x.o_status, x.o_remaining INTO o_status, o_remaining FROM {{S}}.release(r.nm, r.o, '') x;
+    SELECT x.o_status, x.o_remaining INTO o_status, o_remaining FROM {{S}}.release(r.nm, r.o, '', 0::bigint) x;
     RETURN NEXT;
   END LOOP;
 END $$;
@@ -1448,7 +1499,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 11 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 12 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1471,5 +1522,9 @@ INSERT INTO {{S}}.version (version) SELECT 11 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- for more permits than the limit (shrunk by set_limit) is woken, and its
 -- attempt refused, instead of waiting for good (_shared_due); 11: a
 -- Proclaim (set_metadata) of a holder a force-release freed is answered
--- taken over (3), not missing (2).
-UPDATE {{S}}.version SET version = 11 WHERE version < 11;
+-- taken over (3), not missing (2); 12: renewals and releases name the
+-- grant's token (extend's and extend_shared's p_tokens, release's and
+-- release_shared's p_token), and one that names a token other than the
+-- owner's hold's changes nothing (version 11's signatures stay, calling
+-- them with 0: any token).
+UPDATE {{S}}.version SET version = 12 WHERE version < 12;

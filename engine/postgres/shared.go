@@ -81,7 +81,9 @@ func (e *Engine) sharedError(err error, name string, kind engine.Kind, limit, we
 
 // releaseShared is Release for a shared kind: one call of release_shared. The
 // last hold's permits come back, and the head of the queue is woken
-// (NOTIFY, sent when the call commits) if it fits.
+// (NOTIFY, sent when the call commits) if it fits. A release that names a
+// token other than the holder's is answered NotOwner and drops nothing
+// (schema version 12).
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return engine.ReleaseResult{}, err
@@ -90,7 +92,13 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	if err := e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner).Scan(&status, &remaining); err != nil {
+	err := e.withTokens(func(v11 bool) error {
+		if v11 {
+			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
+		}
+		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token)).Scan(&status, &remaining)
+	})
+	if err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil

@@ -25,6 +25,11 @@ type statements struct {
 
 	// Sets of mutexes (multi.go).
 	acquireMulti, releaseMulti string
+
+	// Version 11's signatures of extend, release, release_shared and
+	// extend_shared, without the grants' tokens, for a schema before
+	// version 12 (Engine.v11).
+	extendV11, releaseV11, releaseSharedV11, extendSharedV11, extendBothV11 string
 }
 
 func newStatements(schema string) statements {
@@ -32,8 +37,8 @@ func newStatements(schema string) statements {
 	return statements{
 		acquire:      "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
 		acquireV6:    "SELECT * FROM " + s + ".acquire($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-		extend:       "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
-		release:      "SELECT * FROM " + s + ".release($1, $2, $3)",
+		extend:       "SELECT * FROM " + s + ".extend($1, $2, $3, $4, $5)",
+		release:      "SELECT * FROM " + s + ".release($1, $2, $3, $4)",
 		forceRelease: "SELECT " + s + ".force_release($1, $2)",
 		leave:        "SELECT " + s + ".leave($1, $2)",
 		raiseFence:   "SELECT " + s + ".raise_fence($1, $2, $3)",
@@ -44,15 +49,22 @@ func newStatements(schema string) statements {
 		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2)",
+		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2, $3)",
 		inspectShared:    "SELECT i.*, q.ids, q.us FROM " + s + ".inspect_shared($1) i, " + queueOf(s, "shared_waiters", "$1", ""),
 		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
 		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
 		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
-		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
+		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4, $5)",
 		// The mutexes' rows first, then the shared locks' (every batch
 		// locks rows in this order), answers numbered as one batch.
-		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
+		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4, $5) UNION ALL " +
+			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($6, $7, $8, $9, $10)",
+
+		extendV11:        "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
+		releaseV11:       "SELECT * FROM " + s + ".release($1, $2, $3)",
+		releaseSharedV11: "SELECT * FROM " + s + ".release_shared($1, $2)",
+		extendSharedV11:  "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
+		extendBothV11: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
 			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",
 		list: `SELECT k.name, k.owner, k.holds, k.metadata, k.token, ` + s + `._us(k.expires_at - clock_timestamp()), k.high_water,
   (SELECT count(*)::integer FROM ` + s + `.waiters w WHERE w.name = k.name AND w.deadline > clock_timestamp()), q.ids, q.us
