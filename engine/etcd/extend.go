@@ -20,7 +20,9 @@ const maxTxnOps = 128
 // leases this engine knows for them are renewed on one keepalive stream: one
 // round trip for the batch. A lease the engine did not know (a lease
 // attached elsewhere) is renewed in a second round trip; a new ttl moves the
-// key to a new lease (the token, its CreateRevision, stays).
+// key to a new lease (the token, its CreateRevision, stays). A renewal that
+// names a token (ExtendRequest.Token) is judged against that CreateRevision
+// as read: another grant of the owner answers HeldByOther.
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func (e *Engine) knownLeases(rs []engine.ExtendRequest) (known []clientv3.LeaseI
 				guess = l.id
 			}
 		} else {
-			guess = e.lockLease(r.Name, r.Owner)
+			guess = e.lockGuess(r.Name, r.Owner, r.Token)
 		}
 		if guess != clientv3.NoLease {
 			known = append(known, guess)
@@ -173,7 +175,7 @@ func (e *Engine) settleExtends(ctx context.Context, rs []engine.ExtendRequest, k
 		default:
 			e.noteKept(id, ttl, sent)
 			if !r.Waiter {
-				e.setLockLease(r.Name, r.Owner, id)
+				e.heldOn(r.Name, r.Owner, id, kvs[i][0].CreateRevision)
 			}
 		}
 	}
@@ -238,7 +240,8 @@ func (e *Engine) readMany(ctx context.Context, rs []engine.ExtendRequest) ([][]*
 }
 
 // checkHold judges a lock extension by the lock key read: Extended (the
-// lease is renewed afterwards) when owner holds it.
+// lease is renewed afterwards) when owner holds it, under the grant of
+// r.Token (its CreateRevision) unless that is 0.
 func (e *Engine) checkHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue) engine.ExtendResult {
 	if len(kvs) == 0 {
 		e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
@@ -252,7 +255,14 @@ func (e *Engine) checkHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue) engin
 		e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 		return engine.ExtendResult{Status: engine.HeldByOther}
 	}
-	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kvs[0].CreateRevision)}
+	token := uint64(kvs[0].CreateRevision)
+	if r.Token != 0 && token != r.Token {
+		// A newer grant of the owner (the lease's grant was freed): left
+		// as it is, neither moved nor renewed here (nor in the first
+		// round trip when the engine knows its lease: lockGuess).
+		return engine.ExtendResult{Status: engine.HeldByOther, Token: token}
+	}
+	return engine.ExtendResult{Status: engine.Extended, Token: token}
 }
 
 // heartbeat judges a waiter's heartbeat by its name's keys: Extended while
@@ -319,7 +329,7 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 		return engine.ExtendResult{Err: conflict("extend", r.Name)}
 	}
 	e.recycle(clientv3.LeaseID(kv.Lease), st.hold.TTL)
-	e.setLockLease(r.Name, r.Owner, id)
+	e.heldOn(r.Name, r.Owner, id, kv.CreateRevision)
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
 }
 

@@ -104,7 +104,7 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		}
 		return engine.Grant{}, nil, nil, kerr
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil
@@ -151,7 +151,7 @@ func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 		return engine.Grant{}, st, nil, err
 	}
-	e.wrote(r.Name, r.Owner, p.id, resp.Header.Revision, 1, ttl)
+	e.wrote(r.Name, r.Owner, p.id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: age}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil
@@ -215,15 +215,20 @@ func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl 
 // etcd's Mutex unlocks with one deletion. done is false when the lock
 // changed since (rare: metadata set, a force-release, its expiry): the
 // full decision reads the name. gone is the lock's lease when the
-// deletion's outcome is unknown (see retry), else nil.
-func (e *Engine) fastRelease(ctx context.Context, name, owner string) (done bool, gone *lockRef, err error) {
+// deletion's outcome is unknown (see retry), else nil. With token (not 0)
+// it frees only the grant of that token: the engine's write must be of
+// that grant, and the key's CreateRevision is compared with it as well.
+func (e *Engine) fastRelease(ctx context.Context, name, owner string, token uint64) (done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
-	if !ok || l.count != 1 {
+	if !ok || l.count != 1 || !l.of(token) {
 		return false, nil, nil
 	}
 	lockKey := e.keys.lock(name)
-	resp, unsure, err := e.txn(ctx, "release "+name,
-		[]clientv3.Cmp{modifiedAt(lockKey, l.rev)}, []clientv3.Op{clientv3.OpDelete(lockKey)})
+	cmps := []clientv3.Cmp{modifiedAt(lockKey, l.rev)}
+	if token != 0 {
+		cmps = append(cmps, createdIs(lockKey, "", pb.Compare_EQUAL, int64(token)))
+	}
+	resp, unsure, err := e.txn(ctx, "release "+name, cmps, []clientv3.Op{clientv3.OpDelete(lockKey)})
 	if unsure {
 		gone = &l
 	}

@@ -64,7 +64,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 		if unsure {
 			gone = refs[i]
 		}
-		if out[i], err = e.releaseRead(ctx, name, owners[i], st, gone); err != nil {
+		if out[i], err = e.releaseRead(ctx, name, owners[i], 0, st, gone); err != nil {
 			return nil, err
 		}
 	}

@@ -309,14 +309,12 @@ type lockRef struct {
 	rev   int64 // ModRevision of this engine's last write of the lock key, 0 unknown
 	count int
 	ttl   int64 // the lease's ttl in seconds
+	token int64 // the grant's token (its key's CreateRevision), 0 unknown
 }
 
-// lockLease returns the lease this engine last knew for owner's hold of
-// name, NoLease when none.
-func (e *Engine) lockLease(name, owner string) clientv3.LeaseID {
-	e.locks.mu.Lock()
-	defer e.locks.mu.Unlock()
-	return e.locks.m[waiterRef{name, owner}].lease
+// of reports whether l is a write of the grant of token (0: any).
+func (l lockRef) of(token uint64) bool {
+	return token == 0 || uint64(l.token) == token
 }
 
 // lockWrite returns what this engine knows of owner's hold of name.
@@ -330,6 +328,12 @@ func (e *Engine) lockWrite(name, owner string) (lockRef, bool) {
 // setLockLease records (or, with NoLease, forgets) the lease of owner's
 // hold of name.
 func (e *Engine) setLockLease(name, owner string, id clientv3.LeaseID) {
+	e.heldOn(name, owner, id, 0)
+}
+
+// heldOn records (or, with NoLease, forgets) the lease of owner's hold of
+// name, of the grant of token (0: unknown).
+func (e *Engine) heldOn(name, owner string, id clientv3.LeaseID, token int64) {
 	e.locks.mu.Lock()
 	defer e.locks.mu.Unlock()
 	ref := waiterRef{name, owner}
@@ -341,18 +345,48 @@ func (e *Engine) setLockLease(name, owner string, id clientv3.LeaseID) {
 		e.locks.m = make(map[waiterRef]lockRef)
 	}
 	l := e.locks.m[ref]
-	if l.lease != id {
-		l = lockRef{lease: id}
+	if l.lease != id || token != 0 && l.token != 0 && l.token != token {
+		l = lockRef{lease: id} // (another grant's write: its revision is unknown)
+	}
+	if token != 0 {
+		l.token = token
 	}
 	e.locks.m[ref] = l
 }
 
-// wrote records this engine's write of owner's hold of name.
-func (e *Engine) wrote(name, owner string, id clientv3.LeaseID, rev int64, count int, ttl int64) {
+// wrote records this engine's write of owner's hold of name, of the grant
+// of token (its key's CreateRevision).
+func (e *Engine) wrote(name, owner string, id clientv3.LeaseID, rev int64, count int, ttl, token int64) {
 	e.locks.mu.Lock()
 	defer e.locks.mu.Unlock()
 	if e.locks.m == nil {
 		e.locks.m = make(map[waiterRef]lockRef)
 	}
-	e.locks.m[waiterRef{name, owner}] = lockRef{lease: id, rev: rev, count: count, ttl: ttl}
+	e.locks.m[waiterRef{name, owner}] = lockRef{lease: id, rev: rev, count: count, ttl: ttl, token: token}
+}
+
+// lockGuess returns the lease this engine last knew for owner's hold of
+// name, to renew it while a renewal naming token (0: any) reads the lock:
+// NoLease when none, or when the engine knows that lease to be another
+// grant's (a newer grant of the same owner, which the renewal must not
+// keep alive).
+func (e *Engine) lockGuess(name, owner string, token uint64) clientv3.LeaseID {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	l := e.locks.m[waiterRef{name, owner}]
+	if token != 0 && l.token != 0 && uint64(l.token) != token {
+		return clientv3.NoLease
+	}
+	return l.lease
+}
+
+// dropLockLease forgets owner's hold of name if its lease is id (it is
+// not another grant's, recorded since).
+func (e *Engine) dropLockLease(name, owner string, id clientv3.LeaseID) {
+	e.locks.mu.Lock()
+	defer e.locks.mu.Unlock()
+	ref := waiterRef{name, owner}
+	if e.locks.m[ref].lease == id {
+		delete(e.locks.m, ref)
+	}
 }

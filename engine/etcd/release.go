@@ -19,24 +19,30 @@ import (
 // cause (the other one, the lease's expiry, the Client has already
 // signalled). A count-down carries the call's own mark (hold.Rel), by which
 // a count-down applied without an answer is recognised and not repeated.
+//
+// A release naming a grant's token (r.Token, not 0) drops a hold of that
+// grant only: the lock key's CreateRevision is compared with it, in the
+// fast transaction as in the full decision's read, and a newer grant of
+// the owner answers NotOwner.
 func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	done, gone, err := e.fastRelease(ctx, r.Name, r.Owner)
+	done, gone, err := e.fastRelease(ctx, r.Name, r.Owner, r.Token)
 	if err != nil || done {
 		if done {
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		}
 		return engine.ReleaseResult{}, err
 	}
-	return e.releaseRead(ctx, r.Name, r.Owner, nil, gone)
+	return e.releaseRead(ctx, r.Name, r.Owner, r.Token, nil, gone)
 }
 
 // releaseRead is Release after its fast attempt: st is the name's keys as
 // read (nil: read them), gone the lock's lease when a deletion may have
-// been applied without an answer (see retry), else nil.
-func (e *Engine) releaseRead(ctx context.Context, name, owner string, st *state, gone *lockRef) (engine.ReleaseResult, error) {
+// been applied without an answer (see retry), else nil; token, when not 0,
+// the grant whose hold is dropped.
+func (e *Engine) releaseRead(ctx context.Context, name, owner string, token uint64, st *state, gone *lockRef) (engine.ReleaseResult, error) {
 	var err error
 	rel := releaseMark()
 	for range maxConflicts {
@@ -45,14 +51,21 @@ func (e *Engine) releaseRead(ctx context.Context, name, owner string, st *state,
 				return engine.ReleaseResult{}, err
 			}
 		}
+		newer := st.lock != nil && st.hold.Owner == owner && token != 0 && uint64(st.lock.CreateRevision) != token
 		switch {
+		case gone != nil && newer:
+			// The grant gone was of token (the deletion compared it), and
+			// the owner holds a newer one: its record, if any, stays.
+			e.dropLockLease(name, owner, gone.lease)
+			e.recycle(gone.lease, gone.ttl)
+			return engine.ReleaseResult{Status: engine.Released}, nil
 		case gone != nil && (st.lock == nil || st.hold.Owner != owner):
 			e.setLockLease(name, owner, clientv3.NoLease)
 			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
 		case st.lock == nil:
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
-		case st.hold.Owner != owner:
+		case st.hold.Owner != owner, newer:
 			return engine.ReleaseResult{Status: engine.NotOwner}, nil
 		case st.hold.Rel == rel:
 			return engine.ReleaseResult{Status: engine.Released, Remaining: st.hold.Count}, nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -538,7 +539,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Ac
 	if ok, err := e.reentered(id, old, lease, kept, kerr, h.TTL, hk.TTL, sent); !ok {
 		return engine.Grant{}, false, err
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL)
+	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL, hk.kv.CreateRevision)
 	return engine.Grant{Acquired: true, Token: uint64(hk.kv.CreateRevision), Count: h.Count}, true, nil
 }
 
@@ -589,12 +590,14 @@ func (e *Engine) holderTTLs(ctx context.Context, st *sharedState) ([]time.Durati
 
 // releaseShared is Release for a shared kind: one hold of owner is dropped; the
 // last one deletes its key and, in the same transaction, wakes the head of
-// the queue when it fits now.
+// the queue when it fits now. With r.Token (not 0), only a hold of that
+// grant (the holder key's CreateRevision) is dropped: a newer grant of the
+// owner answers NotOwner.
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner)
+	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner, r.Token)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -609,14 +612,21 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 			}
 		}
 		h := st.holder(r.Owner)
+		newer := h != nil && r.Token != 0 && uint64(h.kv.CreateRevision) != r.Token
 		switch {
 		case h == nil && gone != nil: // as Release: this call's deletion, likely
 			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			e.recycle(gone.lease, gone.ttl)
 			return engine.ReleaseResult{Status: engine.Released}, nil
+		case newer && gone != nil: // as releaseRead: the grant gone was of r.Token
+			e.dropLockLease(r.Name, r.Owner, gone.lease)
+			e.recycle(gone.lease, gone.ttl)
+			return engine.ReleaseResult{Status: engine.Released}, nil
 		case h == nil:
 			e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		case newer: // a newer grant of the owner, left as it is
+			return engine.ReleaseResult{Status: engine.NotOwner}, nil
 		case h.Rel == rel:
 			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
@@ -661,17 +671,22 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 // fastReleaseShared drops a hold this engine granted (one hold, its key
 // unchanged since) in one transaction when nobody waits (so nobody is to be
 // woken); otherwise the transaction reads the name's keys, which it returns
-// as st for the full decision. gone: as fastRelease's.
-func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string) (st *sharedState, done bool, gone *lockRef, err error) {
+// as st for the full decision. gone and token: as fastRelease's.
+func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string, token uint64) (st *sharedState, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
-	if !ok || l.count != 1 {
+	if !ok || l.count != 1 || !l.of(token) {
 		return nil, false, nil, nil
 	}
 	key := e.keys.holder(name, owner)
-	resp, unsure, err := e.txn(ctx, "release "+name, []clientv3.Cmp{
+	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(key), "=", l.rev),
 		clientv3.Compare(clientv3.Version(e.keys.sharedQueue(name)), "=", 0).WithPrefix(),
-	}, []clientv3.Op{clientv3.OpDelete(key)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
+	}
+	if token != 0 {
+		cmps = append(cmps, createdIs(key, "", pb.Compare_EQUAL, int64(token)))
+	}
+	resp, unsure, err := e.txn(ctx, "release "+name, cmps,
+		[]clientv3.Op{clientv3.OpDelete(key)}, clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix()))
 	if unsure {
 		gone = &l
 	}
@@ -824,13 +839,18 @@ func (e *Engine) sharedHeartbeat(r engine.ExtendRequest, rev int64, kvs []*mvccp
 	return engine.ExtendResult{Status: engine.Extended, Wake: missed || pred == "" && !st.mutex && st.due(st.head().Weight, st.used())}
 }
 
-// checkSharedHold judges a shared holder's renewal by its key.
+// checkSharedHold judges a shared holder's renewal by its key: as
+// checkHold, its CreateRevision is the token r names (unless 0).
 func (e *Engine) checkSharedHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue) engine.ExtendResult {
 	if len(kvs) == 0 {
 		e.setLockLease(r.Name, r.Owner, clientv3.NoLease)
 		return engine.ExtendResult{Status: engine.Missing}
 	}
-	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kvs[0].CreateRevision)}
+	token := uint64(kvs[0].CreateRevision)
+	if r.Token != 0 && token != r.Token {
+		return engine.ExtendResult{Status: engine.HeldByOther, Token: token} // a newer grant of the owner
+	}
+	return engine.ExtendResult{Status: engine.Extended, Token: token}
 }
 
 // moveSharedLease puts a holder's key again on a new lease of r's ttl, if
@@ -863,7 +883,7 @@ func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv
 		return engine.ExtendResult{Err: conflict("extend", r.Name)}
 	}
 	e.recycle(clientv3.LeaseID(kv.Lease), old)
-	e.setLockLease(r.Name, r.Owner, id)
+	e.heldOn(r.Name, r.Owner, id, kv.CreateRevision)
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
 }
 
