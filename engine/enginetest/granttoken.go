@@ -12,8 +12,9 @@ import (
 // nothing when the same owner holds the lock again under a newer grant: a
 // lease force-released while the owner (a shared WithOwner) was granted
 // the lock anew must neither set the new grant's ttl nor drop its hold.
-// Naming the new grant's token, or none, renews and releases it. For a
-// mutex and for a semaphore's holder.
+// Naming the new grant's token, or none, renews and releases it; a batch
+// with both renewals answers each by its own token. For a mutex, a
+// semaphore's holder and an RW lock's reader.
 func (s *suite) grantTokenChecked(t *testing.T) {
 	if s.h.UncheckedTokens {
 		t.Skip("the engine does not check grant tokens (Harness.UncheckedTokens)")
@@ -22,7 +23,7 @@ func (s *suite) grantTokenChecked(t *testing.T) {
 		name  string
 		kind  engine.Kind
 		limit int
-	}{{"mutex", engine.Mutex, 0}, {"semaphore", engine.Semaphore, 2}} {
+	}{{"mutex", engine.Mutex, 0}, {"semaphore", engine.Semaphore, 2}, {"rwlock-reader", engine.RWLock, engine.RWPermits}} {
 		t.Run(k.name, func(t *testing.T) {
 			e := s.h.New(t)
 			fr, ok := e.(engine.ForceReleaser)
@@ -52,12 +53,20 @@ func (s *suite) grantTokenChecked(t *testing.T) {
 				t.Fatalf("the grant after the force-release has token %d, not above %d", newer.Token, old.Token)
 			}
 
-			rs, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "owner", TTL: time.Second, Kind: k.kind, Token: old.Token}})
-			if err != nil || len(rs) != 1 || rs[0].Err != nil {
-				t.Fatalf("renewal naming the freed grant's token: %+v, %v", rs, err)
+			// One batch, as a Client's watchdog sends the renewals of both
+			// leases of the owner: each is answered by its own token.
+			rs, err := e.Extend(ctx, []engine.ExtendRequest{
+				{Name: name, Owner: "owner", TTL: time.Second, Kind: k.kind, Token: old.Token},
+				{Name: name, Owner: "owner", TTL: directTTL, Kind: k.kind, Token: newer.Token},
+			})
+			if err != nil || len(rs) != 2 || rs[0].Err != nil || rs[1].Err != nil {
+				t.Fatalf("renewals naming the freed and the newer grant's tokens: %+v, %v", rs, err)
 			}
 			if rs[0].Status == engine.Extended {
 				t.Fatalf("renewal naming the freed grant's token %d extended the newer grant (token %d): %+v", old.Token, newer.Token, rs[0])
+			}
+			if rs[1].Status != engine.Extended || rs[1].Token != newer.Token {
+				t.Fatalf("renewal naming the newer grant's token %d beside the freed grant's: %+v; want extended", newer.Token, rs[1])
 			}
 			rr, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "owner", Kind: k.kind, Token: old.Token})
 			if err != nil {

@@ -89,23 +89,41 @@ func (s *procServer) URL() string { return "http://" + s.addr }
 // start runs the server process and waits until it answers.
 func (s *procServer) start() {
 	s.t.Helper()
+	if err := s.tryStart(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// errServerExited: the server process exited before it served, most
+// likely because its port was taken between the pick and its bind.
+var errServerExited = errors.New("exited before serving")
+
+// tryStart starts the process and waits until it serves; an error wrapping
+// errServerExited when the process exited first.
+func (s *procServer) tryStart() error {
 	p, err := srvproc.Start(os.Args[0], []string{strangerServeFlag, s.redis, s.addr}, s.log)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	s.p = p
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		// Asked of this process only once it runs: a /healthz answered by
+		// another process on a port taken meanwhile is not this server's.
 		resp, err := http.Get(s.URL() + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+			if resp.StatusCode == http.StatusOK && !p.Exited() {
+				return nil
 			}
 		}
-		if p.Exited() || time.Now().After(deadline) {
+		if p.Exited() {
 			data, _ := os.ReadFile(s.log)
-			s.t.Fatalf("server %s did not start: %v\n%s", s.addr, err, data)
+			return fmt.Errorf("server %s %w:\n%s", s.addr, errServerExited, data)
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(s.log)
+			return fmt.Errorf("server %s did not start: %v\n%s", s.addr, err, data)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a starting process: nothing to wait on
 	}
@@ -157,17 +175,25 @@ func procServers(t *testing.T, n int) ([]*procServer, *redisengine.Engine, *redi
 	dir := t.TempDir()
 	out := make([]*procServer, n)
 	for i := range out {
-		port, err := srvproc.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &procServer{t: t, redis: rs.Addr(), addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, fmt.Sprintf("server%d.log", i))}
-		s.start()
+		s := &procServer{t: t, redis: rs.Addr(), log: filepath.Join(dir, fmt.Sprintf("server%d.log", i))}
 		t.Cleanup(func() {
 			if s.p != nil {
 				_ = s.p.Kill()
 			}
 		})
+		// A port picked free may be taken before the server binds it: the
+		// server exits, and starts again on another port.
+		for attempt := 1; ; attempt++ {
+			s.addr = srvproc.FreeAddr(t)
+			err := s.tryStart()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errServerExited) || attempt == 3 {
+				t.Fatal(err)
+			}
+			t.Logf("attempt %d: %v", attempt, err)
+		}
 		out[i] = s
 	}
 	direct, err := redisengine.New(rs.Client())
