@@ -144,7 +144,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, c.backendErr(ctx, "inspect", name, err)
 	}
 	if info.Held && len(info.Holders) == 0 {
-		info.Holders = []engine.Holder{{Owner: info.Owner, Count: info.Count, Token: info.Token, TTL: info.TTL, Metadata: info.Metadata}}
+		info.Holders = []engine.Holder{{Owner: info.Owner, Count: info.Count, Token: info.Token, TTL: info.TTL, Metadata: info.Metadata, Weight: 1}}
 	}
 	return info, nil
 }

@@ -354,7 +354,8 @@ func (s *suite) inspect(t *testing.T) {
 		t.Fatalf("Inspect = %+v, lease owner %s token %d", info, l.Owner(), l.Token())
 	}
 	if len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() || info.Holders[0].Token != l.Token() ||
-		info.Holders[0].Count != 1 || info.Holders[0].Metadata != "host-a pid 42" || info.Holders[0].TTL != info.TTL {
+		info.Holders[0].Count != 1 || info.Holders[0].Metadata != "host-a pid 42" || info.Holders[0].TTL != info.TTL ||
+		info.Holders[0].Weight != 1 {
 		t.Fatalf("Inspect's holders = %+v, want the one lease", info.Holders)
 	}
 	cancel()
