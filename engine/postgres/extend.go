@@ -47,27 +47,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	}
 	seen := 0
 	err := e.withTokens(func(v11 bool) error {
-		var (
-			sql  string
-			args []any
-		)
-		switch {
-		case len(shared.names) == 0:
-			sql, args = e.sql.extend, mutex.args(v11)
-			if v11 {
-				sql = e.sql.extendV11
-			}
-		case len(mutex.names) == 0:
-			sql, args = e.sql.extendShared, shared.args(v11)
-			if v11 {
-				sql = e.sql.extendSharedV11
-			}
-		default:
-			sql, args = e.sql.extendBoth, append(mutex.args(v11), shared.args(v11)...)
-			if v11 {
-				sql = e.sql.extendBothV11
-			}
-		}
+		sql, args := e.extendStatement(&mutex, &shared, v11)
 		rows, err := e.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -102,6 +82,29 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		}
 	}
 	return out, nil
+}
+
+// extendStatement is the statement and arguments of one Extend: the
+// mutexes' function, the shared locks', or both in one statement; with v11
+// set, the functions of schema version 11 (no grant tokens).
+func (e *Engine) extendStatement(mutex, shared *extendBatch, v11 bool) (string, []any) {
+	switch {
+	case len(shared.names) == 0:
+		if v11 {
+			return e.sql.extendV11, mutex.args(v11)
+		}
+		return e.sql.extend, mutex.args(v11)
+	case len(mutex.names) == 0:
+		if v11 {
+			return e.sql.extendSharedV11, shared.args(v11)
+		}
+		return e.sql.extendShared, shared.args(v11)
+	}
+	args := append(mutex.args(v11), shared.args(v11)...)
+	if v11 {
+		return e.sql.extendBothV11, args
+	}
+	return e.sql.extendBoth, args
 }
 
 // extendBatch is the arrays of one extend function's call.
