@@ -424,3 +424,48 @@ func TestForceReleaseOwner(t *testing.T) {
 		t.Fatalf("the freed holder's extend: %s, want status %s (taken over)", r.body, api.StatusHeldByOther)
 	}
 }
+
+// TestGrantTokenOverHTTP: a client of the HTTP API that names its grant's
+// token in an extension or a release, after a force-release and a new
+// grant to the same owner, is answered not_held (held_by_other) and
+// changes nothing: the newer grant keeps its ttl and its hold. Without a
+// token, the owner's hold is renewed and released, whatever its grant.
+func TestGrantTokenOverHTTP(t *testing.T) {
+	s := start(t, nil)
+	body := map[string]any{"owner": "shared-owner", "ttl_ms": 60000}
+	r := call(t, "POST", lockURL(s, "job", "acquire"), "", body)
+	want(t, "first grant", r, 200, "")
+	old := num(t, r, "token")
+	want(t, "force-release", call(t, "DELETE", lockURL(s, "job", ""), "", nil), 200, "")
+	r = call(t, "POST", lockURL(s, "job", "acquire"), "", body)
+	want(t, "second grant", r, 200, "")
+	newer := num(t, r, "token")
+	if newer <= old {
+		t.Fatalf("second grant's token %d not above the first's %d", newer, old)
+	}
+
+	r = call(t, "POST", lockURL(s, "job", "extend"), "", map[string]any{"owner": "shared-owner", "ttl_ms": 1000, "token": old})
+	want(t, "extension naming the freed grant", r, 409, api.CodeNotHeld)
+	if st := r.errField(t, "status"); st != "held_by_other" {
+		t.Fatalf("extension naming the freed grant: status %v, want held_by_other: %s", st, r.body)
+	}
+	r = call(t, "POST", lockURL(s, "job", "release"), "", map[string]any{"owner": "shared-owner", "token": old})
+	want(t, "release naming the freed grant", r, 409, api.CodeNotHeld)
+	if st := r.errField(t, "status"); st != "held_by_other" {
+		t.Fatalf("release naming the freed grant: status %v, want held_by_other: %s", st, r.body)
+	}
+	info, err := s.eng.Inspect(context.Background(), "job")
+	if err != nil || !info.Held || info.Owner != "shared-owner" || info.Token != newer || info.TTL < 30*time.Second {
+		t.Fatalf("after the freed grant's extension and release: %+v, %v; want held with token %d and most of 60s left", info, err, newer)
+	}
+
+	r = call(t, "POST", lockURL(s, "job", "extend"), "", map[string]any{"owner": "shared-owner", "ttl_ms": 60000, "token": newer})
+	want(t, "extension naming the newer grant", r, 200, "")
+	r = call(t, "POST", lockURL(s, "job", "extend"), "", map[string]any{"owner": "shared-owner", "ttl_ms": 60000})
+	want(t, "extension naming no grant", r, 200, "")
+	r = call(t, "POST", lockURL(s, "job", "release"), "", map[string]any{"owner": "shared-owner"})
+	want(t, "release naming no grant", r, 200, "")
+	if info, err := s.eng.Inspect(context.Background(), "job"); err != nil || info.Held {
+		t.Fatalf("after the release: %+v, %v; want free", info, err)
+	}
+}
