@@ -458,6 +458,10 @@ func TestGrantTokenOverHTTP(t *testing.T) {
 	if err != nil || !info.Held || info.Owner != "shared-owner" || info.Token != newer || info.TTL < 30*time.Second {
 		t.Fatalf("after the freed grant's extension and release: %+v, %v; want held with token %d and most of 60s left", info, err, newer)
 	}
+	// The server's own count of holders still has the newer grant's hold.
+	if n := metric(t, scrape(t, s), "distlock_holders"); n != 1 {
+		t.Fatalf("distlock_holders = %v after the freed grant's extension and release, want 1 (the newer grant's)", n)
+	}
 
 	r = call(t, "POST", lockURL(s, "job", "extend"), "", map[string]any{"owner": "shared-owner", "ttl_ms": 60000, "token": newer})
 	want(t, "extension naming the newer grant", r, 200, "")
@@ -467,5 +471,8 @@ func TestGrantTokenOverHTTP(t *testing.T) {
 	want(t, "release naming no grant", r, 200, "")
 	if info, err := s.eng.Inspect(context.Background(), "job"); err != nil || info.Held {
 		t.Fatalf("after the release: %+v, %v; want free", info, err)
+	}
+	if n := metric(t, scrape(t, s), "distlock_holders"); n != 0 {
+		t.Fatalf("distlock_holders = %v after the last release, want 0", n)
 	}
 }

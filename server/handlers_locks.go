@@ -192,7 +192,7 @@ func (s *Server) handleExtend(w http.ResponseWriter, r *http.Request, _ Role, na
 			return
 		}
 	}
-	s.trackExtend(name, req.Owner, ttl, res[0].Status)
+	s.trackExtend(wire.Extend(name, req, ttl), res[0])
 	if res[0].Status != engine.Extended {
 		writeError(w, notHeld(name, res[0].Status))
 		return
@@ -254,7 +254,7 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 			out.Results[i].Wake = x.Wake
 			continue
 		}
-		s.trackExtend(rs[i].Name, rs[i].Owner, rs[i].TTL, x.Status)
+		s.trackExtend(rs[i], x)
 		if x.Status == engine.Extended {
 			out.Results[i].Token = x.Token
 		}
@@ -331,15 +331,21 @@ func (s *Server) handleLeave(w http.ResponseWriter, r *http.Request, _ Role, nam
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-// trackExtend reports an extension's answer to the metrics.
-func (s *Server) trackExtend(name, owner string, ttl time.Duration, st engine.ExtendStatus) {
-	switch st {
-	case engine.Extended:
-		s.holds.extended(name, owner, ttl)
-	case engine.HeldByOther:
-		s.holds.lostAtRenewal(name, owner, distlock.TakenOver)
+// trackExtend reports extension r's answer res to the metrics. A renewal
+// of a freed grant whose owner holds a newer one (res answers that grant's
+// token, engine.ExtendRequest.Token) counts the old lease's loss and keeps
+// the hold tracked, for it is the newer grant's.
+func (s *Server) trackExtend(r engine.ExtendRequest, res engine.ExtendResult) {
+	switch {
+	case res.Status == engine.Extended:
+		s.holds.extended(r.Name, r.Owner, r.TTL)
+	case res.Status == engine.HeldByOther && r.Token != 0 && res.Token != 0 && res.Token != r.Token:
+		s.obs.Renewed(r.Name, false)
+		s.holds.lostOldGrant()
+	case res.Status == engine.HeldByOther:
+		s.holds.lostAtRenewal(r.Name, r.Owner, distlock.TakenOver)
 	default:
-		s.holds.lostAtRenewal(name, owner, distlock.Expired)
+		s.holds.lostAtRenewal(r.Name, r.Owner, distlock.Expired)
 	}
 }
 
@@ -374,7 +380,13 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		s.holds.released(name, req.Owner, res.Remaining)
 		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
 	case engine.NotOwner:
-		s.holds.lostAtRelease(name, req.Owner, distlock.TakenOver)
+		if s.newerGrant(ctx, name, req.Owner, ereq.Token) {
+			// The release of a freed grant whose owner holds a newer one
+			// (engine.ReleaseRequest.Token): that hold stays tracked.
+			s.holds.lostOldGrant()
+		} else {
+			s.holds.lostAtRelease(name, req.Owner, distlock.TakenOver)
+		}
 		writeError(w, notHeld(name, engine.HeldByOther))
 	default:
 		if err := s.releasedAsOther(ctx, name, req.Owner, ereq.Kind); err != nil {

@@ -121,6 +121,15 @@ func (t *holdTracker) lostAtRelease(name, owner string, cause distlock.LossCause
 	t.obs.changed()
 }
 
+// lostOldGrant records a renewal or a release of a freed grant whose owner
+// holds the lock again under a newer grant (engine.ExtendRequest.Token):
+// the old lease's loss is counted, and the owner's tracked hold, the newer
+// grant's, stays.
+func (t *holdTracker) lostOldGrant() {
+	t.obs.m.lostElsewhere(distlock.TakenOver)
+	t.obs.changed()
+}
+
 // forget drops the holds of owner on name and returns them (nil when
 // none were known).
 func (t *holdTracker) forget(name, owner string) *hold {

@@ -49,3 +49,14 @@ func (s *Server) ownerHolds(ctx context.Context, name, owner string) (engine.Inf
 	}
 	return info, false
 }
+
+// newerGrant reports whether a release naming token (not 0) that the
+// engine refused as not the owner's found owner holding name under a newer
+// grant (engine.ReleaseRequest.Token) rather than another owner holding it.
+func (s *Server) newerGrant(ctx context.Context, name, owner string, token uint64) bool {
+	if token == 0 {
+		return false
+	}
+	_, held := s.ownerHolds(ctx, name, owner)
+	return held
+}
