@@ -218,9 +218,9 @@ func TestStrangerAdminSetRefusedBeforeContention(t *testing.T) {
 // lock while the new lease was valid. The Client now ends a lease as
 // TakenOver when a renewal answers a higher token than its own (a newer
 // grant of its owner, Lease.superseded), and its Release then sends
-// nothing. A Release made before that renewal still drops the newer
-// grant: renewals and releases name the owner, not the grant (see
-// docs/API.md, "Extend").
+// nothing. Renewals and releases now also name the grant (its token), so
+// a Release made before that renewal drops nothing either
+// (TestStrangerAdminForceReleasedOwnerReleasesFirst).
 func TestStrangerAdminForceReleasedOwnerReacquired(t *testing.T) {
 	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
 		ctx := strangerCtx(t, 60*time.Second)
@@ -271,6 +271,69 @@ func TestStrangerAdminForceReleasedOwnerReacquired(t *testing.T) {
 				_ = other.Release(ctx)
 			}
 			_ = renewed.Release(ctx)
+		}
+	})
+}
+
+// TestStrangerAdminForceReleasedOwnerReleasesFirst: as
+// TestStrangerAdminForceReleasedOwnerReacquired, but the force-released
+// lease (a long ttl: no renewal comes first) is released before it has
+// heard anything. The release named the owner only and dropped the newer
+// grant's hold, so another Client was granted the lock beside the owner's
+// valid new lease; it now names the old grant's token and drops nothing.
+// A mutex, a semaphore's permit and an RW lock's read.
+func TestStrangerAdminForceReleasedOwnerReleasesFirst(t *testing.T) {
+	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
+		ctx := strangerCtx(t, 60*time.Second)
+		for _, kind := range []string{"mutex", "semaphore", "rwlock"} {
+			name := "released-first-" + kind
+			acquire := func(c *distlock.Client, opts ...distlock.Option) (*distlock.Lease, error) {
+				opts = append(opts, distlock.WithTTL(time.Minute))
+				switch kind {
+				case "semaphore":
+					return c.Semaphore(name, 1).TryAcquire(ctx, opts...)
+				case "rwlock":
+					return c.RWMutex(name).TryRLock(ctx, opts...)
+				}
+				return c.TryAcquire(ctx, name, opts...)
+			}
+			old, err := acquire(a, distlock.WithOwner("job-8"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := b.ForceRelease(ctx, name); err != nil || !ok {
+				t.Fatalf("%s: ForceRelease: %v, %v", kind, ok, err)
+			}
+			renewed, err := acquire(a, distlock.WithOwner("job-8"))
+			if err != nil {
+				t.Fatalf("%s: the owner's new acquire: %v", kind, err)
+			}
+			if err := old.Release(ctx); !errors.Is(err, distlock.ErrNotHeld) {
+				t.Errorf("%s: the force-released lease's Release: %v; want ErrNotHeld", kind, err)
+			}
+			if err := renewed.Err(); err != nil {
+				t.Fatalf("%s: the owner's new lease after the old one's release: %v", kind, err)
+			}
+			info, err := b.Inspect(ctx, name)
+			if err != nil || !info.Held || len(info.Holders) != 1 || info.Holders[0].Token != renewed.Token() {
+				t.Errorf("%s: after the old lease's release: %+v, %v; want held by the new grant (token %d)", kind, info, err, renewed.Token())
+			}
+			var other *distlock.Lease
+			if kind == "rwlock" { // a writer: readers share
+				other, err = b.RWMutex(name).TryLock(ctx, distlock.WithTTL(time.Minute))
+			} else {
+				other, err = acquire(b)
+			}
+			if other == nil && !errors.Is(err, distlock.ErrLocked) {
+				t.Errorf("%s: another Client's try while the owner's new lease holds: %v; want ErrLocked", kind, err)
+			}
+			if other != nil {
+				t.Errorf("%s: another Client was granted the lock beside the owner's new lease (token %d)", kind, renewed.Token())
+				_ = other.Release(ctx)
+			}
+			if err := renewed.Release(ctx); err != nil {
+				t.Errorf("%s: the new lease's Release: %v", kind, err)
+			}
 		}
 	})
 }
