@@ -135,7 +135,11 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 		hist := runSchedule(ctx, s, prefix, nil, newEngine)
 		mem := memory.New()
 		defer func() { _ = mem.Close() }()
-		ref := runSchedule(ctx, s, prefix, nil, func(int) (engine.Engine, func()) { return mem, nil })
+		var refEngine engine.Engine = mem
+		if h.UncheckedTokens {
+			refEngine = untokened{mem}
+		}
+		ref := runSchedule(ctx, s, prefix, nil, func(int) (engine.Engine, func()) { return refEngine, nil })
 		bad := judge(hist, tm)
 		bad = append(bad, judge(ref, memTiming)...)
 		return append(bad, differ(hist, ref)...), hist
@@ -200,4 +204,26 @@ func failure(t *testing.T, seed uint64, mode string, s schedule, bad []string, s
 		}
 	}
 	return errors.New(b.String())
+}
+
+// untokened is the embedded engine checking no grant token in renewals and
+// releases (engine.ExtendRequest.Token), as an engine whose harness says
+// UncheckedTokens does not: the differential's reference for it. A
+// release by an owner then drops its hold whatever the grant, as such an
+// engine's does.
+type untokened struct{ *memory.Engine }
+
+// Extend implements engine.Engine, the requests' tokens left out.
+func (u untokened) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
+	rs = slices.Clone(rs)
+	for i := range rs {
+		rs[i].Token = 0
+	}
+	return u.Engine.Extend(ctx, rs)
+}
+
+// Release implements engine.Engine, the request's token left out.
+func (u untokened) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	r.Token = 0
+	return u.Engine.Release(ctx, r)
 }
