@@ -63,7 +63,7 @@ func StartCluster(t testing.TB, masters int, opts ...Option) *Cluster {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("redistest: cluster nodes failed to start: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterFormTimeout)
 	defer cancel()
 	if err := c.form(ctx, buses); err != nil {
 		t.Fatalf("redistest: form a cluster of %d: %v", masters, err)
@@ -90,7 +90,10 @@ func newClusterNode(opts []Option) (*Server, int, error) {
 }
 
 // form assigns the slots, makes every node meet the first one and waits
-// until the cluster is up.
+// until the cluster is up. A meeting whose handshake did not complete (on
+// a starved machine it can time out, and the node then forgets it) is
+// asked again every meetAgain until the cluster is up or ctx ends: CLUSTER
+// MEET of a node already known changes nothing.
 func (c *Cluster) form(ctx context.Context, buses []int) error {
 	n := len(c.Nodes)
 	for i, s := range c.Nodes {
@@ -100,16 +103,31 @@ func (c *Cluster) form(ctx context.Context, buses []int) error {
 		}
 	}
 	first := c.Nodes[0]
-	for _, s := range c.Nodes[1:] {
-		err := s.admin(ctx, func(a *redis.Client) error {
-			return a.Do(ctx, "cluster", "meet", "127.0.0.1", first.Port(), buses[0]).Err()
-		})
-		if err != nil {
-			return fmt.Errorf("%s meets %s: %w", s.Addr(), first.Addr(), err)
+	for {
+		for _, s := range c.Nodes[1:] {
+			err := s.admin(ctx, func(a *redis.Client) error {
+				return a.Do(ctx, "cluster", "meet", "127.0.0.1", first.Port(), buses[0]).Err()
+			})
+			if err != nil {
+				return fmt.Errorf("%s meets %s: %w", s.Addr(), first.Addr(), err)
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, meetAgain)
+		err := c.waitUp(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
 		}
 	}
-	return c.waitUp(ctx)
 }
+
+// clusterFormTimeout bounds StartCluster's wait for a new cluster, and
+// meetAgain is how often it asks the nodes to meet again meanwhile: a
+// bound for a harness on a starved machine, not a speed.
+const (
+	clusterFormTimeout = time.Minute
+	meetAgain          = 5 * time.Second
+)
 
 // WaitUp waits until every node reports the cluster up again, for example
 // after a node's Restart, and fails the test after 15 seconds.
