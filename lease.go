@@ -209,7 +209,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	sent := time.Now()
-	res, err := l.c.extendOne(ctx, engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.c.coverTTL(l, ttl), Kind: l.kind, Token: l.token})
+	res, err := l.c.extendOne(ctx, l.extendRequest(l.c.coverTTL(l, ttl)))
 	if err != nil {
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
@@ -563,10 +563,14 @@ func (l *Lease) releaseRequest() engine.ReleaseRequest {
 	return engine.ReleaseRequest{Name: l.name, Owner: l.owner, Kind: l.kind, Token: l.token}
 }
 
-// requestLocked is the lease's renewal request; l.mu is held.
-func (l *Lease) requestLocked() engine.ExtendRequest {
-	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: l.ttl, Kind: l.kind, Token: l.token}
+// extendRequest is the extension of the lease's hold to ttl: its grant's,
+// by token, so that it renews no newer grant of the same owner.
+func (l *Lease) extendRequest(ttl time.Duration) engine.ExtendRequest {
+	return engine.ExtendRequest{Name: l.name, Owner: l.owner, TTL: ttl, Kind: l.kind, Token: l.token}
 }
+
+// requestLocked is the lease's renewal request; l.mu is held.
+func (l *Lease) requestLocked() engine.ExtendRequest { return l.extendRequest(l.ttl) }
 
 // errNoAnswer: a renewal was still waiting for its answer at the deadline.
 var errNoAnswer = errors.New("renewal not answered before the lease's deadline")
