@@ -28,25 +28,14 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	args := []any{r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
 		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce, e.ownChannel()}
 	scan := []any{&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved}
-	var err error
-	// "function does not exist" means nothing ran (the statement, its own
-	// transaction, rolled back): the call goes to the other signature. On a
-	// schema before version 7, acquire without the channel (waiters are
-	// woken on the schema's channel). On one latched as version 6 that a
-	// Migrate brought up to date during the call (an old body that met a
-	// function the upgrade dropped), the current one. At most once each.
-	for try := 0; try < 3; try++ {
-		v6 := e.v6.Load()
+	// On a schema before version 7, acquire without the channel (waiters
+	// are woken on the schema's channel), for good (signatures).
+	err := e.v6.call(func(v6 bool) error {
 		if v6 {
-			err = e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
-		} else {
-			err = e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
+			return e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
 		}
-		if !undefinedFunction(err) {
-			break
-		}
-		e.v6.Store(!v6)
-	}
+		return e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
+	})
 	if err != nil {
 		// A name that holders of a shared lock hold: refused as memory does.
 		return engine.Grant{}, e.sharedError(err, r.Name, 0, 0, 0)

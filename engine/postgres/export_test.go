@@ -11,5 +11,5 @@ func Channel(schema string) string { return channel(schema) }
 // V11 reports whether the engine calls version 11's extend, release,
 // extend_shared and release_shared now (it met a schema before version
 // 12); EndV11 ends that as the passing of v11Recheck does.
-func (e *Engine) V11() bool { return e.useV11() }
-func (e *Engine) EndV11()   { e.v11.Store(0) }
+func (e *Engine) V11() bool { return e.v11.old() }
+func (e *Engine) EndV11()   { e.v11.until.Store(0) }

@@ -16,7 +16,7 @@ import (
 // shared locks'), so concurrent batches never deadlock. A renewal that
 // names a token (ExtendRequest.Token) other than the owner's hold's is
 // answered HeldByOther with the hold's token and changes nothing (schema
-// version 12; on an older schema, not checked: withTokens).
+// version 12; on an older schema, not checked: Engine.v11).
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		index = append(mutex.index, shared.index...)
 	}
 	seen := 0
-	err := e.withTokens(func(v11 bool) error {
+	err := e.v11.call(func(v11 bool) error {
 		sql, args := e.extendStatement(&mutex, &shared, v11)
 		rows, err := e.pool.Query(ctx, sql, args...)
 		if err != nil {
@@ -146,33 +146,3 @@ func grantToken(t uint64) int64 {
 // current ones again: a Migrate meanwhile turns the check on without a
 // restart.
 const v11Recheck = time.Minute
-
-// withTokens runs call, a statement of extend, release, extend_shared or
-// release_shared: with version 11's signatures (v11 true) while e.v11 says
-// so, else with the current ones, which carry the grants' tokens. A call
-// that meets "function does not exist" ran nothing (its statement rolled
-// back) and is made once more with the other signature: on a schema
-// before version 12, version 11's, unchecked, and for v11Recheck the
-// engine calls them first; on one a Migrate brought up to date meanwhile,
-// the current one. At most once each, as acquire's (acquire.go).
-func (e *Engine) withTokens(call func(v11 bool) error) error {
-	var err error
-	for try := 0; try < 3; try++ {
-		v11 := e.useV11()
-		if err = call(v11); !undefinedFunction(err) {
-			return err
-		}
-		if v11 {
-			e.v11.Store(0)
-		} else {
-			e.v11.Store(time.Now().Add(v11Recheck).UnixNano())
-		}
-	}
-	return err
-}
-
-// useV11 reports whether the engine calls version 11's signatures now.
-func (e *Engine) useV11() bool {
-	until := e.v11.Load()
-	return until != 0 && time.Now().UnixNano() < until
-}

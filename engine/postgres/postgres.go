@@ -25,14 +25,14 @@ type Engine struct {
 	schema string
 	sql    statements
 	listen *listener // nil with WithoutListen
-	// v6 is set once acquire with p_chan was missing: the schema is of
-	// version 6 or older, and acquire is called without it.
-	v6 atomic.Bool
-	// v11 is the time (Unix ns) until which the engine calls version 11's
-	// extend, release, extend_shared and release_shared, without the
-	// grants' tokens: set when the current signatures were missing (a
-	// schema before version 12), for v11Recheck (withTokens).
-	v11    atomic.Int64
+	// v6: acquire is called without p_chan, for good, once it was missing
+	// (a schema of version 6 or older).
+	v6 signatures
+	// v11: extend, release, extend_shared and release_shared are called
+	// with version 11's signatures, without the grants' tokens, for
+	// v11Recheck at a time, once the current ones were missing (a schema
+	// before version 12).
+	v11    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }
@@ -94,6 +94,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned}
+	e.v11.recheck = v11Recheck
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}

@@ -29,7 +29,7 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.withTokens(func(v11 bool) error {
+	err := e.v11.call(func(v11 bool) error {
 		if v11 {
 			return e.pool.QueryRow(ctx, e.sql.releaseV11, r.Name, r.Owner, id).Scan(&status, &remaining)
 		}

@@ -92,7 +92,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.withTokens(func(v11 bool) error {
+	err := e.v11.call(func(v11 bool) error {
 		if v11 {
 			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
 		}
