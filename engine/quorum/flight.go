@@ -117,12 +117,7 @@ func (f *flight) release(id string) {
 // after it cannot overtake the grant on that node. When ctx ends first, the
 // late answer's settlement releases the grant there.
 func (f *flight) waitNode(ctx context.Context, i int) {
-	f.mu.Lock()
-	var ch chan struct{}
-	if f.answered != nil {
-		ch = f.answered[i]
-	}
-	f.mu.Unlock()
+	ch := f.answer(i)
 	if ch == nil {
 		return
 	}
@@ -136,6 +131,28 @@ func (f *flight) waitNode(ctx context.Context, i int) {
 			f.gaveUp[i] = true
 		}
 		f.mu.Unlock()
+	}
+}
+
+// answer returns the channel closed by node i's late answer, or nil when
+// there is none to wait for.
+func (f *flight) answer(i int) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.answered == nil || f.answered[i] == nil {
+		return nil
+	}
+	return f.answered[i]
+}
+
+// seen waits until node i's late answer came, or ctx ends; unlike
+// waitNode it changes nothing about how the answer is settled.
+func (f *flight) seen(ctx context.Context, i int) {
+	if ch := f.answer(i); ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
 	}
 }
 
@@ -213,6 +230,19 @@ func (fl *flights) lookup(name, owner string) *flight {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	return fl.m[grantKey{name, owner}]
+}
+
+// onName returns the flights of every owner's grant on name.
+func (fl *flights) onName(name string) []*flight {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	var out []*flight
+	for k, f := range fl.m {
+		if k.name == name {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // forget drops f once its last answer is in.

@@ -671,8 +671,17 @@ func (e *Engine) raised(op string, rs []result[bool]) (bool, error) {
 // reported free may be held on a majority that includes them). When a
 // majority describe a shared lock, the view is sharedView's, else
 // mutexView's.
+//
+// A node whose answer to one of this engine's grants on the name was still
+// out when Acquire returned is asked after that answer (within the
+// per-node timeout): an Inspect after Acquire sees the grant on every node
+// it reached, not only on the ones that answered first.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	out := e.flights.onName(name)
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.Info, error) {
+		for _, f := range out {
+			f.seen(ctx, e.index(n))
+		}
 		return n.eng.Inspect(ctx, name)
 	}, nil, nil)
 	failed, shared := 0, 0
