@@ -38,7 +38,7 @@ const MaxSetSize = 64
 // bad input is an *ArgumentError and changes nothing. When ctx ends, the
 // error is Acquire's *WaitError for the name the set was waiting for.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option) (*LeaseSet, error) {
-	return c.acquireAll(ctx, names, opts, true)
+	return c.acquireAll(ctx, names, opts, waitForIt)
 }
 
 // TryAcquireAll makes one attempt at the whole set, all or nothing. When a
@@ -46,7 +46,7 @@ func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option)
 // returns that name's *LockedError (matching ErrLocked), having taken
 // nothing and entered no queue. Its input is checked as AcquireAll's.
 func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Option) (*LeaseSet, error) {
-	return c.acquireAll(ctx, names, opts, false)
+	return c.acquireAll(ctx, names, opts, tryOnce)
 }
 
 // DoAll acquires every lock of names (waiting as AcquireAll does), runs fn
@@ -86,7 +86,8 @@ func (c *Client) checkSet(ctx context.Context, names []string) ([]string, error)
 	return sorted, nil
 }
 
-func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, wait bool) (*LeaseSet, error) {
+// acquireAll is AcquireAll (waitForIt) or TryAcquireAll (tryOnce).
+func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, p policy) (*LeaseSet, error) {
 	sorted, err := c.checkSet(ctx, names)
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 	if o.owner != "" {
 		return nil, &ArgumentError{Arg: "owner", Reason: "WithOwner is not for sets: each member gets its own random owner"}
 	}
-	if wait && o.fair && !engine.CapabilitiesOf(c.eng).Fair {
+	if p == waitForIt && o.fair && !engine.CapabilitiesOf(c.eng).Fair {
 		return nil, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
 	}
 	if err := c.begin(ctx, sorted[0]); err != nil {
@@ -110,14 +111,14 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 		switch {
 		case s != nil:
 			return s, nil
-		case !wait && errors.Is(err, engine.ErrNotAtomic):
-			return c.acquireOrdered(ctx, sorted, opts, false)
-		case !wait || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
+		case p == tryOnce && errors.Is(err, engine.ErrNotAtomic):
+			return c.acquireOrdered(ctx, sorted, opts, tryOnce)
+		case p == tryOnce || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
 			return nil, err
 		}
 		// Refused (or the attempt failed): wait, one name at a time.
 	}
-	return c.acquireOrdered(ctx, sorted, opts, wait)
+	return c.acquireOrdered(ctx, sorted, opts, p)
 }
 
 // acquireAtomic asks for the set in one step. It returns the set, or the
@@ -198,19 +199,18 @@ func (c *Client) trackAll(leases []*Lease) bool {
 	return true
 }
 
-// acquireOrdered takes the names one by one in sorted order (Acquire when
-// wait, else TryAcquire), and on the first failure releases what it took
-// (nothing stays held, and Acquire left each queue it entered).
-func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, wait bool) (*LeaseSet, error) {
+// acquireOrdered takes the names one by one in sorted order (Acquire under
+// waitForIt, TryAcquire under tryOnce), and on the first failure releases
+// what it took (nothing stays held, and Acquire left each queue it
+// entered).
+func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy) (*LeaseSet, error) {
+	take := c.TryAcquire
+	if p == waitForIt {
+		take = c.Acquire
+	}
 	members := make([]*Lease, 0, len(sorted))
 	for _, name := range sorted {
-		var l *Lease
-		var err error
-		if wait {
-			l, err = c.Acquire(ctx, name, opts...)
-		} else {
-			l, err = c.TryAcquire(ctx, name, opts...)
-		}
+		l, err := take(ctx, name, opts...)
 		if err != nil {
 			if len(members) > 0 {
 				_ = releaseLeases(ctx, members)

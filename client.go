@@ -245,28 +245,40 @@ func (c *Client) Close() error {
 }
 
 // check validates what every call needs; it changes nothing.
-func (c *Client) check(ctx context.Context, name string) error { return c.enter(ctx, name, false) }
-
-// begin starts a call that Close waits for (endCall ends it), after the
-// checks of check.
-func (c *Client) begin(ctx context.Context, name string) error { return c.enter(ctx, name, true) }
-
-// enter checks ctx and name, and that the Client is open; with call it
-// counts a call in progress.
-func (c *Client) enter(ctx context.Context, name string, call bool) error {
-	if ctx == nil {
-		return &ArgumentError{Arg: "context", Reason: "nil"}
-	}
-	if err := engine.CheckName(c.eng, name); err != nil {
-		return argumentFrom(err)
+func (c *Client) check(ctx context.Context, name string) error {
+	if err := c.checkInput(ctx, name); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}
-	if call {
-		c.calls.Add(1)
+	return nil
+}
+
+// begin starts a call that Close waits for (endCall ends it), after the
+// checks of check.
+func (c *Client) begin(ctx context.Context, name string) error {
+	if err := c.checkInput(ctx, name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.calls.Add(1)
+	return nil
+}
+
+// checkInput checks ctx and name.
+func (c *Client) checkInput(ctx context.Context, name string) error {
+	if ctx == nil {
+		return &ArgumentError{Arg: "context", Reason: "nil"}
+	}
+	if err := engine.CheckName(c.eng, name); err != nil {
+		return argumentFrom(err)
 	}
 	return nil
 }

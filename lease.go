@@ -204,7 +204,7 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.claim(ctx); err != nil {
 		return err
 	}
-	defer l.settle(true)
+	defer l.settleExtend()
 	if err := l.heldErr(); err != nil {
 		return err
 	}
@@ -244,17 +244,21 @@ func (l *Lease) claim(ctx context.Context) error {
 }
 
 // settle marks the extension in flight as answered, after its answer was
-// taken: the next one may be sent. After Extend's (byUser), the watchdog is
-// woken to schedule the lease's renewals again: it left the lease out
-// meanwhile.
-func (l *Lease) settle(byUser bool) {
+// taken: the next one may be sent.
+func (l *Lease) settle() {
 	l.mu.Lock()
 	if l.extending != nil {
 		close(l.extending)
 		l.extending = nil
 	}
 	l.mu.Unlock()
-	if byUser && l.autoRenew {
+}
+
+// settleExtend settles the user's Extend, and wakes the watchdog to
+// schedule the lease's renewals again: it left the lease out meanwhile.
+func (l *Lease) settleExtend() {
+	l.settle()
+	if l.autoRenew {
 		l.c.renew.wake()
 	}
 }
@@ -393,7 +397,7 @@ func (l *Lease) sending() (req engine.ExtendRequest, ok bool) {
 // apply takes the answer to the watchdog's renewal sent at sent, and ends
 // its time in flight.
 func (l *Lease) apply(r engine.ExtendResult, sent time.Time, ttl time.Duration, batchErr error) {
-	defer l.settle(false)
+	defer l.settle()
 	l.answer(r, sent, ttl, batchErr)
 }
 

@@ -123,5 +123,5 @@ func (c *Client) inspectShared(ctx context.Context, name string) (Info, error) {
 	if err != nil {
 		return Info{}, c.backendErr(ctx, "inspect", name, err)
 	}
-	return info.Narrow(true), nil
+	return info.SharedView(), nil
 }

@@ -361,13 +361,28 @@ type Info struct {
 	Partial *PartialError
 }
 
-// Narrow is i as a view of one kind: i itself when it describes a shared
-// lock (shared) or a mutex (!shared), else the view of a name without a
-// lock of that kind: its Name, HighWater and Partial only.
-func (i Info) Narrow(shared bool) Info {
-	if i.Kind.Shared() == shared {
+// MutexView is i as the view of the name's mutex: i itself when it
+// describes a mutex, else the view of a name without one: its Name,
+// HighWater and Partial only.
+func (i Info) MutexView() Info {
+	if !i.Kind.Shared() {
 		return i
 	}
+	return i.bare()
+}
+
+// SharedView is i as the view of the name's shared lock (a semaphore or a
+// reader-writer lock): i itself when it describes one, else the view of a
+// name without one, as MutexView's.
+func (i Info) SharedView() Info {
+	if i.Kind.Shared() {
+		return i
+	}
+	return i.bare()
+}
+
+// bare is the view of i's name without a lock of the kind asked for.
+func (i Info) bare() Info {
 	return Info{Name: i.Name, HighWater: i.HighWater, Partial: i.Partial}
 }
 

@@ -82,7 +82,7 @@ func TestCheckKind(t *testing.T) {
 }
 
 // TestDescribe: the view Inspect gives of a name whose mutex and shared
-// lock are kept apart, and Narrow's view of one kind.
+// lock are kept apart, and the views of one kind (MutexView, SharedView).
 func TestDescribe(t *testing.T) {
 	held := Info{Name: "n", Held: true, Owner: "o", HighWater: 5}
 	free := Info{Name: "n", HighWater: 7}
@@ -111,10 +111,10 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("%s: %+v", tc.what, got)
 		}
 	}
-	if got := Describe(held, stored).Narrow(true); got.Held || got.Kind != Mutex || got.HighWater != 5 {
+	if got := Describe(held, stored).SharedView(); got.Held || got.Kind != Mutex || got.HighWater != 5 {
 		t.Errorf("a held mutex narrowed to its shared lock: %+v", got)
 	}
-	if got := sem.Narrow(true); got.Kind != Semaphore || !got.Held {
+	if got := sem.SharedView(); got.Kind != Semaphore || !got.Held {
 		t.Errorf("a semaphore narrowed to itself: %+v", got)
 	}
 }

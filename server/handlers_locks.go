@@ -531,7 +531,7 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 	}
 	s.log.Info("distlock: lock force-released", "name", name, "owner", owner, "was_held", held, "remote", r.RemoteAddr)
 	if held {
-		s.holds.forced(name, owner, !one)
+		s.holds.forced(name, owner) // owner is "" unless one
 	}
 	s.obs.changed()
 	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, Owner: owner, WasHeld: held})

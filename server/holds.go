@@ -142,15 +142,16 @@ func (t *holdTracker) forget(name, owner string) *hold {
 }
 
 // forced records a force-release of name through this server: the holds
-// of owner, or of every owner when all, ended then. A holder that renews
-// or releases later is told it lost the lock, which counts its loss
-// (lostElsewhere), not another end of its hold.
-func (t *holdTracker) forced(name, owner string, all bool) {
+// of owner, or of every owner when owner is "" (a valid owner is never
+// empty), ended then. A holder that renews or releases later is told it
+// lost the lock, which counts its loss (lostElsewhere), not another end of
+// its hold.
+func (t *holdTracker) forced(name, owner string) {
 	now := t.now()
 	var held []time.Duration
 	t.mu.Lock()
 	for k, h := range t.m {
-		if k.name == name && (all || k.owner == owner) {
+		if k.name == name && (owner == "" || k.owner == owner) {
 			for range h.holds {
 				held = append(held, now.Sub(h.granted))
 			}

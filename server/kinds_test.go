@@ -68,7 +68,7 @@ func TestKindRefusedOverHTTP(t *testing.T) {
 				if info := sharedInfo(t, s.eng, name); len(info.Holders) != 1 || info.Waiters != 0 {
 					t.Errorf("the refusals changed %s: %+v", name, info)
 				}
-				if info, err := s.eng.Inspect(ctx, name); err != nil || info.Narrow(false).Held {
+				if info, err := s.eng.Inspect(ctx, name); err != nil || info.MutexView().Held {
 					t.Errorf("a mutex of %s after the refusals: %+v, %v", name, info, err)
 				}
 			}

@@ -116,7 +116,7 @@ func (s *Server) handleSetLimit(w http.ResponseWriter, r *http.Request, _ Role, 
 
 // inspectAny answers GET /v1/locks/{name}: the engine's Inspect, which
 // describes the name whatever its kind (""); kind "mutex" narrows it to
-// the mutex, "shared" to the shared lock (engine.Info.Narrow).
+// the mutex, "shared" to the shared lock (engine.Info.MutexView, SharedView).
 func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info, *apiError) {
 	if kind == "shared" {
 		if _, e := s.sharer("inspect"); e != nil {
@@ -127,8 +127,11 @@ func (s *Server) inspectAny(ctx context.Context, name, kind string) (engine.Info
 	if err != nil {
 		return info, engineErr("inspect", err)
 	}
-	if kind != "" {
-		info = info.Narrow(kind == "shared")
+	switch kind {
+	case "shared":
+		info = info.SharedView()
+	case api.KindMutex:
+		info = info.MutexView()
 	}
 	return info, nil
 }

@@ -32,7 +32,7 @@ func sharedInfo(t *testing.T, eng engine.Engine, name string) engine.Info {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.Narrow(true)
+	return info.SharedView()
 }
 
 // TestSharedLifecycle: a semaphore's permits over HTTP: acquire with a

@@ -472,15 +472,8 @@ func (a *app) cmdForceRelease(args []string) int {
 		fmt.Fprintf(a.stderr, "could not read the state of %q (%v).\n", name, strings.TrimPrefix(ierr.Error(), "distlock: "))
 	}
 	if !*yes {
-		fmt.Fprint(a.stderr, forceReleaseAsk)
-		answer, err := bufio.NewReader(a.stdin).ReadString('\n')
-		answer = strings.ToLower(strings.TrimSpace(answer))
-		if answer != "y" && answer != "yes" {
-			why := "not confirmed"
-			if answer == "" && err != nil {
-				why = "no answer on standard input"
-			}
-			return a.fail(cmd, &cliError{code: exitFailed, msg: fmt.Sprintf("%s: %q was left as it is. Pass --yes to skip the question.", why, name)})
+		if err := a.confirm(name); err != nil {
+			return a.fail(cmd, err)
 		}
 	}
 	if one {
@@ -500,6 +493,22 @@ func (a *app) cmdForceRelease(args []string) int {
 		fmt.Fprintf(a.stdout, "%q was not held any more: nothing to release\n", name)
 	}
 	return exitOK
+}
+
+// confirm asks on standard input whether to force-release name, and
+// returns the refusal unless the answer is yes.
+func (a *app) confirm(name string) error {
+	fmt.Fprint(a.stderr, forceReleaseAsk)
+	answer, err := bufio.NewReader(a.stdin).ReadString('\n')
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	if answer == "y" || answer == "yes" {
+		return nil
+	}
+	why := "not confirmed"
+	if answer == "" && err != nil {
+		why = "no answer on standard input"
+	}
+	return &cliError{code: exitFailed, msg: fmt.Sprintf("%s: %q was left as it is. Pass --yes to skip the question.", why, name)}
 }
 
 // holderOf returns owner's entry among info's holders (a mutex's one

@@ -113,25 +113,40 @@ func enqueueIn(q *waitQueue, id string, ttl time.Duration, now time.Time) *waitE
 	return w
 }
 
-// wakeHead runs when name's lock is free: it reserves the lock for the
-// head when the head is fair or has waited StarvationBound or more (since
-// it entered the queue), and wakes the head when it reserved or when wake
-// says so (a release). The caller holds e.mu.
-func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time, wake bool) {
+// wakeHead runs when name's lock is free (a release, a waiter kept
+// behind): it reserves the lock for the head when due (reserveDue) and
+// wakes the head. The caller holds e.mu.
+func (e *Engine) wakeHead(name string, q *waitQueue, now time.Time) {
+	if h, _ := reserveDue(q, now); h != nil {
+		e.notifyWaiter(name, h.id)
+	}
+}
+
+// wakeDueHead runs when name's lock is free but nobody released it (a
+// lapsed reservation): it reserves the lock for the head when due, and
+// wakes the head only then. The caller holds e.mu.
+func (e *Engine) wakeDueHead(name string, q *waitQueue, now time.Time) {
+	if h, due := reserveDue(q, now); due {
+		e.notifyWaiter(name, h.id)
+	}
+}
+
+// reserveDue returns the head of q to wake (nil when there is none, or
+// the lock is reserved already), and reserves the lock for it when it is
+// due: when it is fair or has waited StarvationBound or more (since it
+// entered the queue).
+func reserveDue(q *waitQueue, now time.Time) (h *waitEntry, due bool) {
 	if q == nil || q.reserved != nil {
-		return
+		return nil, false
 	}
-	h := q.head()
-	if h == nil {
-		return
+	if h = q.head(); h == nil {
+		return nil, false
 	}
-	due := h.fair || (!h.noReserve && now.Sub(h.since) >= engine.StarvationBound)
+	due = h.fair || (!h.noReserve && now.Sub(h.since) >= engine.StarvationBound)
 	if due {
 		q.reserved, q.until = h, now.Add(engine.ReserveTTL)
 	}
-	if due || wake {
-		e.notifyWaiter(name, h.id)
-	}
+	return h, due
 }
 
 // admit decides whether the free lock of name may go to r: not when it is
@@ -145,7 +160,7 @@ func (e *Engine) admit(r engine.AcquireRequest, q *waitQueue, now time.Time) (en
 	}
 	behind := false
 	if h := q.head(); q.reserved == nil && h != nil && h.id != r.Waiter && (h.fair || r.Fair || r.Behind) {
-		e.wakeHead(r.Name, q, now, true)
+		e.wakeHead(r.Name, q, now)
 		behind = true
 	}
 	if !behind && (q.reserved == nil || q.reserved.id == r.Waiter) {
@@ -190,7 +205,7 @@ func (e *Engine) heartbeat(r engine.ExtendRequest, now time.Time) engine.ExtendR
 	w.deadline = now.Add(r.TTL)
 	free := e.live(r.Name, now) == nil
 	if free {
-		e.wakeHead(r.Name, q, now, false) // a lapsed reservation's successor
+		e.wakeDueHead(r.Name, q, now) // a lapsed reservation's successor
 	}
 	return engine.ExtendResult{Status: engine.Extended,
 		Wake: free && q.head() == w && (q.reserved == nil || q.reserved == w)}
@@ -222,7 +237,7 @@ func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
 		return nil
 	}
 	if wasHead && e.live(name, now) == nil {
-		e.wakeHead(name, q, now, true)
+		e.wakeHead(name, q, now)
 	}
 	return nil
 }

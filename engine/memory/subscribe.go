@@ -44,6 +44,6 @@ func (e *Engine) announce(name string, l *lock) {
 // which waits outside the queue. The caller holds e.mu.
 func (e *Engine) freed(name string) {
 	now := e.now()
-	e.wakeHead(name, e.settle(name, now), now, true)
+	e.wakeHead(name, e.settle(name, now), now)
 	e.notifyWaiter(name, "")
 }

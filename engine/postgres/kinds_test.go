@@ -149,7 +149,7 @@ func state(t *testing.T, ctx context.Context, e interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, shared := all.Narrow(false), all.Narrow(true)
+	info, shared := all.MutexView(), all.SharedView()
 	for i := range shared.Holders {
 		shared.Holders[i].TTL = 0 // runs down
 	}

@@ -36,7 +36,7 @@ func TestKindRefusedNotNoQuorum(t *testing.T) {
 		for i, n := range nodes {
 			if !eventually(5*time.Second, func() bool {
 				info, err := n.Inspect(ctx, "k")
-				return err == nil && !info.Narrow(false).Held
+				return err == nil && !info.MutexView().Held
 			}) {
 				t.Fatalf("node %d keeps the refused mutex", i)
 			}

@@ -53,7 +53,7 @@ func TestSharedErrors(t *testing.T) {
 	if err != nil || info.Kind != engine.RWLock || len(info.Holders) != 1 || info.Holders[0].Owner != "me" || info.Holders[0].Weight != 1 {
 		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
-	if mi := info.Narrow(false); mi.Held || mi.Kind != 0 || mi.HighWater != info.Token {
+	if mi := info.MutexView(); mi.Held || mi.Kind != 0 || mi.HighWater != info.Token {
 		t.Fatalf("the mutex of an rwlock's name: %+v", mi)
 	}
 	if prev, err := e.SetLimit(ctx, "s", 4); err != nil || prev != 0 {
