@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -202,8 +203,12 @@ func (c *Client) trackAll(leases []*Lease) bool {
 // acquireOrdered takes the names one by one in sorted order (Acquire under
 // waitForIt, TryAcquire under tryOnce), and on the first failure releases
 // what it took (nothing stays held, and Acquire left each queue it
-// entered).
+// entered). A name held as a shared lock is refused first (otherKind),
+// before any name is taken or waited for.
 func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy) (*LeaseSet, error) {
+	if err := c.otherKind(ctx, sorted); err != nil {
+		return nil, err
+	}
 	take := c.TryAcquire
 	if p == waitForIt {
 		take = c.Acquire
@@ -220,4 +225,30 @@ func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Opt
 		members = append(members, l)
 	}
 	return newLeaseSet(c, ctx, members), nil
+}
+
+// otherKind returns the kind error (an *ArgumentError) of the first of
+// sorted that is held as a shared lock (a semaphore's permit, an RWMutex's
+// hold), as the engine's one-step sets refuse it: at once, ahead of
+// contention on another name, changing nothing. The names are inspected in
+// parallel; a name whose Inspect fails is left to its acquire, as is a
+// name that becomes a shared lock afterwards (its acquire refuses it
+// then).
+func (c *Client) otherKind(ctx context.Context, sorted []string) error {
+	kinds := make([]engine.Kind, len(sorted))
+	var wg sync.WaitGroup
+	for i, name := range sorted {
+		wg.Go(func() {
+			if info, err := c.eng.Inspect(ctx, name); err == nil && info.Held && info.Kind.Shared() {
+				kinds[i] = info.Kind
+			}
+		})
+	}
+	wg.Wait()
+	for i, k := range kinds {
+		if k.Shared() {
+			return argumentFrom(engine.KindError(sorted[i], k, engine.Mutex))
+		}
+	}
+	return nil
 }

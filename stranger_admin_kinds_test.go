@@ -139,26 +139,19 @@ func TestStrangerAdminProclaimAfterForceRelease(t *testing.T) {
 
 // TestStrangerAdminSetRefusedBeforeContention: a set (AcquireAll) one of
 // whose names is held as another kind (a semaphore's permit, an RWMutex's
-// reader) should be refused at once with an *ArgumentError naming that
-// name and its kind, and change nothing, even when a name sorted before it
-// is a mutex held by someone else: the README's "at once even for a
-// waiting call, never contention". Today every set path checks the names
-// in sorted order and stops at the first one held (memory's AcquireMulti,
-// Redis's multi.lua, and the Client's name-by-name path, acquireOrdered,
-// used on Cluster across slots and on the quorum): TryAcquireAll says the
-// mutex is locked, and a waiting AcquireAll queues for the mutex until its
-// context ends (or until the mutex's holder lets go, only then to be
-// refused); while it waits it also mints tokens on the free name sorted
-// first (its high-water rises). Fixing memory and Redis alone (tried:
-// every name's kind before any name's lock) makes the randomized
-// checker's differential fail on Cluster (set-try answered locked by the
-// name-by-name path, other by memory), so the fix must come with one in
-// acquireOrdered (the root package) and in the other engines' one-step
-// sets (etcd, PostgreSQL, the server).
+// reader) is refused at once with an *ArgumentError naming that name and
+// its kind, and changes nothing, even when a name sorted before it is a
+// mutex held by someone else: the README's "at once even for a waiting
+// call, never contention". Every set path checked the names in sorted
+// order and stopped at the first one held (memory's AcquireMulti, Redis's
+// multi.lua, and the Client's name-by-name path, acquireOrdered, used on
+// Cluster across slots and on the quorum): TryAcquireAll said the mutex
+// was locked, and a waiting AcquireAll queued for the mutex until its
+// context ended, minting tokens on the free name sorted first meanwhile.
+// The one-step sets now check every name's kind before any contention,
+// and acquireOrdered inspects the names before taking any (the
+// conformance case SetKindBeforeContention holds every engine to it).
 func TestStrangerAdminSetRefusedBeforeContention(t *testing.T) {
-	if os.Getenv("DISTLOCK_STRANGER_KNOWN") == "" {
-		t.Skip("known defect: a set with a name held as another kind is refused as contention (and waits) when a name sorted before it is held; the fix spans acquireOrdered and every engine's one-step set (set DISTLOCK_STRANGER_KNOWN=1 to run)")
-	}
 	strangerEngines(t, func(t *testing.T, a, b *distlock.Client, _ func() engine.Engine) {
 		ctx := strangerCtx(t, 60*time.Second)
 		m, err := a.Acquire(ctx, "set-a-mutex") // sorted first

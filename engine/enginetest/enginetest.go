@@ -143,6 +143,7 @@ func Run(t *testing.T, h Harness) {
 		{"GrantTokenChecked", s.grantTokenChecked},
 		{"SetAllOrNothing", s.setAllOrNothing},
 		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},
+		{"SetKindBeforeContention", s.setKindBeforeContention},
 		{"SetGivesUpClean", s.setGivesUpClean},
 		{"SetLoss", s.setLoss},
 		{"SetCycles", s.setCycles},

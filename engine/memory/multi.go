@@ -27,9 +27,11 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 }
 
 // AcquireMulti implements engine.MultiAcquirer: under the engine's one
-// lock, every name is checked (free, nobody queued, no shared holder) and
-// its next token computed before any is granted, so a refusal or an
-// exhausted fence changes nothing.
+// lock, every name is checked before any is granted: first that none is
+// held as a shared lock (a kind error is refused at once, ahead of any
+// contention on another name), then that each is free with nobody queued,
+// its next token computed; so a refusal or an exhausted fence changes
+// nothing.
 func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -38,11 +40,13 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	}
 	now := e.now()
 	e.sweep(now)
-	tokens := make([]uint64, len(rs))
-	for i, r := range rs {
+	for _, r := range rs {
 		if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
 			return engine.MultiGrant{}, engine.KindError(r.Name, sl.kind, 0)
 		}
+	}
+	tokens := make([]uint64, len(rs))
+	for i, r := range rs {
 		if l := e.live(r.Name, now); l != nil {
 			return engine.MultiGrant{Blocked: i, Grant: engine.Grant{Holder: l.owner, HolderTTL: l.expires.Sub(now)}}, nil
 		}

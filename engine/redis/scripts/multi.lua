@@ -5,10 +5,12 @@
 -- ttl ms, metadata, high-water ttl ms, time floor ('0' turns it off).
 -- A name is taken only when its lock is free, nobody queues for it and no
 -- live shared holder has it. Every name is checked before any is granted:
--- a refusal answers {0, i, holder, pttl} for the first name i (1-based)
--- that is held ('' and 0 when it is free but waiters queue), a shared
--- holder the error reply 'DISTLOCK kind <k> <i>' (the shared lock's kind and
--- the name's index, 1-based), having changed nothing.
+-- a shared holder answers the error reply 'DISTLOCK kind <k> <i>' (the
+-- shared lock's kind and the name's index, 1-based), wherever it is in the
+-- set (a kind error is never contention: it wins over a name held before
+-- it); otherwise a refusal answers {0, i, holder, pttl} for the first name
+-- i (1-based) that is held ('' and 0 when it is free but waiters queue);
+-- either having changed nothing.
 -- A grant answers {1, token...}, one token per name in order, each minted
 -- by mint.lua, as acquire.lua mints it. A fence past 2^53-1 undoes the set's
 -- grants so far and answers 'DISTLOCK fence exhausted'.
@@ -19,6 +21,7 @@
 -- request holds nothing.
 local now
 local mine = {} -- by 0-based index: the token of a name ARGV[1] holds
+local blocked -- the refusal of the first name held or queued for
 
 -- refuse drops the names this request holds and returns answer.
 local function refuse(answer)
@@ -51,13 +54,17 @@ for i = 0, #KEYS / 5 - 1 do
     if v then
       local s = decode(v)
       if s.o ~= ARGV[1] then
-        return refuse({0, i + 1, s.o, redis.call('PTTL', L)})
+        blocked = blocked or {0, i + 1, s.o, redis.call('PTTL', L)}
+      else
+        mine[i] = s.t
       end
-      mine[i] = s.t
     elseif redis.call('EXISTS', Q) == 1 then
-      return refuse({0, i + 1, '', 0})
+      blocked = blocked or {0, i + 1, '', 0}
     end
   end
+end
+if blocked then
+  return refuse(blocked)
 end
 local out = {1}
 for i = 0, #KEYS / 5 - 1 do
