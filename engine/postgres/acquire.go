@@ -30,11 +30,10 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	scan := []any{&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved}
 	// On a schema before version 7, acquire without the channel (waiters
 	// are woken on the schema's channel), for good (signatures).
-	err := e.v6.call(func(v6 bool) error {
-		if v6 {
-			return e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
-		}
+	err := e.v6.call(func() error {
 		return e.pool.QueryRow(ctx, e.sql.acquire, args...).Scan(scan...)
+	}, func() error {
+		return e.pool.QueryRow(ctx, e.sql.acquireV6, args[:12]...).Scan(scan...)
 	})
 	if err != nil {
 		// A name that holders of a shared lock hold: refused as memory does.

@@ -46,8 +46,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 		index = append(mutex.index, shared.index...)
 	}
 	seen := 0
-	err := e.v11.call(func(v11 bool) error {
-		sql, args := e.extendStatement(&mutex, &shared, v11)
+	query := func(sql string, args []any) error {
 		rows, err := e.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -70,6 +69,11 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 			seen++
 		}
 		return rows.Err()
+	}
+	err := e.v11.call(func() error {
+		return query(e.extendStatement(&mutex, &shared))
+	}, func() error {
+		return query(e.extendStatementV11(&mutex, &shared))
 	})
 	if err != nil {
 		return nil, e.wrap(err)
@@ -85,26 +89,29 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 }
 
 // extendStatement is the statement and arguments of one Extend: the
-// mutexes' function, the shared locks', or both in one statement; with v11
-// set, the functions of schema version 11 (no grant tokens).
-func (e *Engine) extendStatement(mutex, shared *extendBatch, v11 bool) (string, []any) {
+// mutexes' function, the shared locks', or both in one statement.
+func (e *Engine) extendStatement(mutex, shared *extendBatch) (string, []any) {
+	return extendCall(mutex, shared, e.sql.extend, e.sql.extendShared, e.sql.extendBoth, (*extendBatch).args)
+}
+
+// extendStatementV11 is extendStatement with the functions of schema
+// version 11 (no grant tokens).
+func (e *Engine) extendStatementV11(mutex, shared *extendBatch) (string, []any) {
+	return extendCall(mutex, shared, e.sql.extendV11, e.sql.extendSharedV11, e.sql.extendBothV11, (*extendBatch).argsV11)
+}
+
+// extendCall is the statement and arguments of one Extend, given the
+// statements that call the mutexes' function (mutexes), the shared
+// locks' (shareds) and both (both), and the arguments of a function's
+// call (args).
+func extendCall(mutex, shared *extendBatch, mutexes, shareds, both string, args func(*extendBatch) []any) (string, []any) {
 	switch {
 	case len(shared.names) == 0:
-		if v11 {
-			return e.sql.extendV11, mutex.args(v11)
-		}
-		return e.sql.extend, mutex.args(v11)
+		return mutexes, args(mutex)
 	case len(mutex.names) == 0:
-		if v11 {
-			return e.sql.extendSharedV11, shared.args(v11)
-		}
-		return e.sql.extendShared, shared.args(v11)
+		return shareds, args(shared)
 	}
-	args := append(mutex.args(v11), shared.args(v11)...)
-	if v11 {
-		return e.sql.extendBothV11, args
-	}
-	return e.sql.extendBoth, args
+	return both, append(args(mutex), args(shared)...)
 }
 
 // extendBatch is the arrays of one extend function's call.
@@ -123,13 +130,15 @@ func (b *extendBatch) add(i int, r engine.ExtendRequest) {
 	b.index = append(b.index, i)
 }
 
-// args are the function's arguments: version 11's, without the tokens,
-// when v11.
-func (b *extendBatch) args(v11 bool) []any {
-	if v11 {
-		return []any{b.names, b.owners, b.ttls, b.waiter}
-	}
+// args are the function's arguments.
+func (b *extendBatch) args() []any {
 	return []any{b.names, b.owners, b.ttls, b.waiter, b.tokens}
+}
+
+// argsV11 are the arguments of schema version 11's function: args without
+// the tokens.
+func (b *extendBatch) argsV11() []any {
+	return []any{b.names, b.owners, b.ttls, b.waiter}
 }
 
 // grantToken is a grant's token as the functions take it (bigint): one

@@ -140,12 +140,12 @@ func (l *listener) run(ctx context.Context) {
 			continue
 		}
 		pause = retryMin
-		l.setUp(true)
+		l.markListening()
 		_ = l.receive(ctx, conn)
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = conn.Close(cctx)
 		cancel()
-		l.setUp(false)
+		l.markNotListening()
 		if ctx.Err() != nil {
 			return
 		}
@@ -213,16 +213,25 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// setUp records whether the listener LISTENs, and wakes every
-// subscription either way: after a reconnect, notifications sent while it
-// was down are lost, so every local waiter re-checks.
-func (l *listener) setUp(up bool) {
+// markListening records that the listener LISTENs (ready closed), and
+// wakes every subscription (see switchState).
+func (l *listener) markListening() {
+	l.switchState(func() { close(l.ready) })
+}
+
+// markNotListening records that the listener stopped listening (a new,
+// open ready), and wakes every subscription (see switchState).
+func (l *listener) markNotListening() {
+	l.switchState(func() { l.ready = make(chan struct{}) })
+}
+
+// switchState makes change under l.mu, then wakes every subscription
+// whether the listener came up or went down: after a reconnect,
+// notifications sent while it was down are lost, so every local waiter
+// re-checks.
+func (l *listener) switchState(change func()) {
 	l.mu.Lock()
-	if up {
-		close(l.ready)
-	} else {
-		l.ready = make(chan struct{})
-	}
+	change()
 	l.mu.Unlock()
 	l.hub.WakeAll()
 }

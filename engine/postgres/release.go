@@ -29,11 +29,10 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.v11.call(func(v11 bool) error {
-		if v11 {
-			return e.pool.QueryRow(ctx, e.sql.releaseV11, r.Name, r.Owner, id).Scan(&status, &remaining)
-		}
+	err := e.v11.call(func() error {
 		return e.pool.QueryRow(ctx, e.sql.release, r.Name, r.Owner, id, grantToken(r.Token)).Scan(&status, &remaining)
+	}, func() error {
+		return e.pool.QueryRow(ctx, e.sql.releaseV11, r.Name, r.Owner, id).Scan(&status, &remaining)
 	})
 	if err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)

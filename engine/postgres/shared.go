@@ -92,11 +92,10 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.v11.call(func(v11 bool) error {
-		if v11 {
-			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
-		}
+	err := e.v11.call(func() error {
 		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token)).Scan(&status, &remaining)
+	}, func() error {
+		return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
 	})
 	if err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)

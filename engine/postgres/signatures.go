@@ -27,13 +27,19 @@ func (s *signatures) old() bool {
 	return until != 0 && (s.recheck == 0 || time.Now().UnixNano() < until)
 }
 
-// call runs fn with the signature in use (old: the older one), and again
-// with the other while it meets a missing function.
-func (s *signatures) call(fn func(old bool) error) error {
+// call runs the call of the signature in use (current, or older while the
+// engine calls the older signatures), and the other's while it meets a
+// missing function.
+func (s *signatures) call(current, older func() error) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		old := s.old()
-		if err = fn(old); !undefinedFunction(err) {
+		if old {
+			err = older()
+		} else {
+			err = current()
+		}
+		if !undefinedFunction(err) {
 			return err
 		}
 		if old {

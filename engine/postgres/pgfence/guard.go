@@ -133,6 +133,8 @@ func (g *Guard) CheckSQL(ctx context.Context, tx *sql.Tx, name string, token uin
 	return g.verdict(ok, name, token, holder, highest)
 }
 
+// verdict is Check's result for fence_check's answer: ok (the write may
+// go ahead) and the highest token seen for name.
 func (g *Guard) verdict(ok bool, name string, token uint64, holder string, highest int64) error {
 	if ok {
 		return nil
