@@ -43,12 +43,16 @@ var schemaSQL string
 // owner's hold's changes nothing, so a freed lease cannot renew or drop
 // a newer grant of the same owner; version 11's signatures stay for
 // processes of that version, and an engine on a schema before version 12
-// calls them, unchecked, until it is migrated).
+// calls them, unchecked, until it is migrated; 13: a set checks every
+// name's kind before any name's holder or queue, so a name held as a
+// shared lock refuses it at once, ahead of contention on another name; on
+// a schema of version 12 a set judges the names in order until it is
+// migrated).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -1315,11 +1315,12 @@ LANGUAGE sql AS $$ SELECT * FROM {{S}}.extend_shared(p_names, p_owners, p_ttls_u
 -- none, in one call (engine.MultiAcquirer.AcquireMulti). It locks every
 -- name's row of locks in name order, as extend's batches (a name without
 -- a row gets a free one, deleted again unless granted), so that two sets
--- never wait for each other in a cycle; then, in the order of the
--- requests, each name must be free and nobody may queue for it (a live
--- waiter, fair or not: a set never goes ahead of a queue), and no shared
--- lock's holder may hold it (_mutex_check, refused with its DL001 error,
--- the DETAIL being the request's index, 1-based, having changed nothing).
+-- never wait for each other in a cycle; then no shared lock's holder may
+-- hold any of the names (_mutex_check, refused with its DL001 error, the
+-- DETAIL being the request's index, 1-based, having changed nothing,
+-- whatever holds the other names), and, in the order of the requests,
+-- each name must be free and nobody may queue for it (a live waiter, fair
+-- or not: a set never goes ahead of a queue).
 -- A name held by the request's own owner from the request's own attempt
 -- is a resent copy of this call whose answer was lost (the owners are
 -- one-off): it keeps its token and its lease restarts from now, as a
@@ -1376,35 +1377,39 @@ BEGIN
     l := ls[i];
     mine[i] := {{S}}._live(l, now_) AND l.owner = p_owners[i] AND l.attempt IS NOT DISTINCT FROM p_attempts[i];
   END LOOP;
-  -- Name by name in the request's order, as every engine judges a set:
-  -- the first name that refuses it (another kind, a holder, a queue)
-  -- gives the answer.
+  -- Every name's kind first: a name held as a shared lock refuses the set
+  -- ahead of any contention on another name (a kind error is never
+  -- contention). Then name by name in the request's order, as every
+  -- engine judges a set: the first name that blocks it (a holder, a
+  -- queue) gives the answer.
   BEGIN
     FOR i IN 1 .. n LOOP
       cur := i;
       hws[i] := {{S}}._mutex_check(p_names[i], now_);
-      l := ls[i];
-      IF {{S}}._live(l, now_) THEN
-        CONTINUE WHEN mine[i]; -- a resent copy's grant
-        o_blocked := i - 1;
-        o_holder := l.owner;
-        o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
-        EXIT;
-      END IF;
-      IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i] AND deadline > now_) THEN
-        -- Free, but kept for its queue: a set does not go ahead of it.
-        o_blocked := i - 1;
-        o_reserved := true;
-        o_holder_ttl_us := {{RESERVE_US}};
-        IF l.reserved_for IS NOT NULL AND l.reserved_until > now_ THEN
-          o_holder_ttl_us := greatest({{S}}._us(l.reserved_until - now_), 1000);
-        END IF;
-        EXIT;
-      END IF;
     END LOOP;
   EXCEPTION WHEN SQLSTATE 'DL001' THEN
     RAISE EXCEPTION USING ERRCODE = 'DL001', MESSAGE = SQLERRM, DETAIL = cur::text;
   END;
+  FOR i IN 1 .. n LOOP
+    l := ls[i];
+    IF {{S}}._live(l, now_) THEN
+      CONTINUE WHEN mine[i]; -- a resent copy's grant
+      o_blocked := i - 1;
+      o_holder := l.owner;
+      o_holder_ttl_us := {{S}}._us(l.expires_at - now_);
+      EXIT;
+    END IF;
+    IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = p_names[i] AND deadline > now_) THEN
+      -- Free, but kept for its queue: a set does not go ahead of it.
+      o_blocked := i - 1;
+      o_reserved := true;
+      o_holder_ttl_us := {{RESERVE_US}};
+      IF l.reserved_for IS NOT NULL AND l.reserved_until > now_ THEN
+        o_holder_ttl_us := greatest({{S}}._us(l.reserved_until - now_), 1000);
+      END IF;
+      EXIT;
+    END IF;
+  END LOOP;
   IF o_blocked >= 0 THEN
     DELETE FROM {{S}}.locks WHERE name = ANY (made);
     FOR i IN 1 .. n LOOP
@@ -1499,7 +1504,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 12 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 13 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1526,5 +1531,7 @@ INSERT INTO {{S}}.version (version) SELECT 12 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- grant's token (extend's and extend_shared's p_tokens, release's and
 -- release_shared's p_token), and one that names a token other than the
 -- owner's hold's changes nothing (version 11's signatures stay, calling
--- them with 0: any token).
-UPDATE {{S}}.version SET version = 12 WHERE version < 12;
+-- them with 0: any token); 13: a set (acquire_multi) checks every name's
+-- kind before any name's holder or queue, so a name held as a shared lock
+-- refuses it ahead of contention on another name.
+UPDATE {{S}}.version SET version = 13 WHERE version < 13;
