@@ -15,13 +15,11 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
-	if e.latches[name] != nil {
+	r := e.record(name)
+	if r.latch != nil {
 		return false, nil
 	}
-	if e.latches == nil {
-		e.latches = make(map[string]*latch)
-	}
-	e.latches[name] = &latch{count: count}
+	r.latch = &latch{count: count}
 	return true, nil
 }
 
@@ -32,17 +30,20 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	l := e.latches[name]
-	switch {
-	case l == nil:
+	r := e.of(name)
+	if r == nil || r.latch == nil {
 		return 0, nil
+	}
+	l := r.latch
+	switch {
 	case id != "" && id == l.lastID:
 		return l.count, nil // a resent copy
 	}
 	l.count--
 	l.lastID = id
 	if l.count == 0 {
-		delete(e.latches, name)
+		r.latch = nil
+		e.tidy(name, r)
 		e.notifyWaiter(name, "")
 	}
 	return l.count, nil
@@ -55,8 +56,8 @@ func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	if l := e.latches[name]; l != nil {
-		return l.count, nil
+	if r := e.of(name); r != nil && r.latch != nil {
+		return r.latch.count, nil
 	}
 	return 0, nil
 }

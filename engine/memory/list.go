@@ -27,14 +27,15 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	now := e.now()
 	var names []string
 	shared := make(map[string]bool)
-	for name := range e.shared {
-		if strings.HasPrefix(name, prefix) && name > cursor && e.sharedListed(name, now) {
+	for name := range e.names {
+		if !strings.HasPrefix(name, prefix) || name <= cursor {
+			continue
+		}
+		switch {
+		case e.sharedListed(name, now):
 			names = append(names, name)
 			shared[name] = true
-		}
-	}
-	for name := range e.locks {
-		if strings.HasPrefix(name, prefix) && name > cursor && !shared[name] && e.live(name, now) != nil {
+		case e.live(name, now) != nil:
 			names = append(names, name)
 		}
 	}
@@ -50,7 +51,7 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	infos := make([]engine.Info, 0, len(names))
 	for _, name := range names {
 		if shared[name] {
-			infos = append(infos, e.sharedInfo(name, e.shared[name], now))
+			infos = append(infos, e.sharedInfo(name, e.of(name).shared, now))
 			continue
 		}
 		infos = append(infos, e.info(name, now))
@@ -95,9 +96,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 func (e *Engine) info(name string, now time.Time) engine.Info {
 	info := engine.Info{Name: name, Subscribers: e.hub.Count(name)}
 	info.Waiters, info.Queue = e.liveQueue(name, now)
-	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
-		info.HighWater = hw.token
-	}
+	info.HighWater = e.highWater(name, now)
 	if l := e.live(name, now); l != nil {
 		info.Held = true
 		info.Owner, info.Count, info.Metadata, info.Token = l.owner, l.count, l.metadata, l.token

@@ -26,13 +26,8 @@ const sweepEvery = time.Second
 // call New.
 type Engine struct {
 	mu        sync.Mutex
-	locks     map[string]*lock
-	fences    map[string]highWater
-	hub       *engine.Hub // the subscriptions
-	queues    map[string]*waitQueue
-	shared    map[string]*sharedLock          // semaphores and reader-writer locks
-	taken     map[string]map[string]time.Time // name -> owner -> lease end (taken.go)
-	latches   map[string]*latch               // countdown latches (latch.go)
+	names     map[string]*record // one record per name, whatever its kind (record.go)
+	hub       *engine.Hub        // the subscriptions
 	lastSweep time.Time
 	closed    bool
 	now       func() time.Time
@@ -61,27 +56,24 @@ var (
 // New returns an empty in-process engine.
 func New() *Engine {
 	return &Engine{
-		locks:  make(map[string]*lock),
-		fences: make(map[string]highWater),
-		hub:    engine.NewHub(nil, 0),
-		queues: make(map[string]*waitQueue),
-		shared: make(map[string]*sharedLock),
-		taken:  make(map[string]map[string]time.Time),
-		now:    time.Now,
+		names: make(map[string]*record),
+		hub:   engine.NewHub(nil, 0),
+		now:   time.Now,
 	}
 }
 
 // live returns the unexpired lock of name; the caller holds e.mu.
 func (e *Engine) live(name string, now time.Time) *lock {
-	l := e.locks[name]
-	if l == nil {
+	r := e.of(name)
+	if r == nil || r.mutex == nil {
 		return nil
 	}
-	if !now.Before(l.expires) {
-		delete(e.locks, name)
+	if !now.Before(r.mutex.expires) {
+		r.mutex = nil
+		e.tidy(name, r)
 		return nil
 	}
-	return l
+	return r.mutex
 }
 
 // sweep drops expired entries at most once per sweepEvery; the caller holds e.mu.
@@ -90,34 +82,29 @@ func (e *Engine) sweep(now time.Time) {
 		return
 	}
 	e.lastSweep = now
-	for name, l := range e.locks {
-		if !now.Before(l.expires) {
-			delete(e.locks, name)
+	for name, r := range e.names {
+		if r.mutex != nil && !now.Before(r.mutex.expires) {
+			r.mutex = nil
 		}
-	}
-	for name, hw := range e.fences {
-		if !now.Before(hw.expires) {
-			delete(e.fences, name)
+		if !now.Before(r.fence.expires) {
+			r.fence = highWater{}
 		}
+		sweepTaken(r, now)
+		e.tidy(name, r)
 	}
-	e.sweepTaken(now)
 }
 
 // next returns the next fencing token of name (engine.NextToken: its
 // high-water + 1 or the wall clock in microseconds, whichever is greater),
 // or engine.ErrFenceExhausted. The caller holds e.mu.
 func (e *Engine) next(name string, now time.Time) (uint64, error) {
-	var hw uint64
-	if h, ok := e.fences[name]; ok && now.Before(h.expires) {
-		hw = h.token
-	}
-	return engine.NextToken(hw, now)
+	return engine.NextToken(e.highWater(name, now), now)
 }
 
 // mint records token, from next, as name's high-water and returns it.
 // The caller holds e.mu.
 func (e *Engine) mint(name string, token uint64, now time.Time) uint64 {
-	e.fences[name] = highWater{token: token, expires: now.Add(fenceMemory)}
+	e.record(name).fence = highWater{token: token, expires: now.Add(fenceMemory)}
 	return token
 }
 
@@ -171,7 +158,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	}
 	e.granted(r, q)
 	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
-	e.locks[r.Name] = l
+	e.record(r.Name).mutex = l
 	if r.Announce {
 		e.announce(r.Name, l) // the plain subscribers: an election's observers
 	}
@@ -238,7 +225,7 @@ func (e *Engine) release(name, owner string, token uint64) engine.ReleaseResult 
 	if l.count > 0 {
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
-	delete(e.locks, name)
+	e.dropMutex(name)
 	e.freed(name)
 	return engine.ReleaseResult{Status: engine.Released}
 }
@@ -331,12 +318,19 @@ func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, e
 // raise lifts name's high-water to at least token (a checked raise) and
 // keeps it for fenceMemory. The caller holds e.mu.
 func (e *Engine) raise(name string, token uint64, now time.Time) {
-	hw := e.fences[name]
-	if !now.Before(hw.expires) || hw.token < token {
-		hw.token = token
+	r := e.record(name)
+	if !now.Before(r.fence.expires) || r.fence.token < token {
+		r.fence.token = token
 	}
-	hw.expires = now.Add(fenceMemory)
-	e.fences[name] = hw
+	r.fence.expires = now.Add(fenceMemory)
+}
+
+// dropMutex drops name's mutex grant; the caller holds e.mu.
+func (e *Engine) dropMutex(name string) {
+	if r := e.of(name); r != nil {
+		r.mutex = nil
+		e.tidy(name, r)
+	}
 }
 
 // Close implements engine.Engine. After Close every operation fails with

@@ -65,7 +65,7 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 		tokens[i] = token
 	}
 	for i, r := range rs {
-		e.locks[r.Name] = &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, tokens[i], now),
+		e.record(r.Name).mutex = &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, tokens[i], now),
 			metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
 	}
 	return engine.MultiGrant{Acquired: true, Tokens: tokens}, nil

@@ -52,14 +52,22 @@ func (q *waitQueue) remove(w *waitEntry) {
 // reservation (its waiter is skipped: dropped from the queue), and returns
 // the queue, nil when it is empty; the caller holds e.mu.
 func (e *Engine) settle(name string, now time.Time) *waitQueue {
-	q := e.queues[name]
-	if q == nil {
+	r := e.of(name)
+	if r == nil || r.queue == nil {
 		return nil
 	}
-	if q = settleQueue(q, now); q == nil {
-		delete(e.queues, name)
+	if r.queue = settleQueue(r.queue, now); r.queue == nil {
+		e.tidy(name, r)
 	}
-	return q
+	return r.queue
+}
+
+// dropQueue forgets name's (empty) mutex queue; the caller holds e.mu.
+func (e *Engine) dropQueue(name string) {
+	if r := e.of(name); r != nil {
+		r.queue = nil
+		e.tidy(name, r)
+	}
 }
 
 // settleQueue drops q's expired waiters and a lapsed reservation; it
@@ -90,10 +98,11 @@ func settleQueue(q *waitQueue, now time.Time) *waitQueue {
 // enqueue puts the waiter of r in name's queue, or refreshes its deadline;
 // the caller holds e.mu.
 func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
-	q := e.queues[r.Name]
+	rec := e.record(r.Name)
+	q := rec.queue
 	if q == nil {
 		q = &waitQueue{entries: make(map[string]*waitEntry)}
-		e.queues[r.Name] = q
+		rec.queue = q
 	}
 	w := enqueueIn(q, r.Waiter, r.WaiterTTL, now)
 	w.fair, w.noReserve = w.fair || r.Fair, w.noReserve || r.NoReserve
@@ -190,7 +199,7 @@ func (e *Engine) granted(r engine.AcquireRequest, q *waitQueue) {
 	if w := q.entries[r.Waiter]; w != nil {
 		q.remove(w)
 		if len(q.entries) == 0 {
-			delete(e.queues, r.Name)
+			e.dropQueue(r.Name)
 		}
 	}
 }
@@ -233,7 +242,7 @@ func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
 	wasHead := q.head().id == waiter
 	q.remove(q.entries[waiter])
 	if len(q.entries) == 0 {
-		delete(e.queues, name)
+		e.dropQueue(name)
 		return nil
 	}
 	if wasHead && e.live(name, now) == nil {
@@ -247,8 +256,8 @@ func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
 func (e *Engine) liveQueue(name string, now time.Time) (int, []engine.Waiter) {
 	n := 0
 	var list []engine.Waiter
-	if q := e.queues[name]; q != nil {
-		for _, w := range q.order {
+	if r := e.of(name); r != nil && r.queue != nil {
+		for _, w := range r.queue.order {
 			if now.Before(w.deadline) {
 				n++
 				if n <= engine.MaxQueueListed {

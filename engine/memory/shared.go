@@ -74,10 +74,11 @@ func (s *sharedLock) anyHolder() string {
 // sharedState returns name's shared lock with its expired holders and
 // waiters dropped, or nil; the caller holds e.mu.
 func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
-	s := e.shared[name]
-	if s == nil {
+	r := e.of(name)
+	if r == nil || r.shared == nil {
 		return nil
 	}
+	s := r.shared
 	for o, h := range s.holders {
 		if !now.Before(h.expires) {
 			delete(s.holders, o)
@@ -87,11 +88,21 @@ func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
 		s.q = settleQueue(s.q, now)
 	}
 	if len(s.holders) == 0 && s.q == nil && !now.Before(s.forget) {
-		delete(e.shared, name)
+		r.shared = nil
+		e.tidy(name, r)
 		return nil
 	}
 	s.forget = now.Add(fenceMemory)
 	return s
+}
+
+// dropShared forgets name's shared lock (kind, limit, holders and
+// queue); the caller holds e.mu.
+func (e *Engine) dropShared(name string) {
+	if r := e.of(name); r != nil {
+		r.shared = nil
+		e.tidy(name, r)
+	}
 }
 
 // wakeShared wakes the head of s's queue when its weight fits, or when it
@@ -126,7 +137,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 			return engine.Grant{}, err
 		}
 		s = &sharedLock{kind: r.Kind, limit: r.Limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
-		e.shared[r.Name] = s
+		e.record(r.Name).shared = s
 	}
 	if err := engine.CheckShared(r, s.kind, s.limit); err != nil {
 		return engine.Grant{}, err
@@ -207,7 +218,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	}
 	delete(s.holders, r.Owner)
 	if r.Undo && len(s.holders) == 0 && s.q == nil {
-		delete(e.shared, r.Name) // kind and limit forgotten: the grant is undone
+		e.dropShared(r.Name) // kind and limit forgotten: the grant is undone
 	}
 	e.wakeShared(r.Name, s)
 	e.notifyWaiter(r.Name, "") // plain subscribers (observers, waiters outside a queue)
@@ -217,10 +228,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 // sharedInfo describes the shared lock s of name (nil: none) at now; the
 // caller holds e.mu.
 func (e *Engine) sharedInfo(name string, s *sharedLock, now time.Time) engine.Info {
-	info := engine.Info{Name: name}
-	if hw, ok := e.fences[name]; ok && now.Before(hw.expires) {
-		info.HighWater = hw.token
-	}
+	info := engine.Info{Name: name, HighWater: e.highWater(name, now)}
 	if s == nil {
 		return info
 	}
@@ -256,7 +264,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	}
 	s := e.sharedState(name, now)
 	if s == nil {
-		e.shared[name] = &sharedLock{kind: engine.Semaphore, limit: limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
+		e.record(name).shared = &sharedLock{kind: engine.Semaphore, limit: limit, holders: make(map[string]*sharedHolder), forget: now.Add(fenceMemory)}
 		return 0, nil
 	}
 	if s.kind != engine.Semaphore {

@@ -18,41 +18,30 @@ var _ engine.HolderReleaser = (*Engine)(nil)
 // markTaken remembers owner as freed by a force-release of name, until
 // until; the caller holds e.mu.
 func (e *Engine) markTaken(name, owner string, until time.Time) {
-	m := e.taken[name]
-	if m == nil {
-		m = make(map[string]time.Time)
-		e.taken[name] = m
+	r := e.record(name)
+	if r.taken == nil {
+		r.taken = make(map[string]time.Time)
 	}
-	m[owner] = until
+	r.taken[owner] = until
 }
 
 // takenFrom reports whether a force-release freed owner's hold of name
 // and its lease would not have ended by now. The caller holds e.mu.
 func (e *Engine) takenFrom(name, owner string, now time.Time) bool {
-	until, ok := e.taken[name][owner]
+	r := e.of(name)
+	if r == nil {
+		return false
+	}
+	until, ok := r.taken[owner]
 	return ok && now.Before(until)
 }
 
-// untaken forgets owner's mark on name; the caller holds e.mu.
-func (e *Engine) untaken(name, owner string) {
-	m := e.taken[name]
-	if m == nil {
-		return
-	}
-	delete(m, owner)
-	if len(m) == 0 {
-		delete(e.taken, name)
-	}
-}
-
-// sweepTaken drops the marks whose lease would have ended; the caller
+// sweepTaken drops r's marks whose lease would have ended; the caller
 // holds e.mu.
-func (e *Engine) sweepTaken(now time.Time) {
-	for name, m := range e.taken {
-		for owner, until := range m {
-			if !now.Before(until) {
-				e.untaken(name, owner)
-			}
+func sweepTaken(r *record, now time.Time) {
+	for owner, until := range r.taken {
+		if !now.Before(until) {
+			delete(r.taken, owner)
 		}
 	}
 }
@@ -62,8 +51,8 @@ func (e *Engine) takenCount() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
-	for _, m := range e.taken {
-		n += len(m)
+	for _, r := range e.names {
+		n += len(r.taken)
 	}
 	return n
 }
@@ -99,6 +88,6 @@ func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bo
 // taken, and wakes its waiters; the caller holds e.mu.
 func (e *Engine) forceMutex(name string, l *lock) {
 	e.markTaken(name, l.owner, l.expires)
-	delete(e.locks, name)
+	e.dropMutex(name)
 	e.freed(name)
 }
