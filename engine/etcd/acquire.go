@@ -107,7 +107,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 		// reserves at its next heartbeat (see reserves).
 		if behind && !(r.Waiting && r.Waiter == "") && !st.entered {
 			var err error
-			if ops, err = e.wakeHead(ctx, st, true); err != nil {
+			if ops, err = e.wakeHead(ctx, st); err != nil {
 				return engine.Grant{}, false, err
 			}
 		}
@@ -311,17 +311,13 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 // (reserveTTL) that keeps the lock for it. On etcd every head is due unless
 // it asked for no reservation (NoReserve): it has waited at least the Raft
 // commit of its entry and the one that frees the lock, which is more than
-// engine.StarvationBound on any real cluster. With wake false only a due
-// head is woken.
-func (e *Engine) wakeHead(ctx context.Context, st *state, wake bool) ([]clientv3.Op, error) {
+// engine.StarvationBound on any real cluster.
+func (e *Engine) wakeHead(ctx context.Context, st *state) ([]clientv3.Op, error) {
 	h := st.head()
 	if h == nil || st.res != nil || h.kv.Lease == 0 {
 		return nil, nil
 	}
 	due := due(h)
-	if !due && !wake {
-		return nil, nil
-	}
 	lease := clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))
 	ops := []clientv3.Op{clientv3.OpPut(e.keys.wake(st.name), h.id, lease)}
 	if due {

@@ -251,21 +251,25 @@ type busyNames struct {
 	m  map[string]time.Time
 }
 
-// note records a read of name's queue: queued whether anyone waits in it.
-func (b *busyNames) note(name string, queued bool) {
+// sawQueue records a read of name's queue that found someone waiting.
+func (b *busyNames) sawQueue(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch {
-	case queued && b.m == nil:
+	if b.m == nil {
 		b.m = map[string]time.Time{name: time.Now()}
-	case queued:
-		if len(b.m) >= 1024 {
-			clear(b.m) // a hint, not state: forgetting costs a failed transaction at most
-		}
-		b.m[name] = time.Now()
-	default:
-		delete(b.m, name)
+		return
 	}
+	if len(b.m) >= 1024 {
+		clear(b.m) // a hint, not state: forgetting costs a failed transaction at most
+	}
+	b.m[name] = time.Now()
+}
+
+// sawNoQueue records a read of name's queue that found nobody waiting.
+func (b *busyNames) sawNoQueue(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, name)
 }
 
 // recent reports whether a queue of name was seen within busyFor.

@@ -63,6 +63,7 @@ type setLeases struct {
 	ttls   []int64
 	pooled []int  // indexes of the pooled leases
 	alive  []bool // known alive since the call began
+	unsure bool   // a write on them may have been applied (see retry)
 }
 
 // setLeases takes a lease of each request's ttl: from the pool, else a
@@ -97,7 +98,7 @@ func (e *Engine) setLeases(ctx context.Context, rs []engine.AcquireRequest) (*se
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		ls.recycle(e, false)
+		ls.recycle(e)
 		return nil, err
 	}
 	return ls, nil
@@ -133,14 +134,14 @@ func (ls *setLeases) allAlive() bool {
 }
 
 // recycle offers the leases no key uses to the pool: the alive ones, or
-// every one when a write on them may have been applied (unsure: tainted,
-// they are revoked).
-func (ls *setLeases) recycle(e *Engine, unsure bool) {
+// every one when a write on them may have been applied (ls.unsure:
+// tainted, they are revoked).
+func (ls *setLeases) recycle(e *Engine) {
 	for i, id := range ls.ids {
-		if unsure {
+		if ls.unsure {
 			e.taint(id)
 		}
-		if id != clientv3.NoLease && (ls.alive[i] || unsure) {
+		if id != clientv3.NoLease && (ls.alive[i] || ls.unsure) {
 			e.recycle(id, ls.ttls[i])
 		}
 	}
@@ -167,8 +168,9 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 	both(func() { kerr = ls.renew(ctx, e, sent) }, func() {
 		resp, unsure, err = e.txn(ctx, "acquire set "+rs[0].Name, cmps, ops, reads...)
 	})
+	ls.unsure = unsure
 	if err != nil {
-		ls.recycle(e, unsure)
+		ls.recycle(e)
 		if !unsure && errors.Is(err, rpctypes.ErrTooManyOps) { // a server run with a lower --max-txn-ops
 			err = fmt.Errorf("%w: %w", engine.ErrNotAtomic, err)
 		}
@@ -179,12 +181,12 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 		sts := make([]*state, len(rs))
 		for i, r := range rs {
 			if sts[i], err = e.decode(r.Name, rev, resp.Responses[i].GetResponseRange().Kvs); err != nil {
-				ls.recycle(e, unsure)
+				ls.recycle(e)
 				return engine.MultiGrant{}, false, err
 			}
 		}
 		if !unsure || !ls.granted(rs, sts) {
-			ls.recycle(e, unsure)
+			ls.recycle(e)
 			return e.refuseSet(ctx, rs, sts)
 		}
 		// An attempt without an answer granted the set: it is ours.
@@ -195,7 +197,7 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 	}
 	if kerr != nil || !ls.allAlive() {
 		e.undoSet(ctx, rs, rev)
-		ls.recycle(e, unsure)
+		ls.recycle(e)
 		if kerr == nil {
 			kerr = backendErr("acquire set "+rs[0].Name, errLeaseLost)
 		}

@@ -248,20 +248,22 @@ func (e *Engine) wakeOps(st *sharedState, skip string, used int) []clientv3.Op {
 	return nil
 }
 
-// sharedGrantedOps takes waiter out of the queue after a grant.
-// With woken, the wake-up key is put again by the same transaction.
-func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, woken bool) []clientv3.Op {
+// sharedGrantedOps takes waiter out of the queue after a grant, and wakes
+// the next head with wake (wakeOps' answer; none when it is empty) in the
+// same transaction. A wake-up key addressed to waiter is deleted, unless
+// wake puts the key again.
+func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, wake []clientv3.Op) []clientv3.Op {
 	if waiter == "" {
-		return nil
+		return wake
 	}
 	var ops []clientv3.Op
 	if st.waiter(waiter) != nil {
 		ops = append(ops, clientv3.OpDelete(e.keys.sharedWaiter(st.name, waiter)))
 	}
-	if !woken && st.wake != nil && string(st.wake.Value) == waiter {
+	if len(wake) == 0 && st.wake != nil && string(st.wake.Value) == waiter {
 		ops = append(ops, clientv3.OpDelete(e.keys.sharedWake(st.name)))
 	}
-	return ops
+	return append(ops, wake...)
 }
 
 // checkKind refuses a request for a lock of another kind or limit.
@@ -414,8 +416,7 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Acqu
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.holder(r.Name, r.Owner), mustJSON(h), clientv3.WithLease(id))}, cops...)
 	// The next head, if it fits too (its wake-up replaces ours).
 	wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
-	ops = append(ops, e.sharedGrantedOps(st, r.Waiter, len(wake) > 0)...)
-	ops = append(ops, wake...)
+	ops = append(ops, e.sharedGrantedOps(st, r.Waiter, wake)...)
 	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
 
@@ -524,7 +525,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Ac
 	}, func() {
 		cmps := append(st.unchanged(e), clientv3.Compare(clientv3.ModRevision(key), "=", hk.kv.ModRevision))
 		ops := append([]clientv3.Op{clientv3.OpPut(key, mustJSON(h), clientv3.WithLease(id))}, cops...)
-		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, false)...)
+		ops = append(ops, e.sharedGrantedOps(st, r.Waiter, nil)...) // wakes nobody: the permits in use stay the same
 		resp, unsure, err = e.txn(ctx, "acquire "+r.Name, cmps, ops)
 	})
 	if unsure {

@@ -114,7 +114,11 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 	if st.res != nil && st.waiter(string(st.res.Value)) == nil {
 		st.res = nil // its waiter left the queue: void, as engine/memory drops it
 	}
-	e.busy.note(name, len(st.queue) > 0)
+	if len(st.queue) > 0 {
+		e.busy.sawQueue(name)
+	} else {
+		e.busy.sawNoQueue(name)
+	}
 	return st, nil
 }
 

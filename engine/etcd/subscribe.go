@@ -229,8 +229,8 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	defer w.wg.Done()
 	prefix := w.e.keys.name(name)
 	slow := 0 // watches in a row not created in time (see attemptDeadline)
-	for again := false; ctx.Err() == nil; again = true {
-		ready := func() { w.created(name, wn, again) }
+	ready := func() { w.created(wn) }
+	for ctx.Err() == nil {
 		wc := w.current()
 		wctx, cancel := context.WithCancel(ctx)
 		var created atomic.Bool
@@ -245,6 +245,7 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 		w.watchOn(ch, name, func() { created.Store(true); ready() })
 		stall.Stop()
 		cancel()
+		ready = func() { w.recreated(name, wn) } // every later watch is made again
 		if created.Load() {
 			slow = 0
 		} else {
@@ -262,19 +263,22 @@ func (w *watcher) run(ctx context.Context, name string, wn *watched) {
 	}
 }
 
-// created marks wn, name's watch, as created (made again, when again: its
-// subscribers are woken).
-func (w *watcher) created(name string, wn *watched, again bool) {
+// created marks wn, a name's watch, as created.
+func (w *watcher) created(wn *watched) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	select {
 	case <-wn.ready:
 	default:
 		close(wn.ready)
 	}
-	w.mu.Unlock()
-	if again {
-		w.hub.Wake(name)
-	}
+}
+
+// recreated marks wn, name's watch, as created when it was made again,
+// and wakes name's subscribers (events may have been missed).
+func (w *watcher) recreated(name string, wn *watched) {
+	w.created(wn)
+	w.hub.Wake(name)
 }
 
 // watchOn delivers the events of ch until it ends or fails; created is
