@@ -162,7 +162,7 @@ func (a *attempt) readLine(ctx context.Context) (line, error) {
 	if a.place.path == "" && a.r.Waiter != "" {
 		a.place, _ = a.e.waiter(a.k)
 	}
-	l, err := a.e.readLine(ctx, a.r.Name, a.place.path, false)
+	l, err := a.e.readLine(ctx, a.r.Name, a.place.path, decisionChildren)
 	if err != nil {
 		return line{}, err
 	}
@@ -352,7 +352,7 @@ func (a *attempt) grant(ctx context.Context, l *line) (engine.Grant, bool, error
 func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...any) (engine.Grant, bool, error) {
 	e, r := a.e, a.r
 	if l.parent == nil {
-		return engine.Grant{}, false, e.ensure(ctx, l.path, true)
+		return engine.Grant{}, false, e.ensure(ctx, l.path, containerNode)
 	}
 	d := data{Owner: r.Owner, Held: true, TTL: ms(r.TTL), Count: 1, Metadata: r.Metadata, Attempt: r.Attempt, Kind: a.kind, Weight: a.weight}
 	prefix := childPrefix(r.Owner, heldTag)

@@ -104,7 +104,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 			return engine.Missing, nil
 		}
 		if !ok {
-			return e.lostTo(ctx, &l, owner, false), nil
+			return e.lostTo(ctx, &l, owner, keepMark), nil
 		}
 		d := c.d
 		d.Metadata = metadata

@@ -75,7 +75,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		}
 		if !ok {
 			e.dropHolding(key{r.Name, r.Owner})
-			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, takeMark)}
 		}
 		if !ofGrant(c, r.Token) {
 			// A newer grant of the owner: the lease's own went.
@@ -86,7 +86,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		}
 		if _, _, err := e.get(ctx, c.path); errors.Is(err, zk.ErrNoNode) {
 			e.dropHolding(k)
-			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, true)}
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, takeMark)}
 		}
 	}
 	return engine.ExtendResult{Err: conflict("extend", r.Name)}
@@ -128,17 +128,28 @@ func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration,
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(st.Czxid)}, true
 }
 
+// markUse says what lostTo does with a force-release's mark on a lease
+// that has not ended yet (an expired mark is deleted either way).
+type markUse int
+
+const (
+	// keepMark leaves the mark for the lease's renewal to be told.
+	keepMark markUse = iota
+	// takeMark deletes the mark: the caller is the renewal, told once.
+	takeMark
+)
+
 // lostTo tells why owner no longer holds the lock: HeldByOther when a
 // force-release freed its lease and that lease has not ended yet (the
-// renewal, take, deletes the mark: told once), or when another owner
-// holds the lock; Missing otherwise.
-func (e *Engine) lostTo(ctx context.Context, l *line, owner string, take bool) engine.ExtendStatus {
+// mark is kept or taken as use says), or when another owner holds the
+// lock; Missing otherwise.
+func (e *Engine) lostTo(ctx context.Context, l *line, owner string, use markUse) engine.ExtendStatus {
 	mark := markPrefix + tag(owner)
 	if slices.Contains(l.marks, mark) {
 		b, st, err := e.get(ctx, l.path+"/"+mark)
 		var until int64
 		if err == nil && json.Unmarshal(b, &until) == nil {
-			if l.now > until || take {
+			if l.now > until || use == takeMark {
 				_ = e.del(ctx, l.path+"/"+mark, st.Version)
 			}
 			if l.now <= until {
@@ -167,7 +178,7 @@ func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.E
 		return engine.ExtendResult{Err: err}
 	}
 	e.wroteWaiter(k, w.path, sent)
-	l, err := e.readLine(ctx, r.Name, w.path, false)
+	l, err := e.readLine(ctx, r.Name, w.path, decisionChildren)
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}

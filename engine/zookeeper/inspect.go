@@ -39,19 +39,30 @@ func (l *line) info(name string, now int64) engine.Info {
 		info.Holders = []engine.Holder{{Owner: c.d.Owner, Count: c.d.Count, Token: info.Token,
 			TTL: info.TTL, Metadata: c.d.Metadata, Weight: 1}}
 	}
-	info.Waiters, info.Queue = l.queued(now, false)
+	info.Waiters, info.Queue = l.queued(now, mutexRequests)
 	return info
 }
 
-// queued returns the live places in line of a shared lock's requests
-// (shared true) or of a mutex's: their count, and the first
-// engine.MaxQueueListed of them in arrival order as engine.Info.Queue
-// lists them (each its waiter id and its time since the place was made).
-func (l *line) queued(now int64, shared bool) (int, []engine.Waiter) {
+// requestKind says whose places in line queued lists: a mutex's requests
+// or a shared lock's (of either shared kind).
+type requestKind int
+
+const (
+	// mutexRequests: the places of requests for the mutex.
+	mutexRequests requestKind = iota
+	// sharedRequests: the places of requests for the shared lock.
+	sharedRequests
+)
+
+// queued returns the live places in line of the requests of kind: their
+// count, and the first engine.MaxQueueListed of them in arrival order as
+// engine.Info.Queue lists them (each its waiter id and its time since the
+// place was made).
+func (l *line) queued(now int64, kind requestKind) (int, []engine.Waiter) {
 	line, _ := l.waiters(now)
 	n, q := 0, []engine.Waiter{}
 	for _, c := range line {
-		if (c.d.Kind != 0) != shared {
+		if (c.d.Kind != 0) != (kind == sharedRequests) {
 			continue
 		}
 		n++
@@ -79,7 +90,7 @@ func (e *Engine) sharedInfo(ctx context.Context, name string, l *line, now int64
 		info.Token = max(info.Token, h.Token)
 	}
 	info.Held, info.HighWater = len(holders) > 0, info.Token
-	info.Waiters, info.Queue = l.queued(now, true)
+	info.Waiters, info.Queue = l.queued(now, sharedRequests)
 	return info, nil
 }
 

@@ -77,7 +77,7 @@ func (e *Engine) createRecord(ctx context.Context, path string, data []byte) (bo
 	create := func() (string, error) { return e.conn.Create(path, data, 0, zk.WorldACL(zk.PermAll)) }
 	_, err := do(ctx, e, "create", create)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err = e.ensure(ctx, e.root, false); err == nil {
+		if err = e.ensure(ctx, e.root, plainNode); err == nil {
 			_, err = do(ctx, e, "create", create)
 		}
 	}
@@ -109,7 +109,7 @@ func (e *Engine) kindOf(ctx context.Context, r engine.AcquireRequest, l *line) (
 		return rec, nil, false, err // a semaphore is not made with a bad limit
 	}
 	if l.parent == nil { // no name node yet: made first, and read again
-		return rec, nil, false, e.ensure(ctx, l.path, true)
+		return rec, nil, false, e.ensure(ctx, l.path, containerNode)
 	}
 	rec.Kind, rec.Limit = r.Kind, r.Limit
 	b, _ := json.Marshal(rec)

@@ -79,7 +79,7 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 		set, err := e.createRecord(ctx, e.latchPath(name), b)
 		switch {
 		case err == nil && !set && lost:
-			rec, _, err := e.readLatch(ctx, name, true)
+			rec, _, err := e.readLatchSynced(ctx, name)
 			return err == nil && rec.Set == mark, err
 		case err == nil:
 			return set, nil
@@ -111,7 +111,7 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 func (e *Engine) countDown(ctx context.Context, name, id string) (int64, error) {
 	path := e.latchPath(name)
 	for range maxConflicts {
-		rec, version, err := e.readLatch(ctx, name, false)
+		rec, version, err := e.readLatchForWrite(ctx, name)
 		switch {
 		case err != nil:
 			return 0, err
@@ -145,33 +145,42 @@ func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	rec, _, err := e.readLatch(ctx, name, true)
+	rec, _, err := e.readLatchSynced(ctx, name)
 	return rec.Count, err
 }
 
-// readLatch reads name's latch and its version (a zero count: none). A
+// readLatchSynced reads name's latch and its version (a zero count:
+// none) once the session's member has caught up with the leader: a
 // follower may serve a read from before a write another session saw
-// answered: with synced, the session's member catches up with the leader
-// first (Count is then current); without, only a latch found missing is
-// read again after catching up (a CountDown after a SetCount elsewhere
-// must count; a stale count is caught by the write at its version).
-// Before, a CountDown on a lagging member found the latch just set
-// missing and counted nothing.
-func (e *Engine) readLatch(ctx context.Context, name string, synced bool) (latchRecord, int32, error) {
-	var rec latchRecord
-	path := e.latchPath(name)
-	if synced {
-		if err := ignoreNoNode(e.sync(ctx, path)); err != nil {
-			return rec, 0, err
-		}
+// answered, and Count must be current.
+func (e *Engine) readLatchSynced(ctx context.Context, name string) (latchRecord, int32, error) {
+	if err := ignoreNoNode(e.sync(ctx, e.latchPath(name))); err != nil {
+		return latchRecord{}, 0, err
 	}
-	b, st, err := e.get(ctx, path)
-	if errors.Is(err, zk.ErrNoNode) && !synced {
-		return e.readLatch(ctx, name, true)
-	}
+	rec, version, err := e.getLatch(ctx, name)
+	return rec, version, ignoreNoNode(err)
+}
+
+// readLatchForWrite reads name's latch and its version (a zero count:
+// none) for a write at that version. It does not catch up with the leader
+// first: a stale count is caught by the write at its version. Only a
+// latch found missing is read again after catching up (readLatchSynced):
+// a CountDown after a SetCount elsewhere must count. Before, a CountDown
+// on a lagging member found the latch just set missing and counted
+// nothing.
+func (e *Engine) readLatchForWrite(ctx context.Context, name string) (latchRecord, int32, error) {
+	rec, version, err := e.getLatch(ctx, name)
 	if errors.Is(err, zk.ErrNoNode) {
-		return rec, 0, nil
+		return e.readLatchSynced(ctx, name)
 	}
+	return rec, version, err
+}
+
+// getLatch reads name's latch and its version as the session's member has
+// it (zk.ErrNoNode: none).
+func (e *Engine) getLatch(ctx context.Context, name string) (latchRecord, int32, error) {
+	var rec latchRecord
+	b, st, err := e.get(ctx, e.latchPath(name))
 	if err != nil {
 		return rec, 0, err
 	}

@@ -152,31 +152,44 @@ type line struct {
 	evStat *zk.Stat // the name node's stat read with it
 }
 
+// readScope says whose data a read of a line fetches beside the listing.
+type readScope int
+
+const (
+	// decisionChildren: the children a decision needs (see read).
+	decisionChildren readScope = iota
+	// everyChild: every child's (Inspect, List), without the name node's
+	// event.
+	everyChild
+)
+
 // read lists the name's children with the name node's stat, and reads the
 // data of the children a decision needs: the holder's, the first place in
-// line's and own's (every child's with all). The reads are sent together.
-// A child deleted meanwhile makes the line read again. A place in line not
-// read counts as live: only the head's expiry matters to a decision (an
-// expired head is deleted, and the next one read in the next round). A
-// name without contenders is one listing. The name node's event is read
-// with the children only when the listing shows no holder (a free lock
-// with a line: its reservation will be judged), else when a decision
+// line's and own's (every child's with everyChild). The reads are sent
+// together. A child deleted meanwhile makes the line read again. A place
+// in line not read counts as live: only the head's expiry matters to a
+// decision (an expired head is deleted, and the next one read in the next
+// round). A name without contenders is one listing. The name node's event
+// is read with the children only when the listing shows no holder (a free
+// lock with a line: its reservation will be judged), else when a decision
 // needs it (eventOf); a decision on a listing whose name node changed
-// since is no error (a grant is written at the version listed, and
-// fails), and a reservation is judged only on the event of the version
-// listed.
+// since is no error (a grant is written at the version listed, and fails),
+// and a reservation is judged only on the event of the version listed.
 func (e *Engine) read(ctx context.Context, name string) (line, error) {
-	return e.readLine(ctx, name, "", false)
+	return e.readLine(ctx, name, "", decisionChildren)
 }
 
 // readAll is read with every child's data (Inspect, List).
 func (e *Engine) readAll(ctx context.Context, name string) (line, error) {
-	return e.readLine(ctx, name, "", true)
+	return e.readLine(ctx, name, "", everyChild)
 }
 
-func (e *Engine) readLine(ctx context.Context, name, own string, all bool) (line, error) {
+// readLine reads name's line as read does, with the data of own's child
+// too (own is a child's path, "" for none), every child's with everyChild;
+// a line that changed while read is read again, up to maxConflicts times.
+func (e *Engine) readLine(ctx context.Context, name, own string, scope readScope) (line, error) {
 	for range maxConflicts {
-		l, again, err := e.readOnce(ctx, name, own, all)
+		l, again, err := e.readOnce(ctx, name, own, scope)
 		if err != nil || !again {
 			return l, err
 		}
@@ -184,7 +197,9 @@ func (e *Engine) readLine(ctx context.Context, name, own string, all bool) (line
 	return line{}, conflict("read", name)
 }
 
-func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line, bool, error) {
+// readOnce is one try of readLine: again when a child was deleted while
+// read.
+func (e *Engine) readOnce(ctx context.Context, name, own string, scope readScope) (line, bool, error) {
 	l := line{path: e.namePath(name)}
 	names, st, err := e.childrenStat(ctx, l.path)
 	if err != nil || st == nil {
@@ -199,7 +214,7 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 		}
 	}
 	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
-	if len(l.kids) == 0 && !all {
+	if len(l.kids) == 0 && scope != everyChild {
 		// No holder, no line: the listing's stat is all a decision needs.
 		return l, false, nil
 	}
@@ -208,7 +223,7 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 	for i := range l.kids {
 		c := &l.kids[i]
 		switch {
-		case all, c.wait == heldTag, c.path == own:
+		case scope == everyChild, c.wait == heldTag, c.path == own:
 		case !headRead:
 			headRead = true
 		default:
@@ -217,7 +232,7 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, all bool) (line
 		reads[i] = e.sendGet(c.path)
 	}
 	var evRead <-chan answer[got]
-	if !all && !slices.ContainsFunc(l.kids, func(c child) bool { return c.wait == heldTag }) {
+	if scope != everyChild && !slices.ContainsFunc(l.kids, func(c child) bool { return c.wait == heldTag }) {
 		// A free lock with a line: its reservation will be judged, so
 		// its event is read with the children (eventOf).
 		evRead = e.sendGet(l.path)
@@ -384,7 +399,7 @@ func find(kids []child, path string) int {
 func (e *Engine) clock(ctx context.Context) (int64, error) {
 	st, err := e.set(ctx, e.root, nil, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err = e.ensure(ctx, e.root, false); err == nil {
+		if err = e.ensure(ctx, e.root, plainNode); err == nil {
 			st, err = e.set(ctx, e.root, nil, -1)
 		}
 	}
@@ -394,31 +409,42 @@ func (e *Engine) clock(ctx context.Context) (int64, error) {
 	return st.Mtime, nil
 }
 
-// ensure creates the node at path (a container when container is true),
-// and its parents (plain nodes), unless it exists.
-func (e *Engine) ensure(ctx context.Context, path string, container bool) error {
-	_, err := e.ensureMade(ctx, path, container)
+// nodeType is the type of node ensure creates.
+type nodeType int
+
+const (
+	// plainNode is a persistent node.
+	plainNode nodeType = iota
+	// containerNode is a container: ZooKeeper deletes it once its last
+	// child is gone.
+	containerNode
+)
+
+// ensure creates the node at path, of type typ, and its parents (plain
+// nodes), unless it exists.
+func (e *Engine) ensure(ctx context.Context, path string, typ nodeType) error {
+	_, err := e.ensureMade(ctx, path, typ)
 	return err
 }
 
 // ensureMade is ensure, reporting whether it made the node.
-func (e *Engine) ensureMade(ctx context.Context, path string, container bool) (bool, error) {
+func (e *Engine) ensureMade(ctx context.Context, path string, typ nodeType) (bool, error) {
 	flags := int32(0)
-	if container {
+	if typ == containerNode {
 		flags = zk.FlagContainer
 	}
 	_, err := do(ctx, e, "create", func() (string, error) {
-		if container {
+		if typ == containerNode {
 			return e.conn.CreateContainer(path, nil, flags, zk.WorldACL(zk.PermAll))
 		}
 		return e.conn.Create(path, nil, flags, zk.WorldACL(zk.PermAll))
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		if i := strings.LastIndexByte(path, '/'); i > 0 {
-			if err := e.ensure(ctx, path[:i], false); err != nil {
+			if err := e.ensure(ctx, path[:i], plainNode); err != nil {
 				return false, err
 			}
-			return e.ensureMade(ctx, path, container)
+			return e.ensureMade(ctx, path, typ)
 		}
 	}
 	if errors.Is(err, zk.ErrNodeExists) {
@@ -450,7 +476,7 @@ func (e *Engine) protectedCreate(ctx context.Context, parent, prefix string, run
 		case err == nil:
 			return p, nil
 		case errors.Is(err, zk.ErrNoNode):
-			made, merr := e.ensureMade(ctx, parent, true)
+			made, merr := e.ensureMade(ctx, parent, containerNode)
 			if merr != nil {
 				return placed{}, merr
 			}

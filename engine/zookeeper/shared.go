@@ -201,7 +201,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 // meanwhile.
 func (e *Engine) writeLimit(ctx context.Context, l *line, name string, limit int) (int, bool, error) {
 	if l.parent == nil { // no name node yet: made first, and read again
-		return 0, false, e.ensure(ctx, l.path, true)
+		return 0, false, e.ensure(ctx, l.path, containerNode)
 	}
 	rec, ok, err := e.readKind(ctx, name)
 	if err != nil {

@@ -128,7 +128,7 @@ func (e *Engine) leaveLine(ctx context.Context, name, place string) error {
 		return err
 	}
 	for range maxConflicts {
-		l, err := e.readLine(ctx, name, place, false) // the place read with its stat
+		l, err := e.readLine(ctx, name, place, decisionChildren) // the place read with its stat
 		if err != nil {
 			return err
 		}
