@@ -163,17 +163,29 @@ func cachedMS(d time.Duration) string {
 	return s
 }
 
+// keySet is which of a lock's keys a script's command sends.
+type keySet uint8
+
+const (
+	// fewKeys are the keys a script needs on a name nobody waits for: for
+	// acquire the lock, the queue, the shared lock's two keys and the
+	// fencing high-water; for release the lock alone. A script that
+	// needs more changes nothing and says so.
+	fewKeys keySet = iota
+	// allKeys are every key the script may touch.
+	allKeys
+)
+
 // acquireArgs builds the acquire script's command for r (see
-// scripts/acquire.lua for its keys and arguments): with every key when full
-// is set, else with the lock, the queue, the shared lock's two keys and the
-// fencing high-water alone.
-func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
+// scripts/acquire.lua for its keys and arguments) with the keys of set
+// (keySet).
+func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 	// Room for the keys and the seven arguments of a request outside a
 	// queue (a waiter's nine more are appended to a new slice), and for
 	// the strings: the keys, the owner, the ttl, the metadata and the
 	// attempt id.
 	var a evalArgs
-	if full {
+	if set == allKeys {
 		buf := new(struct {
 			argv [3 + 7 + 7]any
 			strs [7 + 4]strArg
@@ -223,16 +235,16 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, full bool) []any {
 }
 
 // releaseArgs builds the release script's command (see
-// scripts/release.lua): with the queue's keys when full is set, else with
-// the lock alone; token is the grant's (engine.ReleaseRequest.Token), ""
+// scripts/release.lua) with the keys of set (keySet: allKeys are the lock
+// and its queue's); token is the grant's (engine.ReleaseRequest.Token), ""
 // for any.
-func (e *Engine) releaseArgs(name, owner, id, token string, full bool) []any {
+func (e *Engine) releaseArgs(name, owner, id, token string, set keySet) []any {
 	buf := new(struct {
 		argv [3 + 4 + 4]any
 		strs [4 + 3]strArg
 	})
 	keys := keysRelease
-	if !full {
+	if set == fewKeys {
 		keys = keysLock
 	}
 	a := newEvalArgs(len(keys), buf.argv[:], buf.strs[:])
@@ -291,11 +303,14 @@ func (e *Engine) keysTo(a *evalArgs, name string, which []int) {
 // answers that it needs them. A marked grant's token comes back without
 // its mark, and makes the name contended; an unmarked one makes it not.
 func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, error) {
-	full := r.Waiter != "" || r.Behind || e.contended.has(r.Name)
-	res, err := e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, full)).Result()
-	if err == nil && !full && res == int64(2) {
+	set := fewKeys
+	if r.Waiter != "" || r.Behind || e.contended.has(r.Name) {
+		set = allKeys
+	}
+	res, err := e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, set)).Result()
+	if err == nil && set == fewKeys && res == int64(2) {
 		e.contended.add(r.Name)
-		res, err = e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, true)).Result()
+		res, err = e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, allKeys)).Result()
 	}
 	if t, ok := res.(string); ok && err == nil {
 		if strings.HasSuffix(t, "*") {
@@ -312,11 +327,14 @@ func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, 
 // lock is marked (freeing it wakes the queue), which makes the name
 // contended.
 func (e *Engine) runRelease(ctx context.Context, name, owner, id, token string) (int64, error) {
-	full := e.contended.has(name)
-	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, full)).Int64()
-	if err == nil && !full && n == -3 {
+	set := fewKeys
+	if e.contended.has(name) {
+		set = allKeys
+	}
+	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, set)).Int64()
+	if err == nil && set == fewKeys && n == -3 {
 		e.contended.add(name)
-		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, true)).Int64()
+		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, allKeys)).Int64()
 	}
 	return n, err
 }

@@ -52,19 +52,19 @@ func TestScriptArgs(t *testing.T) {
 	cases := []struct {
 		got, want []any
 	}{
-		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, true),
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, allKeys),
 			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
-		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, false),
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, fewKeys),
 			[]any{"evalsha", nil, 5, keys[0], keys[1], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
-		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, true),
+		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, allKeys),
 			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
-			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, true),
+			Waiter: "w", WaiterTTL: 3 * time.Second, Fair: true, NoReserve: true}, allKeys),
 			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "1", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1", "distlock:{a/b}:w:e1"}},
-		{e.releaseArgs("a/b", "o", "id-1", "", true),
+		{e.releaseArgs("a/b", "o", "id-1", "", allKeys),
 			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
-		{e.releaseArgs("a/b", "o", "id-1", "", false),
+		{e.releaseArgs("a/b", "o", "id-1", "", fewKeys),
 			[]any{"evalsha", nil, 1, keys[0], "o", "SPUBLISH", "id-1"}},
 	}
 	for i, c := range cases {
@@ -74,7 +74,7 @@ func TestScriptArgs(t *testing.T) {
 		}
 	}
 	e.noFloor = "0"
-	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, true))
+	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, allKeys))
 	if len(got) != 17 || got[16] != "0" {
 		t.Errorf("without the time floor: %q", got)
 	}

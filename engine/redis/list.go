@@ -41,7 +41,7 @@ var (
 // Cluster every master is scanned to the end in one call and next is
 // always "".
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
-	keys, next, err := e.scan(ctx, e.matchPattern(prefix, true), cursor, limit)
+	keys, next, err := e.scan(ctx, e.locksPattern(prefix), cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,7 +70,11 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 // that have no time to live or one beyond maxTTL (for fencing high-water
 // keys: beyond the engine's fence ttl, when that is longer).
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
-	keys, next, err := e.scan(ctx, e.matchPattern(prefix, prefix != ""), cursor, limit)
+	pattern := e.everyKeyPattern()
+	if prefix != "" {
+		pattern = e.locksPattern(prefix)
+	}
+	keys, next, err := e.scan(ctx, pattern, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,14 +122,17 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	return leaks, next, nil
 }
 
-// matchPattern is the SCAN MATCH pattern of the keys under the locks whose
-// names start with prefix (locks is true), or of every key under the
-// engine's prefix. Glob metacharacters of both prefixes are escaped.
-func (e *Engine) matchPattern(prefix string, locks bool) string {
-	if !locks {
-		return escapeGlob(e.prefix) + "*"
-	}
+// locksPattern is the SCAN MATCH pattern of the keys under the locks whose
+// names start with prefix. Glob metacharacters of both prefixes (the
+// engine's and prefix) are escaped.
+func (e *Engine) locksPattern(prefix string) string {
 	return escapeGlob(e.prefix) + "{" + escapeGlob(prefix) + "*"
+}
+
+// everyKeyPattern is the SCAN MATCH pattern of every key under the
+// engine's prefix, its glob metacharacters escaped.
+func (e *Engine) everyKeyPattern() string {
+	return escapeGlob(e.prefix) + "*"
 }
 
 // sharedState reports whether key is a shared lock's state or holders

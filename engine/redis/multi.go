@@ -30,7 +30,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	cmds, err := pipeline(ctx, e.client, []*script{releaseScript}, func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(names))
 		for i, name := range names {
-			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(name, owners[i], e.releaseID(), "", true))
+			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(name, owners[i], e.releaseID(), "", allKeys))
 		}
 		return cmds
 	})

@@ -325,6 +325,7 @@ var (
 	queueStarveUS  = strconv.FormatInt(engine.StarvationBound.Microseconds(), 10)
 )
 
+// flag renders b as a script argument: "1" for true, "" for false.
 func flag(b bool) string {
 	if b {
 		return "1"

@@ -85,11 +85,11 @@ func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*script,
 	for _, s := range scripts {
 		_ = s.Load(ctx, c) // on failure the round with the source below still runs it
 	}
-	for _, withSource := range []bool{false, true} {
+	for _, form := range []resendForm{byDigest, withSource} {
 		sub := make([]*goredis.Cmd, len(retry))
 		_, _ = c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 			for j, i := range retry {
-				sub[j] = goredis.NewCmd(ctx, resendArgs(cmds[i].Args(), scripts, withSource)...)
+				sub[j] = goredis.NewCmd(ctx, resendArgs(cmds[i].Args(), scripts, form)...)
 				_ = p.Process(ctx, sub[j])
 			}
 			return nil
@@ -113,12 +113,24 @@ func pipeline(ctx context.Context, c goredis.UniversalClient, scripts []*script,
 	return cmds, nil
 }
 
+// resendForm is how a command that met NOSCRIPT is sent again.
+type resendForm uint8
+
+const (
+	// byDigest sends the same command again (an EVALSHA, once the
+	// scripts were loaded).
+	byDigest resendForm = iota
+	// withSource sends an EVAL of the script's source in place of an
+	// EVALSHA of its digest.
+	withSource
+)
+
 // resendArgs returns the arguments of an EVALSHA (or EVAL) command to send
-// it again: the same, or with withSource an EVAL of the script among
+// it again in form (resendForm): the same, or an EVAL of the script among
 // scripts whose digest it names.
-func resendArgs(args []any, scripts []*script, withSource bool) []any {
+func resendArgs(args []any, scripts []*script, form resendForm) []any {
 	args = slices.Clone(args)
-	if !withSource || len(args) < 2 {
+	if form == byDigest || len(args) < 2 {
 		return args
 	}
 	for _, s := range scripts {
