@@ -30,14 +30,41 @@ type flight struct {
 
 	mu       sync.Mutex
 	decided  bool
-	kept     bool
+	outcome  grantOutcome    // the grant's (grantDropped until decided)
 	token    uint64          // the grant's token (when kept)
 	early    []nodeResult    // answers that came before the decision
 	pending  int             // answers still out, once decided
 	answered []chan struct{} // by node: closed by its late answer (nil: no wait)
-	gaveUp   []bool          // by node: the release stopped waiting for the answer
+	order    []releaseOrder  // by node: whether the release stopped waiting for the answer
 	released string          // the release's id, once the lease was released
 }
+
+// grantOutcome is what became of the grant a flight follows, which
+// decides how its late answers are settled.
+type grantOutcome uint8
+
+const (
+	// grantDropped: the grant failed (or is not decided yet): every late
+	// grant or failure is released.
+	grantDropped grantOutcome = iota
+	// grantKept: the grant was acquired: a late grant stays.
+	grantKept
+)
+
+// releaseOrder tells whether the lease's release can reach a node before
+// the node's late grant.
+type releaseOrder uint8
+
+const (
+	// releaseAfterGrant: the release's call to the node waited for the
+	// late answer, and goes after it (also where nothing was released
+	// yet, or there was no answer to wait for).
+	releaseAfterGrant releaseOrder = iota
+	// releaseMayOvertake: the release's call to the node stopped waiting
+	// for the answer (its context ended): it may reach the node before
+	// the grant.
+	releaseMayOvertake
+)
 
 // nodeResult is a late answer with the index of its node.
 type nodeResult struct {
@@ -55,23 +82,28 @@ func (f *flight) late(i int, x result[engine.Grant]) {
 	}
 	f.pending--
 	last := f.pending == 0
-	kept, token, released := f.kept, f.token, f.released
-	gaveUp := false
+	outcome, token, released := f.outcome, f.token, f.released
+	order := releaseAfterGrant
 	if f.answered != nil && f.answered[i] != nil {
 		close(f.answered[i])
-		gaveUp = f.gaveUp[i]
+		order = f.order[i]
 	}
 	f.mu.Unlock()
-	f.settle(i, x, kept, token, released, gaveUp)
+	f.settle(i, x, outcome, token, released, order)
 	if last {
 		f.e.flights.forget(f)
 	}
 }
 
-// decide records the outcome of the grant, given the answers Acquire had
-// (rs), and settles the late answers that came before it. A kept grant
-// with answers still out is registered, so that Release finds it.
-func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
+// decide records the outcome of the grant g (kept when acquired), given
+// the answers Acquire had (rs), and settles the late answers that came
+// before it. A kept grant with answers still out is registered, so that
+// Release finds it.
+func (f *flight) decide(rs []result[engine.Grant], g engine.Grant) {
+	outcome := grantDropped
+	if g.Acquired {
+		outcome = grantKept
+	}
 	fl := &f.e.flights
 	fl.mu.Lock()
 	f.mu.Lock()
@@ -81,12 +113,12 @@ func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
 			out++
 		}
 	}
-	f.decided, f.kept, f.token = true, kept, token
+	f.decided, f.outcome, f.token = true, outcome, g.Token
 	f.pending = out - len(f.early)
 	early := f.early
 	f.early = nil
-	if kept && f.pending > 0 {
-		f.gaveUp = make([]bool, len(rs))
+	if outcome == grantKept && f.pending > 0 {
+		f.order = make([]releaseOrder, len(rs))
 		f.answered = make([]chan struct{}, len(rs))
 		for i, x := range rs {
 			if !x.done && !answeredEarly(early, i) {
@@ -101,7 +133,7 @@ func (f *flight) decide(rs []result[engine.Grant], kept bool, token uint64) {
 	f.mu.Unlock()
 	fl.mu.Unlock()
 	for _, a := range early {
-		f.settle(a.node, a.x, kept, token, "", false)
+		f.settle(a.node, a.x, outcome, g.Token, "", releaseAfterGrant)
 	}
 }
 
@@ -128,7 +160,7 @@ func (f *flight) waitNode(ctx context.Context, i int) {
 		select {
 		case <-ch: // answered meanwhile: the release goes after it
 		default:
-			f.gaveUp[i] = true
+			f.order[i] = releaseMayOvertake
 		}
 		f.mu.Unlock()
 	}
@@ -165,13 +197,14 @@ func answeredEarly(early []nodeResult, i int) bool {
 	return false
 }
 
-// settle acts on node i's late answer x. released is the release's id
-// when the lease was released before the answer came; gaveUp tells that
-// the release's call to node i stopped waiting for the answer.
-func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, released string, gaveUp bool) {
+// settle acts on node i's late answer x, given the grant's outcome and
+// token. released is the release's id when the lease was released before
+// the answer came; order tells whether the release's call to node i
+// stopped waiting for the answer.
+func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, token uint64, released string, order releaseOrder) {
 	r := f.req
 	granted := x.err == nil && x.v.Acquired
-	if kept && !granted {
+	if outcome == grantKept && !granted {
 		f.e.leaveNode(i, r) // a granted waiter left queued there
 	}
 	switch {
@@ -181,11 +214,11 @@ func (f *flight) settle(i int, x result[engine.Grant], kept bool, token uint64, 
 		// An explicit owner may hold the lock there already (re-entry):
 		// a release could drop that hold instead. A grant that landed
 		// stays, and expires with its ttl unless renewed.
-	case released != "" && granted && !gaveUp:
+	case released != "" && granted && order == releaseAfterGrant:
 		// the release reaches node i after this grant
 	case released != "":
 		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
-	case kept && granted:
+	case outcome == grantKept && granted:
 		// With phase 2 off (WithoutFencing) tokens are not aligned
 		// anywhere: a late node keeps the token it minted.
 		if x.v.Token < token && !f.e.noFencing {

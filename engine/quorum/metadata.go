@@ -73,23 +73,35 @@ func (e *Engine) settlesValues() bool {
 	return true
 }
 
+// valueTiming is when a campaign's value (the metadata of an
+// AcquireRequest with Announce) reaches the nodes.
+type valueTiming uint8
+
+const (
+	// valueWithGrant: phase 1 granted with the value.
+	valueWithGrant valueTiming = iota
+	// valueWithTerm: phase 1 granted without the value, which announce
+	// sets with the settled term (settlesValues).
+	valueWithTerm
+)
+
 // announce signals a campaign's grant once phase 2 has settled its term:
 // the nodes announced their own grants (AcquireRequest.Announce) with the
-// token each minted. With later (settlesValues), phase 1 granted without
-// the value, and announce sets it now, on each node only after raising
-// that node to token: a node has the value only with the settled term, so
-// observers (Inspect reports the value of the nodes with the settled
-// token) see no leader until then, never a minority's token. It fails with
-// a *NoQuorumError when the value reached fewer than a majority. Without
-// later, the metadata is set again (best effort) so that every holding
-// node publishes (an observer also re-reads at the leader's expiry).
-func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value string, token uint64, later bool) error {
+// token each minted. With valueWithTerm, announce sets the value now, on
+// each node only after raising that node to token: a node has the value
+// only with the settled term, so observers (Inspect reports the value of
+// the nodes with the settled token) see no leader until then, never a
+// minority's token. It fails with a *NoQuorumError when the value reached
+// fewer than a majority. With valueWithGrant, the metadata is set again
+// (best effort) so that every holding node publishes (an observer also
+// re-reads at the leader's expiry).
+func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value string, token uint64, timing valueTiming) error {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ExtendStatus, error) {
 		ms, ok := n.eng.(engine.MetadataSetter)
 		if !ok {
 			return 0, nil
 		}
-		if later {
+		if timing == valueWithTerm {
 			ok, err := raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
 			var ae *engine.ArgumentError
 			if errors.As(err, &ae) {
@@ -103,7 +115,7 @@ func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value st
 		}
 		return ms.SetMetadata(ctx, r.Name, r.Owner, value)
 	}, nil, nil)
-	if !later {
+	if timing == valueWithGrant {
 		return nil
 	}
 	set := 0

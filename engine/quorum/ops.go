@@ -48,8 +48,9 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	// An election's value is set once phase 2 has settled the term
 	// (announce): until then observers see no leader, never a term that
 	// is not the leader's.
-	value, later := r.Metadata, r.Announce && e.settlesValues()
-	if later {
+	value, timing := r.Metadata, valueWithGrant
+	if r.Announce && e.settlesValues() {
+		timing = valueWithTerm
 		r.Metadata = ""
 	}
 	released := e.releasing.pending(r.Name)
@@ -65,7 +66,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	}, stop, late)
 	g, err := e.decide(ctx, r, rs, start)
 	if f != nil {
-		f.decide(rs, g.Acquired, g.Token)
+		f.decide(rs, g)
 	}
 	if err == nil && g.Acquired {
 		for i, x := range rs {
@@ -75,7 +76,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		}
 	}
 	if err == nil && g.Acquired && r.Announce {
-		if err := e.announce(ctx, r, value, g.Token, later); err != nil {
+		if err := e.announce(ctx, r, value, g.Token, timing); err != nil {
 			_, _ = e.Release(context.WithoutCancel(ctx), engine.ReleaseRequest{Name: r.Name, Owner: r.Owner})
 			return engine.Grant{}, err
 		}
