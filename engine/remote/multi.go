@@ -83,9 +83,9 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	for i := range names {
 		req.Locks[i] = api.SetOwner{Name: names[i], Owner: owners[i]}
 	}
-	oneOff := make([]bool, len(names))
+	holding := make([]ownerHolding, len(names))
 	for i := range names {
-		oneOff[i] = e.oneOff.take(names[i], owners[i])
+		holding[i] = e.oneOff.take(names[i], owners[i])
 	}
 	var out api.SetReleaseResponse
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release set", http.MethodPost, "/v1/sets/release", req, &out)
@@ -99,7 +99,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 		res := make([]engine.ReleaseResult, len(names))
 		for i, name := range names {
 			r := engine.ReleaseRequest{Name: name, Owner: owners[i]}
-			if res[i], err = e.releaseUnknown(ctx, name, owners[i], false, oneOff[i], wire.ReleaseBody(r), unknown); err != nil {
+			if res[i], err = e.releaseUnknown(ctx, name, owners[i], engine.Mutex, holding[i], wire.ReleaseBody(r), unknown); err != nil {
 				return nil, err
 			}
 		}

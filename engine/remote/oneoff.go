@@ -31,15 +31,32 @@ func (o *oneOffs) add(name, owner string) {
 	}
 }
 
-// take reports whether owner was remembered as a one-off holder of name,
-// and forgets it.
-func (o *oneOffs) take(name, owner string) bool {
+// ownerHolding is how often an owner may hold a lock, which tells whether
+// its release of unknown outcome may be sent again.
+type ownerHolding uint8
+
+const (
+	// mayHoldMore: an owner not remembered as one-off may hold the lock
+	// more than once (re-entry): a second copy of its release could drop
+	// a second hold.
+	mayHoldMore ownerHolding = iota
+	// holdsOnce: a one-off owner holds the lock once: a second copy of
+	// its release cannot drop another hold.
+	holdsOnce
+)
+
+// take returns holdsOnce when owner was remembered as a one-off holder of
+// name (mayHoldMore otherwise), and forgets it.
+func (o *oneOffs) take(name, owner string) ownerHolding {
 	key := oneOffKey(name, owner)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	_, ok := o.m[key]
 	delete(o.m, key)
-	return ok
+	if ok {
+		return holdsOnce
+	}
+	return mayHoldMore
 }
 
 // oneOffKey is the key of owner's hold of name (names hold no NUL byte).

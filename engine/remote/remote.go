@@ -286,29 +286,29 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 
 // release drops one hold (Release, any kind).
 func (e *Engine) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	name, owner, shared := r.Name, r.Owner, r.Kind.Shared()
-	oneOff := e.oneOff.take(name, owner)
+	name, owner := r.Name, r.Owner
+	holding := e.oneOff.take(name, owner)
 	var out api.ReleaseResponse
 	req := wire.ReleaseBody(r)
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
-		return e.releaseUnknown(ctx, name, owner, shared, oneOff, req, err)
+		return e.releaseUnknown(ctx, name, owner, r.Kind, holding, req, err)
 	}
 	return releaseResult(out, err)
 }
 
 // releaseUnknown settles a release whose outcome is unknown (err: its
 // server did not answer), and which a second copy could make drop a second
-// hold: it asks whether the owner still holds the lock. If not, the
-// release took effect; if so and the owner holds once (oneOff), it did
-// not, and is sent again; otherwise err is the answer.
-func (e *Engine) releaseUnknown(ctx context.Context, name, owner string, shared, oneOff bool, req api.ReleaseRequest, err error) (engine.ReleaseResult, error) {
+// hold: it asks whether the owner still holds the lock (of kind). If not,
+// the release took effect; if so and the owner holds once (holding is
+// holdsOnce), it did not, and is sent again; otherwise err is the answer.
+func (e *Engine) releaseUnknown(ctx context.Context, name, owner string, kind engine.Kind, holding ownerHolding, req api.ReleaseRequest, err error) (engine.ReleaseResult, error) {
 	var out api.ReleaseResponse
-	held, herr := e.holds(ctx, name, owner, shared)
+	held, herr := e.holds(ctx, name, owner, kind)
 	switch {
 	case herr == nil && !held:
 		return engine.ReleaseResult{Status: engine.Released}, nil
-	case herr == nil && oneOff:
+	case herr == nil && holding == holdsOnce:
 		err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 		var he *Error
 		if errors.As(err, &he) && he.Code == api.CodeNotHeld {
@@ -336,15 +336,15 @@ func releaseResult(out api.ReleaseResponse, err error) (engine.ReleaseResult, er
 	return engine.ReleaseResult{Status: engine.Released, Remaining: out.Remaining}, nil
 }
 
-// holds reports whether owner holds name (a mutex, or with shared a
-// shared lock), read through the servers.
-func (e *Engine) holds(ctx context.Context, name, owner string, shared bool) (bool, error) {
-	kind := api.KindMutex
-	if shared {
-		kind = "shared"
+// holds reports whether owner holds name (a mutex, or with a shared kind
+// a shared lock), read through the servers.
+func (e *Engine) holds(ctx context.Context, name, owner string, kind engine.Kind) (bool, error) {
+	view := api.KindMutex
+	if kind.Shared() {
+		view = "shared"
 	}
 	var out api.LockInfo
-	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind="+kind, nil, &out); err != nil {
+	if err := e.do(ctx, "inspect", http.MethodGet, lockPath(name, "")+"?kind="+view, nil, &out); err != nil {
 		return false, err
 	}
 	id := api.HolderID(owner)
