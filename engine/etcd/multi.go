@@ -229,9 +229,11 @@ func (ls *setLeases) granted(rs []engine.AcquireRequest, sts []*state) bool {
 }
 
 // refuseSet answers a set refused as of sts, each name's keys as the
-// transaction read them: the first name that blocks it, as Acquire would
-// answer (a name held as a shared lock is a KindError); names whose
-// reservations lapsed are settled first, and again asks for another try.
+// transaction read them: a name held as a shared lock is a KindError,
+// whatever holds the names before it (a kind error is never contention);
+// otherwise the first name that blocks it, as Acquire would answer. Names
+// whose reservations lapsed are settled first, and again asks for another
+// try.
 func (e *Engine) refuseSet(ctx context.Context, rs []engine.AcquireRequest, sts []*state) (engine.MultiGrant, bool, error) {
 	settled := false
 	for _, st := range sts {
@@ -246,9 +248,12 @@ func (e *Engine) refuseSet(ctx context.Context, rs []engine.AcquireRequest, sts 
 		return engine.MultiGrant{}, true, nil
 	}
 	for i, st := range sts {
-		switch {
-		case st.shared != 0 && st.lock == nil:
+		if st.shared != 0 && st.lock == nil {
 			return engine.MultiGrant{}, false, engine.KindError(rs[i].Name, st.shared, 0)
+		}
+	}
+	for i, st := range sts {
+		switch {
 		case st.lock != nil:
 			left, err := e.timeLeft(ctx, clientv3.LeaseID(st.lock.Lease))
 			if err != nil {
