@@ -218,42 +218,61 @@ func (st *stream) connect(onReady func()) error {
 func (st *stream) connectTo(s *srv, onReady func(), opened *bool) error {
 	ctx, cancel := context.WithCancel(st.ctx)
 	defer cancel()
-	e := st.e
 	target := s.base + lockPath(st.name, "events")
 	if st.waiter != "" {
 		target += "?waiter=" + url.QueryEscape(st.waiter)
 	}
-	req, err := e.newRequest(ctx, http.MethodGet, target, nil, "text/event-stream")
-	if err != nil {
-		return err
-	}
-	open := time.AfterFunc(openTimeout, cancel)
-	if len(e.servers) == 1 {
-		open.Stop() // nobody else to try: wait as long as it takes
-	}
-	resp, err := e.hc.Do(req)
-	if !open.Stop() && len(e.servers) > 1 {
-		// The server did not answer in time: it is left for the next.
-		if err == nil {
-			resp.Body.Close()
-		}
-		return &url.Error{Op: http.MethodGet, URL: target, Err: fmt.Errorf("no answer within %v", openTimeout)}
-	}
+	resp, err := st.open(ctx, cancel, target)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-		return errorFrom("subscribe", resp.StatusCode, data)
-	}
 	*opened = true
-	// A stream that says nothing, not even its heartbeat, is dead.
+	return st.read(cancel, resp.Body, target, onReady)
+}
+
+// open sends the stream's request to target and returns the accepted
+// response. With other servers to try, a server that does not answer
+// within openTimeout is given up (cancel ends the request).
+func (st *stream) open(ctx context.Context, cancel context.CancelFunc, target string) (*http.Response, error) {
+	e := st.e
+	req, err := e.newRequest(ctx, http.MethodGet, target, nil, "text/event-stream")
+	if err != nil {
+		return nil, err
+	}
+	giveUp := time.AfterFunc(openTimeout, cancel)
+	if len(e.servers) == 1 {
+		giveUp.Stop() // nobody else to try: wait as long as it takes
+	}
+	resp, err := e.hc.Do(req)
+	if !giveUp.Stop() && len(e.servers) > 1 {
+		// The server did not answer in time: it is left for the next.
+		if err == nil {
+			resp.Body.Close()
+		}
+		return nil, &url.Error{Op: http.MethodGet, URL: target, Err: fmt.Errorf("no answer within %v", openTimeout)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+		return nil, errorFrom("subscribe", resp.StatusCode, data)
+	}
+	return resp, nil
+}
+
+// read reads the open stream body (from target) until it ends: a ready
+// event calls onReady, a release wakes the stream's subscribers. A stream
+// that says nothing, not even its heartbeat, for a few of the server's
+// heartbeats is dead: cancel ends it.
+func (st *stream) read(cancel context.CancelFunc, body io.Reader, target string, onReady func()) error {
 	wait := idleTimeout
 	silent := make(chan struct{})
 	idle := time.AfterFunc(wait, func() { close(silent); cancel() })
 	defer idle.Stop()
-	r := bufio.NewReader(resp.Body)
+	r := bufio.NewReader(body)
 	event, data := "", ""
 	for {
 		line, err := r.ReadString('\n')
