@@ -249,12 +249,7 @@ func (c *Client) check(ctx context.Context, name string) error {
 	if err := c.checkInput(ctx, name); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	return nil
+	return c.whileOpen(func() {})
 }
 
 // begin starts a call that Close waits for (endCall ends it), after the
@@ -263,12 +258,17 @@ func (c *Client) begin(ctx context.Context, name string) error {
 	if err := c.checkInput(ctx, name); err != nil {
 		return err
 	}
+	return c.whileOpen(func() { c.calls.Add(1) })
+}
+
+// whileOpen runs fn under c.mu unless the Client is closed (ErrClosed).
+func (c *Client) whileOpen(fn func()) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
 	}
-	c.calls.Add(1)
+	fn()
 	return nil
 }
 
