@@ -84,21 +84,23 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	return g, err
 }
 
-// decide turns the answers of phase 1 into the grant: phase 2 when it is
-// needed, the validity check, and the release of a failed grant on the
-// nodes that answered.
+// decide turns the answers of phase 1 into the grant, of either kind:
+// phase 2 when it is needed, the validity check, and the release of a
+// failed grant on the nodes that granted (undo).
 func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant], start time.Time) (engine.Grant, error) {
 	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
 	granted, _, _ := countGrants(rs)
 	if granted < e.majority {
-		e.releaseAll(ctx, r, rs)
+		e.undo(ctx, r, rs)
 		if err := sharedRefusal(e, rs); err != nil {
-			return engine.Grant{}, err // a majority keeps the name as a shared lock
+			return engine.Grant{}, err // a majority refused the request itself (another kind, a limit or weight)
 		}
 		g, err := refusal(e, rs)
 		if err == nil && granted > 0 {
-			// A split vote: nobody got a majority. Retry after a random
-			// pause rather than on the wake-ups every contender gets.
+			// A split vote: nobody got a majority (the nodes disagree on
+			// the holder, the head of the queue or the permits free).
+			// Retry after a random pause rather than on the wake-ups
+			// every contender gets.
 			g.Retry = splitBackoff()
 		}
 		return g, err
@@ -121,14 +123,14 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 	}
 	switch {
 	case !e.skipValidity && validity() <= 0:
-		e.releaseAll(ctx, r, rs)
+		e.undo(ctx, r, rs)
 		return engine.Grant{}, ErrValidityUsedUp
 	case e.noFencing || fenced >= e.majority:
 		return g, nil
 	}
 	// Phase 2 did not reach a majority: the lock expired or was taken on
 	// some nodes between the phases, or nodes failed.
-	e.releaseAll(ctx, r, rs)
+	e.undo(ctx, r, rs)
 	if validity() <= 0 {
 		return engine.Grant{}, ErrValidityUsedUp
 	}
@@ -136,6 +138,18 @@ func (e *Engine) decide(ctx context.Context, r engine.AcquireRequest, rs []resul
 		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
 	}
 	return engine.Grant{Retry: splitBackoff()}, nil
+}
+
+// undo takes back a grant that did not reach a majority (or ran out of
+// validity) on the nodes that granted it: a mutex's by releaseAll, a
+// shared lock's by dropShared (which also forgets a kind the grant left
+// behind).
+func (e *Engine) undo(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant]) {
+	if r.Kind.Shared() {
+		e.dropShared(ctx, r, rs)
+		return
+	}
+	e.releaseAll(ctx, r, rs)
 }
 
 // grantToken returns the token of a grant from phase 1's answers: the
@@ -270,8 +284,9 @@ func unanswered[T any](rs []result[T]) int {
 	return n
 }
 
-// raise runs phase 2 on the nodes that granted and returns how many
-// confirmed that the owner still holds the lock with its high-water raised,
+// raise runs phase 2 on the nodes that granted, for the kind r asked (a
+// mutex or a shared lock's holder), and returns how many confirmed that
+// the owner still holds the lock with its high-water raised,
 // and the errors of the others. It returns as soon as a majority confirmed
 // (or can no longer confirm); the other raises complete in the background.
 func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
@@ -300,7 +315,7 @@ func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint6
 		if !granted[e.index(n)] {
 			return false, nil
 		}
-		return raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
+		return raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token, Kind: r.Kind})
 	}, stop, nil)
 	ok := 0
 	var errs []error

@@ -87,46 +87,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
 	}, nil, nil)
-	validity := func() time.Duration { return r.TTL - time.Since(start) - drift(r.TTL) }
-	granted, _, _ := countGrants(rs)
-	if granted < e.majority {
-		e.dropShared(ctx, r, rs)
-		if err := sharedRefusal(e, rs); err != nil {
-			return engine.Grant{}, err
-		}
-		g, err := refusal(e, rs)
-		if err == nil && granted > 0 {
-			// The nodes disagree (on the head of the queue, or on the
-			// permits free): try again after a random pause.
-			g.Retry = splitBackoff()
-		}
-		return g, err
-	}
-	g := engine.Grant{Acquired: true, Token: e.grantToken(rs)}
-	for _, x := range rs {
-		if x.done && x.err == nil && x.v.Acquired {
-			g.Count = max(g.Count, x.v.Count)
-		}
-	}
-	fenced := granted
-	var fenceErrs []error
-	if !e.noFencing && (e.skipValidity || validity() > 0) {
-		if fenced = agreeing(rs, g.Token); fenced < e.majority {
-			fenced, fenceErrs = e.raiseShared(ctx, r, g.Token, rs)
-		}
-	}
-	switch {
-	case !e.skipValidity && validity() <= 0:
-		e.dropShared(ctx, r, rs)
-		return engine.Grant{}, ErrValidityUsedUp
-	case fenced >= e.majority:
-		return g, nil
-	}
-	e.dropShared(ctx, r, rs)
-	if len(fenceErrs) > 0 {
-		return engine.Grant{}, &NoQuorumError{Op: "fence", OK: fenced, Majority: e.majority, Nodes: len(e.nodes), Errs: fenceErrs}
-	}
-	return engine.Grant{Retry: splitBackoff()}, nil
+	return e.decide(ctx, r, rs, start)
 }
 
 // sharedRefusal returns the refusal of the request by the nodes (another
@@ -161,49 +122,6 @@ func sharedRefusal(e *Engine, rs []result[engine.Grant]) error {
 		return nil
 	}
 	return first
-}
-
-// raiseShared is raise (phase 2) for a shared lock's holder.
-func (e *Engine) raiseShared(ctx context.Context, r engine.AcquireRequest, token uint64, rs []result[engine.Grant]) (int, []error) {
-	granted := make([]bool, len(rs))
-	candidates := 0
-	for i, x := range rs {
-		granted[i] = x.done && x.err == nil && x.v.Acquired
-		if granted[i] {
-			candidates++
-		}
-	}
-	stop := func(out []result[bool], _ int) bool {
-		ok, no := 0, 0
-		for i, x := range out {
-			switch {
-			case !granted[i] || !x.done:
-			case x.err == nil && x.v:
-				ok++
-			default:
-				no++
-			}
-		}
-		return ok >= e.majority || candidates-no < e.majority
-	}
-	out := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (bool, error) {
-		if !granted[e.index(n)] {
-			return false, nil
-		}
-		return raiseFence(ctx, n.eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token, Kind: r.Kind})
-	}, stop, nil)
-	ok := 0
-	var errs []error
-	for i, x := range out {
-		switch {
-		case !granted[i]:
-		case x.err != nil:
-			errs = append(errs, x.err)
-		case x.v:
-			ok++
-		}
-	}
-	return ok, errs
 }
 
 // dropShared drops the hold a failed grant took on the nodes that
