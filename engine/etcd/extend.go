@@ -298,22 +298,33 @@ func reserves(st *state, pred string) bool {
 }
 
 // moveLease sets a new ttl on a held lock: its key is put again, on a new
-// lease of that ttl, if it is unchanged since it was read.
+// lease of that ttl, if it is unchanged since it was read (putOnNewLease).
 func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvccpb.KeyValue) engine.ExtendResult {
 	st, err := e.decode(r.Name, 0, []*mvccpb.KeyValue{kv})
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
+	return e.putOnNewLease(ctx, r, kv, st.hold.TTL, func(ttl int64) string {
+		h := st.hold
+		h.TTL = ttl
+		return h.encode()
+	})
+}
+
+// putOnNewLease puts the key of a hold read as kv again, on a new lease of
+// r's ttl, with the value encode gives for that ttl, if the key is
+// unchanged since it was read; the lease it leaves (of oldTTL seconds) is
+// offered to the pool. A key changed meanwhile (a re-entry, a release,
+// another owner) is a conflict: the next renewal judges it again.
+func (e *Engine) putOnNewLease(ctx context.Context, r engine.ExtendRequest, kv *mvccpb.KeyValue, oldTTL int64, encode func(ttl int64) string) engine.ExtendResult {
 	ttl := leaseSeconds(r.TTL)
 	id, err := e.obtain(ctx, ttl)
 	if err != nil {
 		return engine.ExtendResult{Err: err}
 	}
-	h := st.hold
-	h.TTL = ttl
 	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
-		clientv3.OpPut(string(kv.Key), h.encode(), clientv3.WithLease(id)))
+		clientv3.OpPut(string(kv.Key), encode(ttl), clientv3.WithLease(id)))
 	if unsure {
 		e.taint(id)
 	}
@@ -324,11 +335,9 @@ func (e *Engine) moveLease(ctx context.Context, r engine.ExtendRequest, kv *mvcc
 		if !unsure { // else the key may be on it: never pooled
 			e.recycle(id, ttl)
 		}
-		// Changed since the read: a re-entry, a release, another owner.
-		// The next renewal judges it again.
 		return engine.ExtendResult{Err: conflict("extend", r.Name)}
 	}
-	e.recycle(clientv3.LeaseID(kv.Lease), st.hold.TTL)
+	e.recycle(clientv3.LeaseID(kv.Lease), oldTTL)
 	e.heldOn(r.Name, r.Owner, id, kv.CreateRevision)
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
 }

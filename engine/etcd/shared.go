@@ -855,37 +855,16 @@ func (e *Engine) checkSharedHold(r engine.ExtendRequest, kvs []*mvccpb.KeyValue)
 }
 
 // moveSharedLease puts a holder's key again on a new lease of r's ttl, if
-// it is unchanged since it was read.
+// it is unchanged since it was read (putOnNewLease).
 func (e *Engine) moveSharedLease(ctx context.Context, r engine.ExtendRequest, kv *mvccpb.KeyValue) engine.ExtendResult {
 	var h sharedHold
 	if err := json.Unmarshal(kv.Value, &h); err != nil {
 		return engine.ExtendResult{Err: err}
 	}
-	ttl := leaseSeconds(r.TTL)
-	id, err := e.obtain(ctx, ttl)
-	if err != nil {
-		return engine.ExtendResult{Err: err}
-	}
-	old := h.TTL
-	h.TTL = ttl
-	ok, unsure, err := e.commitUnsure(ctx, "extend "+r.Name,
-		[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)},
-		clientv3.OpPut(string(kv.Key), mustJSON(h), clientv3.WithLease(id)))
-	if unsure {
-		e.taint(id)
-	}
-	if err != nil {
-		return engine.ExtendResult{Err: err}
-	}
-	if !ok {
-		if !unsure { // else the key may be on it: never pooled
-			e.recycle(id, ttl)
-		}
-		return engine.ExtendResult{Err: conflict("extend", r.Name)}
-	}
-	e.recycle(clientv3.LeaseID(kv.Lease), old)
-	e.heldOn(r.Name, r.Owner, id, kv.CreateRevision)
-	return engine.ExtendResult{Status: engine.Extended, Token: uint64(kv.CreateRevision)}
+	return e.putOnNewLease(ctx, r, kv, h.TTL, func(ttl int64) string {
+		h.TTL = ttl
+		return mustJSON(h)
+	})
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
