@@ -83,25 +83,27 @@ func (e *Engine) forceRelease(ctx context.Context, name, owner string) (bool, er
 }
 
 // Leave implements engine.Queuer: every kind, dispatched once on r.Kind
-// (engine.LeaveByKind) to leaveMutex or leaveShared, one function call
-// each.
+// (engine.LeaveByKind), one function call each: leave for a mutex's
+// waiter, leave_shared for a shared lock's. The waiter leaves the queue;
+// when it was the head of a free lock (or its weight now fits), the next
+// head is woken.
 func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
-	return engine.LeaveByKind(ctx, r, e.leaveMutex, e.leaveShared)
+	return engine.LeaveByKind(ctx, r, e.leaveBy(e.sql.leave), e.leaveBy(e.sql.leaveShared))
 }
 
-// leaveMutex is Leave's mutex path: the waiter leaves the queue; when it
-// was the head of a free lock, the next head is woken.
-func (e *Engine) leaveMutex(ctx context.Context, r engine.LeaveRequest) error {
-	name, waiter := r.Name, r.Waiter
-	if err := e.check(); err != nil {
-		return err
+// leaveBy is Leave's path that calls statement (leave or leave_shared).
+func (e *Engine) leaveBy(statement string) func(context.Context, engine.LeaveRequest) error {
+	return func(ctx context.Context, r engine.LeaveRequest) error {
+		if err := e.check(); err != nil {
+			return err
+		}
+		if err := checkTexts("name", r.Name, "waiter", r.Waiter); err != nil {
+			return err
+		}
+		var was bool
+		if err := e.pool.QueryRow(ctx, statement, r.Name, r.Waiter).Scan(&was); err != nil {
+			return e.wrap(err)
+		}
+		return nil
 	}
-	if err := checkTexts("name", name, "waiter", waiter); err != nil {
-		return err
-	}
-	var was bool
-	if err := e.pool.QueryRow(ctx, e.sql.leave, name, waiter).Scan(&was); err != nil {
-		return e.wrap(err)
-	}
-	return nil
 }

@@ -161,23 +161,6 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	return int(prev), nil
 }
 
-// leaveShared is Leave's path for a shared lock's waiter: one call of
-// leave_shared.
-func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
-	name, waiter := r.Name, r.Waiter
-	if err := e.check(); err != nil {
-		return err
-	}
-	if err := checkTexts("name", name, "waiter", waiter); err != nil {
-		return err
-	}
-	var was bool
-	if err := e.pool.QueryRow(ctx, e.sql.leaveShared, name, waiter).Scan(&was); err != nil {
-		return e.wrap(err)
-	}
-	return nil
-}
-
 var _ engine.Sharer = (*Engine)(nil)
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
