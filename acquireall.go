@@ -109,15 +109,23 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 	defer c.endCall()
 	if ma, ok := c.eng.(engine.MultiAcquirer); ok {
 		s, err := c.acquireAtomic(ctx, ma, sorted, o)
+		var locked *LockedError
 		switch {
 		case s != nil:
 			return s, nil
 		case p == tryOnce && errors.Is(err, engine.ErrNotAtomic):
-			return c.acquireOrdered(ctx, sorted, opts, tryOnce)
+			// Name by name, below.
 		case p == tryOnce || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
 			return nil, err
+		case errors.As(err, &locked):
+			// Refused for contention, after the engine judged every
+			// name's kind: wait, one name at a time.
+			return c.acquireOrdered(ctx, sorted, opts, p)
 		}
-		// Refused (or the attempt failed): wait, one name at a time.
+		// Not atomic here, or the attempt failed: name by name, below.
+	}
+	if err := c.otherKind(ctx, sorted); err != nil {
+		return nil, err
 	}
 	return c.acquireOrdered(ctx, sorted, opts, p)
 }
@@ -203,12 +211,10 @@ func (c *Client) trackAll(leases []*Lease) bool {
 // acquireOrdered takes the names one by one in sorted order (Acquire under
 // waitForIt, TryAcquire under tryOnce), and on the first failure releases
 // what it took (nothing stays held, and Acquire left each queue it
-// entered). A name held as a shared lock is refused first (otherKind),
-// before any name is taken or waited for.
+// entered). Its caller has refused a name held as a shared lock first
+// (otherKind, or the engine's one-step set), before any name is taken or
+// waited for.
 func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy) (*LeaseSet, error) {
-	if err := c.otherKind(ctx, sorted); err != nil {
-		return nil, err
-	}
 	take := c.TryAcquire
 	if p == waitForIt {
 		take = c.Acquire
@@ -230,7 +236,9 @@ func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Opt
 // otherKind returns the kind error (an *ArgumentError) of the first of
 // sorted that is held as a shared lock (a semaphore's permit, an RWMutex's
 // hold), as the engine's one-step sets refuse it: at once, ahead of
-// contention on another name, changing nothing. The names are inspected in
+// contention on another name, changing nothing. It costs one Inspect per
+// name, in parallel, on the name-by-name path only where no one-step set
+// judged the kinds (an engine without one, a set it cannot take at once). The names are inspected in
 // parallel; a name whose Inspect fails is left to its acquire, as is a
 // name that becomes a shared lock afterwards (its acquire refuses it
 // then).
