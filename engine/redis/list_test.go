@@ -16,9 +16,12 @@ import (
 	"github.com/distlock/distlock/internal/redistest"
 )
 
+// listCtx is a test's context: bounded far beyond any machine's need (a
+// test that hangs fails), not a speed. Its tests include a replica's sync
+// and a Cluster's slot move, which a loaded machine stretches.
 func listCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -200,11 +200,7 @@ func TestClusterMasterRestartKeepsWaiter(t *testing.T) {
 // gets the time the waiter was granted the lock, or is closed on its error.
 func heldWithWaiter(t *testing.T, cl *redistest.Cluster, name string) (*distlock.Lease, <-chan time.Time) {
 	t.Helper()
-	// The waiter waits through the whole scenario (a slot moved, a master
-	// restarted), which on a busy machine takes more than listCtx's 10 s:
-	// a bound far beyond any machine's need, not a speed.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	ctx := listCtx(t)
 	holder := distlock.New(listEngine(t, cl.Client()))
 	t.Cleanup(func() { _ = holder.Close() })
 	waiter := distlock.New(listEngine(t, cl.Client()))
