@@ -125,7 +125,8 @@ type quickVerdict struct {
 // process's or the clients': the signal is the client's own timer, which a
 // server's slow answer does not delay), and a run whose only problem is
 // such lateness is not failed. On a machine measured starved (judgedLag
-// at least lagprobe.Starved, the servers' answers included), neither is a
+// at least lagprobe.Starved, the servers' answers included; on Redlock, a
+// server answer slower than the per-node timeout: quorumStarved), neither is a
 // run in which every acquire failed, a control without teeth or a
 // negative control without its break (the fault's schedule was not
 // achieved), or a time bound missed (I7, I8, I9). Safety (I1-I5, I10-I13)
@@ -141,7 +142,7 @@ func quickJudge(o *Outcome, testLag, tolerance time.Duration) quickVerdict {
 		}
 		v.problems = kept
 	}
-	if v.lag < lagprobe.Starved {
+	if v.lag < lagprobe.Starved && !quorumStarved(o) {
 		return v
 	}
 	measured := fmt.Sprintf("delays up to %v (scheduling: this process %v, clients %v; slowest server answer %s)",
@@ -165,6 +166,17 @@ func quickJudge(o *Outcome, testLag, tolerance time.Duration) quickVerdict {
 	}
 	v.problems = kept
 	return v
+}
+
+// quorumStarved reports whether a Redlock run's servers were measured
+// answering slower than the clients' per-node timeout (clientParams: ttl/20,
+// 25 ms at the quick runs' 500 ms): a node that answers later counts as
+// failed, so a grant after a heal waits for the nodes to answer in time
+// again, and the recovery bound (I7) assumes they do. s08-restart-now-
+// redlock beside 8 busy loops: a heal followed by 2 s of "no quorum"
+// (every node's answer past its 25 ms), the slowest PING 56 ms.
+func quorumStarved(o *Outcome) bool {
+	return o.Spec.Mode.Redlock && o.Result.ServerLag > clientParams(o.Spec.TTL).NodeTimeout
 }
 
 // timeBound reports whether a run's problem is a time bound missed, a
@@ -234,7 +246,8 @@ func TestLateBeyond(t *testing.T) {
 }
 
 // TestStarvedServersExcuseTimeBoundsOnly: a run whose servers were
-// measured starved (ServerLag at least lagprobe.Starved) while this
+// measured starved (ServerLag at least lagprobe.Starved, or on Redlock
+// beyond the clients' per-node timeout: quorumStarved) while this
 // process and its clients were scheduled in time has its time bounds and
 // teeth not assessed, as s08-restart-now-redlock needed on a CI machine
 // loaded 4x (I7 missed and no teeth, client lag 33 ms, 37 of 66 acquires
@@ -260,10 +273,23 @@ func TestStarvedServersExcuseTimeBoundsOnly(t *testing.T) {
 		return quickJudge(o, testLag, tolerance)
 	}
 
-	v := judged(40 * ms)
-	if !slices.Equal(v.problems, timeBounds) || len(v.excused) > 0 || v.lag != 40*ms {
-		t.Fatalf("servers answering within 40ms: problems %q, excused %q, lag %v; want %q failed", v.problems, v.excused, v.lag, timeBounds)
+	v := judged(20 * ms)
+	if !slices.Equal(v.problems, timeBounds) || len(v.excused) > 0 || v.lag != 33*ms {
+		t.Fatalf("servers answering within 20ms (the per-node timeout is 25ms): problems %q, excused %q, lag %v; want %q failed", v.problems, v.excused, v.lag, timeBounds)
 	}
+	// Slower than the per-node timeout, below lagprobe.Starved: on
+	// Redlock the nodes answered too late to count, which the time bounds
+	// assume they do; a single server's run is judged on them.
+	v = judged(40 * ms)
+	if len(v.problems) > 0 || len(v.excused) != 1 {
+		t.Fatalf("Redlock servers answering in 40ms (per-node timeout 25ms): problems %q, excused %q; want the time bounds excused", v.problems, v.excused)
+	}
+	o.Spec.Mode = Single
+	v = judged(40 * ms)
+	if !slices.Equal(v.problems, timeBounds) || len(v.excused) > 0 {
+		t.Fatalf("a single server answering in 40ms: problems %q, excused %q; want %q failed", v.problems, v.excused, timeBounds)
+	}
+	o.Spec.Mode = Redlock
 	v = judged(lagprobe.Starved + 50*ms)
 	if len(v.problems) > 0 || len(v.excused) != 1 || v.lag != lagprobe.Starved+50*ms {
 		t.Fatalf("servers starved: problems %q, excused %q, lag %v; want the time bounds excused", v.problems, v.excused, v.lag)
