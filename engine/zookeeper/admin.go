@@ -87,11 +87,25 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 // SetMetadata implements engine.MetadataSetter: the holder's child gets
 // the new metadata and keeps its expiry (the base of its ttl is written
 // out, as the write moves the child's mtime). The change wakes the
-// name's subscribers (their watch of the holder's data).
+// name's subscribers (their watch of the holder's data). A call that found
+// no connection, or whose connection broke, is sent again once the
+// session is back (until ctx ends), as CountDown's: a member restarting
+// under a leader's Proclaim is not its failure, and the value written is
+// the same on every try.
 func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
+	for {
+		st, err := e.setMetadata(ctx, name, owner, metadata)
+		if err == nil || !lostConnection(err) || !pause(ctx) {
+			return st, err
+		}
+	}
+}
+
+// setMetadata is one try of SetMetadata.
+func (e *Engine) setMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
 	for range maxConflicts {
 		l, err := e.read(ctx, name)
 		if err != nil {
