@@ -19,6 +19,7 @@ import (
 // requests counts the requests sent through it by path ("/v1/sets/acquire",
 // or "acquire" for any lock's acquire, "release" for any lock's release).
 type requests struct {
+	tr *http.Transport
 	mu sync.Mutex
 	n  map[string]int
 }
@@ -34,7 +35,7 @@ func (c *requests) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	c.n[key]++
 	c.mu.Unlock()
-	return http.DefaultTransport.RoundTrip(r)
+	return c.tr.RoundTrip(r)
 }
 
 func (c *requests) count(key string) int {
@@ -44,8 +45,14 @@ func (c *requests) count(key string) int {
 }
 
 // countedRemote returns a remote engine on url whose requests are counted.
+//
+// The transport is the test's own, its idle connections closed when the
+// test ends, before the server shuts down: parallel requests (a set's
+// Inspects) can leave a connection dialed and never used, which the
+// server's Shutdown waits for (as new) up to 5 s.
 func countedRemote(t *testing.T, url string) (*remote.Engine, *requests) {
-	c := &requests{}
+	c := &requests{tr: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(c.tr.CloseIdleConnections)
 	return newRemote(t, url, remote.WithHTTPClient(&http.Client{Transport: c})), c
 }
 
