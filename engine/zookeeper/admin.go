@@ -96,12 +96,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	for {
-		st, err := e.setMetadata(ctx, name, owner, metadata)
-		if err == nil || !lostConnection(err) || !pause(ctx) {
-			return st, err
-		}
-	}
+	return resent(ctx, func() (engine.ExtendStatus, error) { return e.setMetadata(ctx, name, owner, metadata) })
 }
 
 // setMetadata is one try of SetMetadata.

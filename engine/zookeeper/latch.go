@@ -99,10 +99,17 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
+	return resent(ctx, func() (int64, error) { return e.countDown(ctx, name, id) })
+}
+
+// resent runs try, and again every reconnectPause while it fails on a lost
+// connection (lostConnection), until ctx ends: for a call that is harmless
+// to send again.
+func resent[T any](ctx context.Context, try func() (T, error)) (T, error) {
 	for {
-		n, err := e.countDown(ctx, name, id)
+		v, err := try()
 		if err == nil || !lostConnection(err) || !pause(ctx) {
-			return n, err
+			return v, err
 		}
 	}
 }
