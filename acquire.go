@@ -127,7 +127,9 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 	if (!ahead || queues) && !skip {
 		// A fair call never takes a free lock ahead of the queue, even on
 		// its first attempt, which carries no waiter fields yet.
-		a.req.Behind = ahead || (wait && o.fair)
+		if ahead || (wait && o.fair) {
+			a.req.Order = engine.OrderBehind
+		}
 		if l, err = a.tryOnce(ctx); l != nil || err != nil {
 			return l, a.contended, err
 		}

@@ -33,7 +33,10 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 	if q != nil {
 		w := &queueWaiter{a: a, id: c.waiterID(a.o.owner), kick: make(chan struct{}, 1)}
 		defer w.close()
-		a.req.Waiter, a.req.WaiterTTL, a.req.Fair = w.id, WaiterTTL, a.o.fair
+		a.req.Waiter, a.req.WaiterTTL = w.id, WaiterTTL
+		if a.o.fair {
+			a.req.Order = engine.OrderFair
+		}
 		a.leaving = new(atomic.Bool)
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = leavingQueue{q, a.leaving}, w.id, w.enter, w.kick
 	} else {
@@ -45,7 +48,9 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 			// wait in the queue for the name, a new waiter does not take
 			// the free lock ahead of them. (Not an explicit owner, which
 			// may be re-entering.)
-			a.req.Behind = a.req.Behind || (a.o.owner == "" && c.queuedOn(a.name))
+			if a.req.Order == engine.OrderDefault && a.o.owner == "" && c.queuedOn(a.name) {
+				a.req.Order = engine.OrderBehind
+			}
 		}
 		lease, fatal = a.try(actx)
 		cause := a.backendCause()

@@ -91,10 +91,9 @@ type AcquireRequest struct {
 	Attempt string
 	// Kind is the kind of lock asked for: Mutex (the zero value), or a
 	// shared lock (Semaphore, RWLock) with Limit and Weight. A shared
-	// request ignores Fair, Behind and NoReserve: a shared lock's queue is
-	// always first come, first served, with weights (see Sharer;
-	// AcquireByKind clears them). The rules of the three fields are
-	// CheckKind's and CheckShared's.
+	// request ignores Order: a shared lock's queue is always first come,
+	// first served, with weights (see Sharer; AcquireByKind clears it).
+	// The rules of Kind, Limit and Weight are CheckKind's and CheckShared's.
 	Kind Kind
 	// Limit makes a semaphore that does not exist; once it exists, its
 	// stored limit governs and a request that declares another is served
@@ -127,19 +126,10 @@ type AcquireRequest struct {
 	// WaiterTTL is the heartbeat ttl of the queue entry: without a heartbeat
 	// (ExtendRequest.Waiter) the waiter is dropped from the queue after it.
 	WaiterTTL time.Duration
-	// Fair asks for strict FIFO (see Queuer): while a fair waiter is at the
-	// head of the queue, only it can take the lock.
-	Fair bool
-	// Behind asks not to take a free lock ahead of the waiters queued for
-	// it (the request queues behind them instead), without making the
-	// waiter fair: a Client sets it when its own goroutines already wait
-	// for the name, so one that just released cannot overtake them.
-	Behind bool
-	// NoReserve asks that the lock never be reserved for this waiter: it is
-	// woken as the head, but nobody is kept from taking the lock for it (no
-	// starvation hand-off; Fair must be false). A quorum sets it: per-node
-	// reservations for different heads would split the vote.
-	NoReserve bool
+	// Order is how the request stands toward the name's queued waiters:
+	// the default policy, behind them, strict FIFO (fair), or never
+	// reserved for (a quorum's). See Order.
+	Order Order
 	// Announce asks that the grant be signalled to the name's
 	// subscribers (Subscribe), and its release later too, whether or not
 	// anyone waits: an election's campaign sets it, so that observers learn

@@ -41,12 +41,16 @@ func (k Kind) Shared() bool { return k != Mutex }
 // with a Limit or a Weight above 1; a semaphore's Limit outside 0 to
 // RWPermits-1 (0 declares none: the stored limit governs) or Weight outside
 // 1 to RWPermits-1; an RW lock's Weight other than 1 (read) or RWPermits
-// (write), or a Limit other than RWPermits (0 is taken as it). The weight
+// (write), or a Limit other than RWPermits (0 is taken as it); an Order
+// that is none of the Order constants. The weight
 // is checked against the stored limit by the engine (CheckShared).
 // AcquireByKind applies it, once, before it dispatches on the kind.
 func CheckKind(r *AcquireRequest) error {
-	if r.Kind == Mutex && r.Limit == 0 && r.Weight <= 1 && r.Weight >= 0 {
+	if r.Kind == Mutex && r.Limit == 0 && r.Weight <= 1 && r.Weight >= 0 && r.Order <= OrderNoReserve {
 		return nil // the fast path
+	}
+	if err := checkOrder(r.Order); err != nil {
+		return err
 	}
 	return checkKind(r)
 }
@@ -91,8 +95,8 @@ type AcquireFunc func(ctx context.Context, r AcquireRequest) (Grant, error)
 
 // AcquireByKind is the one dispatch of Engine.Acquire on r.Kind, which every
 // engine's Acquire is: CheckKind refuses bad kind fields, then a mutex goes
-// to mutex and a shared kind to shared, with Fair, Behind and NoReserve
-// cleared (a shared request ignores them: AcquireRequest.Kind). An engine
+// to mutex and a shared kind to shared, with Order cleared (a shared
+// request ignores it: AcquireRequest.Kind). An engine
 // that keeps no shared locks passes a nil shared: a shared kind is then
 // refused with UnsupportedKind. The mutex path costs a branch and a call,
 // no round trip and no allocation.
@@ -106,7 +110,7 @@ func AcquireByKind(ctx context.Context, r AcquireRequest, mutex, shared AcquireF
 	if shared == nil {
 		return Grant{}, UnsupportedKind(r.Kind)
 	}
-	r.Fair, r.Behind, r.NoReserve = false, false, false
+	r.Order = OrderDefault
 	return shared(ctx, r)
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // TestAcquireByKind: a mutex goes to the mutex path untouched; a shared
-// kind to the shared path with Fair, Behind and NoReserve cleared, or, on
+// kind to the shared path with its Order cleared, or, on
 // an engine without one, to UnsupportedKind (errors.ErrUnsupported); bad
 // kind fields reach neither path.
 func TestAcquireByKind(t *testing.T) {
@@ -17,12 +17,12 @@ func TestAcquireByKind(t *testing.T) {
 		return Grant{Acquired: true}, nil
 	}
 	ctx := context.Background()
-	mutex := AcquireRequest{Name: "n", Fair: true, Behind: true, NoReserve: true}
+	mutex := AcquireRequest{Name: "n", Order: OrderFair}
 	if g, err := AcquireByKind(ctx, mutex, path, nil); err != nil || !g.Acquired || got[0] != mutex {
 		t.Fatalf("mutex: %+v, %v, passed %+v", g, err, got)
 	}
-	shared := AcquireRequest{Name: "n", Kind: RWLock, Weight: 1, Fair: true, Behind: true, NoReserve: true}
-	if _, err := AcquireByKind(ctx, shared, nil, path); err != nil || got[1].Fair || got[1].Behind || got[1].NoReserve || got[1].Kind != RWLock {
+	shared := AcquireRequest{Name: "n", Kind: RWLock, Weight: 1, Order: OrderFair}
+	if _, err := AcquireByKind(ctx, shared, nil, path); err != nil || got[1].Order != OrderDefault || got[1].Kind != RWLock {
 		t.Fatalf("shared: %v, passed %+v", err, got[1])
 	}
 	if _, err := AcquireByKind(ctx, shared, path, nil); !errors.Is(err, errors.ErrUnsupported) || len(got) != 2 {
@@ -31,6 +31,24 @@ func TestAcquireByKind(t *testing.T) {
 	var ae *ArgumentError
 	if _, err := AcquireByKind(ctx, AcquireRequest{Kind: 7}, path, path); !errors.As(err, &ae) || ae.Arg != "kind" || len(got) != 2 {
 		t.Fatalf("kind 7: %v (%d calls)", err, len(got))
+	}
+	for _, r := range []AcquireRequest{{Order: OrderNoReserve + 1}, {Kind: Semaphore, Weight: 1, Order: 9}} {
+		if _, err := AcquireByKind(ctx, r, path, path); !errors.As(err, &ae) || ae.Arg != "order" || len(got) != 2 {
+			t.Fatalf("%+v: %v (%d calls)", r, err, len(got))
+		}
+	}
+}
+
+// TestOrder: only OrderBehind and OrderFair stay behind the queue, and
+// every order has a name.
+func TestOrder(t *testing.T) {
+	for o, want := range map[Order]bool{OrderDefault: false, OrderBehind: true, OrderFair: true, OrderNoReserve: false, 4: false} {
+		if o.Yields() != want {
+			t.Errorf("%s.Yields() = %v", o, o.Yields())
+		}
+	}
+	if s := Order(4).String(); s != "order(4)" {
+		t.Errorf("Order(4) is %q", s)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 //     and only the head, is woken: a message addressed to it, delivered on
 //     its SubscribeWaiter subscription. Nobody else is sent anything.
 //   - A release reserves the lock for the head, in the same atomic step,
-//     when the head is fair (AcquireRequest.Fair) or has waited longer than
+//     when the head is fair (OrderFair) or has waited longer than
 //     StarvationBound since it entered the queue: for ReserveTTL
 //     of the authority's time only the head can take it, with its own
 //     acquire (its lease's validity is measured from its own send time: the

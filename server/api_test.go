@@ -320,6 +320,8 @@ func TestBadInput(t *testing.T) {
 		{"owner too long", "POST", "/v1/locks/x/acquire", map[string]any{"owner": strings.Repeat("o", 257)}, 400, api.CodeInvalidArgument, "owner"},
 		{"metadata too long", "POST", "/v1/locks/x/acquire", map[string]any{"metadata": strings.Repeat("m", 4097)}, 400, api.CodeInvalidArgument, "metadata"},
 		{"attempt too long", "POST", "/v1/locks/x/acquire", map[string]any{"attempt": strings.Repeat("a", 257)}, 400, api.CodeInvalidArgument, "attempt"},
+		{"no_reserve with fair", "POST", "/v1/locks/free/acquire", `{"no_reserve":true,"fair":true,"waiter":"w"}`, 400, api.CodeInvalidArgument, "no_reserve"},
+		{"no_reserve with behind", "POST", "/v1/locks/free/acquire", `{"no_reserve":true,"behind":true}`, 400, api.CodeInvalidArgument, "no_reserve"},
 		{"unknown field", "POST", "/v1/locks/x/acquire", `{"ttl":"30s"}`, 400, api.CodeInvalidArgument, "body"},
 		{"not JSON", "POST", "/v1/locks/x/acquire", `ttl=30`, 400, api.CodeInvalidArgument, "body"},
 		{"two JSON values", "POST", "/v1/locks/x/acquire", `{} {}`, 400, api.CodeInvalidArgument, "body"},

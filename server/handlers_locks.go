@@ -31,7 +31,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		return
 	}
 	ttl, wait, waiterTTL, sh := args.ttl, args.wait, args.waiterTTL, args.sh
-	if _, queues := s.eng.(engine.Queuer); sh == nil && req.Fair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
+	if _, queues := s.eng.(engine.Queuer); sh == nil && args.order == engine.OrderFair && !(queues && engine.CapabilitiesOf(s.eng).Fair) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "fair: this server's engine keeps no waiter queue"))
 		return
 	}
@@ -48,7 +48,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		attempt = s.owners.Next()
 	}
 	ereq := engine.AcquireRequest{Name: name, Owner: owner, TTL: ttl, Metadata: req.Metadata, Attempt: attempt,
-		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Fair: req.Fair, Behind: req.Behind, NoReserve: req.NoReserve,
+		Waiting: req.Waiting || wait > 0, Waiter: req.Waiter, WaiterTTL: waiterTTL, Order: args.order,
 		OneOff: req.OneOff && req.Owner != "" && req.Attempt == req.Owner, Announce: req.Announce}
 	if sh != nil {
 		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
@@ -96,6 +96,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 // acquireArgs are an acquire request's checked arguments.
 type acquireArgs struct {
 	ttl, wait, waiterTTL time.Duration
+	order                engine.Order
 	sh                   *sharedSpec // nil for a mutex
 }
 
@@ -119,6 +120,12 @@ func (s *Server) checkAcquire(req api.AcquireRequest) (acquireArgs, *apiError) {
 	if e == nil && req.Waiter != "" && wait > 0 {
 		e = badRequest("waiter", "invalid waiter: a request with wait_ms waits on the server, which queues it itself")
 	}
+	var order engine.Order
+	if e == nil {
+		var err error
+		order, err = wire.OrderOf(req)
+		e = argErr("no_reserve", err)
+	}
 	var sh *sharedSpec
 	if e == nil {
 		sh, e = sharedFrom(req)
@@ -129,7 +136,7 @@ func (s *Server) checkAcquire(req api.AcquireRequest) (acquireArgs, *apiError) {
 	if e == nil && sh != nil {
 		_, e = s.sharer("acquire")
 	}
-	return acquireArgs{ttl: ttl, wait: wait, waiterTTL: waiterTTL, sh: sh}, e
+	return acquireArgs{ttl: ttl, wait: wait, waiterTTL: waiterTTL, order: order, sh: sh}, e
 }
 
 // acquireResponse is the answer to a granted acquire.

@@ -459,7 +459,7 @@ func (rc *runClient) set(ctx context.Context, e *event, opts []distlock.Option) 
 // grant's token, or whether the request was queued.
 func (rc *runClient) ghost(ctx context.Context, e *event) (token uint64, queued bool, err error) {
 	g, err := rc.eng.Acquire(ctx, engine.AcquireRequest{Name: e.Name, Owner: e.Owner, TTL: e.Op.TTL, Attempt: e.Owner,
-		Waiting: true, Waiter: "w-" + e.Owner, WaiterTTL: e.Op.Wait, Fair: true})
+		Waiting: true, Waiter: "w-" + e.Owner, WaiterTTL: e.Op.Wait, Order: engine.OrderFair})
 	switch {
 	case err != nil:
 		return 0, false, err

@@ -520,7 +520,7 @@ func (s *suite) deadWaiterSkipped(t *testing.T) {
 	probe := StartProbe(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	const deadTTL = 500 * time.Millisecond
-	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Fair: true})
+	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-waiter", WaiterTTL: deadTTL, Order: engine.OrderFair})
 	got := make(chan error, 1)
 	wrapped, rec := countCalls(s.h.New(t))
 	live := distlock.New(wrapped)
@@ -646,7 +646,7 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 // free again.
 func (s *suite) reservationLapses(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
-	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "ghost-waiter", WaiterTTL: time.Minute, Fair: true})
+	name, _, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "ghost-waiter", WaiterTTL: time.Minute, Order: engine.OrderFair})
 	released := time.Now()
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -690,11 +690,15 @@ func (s *suite) heldBeforeGhosts(t *testing.T, ctx context.Context, fair bool, g
 	if err != nil {
 		t.Fatal(err)
 	}
+	order := engine.OrderDefault
+	if fair {
+		order = engine.OrderFair
+	}
 	sent := make([]time.Time, len(ghosts))
 	for i, g := range ghosts {
 		sent[i] = time.Now()
 		got, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
-			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl, Fair: fair})
+			Waiting: true, Waiter: g.id, WaiterTTL: g.ttl, Order: order})
 		if err == nil && !got.Acquired && got.Queued && got.Head && i > 0 {
 			skipIfGhostLapsed(t, ghosts[:i], sent[:i], g.id)
 		}
@@ -871,14 +875,14 @@ func (s *suite) leaveBehindExpired(t *testing.T) {
 
 // fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the
 // queue, even when the head is not fair. The head here is a dead waiter
-// that is never reserved for (NoReserve, as a quorum's): the release wakes
+// that is never reserved for (OrderNoReserve, as a quorum's): the release wakes
 // it and leaves the lock free. A fair newcomer must then wait behind it
 // (its first attempt, made before it is queued, asks to stay behind),
 // while a default-policy newcomer may take the free lock at once: the
 // control, which shows that only fairness kept the fair one out.
 func (s *suite) fairNewcomerQueues(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
-	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-head", WaiterTTL: time.Minute, NoReserve: true})
+	name, holder, h := s.heldWithGhost(t, ctx, engine.AcquireRequest{Waiter: "dead-head", WaiterTTL: time.Minute, Order: engine.OrderNoReserve})
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

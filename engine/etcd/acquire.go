@@ -91,7 +91,7 @@ func (e *Engine) noteGrant(r engine.AcquireRequest, g engine.Grant) {
 // changed under the transaction.
 func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, ttl int64, lease *pending) (engine.Grant, bool, error) {
 	head, res := st.head(), st.reservedFor()
-	behind := res == "" && head != nil && head.id != r.Waiter && (head.Fair || due(head) || r.Fair || r.Behind)
+	behind := res == "" && head != nil && head.id != r.Waiter && (head.Fair || due(head) || r.Order.Yields())
 	if behind || (res != "" && res != r.Waiter) {
 		g := engine.Grant{Reserved: true, HolderTTL: reserveTTL * time.Second}
 		var ops []clientv3.Op
@@ -258,7 +258,7 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 				return engine.Grant{}, false, err
 			}
 			ops = append(ops, clientv3.OpPut(e.keys.waiter(r.Name, r.Waiter),
-				mustJSON(entry{Fair: r.Fair, NoReserve: r.NoReserve}), clientv3.WithLease(id)))
+				mustJSON(entryOf(r)), clientv3.WithLease(id)))
 		}
 		g.Queued = true
 	}
@@ -309,7 +309,7 @@ func (e *Engine) enqueue(ctx context.Context, st *state, r engine.AcquireRequest
 // wakeHead returns the operations that wake the head of a free lock's
 // queue: a wake-up addressed to it, and, when it is due, a reservation
 // (reserveTTL) that keeps the lock for it. On etcd every head is due unless
-// it asked for no reservation (NoReserve): it has waited at least the Raft
+// it asked for no reservation (OrderNoReserve): it has waited at least the Raft
 // commit of its entry and the one that frees the lock, which is more than
 // engine.StarvationBound on any real cluster.
 func (e *Engine) wakeHead(ctx context.Context, st *state) ([]clientv3.Op, error) {
@@ -348,7 +348,7 @@ func (e *Engine) settle(ctx context.Context, st *state) error {
 }
 
 // due reports whether a head is owed the lock ahead of newcomers: a fair
-// one, and every one that did not ask for no reservation (NoReserve), since
+// one, and every one that did not ask for no reservation (OrderNoReserve), since
 // on etcd every head has waited longer than engine.StarvationBound (the Raft
 // commit of its entry and the one that freed the lock, at least).
 func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }

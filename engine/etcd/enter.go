@@ -47,7 +47,7 @@ func (e *Engine) enterQueue(ctx context.Context, r engine.AcquireRequest) (*stat
 	}, func() {
 		resp, unsure, err = e.txn(ctx, "queue on "+r.Name,
 			[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
-			[]clientv3.Op{clientv3.OpPut(key, mustJSON(entry{Fair: r.Fair, NoReserve: r.NoReserve}), clientv3.WithLease(id)), get},
+			[]clientv3.Op{clientv3.OpPut(key, mustJSON(entryOf(r)), clientv3.WithLease(id)), get},
 			get)
 	})
 	if unsure {

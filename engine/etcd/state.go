@@ -36,6 +36,12 @@ type entry struct {
 	Reserved bool `json:"v,omitempty"`
 }
 
+// entryOf is the queue entry of r's waiter: fair or never reserved for, as
+// r.Order says.
+func entryOf(r engine.AcquireRequest) entry {
+	return entry{Fair: r.Order == engine.OrderFair, NoReserve: r.Order == engine.OrderNoReserve}
+}
+
 // waiterKV is one waiter of a name's queue.
 type waiterKV struct {
 	id string

@@ -105,7 +105,7 @@ func (e *Engine) enqueue(r engine.AcquireRequest, now time.Time) *waitQueue {
 		rec.queue = q
 	}
 	w := enqueueIn(q, r.Waiter, r.WaiterTTL, now)
-	w.fair, w.noReserve = w.fair || r.Fair, w.noReserve || r.NoReserve
+	w.fair, w.noReserve = w.fair || r.Order == engine.OrderFair, w.noReserve || r.Order == engine.OrderNoReserve
 	return q
 }
 
@@ -168,7 +168,7 @@ func (e *Engine) admit(r engine.AcquireRequest, q *waitQueue, now time.Time) (en
 		return engine.Grant{}, true
 	}
 	behind := false
-	if h := q.head(); q.reserved == nil && h != nil && h.id != r.Waiter && (h.fair || r.Fair || r.Behind) {
+	if h := q.head(); q.reserved == nil && h != nil && h.id != r.Waiter && (h.fair || r.Order.Yields()) {
 		e.wakeHead(r.Name, q, now)
 		behind = true
 	}

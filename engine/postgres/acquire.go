@@ -26,7 +26,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		acquire bool
 	)
 	args := []any{r.Name, r.Owner, micros(r.TTL), r.Metadata, r.Attempt,
-		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Fair, r.Behind, r.NoReserve, r.Announce, e.ownChannel()}
+		r.Waiting, r.Waiter, micros(r.WaiterTTL), r.Order == engine.OrderFair, r.Order.Yields(), r.Order == engine.OrderNoReserve, r.Announce, e.ownChannel()}
 	scan := []any{&acquire, &token, &holds, &g.Holder, &ttlUS, &g.Queued, &g.Head, &g.Reserved}
 	// On a schema before version 7, acquire without the channel (waiters
 	// are woken on the schema's channel), for good (signatures).

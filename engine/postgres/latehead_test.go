@@ -18,8 +18,11 @@ func lateHead(t *testing.T, ctx context.Context, e *postgres.Engine, schema, nam
 	t.Helper()
 	acquire := func(owner, waiter string) engine.Grant {
 		t.Helper()
-		g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, TTL: time.Minute, Waiting: true,
-			Waiter: waiter, WaiterTTL: time.Minute, Fair: waiter != ""})
+		r := engine.AcquireRequest{Name: name, Owner: owner, TTL: time.Minute, Waiting: true, Waiter: waiter, WaiterTTL: time.Minute}
+		if waiter != "" {
+			r.Order = engine.OrderFair
+		}
+		g, err := e.Acquire(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ import (
 // longer grant. The answers still out are settled when they come (see
 // flight): late grants of a kept lease stay, everything else is released.
 func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	if r.Fair {
+	if r.Order == engine.OrderFair {
 		return engine.Grant{}, errFairQuorum
 	}
 	// The validity is counted from before the first send, whatever the
@@ -33,7 +33,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		// reservations for different heads would split the vote, and so
 		// would waiters that each stay behind another node's head: the
 		// nodes wake their heads, and nobody is kept from the lock.
-		r.NoReserve, r.Behind = true, false
+		r.Order = engine.OrderNoReserve
 	}
 	var stop func([]result[engine.Grant], int) bool
 	var late func(int, result[engine.Grant])

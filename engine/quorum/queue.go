@@ -17,7 +17,7 @@ var _ engine.Queuer = (*Engine)(nil)
 var errFairQuorum = fmt.Errorf("quorum: fair waiting needs one queue order, which independent nodes cannot promise: %w", errors.ErrUnsupported)
 
 // The quorum's waiter queue is the nodes' queues: a waiting acquire enters
-// the queue of every node that has one (with NoReserve), each node wakes
+// the queue of every node that has one (with OrderNoReserve), each node wakes
 // its own head on a release, heartbeats travel in the Extend batches to
 // every node, and a waiter leaves every node's queue. Wake-ups are for the
 // heads only, but the heads of different nodes may differ: a release wakes

@@ -218,7 +218,7 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 	default:
 		a.add("")
 	}
-	queue := r.Waiter != "" || r.Behind
+	queue := r.Waiter != "" || r.Order.Yields()
 	if e.noFloor != "" || queue { // ARGV[7] only when needed: the common grant sends less
 		if e.noFloor != "" {
 			a.add(argZero)
@@ -228,8 +228,8 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 	}
 	argv := a.argv
 	if queue {
-		argv = append(argv, r.Waiter, ms(r.WaiterTTL), flag(r.Fair), flag(r.Behind),
-			e.publish, queueReserveUS, queueStarveUS, flag(r.NoReserve), e.wakeChannel(r.Name))
+		argv = append(argv, r.Waiter, ms(r.WaiterTTL), flag(r.Order == engine.OrderFair), flag(r.Order.Yields()),
+			e.publish, queueReserveUS, queueStarveUS, flag(r.Order == engine.OrderNoReserve), e.wakeChannel(r.Name))
 	}
 	return argv
 }
@@ -304,7 +304,7 @@ func (e *Engine) keysTo(a *evalArgs, name string, which []int) {
 // its mark, and makes the name contended; an unmarked one makes it not.
 func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, error) {
 	set := fewKeys
-	if r.Waiter != "" || r.Behind || e.contended.has(r.Name) {
+	if r.Waiter != "" || r.Order.Yields() || e.contended.has(r.Name) {
 		set = allKeys
 	}
 	res, err := e.batch.runArgs(ctx, acquireScript, e.acquireArgs(r, set)).Result()

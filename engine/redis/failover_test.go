@@ -92,7 +92,7 @@ func TestTimeFloorStaleHighWater(t *testing.T) {
 		},
 		"waiter": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
 			return e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute,
-				Waiter: owner, WaiterTTL: time.Minute, Fair: true})
+				Waiter: owner, WaiterTTL: time.Minute, Order: engine.OrderFair})
 		},
 		"semaphore": func(ctx context.Context, e *redisengine.Engine, name, owner string) (engine.Grant, error) {
 			return e.Acquire(ctx, engine.AcquireRequest{

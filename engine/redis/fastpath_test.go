@@ -143,7 +143,7 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	if g := acquire(waiters, engine.AcquireRequest{Owner: "w1", Waiter: "w1", Fair: true}); g.Acquired || !g.Queued || !g.Head {
+	if g := acquire(waiters, engine.AcquireRequest{Owner: "w1", Waiter: "w1", Order: engine.OrderFair}); g.Acquired || !g.Queued || !g.Head {
 		t.Fatalf("w1: %+v, want queued at the head", g)
 	}
 	hh.take()
@@ -180,7 +180,7 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 	if g := acquire(waiters, engine.AcquireRequest{Owner: "w2", Waiter: "w2"}); g.Acquired || !g.Queued {
 		t.Fatalf("w2: %+v", g)
 	}
-	if g := acquire(waiters, engine.AcquireRequest{Owner: "w1", Waiter: "w1", Fair: true}); !g.Acquired {
+	if g := acquire(waiters, engine.AcquireRequest{Owner: "w1", Waiter: "w1", Order: engine.OrderFair}); !g.Acquired {
 		t.Fatalf("w1 confirms: %+v", g)
 	}
 	sub2, err := waiters.SubscribeWaiter(ctx, name, "w2")

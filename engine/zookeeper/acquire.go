@@ -146,7 +146,7 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 			// the line, and the next head is tried.
 			return engine.Grant{}, false, e.drop(ctx, l, head)
 		}
-		if head.d.Fair || r.Fair || r.Behind {
+		if head.d.Fair || r.Order.Yields() {
 			return a.refuse(ctx, engine.Grant{Reserved: true, HolderTTL: left(head.expiry() - now)}, line)
 		}
 	}
@@ -311,7 +311,7 @@ func (a *attempt) behind(line []child) bool {
 // the answer was lost and the place found by its GUID).
 func (a *attempt) takePlace(ctx context.Context) (int64, error) {
 	e, r := a.e, a.r
-	d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Fair, NoReserve: r.NoReserve, Kind: a.kind, Weight: a.weight}
+	d := data{Owner: r.Owner, Waiter: r.Waiter, TTL: ms(r.WaiterTTL), Fair: r.Order == engine.OrderFair, NoReserve: r.Order == engine.OrderNoReserve, Kind: a.kind, Weight: a.weight}
 	if r.WaiterTTL <= 0 {
 		d.TTL = ms(r.TTL)
 	}

@@ -285,7 +285,7 @@ func staleLeave(t *testing.T, ens *zktest.Ensemble) {
 			e  *zkengine.Engine
 		}{{"ghost-first", onFollower}, {"ghost-second", onLeader}} {
 			if _, err := g.e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: g.id, Attempt: g.id, TTL: time.Minute,
-				Waiting: true, Waiter: g.id, WaiterTTL: time.Minute, Fair: true}); err != nil {
+				Waiting: true, Waiter: g.id, WaiterTTL: time.Minute, Order: engine.OrderFair}); err != nil {
 				t.Fatal(err)
 			}
 		}

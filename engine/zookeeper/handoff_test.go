@@ -28,7 +28,7 @@ func TestHandOffChecked(t *testing.T) {
 		t.Fatalf("holder: %+v, %v", g, err)
 	}
 	w := req("head")
-	w.Waiting, w.Waiter, w.WaiterTTL, w.NoReserve = true, "head-waiter", time.Minute, true
+	w.Waiting, w.Waiter, w.WaiterTTL, w.Order = true, "head-waiter", time.Minute, engine.OrderNoReserve
 	if g, err := head.Acquire(ctx, w); err != nil || !g.Queued || !g.Head {
 		t.Fatalf("head's first attempt: %+v, %v, want queued at the head", g, err)
 	}

@@ -39,7 +39,7 @@ func ModeOf(weight int) string {
 // mutex (the server refuses an election of a shared kind).
 func AcquireBody(r engine.AcquireRequest) api.AcquireRequest {
 	b := api.AcquireRequest{Owner: r.Owner, TTLMs: ms(r.TTL), Metadata: r.Metadata, Attempt: r.Attempt, Waiting: r.Waiting,
-		Waiter: r.Waiter, Fair: r.Fair, Behind: r.Behind, NoReserve: r.NoReserve, OneOff: r.OneOff,
+		Waiter: r.Waiter, Fair: r.Order == engine.OrderFair, Behind: r.Order.Yields(), NoReserve: r.Order == engine.OrderNoReserve, OneOff: r.OneOff,
 		Announce: r.Announce && !r.Kind.Shared(), Kind: KindName(r.Kind)}
 	if r.Waiter != "" {
 		b.WaiterTTLMs = ms(r.WaiterTTL)
@@ -51,6 +51,25 @@ func AcquireBody(r engine.AcquireRequest) api.AcquireRequest {
 		b.Mode = ModeOf(r.Weight)
 	}
 	return b
+}
+
+// OrderOf reads the queue order of an acquire body from its fair, behind
+// and no_reserve fields: fair (with or without behind) is OrderFair, behind
+// alone OrderBehind, no_reserve alone OrderNoReserve, none of them
+// OrderDefault. No_reserve with fair or behind asks for two orders at
+// once: an *engine.ArgumentError, arg "no_reserve".
+func OrderOf(b api.AcquireRequest) (engine.Order, error) {
+	switch {
+	case b.NoReserve && (b.Fair || b.Behind):
+		return 0, &engine.ArgumentError{Arg: "no_reserve", Reason: "a waiter that is never reserved for cannot also be fair or stay behind the queue"}
+	case b.NoReserve:
+		return engine.OrderNoReserve, nil
+	case b.Fair:
+		return engine.OrderFair, nil
+	case b.Behind:
+		return engine.OrderBehind, nil
+	}
+	return engine.OrderDefault, nil
 }
 
 // SetLockBody is the wire form of one lock of a set (a mutex's request).

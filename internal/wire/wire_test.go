@@ -89,3 +89,32 @@ func TestLeave(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderOf: the wire's three queue flags read as one engine.Order, and
+// AcquireBody writes back flags that read as the same order; no_reserve
+// with fair or behind is an *engine.ArgumentError.
+func TestOrderOf(t *testing.T) {
+	for _, c := range []struct {
+		b    api.AcquireRequest
+		want engine.Order
+	}{
+		{api.AcquireRequest{}, engine.OrderDefault},
+		{api.AcquireRequest{Behind: true}, engine.OrderBehind},
+		{api.AcquireRequest{Fair: true}, engine.OrderFair},
+		{api.AcquireRequest{Fair: true, Behind: true}, engine.OrderFair},
+		{api.AcquireRequest{NoReserve: true}, engine.OrderNoReserve},
+	} {
+		if got, err := OrderOf(c.b); err != nil || got != c.want {
+			t.Errorf("%+v: %s, %v; want %s", c.b, got, err, c.want)
+		}
+		if back, err := OrderOf(AcquireBody(engine.AcquireRequest{Order: c.want})); err != nil || back != c.want {
+			t.Errorf("%s through AcquireBody: %s, %v", c.want, back, err)
+		}
+	}
+	var ae *engine.ArgumentError
+	for _, b := range []api.AcquireRequest{{NoReserve: true, Fair: true}, {NoReserve: true, Behind: true}} {
+		if _, err := OrderOf(b); !errors.As(err, &ae) || ae.Arg != "no_reserve" {
+			t.Errorf("%+v: %v, want an *engine.ArgumentError for no_reserve", b, err)
+		}
+	}
+}

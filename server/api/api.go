@@ -162,8 +162,8 @@ type AcquireRequest struct {
 	// queue.
 	Fair bool `json:"fair,omitempty"`
 	// Behind: do not take a free lock ahead of the queue
-	// (engine.AcquireRequest.Behind); NoReserve: never reserve the lock for
-	// this waiter (engine.AcquireRequest.NoReserve).
+	// (engine.OrderBehind); NoReserve: never reserve the lock for this
+	// waiter (engine.OrderNoReserve), refused with fair or behind.
 	Behind    bool `json:"behind,omitempty"`
 	NoReserve bool `json:"no_reserve,omitempty"`
 	// OneOff: owner is a one-off owner that never re-enters
@@ -176,7 +176,7 @@ type AcquireRequest struct {
 	// Kind is the lock's kind: empty or "mutex" for the exclusive lock,
 	// "semaphore" or "rwlock" for a shared lock (engine.Sharer;
 	// not_supported when the server's engine keeps none). A shared lock
-	// ignores Fair, Behind and NoReserve (engine.AcquireRequest.Kind) and
+	// ignores Fair, Behind and NoReserve (engine.AcquireRequest.Order) and
 	// refuses Announce.
 	Kind string `json:"kind,omitempty"`
 	// Limit (semaphore) is the number of permits, 1 to 2^30-1, that makes
