@@ -32,6 +32,7 @@ type sharedResult struct {
 	readWaits, writeWaits []time.Duration // from the Acquire call to the grant, sorted; waits going on at the end included
 	perWorker             []int
 	readHoldMax           time.Duration // the longest hold of a read lock (a permit), release call included
+	writeSpans            []writeSpan   // every write lock taken, in the window or not (writeBeyond)
 	held                  time.Duration // total hold time (sleep) of the window's grants
 	maxHolders            int           // the most holders at once the harness saw
 	violations            int64         // grants beyond the limit, or a writer with anyone
@@ -120,6 +121,9 @@ func runShared(ctx context.Context, lk peers.Locker, nodes []*node, cfg sharedCo
 				if inWindow(got) {
 					res.held += time.Since(got)
 				}
+				if write {
+					res.writeSpans = append(res.writeSpans, writeSpan{call: call, got: got, end: time.Now(), in: inWindow(got)})
+				}
 				mu.Unlock()
 				err := h.Release(context.WithoutCancel(ctx))
 				if d := time.Since(got); !write && inWindow(got) {
@@ -190,6 +194,10 @@ func fillShared(rec *record, res sharedResult) {
 		m["write_wait_max_ms"] = ms(percentile(res.writeWaits, 100))
 	}
 	m["read_hold_max_ms"] = ms(res.readHoldMax)
+	if beyond, ahead := writeBeyond(res.writeSpans); ahead >= 0 {
+		m["write_wait_beyond_max_ms"] = ms(beyond)
+		m["writers_ahead"] = float64(ahead)
+	}
 	m["hold_ms"] = ms(res.held) / g
 	m["jain"] = jain(res.perWorker)
 	m["min_per_g"] = float64(slices.Min(res.perWorker))
@@ -198,4 +206,47 @@ func fillShared(rec *record, res sharedResult) {
 	m["srv_cmds_per_acq"] = float64(res.w.srvCmds) / g
 	m["srv_pubsub_per_acq"] = float64(pubsubCmds(res.w.srvCalls)) / g
 	m["srv_cpu_us_per_acq"] = float64(res.w.srvCPU) / float64(time.Microsecond) / g
+}
+
+// writeSpan is one write lock: its Acquire call, the grant, and the start
+// of its release (the end of the hold the harness slept).
+type writeSpan struct {
+	call, got, end time.Time
+	in             bool // granted inside the window
+}
+
+// writeBeyond counts the writers as the queue they form (the S10 target):
+// for each write granted in the window, its wait less the time other
+// writers held the lock during it. It returns the longest such wait and the
+// number of writers whose holds were taken out of that wait (each of them
+// costs one hand-off more), or -1 when no write was granted in the window.
+func writeBeyond(spans []writeSpan) (time.Duration, int) {
+	var longest time.Duration
+	ahead := -1
+	for i, w := range spans {
+		if !w.in {
+			continue
+		}
+		wait, n := w.got.Sub(w.call), 0
+		for j, x := range spans {
+			if j == i {
+				continue
+			}
+			from, to := x.got, x.end
+			if w.call.After(from) {
+				from = w.call
+			}
+			if w.got.Before(to) {
+				to = w.got
+			}
+			if o := to.Sub(from); o > 0 {
+				wait -= o
+				n++
+			}
+		}
+		if ahead < 0 || wait > longest {
+			longest, ahead = wait, n
+		}
+	}
+	return longest, ahead
 }
