@@ -23,8 +23,9 @@ const (
 	OrderBehind
 	// OrderFair: strict FIFO. The request stays behind every queued
 	// waiter, and while its waiter heads the queue only it can take the
-	// lock (a release reserves the lock for it). Refused by engines whose
-	// Capabilities lack Fair.
+	// lock (a release reserves the lock for it). A Client sends it only to
+	// an engine whose Capabilities say Fair (WithFair is refused
+	// otherwise); a quorum refuses it itself.
 	OrderFair
 	// OrderNoReserve: the lock is never reserved for this waiter. It is
 	// woken as the head, but nobody is kept from taking the lock for it
