@@ -39,8 +39,11 @@ func TestRedlockBackend(t *testing.T) {
 			t.Fatalf("status does not show node %s:\n%s", s.Addr(), r.stdout)
 		}
 	}
-	if strings.Count(r.stdout, "held by") != 3 {
-		t.Fatalf("status should show the lock held on all 3 nodes:\n%s", r.stdout)
+	// A quorum's grant returns once a majority granted; the third node's
+	// answer may still be on its way (or never sent, when the acquiring
+	// process exits first), so a majority is what the grant promises.
+	if n := strings.Count(r.stdout, "held by"); n < 2 {
+		t.Fatalf("status should show the lock held on a majority (2 of 3 nodes), shows %d:\n%s", n, r.stdout)
 	}
 	r = c.run(t, "list")
 	expect(t, r, 0, "held")
