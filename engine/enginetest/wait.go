@@ -24,10 +24,7 @@ const handoffs = 50
 // proves nothing either way and is not counted, nor is one sent just after
 // the release by a waiter woken before it (a late wake-up of an earlier
 // change), nor one that followed the answer to an attempt still out when
-// the release was sent, nor one whose own heartbeat, sent after the
-// release, said first that it heads a free lock while the release's
-// wake-up came late (a wake-up that never comes still fails); at least
-// half must count.
+// the release was sent; at least half must count.
 // How fast is BenchHandoff's to measure.
 func (s *suite) handoff(t *testing.T) {
 	probe := StartProbe(t)
