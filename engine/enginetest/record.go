@@ -147,26 +147,6 @@ func (c *counting) wokenBetween(from, to time.Time) int {
 	return n
 }
 
-// heartbeatWoke reports whether a heartbeat (an Extend of name's waiter)
-// sent at or after from and answered by to said Wake: the waiter heads the
-// queue of a free lock, the fallback by which a waiter learns of a free
-// lock when no wake-up has reached it yet.
-func (c *counting) heartbeatWoke(name string, from, to time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, x := range c.extends {
-		if x.sent.Before(from) || x.answered.IsZero() || x.answered.After(to) {
-			continue
-		}
-		for i, q := range x.reqs {
-			if q.Name == name && q.Waiter && x.err == nil && i < len(x.res) && x.res[i].Wake {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // acquiresLog returns every Acquire so far, in the order they answered.
 func (c *counting) acquiresLog() []acquireCall {
 	c.mu.Lock()
