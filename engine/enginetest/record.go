@@ -147,6 +147,27 @@ func (c *counting) wokenBetween(from, to time.Time) int {
 	return n
 }
 
+// kickedBetween counts the waiter heartbeats for name answered from from
+// to to with word to try now (Wake, or the entry gone): the fallback that
+// wakes a waiter whose wake-up was lost, or that merely came first.
+func (c *counting) kickedBetween(name string, from, to time.Time) int {
+	n := 0
+	for _, x := range c.extendsOf(name) {
+		if x.answered.Before(from) || x.answered.After(to) {
+			continue
+		}
+		for i, q := range x.reqs {
+			if q.Name != name || !q.Waiter || x.err != nil || i >= len(x.res) {
+				continue
+			}
+			if r := x.res[i]; r.Err == nil && (r.Wake || r.Status != engine.Extended) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // acquiresLog returns every Acquire so far, in the order they answered.
 func (c *counting) acquiresLog() []acquireCall {
 	c.mu.Lock()

@@ -17,7 +17,8 @@ const handoffs = 50
 // by the release and gets the lock then: the attempt that won it was sent
 // after a wake-up its subscription delivered after the release began (not
 // its heartbeat's word, a second later, that it heads the queue of a free
-// lock: the fallback when the release's wake-up was lost), and
+// lock: the fallback when the release's wake-up was lost; a few hand-offs
+// whose heartbeat answered first, by chance, are not counted), and
 // before the holder's 10s lease would have run out (not by polling, nor
 // at the holder's expiry). A hand-off whose winning attempt was sent
 // before the release (it raced the release, woken by something earlier)
@@ -34,7 +35,7 @@ func (s *suite) handoff(t *testing.T) {
 	t.Cleanup(func() { _ = waiterC.Close() })
 	name := lockName(t)
 	ctx := ctxTimeout(t, 120*time.Second)
-	raced := 0
+	raced, kicked := 0, 0
 	for i := range handoffs {
 		h, r := handoffOnce(t, ctx, holderC, waiterC, counts, name)
 		if r.err != nil {
@@ -60,6 +61,16 @@ func (s *suite) handoff(t *testing.T) {
 			// of its ttl) past the entry's ttl: dropped from the queue, it
 			// is woken by nobody and finds the lock free at its next try.
 			t.Skipf("machine too slow: hand-off %d won %v after the release without a wake-up, with scheduling delays up to %v measured (a waiter's heartbeats every %v)", i, r.won.Sub(r.released), probe.Delay(), distlock.WaiterTTL/3)
+		}
+		if counts.wokenBetween(r.released, r.won) == 0 && counts.kickedBetween(name, r.released, r.won) > 0 {
+			// Its heartbeat (every WaiterTTL/3) answered between the
+			// release and the wake-up's delivery: the fallback came first
+			// by chance. Allowed rarely; a waiter that is always woken
+			// so has no wake-ups.
+			if kicked++; kicked > handoffs/10 {
+				t.Fatalf("%d of %d hand-offs followed no wake-up delivered after the release, only the waiter's heartbeat: its subscription does not wake it", kicked, i+1)
+			}
+			continue
 		}
 		if counts.wokenBetween(r.released, r.won) == 0 {
 			t.Fatalf("hand-off %d: the waiter's winning attempt, sent %v after the release, followed no wake-up delivered after it: it polled or waited out the holder's lease",
