@@ -144,6 +144,17 @@ type AcquireRequest struct {
 	// grant whose validity counts from its send time, Age 0. A layer that
 	// passes requests on clears it unless it honours Age itself.
 	Aged bool
+	// TokenProposal, when not 0, is a fencing token the caller proposes
+	// for the grant: a quorum proposes one to all its nodes, so that the
+	// nodes that mint at about the same time agree on one token and its
+	// phase 2 (raising the others to the highest) has nothing to do. An
+	// engine that mints from its clock (NextToken: the Redis and embedded
+	// engines) mints it when it is above both the high-water and the
+	// clock, and at most MaxProposalLead ahead of the clock; otherwise, and
+	// on engines that mint otherwise (etcd revisions, PostgreSQL, ZooKeeper
+	// zxids), it changes nothing. It never lowers a token, and a re-entry
+	// keeps its hold's token.
+	TokenProposal uint64
 }
 
 // Grant is the answer to an AcquireRequest.

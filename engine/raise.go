@@ -89,11 +89,24 @@ func RaiseRefusal(msg string, token uint64) error {
 	return nil
 }
 
+// MaxProposalLead bounds the token a request proposes
+// (AcquireRequest.TokenProposal): an engine mints a proposal at most this
+// far ahead of its clock, in microseconds (one second), so that a
+// proposer's clock moves tokens no further ahead of the lock authority's
+// clock than that. (The Redis scripts, engine/redis/scripts, carry the
+// same number.)
+const MaxProposalLead = 1_000_000
+
 // NextToken returns the token an engine mints after the high-water hw
-// when its clock reads now: max(hw+1, now in microseconds), or
-// ErrFenceExhausted when that is above MaxToken.
-func NextToken(hw uint64, now time.Time) (uint64, error) {
+// when its clock reads now: max(hw+1, now in microseconds), or the
+// proposal (AcquireRequest.TokenProposal) instead of the clock when it is
+// above the clock by at most MaxProposalLead; ErrFenceExhausted when the
+// token would be above MaxToken.
+func NextToken(hw uint64, now time.Time, proposal uint64) (uint64, error) {
 	token := uint64(max(now.UnixMicro(), 0))
+	if proposal > token && proposal-token <= MaxProposalLead {
+		token = proposal
+	}
 	if hw >= token {
 		if hw >= MaxToken {
 			return 0, ErrFenceExhausted

@@ -45,25 +45,38 @@ func TestCheckRaise(t *testing.T) {
 	}
 }
 
-// TestNextToken: max(high-water+1, the clock), never above MaxToken.
+// TestNextToken: max(high-water+1, the clock), never above MaxToken; a
+// proposal replaces the clock when it is above it by at most
+// MaxProposalLead, and never lowers a token.
 func TestNextToken(t *testing.T) {
 	now := time.UnixMicro(1_000)
 	for _, c := range []struct {
-		hw, want uint64
-		err      error
+		hw, proposal, want uint64
+		err                error
 	}{
-		{0, 1_000, nil},
-		{5_000, 5_001, nil},
-		{engine.MaxToken - 1, engine.MaxToken, nil},
-		{engine.MaxToken, 0, engine.ErrFenceExhausted},
-		{math.MaxUint64, 0, engine.ErrFenceExhausted},
+		{0, 0, 1_000, nil},
+		{5_000, 0, 5_001, nil},
+		{engine.MaxToken - 1, 0, engine.MaxToken, nil},
+		{engine.MaxToken, 0, 0, engine.ErrFenceExhausted},
+		{math.MaxUint64, 0, 0, engine.ErrFenceExhausted},
+		// Proposals: taken above the clock, within the lead.
+		{0, 1_500, 1_500, nil},
+		{0, 1_000 + engine.MaxProposalLead, 1_000 + engine.MaxProposalLead, nil},
+		{0, 1_001 + engine.MaxProposalLead, 1_000, nil}, // too far ahead: the clock
+		{0, 999, 1_000, nil},       // behind the clock: the clock
+		{2_000, 1_500, 2_001, nil}, // behind the high-water: never lowers
+		{1_500, 1_500, 1_501, nil},
+		{0, math.MaxUint64, 1_000, nil},
 	} {
-		got, err := engine.NextToken(c.hw, now)
+		got, err := engine.NextToken(c.hw, now, c.proposal)
 		if got != c.want || !errors.Is(err, c.err) || (c.err == nil && err != nil) {
-			t.Errorf("NextToken(%d): %d, %v; want %d, %v", c.hw, got, err, c.want, c.err)
+			t.Errorf("NextToken(%d, proposal %d): %d, %v; want %d, %v", c.hw, c.proposal, got, err, c.want, c.err)
 		}
 	}
-	if _, err := engine.NextToken(0, time.UnixMicro(engine.MaxToken+1)); !errors.Is(err, engine.ErrFenceExhausted) {
+	if _, err := engine.NextToken(0, time.UnixMicro(engine.MaxToken+1), 0); !errors.Is(err, engine.ErrFenceExhausted) {
 		t.Errorf("a clock past 2^53-1: %v", err)
+	}
+	if _, err := engine.NextToken(0, time.UnixMicro(engine.MaxToken-10), engine.MaxToken+5); !errors.Is(err, engine.ErrFenceExhausted) {
+		t.Errorf("a proposal past 2^53-1: %v", err)
 	}
 }

@@ -95,10 +95,11 @@ func (e *Engine) sweep(now time.Time) {
 }
 
 // next returns the next fencing token of name (engine.NextToken: its
-// high-water + 1 or the wall clock in microseconds, whichever is greater),
-// or engine.ErrFenceExhausted. The caller holds e.mu.
-func (e *Engine) next(name string, now time.Time) (uint64, error) {
-	return engine.NextToken(e.highWater(name, now), now)
+// high-water + 1 or the wall clock in microseconds, or the request's
+// proposal, whichever is greater), or engine.ErrFenceExhausted. The caller
+// holds e.mu.
+func (e *Engine) next(name string, now time.Time, proposal uint64) (uint64, error) {
+	return engine.NextToken(e.highWater(name, now), now, proposal)
 }
 
 // mint records token, from next, as name's high-water and returns it.
@@ -149,7 +150,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		e.granted(r, q)
 		return engine.Grant{Acquired: true, Token: l.token, Count: l.count}, nil
 	}
-	token, err := e.next(r.Name, now)
+	token, err := e.next(r.Name, now, r.TokenProposal)
 	if err != nil {
 		return engine.Grant{}, err
 	}

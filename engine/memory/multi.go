@@ -58,7 +58,7 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 			}
 			return engine.MultiGrant{Blocked: i, Grant: engine.Grant{HolderTTL: left, Reserved: true}}, nil
 		}
-		token, err := e.next(r.Name, now)
+		token, err := e.next(r.Name, now, r.TokenProposal)
 		if err != nil {
 			return engine.MultiGrant{}, err
 		}

@@ -159,7 +159,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	}
 	ahead := s.q != nil && s.q.head() != nil && s.q.head().id != r.Waiter
 	if !ahead && s.fits(r.Weight) {
-		token, err := e.next(r.Name, now)
+		token, err := e.next(r.Name, now, r.TokenProposal)
 		if err != nil {
 			return engine.Grant{}, err
 		}

@@ -28,6 +28,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	// The validity is counted from before the first send, whatever the
 	// nodes' leases had used before (Age): ask them for none.
 	r.Aged = false
+	e.propose(&r)
 	if r.Waiter != "" {
 		// The nodes' queues may disagree on the head. Per-node
 		// reservations for different heads would split the vote, and so
@@ -150,6 +151,25 @@ func (e *Engine) undo(ctx context.Context, r engine.AcquireRequest, rs []result[
 		return
 	}
 	e.releaseAll(ctx, r, rs)
+}
+
+// proposalLead is how far ahead of this process's clock the token a grant
+// proposes to the nodes is (propose): long enough for the request to reach
+// a node and run there, so that the nodes' clocks are still behind it and
+// every node that can mint it does.
+const proposalLead = 2 * time.Millisecond
+
+// propose sets r's TokenProposal (unless WithoutFencing): the clock in µs
+// plus proposalLead. Nodes that mint from their clocks (the time floor)
+// mint it when it is above their high-water and within
+// engine.MaxProposalLead of their clocks, so that phase 1's tokens agree
+// and phase 2 has nothing to do; a node behind (a lower high-water) or
+// one that runs the request late mints its own, which phase 2 raises as
+// before.
+func (e *Engine) propose(r *engine.AcquireRequest) {
+	if !e.noFencing {
+		r.TokenProposal = uint64(max(time.Now().Add(proposalLead).UnixMicro(), 0))
+	}
 }
 
 // grantToken returns the token of a grant from phase 1's answers: the

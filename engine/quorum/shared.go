@@ -83,6 +83,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	if err := e.sharers(r.Kind); err != nil {
 		return engine.Grant{}, err
 	}
+	e.propose(&r)
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)

@@ -144,16 +144,22 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 				opts = append(opts, quorum.WithoutFencing())
 			}
 			q := memQuorum(t, nodes, opts...)
-			// Node 0's counter runs far ahead of the others'.
+			// Node 0's counter runs far ahead of the others', and node 2's
+			// ahead of node 1's (so that nodes 1 and 2 do not agree on the
+			// token the quorum proposes, a majority's token that would win
+			// over node 0's: the reader's token is node 0's alone).
 			high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
-			if g, err := nodes[0].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Second}); err != nil || !g.Acquired {
-				t.Fatal(g, err)
-			}
-			if ok, err := nodes[0].RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "x", Token: high}); !ok || err != nil {
-				t.Fatal(ok, err)
-			}
-			if _, err := nodes[0].Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "x"}); err != nil {
-				t.Fatal(err)
+			mid := uint64(time.Now().Add(12 * time.Hour).UnixMicro())
+			for i, hw := range map[int]uint64{0: high, 2: mid} {
+				if g, err := nodes[i].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Second}); err != nil || !g.Acquired {
+					t.Fatal(g, err)
+				}
+				if ok, err := nodes[i].RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "x", Token: hw}); !ok || err != nil {
+					t.Fatal(ok, err)
+				}
+				if _, err := nodes[i].Release(ctx, engine.ReleaseRequest{Name: "rw", Owner: "x"}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			c := distlock.New(q)
 			defer c.Close()

@@ -219,11 +219,14 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 		a.add("")
 	}
 	queue := r.Waiter != "" || r.Order.Yields()
-	if e.noFloor != "" || queue { // ARGV[7] only when needed: the common grant sends less
-		if e.noFloor != "" {
+	if e.noFloor != "" || queue || r.TokenProposal != 0 { // ARGV[7] only when needed: the common grant sends less
+		switch floor := e.floorArg(r); floor {
+		case "0":
 			a.add(argZero)
-		} else {
+		case "":
 			a.add("")
+		default:
+			a.str(floor)
 		}
 	}
 	argv := a.argv

@@ -77,9 +77,16 @@ func TestScriptArgs(t *testing.T) {
 			t.Errorf("%d:\n got %q\nwant %q", i, got, want)
 		}
 	}
+	proposed := engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true, TokenProposal: 1795996463527528}
+	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 17 || got[16] != "1795996463527528" {
+		t.Errorf("a proposed token: %q", got)
+	}
 	e.noFloor = "0"
 	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, allKeys))
 	if len(got) != 17 || got[16] != "0" {
 		t.Errorf("without the time floor: %q", got)
+	}
+	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 17 || got[16] != "0" {
+		t.Errorf("a proposed token without the time floor: %q", got)
 	}
 }

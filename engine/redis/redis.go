@@ -146,9 +146,24 @@ func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
 // (appendfsync always) or persists nothing, never with replicas. The
 // nodes of a quorum (engine/quorum) count up from the same high-water
 // after phase 2 when they mint without the floor, so their phase-1 tokens
-// agree and phase 2 is skipped; with the floor each node mints from its
-// own clock, and phase 2 runs on every fenced grant. See docs/FENCING.md.
+// agree and phase 2 is skipped; with the floor they mint the token the
+// quorum proposes (engine.AcquireRequest.TokenProposal) when it is above
+// the high-water and at most engine.MaxProposalLead ahead of the clock,
+// and agree as often. Without the floor a proposal is ignored. See
+// docs/FENCING.md.
 func WithoutTimeFloor() Option { return func(e *Engine) { e.noFloor = "0" } }
+
+// floorArg is the scripts' time floor argument for r (mint.lua): "0" with
+// WithoutTimeFloor, r's proposed token when it has one, else "".
+func (e *Engine) floorArg(r engine.AcquireRequest) string {
+	switch {
+	case e.noFloor != "":
+		return e.noFloor
+	case r.TokenProposal != 0:
+		return strconv.FormatUint(r.TokenProposal, 10)
+	}
+	return ""
+}
 
 // WithTimeFloor is the default: it only undoes an earlier
 // WithoutTimeFloor.

@@ -124,7 +124,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 		waiterTTL, wake = ms(r.WaiterTTL), e.wakeChannel(r.Name)
 	}
 	res, err := e.runShared(ctx, sharedAcquireScript, r.Name, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
-		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.noFloor, wake).Slice()
+		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.floorArg(r), wake).Slice()
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)
 	}

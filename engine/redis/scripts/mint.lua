@@ -1,7 +1,8 @@
 -- mint returns the next fencing token of the high-water key fence, as a
 -- string (exact: Lua's own rendering is %.14g), or nil when it is
 -- exhausted. fenceTTL is the high-water's ttl in ms; floor '0' turns the
--- time floor off. The acquire and multi scripts mint with it.
+-- time floor off ('' or absent keeps it; a positive number is a proposed
+-- token, below). The acquire and multi scripts mint with it.
 --
 -- token = max(high-water + 1, server clock in µs): the time floor. Tokens
 -- never run ahead of the clock of the server that minted them (every grant
@@ -12,6 +13,23 @@
 -- With the floor off, token = high-water + 1, seeded from the clock only
 -- when there is no high-water (first grant, FLUSHALL, a restart without
 -- persistence, its ttl ran out): a stale high-water repeats tokens.
+-- A floor that is a positive number is a proposed token
+-- (engine.AcquireRequest.TokenProposal): it stands in for the clock when
+-- it is above it by at most 1000000 µs (engine.MaxProposalLead), so that
+-- a quorum's nodes minting at about the same time agree on one token.
+
+-- clock_or_proposal returns the server clock in µs, or the proposal floor
+-- when it stands in for it.
+local function clock_or_proposal(floor)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local p = tonumber(floor)
+  if p and p > now and p - now <= 1000000 then
+    return p
+  end
+  return now
+end
+
 local function mint(fence, fenceTTL, floor)
   local token = redis.pcall('INCR', fence)
   if type(token) ~= 'number' or token > 9007199254740991 then
@@ -24,12 +42,10 @@ local function mint(fence, fenceTTL, floor)
     return nil
   end
   if token == 1 then
-    local t = redis.call('TIME')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    token = clock_or_proposal(floor)
     redis.call('SET', fence, string.format('%d', token), 'PX', fenceTTL)
   elseif floor ~= '0' then
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local now = clock_or_proposal(floor)
     if now > token then
       token = now
       redis.call('SET', fence, string.format('%d', token), 'KEEPTTL')
