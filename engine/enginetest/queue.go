@@ -686,7 +686,11 @@ func (s *suite) heldBeforeGhosts(t *testing.T, ctx context.Context, fair bool, g
 	e, q := s.queuer(t, fair)
 	name := lockName(t)
 	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	// An explicit owner: a quorum answers its grant once every node did
+	// (a one-off owner's returns at a majority, and a straggler node could
+	// then queue a ghost before the grant lands there, and make the next
+	// ghost the head of its queue).
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute), distlock.WithOwner("holder-"+name))
 	if err != nil {
 		t.Fatal(err)
 	}
