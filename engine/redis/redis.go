@@ -133,9 +133,10 @@ func WithClassicPubSub() Option { return func(e *Engine) { e.classic = true } }
 // order of tokens across a failover to a replica that had not received the
 // last grants (Sentinel, a Cluster with replicas) and across a restart
 // from an AOF or RDB file that lags: the tokens the old master handed out
-// were never ahead of its clock, so the new master's are above them as
-// long as its clock is not behind the old one's by more than the time
-// between the grants. WithoutTimeFloor mints high-water + 1 instead (the
+// were never ahead of its clock (a quorum's proposed tokens by at most
+// engine.MaxProposalLead), so the new master's are above them as long as
+// its clock is not behind the old one's by more than the time between the
+// grants (less that lead). WithoutTimeFloor mints high-water + 1 instead (the
 // high-water is seeded from the server clock only when it is missing): a
 // TIME and a SET fewer per grant, and tokens independent of the clock
 // while the high-water key lives. What it gives up: a high-water that

@@ -6,10 +6,11 @@
 --
 -- token = max(high-water + 1, server clock in µs): the time floor. Tokens
 -- never run ahead of the clock of the server that minted them (every grant
--- takes longer than a microsecond), so a token stays above the ones a
--- failover to a replica lost, or a restart from a lagging file, as long as
--- the new master's clock is not behind the old one's by more than the time
--- between the grants.
+-- takes longer than a microsecond; a proposed token, below, by at most
+-- 1 s), so a token stays above the ones a failover to a replica lost, or a
+-- restart from a lagging file, as long as the new master's clock is not
+-- behind the old one's by more than the time between the grants (less
+-- that lead).
 -- With the floor off, token = high-water + 1, seeded from the clock only
 -- when there is no high-water (first grant, FLUSHALL, a restart without
 -- persistence, its ttl ran out): a stale high-water repeats tokens.
