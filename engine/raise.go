@@ -93,8 +93,8 @@ func RaiseRefusal(msg string, token uint64) error {
 // (AcquireRequest.TokenProposal): an engine mints a proposal at most this
 // far ahead of its clock, in microseconds (one second), so that a
 // proposer's clock moves tokens no further ahead of the lock authority's
-// clock than that. (The Redis scripts, engine/redis/scripts, carry the
-// same number.)
+// clock than that. (engine/redis/scripts/proposal.lua carries the same
+// number.)
 const MaxProposalLead = 1_000_000
 
 // NextToken returns the token an engine mints after the high-water hw

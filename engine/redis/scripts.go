@@ -14,8 +14,10 @@ var (
 	lockSrc string // decode and encode of the lock's value, for the scripts below
 	//go:embed scripts/queue.lua
 	queueSrc string // the waiter queue, for the scripts that touch it
+	//go:embed scripts/proposal.lua
+	proposalSrc string // a proposed token in place of the clock, for the minting
 	//go:embed scripts/mint.lua
-	mintSrc string // the minting of a fencing token, for the scripts that grant
+	mintSrc string // the minting of a fencing token, for the scripts that grant (after proposalSrc)
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/extend.lua
@@ -35,7 +37,7 @@ var (
 )
 
 var (
-	acquireScript      = newScript(mintSrc + include(acquireSrc))
+	acquireScript      = newScript(proposalSrc + mintSrc + include(acquireSrc))
 	extendScript       = newScript(lockSrc + takenSrc + extendSrc)
 	releaseScript      = newScript(include(releaseSrc))
 	forceReleaseScript = newScript(lockSrc + queueSrc + takenSrc + forceReleaseSrc)

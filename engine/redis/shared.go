@@ -79,13 +79,16 @@ var (
 )
 
 var (
-	sharedAcquireScript    = newScript(sharedSrc + sharedAcquireSrc)
-	sharedReleaseScript    = newScript(sharedSrc + sharedReleaseSrc)
-	sharedExtendScript     = newScript(sharedSrc + takenSrc + sharedExtendSrc)
-	sharedLeaveScript      = newScript(sharedSrc + sharedLeaveSrc)
-	sharedSetLimitScript   = newScript(sharedSrc + sharedSetLimitSrc)
-	sharedInspectScript    = newScript(sharedSrc + sharedInspectSrc)
-	sharedRaiseFenceScript = newScript(sharedSrc + sharedRaiseFenceSrc)
+	// sharedLib is shared.lua with the file it uses (proposal.lua) before it.
+	sharedLib = proposalSrc + sharedSrc
+
+	sharedAcquireScript    = newScript(sharedLib + sharedAcquireSrc)
+	sharedReleaseScript    = newScript(sharedLib + sharedReleaseSrc)
+	sharedExtendScript     = newScript(sharedLib + takenSrc + sharedExtendSrc)
+	sharedLeaveScript      = newScript(sharedLib + sharedLeaveSrc)
+	sharedSetLimitScript   = newScript(sharedLib + sharedSetLimitSrc)
+	sharedInspectScript    = newScript(sharedLib + sharedInspectSrc)
+	sharedRaiseFenceScript = newScript(sharedLib + sharedRaiseFenceSrc)
 )
 
 var _ engine.Sharer = (*Engine)(nil)

@@ -15,7 +15,7 @@ import (
 //go:embed scripts/shared_force_release.lua
 var sharedForceReleaseSrc string
 
-var sharedForceReleaseScript = newScript(sharedSrc + takenSrc + sharedForceReleaseSrc)
+var sharedForceReleaseScript = newScript(sharedLib + takenSrc + sharedForceReleaseSrc)
 
 var (
 	_ engine.ForceReleaser  = (*Engine)(nil)

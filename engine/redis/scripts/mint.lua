@@ -14,21 +14,15 @@
 -- With the floor off, token = high-water + 1, seeded from the clock only
 -- when there is no high-water (first grant, FLUSHALL, a restart without
 -- persistence, its ttl ran out): a stale high-water repeats tokens.
--- A floor that is a positive number is a proposed token
--- (engine.AcquireRequest.TokenProposal): it stands in for the clock when
--- it is above it by at most 1000000 µs (engine.MaxProposalLead), so that
--- a quorum's nodes minting at about the same time agree on one token.
+-- A floor that is a positive number is a proposed token: it stands in for
+-- the clock as proposal.lua's proposed says (that file comes before this
+-- one in every script that mints).
 
 -- clock_or_proposal returns the server clock in µs, or the proposal floor
 -- when it stands in for it.
 local function clock_or_proposal(floor)
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local p = tonumber(floor)
-  if p and p > now and p - now <= 1000000 then
-    return p
-  end
-  return now
+  return proposed(floor, tonumber(t[1]) * 1000000 + tonumber(t[2]))
 end
 
 local function mint(fence, fenceTTL, floor)

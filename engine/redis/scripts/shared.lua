@@ -225,15 +225,12 @@ local function sh_keep(now, x, deadline, fresh)
 end
 
 -- sh_mint returns the next fencing token of the name, as acquire.lua mints
--- it: max(high-water + 1, now, the server clock in µs, or the proposal
--- floor when it stands in for it, as in mint.lua); with the time floor off
+-- it: max(high-water + 1, now, the server clock in µs, or the proposed
+-- token when it stands in for it: proposal.lua); with the time floor off
 -- (floor '0') high-water + 1, seeded from now when there is none;
 -- nil, having changed nothing, when the high-water is past 2^53-1.
 local function sh_mint(floor, now)
-  local p = tonumber(floor)
-  if p and p > now and p - now <= 1000000 then
-    now = p -- a proposed token (mint.lua's clock_or_proposal)
-  end
+  now = proposed(floor, now) -- proposal.lua, before this file
   local token = redis.pcall('INCR', FENCE)
   if type(token) ~= 'number' or token > 9007199254740991 then
     -- Past 2^53-1 (engine.MaxToken) or INCR's range: undone and refused,
