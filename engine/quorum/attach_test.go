@@ -101,8 +101,8 @@ func TestAttachTakesMajorityToken(t *testing.T) {
 	// Node 2 runs the grant late: after the clock passed the token the
 	// quorum proposed (the lease's, which nodes 0 and 1 minted), so it
 	// mints from its own clock, as a node that runs a request late does.
-	for uint64(time.Now().UnixMicro()) <= l.Token() {
-		time.Sleep(time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return uint64(time.Now().UnixMicro()) > l.Token() }) {
+		t.Fatal("the clock never passed the lease's token")
 	}
 	close(lateGrant)
 	var straggler uint64
