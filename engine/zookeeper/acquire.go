@@ -21,7 +21,8 @@ import (
 //   - the lock is free: granted unless a place in line comes first (the
 //     lock reserved for the head after a release, a fair head, or a call
 //     asking to stay behind). A grant is one transaction: the holder's
-//     child created (the waiter's place deleted) and the name node's data
+//     child created (persistent: it lives by its lease, not by this
+//     engine's session) (the waiter's place deleted) and the name node's data
 //     written at the version read with the line, so that of two grants
 //     decided on one reading only one takes effect. The token is the
 //     holder child's czxid, the grant transaction's zxid.
@@ -114,8 +115,8 @@ func (a *attempt) handOff(ctx context.Context) (engine.Grant, bool, error) {
 func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant, bool, error) {
 	e, r := a.e, a.r
 	line, expired := l.waiters(now)
-	if len(expired) > 0 {
-		return engine.Grant{}, false, e.sweep(ctx, l, expired)
+	if marks := l.expiredMarks(now); len(expired) > 0 || len(marks) > 0 {
+		return engine.Grant{}, false, e.sweep(ctx, l, expired, marks)
 	}
 	if hs, _ := l.shared(now); len(hs) > 0 {
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
@@ -338,9 +339,10 @@ func (a *attempt) takePlace(ctx context.Context) (int64, error) {
 	return p.parent.Mtime, nil
 }
 
-// grant takes the free lock: one transaction creates the holder's child,
-// deletes the waiter's place and writes the name node's event at the
-// version read with the line.
+// grant takes the free lock: one transaction creates the holder's child
+// (a persistent sequential node: see grantWith), deletes the waiter's
+// place and writes the name node's event at the version read with the
+// line.
 func (a *attempt) grant(ctx context.Context, l *line) (engine.Grant, bool, error) {
 	return a.grantWith(ctx, l, evGranted)
 }
@@ -357,7 +359,11 @@ func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...an
 	d := data{Owner: r.Owner, Held: true, TTL: ms(r.TTL), Count: 1, Metadata: r.Metadata, Attempt: r.Attempt, Kind: a.kind, Weight: a.weight}
 	prefix := childPrefix(r.Owner, heldTag)
 	ops := append([]any{
-		&zk.CreateRequest{Path: l.path + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence},
+		// Persistent: the holder's child lives by its lease, not by this
+		// engine's session (a lease is handed on: Attach, a re-entry
+		// elsewhere, the CLI's acquire that exits). An expired one goes
+		// with the next reading of the line (sweep).
+		&zk.CreateRequest{Path: l.path + "/" + prefix, Data: d.encode(), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence},
 		&zk.SetDataRequest{Path: l.path, Data: event{Kind: ev}.encode(), Version: l.parent.Version},
 	}, extra...)
 	if a.place.path != "" {
@@ -382,6 +388,13 @@ func (a *attempt) grantWith(ctx context.Context, l *line, ev string, extra ...an
 		st = &zk.Stat{Czxid: p.parent.Mzxid, Mzxid: p.parent.Mzxid, Ctime: p.parent.Mtime, Mtime: p.parent.Mtime}
 	} else if _, st, err = e.get(ctx, p.path); err != nil {
 		return engine.Grant{}, false, err
+	}
+	// The grant's time is the ensemble's clock: the force-release marks
+	// whose freed lease ended by then go (the reading's estimate may have
+	// been too early to tell; marks are rare, and nobody needs them any
+	// more).
+	for _, m := range l.expiredMarks(st.Mtime) {
+		_ = e.del(ctx, m.path, m.st.Version)
 	}
 	a.forget()
 	e.setHolding(key{r.Name, r.Owner}, child{path: p.path, d: d, st: st})
@@ -469,8 +482,17 @@ func (a *attempt) forget() {
 
 // sweep deletes expired children, each only at the version it was read at
 // (a child renewed meanwhile stays); a holder's deletion is a release, and
-// a dead head's passes the reservation on (dropHead).
-func (e *Engine) sweep(ctx context.Context, l *line, expired []child) error {
+// a dead head's passes the reservation on (dropHead). A holder's child is
+// persistent (it outlives its grant's session), so the sweep of whoever
+// reads the line is what removes an expired one. It deletes the expired
+// force-release marks too (marks: the freed leases ended, nobody can be
+// told by them any more).
+func (e *Engine) sweep(ctx context.Context, l *line, expired []child, marks []mark) error {
+	for _, m := range marks {
+		if err := e.del(ctx, m.path, m.st.Version); err != nil && !verdict(err) {
+			return err
+		}
+	}
 	head := l.firstPlace()
 	for _, c := range expired {
 		var err error

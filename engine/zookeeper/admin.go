@@ -13,11 +13,14 @@ import (
 // ForceRelease implements engine.ForceReleaser (of a shared lock, every
 // holder is freed, each with its mark): the holder's child is
 // deleted (which wakes the waiter behind it), after a mark for the holder
-// is left, so that its next renewal answers HeldByOther. The mark is an
-// ephemeral child (markPrefix + the owner's tag) with the freed lease's
-// expiry; the holder's renewal that reads it deletes it (or, past that
-// expiry, ignores and deletes it); one never read goes with the session of
-// the engine that left it.
+// is left, so that its next renewal answers HeldByOther. The mark is a
+// persistent child (markPrefix + the owner's tag) with the freed lease's
+// expiry: it outlives the engine that left it (the CLI's force-release
+// exits at once, before the freed holder's next renewal). The holder's
+// renewal that reads it deletes it (or, past that expiry, ignores and
+// deletes it); one never read is deleted by the first reading of the line
+// past that expiry (sweep), so marks do not pile up. Expired holders'
+// children the reading finds are deleted first, as every reading does.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	return e.force(ctx, name, func(string) bool { return true })
 }
@@ -57,7 +60,14 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 		if err != nil {
 			return false, err
 		}
-		freed := l.forced(max(now, l.now), which)
+		at := max(now, l.now)
+		if _, expired := l.waiters(at); len(expired) > 0 || len(l.expiredMarks(at)) > 0 {
+			if err := e.sweep(ctx, &l, expired, l.expiredMarks(at)); err != nil {
+				return false, err
+			}
+			continue
+		}
+		freed := l.forced(at, which)
 		if len(freed) == 0 {
 			return false, nil
 		}
@@ -66,11 +76,12 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 			mark, _ := json.Marshal(c.expiry())
 			markPath := l.path + "/" + markPrefix + tag(c.d.Owner)
 			_ = e.del(ctx, markPath, -1) // an earlier mark of the same owner
-			ops = append(ops, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+			// Persistent: it must outlive this engine (see ForceRelease).
+			ops = append(ops, &zk.CreateRequest{Path: markPath, Data: mark, Acl: zk.WorldACL(zk.PermAll)},
 				&zk.DeleteRequest{Path: c.path, Version: c.st.Version})
 		}
 		_, err = e.multi(ctx, append(ops, &zk.SetDataRequest{Path: l.path, Data: event{Kind: evReleased}.encode(), Version: -1})...)
-		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+		if changedMeanwhile(err) { // a holder renewed or gone, a mark made meanwhile
 			continue
 		}
 		if err != nil {

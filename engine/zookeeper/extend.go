@@ -2,9 +2,7 @@ package zookeeper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -144,17 +142,14 @@ const (
 // mark is kept or taken as use says), or when another owner holds the
 // lock; Missing otherwise.
 func (e *Engine) lostTo(ctx context.Context, l *line, owner string, use markUse) engine.ExtendStatus {
-	mark := markPrefix + tag(owner)
-	if slices.Contains(l.marks, mark) {
-		b, st, err := e.get(ctx, l.path+"/"+mark)
-		var until int64
-		if err == nil && json.Unmarshal(b, &until) == nil {
-			if l.now > until || use == takeMark {
-				_ = e.del(ctx, l.path+"/"+mark, st.Version)
-			}
-			if l.now <= until {
-				return engine.HeldByOther
-			}
+	if m, ok := l.markOf(owner); ok && m.st != nil {
+		// The mark is persistent (it outlives the engine that left it):
+		// it goes when its holder is told, or once its lease has ended.
+		if l.now > m.until || use == takeMark {
+			_ = e.del(ctx, m.path, m.st.Version)
+		}
+		if l.now <= m.until {
+			return engine.HeldByOther
 		}
 	}
 	if _, ok := l.holder(l.now); ok {
@@ -183,7 +178,7 @@ func (e *Engine) heartbeat(ctx context.Context, r engine.ExtendRequest) engine.E
 		return engine.ExtendResult{Err: err}
 	}
 	line, expired := l.waiters(l.now)
-	if err := e.sweep(ctx, &l, expired); err != nil {
+	if err := e.sweep(ctx, &l, expired, l.expiredMarks(l.now)); err != nil {
 		return engine.ExtendResult{Err: err}
 	}
 	res := engine.ExtendResult{Status: engine.Extended}

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -157,14 +158,25 @@ func (e *Engine) names(ctx context.Context, prefix, cursor string) ([]string, er
 	return names, nil
 }
 
-// Leaks implements engine.LeakFinder. Every node the engine writes goes by
-// itself, but a shared lock's kind record (kept on purpose, kind.go): a
-// lock name's node is a container (ZooKeeper deletes it once empty), a
-// contender's child and a force-release's mark are ephemeral. A leak is a
-// persistent node under a name (left by another tool), or a child of the
-// root that is no lock's. A name's own node is not judged: the ensemble
-// reports a container's stat like a plain node's (ephemeralOwner 0).
-func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
+// Leaks implements engine.LeakFinder. Every node the engine writes goes
+// by itself or with the next reading of its line, but a shared lock's kind
+// record (kept on purpose, kind.go): a lock name's node is a container
+// (ZooKeeper deletes it once empty), a waiter's place is ephemeral, a
+// holder's child (persistent: it lives by its lease) is deleted by its
+// release, or once expired by whoever reads the line next, and a
+// force-release's mark (persistent) by its freed holder's renewal, or
+// once the freed lease ended by the next reading. So a holder's child
+// whose lease is live, within maxTTL, and a mark whose freed lease has not
+// ended are expected, not leaks. A leak is what is really left behind: a
+// holder's child past its expiry that nobody removed (no one read the
+// line since: harmless, the next acquire deletes it; a force-release of
+// the name too), one whose expiry is beyond maxTTL from now, a mark past
+// its expiry, any other persistent node under a name (left by another
+// tool), or a child of the root that is no lock's. A name's own node is
+// not judged: the ensemble reports a container's stat like a plain
+// node's (ephemeralOwner 0). The ensemble's clock is read with a write of
+// the root's data (as Inspect does); no lock's node is changed.
+func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
 	}
@@ -174,6 +186,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, curs
 	}
 	slices.Sort(kids)
 	limit = max(limit, 1)
+	var now int64
 	var leaks []engine.Leak
 	for i, k := range kids {
 		if k <= cursor {
@@ -189,7 +202,12 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, curs
 		if (ok && !strings.HasPrefix(n, prefix)) || (!ok && prefix != "") {
 			continue
 		}
-		found, err := e.leaksOf(ctx, e.root+"/"+k, n)
+		if ok && now == 0 {
+			if now, err = e.clock(ctx); err != nil {
+				return nil, "", err
+			}
+		}
+		found, err := e.leaksOf(ctx, e.root+"/"+k, n, now, ms(maxTTL))
 		if err != nil {
 			return nil, "", err
 		}
@@ -198,8 +216,10 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, _ time.Duration, curs
 	return leaks, "", nil
 }
 
-// leaksOf reports the persistent nodes at and under path (a root child).
-func (e *Engine) leaksOf(ctx context.Context, path, name string) ([]engine.Leak, error) {
+// leaksOf reports what is left behind at and under path (a root child;
+// a lock's when name is not ""), judged at now, the ensemble's clock (ms),
+// with maxTTL (ms) the longest time left a lease may have.
+func (e *Engine) leaksOf(ctx context.Context, path, name string, now, maxTTL int64) ([]engine.Leak, error) {
 	_, st, err := e.get(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -222,16 +242,63 @@ func (e *Engine) leaksOf(ctx context.Context, path, name string) ([]engine.Leak,
 		return nil, err
 	}
 	for _, k := range kids {
-		_, cst, err := e.get(ctx, path+"/"+k)
+		b, cst, err := e.get(ctx, path+"/"+k)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if cst.EphemeralOwner == 0 {
-			leaks = append(leaks, engine.Leak{Key: path + "/" + k, Name: name, Kind: kind, Type: "persistent znode", TTL: -1})
+		if cst.EphemeralOwner != 0 {
+			continue // a waiter's place: it goes with its session
 		}
+		leak := engine.Leak{Key: path + "/" + k, Name: name, Kind: kind, Type: "persistent znode", TTL: -1}
+		if name != "" {
+			at := max(now, cst.Mtime)
+			typ, ttl, ok := judged(path, k, b, cst, at, maxTTL)
+			if ok {
+				continue
+			}
+			if typ != "" {
+				leak.Type, leak.TTL = typ, ttl
+			}
+		}
+		leaks = append(leaks, leak)
 	}
 	return leaks, nil
+}
+
+// judged tells what the persistent child name of the lock node parent,
+// with data b and stat st, is at now (ms of the ensemble's clock): ok
+// when it is expected (a holder's child whose lease is live and ends
+// within maxTTL ms, a force-release's mark whose freed lease has not
+// ended); otherwise, for a holder's child or a mark, the leak's type and
+// time left (negative: it never goes by itself; typ "": not the engine's).
+func judged(parent, name string, b []byte, st *zk.Stat, now, maxTTL int64) (typ string, timeLeft time.Duration, ok bool) {
+	if c, isChild := parseChild(parent, name); isChild && c.wait == heldTag {
+		if json.Unmarshal(b, &c.d) != nil || !c.d.Held {
+			return "", 0, false
+		}
+		c.st = st
+		switch exp := c.expiry(); {
+		case now > exp:
+			// Nobody read the line since it expired: the next reading
+			// deletes it.
+			return "expired holder znode", -1, false
+		case exp > now+maxTTL:
+			return "holder znode beyond max ttl", left(exp - now), false
+		}
+		return "", 0, true
+	}
+	if strings.HasPrefix(name, markPrefix) {
+		var until int64
+		if json.Unmarshal(b, &until) != nil {
+			return "", 0, false
+		}
+		if now > until {
+			return "expired force-release mark znode", -1, false
+		}
+		return "", 0, true
+	}
+	return "", 0, false
 }

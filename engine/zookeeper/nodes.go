@@ -20,16 +20,23 @@ import (
 )
 
 // Node names. A lock name is the container child namePrefix+PathEscape(name)
-// of the root; a contender is an ephemeral child of it named
+// of the root; a contender is a sequential child of it named
 //
 //	_c_<guid>-<owner tag>-<waiter tag or heldTag>-<sequence>
 //
 // (the _c_<guid>- protection of Curator, so that a create whose answer
-// was lost is found by its GUID): a waiter's place in line (sequential,
-// so that the line is in arrival order) or the holder's child, created by
-// the grant. A force-release's mark for the holder it freed is the
-// ephemeral child markPrefix+<owner tag>. The name's node's own data says
-// what happened last (see event); its mtime says when.
+// was lost is found by its GUID): a waiter's place in line (ephemeral: a
+// waiter is a live process; sequential, so that the line is in arrival
+// order) or the holder's child, created by the grant. A holder's child is
+// persistent: it lives by its lease (its expiry), not by the session of
+// the engine that made the grant, since a lease is handed on (Attach, a
+// re-entry of the same owner elsewhere, the CLI's acquire that exits); an
+// expired one is deleted by whoever reads the line next (sweep). A
+// force-release's mark for the holder it freed is the persistent child
+// markPrefix+<owner tag>, holding the freed lease's expiry: the freed
+// holder's renewal takes it, and a reading past that expiry deletes it.
+// The name's node's own data says what happened last (see event); its
+// mtime says when.
 const (
 	namePrefix = "l-"
 	protected  = "_c_"
@@ -146,10 +153,43 @@ type line struct {
 	path   string
 	parent *zk.Stat // nil: the name has no node
 	kids   []child
-	marks  []string // force-release marks' names
+	marks  []mark // force-release marks
 	now    int64
 	event  *event   // the name node's last event, once read (eventOf)
 	evStat *zk.Stat // the name node's stat read with it
+}
+
+// mark is a force-release's mark as read: the freed lease's expiry (ms of
+// the ensemble's clock; 0 when its data could not be read: never judged
+// expired) and the node's stat.
+type mark struct {
+	path  string
+	name  string
+	until int64
+	st    *zk.Stat
+}
+
+// markOf returns the force-release mark of owner, if l has one.
+func (l *line) markOf(owner string) (mark, bool) {
+	name := markPrefix + tag(owner)
+	for _, m := range l.marks {
+		if m.name == name {
+			return m, true
+		}
+	}
+	return mark{}, false
+}
+
+// expiredMarks returns the marks whose freed lease ended before now: no
+// renewal of it can come any more, so nobody needs them.
+func (l *line) expiredMarks(now int64) []mark {
+	var out []mark
+	for _, m := range l.marks {
+		if m.until > 0 && now > m.until {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // readScope says whose data a read of a line fetches beside the listing.
@@ -210,12 +250,20 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, scope readScope
 		if c, ok := parseChild(l.path, n); ok {
 			l.kids = append(l.kids, c)
 		} else if strings.HasPrefix(n, markPrefix) {
-			l.marks = append(l.marks, n)
+			l.marks = append(l.marks, mark{path: l.path + "/" + n, name: n})
 		}
 	}
 	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	// A force-release's mark (rare) is read with the children: its freed
+	// holder's renewal is told by it, and a reading past its expiry
+	// deletes it.
+	markReads := make([]<-chan answer[got], len(l.marks))
+	for i, m := range l.marks {
+		markReads[i] = e.sendGet(m.path)
+	}
 	if len(l.kids) == 0 && scope != everyChild {
 		// No holder, no line: the listing's stat is all a decision needs.
+		l.marks = readMarks(ctx, l.marks, markReads)
 		return l, false, nil
 	}
 	reads := make([]<-chan answer[got], len(l.kids))
@@ -269,7 +317,28 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, scope readScope
 		}
 	}
 	l.kids = kept
+	l.marks = readMarks(ctx, l.marks, markReads)
 	return l, false, nil
+}
+
+// readMarks takes the answers of the reads of marks: a mark found gone is
+// dropped, one whose data was not read is kept with no expiry (never
+// judged expired).
+func readMarks(ctx context.Context, marks []mark, reads []<-chan answer[got]) []mark {
+	kept := marks[:0]
+	for i, m := range marks {
+		g, err := await(ctx, "get", reads[i])
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err == nil && json.Unmarshal(g.b, &m.until) == nil {
+			m.st = g.st
+		} else {
+			m.until = 0
+		}
+		kept = append(kept, m)
+	}
+	return kept
 }
 
 func ignoreNoNode(err error) error {

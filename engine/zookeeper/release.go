@@ -30,7 +30,10 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 // again only when that is harmless: the child's deletion (found gone
 // then: released), or a count down with its id (applied once). Only a
 // holder of rq.Kind is released (a mutex's, or a shared lock's, as renew
-// renews): the owner's child of the other kind is not its lease. A
+// renews): the owner's child of the other kind is not its lease (a
+// mutex's and a shared lock's: NotHeld; a semaphore's and an RW lock's:
+// the kind's *engine.ArgumentError, engine.KindError, as an acquire of
+// the wrong kind gets; nothing changes either way). A
 // release that names a grant's token (rq.Token, not 0) drops a hold of
 // that grant's child only (its czxid): the owner's child of another grant
 // is answered NotOwner and kept.
@@ -82,7 +85,7 @@ const reconnectPause = 100 * time.Millisecond
 // releaseOnce is one try of release.
 func (e *Engine) releaseOnce(ctx context.Context, rq engine.ReleaseRequest, id string, r *releaseTry) (engine.ReleaseResult, error) {
 	name, owner, kind := rq.Name, rq.Owner, rq.Kind
-	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 && ofKind(c, kind) && ofGrant(c, rq.Token) {
+	if c, ok := e.holding(key{name, owner}); ok && c.d.Count == 1 && c.d.Kind == kind && ofGrant(c, rq.Token) {
 		// The fast path: one multi-op at the version this engine wrote.
 		err := e.free(ctx, c)
 		if err == nil {
@@ -102,6 +105,12 @@ func (e *Engine) releaseOnce(ctx context.Context, rq engine.ReleaseRequest, id s
 		c, ok := l.heldBy(owner)
 		if ok && !ofKind(c, kind) {
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		}
+		if ok && c.d.Kind != kind {
+			// The other shared kind (a semaphore's permit released as an
+			// RW lock's hold, or the reverse): refused as an acquire of
+			// that kind is, and nothing changes.
+			return engine.ReleaseResult{}, engine.KindError(name, c.d.Kind, kind)
 		}
 		if !ok {
 			e.dropHolding(key{name, owner})

@@ -74,8 +74,8 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 		return engine.Grant{}, false, err
 	}
 	line, expired := l.waiters(now)
-	if len(expired) > 0 {
-		return engine.Grant{}, false, e.sweep(ctx, l, expired)
+	if marks := l.expiredMarks(now); len(expired) > 0 || len(marks) > 0 {
+		return engine.Grant{}, false, e.sweep(ctx, l, expired, marks)
 	}
 	holders, used := l.shared(now)
 	for _, h := range holders {

@@ -185,9 +185,11 @@ const MinTTL = 100 * time.Millisecond
 func (e *Engine) SessionTimeout() time.Duration { return e.session }
 
 // Close ends the engine's subscriptions and waits for its background
-// work. It closes the connection only when Dial opened it; otherwise the
-// children of locks still held stay until released, expired or their
-// session ends.
+// work. It closes the connection only when Dial opened it (the session
+// ends: its waiters' places in line go with it). It deletes no holder's
+// child: the leases it granted stay held until released or expired (a
+// Close with leases kept hands them on, as the CLI's acquire does; a
+// Client's Close releases its leases first).
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
