@@ -26,10 +26,9 @@ func TestEtcdBackend(t *testing.T) {
 	if f := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(r.stdout), "fence=")); f == "" || f == "0" {
 		t.Errorf("no fencing token in the command's environment: %q", r.stdout)
 	}
-	r = c.run(t, "acquire", "--ttl", "5s", "held")
-	expect(t, r, 0)
-	st := c.run(t, "status", "held")
-	expect(t, st, 0, "held")
+	r = c.run(t, "acquire", "--ttl", "20s", "held")
+	expect(t, r, 0, "DISTLOCK_OWNER=")
+	expectState(t, c.run(t, "status", "held"), "held", parseAssignments(t, r.stdout)["DISTLOCK_OWNER"])
 	both := cli{redis: "redis://127.0.0.1:1", env: map[string]string{"DISTLOCK_ETCD": eps}}
 	expect(t, both.run(t, "status", "held"), exitUsage, "both")
 }
@@ -42,6 +41,5 @@ func TestServeOnEtcd(t *testing.T) {
 	s := serveIn(t, nil, "--etcd", strings.Join(cl.Endpoints(), ","))
 	c := cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}
 	expect(t, c.run(t, "run", "--ttl", "3s", "via-server", "--", "true"), 0)
-	st := c.run(t, "status", "via-server")
-	expect(t, st, 0, "free")
+	expectState(t, c.run(t, "status", "via-server"), "free")
 }
