@@ -13,3 +13,9 @@ func Channel(schema string) string { return channel(schema) }
 // 12); EndV11 ends that as the passing of v11Recheck does.
 func (e *Engine) V11() bool { return e.v11.old() }
 func (e *Engine) EndV11()   { e.v11.until.Store(0) }
+
+// V13 reports whether the engine calls version 13's release_shared now
+// (it met a schema before version 14); EndV13 ends that as the passing of
+// v13Recheck does.
+func (e *Engine) V13() bool { return e.v13.old() }
+func (e *Engine) EndV13()   { e.v13.until.Store(0) }

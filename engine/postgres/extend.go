@@ -155,3 +155,8 @@ func grantToken(t uint64) int64 {
 // current ones again: a Migrate meanwhile turns the check on without a
 // restart.
 const v11Recheck = time.Minute
+
+// v13Recheck is v11Recheck for a schema before version 14: how long an
+// engine that met one calls version 13's release_shared (without the kind)
+// before it tries the current one again.
+const v13Recheck = time.Minute

@@ -47,12 +47,19 @@ var schemaSQL string
 // name's kind before any name's holder or queue, so a name held as a
 // shared lock refuses it at once, ahead of contention on another name; on
 // a schema of version 12 a set judges the names in order until it is
-// migrated).
+// migrated; 14: pgfence's HighestSeen refuses a token below the name's
+// newest grant of any kind, a shared lock's included, and below the
+// high-water a released name left with its mark (fence_marks.granted),
+// and locks only the mark, no longer the lock's row;
+// a release of a shared lock asked with another kind than the lock's,
+// while the owner holds it, is refused as an acquire of that kind is
+// (release_shared's p_kind); an engine on a schema before version 14
+// calls version 13's release_shared, unchecked, until it is migrated).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -32,7 +32,11 @@ type Engine struct {
 	// with version 11's signatures, without the grants' tokens, for
 	// v11Recheck at a time, once the current ones were missing (a schema
 	// before version 12).
-	v11    signatures
+	v11 signatures
+	// v13: release_shared is called with version 13's signature, without
+	// the kind (not checked), for v13Recheck at a time, once the current
+	// one was missing (a schema before version 14).
+	v13    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }
@@ -95,6 +99,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned}
 	e.v11.recheck = v11Recheck
+	e.v13.recheck = v13Recheck
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}

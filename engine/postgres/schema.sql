@@ -61,11 +61,17 @@ CREATE INDEX IF NOT EXISTS waiters_order ON {{S}}.waiters (name, ticket);
 ALTER TABLE {{S}}.waiters ADD COLUMN IF NOT EXISTS chan text; -- version 7
 
 -- The high-water marks of pgfence's HighestSeen mode: the resource's side.
+-- granted (version 14) is the name's grant high-water that the deletion of
+-- its row of locks (_forget) or of shared (sweep) would otherwise forget:
+-- kept for the names that have a mark, so that a release does not let an
+-- older token back in.
 CREATE TABLE IF NOT EXISTS {{S}}.fence_marks (
-  name   text COLLATE "C" PRIMARY KEY,
-  token  bigint NOT NULL,
-  holder text NOT NULL
+  name    text COLLATE "C" PRIMARY KEY,
+  token   bigint NOT NULL,
+  holder  text NOT NULL,
+  granted bigint NOT NULL DEFAULT 0
 );
+ALTER TABLE {{S}}.fence_marks ADD COLUMN IF NOT EXISTS granted bigint NOT NULL DEFAULT 0; -- version 14
 
 CREATE TABLE IF NOT EXISTS {{S}}.version (
   version integer NOT NULL
@@ -235,8 +241,10 @@ END $$;
 -- the row's high-water then goes to the name's shared row, if it has one
 -- (version 9), so that Inspect's HighWater stays at the name's last token
 -- while the shared lock's row is kept (without it, the shared lock's older
--- high-water showed). The tokens do not need it: the next one is drawn
--- from the sequence, above it.
+-- high-water showed), and to the name's pgfence mark, if it has one
+-- (version 14: fence_marks.granted), so that HighestSeen still refuses the
+-- tokens below it. The tokens do not need it: the next one is drawn from
+-- the sequence, above it.
 CREATE OR REPLACE FUNCTION {{S}}._forget(p_name text) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -249,6 +257,7 @@ BEGIN
     RETURN false;
   END IF;
   UPDATE {{S}}.shared SET high_water = hw WHERE name = p_name AND high_water < hw;
+  UPDATE {{S}}.fence_marks SET granted = hw WHERE name = p_name AND granted < hw;
   RETURN true;
 END $$;
 
@@ -691,6 +700,7 @@ DECLARE
   n integer := 0;
   gone integer;
   c text;
+  hw bigint;
 BEGIN
   FOR c IN
     SELECT name FROM {{S}}.locks
@@ -724,9 +734,12 @@ BEGIN
     DELETE FROM {{S}}.shared s WHERE s.name = c
        AND s.high_water <= (SELECT last_value FROM {{S}}.tokens)
        AND NOT EXISTS (SELECT 1 FROM {{S}}.shared_holders h WHERE h.name = c)
-       AND NOT EXISTS (SELECT 1 FROM {{S}}.shared_waiters w WHERE w.name = c);
+       AND NOT EXISTS (SELECT 1 FROM {{S}}.shared_waiters w WHERE w.name = c)
+    RETURNING s.high_water INTO hw;
     IF FOUND THEN
       n := n + 1;
+      -- The name's pgfence mark keeps its high-water (as _forget's).
+      UPDATE {{S}}.fence_marks SET granted = hw WHERE name = c AND granted < hw;
     END IF;
   END LOOP;
   RETURN n;
@@ -739,9 +752,20 @@ END $$;
 -- lock, p_holder's unexpired holder row with token p_token, share-locked
 -- the same way (its permits cannot come back before the commit). Mode 2
 -- (highest seen): p_token is at least the highest token the check has
--- accepted for the name and the name's current grant, a tie only from the
--- same holder; the token is recorded. It returns whether the write may go
--- ahead and the token it was compared with.
+-- accepted for the name (a tie only from the same holder) and not below
+-- the name's newest grant of any kind: the greatest of its token records,
+-- the row of locks' high-water (a mutex's grants and raises), the row of
+-- shared's (a permit's, a reader's or a writer's) and the mark's granted
+-- (the high-water of a deleted row, _forget; version 14: before, only the
+-- row of locks counted, so a deposed or expired holder's token passed
+-- while a newer shared grant held the name); the token is recorded. Mode 2
+-- locks only the mark (FOR UPDATE), not the row of locks (since version
+-- 14: a release that deletes that row waits for the mark, to carry its
+-- high-water there, and a second check of the name in the same open
+-- transaction, waiting for the release's row, would deadlock with it; a
+-- grant that commits after the check is ordered after it, and its
+-- holder's own check waits for the mark). It returns whether the write
+-- may go ahead and the token it was compared with.
 CREATE OR REPLACE FUNCTION {{S}}.fence_check(p_name text, p_token bigint, p_holder text, p_mode integer,
   OUT o_ok boolean, OUT o_highest bigint)
 LANGUAGE plpgsql AS $$
@@ -749,9 +773,10 @@ DECLARE
   l {{S}}.locks;
   m {{S}}.fence_marks;
   h record;
+  g bigint;
 BEGIN
-  SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR SHARE;
   IF p_mode = 1 THEN
+    SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR SHARE;
     o_highest := coalesce(l.high_water, 0);
     o_ok := {{S}}._live(l, clock_timestamp()) AND l.owner = p_holder AND l.token = p_token;
     IF NOT o_ok AND NOT coalesce({{S}}._live(l, clock_timestamp()), false) THEN
@@ -768,10 +793,15 @@ BEGIN
   INSERT INTO {{S}}.fence_marks (name, token, holder) VALUES (p_name, 0, '')
   ON CONFLICT (name) DO NOTHING;
   SELECT * INTO m FROM {{S}}.fence_marks WHERE name = p_name FOR UPDATE;
-  -- A grant newer than p_token makes it stale even before its first write.
-  o_highest := greatest(m.token, coalesce(l.high_water, 0));
+  -- A grant newer than p_token, of any kind, makes it stale even before
+  -- its first write. Read after the mark is locked: a release that
+  -- deletes a row meanwhile has carried its high-water to m.granted.
+  g := greatest(m.granted,
+                coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = p_name), 0),
+                coalesce((SELECT s.high_water FROM {{S}}.shared s WHERE s.name = p_name), 0));
+  o_highest := greatest(m.token, g);
   o_ok := (p_token > m.token OR (p_token = m.token AND m.holder = p_holder))
-          AND p_token >= coalesce(l.high_water, 0);
+          AND p_token >= g;
   IF o_ok THEN
     UPDATE {{S}}.fence_marks SET token = p_token, holder = p_holder WHERE name = p_name;
   END IF;
@@ -1018,9 +1048,14 @@ END $$;
 -- the last one, and the head of the queue is woken if it fits. p_token
 -- (version 12), when not 0, is the token of the grant released
 -- (engine.ReleaseRequest.Token): p_owner's hold under another token (a
--- newer grant of the owner) is answered 3 and nothing is dropped.
+-- newer grant of the owner) is answered 3 and nothing is dropped. p_kind
+-- (version 14), when not 0, is the kind the release asks for
+-- (engine.ReleaseRequest.Kind): while p_owner holds the lock and it is of
+-- another kind, the call is refused with 'DISTLOCK kind <k>' (SQLSTATE
+-- DL001, as acquire_shared's), having changed nothing; before, a release
+-- asked as a reader-writer lock's dropped a semaphore's permit.
 -- Statuses: 1 released, 2 not held, 3 held under another token.
-CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint,
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint, p_kind integer,
   OUT o_status integer, OUT o_remaining integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1035,6 +1070,10 @@ BEGIN
   END IF;
   now_ := clock_timestamp();
   PERFORM {{S}}._shared_purge(p_name, now_);
+  IF p_kind <> 0 AND s.kind <> p_kind
+     AND EXISTS (SELECT 1 FROM {{S}}.shared_holders WHERE name = p_name AND owner = p_owner) THEN
+    RAISE EXCEPTION 'DISTLOCK kind %', s.kind USING ERRCODE = 'DL001';
+  END IF;
   UPDATE {{S}}.shared_holders SET holds = holds - 1
    WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
   RETURNING holds INTO o_remaining;
@@ -1054,11 +1093,17 @@ BEGIN
   PERFORM {{S}}._shared_wake(p_name, s.lim, used);
 END $$;
 
+-- release_shared without p_kind: version 12's and 13's signature, for
+-- processes of those versions (the kind is not checked).
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint,
+  OUT o_status integer, OUT o_remaining integer)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, p_token, 0) $$;
+
 -- release_shared without p_token: version 11's signature, for processes
 -- of that version.
 CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text,
   OUT o_status integer, OUT o_remaining integer)
-LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, 0::bigint) $$;
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, 0::bigint, 0) $$;
 
 -- inspect_shared reads a shared lock without changing or locking
 -- anything: its kind and limit (0 when it does not exist), high-water,
@@ -1504,7 +1549,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 13 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 14 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1533,5 +1578,12 @@ INSERT INTO {{S}}.version (version) SELECT 13 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- owner's hold's changes nothing (version 11's signatures stay, calling
 -- them with 0: any token); 13: a set (acquire_multi) checks every name's
 -- kind before any name's holder or queue, so a name held as a shared lock
--- refuses it ahead of contention on another name.
-UPDATE {{S}}.version SET version = 13 WHERE version < 13;
+-- refuses it ahead of contention on another name; 14: pgfence's
+-- HighestSeen (fence_check mode 2) refuses a token below the name's newest
+-- grant of any kind (the rows of locks and shared, and the high-water a
+-- deleted row left with the name's mark, fence_marks.granted, which
+-- _forget and sweep carry), locking only the mark (not the row of
+-- locks), and a release of a shared lock asked with
+-- another kind than the lock's while the owner holds it is refused
+-- (release_shared's p_kind; version 13's signature stays, unchecked).
+UPDATE {{S}}.version SET version = 14 WHERE version < 14;

@@ -83,7 +83,10 @@ func (e *Engine) sharedError(err error, name string, kind engine.Kind, limit, we
 // last hold's permits come back, and the head of the queue is woken
 // (NOTIFY, sent when the call commits) if it fits. A release that names a
 // token other than the holder's is answered NotOwner and drops nothing
-// (schema version 12).
+// (schema version 12). A release whose kind is not the lock's, while the
+// owner holds it, is refused with the error an acquire of that kind gets
+// (engine.KindError) and drops nothing (schema version 14; on an older
+// schema the kind is not checked).
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return engine.ReleaseResult{}, err
@@ -92,13 +95,17 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.v11.call(func() error {
-		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token)).Scan(&status, &remaining)
+	err := e.v13.call(func() error {
+		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token), int32(r.Kind)).Scan(&status, &remaining)
 	}, func() error {
-		return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
+		return e.v11.call(func() error {
+			return e.pool.QueryRow(ctx, e.sql.releaseSharedV13, r.Name, r.Owner, grantToken(r.Token)).Scan(&status, &remaining)
+		}, func() error {
+			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
+		})
 	})
 	if err != nil {
-		return engine.ReleaseResult{}, e.wrap(err)
+		return engine.ReleaseResult{}, e.sharedError(err, r.Name, r.Kind, 0, 0)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
 }

@@ -30,6 +30,10 @@ type statements struct {
 	// extend_shared, without the grants' tokens, for a schema before
 	// version 12 (Engine.v11).
 	extendV11, releaseV11, releaseSharedV11, extendSharedV11, extendBothV11 string
+
+	// Version 13's signature of release_shared, without the kind, for a
+	// schema before version 14 (Engine.v13).
+	releaseSharedV13 string
 }
 
 func newStatements(schema string) statements {
@@ -49,7 +53,7 @@ func newStatements(schema string) statements {
 		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2, $3)",
+		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2, $3, $4)",
 		inspectShared:    "SELECT i.*, q.ids, q.us FROM " + s + ".inspect_shared($1) i, " + queueOf(s, "shared_waiters", "$1", ""),
 		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
 		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
@@ -63,6 +67,7 @@ func newStatements(schema string) statements {
 		extendV11:        "SELECT * FROM " + s + ".extend($1, $2, $3, $4)",
 		releaseV11:       "SELECT * FROM " + s + ".release($1, $2, $3)",
 		releaseSharedV11: "SELECT * FROM " + s + ".release_shared($1, $2)",
+		releaseSharedV13: "SELECT * FROM " + s + ".release_shared($1, $2, $3)",
 		extendSharedV11:  "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
 		extendBothV11: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
 			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",

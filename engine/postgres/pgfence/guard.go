@@ -18,13 +18,30 @@
 //     writer after a reader is granted, before the write commits.
 //   - HighestSeen: package fence's rule. The token must be at least the
 //     highest token this check accepted for the name (a tie only from the
-//     same holder), and not older than the name's current grant; it is
-//     then recorded (table fence_marks of the schema, in the transaction).
-//     A write by a holder whose lease expired is still accepted while
-//     nobody newer has been granted the lock or written; once a newer grant
-//     exists, older tokens are refused even before its first write. On a
-//     shared lock it suits writers only: readers' tokens interleave, so a
-//     reader's write after a newer reader's would be refused.
+//     same holder), and not older than the name's newest grant of any kind
+//     that the schema remembers (below); it is then recorded (table
+//     fence_marks of the schema, in the transaction). A write by a holder
+//     whose lease expired is still accepted while nobody newer has been
+//     granted the lock or written; once a newer grant exists (a mutex, a
+//     writer, a permit), older tokens are refused even before its first
+//     write. On a shared lock it suits exclusive holders only (a writer, a
+//     permit of a semaphore of limit 1): every grant counts, so a reader's
+//     or a permit's token is refused as soon as another reader or permit
+//     is granted after it, even while it still holds its lease.
+//
+// What HighestSeen remembers of a name's grants: the high-water of its
+// row of locks and of its shared lock's row while they exist (held,
+// queued, expired and not yet swept; a shared lock's for a week after its
+// last use), and after their deletion the high-water they left with the
+// name's mark, when the name has one (once a HighestSeen check of it has
+// committed). A name without a mark forgets a newer grant once its row is
+// deleted: holder A deposed, B granted and released without writing, then
+// A's first guarded write passes: the gap lasts until the name's first
+// HighestSeen check commits. Make that first write under Current, or use
+// Current altogether, if it matters. A HighestSeen check locks only the
+// name's mark until the transaction ends (not the lock's row): checks of
+// the name take turns, and a release that deletes the lock's row waits
+// for it.
 //
 // A refused check returns a *StaleError (errors.Is(err, ErrStale)); the
 // caller must then roll back (pgx.BeginFunc does when the function returns
@@ -50,7 +67,8 @@ const (
 	// Current: the token is the name's current, unexpired grant by holder.
 	Current Mode = 1
 	// HighestSeen: the token is at least the highest accepted for the
-	// name, and not older than its current grant.
+	// name, and not older than its newest grant of any kind (see the
+	// package documentation for how long a grant is remembered).
 	HighestSeen Mode = 2
 )
 
