@@ -263,8 +263,10 @@ type ReleaseRequest struct {
 	Owner string
 	// Kind is the kind of lock the hold is of, as its AcquireRequest asked
 	// (the caller knows its lease's kind): the engine dispatches on it once
-	// (ReleaseByKind). A semaphore's and an RW lock's holds are released
-	// alike.
+	// (ReleaseByKind). A hold of the other shared kind (a semaphore's
+	// permit released as an RW lock's, or the reverse) is not released:
+	// the answer is the kind's *ArgumentError (KindError), and nothing
+	// changes, as when an acquire asks for the wrong kind.
 	Kind Kind
 	// Undo marks the release of a grant that the caller takes back because
 	// the attempt it was part of failed (a quorum's grant on a minority of

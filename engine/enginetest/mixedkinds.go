@@ -319,7 +319,8 @@ func outcomeOf(err error) string {
 
 // releaseOfAnotherKind: a lock held as one kind, released by its owner as
 // another (a mutex's release of a permit or a reader, a shared release of
-// a mutex: what a client of a server may send), and its owner's election
+// a mutex, an RW lock's release of a semaphore's permit and the reverse:
+// what a client of a server may send), and its owner's election
 // metadata set on it (Proclaim, the server's metadata request, which is a
 // mutex's), answer as on the embedded engine: the release frees nothing
 // (refused: not held, or the kind's argument error) and the metadata is
@@ -340,7 +341,8 @@ func (s *suite) releaseOfAnotherKind(t *testing.T) {
 		for _, k := range []struct {
 			held  string
 			asked engine.Kind
-		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock}} {
+		}{{"permit", engine.Mutex}, {"reader", engine.Mutex}, {"mutex", engine.Semaphore}, {"mutex", engine.RWLock},
+			{"permit", engine.RWLock}, {"reader", engine.Semaphore}} {
 			name := name + "-" + k.held + "-" + k.asked.String()
 			var l *distlock.Lease
 			var err error

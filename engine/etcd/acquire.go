@@ -173,7 +173,7 @@ func (e *Engine) reenter(ctx context.Context, st *state, r engine.AcquireRequest
 	if ok, err := e.reentered(id, old, lease, kept, kerr, h.TTL, st.hold.TTL, sent); !ok {
 		return engine.Grant{}, false, err
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL, st.lock.CreateRevision)
+	e.wrote(r.Name, r.Owner, engine.Mutex, id, resp.Header.Revision, h.Count, h.TTL, st.lock.CreateRevision)
 	g := engine.Grant{Acquired: true, Token: uint64(st.lock.CreateRevision), Count: h.Count}
 	if id != old {
 		g.Age = lease.age // moved to the call's lease, which may be aged
@@ -408,6 +408,6 @@ func (e *Engine) commitGrant(ctx context.Context, name, owner string, id clientv
 		return engine.Grant{}, false, nil
 	}
 	lease.take()
-	e.wrote(name, owner, id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
+	e.wrote(name, owner, engine.Mutex, id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
 	return engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: lease.age}, true, nil
 }

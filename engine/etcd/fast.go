@@ -104,7 +104,7 @@ func (e *Engine) fastAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		}
 		return engine.Grant{}, nil, nil, kerr
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
+	e.wrote(r.Name, r.Owner, engine.Mutex, id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil
@@ -151,7 +151,7 @@ func (e *Engine) agedAcquire(ctx context.Context, r engine.AcquireRequest, ttl i
 		st, err := e.decode(r.Name, resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs)
 		return engine.Grant{}, st, nil, err
 	}
-	e.wrote(r.Name, r.Owner, p.id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
+	e.wrote(r.Name, r.Owner, engine.Mutex, p.id, resp.Header.Revision, 1, ttl, resp.Header.Revision)
 	g := engine.Grant{Acquired: true, Token: uint64(resp.Header.Revision), Count: 1, Age: age}
 	e.noteGrant(r, g)
 	return g, nil, nil, nil

@@ -210,7 +210,7 @@ func (e *Engine) acquireSet(ctx context.Context, rs []engine.AcquireRequest) (mg
 	}
 	tokens := make([]uint64, len(rs))
 	for i, r := range rs {
-		e.wrote(r.Name, r.Owner, ls.ids[i], rev, 1, ls.ttls[i], rev)
+		e.wrote(r.Name, r.Owner, engine.Mutex, ls.ids[i], rev, 1, ls.ttls[i], rev)
 		tokens[i] = uint64(rev)
 	}
 	return engine.MultiGrant{Acquired: true, Tokens: tokens}, false, nil

@@ -308,8 +308,9 @@ type lockRef struct {
 	lease clientv3.LeaseID
 	rev   int64 // ModRevision of this engine's last write of the lock key, 0 unknown
 	count int
-	ttl   int64 // the lease's ttl in seconds
-	token int64 // the grant's token (its key's CreateRevision), 0 unknown
+	ttl   int64       // the lease's ttl in seconds
+	token int64       // the grant's token (its key's CreateRevision), 0 unknown
+	kind  engine.Kind // the kind of the hold written (with rev)
 }
 
 // of reports whether l is a write of the grant of token (0: any).
@@ -354,15 +355,15 @@ func (e *Engine) heldOn(name, owner string, id clientv3.LeaseID, token int64) {
 	e.locks.m[ref] = l
 }
 
-// wrote records this engine's write of owner's hold of name, of the grant
-// of token (its key's CreateRevision).
-func (e *Engine) wrote(name, owner string, id clientv3.LeaseID, rev int64, count int, ttl, token int64) {
+// wrote records this engine's write of owner's hold of name, a hold of
+// kind, of the grant of token (its key's CreateRevision).
+func (e *Engine) wrote(name, owner string, kind engine.Kind, id clientv3.LeaseID, rev int64, count int, ttl, token int64) {
 	e.locks.mu.Lock()
 	defer e.locks.mu.Unlock()
 	if e.locks.m == nil {
 		e.locks.m = make(map[waiterRef]lockRef)
 	}
-	e.locks.m[waiterRef{name, owner}] = lockRef{lease: id, rev: rev, count: count, ttl: ttl, token: token}
+	e.locks.m[waiterRef{name, owner}] = lockRef{lease: id, rev: rev, count: count, ttl: ttl, token: token, kind: kind}
 }
 
 // lockGuess returns the lease this engine last knew for owner's hold of

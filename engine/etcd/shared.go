@@ -540,7 +540,7 @@ func (e *Engine) reenterShared(ctx context.Context, st *sharedState, r engine.Ac
 	if ok, err := e.reentered(id, old, lease, kept, kerr, h.TTL, hk.TTL, sent); !ok {
 		return engine.Grant{}, false, err
 	}
-	e.wrote(r.Name, r.Owner, id, resp.Header.Revision, h.Count, h.TTL, hk.kv.CreateRevision)
+	e.wrote(r.Name, r.Owner, r.Kind, id, resp.Header.Revision, h.Count, h.TTL, hk.kv.CreateRevision)
 	return engine.Grant{Acquired: true, Token: uint64(hk.kv.CreateRevision), Count: h.Count}, true, nil
 }
 
@@ -598,7 +598,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner, r.Token)
+	st, done, gone, err := e.fastReleaseShared(ctx, r.Name, r.Owner, r.Kind, r.Token)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -628,6 +628,8 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		case newer: // a newer grant of the owner, left as it is
 			return engine.ReleaseResult{Status: engine.NotOwner}, nil
+		case h.Kind != r.Kind: // a permit released as a reader, or the reverse
+			return engine.ReleaseResult{}, engine.KindError(r.Name, h.Kind, r.Kind)
 		case h.Rel == rel:
 			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
@@ -669,13 +671,13 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	return engine.ReleaseResult{}, conflict("release", r.Name)
 }
 
-// fastReleaseShared drops a hold this engine granted (one hold, its key
+// fastReleaseShared drops a hold of kind this engine granted (one hold, its key
 // unchanged since) in one transaction when nobody waits (so nobody is to be
 // woken); otherwise the transaction reads the name's keys, which it returns
 // as st for the full decision. gone and token: as fastRelease's.
-func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string, token uint64) (st *sharedState, done bool, gone *lockRef, err error) {
+func (e *Engine) fastReleaseShared(ctx context.Context, name, owner string, kind engine.Kind, token uint64) (st *sharedState, done bool, gone *lockRef, err error) {
 	l, ok := e.lockWrite(name, owner)
-	if !ok || l.count != 1 || !l.of(token) {
+	if !ok || l.count != 1 || !l.of(token) || l.kind != kind {
 		return nil, false, nil, nil
 	}
 	key := e.keys.holder(name, owner)

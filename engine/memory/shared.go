@@ -209,6 +209,9 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	if s == nil || s.holders[r.Owner] == nil {
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
+	if s.kind != r.Kind {
+		return engine.ReleaseResult{}, engine.KindError(r.Name, s.kind, r.Kind) // a permit released as a reader, or the reverse
+	}
 	h := s.holders[r.Owner]
 	if r.Token != 0 && h.token != r.Token {
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner

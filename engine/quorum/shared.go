@@ -91,14 +91,15 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	return e.decide(ctx, r, rs, start)
 }
 
-// sharedRefusal returns the refusal of the request by the nodes (another
-// kind, limit or weight, an upgrade; for a mutex, a name held as a shared
-// lock) when a majority of them made one: the request is wrong, not the
+// sharedRefusal returns the refusal of the request by the nodes (an
+// acquire's: another kind, limit or weight, an upgrade, for a mutex a name
+// held as a shared lock; a release's: a hold of the other shared kind)
+// when a majority of them made one: the request is wrong, not the
 // nodes. A minority's refusal is a node behind the others (one that missed
 // the release of the name's other kind, say), outvoted as any minority is:
 // the request is then refused as contended, or fails for want of a
 // quorum.
-func sharedRefusal(e *Engine, rs []result[engine.Grant]) error {
+func sharedRefusal[T any](e *Engine, rs []result[T]) error {
 	var first error
 	n := 0
 	for _, x := range rs {
@@ -162,6 +163,12 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		remaining = left[len(left)-e.majority]
 	} else if len(left) > 0 {
 		remaining = left[0]
+	}
+	if released == 0 {
+		// A majority's refusal: the hold is of the other shared kind.
+		if err := sharedRefusal(e, rs); err != nil {
+			return engine.ReleaseResult{}, err
+		}
 	}
 	switch {
 	case released > 0:

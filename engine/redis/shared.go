@@ -175,10 +175,10 @@ func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest,
 	if r.Undo {
 		undo = "1"
 	}
-	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id, undo, tokenArg(r.Token)).Int64()
+	n, err := e.runShared(ctx, sharedReleaseScript, r.Name, r.Owner, id, undo, tokenArg(r.Token), strconv.Itoa(int(r.Kind))).Int64()
 	switch {
 	case err != nil:
-		return engine.ReleaseResult{}, err
+		return engine.ReleaseResult{}, sharedError(err, r.Name, r.Kind, 0, 0)
 	case n == -2:
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
 	case n < 0:

@@ -11,16 +11,23 @@
 -- ARGV[6], when given and not empty, is the token of the grant released
 -- (engine.ReleaseRequest.Token): a hold of the owner under another token
 -- (a newer grant) is not dropped, and the answer is -2.
+-- ARGV[7], when given and not empty, is the kind the release is for (1
+-- semaphore, 2 rwlock): a hold of the other kind is not dropped, and the
+-- answer is the error 'DISTLOCK kind <the lock's kind>', as an acquire's.
 -- Returns the holds left (0: released), -1 when the owner holds none, -2
 -- when it holds a newer grant.
 local now = sh_now()
 local owner = ARGV[3]
-local lk = redis.call('HMGET', LOCK, 'l', 'u', 'o:' .. owner)
+local lk = redis.call('HMGET', LOCK, 'l', 'u', 'o:' .. owner, 'k')
 local used = sh_purge(now, tonumber(lk[2] or '0'), false)
 local v = not sh_dropped[owner] and lk[3]
 if not v then
   sh_expire(now)
   return -1
+end
+if ARGV[7] and ARGV[7] ~= '' and lk[4] and lk[4] ~= ARGV[7] then
+  sh_expire(now)
+  return redis.error_reply('DISTLOCK kind ' .. lk[4])
 end
 local h = cjson.decode(v)
 if ARGV[6] and ARGV[6] ~= '' and tonumber(ARGV[6]) ~= tonumber(h.t) then
