@@ -3,7 +3,6 @@ package distlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -74,15 +73,15 @@ func (l *CountDownLatch) failed(ctx context.Context, op string, err error) error
 
 // TrySetCount sets the latch's count when it is zero (the latch is not
 // counting), and reports whether it did; a latch still counting keeps its
-// count. count must be at least 1 (else an *ArgumentError, and nothing
-// changes).
+// count. count must be 1 to engine.MaxLatchCount (2^53-1; else an
+// *ArgumentError, and nothing changes).
 func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 	lt, err := l.latcher(ctx)
 	if err != nil {
 		return false, err
 	}
-	if count < 1 {
-		return false, &ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is below 1", count)}
+	if err := engine.CheckLatchCount(count); err != nil {
+		return false, argumentFrom(err)
 	}
 	set, err := lt.SetCount(ctx, l.name, count)
 	if err != nil {

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Latcher is implemented by engines that keep countdown latches (Redisson's
 // RCountDownLatch): a count stored with a name, counted down by anyone,
@@ -21,4 +24,19 @@ type Latcher interface {
 	CountDown(ctx context.Context, name, id string) (int64, error)
 	// Count returns the latch's count: zero when it does not exist.
 	Count(ctx context.Context, name string) (int64, error)
+}
+
+// MaxLatchCount is the largest count a latch may be set to: MaxToken, the
+// largest integer every engine's store keeps exactly (Redis scripts count
+// in doubles, the HTTP API in JSON numbers).
+const MaxLatchCount = MaxToken
+
+// CheckLatchCount refuses a latch count outside 1 to MaxLatchCount with an
+// *ArgumentError (arg count): the rule of SetCount on every engine, of the
+// Client and of the server.
+func CheckLatchCount(count int64) error {
+	if count < 1 || count > MaxLatchCount {
+		return &ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is not between 1 and %d", count, int64(MaxLatchCount))}
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/distlock/distlock"
@@ -73,8 +72,8 @@ func (s *Server) handleLatchSet(w http.ResponseWriter, r *http.Request, _ Role, 
 		writeError(w, e)
 		return
 	}
-	if req.Count < 1 {
-		writeError(w, badRequest("count", fmt.Sprintf("invalid count: %d is below 1", req.Count)))
+	if err := engine.CheckLatchCount(req.Count); err != nil {
+		writeError(w, engineErr("latch set", err))
 		return
 	}
 	lt, e := s.latcher("latch set")

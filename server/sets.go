@@ -206,6 +206,14 @@ func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role
 			s.holds.lostAtRelease(names[i], owners[i], distlock.TakenOver)
 			out.Results[i].Status = api.StatusHeldByOther
 		default:
+			if err := s.releasedAsOther(ctx, names[i], owners[i], engine.Mutex); err != nil {
+				reason := err.Error()
+				if ae := (*engine.ArgumentError)(nil); errors.As(err, &ae) {
+					reason = ae.Reason
+				}
+				out.Results[i] = api.SetReleaseResult{Status: api.StatusOtherKind, Reason: reason}
+				continue
+			}
 			s.holds.lostAtRelease(names[i], owners[i], distlock.Expired)
 			out.Results[i].Status = api.StatusMissing
 		}

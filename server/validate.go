@@ -9,7 +9,9 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/distlock/distlock"
@@ -211,4 +213,20 @@ func waiterTTLFrom(ms int64) (time.Duration, *apiError) {
 			ms, distlock.MinTTL.Milliseconds(), maxWaiterTTL.Milliseconds()))
 	}
 	return d, nil
+}
+
+// knownParams refuses a request whose query has a parameter other than
+// allowed, before anything changes: a typo (DELETE /v1/locks/x?ownr=a) is
+// an error rather than a silent default (there: every holder freed).
+func knownParams(r *http.Request, allowed ...string) *apiError {
+	for k := range r.URL.Query() {
+		if !slices.Contains(allowed, k) {
+			want := "none"
+			if len(allowed) > 0 {
+				want = strings.Join(allowed, ", ")
+			}
+			return badRequest(k, fmt.Sprintf("unknown query parameter %q: this request takes %s", k, want))
+		}
+	}
+	return nil
 }

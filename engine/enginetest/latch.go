@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -75,14 +76,24 @@ func (s *suite) latchSetWhenZero(t *testing.T) {
 	wantCount(t, ctx, other, 3)
 }
 
-// latchBadInput: a count below 1 and an empty name are *ArgumentErrors
-// that change nothing.
+// latchBadInput: a count below 1 or above engine.MaxLatchCount and an
+// empty name are *ArgumentErrors that change nothing, asked through a
+// Client or of the engine itself; the largest count is kept exactly.
+// (Before, Redis took any count and counted it down in doubles: 2^53+3
+// counted down was 2^53+4.)
 func (s *suite) latchBadInput(t *testing.T) {
 	ctx := ctxTimeout(t, 20*time.Second)
 	name := lockName(t)
 	c := s.client(t)
 	l := c.CountDownLatch(name)
-	for _, n := range []int64{0, -1} {
+	lt := s.latcher(t)
+	for _, n := range []int64{0, -1, engine.MaxLatchCount + 1, math.MaxInt64} {
+		var ae *engine.ArgumentError
+		if set, err := lt.SetCount(ctx, name, n); set || !errors.As(err, &ae) || ae.Arg != "count" {
+			t.Fatalf("the engine's SetCount(%d): %v %v, want an *ArgumentError of count", n, set, err)
+		}
+	}
+	for _, n := range []int64{0, -1, engine.MaxLatchCount + 1} {
 		var ae *distlock.ArgumentError
 		if set, err := l.TrySetCount(ctx, n); set || !errors.As(err, &ae) || !errors.Is(err, distlock.ErrInvalidArgument) {
 			t.Fatalf("TrySetCount(%d) at zero: %v %v, want an *ArgumentError", n, set, err)
@@ -96,6 +107,14 @@ func (s *suite) latchBadInput(t *testing.T) {
 		t.Fatalf("TrySetCount(0) while counting: %v, want ErrInvalidArgument", err)
 	}
 	wantCount(t, ctx, l, 2)
+	big := c.CountDownLatch(name + "-big")
+	if set, err := big.TrySetCount(ctx, engine.MaxLatchCount); !set || err != nil {
+		t.Fatalf("TrySetCount(MaxLatchCount): %v %v", set, err)
+	}
+	if err := big.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCount(t, ctx, big, engine.MaxLatchCount-1)
 	empty := c.CountDownLatch("")
 	_, err1 := empty.TrySetCount(ctx, 1)
 	_, err2 := empty.Count(ctx)

@@ -43,6 +43,9 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
+	if err := engine.CheckLatchCount(count); err != nil {
+		return false, err
+	}
 	key, mark := e.keys.latch(name), releaseMark()
 	ok, unsure, err := e.commitUnsure(ctx, "latch set "+name,
 		[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},

@@ -1,6 +1,10 @@
 package memory
 
-import "context"
+import (
+	"context"
+
+	"github.com/distlock/distlock/engine"
+)
 
 // latch is a countdown latch's record (engine.Latcher).
 type latch struct {
@@ -13,6 +17,9 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
+		return false, err
+	}
+	if err := engine.CheckLatchCount(count); err != nil {
 		return false, err
 	}
 	r := e.record(name)

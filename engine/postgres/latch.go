@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,9 +38,8 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	if err := checkTexts("name", name); err != nil {
 		return false, err
 	}
-	if count < 1 {
-		// The table's CHECK (count > 0) would refuse it as a backend error.
-		return false, &engine.ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is not at least 1", count)}
+	if err := engine.CheckLatchCount(count); err != nil {
+		return false, err // (the table's CHECK (count > 0) would refuse it as a backend error)
 	}
 	var set bool
 	if err := e.pool.QueryRow(ctx, e.latchSQL("set"), name, count).Scan(&set); err != nil {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // A countdown latch (engine.Latcher) is a hash at {name}:latch, in the
@@ -44,6 +46,9 @@ func (e *Engine) latchKey(name string) string { return e.prefix + "{" + name + "
 
 // SetCount implements engine.Latcher.
 func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, error) {
+	if err := engine.CheckLatchCount(count); err != nil {
+		return false, err // the script counts in doubles: exact up to 2^53
+	}
 	set, err := e.batch.run(ctx, latchSetScript, []string{e.latchKey(name)}, strconv.FormatInt(count, 10)).Int64()
 	return set == 1, err
 }

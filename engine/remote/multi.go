@@ -130,6 +130,8 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 			res[i].Status = engine.NotOwner
 		case api.StatusMissing:
 			res[i].Status = engine.NotHeld
+		case api.StatusOtherKind:
+			return nil, &engine.ArgumentError{Arg: fmt.Sprintf("names[%d]", i), Reason: r.Reason}
 		default:
 			return nil, fmt.Errorf("distlock server: release set: unknown status %q", r.Status)
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 
@@ -67,8 +66,8 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	if err := e.check(ctx); err != nil {
 		return false, err
 	}
-	if count < 1 {
-		return false, &engine.ArgumentError{Arg: "count", Reason: fmt.Sprintf("%d is below 1", count)}
+	if err := engine.CheckLatchCount(count); err != nil {
+		return false, err
 	}
 	var m [12]byte
 	_, _ = rand.Read(m[:])

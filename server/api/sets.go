@@ -54,12 +54,20 @@ type SetReleaseResponse struct {
 }
 
 // SetReleaseResult is one lock's release: Status StatusReleased (one
-// hold dropped; Remaining are left), StatusMissing (nobody held it) or
-// StatusHeldByOther.
+// hold dropped; Remaining are left), StatusMissing (nobody held it),
+// StatusHeldByOther, or StatusOtherKind (the owner holds the name as a
+// semaphore or an RW lock, which a set does not release; Reason says which,
+// and the hold is left as it was).
 type SetReleaseResult struct {
 	Status    string `json:"status"`
 	Remaining int    `json:"remaining,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
+
+// StatusOtherKind is a SetReleaseResult's status for a name its owner
+// holds as another kind of lock than a set takes (a mutex): nothing was
+// released.
+const StatusOtherKind = "other_kind"
 
 // StatusReleased is a SetReleaseResult's status for a hold dropped.
 const StatusReleased = "released"
