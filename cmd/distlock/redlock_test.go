@@ -158,8 +158,12 @@ func checkWholeAgain(t *testing.T, c cli, owner string) {
 	t.Helper()
 	r := c.run(t, "status", "held")
 	expect(t, r, 0, owner)
-	if strings.Contains(r.stdout, "partial") || strings.Count(r.stdout, "held by "+owner) != 3 {
-		t.Errorf("status after SIGCONT: want the lock held on all 3 nodes, no partial line\n%v", r)
+	// Every node answers again. The grant holds on a majority; the third
+	// node holds it too unless its grant missed the per-node timeout at
+	// acquire (a starved machine), which leaves that node free.
+	if strings.Contains(r.stdout, "partial") || strings.Contains(r.stdout, "no answer") ||
+		strings.Count(r.stdout, "held by "+owner) < 2 || strings.Count(r.stdout, "  redis ") != 3 {
+		t.Errorf("status after SIGCONT: want every node's answer, the lock held on a majority, no partial line\n%v", r)
 	}
 	r = c.run(t, "leaks")
 	expect(t, r, exitFailed, "leaked")
