@@ -63,7 +63,12 @@ type Guard struct {
 func New(cli *clientv3.Client) *Guard { return &Guard{cli: cli} }
 
 // FenceKeyFor returns the fence key the Put and Delete helpers use for key.
-func FenceKeyFor(key string) string { return key + "/.fence" }
+func FenceKeyFor(key string) string { return key + fenceSuffix }
+
+// fenceSuffix ends every fence key FenceKeyFor makes: a data key of that
+// name would be another resource's mark, so the guard never writes one as
+// data.
+const fenceSuffix = "/.fence"
 
 // mark is the stored form of a high-water mark.
 func mark(token uint64, holder string) string {
@@ -83,7 +88,9 @@ func parseMark(v string) (uint64, string, error) {
 // Txn applies ops in one etcd transaction iff token is not stale for
 // fenceKey, and raises fenceKey's mark to token and holder in the same
 // transaction. It returns the responses of ops (etcd's own). On a stale token nothing is
-// written and the error is a *StaleError. ops must not touch fenceKey.
+// written and the error is a *StaleError. An op that puts or deletes
+// fenceKey, or any key ending in "/.fence" (another resource's fence key),
+// is refused with ErrInvalidArgument, unsent.
 func (g *Guard) Txn(ctx context.Context, fenceKey string, token uint64, holder string, ops ...clientv3.Op) ([]*pb.ResponseOp, error) {
 	switch {
 	case fenceKey == "":
@@ -92,6 +99,12 @@ func (g *Guard) Txn(ctx context.Context, fenceKey string, token uint64, holder s
 		return nil, fmt.Errorf("%w: fencing token 0 for %q", ErrInvalidArgument, fenceKey)
 	case holder == "":
 		return nil, fmt.Errorf("%w: empty holder for %q", ErrInvalidArgument, fenceKey)
+	}
+	for _, op := range ops {
+		k := string(op.KeyBytes())
+		if (op.IsPut() || op.IsDelete()) && (k == fenceKey || strings.HasSuffix(k, fenceSuffix)) {
+			return nil, fmt.Errorf("%w: an op writes %q, a fence key (keys ending in %q are fence keys)", ErrInvalidArgument, k, fenceSuffix)
+		}
 	}
 	m := mark(token, holder)
 	write := append(append([]clientv3.Op(nil), ops...), clientv3.OpPut(fenceKey, m))

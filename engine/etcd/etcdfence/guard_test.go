@@ -75,6 +75,33 @@ func TestRule(t *testing.T) {
 	}
 }
 
+// TestFenceKeyIsNoResource: a resource's fence key cannot be written as
+// another resource's data (it ends in /.fence): the write is refused with
+// ErrInvalidArgument, the mark keeps its token, and a stale write is still
+// refused. Before, the write replaced the mark and a token-2 write after
+// token 100 was accepted.
+func TestFenceKeyIsNoResource(t *testing.T) {
+	ctx := context.Background()
+	cli := client(t)
+	g := etcdfence.New(cli)
+	key := fmt.Sprintf("test/collide/%x", rand.Uint64())
+	if err := g.Put(ctx, key, "v100", 100, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Put(ctx, etcdfence.FenceKeyFor(key), "junk", 5, "B"); !errors.Is(err, etcdfence.ErrInvalidArgument) {
+		t.Fatalf("a write of %s as data: %v, want ErrInvalidArgument", etcdfence.FenceKeyFor(key), err)
+	}
+	if _, err := g.Txn(ctx, "other/.fence", 5, "B", clientv3.OpDelete(etcdfence.FenceKeyFor(key))); !errors.Is(err, etcdfence.ErrInvalidArgument) {
+		t.Fatalf("a delete of %s in a transaction: %v, want ErrInvalidArgument", etcdfence.FenceKeyFor(key), err)
+	}
+	if h, err := g.Highest(ctx, etcdfence.FenceKeyFor(key)); err != nil || h != 100 {
+		t.Fatalf("Highest after the refusals: %d %v, want 100", h, err)
+	}
+	if err := g.Put(ctx, key, "v2", 2, "C"); !errors.Is(err, etcdfence.ErrStale) {
+		t.Fatalf("a token-2 write after token 100: %v, want ErrStale", err)
+	}
+}
+
 // TestConcurrentWriters: writers with increasing tokens race; the stored
 // value is always the highest accepted token's, never overwritten by a
 // lower one.

@@ -80,7 +80,12 @@ func (g *Guard) Close() { g.wg.Wait() }
 
 // FenceNodeFor returns the fence node the Set and Get helpers use for the
 // data node path: a sibling, path + ".fence".
-func FenceNodeFor(path string) string { return path + ".fence" }
+func FenceNodeFor(path string) string { return path + fenceSuffix }
+
+// fenceSuffix ends every fence node's name that FenceNodeFor makes: a data
+// node of that name would be another resource's mark, so the guard's ops
+// never touch one.
+const fenceSuffix = ".fence"
 
 func mark(token uint64, holder string) []byte {
 	return []byte(strconv.FormatUint(token, 10) + "|" + holder)
@@ -139,7 +144,9 @@ func call[T any](ctx context.Context, g *Guard, f func() (T, error)) (T, error) 
 // stale token nothing is written and the error is a *StaleError. When one
 // of ops fails (a version conflict, a missing node), nothing is written,
 // the mark is not raised, and the error is the failing op's (zk.ErrNoNode,
-// zk.ErrBadVersion, ...) wrapped. ops must not touch fenceNode. A context
+// zk.ErrBadVersion, ...) wrapped. An op on fenceNode, or on any path ending
+// in ".fence" (another resource's fence node), is refused with
+// ErrInvalidArgument, unsent. A context
 // that ends while the multi-op is in flight leaves its outcome unknown.
 func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holder string, ops ...any) ([]zk.MultiResponse, error) {
 	if err := validate(fenceNode, token, holder); err != nil {
@@ -235,6 +242,9 @@ func checkOps(fenceNode string, ops []any) error {
 		}
 		if path == fenceNode {
 			return fmt.Errorf("%w: an op touches the fence node %q", ErrInvalidArgument, fenceNode)
+		}
+		if strings.HasSuffix(path, fenceSuffix) {
+			return fmt.Errorf("%w: an op touches %q, which is the fence node of %q (names ending in %q are fence nodes)", ErrInvalidArgument, path, strings.TrimSuffix(path, fenceSuffix), fenceSuffix)
 		}
 	}
 	return nil

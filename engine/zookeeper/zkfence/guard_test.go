@@ -332,3 +332,31 @@ func TestMissingParent(t *testing.T) {
 		t.Fatalf("Highest = %d, %v; want 0", h, err)
 	}
 }
+
+// TestFenceNodeIsNoResource: a resource's fence node cannot be written as
+// another resource's data (its name ends in .fence): the write is refused
+// with ErrInvalidArgument, the mark keeps its token, and a stale write is
+// still refused. Before, the write replaced the mark and a token-2 write
+// after token 100 was accepted.
+func TestFenceNodeIsNoResource(t *testing.T) {
+	ctx := context.Background()
+	c := conn(t)
+	g := zkfence.New(c)
+	defer g.Close()
+	path := newPath("collide")
+	if err := g.Set(ctx, path, []byte("v100"), 100, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Set(ctx, zkfence.FenceNodeFor(path), []byte("junk"), 5, "B"); !errors.Is(err, zkfence.ErrInvalidArgument) {
+		t.Fatalf("a write of %s as data: %v, want ErrInvalidArgument", zkfence.FenceNodeFor(path), err)
+	}
+	if _, err := g.Get(ctx, zkfence.FenceNodeFor(path), 5, "B"); !errors.Is(err, zkfence.ErrInvalidArgument) {
+		t.Fatalf("a fenced read of %s as data: %v, want ErrInvalidArgument", zkfence.FenceNodeFor(path), err)
+	}
+	if h, err := g.Highest(ctx, zkfence.FenceNodeFor(path)); err != nil || h != 100 {
+		t.Fatalf("Highest after the refusals: %d %v, want 100", h, err)
+	}
+	if err := g.Set(ctx, path, []byte("v2"), 2, "C"); !errors.Is(err, zkfence.ErrStale) {
+		t.Fatalf("a token-2 write after token 100: %v, want ErrStale", err)
+	}
+}
