@@ -274,3 +274,36 @@ func TestAbandonedAttemptLeavesQueue(t *testing.T) {
 	}
 	_ = h.Release(ctx)
 }
+
+// TestAbandonedAcquireRunAfterUndo: an acquire given up on a stalled
+// backend whose request runs only after the release meant to undo it (the
+// backend had both buffered, and ran them in the other order) leaves no
+// grant behind: the Client confirms a "not held" undo with one more
+// release once the backend answers. Before, the one release found nothing
+// and the late grant stayed, held by nobody, for its whole ttl (seen on a
+// redis-server stopped for 12 s).
+func TestAbandonedAcquireRunAfterUndo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		eng := newLateAcquire()
+		c := distlock.New(eng, distlock.WithReleaseTimeout(time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if l, err := c.TryAcquire(ctx, "n", distlock.WithTTL(time.Hour)); err == nil {
+			_ = l.Release(context.Background())
+			t.Fatal("granted")
+		}
+		// The request's flight ends 1 s after the call's deadline; the
+		// undo then finds nothing, after which the backend runs the
+		// request; the confirmation follows.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		eng.late.Wait()
+		info, err := eng.Engine.Inspect(context.Background(), "n")
+		if err != nil || info.Held {
+			t.Fatalf("the lock after the abandoned acquire ran behind its undo: %+v, %v", info, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

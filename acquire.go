@@ -268,7 +268,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		// with a random owner, releasing by it is always safe. (Not after
 		// an error that says nothing was done, like a refused token.)
 		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) && !errors.Is(err, errAbandoned) {
-			c.cleanup(undo(a.name, a.req.Owner, a.o.kind))
+			c.cleanup(undo(a.name, a.req.Owner, a.o.kind), a.req.TTL)
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
 			// The failure budget ran out while the attempt waited: the
@@ -314,7 +314,7 @@ func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 		// A grant is one hold to drop; a failure may have granted all the
 		// same, which only a random owner can safely release.
 		if err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err) {
-			c.releaseNow(undo(req.Name, req.Owner, kind))
+			c.dropHold(undo(req.Name, req.Owner, kind), req.TTL)
 		}
 		// A queue entry made after the wait left the queue: the wait's
 		// Leave may have run before it (the answer came after the flag
@@ -339,7 +339,7 @@ func (a *attempt) giveUp(why error) error {
 func (c *Client) grant(ctx context.Context, name, owner string, o options, token uint64, sent time.Time, age time.Duration, onFail failPolicy) (*Lease, error) {
 	fail := func(err error) (*Lease, error) {
 		if onFail == dropHold {
-			c.cleanup(undo(name, owner, o.kind))
+			c.cleanup(undo(name, owner, o.kind), o.ttl)
 		}
 		return nil, err
 	}

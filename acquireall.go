@@ -145,7 +145,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	}, func(mg engine.MultiGrant, err error) {
 		if err == nil && mg.Acquired || err != nil && !isArgument(err) && !engine.IsPermanent(c.eng, err) {
 			for _, name := range sorted {
-				c.releaseNow(undo(name, owner, engine.Mutex))
+				c.cleanup(undo(name, owner, engine.Mutex), o.ttl) // side by side: each may retry
 			}
 		}
 	})
@@ -157,7 +157,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	case err != nil:
 		// The set may have been granted all the same (a lost reply).
 		for _, name := range sorted {
-			c.cleanup(undo(name, owner, engine.Mutex))
+			c.cleanup(undo(name, owner, engine.Mutex), o.ttl)
 		}
 		return nil, c.backendErr(ctx, "acquire", sorted[0], err)
 	case !mg.Acquired:
@@ -168,7 +168,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 		return nil, &LockedError{Name: sorted[mg.Blocked], TTL: g.HolderTTL, Queued: g.Reserved}
 	case len(mg.Tokens) != len(sorted):
 		for _, name := range sorted {
-			c.cleanup(undo(name, owner, engine.Mutex))
+			c.cleanup(undo(name, owner, engine.Mutex), o.ttl)
 		}
 		return nil, &BackendError{Op: "acquire", Name: sorted[0], Node: c.node, Err: errShortReply}
 	}
@@ -183,7 +183,7 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 	}
 	if err != nil {
 		for _, name := range sorted {
-			c.cleanup(undo(name, owner, engine.Mutex))
+			c.cleanup(undo(name, owner, engine.Mutex), o.ttl)
 		}
 		return nil, err
 	}

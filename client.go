@@ -356,24 +356,68 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 	return context.WithTimeout(context.WithoutCancel(ctx), c.releaseTimeout)
 }
 
-// cleanup makes release r in the background, bounded by the release
-// timeout: a grant whose outcome was ambiguous (the reply was lost, undo),
-// or a lease ended by its hold limit.
-func (c *Client) cleanup(r engine.ReleaseRequest) {
+// cleanup makes release r in the background (dropHold): a grant whose
+// outcome was ambiguous (the reply was lost, undo), or a lease ended by its
+// hold limit; ttl is the grant's.
+func (c *Client) cleanup(r engine.ReleaseRequest, ttl time.Duration) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		c.releaseNow(r)
+		c.dropHold(r, ttl)
 	}()
 }
 
-// releaseNow makes release r, bounded by the release timeout, ignoring the
-// outcome: the clean-up of a hold nobody keeps.
-func (c *Client) releaseNow(r engine.ReleaseRequest) {
-	ctx, cancel := c.releaseContext(context.Background())
-	defer cancel()
-	_, _ = c.eng.Release(ctx, r)
+// dropHold makes release r of a hold nobody keeps (a grant whose answer
+// came too late or was lost, a lease past its hold limit; ttl is the
+// grant's), each try bounded by the release timeout, and makes sure of it.
+// The request that made the grant may still sit in a stalled backend's
+// socket buffers and run after a release sent meanwhile, which then found
+// nothing; so a release that fails is tried again, and a release answered
+// "not held" is sent once more, undoSettle after that answer, when the
+// backend has run whatever it had buffered before. It stops once a release
+// dropped the hold, once that confirmation is answered, after a permanent
+// error, once the grant's ttl has passed since the first try with no
+// answer (a grant made later lives its ttl: the limit the docs state), and
+// when the Client closes (Close waits for the try in flight).
+func (c *Client) dropHold(r engine.ReleaseRequest, ttl time.Duration) {
+	until := time.Now().Add(max(ttl, c.releaseTimeout))
+	pause, answered := undoRetryFirst, false
+	for {
+		ctx, cancel := c.releaseContext(context.Background())
+		res, err := c.eng.Release(ctx, r)
+		cancel()
+		switch {
+		case err == nil && res.Status == engine.Released,
+			err == nil && answered, // the confirmation
+			err != nil && (isArgument(err) || engine.IsPermanent(c.eng, err)):
+			return
+		case err == nil:
+			answered, pause = true, undoSettle
+		case !time.Now().Before(until):
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-c.closing.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !answered {
+			pause = min(2*pause, undoRetryMax)
+		}
+	}
 }
+
+// The pauses of dropHold: before its next try after a failed one (doubling
+// from undoRetryFirst to undoRetryMax), and before the confirmation of a
+// "not held" (undoSettle: a backend that answers has run its buffered
+// requests well within it).
+const (
+	undoRetryFirst = 100 * time.Millisecond
+	undoRetryMax   = 2 * time.Second
+	undoSettle     = 250 * time.Millisecond
+)
 
 // undo is the release of a grant nobody keeps (its reply came too late, or
 // was lost): engine.ReleaseRequest.Undo, so that a shared lock it leaves

@@ -73,6 +73,6 @@ func (l *Lease) endHoldLocked(now time.Time) bool {
 	// Under l.mu: a Close releasing this lease waits for l.mu, so the
 	// clean-up is counted (c.bg) before Close waits for the clean-ups.
 	l.dropped = true
-	l.c.cleanup(l.releaseRequest())
+	l.c.cleanup(l.releaseRequest(), l.ttl)
 	return true
 }
