@@ -377,6 +377,14 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
+	if req.Shared && req.Kind == "" {
+		// A client before the kind field asks for a shared lock's hold,
+		// whichever its kind: the engines release only a hold of the kind
+		// asked, so the hold's own kind is asked.
+		if info, ok := s.ownerHolds(ctx, name, req.Owner); ok && info.Kind.Shared() {
+			ereq.Kind = info.Kind
+		}
+	}
 	res, err := s.eng.Release(ctx, ereq)
 	if err != nil {
 		writeError(w, engineErr("release", err))

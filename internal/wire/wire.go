@@ -96,8 +96,8 @@ func ParseKind(name string) (engine.Kind, error) {
 
 // sharedKind is the engine kind the wire's "shared": true stands for,
 // where the wire names no kind (extend items, releases before the kind
-// field): engines release and renew a semaphore's and an RW lock's
-// holders and waiters alike.
+// field): engines renew a semaphore's and an RW lock's holders and waiters
+// alike; a release is of the kind asked (the server asks the hold's own).
 const sharedKind = engine.Semaphore
 
 // kindOf is the kind a wire item marked shared (or not) stands for.
@@ -129,7 +129,8 @@ func ReleaseBody(r engine.ReleaseRequest) api.ReleaseRequest {
 
 // Release is the engine request a release body of the lock name asks
 // for. A body with Shared and no Kind (a client before the kind field)
-// releases a shared lock's hold (sharedKind).
+// asks for sharedKind, which the server replaces with the kind of the
+// owner's hold (engines release only a hold of the kind asked).
 func Release(name string, b api.ReleaseRequest) (engine.ReleaseRequest, error) {
 	kind, err := ParseKind(b.Kind)
 	if err != nil {
