@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"AdminKinds", s.adminKinds},
 		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
+		{"ForceReleaseTellsEveryHold", s.forceReleaseTellsEveryHold},
 		{"GrantTokenChecked", s.grantTokenChecked},
 		{"SetAllOrNothing", s.setAllOrNothing},
 		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},

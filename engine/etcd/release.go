@@ -173,7 +173,11 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		}
 		switch {
 		case st.lock == nil:
-			return engine.Missing, nil
+			// Freed: taken over when a force-release left its mark, as a
+			// renewal is told (takenOver); else expired or released.
+			out := []engine.ExtendResult{{Status: engine.Missing}}
+			e.takenOver(ctx, []engine.ExtendRequest{{Name: name, Owner: owner}}, out)
+			return out[0].Status, nil
 		case st.hold.Owner != owner:
 			return engine.HeldByOther, nil
 		}

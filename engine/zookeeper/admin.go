@@ -124,7 +124,7 @@ func (e *Engine) setMetadata(ctx context.Context, name, owner, metadata string) 
 			return engine.Missing, nil
 		}
 		if !ok {
-			return e.lostTo(ctx, &l, owner, keepMark), nil
+			return e.lostTo(ctx, &l, owner), nil
 		}
 		d := c.d
 		d.Metadata = metadata

@@ -73,7 +73,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		}
 		if !ok {
 			e.dropHolding(key{r.Name, r.Owner})
-			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, takeMark)}
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner)}
 		}
 		if !ofGrant(c, r.Token) {
 			// A newer grant of the owner: the lease's own went.
@@ -84,7 +84,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		}
 		if _, _, err := e.get(ctx, c.path); errors.Is(err, zk.ErrNoNode) {
 			e.dropHolding(k)
-			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner, takeMark)}
+			return engine.ExtendResult{Status: e.lostTo(ctx, &l, r.Owner)}
 		}
 	}
 	return engine.ExtendResult{Err: conflict("extend", r.Name)}
@@ -126,26 +126,16 @@ func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration,
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(st.Czxid)}, true
 }
 
-// markUse says what lostTo does with a force-release's mark on a lease
-// that has not ended yet (an expired mark is deleted either way).
-type markUse int
-
-const (
-	// keepMark leaves the mark for the lease's renewal to be told.
-	keepMark markUse = iota
-	// takeMark deletes the mark: the caller is the renewal, told once.
-	takeMark
-)
-
 // lostTo tells why owner no longer holds the lock: HeldByOther when a
-// force-release freed its lease and that lease has not ended yet (the
-// mark is kept or taken as use says), or when another owner holds the
-// lock; Missing otherwise.
-func (e *Engine) lostTo(ctx context.Context, l *line, owner string, use markUse) engine.ExtendStatus {
+// force-release freed its lease and that lease has not ended yet, or when
+// another owner holds the lock; Missing otherwise.
+func (e *Engine) lostTo(ctx context.Context, l *line, owner string) engine.ExtendStatus {
 	if m, ok := l.markOf(owner); ok && m.st != nil {
-		// The mark is persistent (it outlives the engine that left it):
-		// it goes when its holder is told, or once its lease has ended.
-		if l.now > m.until || use == takeMark {
+		// The mark is persistent (it outlives the engine that left it)
+		// and stays until the freed lease's end: every lease of the owner
+		// (re-entrant holds, on any Client) is told by it, as on the
+		// embedded engine. It goes once that lease has ended.
+		if l.now > m.until {
 			_ = e.del(ctx, m.path, m.st.Version)
 		}
 		if l.now <= m.until {

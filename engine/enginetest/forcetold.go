@@ -1,0 +1,72 @@
+package enginetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
+)
+
+// forceReleaseTellsEveryHold: a force-release tells every lease of the
+// freed owner that it was taken over, as on the embedded engine: two
+// re-entrant holds of one owner on two Clients (a mutex, and a reader where
+// the engine keeps shared locks), each told at its own renewal, and an
+// election's leader whose first call after the force-release is Proclaim.
+// (Before, ZooKeeper told the second hold "expired": the first hold's
+// renewal took the force-release's mark away; and etcd's Proclaim answered
+// "expired": it did not read the marks a renewal reads.)
+func (s *suite) forceReleaseTellsEveryHold(t *testing.T) {
+	if _, ok := s.h.New(t).(engine.ForceReleaser); !ok {
+		t.Skip("the engine cannot force-release (engine.ForceReleaser)")
+	}
+	ctx := ctxTimeout(t, 60*time.Second)
+	const ttl = 9 * time.Second
+	admin := s.client(t)
+	kinds := []string{"mutex"}
+	if _, ok := s.h.New(t).(engine.Sharer); ok {
+		kinds = append(kinds, "reader")
+	}
+	for _, kind := range kinds {
+		name := lockName(t) + "-" + kind
+		owner := "owner-of-" + kind
+		take := func() *distlock.Lease {
+			t.Helper()
+			c := s.client(t)
+			opts := []distlock.Option{distlock.WithOwner(owner), distlock.WithTTL(ttl)}
+			var l *distlock.Lease
+			var err error
+			if kind == "reader" {
+				l, err = c.RWMutex(name).RLock(ctx, opts...)
+			} else {
+				l, err = c.Acquire(ctx, name, opts...)
+			}
+			if err != nil {
+				t.Fatalf("%s, owner %s: %v", kind, owner, err)
+			}
+			return l
+		}
+		first, second := take(), take()
+		if held, err := admin.ForceRelease(ctx, name); err != nil || !held {
+			t.Fatalf("ForceRelease(%s): %v, %v", kind, held, err)
+		}
+		takenOver(t, first, "the "+kind+"'s first hold")
+		takenOver(t, second, "the "+kind+"'s second hold")
+	}
+
+	name := lockName(t) + "-election"
+	ld, err := s.client(t).Campaign(ctx, name, "v1", distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := admin.ForceRelease(ctx, name); err != nil || !held {
+		t.Fatalf("ForceRelease(election): %v, %v", held, err)
+	}
+	err = ld.Proclaim(ctx, "v2")
+	var lost *distlock.LostError
+	if !errors.As(err, &lost) || lost.Cause != distlock.TakenOver {
+		t.Fatalf("the freed leader's Proclaim: %v, want a *LostError, taken over", err)
+	}
+	takenOver(t, ld.Lease(), "the freed leader")
+}
