@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
@@ -79,24 +80,45 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 		return nil, "", err
 	}
 	var infos []engine.Info
-	var shared []string
+	var shared, mutexes []string
+	keys := map[string][]*mvccpb.KeyValue{} // the page's keys of each name
 	for _, kv := range resp.Kvs {
 		name, rest, ok := e.keys.parse(string(kv.Key))
-		if ok && (rest == configSuffix || strings.HasPrefix(rest, holderSuffix) || strings.HasPrefix(rest, sharedQueueSuffix)) {
+		if !ok {
+			continue
+		}
+		keys[name] = append(keys[name], kv)
+		switch {
+		case rest == configSuffix || strings.HasPrefix(rest, holderSuffix) || strings.HasPrefix(rest, sharedQueueSuffix):
 			if len(shared) == 0 || shared[len(shared)-1] != name {
 				shared = append(shared, name)
 			}
+		case rest == lockSuffix:
+			mutexes = append(mutexes, name)
+		}
+	}
+	var first, last string // the page's first and last names: their keys may go on past it
+	if n := len(resp.Kvs); n > 0 {
+		first, _, _ = e.keys.parse(string(resp.Kvs[0].Key))
+		last, _, _ = e.keys.parse(string(resp.Kvs[n-1].Key))
+	}
+	for _, name := range mutexes {
+		// A held mutex with its waiters, as Inspect describes it, from the
+		// page's keys of the name; a name at either end of the page is
+		// read whole.
+		var st *state
+		var err error
+		if name == first && cursor != "" || name == last && resp.More {
+			st, err = e.read(ctx, name)
+		} else {
+			st, err = e.decode(name, resp.Header.Revision, keys[name])
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if st.lock == nil {
 			continue
 		}
-		if !ok || rest != lockSuffix {
-			continue
-		}
-		st := &state{name: name, rev: resp.Header.Revision}
-		var h hold
-		if err := json.Unmarshal(kv.Value, &h); err != nil {
-			continue
-		}
-		st.lock, st.hold = kv, h
 		info, err := e.info(ctx, st)
 		if err != nil {
 			return nil, "", err
