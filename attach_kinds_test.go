@@ -60,3 +60,45 @@ func TestAttachSharedKindRefused(t *testing.T) {
 		t.Fatalf("Attach of a released semaphore permit: %v, want ErrNotHeld", err)
 	}
 }
+
+// TestAttachSharedKindRefusedAfterForceRelease: the same refusal when a
+// force-release freed the owner's earlier hold of the name and the owner
+// holds it again (a semaphore's permit, a reader): the force-release's mark
+// makes the mutex's extension answer "held by another owner", and Attach
+// said so (ErrNotHeld) of a name only its owner held. Found by an outside
+// differential probe (the embedded engine, and servers over etcd and
+// PostgreSQL).
+func TestAttachSharedKindRefusedAfterForceRelease(t *testing.T) {
+	eng := memory.New()
+	t.Cleanup(func() { _ = eng.Close() })
+	a, b := distlock.New(eng), distlock.New(eng)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, take := range []func(opts ...distlock.Option) (*distlock.Lease, error){
+		func(opts ...distlock.Option) (*distlock.Lease, error) {
+			return a.Semaphore("s", 2).Acquire(ctx, opts...)
+		},
+		func(opts ...distlock.Option) (*distlock.Lease, error) { return a.RWMutex("rw").RLock(ctx, opts...) },
+	} {
+		first, err := take(distlock.WithOwner("o"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ForceReleaseHolder(ctx, first.Name(), "o"); err != nil {
+			t.Fatal(err)
+		}
+		again, err := take(distlock.WithOwner("o"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Attach(ctx, again.Name(), "o")
+		var ae *distlock.ArgumentError
+		if !errors.As(err, &ae) || errors.Is(err, distlock.ErrNotHeld) {
+			t.Fatalf("Attach of %s held again as a shared kind after a force-release: %v, want an *ArgumentError naming its kind", again.Name(), err)
+		}
+		if again.Err() != nil {
+			t.Fatalf("the holder of %s after the refused Attach: %v", again.Name(), again.Err())
+		}
+	}
+}

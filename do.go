@@ -81,13 +81,15 @@ func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option)
 	if err != nil {
 		return nil, c.backendErr(ctx, "attach", name, err)
 	}
-	switch res.Status {
-	case engine.Extended:
-	case engine.HeldByOther:
-		return nil, fmt.Errorf("%w: %q is held by another owner", ErrNotHeld, name)
-	default:
+	if res.Status != engine.Extended {
+		// Owner holding name as a shared kind is refused as such, whatever
+		// the mutex's extension said (HeldByOther too: an earlier
+		// force-release's mark of owner stands on some engines).
 		if err := c.heldAsShared(ctx, name, owner); err != nil {
 			return nil, err
+		}
+		if res.Status == engine.HeldByOther {
+			return nil, fmt.Errorf("%w: %q is held by another owner", ErrNotHeld, name)
 		}
 		return nil, fmt.Errorf("%w: %q is not held", ErrNotHeld, name)
 	}

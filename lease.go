@@ -274,7 +274,10 @@ func (l *Lease) settleExtend() {
 // ttl of the owner's other holds of the lock (re-entry).
 //
 // After a backend error the lease is dropped all the same; the lock then
-// stays held on the server until its ttl runs out.
+// stays held on the server until its ttl runs out. A lease that was no
+// longer held returns an error matching ErrNotHeld; when a force-release
+// freed it before a renewal could tell, that error also holds a
+// *LostError with Cause TakenOver (errors.As), as its renewal would have.
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
@@ -348,20 +351,21 @@ func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error 
 	if err != nil {
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}
+	if prev != nil {
+		// The lease had ended before (lost): its cause, even where the
+		// backend still kept the hold it dropped now (a ZooKeeper
+		// holder's node past its expiry, not yet swept).
+		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+	}
 	if res.Status == engine.Released {
 		return nil
 	}
-	if prev != nil {
-		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
+	if res.Status == engine.NotOwner {
+		// Freed by a force-release (or superseded) before its renewal
+		// could tell: the loss, typed as a renewal would have reported it.
+		return fmt.Errorf("%w: %w", ErrNotHeld, &LostError{Name: l.name, Cause: TakenOver, At: time.Now()})
 	}
-	return fmt.Errorf("%w: %q was %s before release", ErrNotHeld, l.name, releaseStatus(res.Status))
-}
-
-func releaseStatus(s engine.ReleaseStatus) string {
-	if s == engine.NotOwner {
-		return "taken by another owner"
-	}
-	return "expired"
+	return fmt.Errorf("%w: %q expired before release", ErrNotHeld, l.name)
 }
 
 // heldErr returns nil while the lease is held, or why it is not.

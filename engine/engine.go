@@ -304,7 +304,10 @@ const (
 	Released ReleaseStatus = iota + 1
 	// NotHeld: nobody holds the lock.
 	NotHeld
-	// NotOwner: another owner holds the lock.
+	// NotOwner: another owner holds the lock, a newer grant of the owner
+	// holds it (ReleaseRequest.Token), or a force-release freed the
+	// owner's hold and the freed lease has not ended yet (taken over, as
+	// an extension is told HeldByOther).
 	NotOwner
 )
 

@@ -116,7 +116,13 @@ func (a *app) superviseRun(cmd string, ch *child, lease *distlock.Lease, name st
 		// The lock is not ours any more: nothing to release.
 		return exitLost
 	}
-	if err := lease.Release(context.Background()); err != nil {
+	if err := lease.Release(context.Background()); errors.Is(err, distlock.ErrNotHeld) {
+		// Freed (a force-release) or expired before a renewal could tell:
+		// the command may not have run alone to its end.
+		fmt.Fprintf(a.stderr, "distlock run: the command finished, but %q was no longer held at its release: %v\n",
+			name, strings.TrimPrefix(err.Error(), "distlock: "))
+		return exitLost
+	} else if err != nil {
 		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %q failed: %v\n"+
 			"It stays locked until its ttl (%v) runs out.\n", name, strings.TrimPrefix(err.Error(), "distlock: "), ttl)
 	} else {

@@ -99,7 +99,13 @@ func (a *app) runSet(r runSpec, opts ...distlock.Option) int {
 		_ = set.Release(context.Background()) // the members still held
 		return exitLost
 	}
-	if err := set.Release(context.Background()); err != nil {
+	if err := set.Release(context.Background()); errors.Is(err, distlock.ErrNotHeld) {
+		// A member freed (a force-release) or expired before a renewal
+		// could tell: the command may not have run alone to its end.
+		fmt.Fprintf(a.stderr, "distlock run: the command finished, but %s was no longer held whole at its release: %v\n",
+			label, strings.TrimPrefix(err.Error(), "distlock: "))
+		return exitLost
+	} else if err != nil {
 		fmt.Fprintf(a.stderr, "distlock run: the command finished, but releasing %s failed: %v\n"+
 			"What was not released stays locked until its ttl (%v) runs out.\n", label, strings.TrimPrefix(err.Error(), "distlock: "), r.ttl)
 	} else {

@@ -141,6 +141,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},
 		{"ForceReleaseTellsEveryHold", s.forceReleaseTellsEveryHold},
+		{"ReleaseAfterExpiry", s.releaseAfterExpiry},
 		{"GrantTokenChecked", s.grantTokenChecked},
 		{"SetAllOrNothing", s.setAllOrNothing},
 		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},

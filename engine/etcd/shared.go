@@ -876,7 +876,20 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 }
 
 // Release implements engine.Engine: every kind of lock, dispatched once on
-// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared. A release
+// that finds nothing of the owner while a force-release's mark stands is
+// answered NotOwner (taken over).
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	res, err := engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	if err != nil || res.Status != engine.NotHeld {
+		return res, err
+	}
+	// Freed by a force-release whose mark stands: taken over, as a
+	// renewal is told (takenOver; one read, on this path only).
+	out := []engine.ExtendResult{{Status: engine.Missing}}
+	e.takenOver(ctx, []engine.ExtendRequest{{Name: r.Name, Owner: r.Owner}}, out)
+	if out[0].Status == engine.HeldByOther {
+		res.Status = engine.NotOwner
+	}
+	return res, nil
 }

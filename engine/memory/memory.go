@@ -215,8 +215,11 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (eng
 // release drops one hold of owner on name, of the grant of token (0: any);
 // the caller holds e.mu.
 func (e *Engine) release(name, owner string, token uint64) engine.ReleaseResult {
-	l := e.live(name, e.now())
+	now := e.now()
+	l := e.live(name, now)
 	switch {
+	case l == nil && e.takenFrom(name, owner, now):
+		return engine.ReleaseResult{Status: engine.NotOwner} // force-released: taken over, as Extend says
 	case l == nil:
 		return engine.ReleaseResult{Status: engine.NotHeld}
 	case l.owner != owner, token != 0 && l.token != token:

@@ -205,8 +205,12 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	s := e.sharedState(r.Name, e.now())
+	now := e.now()
+	s := e.sharedState(r.Name, now)
 	if s == nil || s.holders[r.Owner] == nil {
+		if e.takenFrom(r.Name, r.Owner, now) {
+			return engine.ReleaseResult{Status: engine.NotOwner}, nil // force-released: taken over, as Extend says
+		}
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	}
 	if s.kind != r.Kind {

@@ -179,7 +179,20 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 // Release implements engine.Engine: every kind of lock, dispatched once on
 // r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	res, err := engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	if err != nil || res.Status != engine.NotHeld {
+		return res, err
+	}
+	// Freed by a force-release whose mark stands: taken over, as a
+	// renewal is told (_taken; one statement, on this path only).
+	var taken bool
+	if err := e.pool.QueryRow(ctx, e.sql.taken, r.Name, r.Owner).Scan(&taken); err != nil {
+		return engine.ReleaseResult{}, e.wrap(err)
+	}
+	if taken {
+		res.Status = engine.NotOwner
+	}
+	return res, nil
 }
 
 // ReleaseOnce implements engine.OnceReleaser for a mutex (release_shared

@@ -26,6 +26,10 @@ type statements struct {
 	// Sets of mutexes (multi.go).
 	acquireMulti, releaseMulti string
 
+	// taken tells whether a force-release freed an owner's hold of a name
+	// and its lease has not ended (Release's NotHeld made NotOwner).
+	taken string
+
 	// Version 11's signatures of extend, release, release_shared and
 	// extend_shared, without the grants' tokens, for a schema before
 	// version 12 (Engine.v11).
@@ -51,6 +55,7 @@ func newStatements(schema string) statements {
 		sweep:        "SELECT " + s + ".sweep($1)",
 		acquireMulti: "SELECT * FROM " + s + ".acquire_multi($1, $2, $3, $4, $5)",
 		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
+		taken:        "SELECT " + s + "._taken($1, $2, clock_timestamp())",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2, $3, $4)",

@@ -152,9 +152,14 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	}, nil, nil)
 	released, notHeld, failed := countReleases(rs)
 	var left []int
+	notOwner := 0
 	for _, x := range rs {
-		if x.done && x.err == nil && x.v.Status == engine.Released {
+		switch {
+		case !x.done || x.err != nil:
+		case x.v.Status == engine.Released:
 			left = append(left, x.v.Remaining)
+		case x.v.Status == engine.NotOwner:
+			notOwner++
 		}
 	}
 	slices.Sort(left)
@@ -173,6 +178,8 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	switch {
 	case released > 0:
 		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
+	case notOwner >= e.majority:
+		return engine.ReleaseResult{Status: engine.NotOwner}, nil // taken over, as releaseOutcome says
 	case notHeld >= e.majority:
 		return engine.ReleaseResult{Status: engine.NotHeld}, nil
 	case failed > 0:

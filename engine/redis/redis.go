@@ -405,7 +405,25 @@ func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, 
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return releaseResult(n), nil
+	return e.unlessTaken(ctx, r, releaseResult(n))
+}
+
+// unlessTaken turns a release's NotHeld into NotOwner when a force-release
+// freed the owner's hold and its lease has not ended yet (taken.lua's mark):
+// taken over, as a renewal is told. One more script, on that path only
+// (the release scripts themselves stay as they are on the common one).
+func (e *Engine) unlessTaken(ctx context.Context, r engine.ReleaseRequest, res engine.ReleaseResult) (engine.ReleaseResult, error) {
+	if res.Status != engine.NotHeld {
+		return res, nil
+	}
+	told, err := e.batch.run(ctx, toldScript, []string{e.takenKey(r.Name)}, r.Owner).Int64()
+	if err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	if told == 1 {
+		res.Status = engine.NotOwner
+	}
+	return res, nil
 }
 
 // releaseResult reads the release script's answer n.

@@ -34,6 +34,8 @@ var (
 	heartbeatSrc string
 	//go:embed scripts/leave.lua
 	leaveSrc string
+	//go:embed scripts/told.lua
+	toldSrc string
 )
 
 var (
@@ -44,6 +46,7 @@ var (
 	raiseFenceScript   = newScript(lockSrc + raiseFenceSrc)
 	heartbeatScript    = newScript(queueSrc + heartbeatSrc)
 	leaveScript        = newScript(queueSrc + leaveSrc)
+	toldScript         = newScript(takenSrc + toldSrc)
 )
 
 // include returns src with the file named by each of its lines

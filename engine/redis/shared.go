@@ -182,7 +182,7 @@ func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest,
 	case n == -2:
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
 	case n < 0:
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
+		return e.unlessTaken(ctx, r, engine.ReleaseResult{Status: engine.NotHeld})
 	}
 	return engine.ReleaseResult{Status: engine.Released, Remaining: int(n)}, nil
 }

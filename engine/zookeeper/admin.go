@@ -117,7 +117,7 @@ func (e *Engine) setMetadata(ctx context.Context, name, owner, metadata string) 
 		if err != nil {
 			return 0, err
 		}
-		c, ok := l.heldBy(owner)
+		c, ok := l.heldBy(owner, l.now)
 		if ok && !ofKind(c, engine.Mutex) {
 			// An election's metadata is a mutex's (the contract's, and
 			// the other engines'): a shared holder's is left alone.

@@ -67,7 +67,7 @@ func (e *Engine) renew(ctx context.Context, r engine.ExtendRequest) engine.Exten
 		if err != nil {
 			return engine.ExtendResult{Err: err}
 		}
-		c, ok := l.heldBy(r.Owner)
+		c, ok := l.heldBy(r.Owner, l.now)
 		if ok && !ofKind(c, r.Kind) {
 			return engine.ExtendResult{Status: engine.Missing}
 		}

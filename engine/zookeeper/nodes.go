@@ -371,10 +371,13 @@ func (l *line) shared(now int64) (holders []child, used int) {
 	return holders, used
 }
 
-// heldBy returns the held child of owner, expired or not.
-func (l *line) heldBy(owner string) (child, bool) {
+// heldBy returns the live held child of owner at now: an expired one,
+// which its lease no longer covers (a holder's node outlives it until a
+// reading sweeps it), is no hold: a release or renewal of it finds
+// nothing, as on the other engines.
+func (l *line) heldBy(owner string, now int64) (child, bool) {
 	for _, c := range l.kids {
-		if c.d.Held && c.d.Owner == owner {
+		if c.d.Held && c.d.Owner == owner && now <= c.expiry() {
 			return c, true
 		}
 	}

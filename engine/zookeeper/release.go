@@ -102,7 +102,7 @@ func (e *Engine) releaseOnce(ctx context.Context, rq engine.ReleaseRequest, id s
 		if err != nil {
 			return engine.ReleaseResult{}, err
 		}
-		c, ok := l.heldBy(owner)
+		c, ok := l.heldBy(owner, l.now)
 		if ok && !ofKind(c, kind) {
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		}
@@ -114,7 +114,9 @@ func (e *Engine) releaseOnce(ctx context.Context, rq engine.ReleaseRequest, id s
 		}
 		if !ok {
 			e.dropHolding(key{name, owner})
-			if _, held := l.holder(l.now); held {
+			// Another owner holds it, or a force-release freed the
+			// owner's hold (its mark): taken over, as a renewal is told.
+			if e.lostTo(ctx, &l, owner) == engine.HeldByOther {
 				return engine.ReleaseResult{Status: engine.NotOwner}, nil
 			}
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
