@@ -259,6 +259,14 @@ func (e *Engine) leaksOf(ctx context.Context, path, name string, now, maxTTL int
 			if ok {
 				continue
 			}
+			if typ == expiredHolder || typ == expiredMark {
+				// The engine's own, ended: swept at the version read
+				// (as the next reading of the line would), not a leak.
+				if err := e.del(ctx, path+"/"+k, cst.Version); err != nil && !verdict(err) {
+					return nil, err
+				}
+				continue
+			}
 			if typ != "" {
 				leak.Type, leak.TTL = typ, ttl
 			}
@@ -267,6 +275,13 @@ func (e *Engine) leaksOf(ctx context.Context, path, name string, now, maxTTL int
 	}
 	return leaks, nil
 }
+
+// The types judged gives the engine's own children that have ended: Leaks
+// sweeps them rather than report them.
+const (
+	expiredHolder = "expired holder znode"
+	expiredMark   = "expired force-release mark znode"
+)
 
 // judged tells what the persistent child name of the lock node parent,
 // with data b and stat st, is at now (ms of the ensemble's clock): ok
@@ -283,8 +298,8 @@ func judged(parent, name string, b []byte, st *zk.Stat, now, maxTTL int64) (typ 
 		switch exp := c.expiry(); {
 		case now > exp:
 			// Nobody read the line since it expired: the next reading
-			// deletes it.
-			return "expired holder znode", -1, false
+			// deletes it (Leaks does).
+			return expiredHolder, -1, false
 		case exp > now+maxTTL:
 			return "holder znode beyond max ttl", left(exp - now), false
 		}
@@ -296,7 +311,7 @@ func judged(parent, name string, b []byte, st *zk.Stat, now, maxTTL int64) (typ 
 			return "", 0, false
 		}
 		if now > until {
-			return "expired force-release mark znode", -1, false
+			return expiredMark, -1, false
 		}
 		return "", 0, true
 	}

@@ -33,8 +33,9 @@ import (
 // re-entry of the same owner elsewhere, the CLI's acquire that exits); an
 // expired one is deleted by whoever reads the line next (sweep). A
 // force-release's mark for the holder it freed is the persistent child
-// markPrefix+<owner tag>, holding the freed lease's expiry: the freed
-// holder's renewal takes it, and a reading past that expiry deletes it.
+// markPrefix+<owner tag>, holding the freed lease's expiry: it tells every
+// lease of that owner, and a reading past that expiry deletes it (Leaks
+// sweeps it too).
 // The name's node's own data says what happened last (see event); its
 // mtime says when.
 const (
