@@ -34,8 +34,10 @@ const MaxSetSize = 64
 // docs/API.md, "Sets of locks".
 //
 // Options apply to every member (WithTTL, WithAutoRenew, WithMetadata,
-// WithFair); WithOwner is refused: each member has its own random owner
-// token (LeaseSet.Owner). Names must be distinct, 1 to MaxSetSize of them;
+// WithFair); WithOwner is refused: the members' owners are random ones
+// (one for the whole set where the engine grants it in one step, one per
+// member where the set is taken name by name: LeaseSet.Owner). Names must
+// be distinct, 1 to MaxSetSize of them;
 // bad input is an *ArgumentError and changes nothing. When ctx ends, the
 // error is Acquire's *WaitError for the name the set was waiting for.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option) (*LeaseSet, error) {
@@ -98,7 +100,7 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 		return nil, err
 	}
 	if o.owner != "" {
-		return nil, &ArgumentError{Arg: "owner", Reason: "WithOwner is not for sets: each member gets its own random owner"}
+		return nil, &ArgumentError{Arg: "owner", Reason: "WithOwner is not for sets: their members take random owners"}
 	}
 	if p == waitForIt && o.fair && !engine.CapabilitiesOf(c.eng).Fair {
 		return nil, &UnsupportedError{Feature: "WithFair", Engine: c.node, Reason: "the engine keeps no waiter queue that can be fair"}
