@@ -2,10 +2,12 @@ package distlock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -24,16 +26,18 @@ func TestStrangerAbandonedOnStalledRedis(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Start(t)
-			client := func() *distlock.Client {
+			client := func() (*distlock.Client, *undoCounter) {
 				e, err := redisengine.New(srv.Client())
 				if err != nil {
 					t.Fatal(err)
 				}
-				c := distlock.New(e, distlock.WithReleaseTimeout(releaseTimeout))
+				u := &undoCounter{Engine: e}
+				c := distlock.New(u, distlock.WithReleaseTimeout(releaseTimeout))
 				t.Cleanup(func() { _ = c.Close(); _ = e.Close() })
-				return c
+				return c, u
 			}
-			giver, observer := client(), client()
+			giver, undos := client()
+			observer, _ := client()
 			ctx := context.Background()
 			// Warm: the scripts loaded, the connections made.
 			if l, err := giver.TryAcquire(ctx, "warm"); err != nil {
@@ -63,10 +67,13 @@ func TestStrangerAbandonedOnStalledRedis(t *testing.T) {
 			if err == nil {
 				t.Fatal("granted by a stopped server")
 			}
-			// Stopped past the call's deadline plus two release timeouts
-			// (the request's flight, then the first undo), with room for
-			// a slow machine.
-			time.Sleep(callTimeout + 4*releaseTimeout)
+			// Stopped until the first undo failed (after the request's
+			// flight): where the Client used to give up.
+			for start := time.Now(); undos.failed.Load() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Since(start) > time.Minute {
+					t.Fatal("no undo failed within a minute of the stall")
+				}
+			}
 			if err := srv.Resume(); err != nil {
 				t.Fatal(err)
 			}
@@ -83,4 +90,19 @@ func TestStrangerAbandonedOnStalledRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// undoCounter is a Redis engine (every optional interface of it kept) that
+// counts the releases that failed: the undos a stall timed out.
+type undoCounter struct {
+	*redisengine.Engine
+	failed atomic.Int32
+}
+
+func (u *undoCounter) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	res, err := u.Engine.Release(ctx, r)
+	if err != nil {
+		u.failed.Add(1)
+	}
+	return res, err
 }

@@ -294,7 +294,9 @@ func TestAbandonedAcquireRunAfterUndo(t *testing.T) {
 		}
 		// The request's flight ends 1 s after the call's deadline; the
 		// undo then finds nothing, after which the backend runs the
-		// request; the confirmation follows.
+		// request; the confirmation follows. (The bubble's fake clock:
+		// the sleep returns once every goroutine in it is blocked, with
+		// the clock moved on, so nothing waits in real time.)
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		eng.late.Wait()
