@@ -14,8 +14,8 @@ import (
 // re-entrant holds of one owner on two Clients (a mutex, and a reader where
 // the engine keeps shared locks), each told at its own renewal; a hold
 // released before any renewal told it (Release's error holds the
-// *LostError); and an election's leader whose first call after the
-// force-release is Proclaim. (Before, ZooKeeper told the second hold
+// *LostError), a set's member too (ReleaseMulti); and an election's leader
+// whose first call after the force-release is Proclaim. (Before, ZooKeeper told the second hold
 // "expired": the first hold's renewal took the force-release's mark away;
 // etcd's Proclaim answered "expired": it did not read the marks a renewal
 // reads; and every engine answered such a release "not held", which the
@@ -69,6 +69,20 @@ func (s *suite) forceReleaseTellsEveryHold(t *testing.T) {
 		if !errors.Is(err, distlock.ErrNotHeld) || !errors.As(err, &lost) || lost.Cause != distlock.TakenOver {
 			t.Fatalf("the %s's release after a force-release: %v, want ErrNotHeld with a *LostError, taken over", kind, err)
 		}
+	}
+
+	// A set's member, released with the set (ReleaseMulti, where the
+	// engine has it) right after a force-release of it.
+	members := []string{lockName(t) + "-set-a", lockName(t) + "-set-b"}
+	set, err := s.client(t).AcquireAll(ctx, members, distlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	force(members[0])
+	err = set.Release(ctx)
+	var lostMember *distlock.LostError
+	if !errors.Is(err, distlock.ErrNotHeld) || !errors.As(err, &lostMember) || lostMember.Cause != distlock.TakenOver {
+		t.Fatalf("a set's release after a force-release of a member: %v, want ErrNotHeld with a *LostError, taken over", err)
 	}
 
 	name := lockName(t) + "-election"

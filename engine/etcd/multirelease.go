@@ -16,6 +16,36 @@ var _ engine.MultiReleaser = (*Engine)(nil)
 // name's keys; a name not released so goes on as Release does from that
 // read (a count-down, another owner, a lock gone).
 func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	out, err := e.releaseMulti(ctx, names, owners)
+	if err != nil {
+		return nil, err
+	}
+	// A member freed by a force-release whose mark stands: taken over,
+	// as Release answers (takenOver: one read, for these members only).
+	var rs []engine.ExtendRequest
+	var idx []int
+	for i, r := range out {
+		if r.Status == engine.NotHeld {
+			rs, idx = append(rs, engine.ExtendRequest{Name: names[i], Owner: owners[i]}), append(idx, i)
+		}
+	}
+	if len(rs) > 0 {
+		told := make([]engine.ExtendResult, len(rs))
+		for j := range told {
+			told[j].Status = engine.Missing
+		}
+		e.takenOver(ctx, rs, told)
+		for j, i := range idx {
+			if told[j].Status == engine.HeldByOther {
+				out[i].Status = engine.NotOwner
+			}
+		}
+	}
+	return out, nil
+}
+
+// releaseMulti is ReleaseMulti before the taken-over marks are read.
+func (e *Engine) releaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}

@@ -109,8 +109,27 @@ func unanswered(ctx context.Context, err error) bool {
 
 // ReleaseMulti implements engine.MultiReleaser: one call of the schema's
 // release_multi function, each name released as Release does. On a schema
-// before version 5 the names are released one call each.
+// before version 5 the names are released one call each. A name the owner
+// no longer holds because a force-release freed it is answered NotOwner,
+// as Release answers (_taken, for those names only).
 func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+	out, err := e.releaseMulti(ctx, names, owners)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range out {
+		if r.Status != engine.NotHeld {
+			continue
+		}
+		if out[i], err = e.unlessTaken(ctx, names[i], owners[i], r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// releaseMulti is ReleaseMulti before the taken-over marks are read.
+func (e *Engine) releaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}

@@ -180,13 +180,21 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 // r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	res, err := engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
-	if err != nil || res.Status != engine.NotHeld {
+	if err != nil {
 		return res, err
 	}
-	// Freed by a force-release whose mark stands: taken over, as a
-	// renewal is told (_taken; one statement, on this path only).
+	return e.unlessTaken(ctx, r.Name, r.Owner, res)
+}
+
+// unlessTaken turns a release's NotHeld into NotOwner when a force-release
+// freed owner's hold of name and its lease has not ended (_taken): taken
+// over, as a renewal is told. One statement, on that path only.
+func (e *Engine) unlessTaken(ctx context.Context, name, owner string, res engine.ReleaseResult) (engine.ReleaseResult, error) {
+	if res.Status != engine.NotHeld {
+		return res, nil
+	}
 	var taken bool
-	if err := e.pool.QueryRow(ctx, e.sql.taken, r.Name, r.Owner).Scan(&taken); err != nil {
+	if err := e.pool.QueryRow(ctx, e.sql.taken, name, owner).Scan(&taken); err != nil {
 		return engine.ReleaseResult{}, e.wrap(err)
 	}
 	if taken {

@@ -43,7 +43,9 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 		if err != nil {
 			return nil, err
 		}
-		out[i] = releaseResult(n)
+		if out[i], err = e.unlessTaken(ctx, engine.ReleaseRequest{Name: names[i], Owner: owners[i]}, releaseResult(n)); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
