@@ -438,6 +438,12 @@ func (a *app) cmdForceRelease(args []string) int {
 		return a.fail(cmd, err)
 	}
 	defer done()
+	if b.role != "" && b.role != "admin" {
+		// A server's token whose role may not force-release: refused
+		// before anything is read or asked, as the server would refuse it.
+		return a.fail(cmd, usageErr("the %s refused the token for force-release: its role is %s, and force-release needs admin.\n"+
+			"Set %s to an admin token of the server.", b.eng, b.role, envToken))
+	}
 
 	// What is there: a lock, nothing, or a key that is not a distlock lock
 	// (Inspect fails on it; force-release deletes it all the same).

@@ -85,6 +85,9 @@ type backend struct {
 	client *distlock.Client
 	eng    engine.Engine // opened by URL: its Close closes its connections
 	where  string        // for messages: "Redis at 10.0.0.5:6379"
+	// role is the role a distlock server gave the token (GET /v1/info:
+	// read, write, admin), empty on any other backend.
+	role string
 }
 
 // connect opens the backend of a one-shot command (see openBackend) with a
@@ -290,7 +293,9 @@ func describe(eng engine.Engine) string {
 func (a *app) checkBackend(ctx context.Context, b *backend, setting string, grace time.Duration) error {
 	switch e := b.eng.(type) {
 	case *remote.Engine:
-		return a.checkServer(ctx, e, setting)
+		role, err := a.checkServer(ctx, e, setting)
+		b.role = role
+		return err
 	case *quorum.Engine:
 		return checkNodes(ctx, e, setting, grace)
 	}
@@ -321,26 +326,27 @@ func firstTrip(ctx context.Context, trip func(context.Context) error) (err, stop
 	return err, stop
 }
 
-// checkServer pings a distlock server and checks that it takes the token
-// (DISTLOCK_TOKEN).
-func (a *app) checkServer(ctx context.Context, eng *remote.Engine, setting string) error {
+// checkServer pings a distlock server, checks that it takes the token
+// (DISTLOCK_TOKEN) and returns the role the server gave it.
+func (a *app) checkServer(ctx context.Context, eng *remote.Engine, setting string) (role string, _ error) {
 	err, stop := firstTrip(ctx, func(ctx context.Context) error {
-		_, err := eng.Ping(ctx)
+		info, err := eng.Ping(ctx)
+		role = info.Role
 		return err
 	})
 	switch {
 	case err == nil:
-		return nil
+		return role, nil
 	case stop != nil:
-		return stop
+		return "", stop
 	case errors.Is(err, remote.ErrBackendMismatch):
-		return usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",
+		return "", usageErr("the distlock servers in %s do not share their locks: %v.\nName several servers only when they run on one shared backend (Redis, etcd, PostgreSQL).",
 			setting, err)
 	case errors.Is(err, remote.ErrUnauthorized) || errors.Is(err, remote.ErrForbidden):
-		return usageErr("the %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
+		return "", usageErr("the %s refused the token: %v.\nSet %s to a token of the server (write role to take locks).",
 			eng, err, envToken)
 	}
-	return &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the %s: %v.\n"+
+	return "", &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the %s: %v.\n"+
 		"Check that distlock serve runs there and that %s points at it.", eng, err, setting)}
 }
 
