@@ -88,9 +88,13 @@ func parseMark(v string) (uint64, string, error) {
 // Txn applies ops in one etcd transaction iff token is not stale for
 // fenceKey, and raises fenceKey's mark to token and holder in the same
 // transaction. It returns the responses of ops (etcd's own). On a stale token nothing is
-// written and the error is a *StaleError. An op that puts or deletes
-// fenceKey, or any key ending in "/.fence" (another resource's fence key),
-// is refused with ErrInvalidArgument, unsent.
+// written and the error is a *StaleError. An op that could write a fence
+// key is refused with ErrInvalidArgument, and nothing is sent: a put or
+// delete of fenceKey or of any key ending in "/.fence" (another resource's
+// fence key), a delete of a range of keys (WithPrefix, WithRange,
+// WithFromKey: a range may hold fence keys; delete the keys one by one),
+// and such an op inside a nested transaction (OpTxn), whose branches are
+// checked alike.
 func (g *Guard) Txn(ctx context.Context, fenceKey string, token uint64, holder string, ops ...clientv3.Op) ([]*pb.ResponseOp, error) {
 	switch {
 	case fenceKey == "":
@@ -100,11 +104,8 @@ func (g *Guard) Txn(ctx context.Context, fenceKey string, token uint64, holder s
 	case holder == "":
 		return nil, fmt.Errorf("%w: empty holder for %q", ErrInvalidArgument, fenceKey)
 	}
-	for _, op := range ops {
-		k := string(op.KeyBytes())
-		if (op.IsPut() || op.IsDelete()) && (k == fenceKey || strings.HasSuffix(k, fenceSuffix)) {
-			return nil, fmt.Errorf("%w: an op writes %q, a fence key (keys ending in %q are fence keys)", ErrInvalidArgument, k, fenceSuffix)
-		}
+	if err := checkOps(fenceKey, ops); err != nil {
+		return nil, err
 	}
 	m := mark(token, holder)
 	write := append(append([]clientv3.Op(nil), ops...), clientv3.OpPut(fenceKey, m))
@@ -162,4 +163,27 @@ func (g *Guard) Highest(ctx context.Context, fenceKey string) (uint64, error) {
 	}
 	token, _, err := parseMark(string(resp.Kvs[0].Value))
 	return token, err
+}
+
+// checkOps refuses ops that could write a fence key (see Txn): no
+// resource's data may overwrite or erase another's mark, or its own.
+func checkOps(fenceKey string, ops []clientv3.Op) error {
+	for _, op := range ops {
+		k := string(op.KeyBytes())
+		switch {
+		case op.IsTxn():
+			_, then, els := op.Txn()
+			if err := checkOps(fenceKey, then); err != nil {
+				return err
+			}
+			if err := checkOps(fenceKey, els); err != nil {
+				return err
+			}
+		case op.IsDelete() && len(op.RangeBytes()) > 0:
+			return fmt.Errorf("%w: an op deletes the range of keys from %q, which may hold fence keys (keys ending in %q); delete keys one by one", ErrInvalidArgument, k, fenceSuffix)
+		case (op.IsPut() || op.IsDelete()) && (k == fenceKey || strings.HasSuffix(k, fenceSuffix)):
+			return fmt.Errorf("%w: an op writes %q, a fence key (keys ending in %q are fence keys)", ErrInvalidArgument, k, fenceSuffix)
+		}
+	}
+	return nil
 }

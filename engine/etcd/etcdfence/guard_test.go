@@ -79,7 +79,8 @@ func TestRule(t *testing.T) {
 // another resource's data (it ends in /.fence): the write is refused with
 // ErrInvalidArgument, the mark keeps its token, and a stale write is still
 // refused. Before, the write replaced the mark and a token-2 write after
-// token 100 was accepted.
+// token 100 was accepted; a prefix, range or from-key delete, or a delete
+// nested in an OpTxn, erased the mark unseen and let it through.
 func TestFenceKeyIsNoResource(t *testing.T) {
 	ctx := context.Background()
 	cli := client(t)
@@ -91,8 +92,28 @@ func TestFenceKeyIsNoResource(t *testing.T) {
 	if err := g.Put(ctx, etcdfence.FenceKeyFor(key), "junk", 5, "B"); !errors.Is(err, etcdfence.ErrInvalidArgument) {
 		t.Fatalf("a write of %s as data: %v, want ErrInvalidArgument", etcdfence.FenceKeyFor(key), err)
 	}
-	if _, err := g.Txn(ctx, "other/.fence", 5, "B", clientv3.OpDelete(etcdfence.FenceKeyFor(key))); !errors.Is(err, etcdfence.ErrInvalidArgument) {
-		t.Fatalf("a delete of %s in a transaction: %v, want ErrInvalidArgument", etcdfence.FenceKeyFor(key), err)
+	// Ops that would erase the mark: a delete of it, a delete of a range
+	// of keys that holds it (a prefix, a range, from a key), the same
+	// inside a nested transaction, in either branch.
+	nested := func(ops ...clientv3.Op) clientv3.Op { return clientv3.OpTxn(nil, ops, nil) }
+	for what, op := range map[string]clientv3.Op{
+		"a delete of the mark":            clientv3.OpDelete(etcdfence.FenceKeyFor(key)),
+		"a prefix delete":                 clientv3.OpDelete(key, clientv3.WithPrefix()),
+		"a range delete":                  clientv3.OpDelete("test/collide/", clientv3.WithRange("test/collide0")),
+		"a delete from a key":             clientv3.OpDelete("test/collide/", clientv3.WithFromKey()),
+		"a nested delete of the mark":     nested(clientv3.OpGet(key), clientv3.OpDelete(etcdfence.FenceKeyFor(key))),
+		"a nested put of the mark":        clientv3.OpTxn(nil, nil, []clientv3.Op{clientv3.OpPut(etcdfence.FenceKeyFor(key), "junk")}),
+		"a doubly nested prefix delete":   nested(nested(clientv3.OpDelete(key, clientv3.WithPrefix()))),
+		"the guard's own prefix, deleted": clientv3.OpDelete("other", clientv3.WithPrefix()),
+	} {
+		if _, err := g.Txn(ctx, "other/.fence", 5, "B", op); !errors.Is(err, etcdfence.ErrInvalidArgument) {
+			t.Fatalf("%s in a fenced transaction: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	// Reads of ranges, and nested transactions that write data only, pass.
+	if _, err := g.Txn(ctx, "other/.fence", 5, "B", clientv3.OpGet(key, clientv3.WithPrefix()),
+		nested(clientv3.OpPut("other/data", "v"), clientv3.OpDelete("other/gone"))); err != nil {
+		t.Fatalf("a range read and a nested data write: %v", err)
 	}
 	if h, err := g.Highest(ctx, etcdfence.FenceKeyFor(key)); err != nil || h != 100 {
 		t.Fatalf("Highest after the refusals: %d %v, want 100", h, err)
