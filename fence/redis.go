@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,6 +36,8 @@ var fenceScript = luascript.New(fenceLua)
 // The fence key is not per-write garbage: it is part of the resource and
 // lives as long as it does. It has no TTL; an expiring mark would let a stale
 // holder write again. Delete it only when the resource is gone for good.
+// Each write that runs also leaves a small key that expires after
+// ResendWindow (see Exec).
 //
 // A Redis is safe for concurrent use. It is left out of builds with the
 // tag lite (the CLI's light build, which compiles no Redis client); every
@@ -53,12 +57,52 @@ func NewRedis(c redis.UniversalClient) *Redis {
 	return &Redis{c: c, id: hex.EncodeToString(b[:])}
 }
 
+// ResendWindow is how long Redis.Exec remembers that a write ran, so that a
+// copy of it resent by the client is not run again. It must be longer than
+// the time between the first copy running and the last resend: with
+// go-redis's defaults (ReadTimeout 3 s, retry backoff up to 512 ms,
+// MaxRetries 3) that is at most about 11 s; a client configured to retry for
+// longer must stay well within a minute. Each write that runs costs one
+// small key for this long: roughly 100 bytes plus the length of the fence
+// key, so a resource written 1,000 times a second keeps some 60,000 of
+// them, about 6 to 10 MB.
+const ResendWindow = time.Minute
+
+// writeIDSuffix separates the fence key from the write id in the name of a
+// write id key.
+const writeIDSuffix = ":write:"
+
 // writeID returns an id unique to one Exec call. go-redis resends a command
 // whose reply was lost; the copy carries the same id, and the script does
 // not run the write twice.
 func (r *Redis) writeID() string {
 	return r.id + "-" + strconv.FormatUint(r.writes.Add(1), 10)
 }
+
+// writeIDKey returns the key that records, for ResendWindow, that the write
+// with the given id ran. It is in fenceKey's Redis Cluster hash slot:
+//
+//   - If fenceKey has a hash tag, the id key is fenceKey+":write:"+id and
+//     shares that tag.
+//   - Otherwise, if fenceKey contains no '}', it is
+//     "{"+fenceKey+"}:write:"+id: the whole fence key becomes the tag.
+//   - Otherwise (a fence key such as "a}b" that has no hash tag but cannot
+//     be wrapped in one), it is "{"+t+"}"+fenceKey+":write:"+id with the
+//     tag t that FenceKeyFor uses for such keys, which hashes to fenceKey's
+//     slot.
+func writeIDKey(fenceKey, id string) string {
+	if _, ok := hashTag(fenceKey); ok {
+		return fenceKey + writeIDSuffix + id
+	}
+	if !strings.Contains(fenceKey, "}") {
+		return "{" + fenceKey + "}" + writeIDSuffix + id
+	}
+	t := strconv.FormatUint(uint64(slotTags()[keySlot(fenceKey)]), 36)
+	return "{" + t + "}" + fenceKey + writeIDSuffix + id
+}
+
+// resendWindowMS is ResendWindow in milliseconds, for the script's SET PX.
+var resendWindowMS = strconv.FormatInt(ResendWindow.Milliseconds(), 10)
 
 // Exec runs the command args (e.g. "SET", key, value or "SADD", key, member or
 // "INCRBY", key, 1) atomically iff token is not stale for fenceKey, and then
@@ -69,8 +113,16 @@ func (r *Redis) writeID() string {
 // ±2^53 lose precision, and maps arrive as flat arrays.
 //
 // A write is applied once per call even when the client resends it after a
-// lost reply (go-redis does, by default); the resent copy then returns a nil
-// reply and no error, since the first copy's reply is gone.
+// lost reply (go-redis does, by default), whatever was written in between,
+// by the same holder or a newer one: the resent copy returns a nil reply and
+// no error, since the first copy's reply is gone. Each call carries a write
+// id, unique to it; when the write runs, the script sets a key named after
+// the id (in fenceKey's hash slot) that expires after ResendWindow (one
+// minute), and a call whose id key exists is answered as a resent copy
+// before anything else is checked. So each write that runs leaves one small
+// key for a minute. A copy resent after that (far beyond go-redis's retry
+// times) would be judged, and could run, again; so could one whose key an
+// eviction policy (maxmemory-policy volatile-* or allkeys-*) removed early.
 //
 // keys lists every key the command touches. On Redis Cluster they must be in
 // the same hash slot as fenceKey, e.g. by sharing a {tag}; see FenceKeyFor.
@@ -88,16 +140,16 @@ func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 	if len(args) == 0 {
 		return nil, invalid("no command for %q", fenceKey)
 	}
-	scriptKeys := make([]string, 0, 1+len(keys))
-	scriptKeys = append(scriptKeys, fenceKey)
 	for _, k := range keys {
 		if k == fenceKey {
 			return nil, invalid("fence key %q is among the keys of its command", fenceKey)
 		}
-		scriptKeys = append(scriptKeys, k)
 	}
+	scriptKeys := make([]string, 0, 2+len(keys))
+	scriptKeys = append(scriptKeys, fenceKey, writeIDKey(fenceKey, r.writeID()))
+	scriptKeys = append(scriptKeys, keys...)
 	argv := make([]any, 0, 3+len(args))
-	argv = append(argv, strconv.FormatUint(token, 10), holder, r.writeID())
+	argv = append(argv, strconv.FormatUint(token, 10), holder, resendWindowMS)
 	argv = append(argv, args...)
 
 	res, err := fenceScript.Run(ctx, r.c, scriptKeys, argv...).Result()

@@ -2,17 +2,23 @@
 -- and, iff it is not stale, run one Redis command and raise the mark.
 --
 -- KEYS[1]   fence key: a hash with fields "token" and "holder"
--- KEYS[2..] the keys the command touches (declared for Redis Cluster)
+-- KEYS[2]   write id key: named after this call's write id (unique per Exec
+--           call), in the fence key's hash slot; set, with an expiry, when
+--           the write runs
+-- KEYS[3..] the keys the command touches (declared for Redis Cluster)
 -- ARGV[1]   fencing token, canonical decimal digits (no sign, no leading zero)
 -- ARGV[2]   holder
--- ARGV[3]   write id, unique per Exec call
+-- ARGV[3]   how long the write id key lives, in milliseconds
 -- ARGV[4..] the command and its arguments
 --
 -- Reply: {1, command reply} when the write ran,
 --        {0, highest token as decimal string} when the token is stale,
---        {2} when this write id was applied already: a copy resent by the
---        client after its reply was lost, not run a second time.
--- A failing command is returned as its error reply; the mark is not raised.
+--        {2} when the write id key exists: this call's write was applied
+--        already, and this is a copy resent by the client after its reply
+--        was lost. It is not run a second time, whatever was written since
+--        (by the same holder or a newer one).
+-- A failing command is returned as its error reply; the mark is not raised
+-- and the write id is not recorded.
 --
 -- Tokens are compared as digit strings, never as Lua numbers: doubles are
 -- exact only below 2^53 and tostring() would print 1.792e+15.
@@ -45,11 +51,12 @@ if #ARGV < 4 then
   return redis.error_reply('ERR fence: no command')
 end
 
-local mark = redis.call('HMGET', KEYS[1], 'token', 'holder', 'write')
-local highest, owner = mark[1], mark[2]
-if mark[3] == ARGV[3] then
+if redis.call('EXISTS', KEYS[2]) == 1 then
   return {2}
 end
+
+local mark = redis.call('HMGET', KEYS[1], 'token', 'holder')
+local highest, owner = mark[1], mark[2]
 if highest then
   if not canonical(highest) then
     return redis.error_reply('ERR fence: field "token" of the fence key is not a fencing token')
@@ -63,5 +70,6 @@ local reply = redis.pcall(unpack(ARGV, 4))
 if type(reply) == 'table' and reply.err then
   return reply
 end
-redis.call('HSET', KEYS[1], 'token', token, 'holder', holder, 'write', ARGV[3])
+redis.call('HSET', KEYS[1], 'token', token, 'holder', holder)
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 return {1, reply}

@@ -98,18 +98,64 @@ func TestRedisSet(t *testing.T) {
 			wantString(t, ctx, c, "doc", "v10")
 			wantHighest(t, ctx, r, fk, 10)
 
-			// The mark is a hash holding the token and holder, and the id
-			// of the last write (which makes resent copies harmless).
+			// The mark is a hash holding the token and holder.
 			mark, err := c.HGetAll(ctx, fk).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(mark) != 3 || mark["token"] != "10" || mark["holder"] != "alice" || mark["write"] == "" {
+			if len(mark) != 2 || mark["token"] != "10" || mark["holder"] != "alice" {
 				t.Fatalf("fence key %s = %v", fk, mark)
 			}
 			if ttl, err := c.TTL(ctx, fk).Result(); err != nil || ttl != -1 {
 				t.Fatalf("TTL %s = %v, %v; want no TTL", fk, ttl, err)
 			}
+			// Each write that ran (three; not the stale one) left a key
+			// with its write id, which makes resent copies harmless, for
+			// ResendWindow.
+			wantWriteIDKeys(t, ctx, c, fk+":write:*", 3)
+		})
+	}
+}
+
+// wantWriteIDKeys fails t unless n keys match pattern, each expiring within
+// ResendWindow, and the database holds nothing else of that form.
+func wantWriteIDKeys(t *testing.T, ctx context.Context, c *redis.Client, pattern string, n int) {
+	t.Helper()
+	keys, err := c.Keys(ctx, pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != n {
+		t.Fatalf("write id keys %q = %q, want %d", pattern, keys, n)
+	}
+	for _, k := range keys {
+		pttl, err := c.PTTL(ctx, k).Result()
+		if err != nil || pttl <= 0 || pttl > fence.ResendWindow {
+			t.Fatalf("PTTL %s = %v, %v; want in (0, %v]", k, pttl, err, fence.ResendWindow)
+		}
+	}
+	if all, err := c.Keys(ctx, "*:write:*").Result(); err != nil || len(all) != n {
+		t.Fatalf("write id keys %q, %v; want only the %d of %q", all, err, n, pattern)
+	}
+}
+
+// TestRedisWriteIDKeys: the write id key's name for every form of fence key:
+// with a hash tag, without one, and with a '}' but no tag (which cannot be
+// wrapped in braces). TestFenceKeyForSlots checks their slots on a Cluster.
+func TestRedisWriteIDKeys(t *testing.T) {
+	for _, tc := range []struct{ fenceKey, pattern string }{
+		{"{acct}:fence", "{acct}:fence:write:*"},
+		{"res:fence", "{res:fence}:write:*"},
+		{"a}b", "{*}a}b:write:*"},
+	} {
+		t.Run(tc.fenceKey, func(t *testing.T) {
+			ctx := testContext(t)
+			_, c := startRedis(t, 3)
+			r := fence.NewRedis(c)
+			if _, err := r.Exec(ctx, tc.fenceKey, 1, "a", []string{"data"}, "SET", "data", "v"); err != nil {
+				t.Fatal(err)
+			}
+			wantWriteIDKeys(t, ctx, c, tc.pattern, 1)
 		})
 	}
 }
@@ -227,6 +273,8 @@ func TestRedisFailingCommandDoesNotRaise(t *testing.T) {
 		t.Fatalf("error %q does not carry the command's error", err)
 	}
 	wantHighest(t, ctx, r, fk, 5)
+	// Only the first Set ran: the failed command left no write id.
+	wantWriteIDKeys(t, ctx, c, fk+":write:*", 1)
 	if err := r.Set(ctx, "n", "6", 6, "b"); err != nil {
 		t.Fatalf("token 6 after a failed command with 50: %v", err)
 	}
@@ -506,6 +554,29 @@ func TestFenceKeyForSlots(t *testing.T) {
 	wantString(t, ctx, c, "a}b", "cluster")
 	err := rc.Set(ctx, "a}b", "late", 999, "b")
 	wantStale(t, err, fence.StaleError{Resource: fence.FenceKeyFor("a}b"), Token: 999, Highest: 1000, Holder: "b"})
+
+	// The write id key is declared to the script and is in the fence key's
+	// slot for every form of fence key, also one with a '}' and no hash
+	// tag; the data key here takes the tag FenceKeyFor finds for it.
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fk := range []string{"{acct}:fence", "res:fence", "p}q", "x}{y", "}"} {
+		data := fence.FenceKeyFor(fk) + ":data"
+		if _, err := rc.Exec(ctx, fk, 1, "a", []string{data}, "SET", data, "v"); err != nil {
+			t.Fatalf("Exec with fence key %q through a ClusterClient: %v", fk, err)
+		}
+		ids, err := c.Keys(ctx, "*:write:*").Result()
+		if err != nil || len(ids) != 1 {
+			t.Fatalf("write id keys after a write for %q: %q, %v; want one", fk, ids, err)
+		}
+		if a, b := c.ClusterKeySlot(ctx, fk).Val(), c.ClusterKeySlot(ctx, ids[0]).Val(); a != b {
+			t.Fatalf("fence key %q in slot %d, write id key %q in slot %d", fk, a, ids[0], b)
+		}
+		if err := c.Del(ctx, ids[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Keys in different slots are refused by the server, which shows the
 	// check above has teeth.
