@@ -54,12 +54,17 @@ var schemaSQL string
 // a release of a shared lock asked with another kind than the lock's,
 // while the owner holds it, is refused as an acquire of that kind is
 // (release_shared's p_kind); an engine on a schema before version 14
-// calls version 13's release_shared, unchecked, until it is migrated).
+// calls version 13's release_shared, unchecked, until it is migrated; 15:
+// pgfence's HighestSeen (fence_check mode 2) refuses to run in a
+// transaction that is not READ COMMITTED, SQLSTATE DL002, changing
+// nothing: its snapshot, taken at the transaction's first statement,
+// could hide a newer grant that committed since, and let a deposed
+// holder's write commit; Current is unchanged, safe at every level).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 14
+const SchemaVersion = 15
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

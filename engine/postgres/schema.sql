@@ -764,8 +764,18 @@ END $$;
 -- high-water there, and a second check of the name in the same open
 -- transaction, waiting for the release's row, would deadlock with it; a
 -- grant that commits after the check is ordered after it, and its
--- holder's own check waits for the mark). It returns whether the write
--- may go ahead and the token it was compared with.
+-- holder's own check waits for the mark). Mode 2 runs only in a READ
+-- COMMITTED (or READ UNCOMMITTED, the same in PostgreSQL) transaction
+-- (version 15): its reads of the high-waters must see every grant
+-- committed before the check, and a REPEATABLE READ or SERIALIZABLE
+-- transaction reads its snapshot, taken at its first statement, in which
+-- a newer grant committed since is missing (a deposed holder's token
+-- passed). There it raises SQLSTATE DL002 ('pgfence HighestSeen needs a
+-- READ COMMITTED transaction (the transaction is <level>)') before it
+-- writes anything. Mode 1 works at every level: its FOR SHARE reads of
+-- the rows a newer grant changed fail with 40001 at those levels. It
+-- returns whether the write may go ahead and the token it was compared
+-- with.
 CREATE OR REPLACE FUNCTION {{S}}.fence_check(p_name text, p_token bigint, p_holder text, p_mode integer,
   OUT o_ok boolean, OUT o_highest bigint)
 LANGUAGE plpgsql AS $$
@@ -789,6 +799,12 @@ BEGIN
       END IF;
     END IF;
     RETURN;
+  END IF;
+  IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+    RAISE EXCEPTION 'pgfence HighestSeen needs a READ COMMITTED transaction (the transaction is %)',
+      current_setting('transaction_isolation')
+      USING ERRCODE = 'DL002',
+            HINT = 'Use mode Current, or run the check in a READ COMMITTED transaction.';
   END IF;
   INSERT INTO {{S}}.fence_marks (name, token, holder) VALUES (p_name, 0, '')
   ON CONFLICT (name) DO NOTHING;
@@ -1549,7 +1565,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 14 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 15 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1585,5 +1601,8 @@ INSERT INTO {{S}}.version (version) SELECT 14 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- _forget and sweep carry), locking only the mark (not the row of
 -- locks), and a release of a shared lock asked with
 -- another kind than the lock's while the owner holds it is refused
--- (release_shared's p_kind; version 13's signature stays, unchecked).
-UPDATE {{S}}.version SET version = 14 WHERE version < 14;
+-- (release_shared's p_kind; version 13's signature stays, unchecked);
+-- 15: fence_check's HighestSeen (mode 2) raises DL002 in a transaction
+-- that is not READ COMMITTED, whose snapshot could hide a newer grant,
+-- before it writes anything.
+UPDATE {{S}}.version SET version = 15 WHERE version < 15;

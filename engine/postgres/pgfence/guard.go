@@ -28,6 +28,24 @@
 //     permit of a semaphore of limit 1): every grant counts, so a reader's
 //     or a permit's token is refused as soon as another reader or permit
 //     is granted after it, even while it still holds its lease.
+//     HighestSeen needs a READ COMMITTED transaction (below).
+//
+// Isolation levels. Current works at every level: at REPEATABLE READ or
+// SERIALIZABLE a newer grant, release or renewal committed since the
+// transaction's snapshot makes its share-lock fail with a serialization
+// failure (SQLSTATE 40001), or the check refuses; either way the write
+// does not commit. HighestSeen needs a READ COMMITTED transaction (the
+// default; READ UNCOMMITTED, which PostgreSQL runs as READ COMMITTED, too):
+// it judges "a newer grant exists" by reading the name's high-waters, and
+// a REPEATABLE READ or SERIALIZABLE transaction reads the snapshot taken
+// at its first statement, in which a grant committed since is missing (a
+// holder deposed after its transaction began would write). In such a
+// transaction the check is refused by the database before it changes
+// anything (schema version 15; a schema before it runs the check from
+// the snapshot: migrate it): Check returns an *IsolationError, which
+// matches ErrInvalidArgument, and the transaction is aborted (roll it
+// back). Use Current there, or run the check in a READ COMMITTED
+// transaction.
 //
 // What HighestSeen remembers of a name's grants: the high-water of its
 // row of locks and of its shared lock's row while they exist (held,
@@ -43,10 +61,12 @@
 // the name take turns, and a release that deletes the lock's row waits
 // for it.
 //
-// A refused check returns a *StaleError (errors.Is(err, ErrStale)); the
-// caller must then roll back (pgx.BeginFunc does when the function returns
-// the error). The schema is engine/postgres's (postgres.Migrate creates the
-// check function and its table).
+// A refused check returns a *StaleError (errors.Is(err, ErrStale)), or
+// for HighestSeen outside READ COMMITTED an *IsolationError
+// (errors.Is(err, ErrInvalidArgument)); the caller must then roll back
+// (pgx.BeginFunc does when the function returns the error). The schema
+// is engine/postgres's (postgres.Migrate creates the check function and
+// its table).
 package pgfence
 
 import (
@@ -57,6 +77,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Mode selects the rule of a check (see the package documentation).
@@ -68,7 +89,8 @@ const (
 	Current Mode = 1
 	// HighestSeen: the token is at least the highest accepted for the
 	// name, and not older than its newest grant of any kind (see the
-	// package documentation for how long a grant is remembered).
+	// package documentation for how long a grant is remembered). It
+	// needs a READ COMMITTED transaction (else *IsolationError).
 	HighestSeen Mode = 2
 )
 
@@ -88,8 +110,61 @@ var ErrStale = errors.New("pgfence: stale fencing token")
 
 // ErrInvalidArgument is wrapped by the errors for bad input (an empty
 // name or holder, the token 0, a NUL byte, an unknown mode); nothing is
-// sent then.
+// sent then. It is also wrapped by an *IsolationError: a HighestSeen
+// check in a transaction that is not READ COMMITTED, refused by the
+// database before it changes anything.
 var ErrInvalidArgument = errors.New("pgfence: invalid argument")
+
+// IsolationError reports a HighestSeen check run in a transaction whose
+// isolation level is not READ COMMITTED (REPEATABLE READ, SERIALIZABLE):
+// such a transaction reads the snapshot taken at its first statement, in
+// which a newer grant committed since is missing, so the check cannot
+// tell that the token is stale. The database refuses it (SQLSTATE DL002,
+// schema version 15) before it changes anything; the transaction is
+// aborted and must be rolled back. Use Current, which works at every
+// level, or run the check in a READ COMMITTED transaction. It matches
+// ErrInvalidArgument (errors.Is), and unwraps to the database's error too.
+type IsolationError struct {
+	Name      string // the lock name
+	Isolation string // the transaction's level as PostgreSQL names it ("repeatable read"), "" if unknown
+	Err       error  // the database's error
+}
+
+func (e *IsolationError) Error() string {
+	level := e.Isolation
+	if level == "" {
+		level = "not READ COMMITTED"
+	}
+	return fmt.Sprintf("pgfence: check %q: HighestSeen needs a READ COMMITTED transaction (the transaction is %s); use Current, or run the check in a READ COMMITTED transaction", e.Name, level)
+}
+
+// Unwrap returns ErrInvalidArgument and the database's error.
+func (e *IsolationError) Unwrap() []error { return []error{ErrInvalidArgument, e.Err} }
+
+// isolationCode is the SQLSTATE fence_check raises for a HighestSeen
+// check outside READ COMMITTED (schema.sql).
+const isolationCode = "DL002"
+
+// failed is Check's error for the query's err: an *IsolationError for
+// fence_check's refusal of the isolation level (from any driver whose
+// error reports its SQLSTATE), else err wrapped.
+func failed(name string, err error) error {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == isolationCode {
+		msg := err.Error()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			msg = pe.Message
+		}
+		level := ""
+		const at = "(the transaction is "
+		if i := strings.Index(msg, at); i >= 0 {
+			level, _, _ = strings.Cut(msg[i+len(at):], ")")
+		}
+		return &IsolationError{Name: name, Isolation: level, Err: err}
+	}
+	return fmt.Errorf("pgfence: check %q: %w", name, err)
+}
 
 // StaleError reports a refused check: the write must not go ahead, and
 // the transaction should be rolled back.
@@ -132,7 +207,7 @@ func (g *Guard) Check(ctx context.Context, tx pgx.Tx, name string, token uint64,
 	var ok bool
 	var highest int64
 	if err := tx.QueryRow(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
-		return fmt.Errorf("pgfence: check %q: %w", name, err)
+		return failed(name, err)
 	}
 	return g.verdict(ok, name, token, holder, highest)
 }
@@ -146,7 +221,7 @@ func (g *Guard) CheckSQL(ctx context.Context, tx *sql.Tx, name string, token uin
 	var ok bool
 	var highest int64
 	if err := tx.QueryRowContext(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
-		return fmt.Errorf("pgfence: check %q: %w", name, err)
+		return failed(name, err)
 	}
 	return g.verdict(ok, name, token, holder, highest)
 }
