@@ -110,7 +110,7 @@ func (c *Client) observe(ctx context.Context, name string, ch chan Leader) {
 		} else {
 			var hw uint64
 			st, hw, err = c.readLeader(ctx, name)
-			tr.read(hw, err)
+			tr.read(st, hw, err)
 		}
 		switch {
 		case ctx.Err() != nil:

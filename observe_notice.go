@@ -12,13 +12,23 @@ import (
 type track struct {
 	highest uint64 // the highest term the observer sent
 	ended   uint64 // every term up to it is known to have ended
+	// readTerm is the term a read of the observer found elected: a value
+	// of that term that a notice carries may be older than the one the
+	// read found (a notice sent before the read, delivered after it), and
+	// nothing in a notice orders two values of one term but its arrival.
+	readTerm uint64
 }
 
 // fresh reports whether notice n may be reported as it is: a term below
-// one sent, or a leader of a term known to have ended, is not (the
-// observer reads the lock instead).
+// one sent, a leader of a term known to have ended, or a value of the term
+// a read found, is not (the observer reads the lock instead, and reads
+// only go forward). A later term's notices are trusted again: they come
+// in the order their changes were made.
 func (t *track) fresh(n engine.Notice) bool {
 	if n.Token < t.highest {
+		return false
+	}
+	if n.Held && n.Token == t.readTerm {
 		return false
 	}
 	return !n.Held || n.Token > t.ended
@@ -36,10 +46,14 @@ func (t *track) apply(name string, n engine.Notice) (Leader, error) {
 
 // read records what a read found: when nobody leads, every term up to
 // the high-water hw and every term sent has ended, so a notice of one of
-// them sent before the read (delivered after it) is stale.
-func (t *track) read(hw uint64, err error) {
-	if err == ErrNoLeader {
+// them sent before the read (delivered after it) is stale; when st's term
+// leads, its values that notices carry are judged by reading (see fresh).
+func (t *track) read(st Leader, hw uint64, err error) {
+	switch {
+	case err == ErrNoLeader:
 		t.ended = max(t.ended, t.highest, hw)
+	case err == nil && st.Elected():
+		t.readTerm = st.Term
 	}
 }
 

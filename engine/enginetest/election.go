@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -263,6 +264,72 @@ func observed(t *testing.T, ctx context.Context, changes <-chan distlock.Leader,
 			}
 		case <-ctx.Done():
 			t.Fatalf("%s: not observed", what)
+		}
+	}
+}
+
+// electionObserveForward: observers started while the leader proclaims
+// value after value report the values of its term in the order they were
+// proclaimed, never an older one after a newer (docs/ELECTION.md: a
+// reordered message never replaces a newer one). An observer's first read
+// may overtake notices sent before it and delivered after it; on Redis
+// such a notice was reported after the read's newer value (an outside
+// tester's finding), so a value of a term a read found is read again,
+// not taken from the notice.
+func (s *suite) electionObserveForward(t *testing.T) {
+	ctx := ctxTimeout(t, 60*time.Second)
+	name := lockName(t)
+	a, o := s.client(t), s.client(t)
+	l, err := a.Campaign(ctx, name, "v0", distlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Resign(ctx) }()
+	const rounds, values, observers = 8, 25, 4
+	for round := range rounds {
+		octx, stop := context.WithCancel(ctx)
+		seen := make([][]int, observers)
+		done := make(chan int, observers)
+		final := (round+1)*1000 + values
+		for i := range observers {
+			ch, err := o.Observe(octx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				// Until the final value is seen (or the round is stopped).
+				defer func() { done <- i }()
+				for st := range ch {
+					var n int
+					if _, err := fmt.Sscanf(st.Value, "v%d", &n); err != nil {
+						continue
+					}
+					seen[i] = append(seen[i], n)
+					if n == final {
+						return
+					}
+				}
+			}()
+		}
+		for j := 1; j <= values; j++ {
+			if err := l.Proclaim(ctx, fmt.Sprint("v", (round+1)*1000+j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range observers {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatalf("round %d: an observer never reported the final value v%d", round, final)
+			}
+		}
+		stop()
+		for i, vs := range seen {
+			for k := 1; k < len(vs); k++ {
+				if vs[k] < vs[k-1] {
+					t.Fatalf("round %d, observer %d: v%d reported after v%d: %v", round, i, vs[k], vs[k-1], vs)
+				}
+			}
 		}
 	}
 }

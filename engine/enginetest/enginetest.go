@@ -121,6 +121,7 @@ func Run(t *testing.T, h Harness) {
 		{"ElectionExpiry", s.electionExpiry},
 		{"ElectionWaitersCount", s.electionWaitersCount},
 		{"ElectionCampaignAgain", s.electionCampaignAgain},
+		{"ElectionObserveForward", s.electionObserveForward},
 		{"SemaphoreLimit", s.semaphoreLimit},
 		{"SemaphoreExpiry", s.semaphoreExpiry},
 		{"SemaphoreFIFO", s.semaphoreFIFO},
