@@ -25,6 +25,11 @@ type mutable interface {
 	engine.Describer
 }
 
+// mutantTimingLimit is the scheduling delay from which a concurrent
+// history's timing is no longer its schedule's: a third of the shortest
+// ttl the checker's schedules use (150 ms).
+const mutantTimingLimit = 50 * time.Millisecond
+
 // mutant is an engine broken in one way, which the checker must catch.
 type mutant struct {
 	name string
@@ -111,10 +116,19 @@ func CheckCatches(t *testing.T, h Harness, budget time.Duration, seeds []uint64,
 // that m.want names comes.
 func catches(t *testing.T, h Harness, cfg checkConfig, m mutant) {
 	t.Helper()
+	probe := StartProbe(t)
 	err := runChecker(t, h, cfg)
 	if err == nil && cfg.seeds != nil {
 		cfg.seeds = nil
 		err = runChecker(t, h, cfg)
+	}
+	if err == nil && !cfg.seqOnly && probe.Delay() >= mutantTimingLimit {
+		// A concurrent history shows some mutants only in windows of
+		// its timing (a ghost waiter keeping a free lock), which a
+		// machine this late in running what it scheduled closes. The
+		// sequential replay has no timing: it is never excused.
+		t.Skipf("machine too slow: measured scheduling delay %v (from %v on, the histories' timing is not the schedule's): the %q mutant was not caught in the budget %v",
+			probe.Delay(), mutantTimingLimit, m.name, cfg.budget)
 	}
 	if err == nil {
 		t.Fatalf("the checker passed the %q mutant", m.name)
