@@ -122,11 +122,15 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // without a wake-up (jittered).
 const latchRecheck = 5 * time.Second
 
-// Wait returns once the latch's count is zero (at once when it is), woken
-// by notification: it subscribes to the name's wake-ups first, then reads
-// the count, and reads it again at each wake-up (a reconnect wakes it too,
-// in case one was missed) and every 5 s or so without one (a count
-// deleted by hand publishes nothing). On an engine that cannot subscribe
+// Wait returns once it reads the latch's count zero (at once when it is),
+// woken by notification: it subscribes to the name's wake-ups first, then
+// reads the count, and reads it again at each wake-up (a reconnect wakes
+// it too, in case one was missed) and every 5 s or so without one (a
+// count deleted by hand publishes nothing). A latch set again
+// (TrySetCount) right after it reached zero, before a woken Wait's read,
+// keeps that Wait waiting for the new count, as Redisson's RCountDownLatch
+// does: the latch keeps no record of its past rounds. Re-arm a latch only
+// once its waiters have returned, or use a new name per round. On an engine that cannot subscribe
 // (PostgreSQL WithoutListen) it reads the count every 100 ms or so
 // instead, as lock waits do. When ctx ends it returns a *WaitError matching ctx's error;
 // when the Client is closed, one matching ErrClosed. A read that fails is
