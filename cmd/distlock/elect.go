@@ -43,7 +43,12 @@ func (a *app) cmdElect(args []string) int {
 	if *grace < 0 {
 		return a.usage(cmd, "--grace cannot be negative (got %v)", *grace)
 	}
-	if *value == "" {
+	switch {
+	case *value == "" && flagGiven(fs, "value"):
+		// An election's value is never empty (distlock.Campaign refuses
+		// it): an empty --value is a mistake, not a wish for the default.
+		return a.usage(cmd, "--value cannot be empty (leave it out for the default: host and pid)")
+	case *value == "":
 		*value = defaultMetadata("distlock elect", nil)
 	}
 

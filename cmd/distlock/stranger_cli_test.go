@@ -504,6 +504,7 @@ func TestStrangerRunBadInputStoresNothing(t *testing.T) {
 		{"run", "--limit", "2", "bad", "--also", "other", "--", "true"},
 		{"elect", "--ttl", "0", "bad", "--", "true"},
 		{"elect", "", "--", "true"},
+		{"elect", "--value", "", "bad", "--", "true"},
 	} {
 		r := c.run(t, args...)
 		expect(t, r, exitUsage)
