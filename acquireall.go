@@ -18,8 +18,11 @@ const MaxSetSize = 64
 // AcquireAll waits until every lock of names is granted to the caller, or
 // ctx ends, and returns them as one LeaseSet: all or nothing. The caller
 // never holds part of the set: when the call fails (ctx ended, the Client
-// closed, a backend failed) every name it took is released and every
-// queue it entered is left before it returns.
+// closed, a backend failed) every queue it entered is left and every name
+// it took is released before it returns, each release given
+// 500 ms, as a wait gets to leave its queue (a release not answered by then goes on in
+// the background until the backend answers); a set that lost a member
+// while it waited for the next is given back and taken again.
 //
 // It first asks for the whole set in one atomic step where the engine can
 // (engine.MultiAcquirer: memory, Redis when every name is on one node,
@@ -211,28 +214,41 @@ func (c *Client) trackAll(leases []*Lease) bool {
 }
 
 // acquireOrdered takes the names one by one in sorted order (Acquire under
-// waitForIt, TryAcquire under tryOnce), and on the first failure releases
-// what it took (nothing stays held, and Acquire left each queue it
-// entered). Its caller has refused a name held as a shared lock first
-// (otherKind, or the engine's one-step set), before any name is taken or
-// waited for.
+// waitForIt, TryAcquire under tryOnce), and on the first failure gives
+// back what it took (giveBack: nothing stays held, and Acquire left each
+// queue it entered). A set that lost a member while it waited for the
+// next (expired, force-released and taken) is not returned: its members
+// are given back and, under waitForIt, the set is taken again from its
+// first name; under tryOnce the lost member's *LockedError is returned.
+// Its caller has refused a name held as a shared lock first (otherKind,
+// or the engine's one-step set), before any name is taken or waited for.
 func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy) (*LeaseSet, error) {
 	take := c.TryAcquire
 	if p == waitForIt {
 		take = c.Acquire
 	}
-	members := make([]*Lease, 0, len(sorted))
-	for _, name := range sorted {
-		l, err := take(ctx, name, opts...)
-		if err != nil {
-			if len(members) > 0 {
-				_ = releaseLeases(ctx, members)
+	for {
+		members := make([]*Lease, 0, len(sorted))
+		for _, name := range sorted {
+			l, err := take(ctx, name, opts...)
+			if err != nil {
+				giveBackAll(members)
+				return nil, err
 			}
-			return nil, err
+			members = append(members, l)
 		}
-		members = append(members, l)
+		if len(members) == 1 {
+			return newLeaseSet(c, ctx, members), nil
+		}
+		lost := c.lostMember(ctx, members)
+		if lost == nil {
+			return newLeaseSet(c, ctx, members), nil
+		}
+		giveBackAll(members)
+		if p == tryOnce {
+			return nil, &LockedError{Name: lost.name}
+		}
 	}
-	return newLeaseSet(c, ctx, members), nil
 }
 
 // otherKind returns the kind error (an *ArgumentError) of the first of

@@ -118,11 +118,14 @@ func (e *Engine) send(ctx context.Context, deadline time.Time, s *srv, op, metho
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if method != http.MethodGet {
+	if method != http.MethodGet && op != "leave" {
 		// A request that changes state is given a moment to be answered
 		// after ctx ends, so that its outcome is known (a grant the caller
 		// can release, a "locked" that says why it waited) rather than
-		// lost with the connection.
+		// lost with the connection. Not a leave of a queue: its caller
+		// bounds it (waiting.LeaveTimeout, the most a wait may overrun
+		// its context), and one cut short is harmless: without heartbeats
+		// the entry drops out of the queue.
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		stop := context.AfterFunc(ctx, func() {
