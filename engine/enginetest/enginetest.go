@@ -138,6 +138,7 @@ func Run(t *testing.T, h Harness) {
 		{"RWUpgradeRefused", s.rwUpgradeRefused},
 		{"RWDeadReaderExpires", s.rwDeadReaderExpires},
 		{"KindsRefused", s.kindsRefused},
+		{"KindQueueBinds", s.kindQueueBinds},
 		{"AdminKinds", s.adminKinds},
 		{"ListMutexBesideSharedWaiter", s.listMutexBesideSharedWaiter},
 		{"ForceReleaseHolder", s.forceReleaseHolder},

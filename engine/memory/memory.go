@@ -130,8 +130,8 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	}
 	now := e.now()
 	e.sweep(now)
-	if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
-		return engine.Grant{}, engine.KindError(r.Name, sl.kind, 0)
+	if err := e.sharedKind(r.Name, now); err != nil {
+		return engine.Grant{}, err
 	}
 	q := e.settle(r.Name, now)
 	if l := e.live(r.Name, now); l != nil {

@@ -28,10 +28,10 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 
 // AcquireMulti implements engine.MultiAcquirer: under the engine's one
 // lock, every name is checked before any is granted: first that none is
-// held as a shared lock (a kind error is refused at once, ahead of any
-// contention on another name), then that each is free with nobody queued,
-// its next token computed; so a refusal or an exhausted fence changes
-// nothing.
+// a shared lock's, held or with waiters queued (a kind error is refused at
+// once, ahead of any contention on another name), then that each is free
+// with nobody queued, its next token computed; so a refusal or an
+// exhausted fence changes nothing.
 func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (engine.MultiGrant, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -41,8 +41,8 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	now := e.now()
 	e.sweep(now)
 	for _, r := range rs {
-		if sl := e.sharedState(r.Name, now); sl != nil && len(sl.holders) > 0 {
-			return engine.MultiGrant{}, engine.KindError(r.Name, sl.kind, 0)
+		if err := e.sharedKind(r.Name, now); err != nil {
+			return engine.MultiGrant{}, err
 		}
 	}
 	tokens := make([]uint64, len(rs))

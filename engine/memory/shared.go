@@ -96,6 +96,30 @@ func (e *Engine) sharedState(name string, now time.Time) *sharedLock {
 	return s
 }
 
+// mutexKind refuses a shared request of kind asked on name while the name
+// is the mutex's: held as one, or with live waiters in the mutex's queue
+// (queued waiters bind a name to their kind, as holders do; an expired
+// entry or a lapsed reservation's does not count). It returns
+// engine.KindError, or nil; the caller holds e.mu.
+func (e *Engine) mutexKind(name string, asked engine.Kind, now time.Time) error {
+	if e.live(name, now) != nil || e.settle(name, now) != nil {
+		return engine.KindError(name, engine.Mutex, asked)
+	}
+	return nil
+}
+
+// sharedKind refuses a mutex request on name while the name is a shared
+// lock's: held as one (a live holder), or with live waiters in its queue
+// (they bind the name to its kind, as holders do). It returns
+// engine.KindError naming the shared lock's kind, or nil; the caller holds
+// e.mu.
+func (e *Engine) sharedKind(name string, now time.Time) error {
+	if sl := e.sharedState(name, now); sl != nil && (len(sl.holders) > 0 || sl.q != nil) {
+		return engine.KindError(name, sl.kind, engine.Mutex)
+	}
+	return nil
+}
+
 // dropShared forgets name's shared lock (kind, limit, holders and
 // queue); the caller holds e.mu.
 func (e *Engine) dropShared(name string) {
@@ -128,8 +152,8 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	}
 	now := e.now()
 	e.sweep(now)
-	if e.live(r.Name, now) != nil {
-		return engine.Grant{}, engine.KindError(r.Name, 0, r.Kind)
+	if err := e.mutexKind(r.Name, r.Kind, now); err != nil {
+		return engine.Grant{}, err
 	}
 	s := e.sharedState(r.Name, now)
 	if s == nil { // made with the limit declared; once it exists, its own governs
