@@ -113,6 +113,7 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 	}
 	defer c.endCall()
 	if ma, ok := c.eng.(engine.MultiAcquirer); ok {
+		start := time.Now()
 		s, err := c.acquireAtomic(ctx, ma, sorted, o)
 		var locked *LockedError
 		switch {
@@ -120,6 +121,10 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 			return s, nil
 		case p == tryOnce && errors.Is(err, engine.ErrNotAtomic):
 			// Name by name, below.
+		case p == waitForIt && ctxErr(ctx) != nil && !errors.Is(err, ErrInvalidArgument):
+			// The wait ended during its first step: the *WaitError a
+			// wait ends with, as the name-by-name path's Acquire gives.
+			return nil, &WaitError{Name: sorted[0], Waited: time.Since(start), Ctx: ctxErr(ctx), Last: err}
 		case p == tryOnce || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
 			return nil, err
 		case errors.As(err, &locked):
