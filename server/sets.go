@@ -89,12 +89,17 @@ func (s *Server) checkSetAcquire(req api.SetAcquireRequest) (rs []engine.Acquire
 	}
 	var made string
 	rs = make([]engine.AcquireRequest, len(req.Locks))
+	seen := make(map[string]bool, len(req.Locks))
 	for i, l := range req.Locks {
 		ttl, e := s.ttlFrom(l.TTLMs)
 		e = firstErr(s.validateName(l.Name), e, validateOwner(l.Owner), validateMetadata(l.Metadata), validateAttempt(l.Attempt))
+		if e == nil && seen[l.Name] {
+			e = badRequest("name", fmt.Sprintf("invalid name: %q is given twice", l.Name))
+		}
 		if e != nil {
 			return nil, false, itemErr("locks", i, e)
 		}
+		seen[l.Name] = true
 		owner, attempt := l.Owner, l.Attempt
 		if owner == "" {
 			if made == "" {

@@ -58,7 +58,7 @@ func TestSetEndpoints(t *testing.T) {
 	}{
 		{"no lock", api.SetAcquireRequest{}, "locks"},
 		{"65 locks", setBody("", 0, many...), "locks"},
-		{"a repeated name", setBody("", 0, "c", "c"), "names"},
+		{"a repeated name", setBody("", 0, "c", "c"), "locks[1].name"},
 		{"an empty name", setBody("", 0, "c", ""), "locks[1].name"},
 		{"a ttl of 1 ms", setBody("", 1, "c"), "locks[0].ttl_ms"},
 		{"an unknown field", `{"locks":[{"name":"c","x":1}]}`, ""},
