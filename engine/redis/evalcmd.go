@@ -168,7 +168,7 @@ type keySet uint8
 
 const (
 	// fewKeys are the keys a script needs on a name nobody waits for: for
-	// acquire the lock, the queue, the shared lock's two keys and the
+	// acquire the lock, the queue, the shared lock's three keys and the
 	// fencing high-water; for release the lock alone. A script that
 	// needs more changes nothing and says so.
 	fewKeys keySet = iota
@@ -187,15 +187,15 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 	var a evalArgs
 	if set == allKeys {
 		buf := new(struct {
-			argv [3 + 7 + 7]any
-			strs [7 + 4]strArg
+			argv [3 + 8 + 7]any
+			strs [8 + 4]strArg
 		})
 		a = newEvalArgs(len(keysAcquire), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquire)
 	} else {
 		buf := new(struct {
-			argv [3 + 5 + 7]any
-			strs [5 + 4]strArg
+			argv [3 + 6 + 7]any
+			strs [6 + 4]strArg
 		})
 		a = newEvalArgs(len(keysAcquireFast), buf.argv[:], buf.strs[:])
 		e.keysTo(&a, r.Name, keysAcquireFast)
@@ -264,16 +264,16 @@ func (e *Engine) releaseArgs(name, owner, id, token string, set keySet) []any {
 // The keys of a lock that a command sends, by index in keySuffixes (0 to 4
 // as keys returns them).
 var (
-	keysAcquire     = []int{0, 1, 2, 3, 5, 6, 4} // every key, the high-water last
-	keysAcquireFast = []int{0, 1, 5, 6, 4}       // the lock, the queue, the shared holders, the high-water
-	keysRelease     = []int{0, 1, 2, 3}          // the lock and its queue
+	keysAcquire     = []int{0, 1, 2, 3, 5, 6, 7, 4} // every key, the high-water last
+	keysAcquireFast = []int{0, 1, 5, 6, 7, 4}       // the lock, the queue, the shared lock's, the high-water
+	keysRelease     = []int{0, 1, 2, 3}             // the lock and its queue
 	keysLock        = []int{0}
 )
 
 // keySuffixes are the lock's keys (keys) and the shared lock's that the
-// mutex's acquire reads: its hash (kind) and its holders
-// (scripts/shared.lua).
-var keySuffixes = [7]string{"", ":q", ":qd", ":qs", ":fence", ":s", ":sh"}
+// mutex's acquire reads: its hash (kind), its holders and its waiters'
+// heartbeat deadlines (scripts/shared.lua).
+var keySuffixes = [8]string{"", ":q", ":qd", ":qs", ":fence", ":s", ":sh", ":sqd"}
 
 // keysTo appends the keys of lock name at the indexes which, built in one
 // allocation.

@@ -116,8 +116,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		}
 	}
 
-	// Uncontended: five keys to acquire (the lock, the queue, the shared
-	// lock's two, the high-water), one to release (once the
+	// Uncontended: six keys to acquire (the lock, the queue, the shared
+	// lock's three, the high-water), one to release (once the
 	// server has the scripts: a first EVALSHA is sent again with EVAL).
 	if g := acquire(holder, engine.AcquireRequest{Owner: "a"}); !g.Acquired {
 		t.Fatalf("uncontended: %+v", g)
@@ -128,8 +128,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		t.Fatalf("uncontended: %+v", g)
 	}
 	release(holder, "a")
-	if k := hh.take(); !sameKeys(k, 5, 1) {
-		t.Fatalf("uncontended: scripts sent with %v keys, want [5 1]", k)
+	if k := hh.take(); !sameKeys(k, 6, 1) {
+		t.Fatalf("uncontended: scripts sent with %v keys, want [6 1]", k)
 	}
 
 	// A waiter queues (a fair one, so that the lock waits for it) while
@@ -164,15 +164,15 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 	if g := acquire(other, engine.AcquireRequest{Owner: "b"}); g.Acquired || !g.Reserved {
 		t.Fatalf("newcomer: %+v, want refused, the lock reserved", g)
 	}
-	if k := oh.take(); !sameKeys(k, 5, 7) {
-		t.Fatalf("newcomer: scripts sent with %v keys, want [5 7]", k)
+	if k := oh.take(); !sameKeys(k, 6, 8) {
+		t.Fatalf("newcomer: scripts sent with %v keys, want [6 8]", k)
 	}
 	// And so does its next request, at once.
 	if g := acquire(other, engine.AcquireRequest{Owner: "b"}); g.Acquired {
 		t.Fatalf("newcomer again: %+v", g)
 	}
-	if k := oh.take(); !sameKeys(k, 7) {
-		t.Fatalf("newcomer again: scripts sent with %v keys, want [7]", k)
+	if k := oh.take(); !sameKeys(k, 8) {
+		t.Fatalf("newcomer again: scripts sent with %v keys, want [8]", k)
 	}
 
 	// A second waiter queues; the head takes the lock: a marked grant, so
@@ -209,8 +209,8 @@ func TestScriptsWithoutQueueKeys(t *testing.T) {
 		t.Fatalf("after the queue: %+v", g)
 	}
 	release(waiters, "c")
-	if k := wh.take(); !sameKeys(k, 5, 1) {
-		t.Fatalf("after the queue: scripts sent with %v keys, want [5 1]", k)
+	if k := wh.take(); !sameKeys(k, 6, 1) {
+		t.Fatalf("after the queue: scripts sent with %v keys, want [6 1]", k)
 	}
 	n, err := srv.Client().Exists(ctx, redisengine.DefaultPrefix+"{"+name+"}:q").Result()
 	if err != nil || n != 0 {

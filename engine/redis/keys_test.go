@@ -48,23 +48,23 @@ func TestScriptArgs(t *testing.T) {
 		return out
 	}
 	keys := e.keys("a/b")
-	sh := e.sharedKeys("a/b") // the shared lock's hash and holders: sh[1], sh[2]
+	sh := e.sharedKeys("a/b") // the shared lock's hash, holders and waiters' deadlines: sh[1], sh[2], sh[4]
 	cases := []struct {
 		got, want []any
 	}{
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, allKeys),
-			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", nil, 8, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], sh[4], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 30 * time.Second, OneOff: true, Attempt: "o"}, fewKeys),
-			[]any{"evalsha", nil, 5, keys[0], keys[1], sh[1], sh[2], keys[4], "o", "30000", "", "604800000", "o", ""}},
+			[]any{"evalsha", nil, 6, keys[0], keys[1], sh[1], sh[2], sh[4], keys[4], "o", "30000", "", "604800000", "o", ""}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: 1500 * time.Millisecond, Metadata: "m", Attempt: "at", Waiting: true}, allKeys),
-			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
+			[]any{"evalsha", nil, 8, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], sh[4], keys[4], "o", "1500", "m", "604800000", "at", "1"}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
 			Waiter: "w", WaiterTTL: 3 * time.Second, Order: engine.OrderFair}, allKeys),
-			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
+			[]any{"evalsha", nil, 8, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], sh[4], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "1", "1", "SPUBLISH", queueReserveUS, queueStarveUS, "", "distlock:{a/b}:w:e1"}},
 		{e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, Attempt: "at", Waiting: true,
 			Waiter: "w", WaiterTTL: 3 * time.Second, Order: engine.OrderNoReserve}, allKeys),
-			[]any{"evalsha", nil, 7, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], keys[4], "o", "1000", "", "604800000", "at", "1",
+			[]any{"evalsha", nil, 8, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], sh[4], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1", "distlock:{a/b}:w:e1"}},
 		{e.releaseArgs("a/b", "o", "id-1", "", allKeys),
 			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
@@ -78,15 +78,15 @@ func TestScriptArgs(t *testing.T) {
 		}
 	}
 	proposed := engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true, TokenProposal: 1795996463527528}
-	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 17 || got[16] != "1795996463527528" {
+	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 18 || got[17] != "1795996463527528" {
 		t.Errorf("a proposed token: %q", got)
 	}
 	e.noFloor = "0"
 	got := render(e.acquireArgs(engine.AcquireRequest{Name: "a/b", Owner: "o", TTL: time.Second, OneOff: true}, allKeys))
-	if len(got) != 17 || got[16] != "0" {
+	if len(got) != 18 || got[17] != "0" {
 		t.Errorf("without the time floor: %q", got)
 	}
-	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 17 || got[16] != "0" {
+	if got := render(e.acquireArgs(proposed, allKeys)); len(got) != 18 || got[17] != "0" {
 		t.Errorf("a proposed token without the time floor: %q", got)
 	}
 }

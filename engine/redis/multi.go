@@ -62,10 +62,11 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	if _, single := e.client.(*goredis.Client); !single && !sameSlot(rs) {
 		return engine.MultiGrant{}, fmt.Errorf("%w: the names are in different Redis Cluster hash slots", engine.ErrNotAtomic)
 	}
-	keys := make([]string, 0, 5*len(rs))
+	keys := make([]string, 0, 6*len(rs))
 	for _, r := range rs {
 		k := e.keys(r.Name) // lock, queue, :qd, :qs, fence
-		keys = append(keys, k[0], k[1], e.prefix+"{"+r.Name+"}"+keySuffixes[5], e.prefix+"{"+r.Name+"}"+keySuffixes[6], k[4])
+		p := e.prefix + "{" + r.Name + "}"
+		keys = append(keys, k[0], k[1], p+keySuffixes[5], p+keySuffixes[6], p+keySuffixes[7], k[4])
 	}
 	r0 := rs[0]
 	floor := ""

@@ -15,10 +15,13 @@
 //
 // with the waiter queue's keys (scripts/queue.lua) and a shared lock's
 // (shared.go). A name is one kind at a time: the acquire script refuses a
-// mutex while the name's shared lock has a live holder (it reads the
-// holders' key, distlock:{NAME}:sh, in the EXISTS it runs anyway), and the
-// shared scripts refuse a shared lock while the mutex is held, both with
-// the memory engine's *engine.ArgumentError (engine.KindError).
+// mutex while the name's shared lock has a live holder or a live queued
+// waiter (it reads the holders' key, distlock:{NAME}:sh, and the waiters'
+// deadlines, distlock:{NAME}:sqd, in the EXISTS it runs anyway), and the
+// shared acquire refuses a shared lock while the mutex is held or live
+// waiters queue for it (distlock:{NAME}:qd), both with the memory engine's
+// *engine.ArgumentError (engine.KindError): queued waiters bind a name to
+// their kind, as holders do.
 //
 // A release publishes a wake-up on the channel distlock:{NAME} when a
 // waiting acquire found the lock held during the grant (it marks the lock;
@@ -296,8 +299,8 @@ func (e *Engine) keys(name string) []string {
 }
 
 // acquireMutex is Acquire for a mutex.
-// A name with live holders of a shared lock is refused as the memory
-// engine refuses it (engine.KindError).
+// A name with live holders or queued waiters of a shared lock is refused
+// as the memory engine refuses it (engine.KindError).
 func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	res, err := e.runAcquire(ctx, r)
 	if err != nil {

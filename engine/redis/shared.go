@@ -32,8 +32,10 @@ import (
 // with the mutex's distlock:{NAME} (a shared lock is refused while the
 // name is held as a mutex; the wake-up channel has its name) and
 // distlock:{NAME}:fence (the name's one fencing counter). The mutex's
-// acquire script reads :sh and :s in turn: a mutex is refused while the
-// shared lock has a live holder. Each holder's
+// acquire script reads :sh, :sqd and :s in turn: a mutex is refused while
+// the shared lock has a live holder or a live queued waiter; the shared
+// acquire also reads the mutex's queue (:qd, :qs): a shared lock is
+// refused while live waiters queue for the mutex. Each holder's
 // lease ends on its own in server time: every script first drops the
 // holders whose deadline passed, so a holder that crashed frees exactly
 // its permits after its ttl, without any client's clock. The lock and its
@@ -101,7 +103,7 @@ func (e *Engine) sharedKeys(name string) []string {
 	base := len(p) + len(n) + 2
 	all := p + "{" + n + "}" + p + "{" + n + "}:s" + p + "{" + n + "}:sh" + p + "{" + n + "}:sq" +
 		p + "{" + n + "}:sqd" + p + "{" + n + "}:sqs" + p + "{" + n + "}:fence"
-	k := make([]string, 7, 8) // room for sharedTakenKeys' eighth
+	k := make([]string, 7, 9) // room for sharedTakenKeys' eighth, sharedAcquireKeys' two
 	for i, extra := range [7]int{0, 2, 3, 3, 4, 4, 6} {
 		k[i], all = all[:base+extra], all[base+extra:]
 	}
@@ -112,6 +114,14 @@ func (e *Engine) sharedKeys(name string) []string {
 // (takenKey), as shared_extend.lua and shared_force_release.lua take them.
 func (e *Engine) sharedTakenKeys(name string) []string {
 	return append(e.sharedKeys(name), e.takenKey(name))
+}
+
+// sharedAcquireKeys returns sharedKeys and the mutex's queue's heartbeat
+// deadlines and state, as shared_acquire.lua takes them: live waiters
+// queued for the mutex refuse a shared lock.
+func (e *Engine) sharedAcquireKeys(name string) []string {
+	p := e.prefix + "{" + name + "}"
+	return append(e.sharedKeys(name), p+keySuffixes[2], p+keySuffixes[3])
 }
 
 // runShared runs a shared lock's script through the engine's batcher, with
@@ -126,7 +136,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 	if r.Waiter != "" {
 		waiterTTL, wake = ms(r.WaiterTTL), e.wakeChannel(r.Name)
 	}
-	res, err := e.runShared(ctx, sharedAcquireScript, r.Name, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
+	res, err := e.batch.run(ctx, sharedAcquireScript, e.sharedAcquireKeys(r.Name), e.fenceMS, e.publish, r.Owner, ms(r.TTL), r.Metadata, r.Attempt,
 		r.Waiter, waiterTTL, strconv.Itoa(int(r.Kind)), strconv.Itoa(r.Limit), strconv.Itoa(r.Weight), e.floorArg(r), wake).Slice()
 	if err != nil {
 		return engine.Grant{}, sharedError(err, r.Name, r.Kind, r.Limit, r.Weight)

@@ -1,17 +1,19 @@
 -- Grants the lock KEYS[1] to ARGV[1] for ARGV[2] ms, or re-enters it.
--- KEYS[2..4]: the waiter queue (queue.lua); KEYS[5], KEYS[6]: the name's
--- shared lock and its holders (shared.lua's KEYS[2] and KEYS[3]); KEYS[7]:
--- fencing high-water.
+-- KEYS[2..4]: the waiter queue (queue.lua); KEYS[5], KEYS[6], KEYS[7]: the
+-- name's shared lock, its holders and its waiters' heartbeat deadlines
+-- (shared.lua's KEYS[2], KEYS[3] and KEYS[5]); KEYS[8]: fencing high-water.
 -- A request outside the queue (no waiter id, not behind) may send the
--- lock, the queue, the shared lock's two keys and the high-water alone
--- (KEYS[1], KEYS[2], KEYS[5..7] as its KEYS[1..5]): where it would need
+-- lock, the queue, the shared lock's three keys and the high-water alone
+-- (KEYS[1], KEYS[2], KEYS[5..8] as its KEYS[1..6]): where it would need
 -- the rest of the queue (a free lock while waiters queue) it answers 2 (an
 -- integer), having changed nothing, and the caller sends it again with
 -- every key.
 -- A name with live shared holders (a semaphore's permits or a
--- reader-writer lock's readers or writer held) is refused with the error
--- reply 'DISTLOCK kind <k>' (k: the shared lock's kind, as
--- shared_acquire.lua refuses another kind), having changed nothing.
+-- reader-writer lock's readers or writer held) or live waiters in the
+-- shared lock's queue (queued waiters bind the name to their kind, as
+-- holders do) is refused with the error reply 'DISTLOCK kind <k>' (k: the
+-- shared lock's kind, as shared_acquire.lua refuses another kind), having
+-- changed nothing.
 -- ARGV: owner, ttl ms, metadata, high-water ttl ms, attempt id, waiting
 -- ('1' when the caller waits for a wake-up if the lock is held; 'PUBLISH'
 -- or 'SPUBLISH' when it waits and its grant is announced: an election's
@@ -42,22 +44,24 @@
 -- (INCR, and TIME and SET for the time floor) and SET; a refusal of a
 -- caller outside the queue and a re-entry build only the lock's.
 local waiter = ARGV[8] or ''
-local SH = KEYS[#KEYS - 1]
+local SH, SQD = KEYS[#KEYS - 2], KEYS[#KEYS - 1]
 -- One call tells the common case: neither the lock, nor its queue, nor
--- holders of a shared lock of the name exist.
-local n = redis.call('EXISTS', KEYS[1], KEYS[2], SH)
-if n > 0 and redis.call('EXISTS', SH) == 1 then
-  -- Holders whose deadline passed stay until a shared script drops them:
-  -- only a live one (deadline after now, in server µs) refuses the mutex.
+-- holders or waiters of a shared lock of the name exist.
+local n = redis.call('EXISTS', KEYS[1], KEYS[2], SH, SQD)
+local shared = n > 0 and redis.call('EXISTS', SH, SQD) or 0
+if shared > 0 then
+  -- Holders and waiters whose deadline passed stay until a shared script
+  -- drops them: only a live one (deadline after now, in server µs)
+  -- refuses the mutex.
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if redis.call('ZCOUNT', SH, string.format('(%d', now), '+inf') > 0 then
-    local k = redis.call('HGET', KEYS[#KEYS - 2], 'k')
+  local live = string.format('(%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  if redis.call('ZCOUNT', SH, live, '+inf') > 0 or redis.call('ZCOUNT', SQD, live, '+inf') > 0 then
+    local k = redis.call('HGET', KEYS[#KEYS - 3], 'k')
     if k then
       return redis.error_reply('DISTLOCK kind ' .. k)
     end
   end
-  n = n - 1
+  n = n - shared
 end
 local queued = false -- whether waiters queue
 if n > 0 then
@@ -69,7 +73,7 @@ if n > 0 then
   -- The queue's paths: a waiter refused, a free lock with a queue, a
   -- waiter's re-entry while others queue (it leaves the queue).
   local queue = (other and waiter ~= '') or (queued and (not s or waiter ~= ''))
-  if queue and #KEYS < 7 then
+  if queue and #KEYS < 8 then
     return 2 -- sent without the queue's keys: nothing changed, send them
   end
   if other then

@@ -1,11 +1,12 @@
 -- Grants every lock of a set to ARGV[1] for ARGV[2] ms, or none
--- (engine.MultiAcquirer). KEYS: five per name, as acquire.lua's short form
--- takes them: the lock, its queue, the shared lock's hash and holders, the
--- fencing high-water. ARGV: owner (a one-off owner, its own attempt id),
+-- (engine.MultiAcquirer). KEYS: six per name, as acquire.lua's short form
+-- takes them: the lock, its queue, the shared lock's hash, holders and
+-- waiters' heartbeat deadlines, the fencing high-water. ARGV: owner (a one-off owner, its own attempt id),
 -- ttl ms, metadata, high-water ttl ms, time floor ('0' turns it off).
 -- A name is taken only when its lock is free, nobody queues for it and no
 -- live shared holder has it. Every name is checked before any is granted:
--- a shared holder answers the error reply 'DISTLOCK kind <k> <i>' (the
+-- a live shared holder or queued shared waiter (queued waiters bind the
+-- name to their kind, as holders do) answers the error reply 'DISTLOCK kind <k> <i>' (the
 -- shared lock's kind and the name's index, 1-based), wherever it is in the
 -- set (a kind error is never contention: it wins over a name held before
 -- it); otherwise a refusal answers {0, i, holder, pttl} for the first name
@@ -25,25 +26,26 @@ local blocked -- the refusal of the first name held or queued for
 
 -- refuse drops the names this request holds and returns answer.
 local function refuse(answer)
-  for j = 0, #KEYS / 5 - 1 do
-    local v = redis.call('GET', KEYS[j * 5 + 1])
+  for j = 0, #KEYS / 6 - 1 do
+    local v = redis.call('GET', KEYS[j * 6 + 1])
     if v and decode(v).o == ARGV[1] then
-      redis.call('DEL', KEYS[j * 5 + 1])
+      redis.call('DEL', KEYS[j * 6 + 1])
     end
   end
   return answer
 end
 
-for i = 0, #KEYS / 5 - 1 do
-  local L, Q, S, SH = KEYS[i * 5 + 1], KEYS[i * 5 + 2], KEYS[i * 5 + 3], KEYS[i * 5 + 4]
-  local n = redis.call('EXISTS', L, Q, SH)
+for i = 0, #KEYS / 6 - 1 do
+  local L, Q, S, SH, SQD = KEYS[i * 6 + 1], KEYS[i * 6 + 2], KEYS[i * 6 + 3], KEYS[i * 6 + 4], KEYS[i * 6 + 5]
+  local n = redis.call('EXISTS', L, Q, SH, SQD)
   if n > 0 then
-    if redis.call('EXISTS', SH) == 1 then
+    if redis.call('EXISTS', SH, SQD) > 0 then
       if not now then
         local t = redis.call('TIME')
         now = tonumber(t[1]) * 1000000 + tonumber(t[2])
       end
-      if redis.call('ZCOUNT', SH, string.format('(%d', now), '+inf') > 0 then
+      local live = string.format('(%d', now)
+      if redis.call('ZCOUNT', SH, live, '+inf') > 0 or redis.call('ZCOUNT', SQD, live, '+inf') > 0 then
         local k = redis.call('HGET', S, 'k')
         if k then
           return refuse(redis.error_reply('DISTLOCK kind ' .. k .. ' ' .. (i + 1)))
@@ -67,8 +69,8 @@ if blocked then
   return refuse(blocked)
 end
 local out = {1}
-for i = 0, #KEYS / 5 - 1 do
-  local L, fence = KEYS[i * 5 + 1], KEYS[i * 5 + 5]
+for i = 0, #KEYS / 6 - 1 do
+  local L, fence = KEYS[i * 6 + 1], KEYS[i * 6 + 6]
   local token = mine[i] or mint(fence, ARGV[4], ARGV[5])
   if not token then
     return refuse(redis.error_reply('DISTLOCK fence exhausted'))

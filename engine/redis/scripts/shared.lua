@@ -19,6 +19,9 @@
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
 --           name's taken-over marks (taken.lua), the mutex's too
+--   KEYS[8], KEYS[9] (shared_acquire.lua only) the mutex's queue's
+--           heartbeat deadlines and state (queue.lua's KEYS[3], KEYS[4]):
+--           live waiters queued for the mutex refuse a shared lock
 --
 -- ARGV[1] is the fence ttl in ms and ARGV[2] PUBLISH or SPUBLISH for every
 -- script; their own arguments follow. Every time is the server's (TIME).

@@ -4,11 +4,16 @@
 -- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
 -- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua),
 -- the channel of the waiter's wake-ups ('': KEYS[1]).
+-- KEYS: shared.lua's seven, then the mutex's queue's heartbeat deadlines
+-- and state (queue.lua's KEYS[3] and KEYS[4]).
 -- The lock is made with the kind and limit asked when it does not exist;
 -- once it exists, its stored limit governs (a semaphore's limit asked is
 -- not compared: SetLimit changes the stored one).
 -- Refused with an error reply, having changed nothing: 'DISTLOCK mutex'
--- (the name is held as a mutex), 'DISTLOCK kind <k>' (the lock is of kind
+-- (the name is held as a mutex, or live waiters queue for its mutex:
+-- queued waiters bind the name to their kind, as holders do; an entry
+-- whose heartbeat deadline passed, or whose reservation lapsed, does not
+-- count), 'DISTLOCK kind <k>' (the lock is of kind
 -- k), 'DISTLOCK weight <l>' (the weight is not between 1 and the stored
 -- limit l), 'DISTLOCK held <w>'
 -- (the owner holds w permits of a semaphore), 'DISTLOCK upgrade' (the
@@ -30,6 +35,19 @@ local lk = redis.call('HMGET', LOCK, 'k', 'l', 'u', 'x', 'o:' .. owner)
 local used, mutex = sh_purge(now, tonumber(lk[3] or '0'), true)
 if mutex then
   return redis.error_reply('DISTLOCK mutex')
+end
+local MQD, MQS = KEYS[8], KEYS[9]
+if redis.call('EXISTS', MQD) == 1 then
+  local live = redis.call('ZCOUNT', MQD, '(' .. sh_int(now), '+inf')
+  if live > 0 then
+    local rv = redis.call('HMGET', MQS, 'rv', 'ru')
+    if rv[1] and now >= tonumber(rv[2] or '0') and tonumber(redis.call('ZSCORE', MQD, rv[1]) or '0') > now then
+      live = live - 1 -- its reservation lapsed: skipped, as queue.lua's q_settle drops it
+    end
+    if live > 0 then
+      return redis.error_reply('DISTLOCK mutex')
+    end
+  end
 end
 local k, l = tonumber(lk[1]), tonumber(lk[2])
 if not k then
