@@ -115,8 +115,8 @@ func (lk *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	return &jobLock{lk: lk, lease: l, granted: time.Now()}, nil
 }
 
-// newOwner mints the owner token of one run's lock: Unlock re-enters the
-// lock with it to keep it for the rest of the minimum hold time.
+// newOwner mints the owner token of one run's lock, its own: no other hold
+// shares it, so Unlock's minimum hold sets this run's ttl alone.
 func newOwner() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -133,30 +133,12 @@ type jobLock struct {
 }
 
 // Unlock ends the run's hold. Before the minimum hold time has passed, it
-// keeps the lock until then without renewals: it re-enters the lock with a
-// lease that is not renewed, releases the run's renewed lease, and
-// shortens the remaining hold to the rest of the minimum hold time, after
-// which the lock expires. An error of these steps leaves the lock held no
-// longer than its ttl.
+// keeps the lock until then and lets it expire (Lease.ReleaseAfter: the
+// hold's ttl set to the rest of the minimum hold time, no renewals, no
+// release), so that a scheduler whose tick comes a moment later skips the
+// run, even if this scheduler's Client is closed meanwhile; after it, it
+// releases the lock. An error leaves the lock held no longer than its ttl.
 func (j *jobLock) Unlock(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // the job's context ends with the scheduler
-	rest := j.lk.minHold - time.Since(j.granted)
-	if rest < distlock.MinTTL {
-		return j.lease.Release(ctx)
-	}
-	tail, err := j.lk.c.TryAcquire(ctx, j.lease.Name(), distlock.WithOwner(j.lease.Owner()),
-		distlock.WithTTL(rest), distlock.WithAutoRenew(false))
-	if err != nil {
-		return j.lease.Release(ctx)
-	}
-	if err := j.lease.Release(ctx); err != nil {
-		_ = tail.Release(ctx)
-		return err
-	}
-	rest = j.lk.minHold - time.Since(j.granted)
-	if rest < distlock.MinTTL {
-		return tail.Release(ctx)
-	}
-	// The tail is now the owner's only hold: its Extend sets the expiry.
-	return tail.Extend(ctx, rest)
+	return j.lease.ReleaseAfter(ctx, max(j.lk.minHold-time.Since(j.granted), 0))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -95,4 +96,73 @@ func TestLockerInvalid(t *testing.T) {
 	if info, err := eng.Inspect(ctx, "gocron/job"); err != nil || info.Held {
 		t.Fatalf("after the refusal: %+v %v, want nothing held", info, err)
 	}
+}
+
+// runCounter is an Observer that counts acquisitions, releases and losses.
+type runCounter struct {
+	mu                       sync.Mutex
+	acquired, released, lost int
+}
+
+func (o *runCounter) Acquired(string, time.Duration, bool)       { o.mu.Lock(); o.acquired++; o.mu.Unlock() }
+func (o *runCounter) AcquireFailed(string, time.Duration, error) {}
+func (o *runCounter) Waiting(string, int)                        {}
+func (o *runCounter) Renewed(string, bool)                       {}
+func (o *runCounter) Released(string, time.Duration)             { o.mu.Lock(); o.released++; o.mu.Unlock() }
+func (o *runCounter) Lost(string, distlock.LossCause, time.Duration) {
+	o.mu.Lock()
+	o.lost++
+	o.mu.Unlock()
+}
+
+// TestLockerMinHoldOutlivesClose: scheduler A runs a short job, and shuts
+// down right after (its Client closed, as NewLocker's doc asks, after the
+// scheduler's Shutdown); scheduler B's tick of the same run, within the
+// minimum hold, still finds the lock held, and the tick after the minimum
+// hold gets it. One run is one acquisition and one release to A's
+// Observer, never a loss. Before, the minimum hold was a second lease that
+// Close released at once (B ran the same tick again), and its planned
+// expiry counted as a lost lease on every run (outside tester's findings).
+func TestLockerMinHoldOutlivesClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		eng := memory.New()
+		obs := &runCounter{}
+		a, b := distlock.New(eng, distlock.WithObserver(obs)), distlock.New(eng)
+		defer b.Close()
+		la := gocronlock.NewLocker(a, gocronlock.WithMinHold(2*time.Second))
+		lb := gocronlock.NewLocker(b, gocronlock.WithMinHold(2*time.Second))
+		ctx := context.Background()
+		start := time.Now()
+		lock, err := la.Lock(ctx, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the run
+		if err := lock.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // B's tick of the same run
+		if l, err := lb.Lock(ctx, "job"); !errors.Is(err, distlock.ErrLocked) {
+			if l != nil {
+				_ = l.Unlock(ctx)
+			}
+			t.Fatalf("B's tick %v after A's grant, within the minimum hold: %v, want ErrLocked", time.Since(start), err)
+		}
+		time.Sleep(2*time.Second - time.Since(start))
+		l, err := lb.Lock(ctx, "job")
+		if err != nil {
+			t.Fatalf("B's tick once the minimum hold ran out: %v", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if obs.acquired != 1 || obs.released != 1 || obs.lost != 0 {
+			t.Fatalf("one run observed as %d acquisitions, %d releases, %d losses; want 1, 1, 0", obs.acquired, obs.released, obs.lost)
+		}
+	})
 }
