@@ -238,6 +238,12 @@ func (s *suite) reentryShortRenewed(t *testing.T, k reentryKind) {
 	}
 	s.coversLease(t, ctx, c, k, a, "while the short re-entry renews")
 	if err := b.Release(ctx); err != nil {
+		var lost *distlock.LostError
+		if errors.As(err, &lost) && lost.Cause == distlock.Unreachable {
+			// A renewal of the short ttl not answered in time: the
+			// backend or machine too slow for it, as above.
+			t.Skipf("machine too slow: the short re-entry was lost meanwhile: %v", err)
+		}
 		t.Fatal(err)
 	}
 	s.coversLease(t, ctx, c, k, a, "after the short re-entry's release")
