@@ -117,7 +117,10 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 		return &UnsupportedError{Feature: "Proclaim", Engine: c.node, Reason: "the engine cannot change a lock's metadata in place"}
 	}
 	sent := time.Now()
-	st, err := ms.SetMetadata(ctx, l.lease.name, l.lease.owner, value)
+	// By the term: a deposed leadership whose owner leads again under a
+	// newer term (a force-release, then a campaign of the same WithOwner)
+	// is refused, and changes nothing.
+	st, err := ms.SetMetadata(ctx, engine.MetadataRequest{Name: l.lease.name, Owner: l.lease.owner, Metadata: value, Token: l.lease.token})
 	if errors.Is(err, errors.ErrUnsupported) {
 		return &UnsupportedError{Feature: "Proclaim", Engine: c.node, Reason: err.Error()}
 	}

@@ -529,13 +529,33 @@ func CheckName(eng Engine, name string) error {
 	return nil
 }
 
+// MetadataRequest asks to set the metadata of a held lock in place (an
+// election's Proclaim: the leader's new value).
+type MetadataRequest struct {
+	Name     string
+	Owner    string
+	Metadata string
+	// Token, when not 0, is the fencing token of the grant whose holder
+	// sets the metadata (an election's term), with ExtendRequest.Token's
+	// meaning: an engine that keeps grant tokens answers HeldByOther and
+	// changes nothing when Owner's hold on Name has another token (the
+	// grant was freed, by a force-release or an expiry, and its owner was
+	// granted the lock again: a deposed leader of the same owner). 0: the
+	// hold of Owner, whatever its token (a caller that knows none). A
+	// quorum, whose nodes keep tokens of their own, does not check it.
+	Token uint64
+}
+
 // MetadataSetter is implemented by engines that can change the metadata of
 // a held lock in place (an election's Proclaim: the leader's new value,
 // without a new election).
 type MetadataSetter interface {
-	// SetMetadata sets the metadata of name to metadata while owner holds
-	// it, without touching its ttl, token or count, and signals the name's
-	// subscribers. It returns Extended when it did, Missing or HeldByOther
-	// when owner does not hold the lock (and nothing changed).
-	SetMetadata(ctx context.Context, name, owner, metadata string) (ExtendStatus, error)
+	// SetMetadata sets the metadata of r.Name to r.Metadata while r.Owner
+	// holds it (under the grant of r.Token, when not 0), without touching
+	// its ttl, token or count, and signals the name's subscribers. It
+	// returns Extended when it did, Missing or HeldByOther when the owner
+	// does not hold the lock, or holds it under another token (and nothing
+	// changed). A hold a force-release freed, whose lease has not ended, is
+	// answered HeldByOther (taken over), as Extend answers it.
+	SetMetadata(ctx context.Context, r MetadataRequest) (ExtendStatus, error)
 }

@@ -113,16 +113,17 @@ func (s *Server) handleCampaign(w http.ResponseWriter, r *http.Request, role Rol
 
 // proclaimAgain stores the value of a campaign by the owner that leads
 // already (a re-entry keeps the stored value), as distlock.Client.Campaign
-// does, so the leader's value, its observers' and the campaign's agree. If
-// that fails, it drops the re-entry's hold again and returns the answer.
-func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string) *apiError {
+// does, so the leader's value, its observers' and the campaign's agree; by
+// the re-entered grant's token (the term). If that fails, it drops the
+// re-entry's hold again and returns the answer.
+func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string, term uint64) *apiError {
 	ctx, cancel := engineContext(ctx)
 	defer cancel()
 	var e *apiError
 	ms, ok := s.eng.(engine.MetadataSetter)
 	st, err := engine.Extended, error(nil)
 	if ok {
-		st, err = ms.SetMetadata(ctx, name, owner, value)
+		st, err = ms.SetMetadata(ctx, engine.MetadataRequest{Name: name, Owner: owner, Metadata: value, Token: term})
 	}
 	switch {
 	case !ok:
@@ -134,19 +135,26 @@ func (s *Server) proclaimAgain(ctx context.Context, name, owner, value string) *
 	default:
 		return nil
 	}
-	_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
+	_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Token: term})
 	return e
 }
 
-// checkTerm answers whether owner leads name in term; a not_held answer
-// when it does not.
-func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest) *apiError {
+// checkTermArgs checks a TermRequest's owner and term.
+func checkTermArgs(req api.TermRequest) *apiError {
 	if e := requireOwner(req.Owner); e != nil {
 		return e
 	}
 	if req.Term == 0 {
 		return badRequest("term", "invalid term: must be positive")
 	}
+	return nil
+}
+
+// checkTerm answers whether owner leads name in term; a not_held answer
+// when it does not. It only reads: the call that acts names the term as
+// its grant's token, so that a term that ended since is refused by the
+// engine in the same step as the change.
+func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest) *apiError {
 	info, err := s.eng.Inspect(ctx, name)
 	switch {
 	case err != nil:
@@ -156,27 +164,30 @@ func (s *Server) checkTerm(ctx context.Context, name string, req api.TermRequest
 	case info.Owner != req.Owner:
 		return notHeld(name, engine.HeldByOther)
 	case info.Token != req.Term:
-		e := newError(http.StatusConflict, api.CodeNotHeld, fmt.Sprintf("term %d is not the current term of %q (%d)", req.Term, name, info.Token))
-		e.detail.Status = api.StatusHeldByOther
-		return e
+		return notInTerm(name, req.Term, fmt.Sprintf(" (%d)", info.Token))
 	}
 	return nil
 }
 
-// termRequest decodes a TermRequest and checks it against the current
-// term (checkTerm) after the checks of its other fields, if any; it
-// answers the request itself and returns false when it fails.
-func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, name string,
-	checks ...func(api.TermRequest) *apiError) (api.TermRequest, bool) {
+// notInTerm is the not_held answer (held_by_other) to a proclaim or resign
+// whose term is not the owner's current one; current describes that one,
+// when known.
+func notInTerm(name string, term uint64, current string) *apiError {
+	e := newError(http.StatusConflict, api.CodeNotHeld, fmt.Sprintf("term %d is not the current term of %q%s", term, name, current))
+	e.detail.Status = api.StatusHeldByOther
+	return e
+}
+
+// termRequest decodes a TermRequest and checks its fields (checkTermArgs,
+// then checks); it answers the request itself and returns false when it
+// fails.
+func (s *Server) termRequest(w http.ResponseWriter, r *http.Request, checks ...func(api.TermRequest) *apiError) (api.TermRequest, bool) {
 	var req api.TermRequest
 	e := s.decode(w, r, &req)
-	for _, check := range checks {
+	for _, check := range append([]func(api.TermRequest) *apiError{checkTermArgs}, checks...) {
 		if e == nil {
 			e = check(req)
 		}
-	}
-	if e == nil {
-		e = s.checkTerm(ctx, name, req)
 	}
 	if e != nil {
 		writeError(w, e)
@@ -185,30 +196,51 @@ func (s *Server) termRequest(ctx context.Context, w http.ResponseWriter, r *http
 	return req, true
 }
 
-// handleProclaim serves POST /v1/elections/{name}/proclaim.
+// handleProclaim serves POST /v1/elections/{name}/proclaim: one engine
+// call, SetMetadata naming the term as the grant's token, so the engine
+// checks owner and term in the same step as the write (no Inspect first:
+// a term that ended between the two would have been written over). Where
+// the engine does not check grant tokens (a quorum), the owner alone is.
 func (s *Server) handleProclaim(w http.ResponseWriter, r *http.Request, _ Role, name string) {
+	req, ok := s.termRequest(w, r, proclaimedValue)
+	if !ok {
+		return
+	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	if req, ok := s.termRequest(ctx, w, r, name, proclaimedValue); ok {
-		s.setMetadata(ctx, w, "proclaim", name, req.Owner, req.Value)
-	}
+	s.setMetadata(ctx, w, "proclaim", engine.MetadataRequest{Name: name, Owner: req.Owner, Metadata: req.Value, Token: req.Term},
+		func(name string, st engine.ExtendStatus) *apiError {
+			if st == engine.HeldByOther {
+				return notInTerm(name, req.Term, ": another owner, or that owner under a newer term, leads now")
+			}
+			return notHeld(name, st)
+		})
 }
 
 // proclaimedValue checks the value a proclaim stores (validateValue).
 func proclaimedValue(req api.TermRequest) *apiError { return validateValue(req.Value) }
 
-// handleResign serves POST /v1/elections/{name}/resign.
+// handleResign serves POST /v1/elections/{name}/resign: the term is
+// checked (checkTerm) and then named by the release as its grant's token,
+// so a term that ended in between (the owner elected again under a newer
+// one) is refused by the engine and drops nothing.
 func (s *Server) handleResign(w http.ResponseWriter, r *http.Request, _ Role, name string) {
-	ctx, cancel := engineContext(r.Context())
-	defer cancel()
-	req, ok := s.termRequest(ctx, w, r, name)
+	req, ok := s.termRequest(w, r)
 	if !ok {
 		return
 	}
-	res, err := s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: req.Owner})
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	if e := s.checkTerm(ctx, name, req); e != nil {
+		writeError(w, e)
+		return
+	}
+	res, err := s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: req.Owner, Token: req.Term})
 	switch {
 	case err != nil:
 		writeError(w, engineErr("resign", err))
+	case res.Status == engine.NotOwner:
+		writeError(w, notInTerm(name, req.Term, ": another owner, or that owner under a newer term, leads now"))
 	case res.Status != engine.Released:
 		writeError(w, notHeld(name, engine.Missing))
 	default:

@@ -81,7 +81,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 		return
 	}
 	if req.Announce && o.grant.Count > 1 {
-		if e := s.proclaimAgain(r.Context(), name, owner, req.Metadata); e != nil {
+		if e := s.proclaimAgain(r.Context(), name, owner, req.Metadata, o.grant.Token); e != nil {
 			writeError(w, e)
 			return
 		}
@@ -427,25 +427,28 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request, _ Role, 
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	s.setMetadata(ctx, w, "metadata", name, req.Owner, req.Metadata)
+	s.setMetadata(ctx, w, "metadata", engine.MetadataRequest{Name: name, Owner: req.Owner, Metadata: req.Metadata, Token: req.Token}, notHeld)
 }
 
-// setMetadata sets a held lock's metadata (engine.MetadataSetter) and
-// answers; op names the request in errors.
-func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op, name, owner, metadata string) {
+// setMetadata sets a held lock's metadata (engine.MetadataSetter: the
+// owner's hold, of the grant of r.Token when not 0, checked by the engine
+// in the same step as the write) and answers; op names the request in
+// errors, refused the answer when the owner does not hold it.
+func (s *Server) setMetadata(ctx context.Context, w http.ResponseWriter, op string, r engine.MetadataRequest,
+	refused func(name string, st engine.ExtendStatus) *apiError) {
 	ms, ok := s.eng.(engine.MetadataSetter)
 	if !ok {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, op+": this server's engine cannot change a lock's metadata in place"))
 		return
 	}
-	st, err := ms.SetMetadata(ctx, name, owner, metadata)
+	st, err := ms.SetMetadata(ctx, r)
 	switch {
 	case err != nil:
 		writeError(w, engineErr(op, err))
 	case st != engine.Extended:
-		writeError(w, notHeld(name, st))
+		writeError(w, refused(r.Name, st))
 	default:
-		writeJSON(w, http.StatusOK, api.MetadataResponse{Name: name, Metadata: metadata})
+		writeJSON(w, http.StatusOK, api.MetadataResponse{Name: r.Name, Metadata: r.Metadata})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 )
 
 // electionHandover: one leader at a time; a second campaigner waits, is
@@ -331,5 +332,70 @@ func (s *suite) electionObserveForward(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// electionDeposedSameOwner: a leadership force-released by an admin whose
+// owner (a shared WithOwner: a restarted process of the same node) is
+// elected again, under a newer term, is deposed: its Proclaim names its
+// own term (engine.MetadataRequest.Token) and is refused with ErrNotHeld,
+// changes nothing (Leader reports the new term with the new leader's
+// value), and ends the old leadership; its Resign leaves the new term
+// leading. Skipped where the engine does not check grant tokens
+// (Harness.UncheckedTokens: a quorum).
+func (s *suite) electionDeposedSameOwner(t *testing.T) {
+	if s.h.UncheckedTokens {
+		t.Skip("the engine does not check grant tokens (Harness.UncheckedTokens)")
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	name := lockName(t)
+	e := s.h.New(t)
+	if _, ok := e.(engine.ForceReleaser); !ok {
+		t.Skip("the engine cannot force-release (engine.ForceReleaser)")
+	}
+	adm := distlock.New(e)
+	t.Cleanup(func() { _ = adm.Close() })
+	c1, c2 := s.client(t), s.client(t)
+	owner := distlock.WithOwner("node-" + name)
+	// No watchdog: a renewal must not tell l1 before its Proclaim does.
+	l1, err := c1.Campaign(ctx, name, "p1", owner, distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if freed, err := adm.ForceRelease(ctx, name); err != nil || !freed {
+		t.Fatalf("force-release: %v, %v", freed, err)
+	}
+	l2, err := c2.Campaign(ctx, name, "p2", owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l2.Resign(context.Background()) })
+	if l2.Term() <= l1.Term() {
+		t.Fatalf("the term after the force-release is %d, not above %d", l2.Term(), l1.Term())
+	}
+	if err := l1.Err(); err != nil {
+		t.Fatalf("the deposed leadership ended before its Proclaim (no watchdog): %v", err)
+	}
+	if err := l1.Proclaim(ctx, "stale"); !errors.Is(err, distlock.ErrNotHeld) {
+		t.Errorf("Proclaim by the deposed leadership of term %d (term %d leads): %v, want ErrNotHeld", l1.Term(), l2.Term(), err)
+	}
+	if err := l1.Err(); err == nil {
+		t.Errorf("the deposed leadership of term %d still leads (Err nil) after its refused Proclaim", l1.Term())
+	}
+	if st, err := adm.Leader(ctx, name); err != nil || st.Value != "p2" || st.Term != l2.Term() {
+		t.Errorf("Leader after the deposed Proclaim: %+v, %v; want p2 in term %d", st, err, l2.Term())
+	}
+	_ = l1.Resign(ctx)
+	if st, err := adm.Leader(ctx, name); err != nil || st.Value != "p2" || st.Term != l2.Term() {
+		t.Errorf("Leader after the deposed Resign: %+v, %v; want p2 in term %d", st, err, l2.Term())
+	}
+	if err := l2.Err(); err != nil {
+		t.Fatalf("the new leadership ended: %v", err)
+	}
+	if err := l2.Proclaim(ctx, "p2b"); err != nil {
+		t.Fatalf("the new leader's Proclaim: %v", err)
+	}
+	if st, err := adm.Leader(ctx, name); err != nil || st.Value != "p2b" || st.Term != l2.Term() {
+		t.Errorf("Leader after the new leader's Proclaim: %+v, %v; want p2b in term %d", st, err, l2.Term())
 	}
 }

@@ -58,7 +58,8 @@ type Harness struct {
 
 	// UncheckedTokens: the engine does not check the grant token of a
 	// renewal or a release (engine.ExtendRequest.Token): a Redlock quorum,
-	// whose nodes keep tokens of their own. GrantTokenChecked is skipped.
+	// whose nodes keep tokens of their own. GrantTokenChecked and
+	// ElectionDeposedSameOwner are skipped.
 	UncheckedTokens bool
 }
 
@@ -122,6 +123,7 @@ func Run(t *testing.T, h Harness) {
 		{"ElectionWaitersCount", s.electionWaitersCount},
 		{"ElectionCampaignAgain", s.electionCampaignAgain},
 		{"ElectionObserveForward", s.electionObserveForward},
+		{"ElectionDeposedSameOwner", s.electionDeposedSameOwner},
 		{"SemaphoreLimit", s.semaphoreLimit},
 		{"SemaphoreExpiry", s.semaphoreExpiry},
 		{"SemaphoreFIFO", s.semaphoreFIFO},

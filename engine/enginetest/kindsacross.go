@@ -855,7 +855,7 @@ func kindsPausedLeader(t *testing.T, a *distlock.Client, pause, resume func(), a
 	// process whose Client has not looked at its clock yet): nothing.
 	owner := first.Lease().Owner()
 	if ms, ok := ae.(engine.MetadataSetter); ok {
-		if st, err := ms.SetMetadata(ctx, name, owner, "first-late"); err == nil && st == engine.Extended {
+		if st, err := ms.SetMetadata(ctx, engine.MetadataRequest{Name: name, Owner: owner, Metadata: "first-late"}); err == nil && st == engine.Extended {
 			t.Error("the engine set the deposed leader's value over the new leader's")
 		}
 	}

@@ -358,7 +358,7 @@ func (s *suite) releaseOfAnotherKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ms, ok := e.(engine.MetadataSetter); ok {
-				st, err := ms.SetMetadata(ctx, name, l.Owner(), "proclaimed")
+				st, err := ms.SetMetadata(ctx, engine.MetadataRequest{Name: name, Owner: l.Owner(), Metadata: "proclaimed"})
 				out = append(out, fmt.Sprintf("%s's metadata set: %v %v", k.held, st, outcomeOf(err)))
 			}
 			res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: l.Owner(), Kind: k.asked})

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
@@ -161,13 +162,17 @@ func (e *Engine) free(ctx context.Context, st *state) (ok, unsure bool, err erro
 }
 
 // SetMetadata implements engine.MetadataSetter. The lock key keeps its
-// lease, so its ttl is untouched; the put wakes the name's subscribers.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+// lease, so its ttl is untouched; the put wakes the name's subscribers. A
+// request naming a grant's token (r.Token, not 0: an election's term) sets
+// the metadata of that grant only: the lock key's CreateRevision is
+// compared with it, in the read and in the transaction that writes, and a
+// newer grant of the owner answers HeldByOther.
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
 	for range maxConflicts {
-		st, err := e.read(ctx, name)
+		st, err := e.read(ctx, r.Name)
 		if err != nil {
 			return 0, err
 		}
@@ -176,15 +181,21 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 			// Freed: taken over when a force-release left its mark, as a
 			// renewal is told (takenOver); else expired or released.
 			out := []engine.ExtendResult{{Status: engine.Missing}}
-			e.takenOver(ctx, []engine.ExtendRequest{{Name: name, Owner: owner}}, out)
+			e.takenOver(ctx, []engine.ExtendRequest{{Name: r.Name, Owner: r.Owner}}, out)
 			return out[0].Status, nil
-		case st.hold.Owner != owner:
+		case st.hold.Owner != r.Owner:
 			return engine.HeldByOther, nil
+		case r.Token != 0 && uint64(st.lock.CreateRevision) != r.Token:
+			return engine.HeldByOther, nil // a newer grant of the owner
 		}
 		h := st.hold
-		h.Metadata = metadata
-		ok, err := e.commit(ctx, "set metadata of "+name, st.unchanged(e, ""),
-			clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
+		h.Metadata = r.Metadata
+		cmps := st.unchanged(e, "")
+		if r.Token != 0 {
+			cmps = append(cmps, createdIs(e.keys.lock(r.Name), "", pb.Compare_EQUAL, int64(r.Token)))
+		}
+		ok, err := e.commit(ctx, "set metadata of "+r.Name, cmps,
+			clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 		if err != nil {
 			return 0, err
 		}
@@ -192,7 +203,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 			return engine.Extended, nil
 		}
 	}
-	return 0, conflict("set metadata", name)
+	return 0, conflict("set metadata", r.Name)
 }
 
 // commit runs ops if every comparison holds, and reports whether they did.

@@ -257,25 +257,29 @@ func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-// SetMetadata implements engine.MetadataSetter.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+// SetMetadata implements engine.MetadataSetter: the hold of r.Owner, of
+// the grant of r.Token when not 0 (another token: HeldByOther, nothing
+// changed).
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
 	now := e.now()
-	l := e.live(name, now)
+	l := e.live(r.Name, now)
 	switch {
-	case l == nil && e.takenFrom(name, owner, now):
+	case l == nil && e.takenFrom(r.Name, r.Owner, now):
 		return engine.HeldByOther, nil // force-released: taken over, as Extend says
 	case l == nil:
 		return engine.Missing, nil
-	case l.owner != owner:
+	case l.owner != r.Owner:
 		return engine.HeldByOther, nil
+	case r.Token != 0 && l.token != r.Token:
+		return engine.HeldByOther, nil // a newer grant of the owner
 	}
-	l.metadata = metadata
-	e.announce(name, l)
+	l.metadata = r.Metadata
+	e.announce(r.Name, l)
 	return engine.Extended, nil
 }
 

@@ -30,7 +30,7 @@ func TestNotices(t *testing.T) {
 	if n, ok := notices.Notice(); !ok || !n.Held || n.Token != g.Token || n.Metadata != "v" || n.TTL <= 0 {
 		t.Fatalf("grant: %+v %v, want term %d, value v", n, ok, g.Token)
 	}
-	if st, err := e.SetMetadata(ctx, "n", "o", "w"); err != nil || st != engine.Extended {
+	if st, err := e.SetMetadata(ctx, engine.MetadataRequest{Name: "n", Owner: "o", Metadata: "w"}); err != nil || st != engine.Extended {
 		t.Fatal(st, err)
 	}
 	<-sub.C()

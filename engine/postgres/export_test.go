@@ -19,3 +19,9 @@ func (e *Engine) EndV11()   { e.v11.until.Store(0) }
 // v13Recheck does.
 func (e *Engine) V13() bool { return e.v13.old() }
 func (e *Engine) EndV13()   { e.v13.until.Store(0) }
+
+// V15 reports whether the engine calls version 15's set_metadata now (it
+// met a schema before version 16); EndV15 ends that as the passing of
+// v15Recheck does.
+func (e *Engine) V15() bool { return e.v15.old() }
+func (e *Engine) EndV15()   { e.v15.until.Store(0) }

@@ -160,3 +160,8 @@ const v11Recheck = time.Minute
 // engine that met one calls version 13's release_shared (without the kind)
 // before it tries the current one again.
 const v13Recheck = time.Minute
+
+// v15Recheck is v11Recheck for a schema before version 16: how long an
+// engine that met one calls version 15's set_metadata (without the grant's
+// token) before it tries the current one again.
+const v15Recheck = time.Minute

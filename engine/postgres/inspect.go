@@ -98,16 +98,24 @@ func (e *Engine) raise(ctx context.Context, query string, r engine.RaiseRequest)
 	return held, nil
 }
 
-// SetMetadata implements engine.MetadataSetter (an election's Proclaim).
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+// SetMetadata implements engine.MetadataSetter (an election's Proclaim). A
+// request that names a token (MetadataRequest.Token) other than the owner's
+// hold's is answered HeldByOther and changes nothing (schema version 16; on
+// an older schema, not checked: Engine.v15).
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
 	if err := e.check(); err != nil {
 		return 0, err
 	}
-	if err := checkTexts("name", name, "owner", owner, "metadata", metadata); err != nil {
+	if err := checkTexts("name", r.Name, "owner", r.Owner, "metadata", r.Metadata); err != nil {
 		return 0, err
 	}
 	var status int32
-	if err := e.pool.QueryRow(ctx, e.sql.setMetadata, name, owner, metadata).Scan(&status); err != nil {
+	err := e.v15.call(func() error {
+		return e.pool.QueryRow(ctx, e.sql.setMetadata, r.Name, r.Owner, r.Metadata, grantToken(r.Token)).Scan(&status)
+	}, func() error {
+		return e.pool.QueryRow(ctx, e.sql.setMetadataV15, r.Name, r.Owner, r.Metadata).Scan(&status)
+	})
+	if err != nil {
 		return 0, e.wrap(err)
 	}
 	return engine.ExtendStatus(status), nil

@@ -59,12 +59,18 @@ var schemaSQL string
 // transaction that is not READ COMMITTED, SQLSTATE DL002, changing
 // nothing: its snapshot, taken at the transaction's first statement,
 // could hide a newer grant that committed since, and let a deposed
-// holder's write commit; Current is unchanged, safe at every level).
+// holder's write commit; Current is unchanged, safe at every level; 16: an
+// election's Proclaim names the grant's token, set_metadata's p_token, and
+// one that names another token than the owner's hold's changes nothing, so
+// a deposed leader whose owner was elected again cannot overwrite the new
+// leader's value; version 15's signature stays for processes of that
+// version, and an engine on a schema before version 16 calls it,
+// unchecked, until it is migrated).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 15
+const SchemaVersion = 16
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -36,7 +36,11 @@ type Engine struct {
 	// v13: release_shared is called with version 13's signature, without
 	// the kind (not checked), for v13Recheck at a time, once the current
 	// one was missing (a schema before version 14).
-	v13    signatures
+	v13 signatures
+	// v15: set_metadata is called with version 15's signature, without
+	// the grant's token (not checked), for v15Recheck at a time, once the
+	// current one was missing (a schema before version 16).
+	v15    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }
@@ -100,6 +104,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned}
 	e.v11.recheck = v11Recheck
 	e.v13.recheck = v13Recheck
+	e.v15.recheck = v15Recheck
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}

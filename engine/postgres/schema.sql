@@ -648,8 +648,13 @@ END $$;
 -- notifies the name's subscribers (an election's Proclaim). Statuses as
 -- extend's: a holder a force-release freed (_taken) is answered 3, taken
 -- over, as its renewal would be (version 11; before, 2, and the Client
--- recorded the loss as an expiry).
-CREATE OR REPLACE FUNCTION {{S}}.set_metadata(p_name text, p_owner text, p_metadata text) RETURNS integer
+-- recorded the loss as an expiry). p_token (version 16), when not 0, is
+-- the token of the grant whose holder sets it (engine.MetadataRequest.Token,
+-- an election's term), with extend's p_tokens' meaning: p_owner's hold
+-- under another token (a newer grant of the owner: the caller was deposed)
+-- is answered 3 and nothing changes. The row of locks is held (_lock)
+-- from the check to the write.
+CREATE OR REPLACE FUNCTION {{S}}.set_metadata(p_name text, p_owner text, p_metadata text, p_token bigint) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
   l {{S}}.locks := {{S}}._lock(p_name);
@@ -661,13 +666,18 @@ BEGIN
     END IF;
     RETURN 2;
   END IF;
-  IF l.owner <> p_owner THEN
+  IF l.owner <> p_owner OR (p_token <> 0 AND l.token <> p_token) THEN
     RETURN 3;
   END IF;
   UPDATE {{S}}.locks SET metadata = p_metadata, marked = true WHERE name = p_name;
   PERFORM {{S}}._notify(p_name, 'proclaimed');
   RETURN 1;
 END $$;
+
+-- set_metadata without p_token: version 15's signature, for processes of
+-- that version and before (the owner's hold, whatever its token).
+CREATE OR REPLACE FUNCTION {{S}}.set_metadata(p_name text, p_owner text, p_metadata text) RETURNS integer
+LANGUAGE sql AS $$ SELECT {{S}}.set_metadata(p_name, p_owner, p_metadata, 0::bigint) $$;
 
 -- inspect reads name's state without changing or locking anything.
 CREATE OR REPLACE FUNCTION {{S}}.inspect(p_name text,
@@ -1565,7 +1575,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 15 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 16 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1604,5 +1614,9 @@ INSERT INTO {{S}}.version (version) SELECT 15 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- (release_shared's p_kind; version 13's signature stays, unchecked);
 -- 15: fence_check's HighestSeen (mode 2) raises DL002 in a transaction
 -- that is not READ COMMITTED, whose snapshot could hide a newer grant,
--- before it writes anything.
-UPDATE {{S}}.version SET version = 15 WHERE version < 15;
+-- before it writes anything; 16: a Proclaim names the grant's token
+-- (set_metadata's p_token), and one that names a token other than the
+-- owner's hold's changes nothing, so a deposed leader of the same owner
+-- cannot overwrite the new leader's value (version 15's signature stays,
+-- calling it with 0: any token).
+UPDATE {{S}}.version SET version = 16 WHERE version < 16;

@@ -38,6 +38,10 @@ type statements struct {
 	// Version 13's signature of release_shared, without the kind, for a
 	// schema before version 14 (Engine.v13).
 	releaseSharedV13 string
+
+	// Version 15's signature of set_metadata, without the grant's token,
+	// for a schema before version 16 (Engine.v15).
+	setMetadataV15 string
 }
 
 func newStatements(schema string) statements {
@@ -50,7 +54,7 @@ func newStatements(schema string) statements {
 		forceRelease: "SELECT " + s + ".force_release($1, $2)",
 		leave:        "SELECT " + s + ".leave($1, $2)",
 		raiseFence:   "SELECT " + s + ".raise_fence($1, $2, $3)",
-		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3)",
+		setMetadata:  "SELECT " + s + ".set_metadata($1, $2, $3, $4)",
 		inspect:      "SELECT i.*, q.ids, q.us FROM " + s + ".inspect($1) i, " + queueOf(s, "waiters", "$1", "since"),
 		sweep:        "SELECT " + s + ".sweep($1)",
 		acquireMulti: "SELECT * FROM " + s + ".acquire_multi($1, $2, $3, $4, $5)",
@@ -73,6 +77,7 @@ func newStatements(schema string) statements {
 		releaseV11:       "SELECT * FROM " + s + ".release($1, $2, $3)",
 		releaseSharedV11: "SELECT * FROM " + s + ".release_shared($1, $2)",
 		releaseSharedV13: "SELECT * FROM " + s + ".release_shared($1, $2, $3)",
+		setMetadataV15:   "SELECT " + s + ".set_metadata($1, $2, $3)",
 		extendSharedV11:  "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4)",
 		extendBothV11: "SELECT * FROM " + s + ".extend($1, $2, $3, $4) UNION ALL " +
 			"SELECT o_i + cardinality($1::text[]), o_status, o_token, o_wake FROM " + s + ".extend_shared($5, $6, $7, $8)",

@@ -13,7 +13,15 @@ var errNoSetMetadata = errors.New("engine cannot set metadata")
 // SetMetadata implements engine.MetadataSetter: set when a majority of the
 // nodes set it. A minority that missed it keeps the old value until the
 // next grant; Inspect reports the value most holding nodes have.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+//
+// r.Token is not checked: it is stripped before the nodes are asked, as a
+// renewal's is (untokened), for the nodes keep tokens of their own, which
+// the quorum's token (the settled term) need not be. So a deposed leader
+// whose owner was elected again (a force-release, then a campaign of the
+// same WithOwner) sets the new leader's value here: the quorum checks the
+// owner only (Harness.UncheckedTokens in the conformance suite).
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
+	r.Token = 0 // the nodes keep tokens of their own (untokened)
 	for _, n := range e.nodes {
 		if _, ok := n.eng.(engine.MetadataSetter); !ok {
 			return 0, fmt.Errorf("%w: node %s cannot set metadata", errors.ErrUnsupported, n.name)
@@ -24,7 +32,7 @@ func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) 
 		if !ok {
 			return 0, errNoSetMetadata
 		}
-		return ms.SetMetadata(ctx, name, owner, metadata)
+		return ms.SetMetadata(ctx, r)
 	}, nil, nil)
 	set, other, failed := 0, 0, 0
 	for _, x := range rs {
@@ -113,7 +121,7 @@ func (e *Engine) announce(ctx context.Context, r engine.AcquireRequest, value st
 				return engine.Missing, err
 			}
 		}
-		return ms.SetMetadata(ctx, r.Name, r.Owner, value)
+		return ms.SetMetadata(ctx, engine.MetadataRequest{Name: r.Name, Owner: r.Owner, Metadata: value})
 	}, nil, nil)
 	if timing == valueWithGrant {
 		return nil

@@ -39,8 +39,8 @@ func (n termNode) RaiseFence(ctx context.Context, r engine.RaiseRequest) (bool, 
 	return n.Engine.(engine.FenceRaiser).RaiseFence(ctx, r)
 }
 
-func (n termNode) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
-	return n.Engine.(engine.MetadataSetter).SetMetadata(ctx, name, owner, metadata)
+func (n termNode) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
+	return n.Engine.(engine.MetadataSetter).SetMetadata(ctx, r)
 }
 
 // pause waits d (a node's injected slowness), or until ctx ends.

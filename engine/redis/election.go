@@ -17,9 +17,11 @@ var (
 
 var _ engine.MetadataSetter = (*Engine)(nil)
 
-// SetMetadata implements engine.MetadataSetter.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
-	n, err := e.batch.run(ctx, setMetadataScript, []string{e.lockKey(name), e.takenKey(name)}, owner, metadata, e.publish).Int64()
+// SetMetadata implements engine.MetadataSetter: the hold of r.Owner, of
+// the grant of r.Token when not 0 (set_metadata.lua compares it with the
+// lock's token in the same script as the write).
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
+	n, err := e.batch.run(ctx, setMetadataScript, []string{e.lockKey(r.Name), e.takenKey(r.Name)}, r.Owner, r.Metadata, e.publish, tokenArg(r.Token)).Int64()
 	if err != nil {
 		return 0, err
 	}

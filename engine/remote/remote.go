@@ -371,10 +371,13 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 	return wire.Info(out), nil
 }
 
-// SetMetadata implements engine.MetadataSetter.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+// SetMetadata implements engine.MetadataSetter: POST
+// /v1/locks/{name}/metadata, with r.Token as the body's token (the server
+// passes it to its engine, which checks it where it keeps grant tokens).
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
 	var out api.MetadataResponse
-	err := e.do(ctx, "metadata", http.MethodPost, lockPath(name, "metadata"), api.MetadataRequest{Owner: owner, Metadata: metadata}, &out)
+	err := e.do(ctx, "metadata", http.MethodPost, lockPath(r.Name, "metadata"),
+		api.MetadataRequest{Owner: r.Owner, Metadata: r.Metadata, Token: r.Token}, &out)
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotHeld {
 		if he.Detail.Status == api.StatusHeldByOther {

@@ -102,32 +102,40 @@ func (e *Engine) force(ctx context.Context, name string, which func(owner string
 // no connection, or whose connection broke, is sent again once the
 // session is back (until ctx ends), as CountDown's: a member restarting
 // under a leader's Proclaim is not its failure, and the value written is
-// the same on every try.
-func (e *Engine) SetMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+// the same on every try. A request naming a grant's token (r.Token, not 0:
+// an election's term) sets the metadata of that grant only: the holder
+// child's czxid is compared with it (ofGrant), and the write is made at
+// the version of the child read, so a newer grant of the owner (another
+// child) answers HeldByOther and changes nothing.
+func (e *Engine) SetMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	return resent(ctx, func() (engine.ExtendStatus, error) { return e.setMetadata(ctx, name, owner, metadata) })
+	return resent(ctx, func() (engine.ExtendStatus, error) { return e.setMetadata(ctx, r) })
 }
 
 // setMetadata is one try of SetMetadata.
-func (e *Engine) setMetadata(ctx context.Context, name, owner, metadata string) (engine.ExtendStatus, error) {
+func (e *Engine) setMetadata(ctx context.Context, r engine.MetadataRequest) (engine.ExtendStatus, error) {
+	name := r.Name
 	for range maxConflicts {
 		l, err := e.read(ctx, name)
 		if err != nil {
 			return 0, err
 		}
-		c, ok := l.heldBy(owner, l.now)
+		c, ok := l.heldBy(r.Owner, l.now)
 		if ok && !ofKind(c, engine.Mutex) {
 			// An election's metadata is a mutex's (the contract's, and
 			// the other engines'): a shared holder's is left alone.
 			return engine.Missing, nil
 		}
 		if !ok {
-			return e.lostTo(ctx, &l, owner), nil
+			return e.lostTo(ctx, &l, r.Owner), nil
+		}
+		if !ofGrant(c, r.Token) {
+			return engine.HeldByOther, nil // a newer grant of the owner
 		}
 		d := c.d
-		d.Metadata = metadata
+		d.Metadata = r.Metadata
 		d.Base = c.expiry() - d.TTL
 		_, err = e.multi(ctx, &zk.SetDataRequest{Path: c.path, Data: d.encode(), Version: c.st.Version},
 			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evMetadata}.encode(), Version: -1})

@@ -198,6 +198,12 @@ type AcquireRequest struct {
 type MetadataRequest struct {
 	Owner    string `json:"owner"`
 	Metadata string `json:"metadata"`
+	// Token, when set, is the fencing token of the grant whose holder sets
+	// the metadata (an election's term): when Owner's hold has another
+	// token (a newer grant of the same owner: the caller was deposed), the
+	// answer is not_held with "held_by_other" and nothing changes
+	// (engine.MetadataRequest.Token). Absent or 0: Owner's hold.
+	Token uint64 `json:"token,omitempty"`
 }
 
 // MetadataResponse answers a metadata change that was made.
@@ -510,7 +516,9 @@ type CampaignRequest struct {
 
 // TermRequest is the body of POST /v1/elections/{name}/resign and
 // .../proclaim (with Value): the leader's owner and term. A term that is not
-// the current one is answered not_held, and nothing changes.
+// the current one is answered not_held, and nothing changes: the term is
+// the grant's token of the engine's one call (engine.MetadataRequest.Token,
+// engine.ReleaseRequest.Token), checked in the same step as the write.
 type TermRequest struct {
 	Owner string `json:"owner"`
 	Term  uint64 `json:"term"`
