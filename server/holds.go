@@ -81,7 +81,7 @@ func (t *holdTracker) lostAtRenewal(name, owner string, cause distlock.LossCause
 	if h := t.forget(name, owner); h != nil {
 		t.lost(name, h, cause)
 	} else {
-		t.obs.m.lostElsewhere(cause)
+		t.obs.lostElsewhere(cause)
 	}
 }
 
@@ -117,8 +117,7 @@ func (t *holdTracker) lostAtRelease(name, owner string, cause distlock.LossCause
 		t.lost(name, h, cause)
 		return
 	}
-	t.obs.m.lostElsewhere(cause)
-	t.obs.changed()
+	t.obs.lostElsewhere(cause)
 }
 
 // lostOldGrant records a renewal or a release of a freed grant whose owner
@@ -126,8 +125,7 @@ func (t *holdTracker) lostAtRelease(name, owner string, cause distlock.LossCause
 // the old lease's loss is counted, and the owner's tracked hold, the newer
 // grant's, stays.
 func (t *holdTracker) lostOldGrant() {
-	t.obs.m.lostElsewhere(distlock.TakenOver)
-	t.obs.changed()
+	t.obs.lostElsewhere(distlock.TakenOver)
 }
 
 // forget drops the holds of owner on name and returns them (nil when
@@ -144,7 +142,7 @@ func (t *holdTracker) forget(name, owner string) *hold {
 // forced records a force-release of name through this server: the holds
 // of owner, or of every owner when owner is "" (a valid owner is never
 // empty), ended then. A holder that renews or releases later is told it
-// lost the lock, which counts its loss (lostElsewhere), not another end of
+// lost the lock, which counts its loss (fanout.lostElsewhere), not another end of
 // its hold.
 func (t *holdTracker) forced(name, owner string) {
 	now := t.now()

@@ -142,7 +142,7 @@ func (m *Metrics) Released(_ string, held time.Duration) {
 
 // Lost implements distlock.Observer.
 func (m *Metrics) Lost(_ string, cause distlock.LossCause, held time.Duration) {
-	m.lost.WithLabelValues(causeLabel(cause)).Inc()
+	m.lostElsewhere(cause)
 	m.hold.WithLabelValues("lost").Observe(held.Seconds())
 	m.holders.Dec()
 }
@@ -192,6 +192,23 @@ func (f *fanout) Released(name string, held time.Duration) {
 
 func (f *fanout) Lost(name string, cause distlock.LossCause, held time.Duration) {
 	f.m.Lost(name, cause, held)
+	f.lossCharted()
+}
+
+// lostElsewhere counts the loss of a lease whose hold this server does
+// not track (granted through another server, ended before: forced,
+// expired, or an older grant of an owner holding the lock again): in
+// distlock_leases_lost_total and in the dashboard's chart, as Lost counts
+// a tracked hold's loss in both.
+func (f *fanout) lostElsewhere(cause distlock.LossCause) {
+	f.m.lostElsewhere(cause)
+	f.lossCharted()
+}
+
+// lossCharted puts a loss counted in distlock_leases_lost_total on the
+// dashboard's chart: the one place both kinds of loss (Lost,
+// lostElsewhere) reach it, so that the chart and /metrics agree.
+func (f *fanout) lossCharted() {
 	f.tl.add(seriesLost)
 	f.changed()
 }
@@ -210,7 +227,8 @@ func (m *Metrics) expired(held time.Duration) {
 	m.holders.Dec()
 }
 
-// lostElsewhere counts a loss of a lease granted through another server.
+// lostElsewhere counts a lease's loss in distlock_leases_lost_total: Lost's
+// count, and the whole of a loss whose hold the server does not track.
 func (m *Metrics) lostElsewhere(cause distlock.LossCause) {
 	m.lost.WithLabelValues(causeLabel(cause)).Inc()
 }

@@ -69,6 +69,9 @@ func (s *Server) handleSetAcquire(w http.ResponseWriter, r *http.Request, role R
 			s.releaseSet(rs)
 		}
 		if err != nil {
+			// Counted as a single lock's failed attempt is (refused,
+			// backend, ...: attemptFailure), under the set's first name.
+			s.obs.AcquireFailed(rs[0].Name, time.Since(start), attemptFailure(rs[0].Name, err))
 			writeError(w, engineErr("acquire set", err))
 		}
 		return
