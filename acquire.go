@@ -46,16 +46,31 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	return c.observed(ctx, name, opts, tryOnce)
 }
 
-// observed runs acquire and reports it to the Observer.
+// observed runs acquire and reports it to the Observer. A call that the
+// Client refused before it began (bad input, an option the engine cannot
+// honour: an error matching ErrInvalidArgument returned before its
+// observation started) is not reported; every other end is, the engine's
+// refusals included (another kind than the name's, ErrUpgrade, a weight
+// beyond the stored limit, an *UnsupportedError: FailureReason's refused).
 func (c *Client) observed(ctx context.Context, name string, opts []Option, p policy) (*Lease, error) {
-	start := time.Now()
 	var ob observation
-	l, contended, err := c.acquire(ctx, name, opts, p, &ob)
+	return c.observedAs(ctx, name, opts, p, &ob)
+}
+
+// observedAs is observed with the call's observation ob: a zero one, or
+// one started before the call (a set's member, acquireOrdered), which the
+// call takes on instead of starting its own.
+func (c *Client) observedAs(ctx context.Context, name string, opts []Option, p policy, ob *observation) (*Lease, error) {
+	start := time.Now()
+	if ob.started {
+		start = ob.start
+	}
+	l, contended, err := c.acquire(ctx, name, opts, p, ob)
 	ob.end(l, err, time.Since(start))
 	switch {
 	case err == nil:
 		c.obs.Acquired(name, time.Since(start), contended)
-	case !errors.Is(err, ErrInvalidArgument):
+	case ob.started || !errors.Is(err, ErrInvalidArgument):
 		c.obs.AcquireFailed(name, time.Since(start), err)
 	}
 	return l, err
@@ -108,7 +123,10 @@ func (c *Client) acquire(ctx context.Context, name string, opts []Option, p poli
 	if o.owner != "" {
 		a.req.Attempt = c.owners.Next()
 	}
-	*ob = c.startObservation(ctx, name, o, wait, &a.req)
+	if !ob.started {
+		*ob = c.startObservation(ctx, name, o, wait)
+	}
+	ob.stampInto(o, &a.req)
 	ob.a = a
 	// One attempt first: an uncontended lock costs nothing more. Not when
 	// goroutines of this Client wait for the name already: a newcomer does

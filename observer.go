@@ -41,15 +41,20 @@ func (nopObserver) Released(string, time.Duration)             {}
 func (nopObserver) Lost(string, LossCause, time.Duration)      {}
 
 // FailureReason labels why an acquire gave up, as the server's metrics
-// and the OpenTelemetry adapter's label it: its wait's deadline (timeout)
-// or cancellation (canceled); the lock held by another owner (locked); the
+// and the OpenTelemetry adapter's label it: the Client or server closing
+// (closed); its wait's deadline (timeout) or cancellation (canceled); the
 // request refused by the engine, which no retry mends and which is the
 // caller's mistake, not the backend's (refused: another kind, limit or
 // weight than the name's, a read-to-write upgrade, a feature the engine
-// lacks); the lock service failing (backend); the Client or server closing
-// (closed); else other.
+// lacks); the lock held by another owner (locked); the lock service
+// failing (backend); else other. The first that err matches wins, in that
+// order: a wait's *WaitError matches why it ended (ErrClosed, the
+// context's error) and its last attempt's outcome (a *LockedError, say),
+// and is labelled by why it ended.
 func FailureReason(err error) string {
 	switch {
+	case errors.Is(err, ErrClosed):
+		return "closed"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):
@@ -60,8 +65,6 @@ func FailureReason(err error) string {
 		return "locked"
 	case errors.Is(err, ErrBackend):
 		return "backend"
-	case errors.Is(err, ErrClosed):
-		return "closed"
 	}
 	return "other"
 }

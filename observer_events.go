@@ -84,24 +84,34 @@ type observation struct {
 	ctx context.Context
 	ev  Event
 	a   *attempt // the call's (nil for a lease's observation)
+	// started: the call's observation began (startObservation), at
+	// start, with or without an EventObserver; stamp is the one its
+	// StartAcquire returned.
+	started bool
+	start   time.Time
+	stamp   string
 }
 
-// startObservation starts the call's observation: StartAcquire, and the stamp put
-// into req's metadata.
-func (c *Client) startObservation(ctx context.Context, name string, o options, wait bool, req *engine.AcquireRequest) observation {
+// startObservation starts the call's observation: StartAcquire.
+func (c *Client) startObservation(ctx context.Context, name string, o options, wait bool) observation {
+	ob := observation{started: true, start: time.Now()}
 	eo, ok := c.obs.(EventObserver)
 	if !ok {
-		return observation{}
+		return ob
 	}
-	ob := observation{eo: eo, ev: Event{Name: name, Kind: o.kind.String(), Engine: engineName(c), Owner: o.owner, Wait: wait}}
-	var stamp string
-	ob.ctx, stamp = eo.StartAcquire(ctx, ob.ev)
-	if stamp != "" && !o.announce {
-		if md := stampMetadata(o.metadata, stamp); len(md) <= MaxMetadataLen {
+	ob.eo, ob.ev = eo, Event{Name: name, Kind: o.kind.String(), Engine: engineName(c), Owner: o.owner, Wait: wait}
+	ob.ctx, ob.stamp = eo.StartAcquire(ctx, ob.ev)
+	return ob
+}
+
+// stampInto puts the observation's stamp into req's metadata, after the
+// caller's (o.metadata), when it fits; never into an election's value.
+func (ob *observation) stampInto(o options, req *engine.AcquireRequest) {
+	if ob.stamp != "" && !o.announce {
+		if md := stampMetadata(o.metadata, ob.stamp); len(md) <= MaxMetadataLen {
 			req.Metadata = md
 		}
 	}
-	return ob
 }
 
 // engineName names the Client's engine for events: the node as errors

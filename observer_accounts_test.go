@@ -1,0 +1,208 @@
+package distlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine/memory"
+)
+
+// logObserver is an EventObserver that logs every call it hears, in
+// order, and keeps the sums the metrics keep: the holders gauge (Acquired
+// less Released and Lost) and the waiters gauge.
+type logObserver struct {
+	mu                sync.Mutex
+	log               []string
+	holders, waiting  int
+	starts, ends      int
+	acquired, failed  int
+	released, lostCnt int
+	ended             []distlock.Event
+}
+
+func (r *logObserver) note(format string, args ...any) {
+	r.log = append(r.log, fmt.Sprintf(format, args...))
+}
+
+func (r *logObserver) Acquired(n string, _ time.Duration, _ bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acquired++
+	r.holders++
+	r.note("Acquired(%s)", n)
+}
+func (r *logObserver) AcquireFailed(n string, _ time.Duration, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed++
+	r.note("AcquireFailed(%s,%s)", n, distlock.FailureReason(err))
+}
+func (r *logObserver) Waiting(n string, d int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waiting += d
+	r.note("Waiting(%s,%d)", n, d)
+}
+func (r *logObserver) Renewed(string, bool) {}
+func (r *logObserver) Released(n string, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released++
+	r.holders--
+	r.note("Released(%s)", n)
+}
+func (r *logObserver) Lost(n string, c distlock.LossCause, _ time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lostCnt++
+	r.holders--
+	r.note("Lost(%s,%s)", n, c.Label())
+}
+func (r *logObserver) StartAcquire(ctx context.Context, ev distlock.Event) (context.Context, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starts++
+	r.note("StartAcquire(%s)", ev.Name)
+	return ctx, ""
+}
+func (r *logObserver) AcquireWaiting(context.Context, distlock.Event) {}
+func (r *logObserver) EndAcquire(ctx context.Context, ev distlock.Event) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ends++
+	if ev.Err != nil {
+		r.note("EndAcquire(%s,%s)", ev.Name, distlock.FailureReason(ev.Err))
+	} else {
+		r.note("EndAcquire(%s)", ev.Name)
+	}
+	return ctx
+}
+func (r *logObserver) LeaseRenewed(context.Context, distlock.Event) {}
+func (r *logObserver) LeaseEnded(_ context.Context, ev distlock.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = append(r.ended, ev)
+	r.note("LeaseEnded(%s,%d)", ev.Name, ev.Cause)
+}
+
+func (r *logObserver) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.log, " ")
+}
+
+// TestObserverCountsEngineRefusals: an acquire the engine refuses
+// (a semaphore on a mutex's name, a read-to-write upgrade) gave up with
+// reason refused: the Observer hears its AcquireFailed, as the
+// EventObserver hears its EndAcquire. Only the Client's own refusals of
+// its input (an empty name) are heard by neither. Before the fix the
+// Observer heard none of the engine's refusals.
+func TestObserverCountsEngineRefusals(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	ctx := context.Background()
+
+	l, err := c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if _, err := c.Semaphore("x", 3).TryAcquire(ctx); distlock.FailureReason(err) != "refused" {
+		t.Fatalf("a semaphore on a mutex's name: %v, want a refusal", err)
+	}
+	rw := c.RWMutex("rw")
+	r, err := rw.RLock(ctx, distlock.WithOwner("o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release(ctx)
+	if _, err := rw.TryLock(ctx, distlock.WithOwner("o")); !errors.Is(err, distlock.ErrUpgrade) {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if _, err := c.TryAcquire(ctx, ""); !errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Fatalf("empty name: %v", err)
+	}
+	rec.mu.Lock()
+	failed, ends := rec.failed, rec.ends
+	rec.mu.Unlock()
+	if ends != 4 || failed != 2 {
+		t.Errorf("EndAcquire %d, AcquireFailed %d; want 4 and 2 (two engine refusals): %s", ends, failed, rec)
+	}
+	if got := rec.String(); !strings.Contains(got, "AcquireFailed(x,refused)") || !strings.Contains(got, "AcquireFailed(rw,refused)") {
+		t.Errorf("events %s, want both refusals with reason refused", got)
+	}
+}
+
+// TestObserverWaitEndedByClose: five waits for a held name; two are
+// cancelled, the other three end with Client.Close. Every wait is one
+// AcquireFailed with its reason: canceled twice, closed three times (the
+// *WaitError of a closed wait matches ErrLocked too, through its last
+// attempt's *LockedError; before the fix it was labelled locked).
+func TestObserverWaitEndedByClose(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	ctx := context.Background()
+	holder := distlock.New(eng)
+	defer holder.Close()
+	hl, err := holder.Acquire(ctx, "w", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hl.Release(ctx)
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	errs := make(chan error, 5)
+	cancels := make([]context.CancelFunc, 5)
+	for i := range cancels {
+		cctx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		go func() {
+			_, err := c.Acquire(cctx, "w")
+			errs <- err
+		}()
+	}
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		rec.mu.Lock()
+		w := rec.waiting
+		rec.mu.Unlock()
+		if w == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiting", w)
+		}
+	}
+	cancels[0]()
+	cancels[1]()
+	<-errs
+	<-errs
+	c.Close()
+	for range 3 {
+		if err := <-errs; !errors.Is(err, distlock.ErrClosed) {
+			t.Fatalf("a wait ended by Close: %v", err)
+		}
+	}
+	log := rec.String()
+	if n, m := strings.Count(log, "AcquireFailed(w,canceled)"), strings.Count(log, "AcquireFailed(w,closed)"); n != 2 || m != 3 {
+		t.Errorf("canceled %d, closed %d; want 2 and 3: %s", n, m, log)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.waiting != 0 || rec.failed != 5 {
+		t.Errorf("waiting %d, failed %d; want 0 and 5", rec.waiting, rec.failed)
+	}
+}
