@@ -120,7 +120,7 @@ func (e *Engine) admit(ctx context.Context, st *state, r engine.AcquireRequest, 
 	h := hold{Owner: r.Owner, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl}
 	cmps := append(st.unchanged(e, r.Waiter),
 		clientv3.Compare(clientv3.CreateRevision(e.keys.lock(r.Name)), "=", 0),
-		noSharedHolder(e, r.Name))
+		noSharedHolder(e, r.Name), e.noSharedWaiter(e.keys.name(r.Name)))
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.lock(r.Name), h.encode(), clientv3.WithLease(id))},
 		e.grantedOps(st, r.Waiter)...)
 	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
@@ -355,7 +355,8 @@ func due(h *waiterKV) bool { return h.Fair || !h.NoReserve }
 
 // noSharedHolder holds while nobody holds the name as a shared lock: a
 // mutex is not granted beside a semaphore's or reader-writer lock's holders
-// (nor they beside it: see sharedState.unchanged).
+// (nor they beside it: see sharedState.unchanged); a grant compares
+// noSharedWaiter too (queued waiters bind the name to their kind).
 func noSharedHolder(e *Engine, name string) clientv3.Cmp {
 	return e.noHolder(e.keys.name(name))
 }

@@ -45,3 +45,12 @@ func (e *Engine) noHolder(prefix string) clientv3.Cmp {
 	holders := prefix + holderSuffix
 	return createdIs(holders, rangeEnd(holders), pb.Compare_EQUAL, 0)
 }
+
+// noSharedWaiter holds while no waiter of a shared lock is queued under the
+// name whose keys start with prefix: queued waiters bind a name to their
+// kind, as holders do (a waiter's key goes with its lease, so every key
+// there is a live waiter's).
+func (e *Engine) noSharedWaiter(prefix string) clientv3.Cmp {
+	q := prefix + sharedQueueSuffix
+	return createdIs(q, rangeEnd(q), pb.Compare_EQUAL, 0)
+}

@@ -200,14 +200,14 @@ func (e *Engine) fastGrantTxn(r engine.AcquireRequest, id clientv3.LeaseID, ttl 
 			resCmp = modifiedAt(res, rev)
 			ops = append(ops, clientv3.OpDelete(res))
 		}
-		cmps := []clientv3.Cmp{createdIs(lockKey, "", pb.Compare_EQUAL, 0), e.noHolder(prefix),
+		cmps := []clientv3.Cmp{createdIs(lockKey, "", pb.Compare_EQUAL, 0), e.noHolder(prefix), e.noSharedWaiter(prefix),
 			createdIs(own, "", pb.Compare_EQUAL, entry),
 			createdIs(queue, rangeEnd(queue), pb.Compare_GREATER, entry-1), resCmp}
 		ops = append(ops, clientv3.OpDelete(own), clientv3.OpDelete(prefix+wakeSuffix))
 		return cmps, ops
 	}
 	start, end := freeRange(prefix) // no lock key, entry or reservation
-	return []clientv3.Cmp{createdIs(start, end, pb.Compare_EQUAL, 0), e.noHolder(prefix)}, ops
+	return []clientv3.Cmp{createdIs(start, end, pb.Compare_EQUAL, 0), e.noHolder(prefix), e.noSharedWaiter(prefix)}, ops
 }
 
 // fastRelease frees a lock this engine granted (one hold, unchanged since)

@@ -22,8 +22,8 @@ const maxMulti = 128 / 4
 
 // AcquireMulti implements engine.MultiAcquirer: one transaction puts every
 // name's lock key, each on a lease of its own, if every name passes the
-// comparisons of a fast grant (fastGrantTxn: free, no shared holder, no
-// queue, no reservation); otherwise it reads every name's keys. Each name's
+// comparisons of a fast grant (fastGrantTxn: free, no shared holder or
+// queued shared waiter, no queue, no reservation); otherwise it reads every name's keys. Each name's
 // token is its key's CreateRevision, the transaction's revision: above
 // every earlier token of that name, as for Acquire (two names of one set
 // share the value). A set of more than maxMulti names, or a request with a
@@ -229,7 +229,8 @@ func (ls *setLeases) granted(rs []engine.AcquireRequest, sts []*state) bool {
 }
 
 // refuseSet answers a set refused as of sts, each name's keys as the
-// transaction read them: a name held as a shared lock is a KindError,
+// transaction read them: a name held as a shared lock, or with a shared
+// lock's waiters queued, is a KindError,
 // whatever holds the names before it (a kind error is never contention);
 // otherwise the first name that blocks it, as Acquire would answer. Names
 // whose reservations lapsed are settled first, and again asks for another

@@ -102,15 +102,19 @@ type sharedWaiterKV struct {
 
 // sharedState is a shared lock as of one revision.
 type sharedState struct {
-	name    string
-	rev     int64
-	mutex   bool             // the name is held as a mutex
-	cfg     *mvccpb.KeyValue // nil when absent
-	kind    engine.Kind
-	limit   int              // 0 when the lock is unknown
-	holders []holderKV       // by token
-	queue   []sharedWaiterKV // by arrival
-	wake    *mvccpb.KeyValue
+	name  string
+	rev   int64
+	mutex bool // the name is held as a mutex
+	// mutexQueued: live waiters are queued for the name's mutex (a
+	// waiter whose reservation lapsed is not one): they bind the name to
+	// the mutex, as a holder does.
+	mutexQueued bool
+	cfg         *mvccpb.KeyValue // nil when absent
+	kind        engine.Kind
+	limit       int              // 0 when the lock is unknown
+	holders     []holderKV       // by token
+	queue       []sharedWaiterKV // by arrival
+	wake        *mvccpb.KeyValue
 }
 
 // readShared returns name's shared state in one linearizable range read.
@@ -124,6 +128,8 @@ func (e *Engine) readShared(ctx context.Context, name string) (*sharedState, err
 
 func (e *Engine) decodeShared(name string, rev int64, kvs []*mvccpb.KeyValue) (*sharedState, error) {
 	st := &sharedState{name: name, rev: rev}
+	var res string              // the mutex's reservation: its waiter
+	var mutexWaiters []waiterKV // the mutex's queue
 	for _, kv := range kvs {
 		_, rest, ok := e.keys.parse(string(kv.Key))
 		if !ok {
@@ -132,6 +138,13 @@ func (e *Engine) decodeShared(name string, rev int64, kvs []*mvccpb.KeyValue) (*
 		switch {
 		case rest == lockSuffix:
 			st.mutex = true
+		case rest == resSuffix:
+			res = string(kv.Value)
+		case strings.HasPrefix(rest, queueSuffix):
+			w := waiterKV{id: unescape(rest[len(queueSuffix):]), kv: kv}
+			if json.Unmarshal(kv.Value, &w.entry) == nil {
+				mutexWaiters = append(mutexWaiters, w)
+			}
 		case rest == configSuffix:
 			var c sharedConfig
 			if err := json.Unmarshal(kv.Value, &c); err != nil {
@@ -156,6 +169,13 @@ func (e *Engine) decodeShared(name string, rev int64, kvs []*mvccpb.KeyValue) (*
 	}
 	slices.SortFunc(st.holders, func(a, b holderKV) int { return cmp.Compare(a.kv.CreateRevision, b.kv.CreateRevision) })
 	slices.SortFunc(st.queue, func(a, b sharedWaiterKV) int { return cmp.Compare(a.kv.CreateRevision, b.kv.CreateRevision) })
+	for _, w := range mutexWaiters {
+		// As state.decode: a waiter marked reserved whose reservation is
+		// gone (or names another) lapsed, and is to be dropped.
+		if !w.Reserved || res == w.id {
+			st.mutexQueued = true
+		}
+	}
 	if st.cfg == nil && len(st.holders) > 0 { // the s key expired under holders
 		last := st.holders[len(st.holders)-1]
 		st.kind, st.limit = last.Kind, last.Limit
@@ -266,6 +286,13 @@ func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, wake []clientv
 	return append(ops, wake...)
 }
 
+// noNewMutexWaiter holds while no waiter entered the name's mutex queue
+// since st was read: a shared grant or queue entry is not made beside one
+// (queued waiters bind the name to their kind).
+func (st *sharedState) noNewMutexWaiter(e *Engine) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(e.keys.queue(st.name)), "<", st.rev+1).WithPrefix()
+}
+
 // checkKind refuses a request for a lock of another kind or limit.
 func (st *sharedState) checkKind(r engine.AcquireRequest) error {
 	return engine.CheckShared(r, st.kind, st.limit)
@@ -364,7 +391,7 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 }
 
 func (e *Engine) tryShared(ctx context.Context, st *sharedState, r engine.AcquireRequest, ttl int64, lease *pending, cl *configLease) (engine.Grant, bool, error) {
-	if st.mutex {
+	if st.mutex || st.mutexQueued {
 		return engine.Grant{}, false, mutexErr(r.Name, r.Kind)
 	}
 	if st.limit == 0 { // a new lock
@@ -412,7 +439,8 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Acqu
 		return engine.Grant{}, false, err
 	}
 	h := sharedHold{Weight: r.Weight, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl, Kind: st.kind, Limit: st.limit}
-	cmps := append(st.unchanged(e), clientv3.Compare(clientv3.CreateRevision(e.keys.holder(r.Name, r.Owner)), "=", 0))
+	cmps := append(st.unchanged(e), clientv3.Compare(clientv3.CreateRevision(e.keys.holder(r.Name, r.Owner)), "=", 0),
+		st.noNewMutexWaiter(e))
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.holder(r.Name, r.Owner), mustJSON(h), clientv3.WithLease(id))}, cops...)
 	// The next head, if it fits too (its wake-up replaces ours).
 	wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
@@ -452,7 +480,8 @@ func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.Acqu
 	after := st
 	if len(ops) > 0 {
 		cmps := append(st.unchanged(e),
-			clientv3.Compare(clientv3.ModRevision(e.keys.sharedWaiter(r.Name, r.Waiter)), "=", modRev(kvOf(own))))
+			clientv3.Compare(clientv3.ModRevision(e.keys.sharedWaiter(r.Name, r.Waiter)), "=", modRev(kvOf(own))),
+			st.noNewMutexWaiter(e))
 		ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 		resp, _, err := e.txn(ctx, "queue on "+r.Name, cmps, ops)
 		if err != nil {

@@ -61,7 +61,8 @@ type state struct {
 	resKV *mvccpb.KeyValue // the reservation key, also when void (its waiter left)
 	wake  *mvccpb.KeyValue
 	// shared is the kind of a shared lock (Sharer) held under the name,
-	// 0 when none: a mutex is refused there.
+	// or with waiters queued (they bind the name to their kind, as
+	// holders do), 0 when none: a mutex is refused there.
 	shared engine.Kind
 	// entered: the state was read by the transaction that put the
 	// caller's entry in the queue, on a lease renewed for it (enterQueue).
@@ -81,6 +82,8 @@ func (e *Engine) read(ctx context.Context, name string) (*state, error) {
 func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state, error) {
 	st := &state{name: name, rev: rev}
 	var queue []waiterKV
+	var cfgKind engine.Kind // the shared lock's stored kind
+	sharedWaiter := 0       // the weight of a queued shared waiter, 0: none
 	for _, kv := range kvs {
 		_, rest, ok := e.keys.parse(string(kv.Key))
 		if !ok {
@@ -101,12 +104,35 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 			if json.Unmarshal(kv.Value, &h) == nil && h.Kind != 0 {
 				st.shared = h.Kind
 			}
+		case rest == configSuffix:
+			var c sharedConfig
+			if json.Unmarshal(kv.Value, &c) == nil {
+				cfgKind = c.Kind
+			}
+		case strings.HasPrefix(rest, sharedQueueSuffix):
+			var w sharedEntry
+			if json.Unmarshal(kv.Value, &w) == nil {
+				sharedWaiter = max(w.Weight, 1)
+			}
 		case strings.HasPrefix(rest, queueSuffix):
 			w := waiterKV{id: unescape(rest[len(queueSuffix):]), kv: kv}
 			if err := json.Unmarshal(kv.Value, &w.entry); err != nil {
 				return nil, fmt.Errorf("etcd: waiter %q of %q: bad value %q: %w", w.id, name, kv.Value, err)
 			}
 			queue = append(queue, w)
+		}
+	}
+	if st.shared == 0 && sharedWaiter > 0 {
+		// Waiters of a shared lock are queued (their keys go with their
+		// leases: live ones): the name is that lock's kind, stored with
+		// it (a writer's weight tells an RW lock whose kind expired).
+		switch {
+		case cfgKind != 0:
+			st.shared = cfgKind
+		case sharedWaiter == engine.RWPermits:
+			st.shared = engine.RWLock
+		default:
+			st.shared = engine.Semaphore
 		}
 	}
 	slices.SortFunc(queue, func(a, b waiterKV) int { return int(a.kv.CreateRevision - b.kv.CreateRevision) })
