@@ -121,6 +121,10 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 	if hs, _ := l.shared(now); len(hs) > 0 {
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
 	}
+	if w, ok := a.otherKindWaiter(line, false); ok {
+		// A shared lock's waiters queue: they bind the name to its kind.
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, w.d.Kind, 0))
+	}
 	if h, ok := l.holder(now); ok {
 		if h.d.Owner == r.Owner {
 			if err := a.leave(ctx); err != nil {
@@ -152,6 +156,25 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 		}
 	}
 	return a.grant(ctx, l)
+}
+
+// otherKindWaiter returns the head of the live line l, unless it is the
+// attempt's own place, when it waits for another kind than the attempt's:
+// a shared lock's waiter for a mutex's attempt, a mutex's waiter for a
+// shared one (shared true). Queued waiters bind a name to their kind, as
+// holders do: the attempt is refused with engine.KindError. The head's
+// kind tells the line's: a line holds places of one kind (the other kind
+// is refused while one waits), and only the head's data (and the
+// attempt's own) is read for a decision.
+func (a *attempt) otherKindWaiter(line []child, shared bool) (child, bool) {
+	if len(line) == 0 {
+		return child{}, false
+	}
+	w := line[0]
+	if w.path == a.place.path || w.st == nil || (w.d.Kind == 0) != shared {
+		return child{}, false
+	}
+	return w, true
 }
 
 // readLine reads the attempt's line ("" path: the round runs again). A

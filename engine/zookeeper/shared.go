@@ -24,8 +24,9 @@ var _ engine.Sharer = (*Engine)(nil)
 // created, the name node written at the version read with the line) with
 // the kind record checked at the version read: two grants decided on one
 // reading, or a grant and a SetLimit, cannot both take effect. The token
-// is the holder child's czxid. A live mutex holder refuses the request
-// (engine.KindError), as shared holders refuse a mutex.
+// is the holder child's czxid. A live mutex holder, or a mutex's waiter in
+// line, refuses the request (engine.KindError), as shared holders and
+// waiters refuse a mutex.
 func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
@@ -64,6 +65,23 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 	e := a.e
 	if _, ok := l.holder(now); ok {
 		// Refused before the kind is stored: a refusal changes nothing.
+		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
+	}
+	live, _ := l.waiters(now)
+	if w, ok := a.otherKindWaiter(live, true); ok {
+		// A mutex's waiters queue: they bind the name to the mutex. A
+		// head whose reservation lapsed is no longer one: it leaves the
+		// line (as the mutex's decide drops it), and the round runs again.
+		until, reserved, err := e.reservedFor(ctx, l, w)
+		if errors.Is(err, errLineChanged) {
+			return engine.Grant{}, false, nil
+		}
+		if err != nil {
+			return engine.Grant{}, false, err
+		}
+		if reserved && now >= until {
+			return engine.Grant{}, false, e.drop(ctx, l, w)
+		}
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
 	rec, kindOp, ok, err := e.kindOf(ctx, r, l)
