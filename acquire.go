@@ -369,6 +369,12 @@ func (c *Client) grant(ctx context.Context, name, owner string, o options, token
 	if !c.track(l) {
 		return fail(ErrClosed)
 	}
+	if onFail == keepHold {
+		// Attach: its lease is a hold whose end the Observer hears, so
+		// it hears its beginning too (the acquire path reports its own
+		// grants), before the lease can end: the holders stay balanced.
+		c.obs.Acquired(name, time.Since(sent), false)
+	}
 	l.start()
 	return l, nil
 }

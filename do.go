@@ -63,6 +63,10 @@ func runHeld(ctx context.Context, h held, fn func(ctx context.Context) error) er
 // while the owner holds the lock once, its ttl (and its Extends) set the
 // expiry for both, shorter ones too; stop the other lease first, or attach
 // with a ttl no shorter than it. WithOwner and WithMetadata are ignored.
+// The Client's Observer counts the attached lease as a hold: Acquired
+// (waited: the extension's round trip, not contended) when it is
+// rebuilt, Released or Lost when it ends; an EventObserver hears no
+// acquire and no hold span of it (it was acquired elsewhere).
 func (c *Client) Attach(ctx context.Context, name, owner string, opts ...Option) (*Lease, error) {
 	if err := c.begin(ctx, name); err != nil {
 		return nil, err

@@ -206,3 +206,37 @@ func TestObserverWaitEndedByClose(t *testing.T) {
 		t.Errorf("waiting %d, failed %d; want 0 and 5", rec.waiting, rec.failed)
 	}
 }
+
+// TestObserverAttachHolders: a lease rebuilt with Attach is a hold like
+// any: the Observer hears it begin (Acquired) and end (Released), so the
+// holders gauge returns to 0. Before the fix it heard only the end, and
+// the gauge went to -1.
+func TestObserverAttachHolders(t *testing.T) {
+	eng := memory.New()
+	defer eng.Close()
+	ctx := context.Background()
+	first := distlock.New(eng)
+	defer first.Close()
+	l, err := first.Acquire(ctx, "att", distlock.WithTTL(time.Minute), distlock.WithAutoRenew(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &logObserver{}
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	al, err := c.Attach(ctx, "att", l.Owner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	mid := rec.holders
+	rec.mu.Unlock()
+	if err := al.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if mid != 1 || rec.holders != 0 {
+		t.Errorf("holders %d while attached, %d after its release; want 1 and 0: %v", mid, rec.holders, rec.log)
+	}
+}
