@@ -18,13 +18,15 @@ import (
 // confirmed once the backend answers, Close waiting for it), so the name
 // is not left held until its ttl.
 func (l *Lease) giveBack() {
-	if _, done := l.stop(); done != nil {
+	prev, done := l.halt()
+	if done != nil {
 		return // released already, or nothing to send
 	}
 	r := l.releaseRequest()
 	ctx, cancel := context.WithTimeout(context.Background(), min(l.c.releaseTimeout, waiting.LeaveTimeout))
-	_, err := l.c.eng.Release(ctx, r)
+	res, err := l.c.eng.Release(ctx, r)
 	cancel()
+	_ = l.released(res, err, prev) // the Observer hears the answer
 	if err == nil || isArgument(err) || engine.IsPermanent(l.c.eng, err) {
 		return // answered (released, or not held any more)
 	}

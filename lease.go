@@ -72,6 +72,12 @@ type Lease struct {
 	ctx       context.Context           // nil until Context is first called
 	cancels   []context.CancelCauseFunc // of the contexts bound to the lease (bind)
 	dropped   bool                      // no release is to be sent: its end released the hold (WithMaxHold), or a newer grant holds it (superseded)
+	// untold: the lease ended as released (halt) and the Observer is
+	// told how once its release is answered (tell); endedAs is what it
+	// was told (0: released), for an EventObserver's observation that
+	// arrives after (observation.end).
+	untold  bool
+	endedAs LossCause
 	// unrenewed: the watchdog leaves the lease (a member of a lost set,
 	// LeaseSet.end); an atomic, set without l.mu, which its setter may
 	// hold for another member.
@@ -282,7 +288,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return &ArgumentError{Arg: "context", Reason: "nil"}
 	}
-	prev, done := l.stop()
+	prev, done := l.halt()
 	if done != nil {
 		return done
 	}
@@ -319,12 +325,26 @@ func (l *Lease) awaitExtension(ctx context.Context) {
 	}
 }
 
-// stop ends the lease as released, locally, before its release is sent:
+// stop ends the lease as released, locally, with no release to be sent
+// (ReleaseAfter: the lock expires by itself), and tells the Observer so
+// at once. It returns halt's answers.
+func (l *Lease) stop() (prev, done error) {
+	prev, done = l.halt()
+	if prev == nil && done == nil {
+		l.tell(0)
+	}
+	return prev, done
+}
+
+// halt ends the lease as released, locally, before its release is sent:
 // it returns why it had ended before (nil while it was held), and done,
 // Release's answer, when nothing is to be sent: ErrReleased when it was
 // released already, or an error matching ErrNotHeld when its end released
-// the hold (WithMaxHold).
-func (l *Lease) stop() (prev, done error) {
+// the hold (WithMaxHold). A lease held until then (prev nil) is not told
+// to the Observer yet: its caller tells it how the release was answered
+// (released, tell), so that a release answered "not held" is observed as
+// the loss it reports, not as a release.
+func (l *Lease) halt() (prev, done error) {
 	l.mu.Lock()
 	l.expireLocked(time.Now()) // a lease past its deadline was lost before it was released
 	prev = l.err
@@ -332,7 +352,7 @@ func (l *Lease) stop() (prev, done error) {
 		l.mu.Unlock()
 		return nil, ErrReleased
 	}
-	l.end(ErrReleased)
+	l.endLocked(ErrReleased, false)
 	dropped := l.dropped
 	l.mu.Unlock()
 	l.c.forget(l)
@@ -345,10 +365,37 @@ func (l *Lease) stop() (prev, done error) {
 	return prev, nil
 }
 
+// tell tells the Observer (and the EventObserver) how a lease that halt
+// ended while it was held came to its end: released (cause 0) or lost
+// with cause. It tells once.
+func (l *Lease) tell(cause LossCause) {
+	l.mu.Lock()
+	if !l.untold {
+		l.mu.Unlock()
+		return
+	}
+	l.untold, l.endedAs = false, cause
+	ob := l.obs
+	l.mu.Unlock()
+	held := time.Since(l.granted)
+	if cause != 0 {
+		l.c.obs.Lost(l.name, cause, held)
+	} else {
+		l.c.obs.Released(l.name, held)
+	}
+	ob.ended(cause, held)
+}
+
 // released is Release's error for the engine's answer res (or failure
-// err) to the release of a lease that had ended with prev before.
+// err) to the release of a lease that had ended with prev before (halt);
+// a lease held until then is told to the Observer as the answer says:
+// released (or dropped all the same after a backend error), or lost,
+// taken over (NotOwner) or expired (not held).
 func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error {
 	if err != nil {
+		if prev == nil {
+			l.tell(0)
+		}
 		return &BackendError{Op: "release", Name: l.name, Node: l.c.node, Err: err}
 	}
 	if prev != nil {
@@ -358,13 +405,16 @@ func (l *Lease) released(res engine.ReleaseResult, err error, prev error) error 
 		return fmt.Errorf("%w: %w", ErrNotHeld, prev)
 	}
 	if res.Status == engine.Released {
+		l.tell(0)
 		return nil
 	}
 	if res.Status == engine.NotOwner {
 		// Freed by a force-release (or superseded) before its renewal
 		// could tell: the loss, typed as a renewal would have reported it.
+		l.tell(TakenOver)
 		return fmt.Errorf("%w: %w", ErrNotHeld, &LostError{Name: l.name, Cause: TakenOver, At: time.Now()})
 	}
+	l.tell(Expired)
 	return fmt.Errorf("%w: %q expired before release", ErrNotHeld, l.name)
 }
 
@@ -522,7 +572,11 @@ func (l *Lease) lose(cause LossCause, err error) {
 }
 
 // end records why the lease ended and tells its holder; l.mu is held.
-func (l *Lease) end(why error) {
+func (l *Lease) end(why error) { l.endLocked(why, true) }
+
+// endLocked is end; with tell false the Observer is not told yet (halt:
+// tell tells it, once the release is answered). l.mu is held.
+func (l *Lease) endLocked(why error, tell bool) {
 	if l.err != nil {
 		// Lost before: a later Release only marks it released.
 		l.err = why
@@ -533,8 +587,11 @@ func (l *Lease) end(why error) {
 		l.timer.Stop()
 	}
 	// The Observer hears of it before the holder does, so that metrics
-	// are up to date by the time Done is closed.
-	if lost, ok := why.(*LostError); ok {
+	// are up to date by the time Done is closed; a release's end is
+	// heard when the release is answered (after Done is closed).
+	if !tell {
+		l.untold = true
+	} else if lost, ok := why.(*LostError); ok {
 		l.c.obs.Lost(l.name, lost.Cause, time.Since(l.granted))
 		l.obs.ended(lost.Cause, time.Since(l.granted))
 	} else {

@@ -226,7 +226,7 @@ func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease)
 	var sent []*Lease
 	var prevs, skipped []error
 	for _, l := range leases {
-		prev, done := l.stop()
+		prev, done := l.halt()
 		switch {
 		case done == nil:
 			names, owners = append(names, l.name), append(owners, l.owner)

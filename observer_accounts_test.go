@@ -240,3 +240,57 @@ func TestObserverAttachHolders(t *testing.T) {
 		t.Errorf("holders %d while attached, %d after its release; want 1 and 0: %v", mid, rec.holders, rec.log)
 	}
 }
+
+// TestObserverReleaseAfterForceRelease: a lease force-released behind its
+// holder's back and then released, before any renewal could tell: Release
+// answers a *LostError TakenOver, and the Observer hears the same, once
+// (Lost taken_over; LeaseEnded with that cause), not a release. Before the
+// fix it heard Released and LeaseEnded cause 0.
+func TestObserverReleaseAfterForceRelease(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	ctx := context.Background()
+
+	l, err := c.Acquire(ctx, "f", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := c.ForceRelease(ctx, "f"); err != nil || !held {
+		t.Fatal(held, err)
+	}
+	err = l.Release(ctx)
+	var lost *distlock.LostError
+	if !errors.As(err, &lost) || lost.Cause != distlock.TakenOver {
+		t.Fatalf("Release after a force-release: %v, want a *LostError TakenOver", err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, distlock.ErrReleased) {
+		t.Fatalf("second Release: %v", err)
+	}
+	rec.mu.Lock()
+	released, lostN, ended := rec.released, rec.lostCnt, rec.ended
+	rec.mu.Unlock()
+	if released != 0 || lostN != 1 {
+		t.Errorf("released %d, lost %d; want 0 and 1: %s", released, lostN, rec)
+	}
+	if len(ended) != 1 || ended[0].Cause != distlock.TakenOver {
+		t.Errorf("LeaseEnded %+v, want once with cause TakenOver", ended)
+	}
+
+	// A lease released while held is still a release, heard once.
+	l, err = c.Acquire(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	released, holders := rec.released, rec.holders
+	rec.mu.Unlock()
+	if released != 1 || holders != 0 {
+		t.Errorf("released %d, holders %d; want 1 and 0: %s", released, holders, rec)
+	}
+}

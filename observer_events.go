@@ -176,13 +176,14 @@ func (ob *observation) end(l *Lease, err error, waited time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.obs = lob
-	if l.err != nil {
-		// Ended before the call returned: the end is told now.
+	if l.err != nil && !l.untold {
+		// Ended before the call returned: the end is told now (a
+		// release's once it was answered: tell tells it then).
 		var lost *LostError
 		if errors.As(l.err, &lost) {
 			lob.ended(lost.Cause, time.Since(l.granted))
 		} else {
-			lob.ended(0, time.Since(l.granted))
+			lob.ended(l.endedAs, time.Since(l.granted))
 		}
 	}
 }

@@ -166,3 +166,34 @@ func TestCloseWhileWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseAfterForceReleaseSpan: a lease force-released and then
+// released by its holder before a renewal could tell: Release says it was
+// lost (TakenOver), and so do its hold span (end lost, cause taken_over,
+// status Error) and the metrics (distlock.leases.lost{cause=taken_over},
+// distlock.hold{end=lost}). Before the fix they said released.
+func TestReleaseAfterForceReleaseSpan(t *testing.T) {
+	ctx := context.Background()
+	p := newProcess(t, memory.New())
+	l, err := p.c.Acquire(ctx, "fr", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.ForceRelease(ctx, "fr"); err != nil {
+		t.Fatal(err)
+	}
+	var lost *distlock.LostError
+	if err := l.Release(ctx); !errors.As(err, &lost) || lost.Cause != distlock.TakenOver {
+		t.Fatalf("Release: %v, want a *LostError TakenOver", err)
+	}
+	hold := p.span(t, distlockotel.SpanHold)
+	a := attrs(hold)
+	if a[distlockotel.AttrLeaseEnd].AsString() != "lost" || a[distlockotel.AttrLeaseLossCause].AsString() != "taken_over" || hold.Status.Code != codes.Error {
+		t.Errorf("hold span end %q cause %q status %v, want lost, taken_over, Error",
+			a[distlockotel.AttrLeaseEnd].AsString(), a[distlockotel.AttrLeaseLossCause].AsString(), hold.Status.Code)
+	}
+	m := collect(t, p.reader)
+	if m[distlockotel.MetricLost]["cause=taken_over"] != 1 || m[distlockotel.MetricHold]["end=lost"] != 1 || m[distlockotel.MetricHold]["end=released"] != 0 {
+		t.Errorf("lost %v, hold %v; want one taken_over loss, no release", m[distlockotel.MetricLost], m[distlockotel.MetricHold])
+	}
+}
