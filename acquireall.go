@@ -112,9 +112,13 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 		return nil, err
 	}
 	defer c.endCall()
+	// obs: each member's acquire, observed from the set's first step on
+	// (nil: not started yet, the name-by-name calls start their own).
+	var obs []observation
 	if ma, ok := c.eng.(engine.MultiAcquirer); ok {
 		start := time.Now()
-		s, err := c.acquireAtomic(ctx, ma, sorted, o)
+		obs = c.startMembers(ctx, sorted, o, p == waitForIt)
+		s, err := c.acquireAtomic(ctx, ma, sorted, o, obs)
 		var locked *LockedError
 		switch {
 		case s != nil:
@@ -124,30 +128,72 @@ func (c *Client) acquireAll(ctx context.Context, names []string, opts []Option, 
 		case p == waitForIt && ctxErr(ctx) != nil && !errors.Is(err, ErrInvalidArgument):
 			// The wait ended during its first step: the *WaitError a
 			// wait ends with, as the name-by-name path's Acquire gives.
-			return nil, &WaitError{Name: sorted[0], Waited: time.Since(start), Ctx: ctxErr(ctx), Last: err}
+			err = &WaitError{Name: sorted[0], Waited: time.Since(start), Ctx: ctxErr(ctx), Last: err}
+			return nil, c.membersFailed(sorted, obs, sorted[0], err)
 		case p == tryOnce || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClosed) || ctxErr(ctx) != nil:
-			return nil, err
+			blocking := sorted[0]
+			if errors.As(err, &locked) {
+				blocking = locked.Name
+			}
+			return nil, c.membersFailed(sorted, obs, blocking, err)
 		case errors.As(err, &locked):
 			// Refused for contention, after the engine judged every
 			// name's kind: wait, one name at a time.
-			return c.acquireOrdered(ctx, sorted, opts, p)
+			return c.acquireOrdered(ctx, sorted, opts, p, obs)
 		}
 		// Not atomic here, or the attempt failed: name by name, below.
 	}
 	if err := c.otherKind(ctx, sorted); err != nil {
+		if obs != nil {
+			return nil, c.membersFailed(sorted, obs, sorted[0], err)
+		}
 		return nil, err
 	}
-	return c.acquireOrdered(ctx, sorted, opts, p)
+	return c.acquireOrdered(ctx, sorted, opts, p, obs)
+}
+
+// startMembers starts the observation of each member's acquire (sorted's
+// order) for a set's one-step attempt, as the name-by-name path's calls
+// start theirs: the one-step grant is each member's, and when the set
+// goes on name by name each member's call takes its observation over
+// (acquireOrdered).
+func (c *Client) startMembers(ctx context.Context, sorted []string, o options, wait bool) []observation {
+	obs := make([]observation, len(sorted))
+	for i, name := range sorted {
+		obs[i] = c.startObservation(ctx, name, o, wait)
+	}
+	return obs
+}
+
+// membersFailed ends the members' observations of a set that gave up with
+// err: each member's acquire ends with err, and the Observer hears one
+// AcquireFailed, the blocking name's (the name refused, or the set's first
+// name), as the name-by-name path reports the name it gave up on. It
+// returns err.
+func (c *Client) membersFailed(sorted []string, obs []observation, blocking string, err error) error {
+	for i := range obs {
+		waited := time.Since(obs[i].start)
+		obs[i].end(nil, err, waited)
+		if sorted[i] == blocking {
+			c.obs.AcquireFailed(blocking, waited, err)
+		}
+	}
+	return err
 }
 
 // acquireAtomic asks for the set in one step. It returns the set, or the
 // refusal (the blocking name's *LockedError), or the failure; an
 // engine.ErrNotAtomic when the engine cannot take these names at once.
-func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sorted []string, o options) (*LeaseSet, error) {
+//
+// obs are the members' observations (startMembers): their stamps go into
+// the members' metadata, and a grant ends each as the name-by-name path's
+// Acquire ends its own (EndAcquire, the hold's observation, Acquired).
+func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sorted []string, o options, obs []observation) (*LeaseSet, error) {
 	owner := c.owners.Next()
 	rs := make([]engine.AcquireRequest, len(sorted))
 	for i, name := range sorted {
 		rs[i] = engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, OneOff: true, TTL: o.ttl, Metadata: o.metadata}
+		obs[i].stampInto(o, &rs[i])
 	}
 	start := time.Now()
 	mg, err := sendSettled(c, ctx, func(ctx context.Context) (engine.MultiGrant, error) {
@@ -197,9 +243,12 @@ func (c *Client) acquireAtomic(ctx context.Context, ma engine.MultiAcquirer, sor
 		}
 		return nil, err
 	}
-	for _, l := range members {
+	for i, l := range members {
+		// Told before the lease starts, so that no end of it comes first.
+		waited := time.Since(obs[i].start)
+		obs[i].end(l, nil, waited)
+		c.obs.Acquired(l.name, waited, false)
 		l.start()
-		c.obs.Acquired(l.name, time.Since(start), false)
 	}
 	return newLeaseSet(c, ctx, members), nil
 }
@@ -227,21 +276,29 @@ func (c *Client) trackAll(leases []*Lease) bool {
 // first name; under tryOnce the lost member's *LockedError is returned.
 // Its caller has refused a name held as a shared lock first (otherKind,
 // or the engine's one-step set), before any name is taken or waited for.
-func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy) (*LeaseSet, error) {
-	take := c.TryAcquire
-	if p == waitForIt {
-		take = c.Acquire
-	}
+//
+// obs, when not nil, are the members' observations started for the set's
+// one-step attempt: each member's first call takes its own over, and
+// those of members never reached end with the set's error.
+func (c *Client) acquireOrdered(ctx context.Context, sorted []string, opts []Option, p policy, obs []observation) (*LeaseSet, error) {
 	for {
 		members := make([]*Lease, 0, len(sorted))
-		for _, name := range sorted {
-			l, err := take(ctx, name, opts...)
+		for i, name := range sorted {
+			var ob observation
+			if obs != nil {
+				ob = obs[i]
+			}
+			l, err := c.observedAs(ctx, name, opts, p, &ob)
 			if err != nil {
+				for j := i + 1; j < len(obs); j++ {
+					obs[j].end(nil, err, time.Since(obs[j].start))
+				}
 				giveBackAll(members)
 				return nil, err
 			}
 			members = append(members, l)
 		}
+		obs = nil // a set taken again is observed afresh
 		if len(members) == 1 {
 			return newLeaseSet(c, ctx, members), nil
 		}

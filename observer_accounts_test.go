@@ -294,3 +294,115 @@ func TestObserverReleaseAfterForceRelease(t *testing.T) {
 		t.Errorf("released %d, holders %d; want 1 and 0: %s", released, holders, rec)
 	}
 }
+
+// TestObserverTryAcquireAllRefused: a TryAcquireAll refused because one
+// name is held, on an engine that takes sets in one step (memory), gave
+// up: the Observer hears AcquireFailed(locked) for the blocking name, as
+// on the name-by-name path; the EventObserver hears each member's acquire
+// end. Before the fix it heard nothing.
+func TestObserverTryAcquireAllRefused(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	ctx := context.Background()
+	other := distlock.New(eng)
+	defer other.Close()
+	hl, err := other.Acquire(ctx, "s2", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hl.Release(ctx)
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	if _, err := c.TryAcquireAll(ctx, []string{"s1", "s2"}); !errors.Is(err, distlock.ErrLocked) {
+		t.Fatalf("TryAcquireAll: %v", err)
+	}
+	rec.mu.Lock()
+	failed, acquired, starts, ends := rec.failed, rec.acquired, rec.starts, rec.ends
+	rec.mu.Unlock()
+	if failed != 1 || acquired != 0 || !strings.Contains(rec.String(), "AcquireFailed(s2,locked)") {
+		t.Errorf("events %s, want one AcquireFailed(s2,locked) and no grant", rec)
+	}
+	if starts != 2 || ends != 2 {
+		t.Errorf("StartAcquire %d, EndAcquire %d; want 2 and 2: %s", starts, ends, rec)
+	}
+}
+
+// TestObserverAcquireAllOneStep: a set taken in one step (memory) is
+// observed as the name-by-name path observes it: each member's acquire
+// (StartAcquire, EndAcquire), its grant (Acquired) and its hold's end
+// (LeaseEnded, Released). Before the fix the EventObserver heard neither
+// the acquires nor the holds' ends.
+func TestObserverAcquireAllOneStep(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	ctx := context.Background()
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	s, err := c.AcquireAll(ctx, []string{"b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	starts, ends, acquired, released, ended, holders := rec.starts, rec.ends, rec.acquired, rec.released, len(rec.ended), rec.holders
+	rec.mu.Unlock()
+	if starts != 2 || ends != 2 || acquired != 2 || released != 2 || ended != 2 || holders != 0 {
+		t.Errorf("start %d end %d acquired %d released %d ended %d holders %d; want 2 of each and 0 holders: %s",
+			starts, ends, acquired, released, ended, holders, rec)
+	}
+}
+
+// TestObserverAcquireAllWaits: a set whose one-step attempt is refused
+// for contention goes on name by name, each member's call taking over the
+// observation its one-step attempt started: each member's acquire is
+// observed once (two StartAcquire, two EndAcquire for a set of two), not
+// once for the attempt and again for the call.
+func TestObserverAcquireAllWaits(t *testing.T) {
+	rec := &logObserver{}
+	eng := memory.New()
+	defer eng.Close()
+	ctx := context.Background()
+	other := distlock.New(eng)
+	defer other.Close()
+	hl, err := other.Acquire(ctx, "w2", distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := distlock.New(eng, distlock.WithObserver(rec))
+	defer c.Close()
+	got := make(chan error, 1)
+	go func() {
+		s, err := c.AcquireAll(ctx, []string{"w1", "w2"})
+		if err == nil {
+			err = s.Release(ctx)
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Millisecond) {
+		rec.mu.Lock()
+		w := rec.waiting
+		rec.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never waited: %s", rec)
+		}
+	}
+	if err := hl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	starts, ends, acquired, holders, ended := rec.starts, rec.ends, rec.acquired, rec.holders, len(rec.ended)
+	rec.mu.Unlock()
+	if starts != 2 || ends != 2 || acquired != 2 || holders != 0 || ended != 2 {
+		t.Errorf("start %d end %d acquired %d holders %d ended %d; want 2, 2, 2, 0, 2: %s", starts, ends, acquired, holders, ended, rec)
+	}
+}

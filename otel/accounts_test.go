@@ -197,3 +197,43 @@ func TestReleaseAfterForceReleaseSpan(t *testing.T) {
 		t.Errorf("lost %v, hold %v; want one taken_over loss, no release", m[distlockotel.MetricLost], m[distlockotel.MetricHold])
 	}
 }
+
+// TestAcquireAllSpans: a set taken in one step (memory) gets the spans the
+// name-by-name path gives it: an acquire span per member, each the parent
+// of its member's hold span, which ends released with the set's release.
+// Before the fix the set had no span at all.
+func TestAcquireAllSpans(t *testing.T) {
+	ctx := context.Background()
+	p := newProcess(t, memory.New())
+	set, err := p.c.AcquireAll(ctx, []string{"b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acquires, holds := spansNamed(p.spans, distlockotel.SpanAcquire), spansNamed(p.spans, distlockotel.SpanHold)
+	if len(acquires) != 2 || len(holds) != 2 {
+		t.Fatalf("%d acquire spans, %d hold spans for a set of two, want 2 and 2", len(acquires), len(holds))
+	}
+	parents := map[string]string{}
+	for _, s := range acquires {
+		if o := attrs(s)[distlockotel.AttrAcquireOutcome].AsString(); o != "acquired" {
+			t.Errorf("acquire span of %s: outcome %q", attrs(s)[distlockotel.AttrLockName].AsString(), o)
+		}
+		parents[s.SpanContext.SpanID().String()] = attrs(s)[distlockotel.AttrLockName].AsString()
+	}
+	for _, h := range holds {
+		name := attrs(h)[distlockotel.AttrLockName].AsString()
+		if parents[h.Parent.SpanID().String()] != name {
+			t.Errorf("hold span of %s: not a child of its acquire span", name)
+		}
+		if e := attrs(h)[distlockotel.AttrLeaseEnd].AsString(); e != "released" {
+			t.Errorf("hold span of %s: end %q, want released", name, e)
+		}
+	}
+	m := collect(t, p.reader)
+	if m[distlockotel.MetricHolders][""] != 0 || m[distlockotel.MetricAcquisitions][""] != 2 {
+		t.Errorf("holders %v acquisitions %v, want 0 and 2", m[distlockotel.MetricHolders], m[distlockotel.MetricAcquisitions])
+	}
+}
