@@ -198,8 +198,10 @@ func unknownKind(k Kind) error {
 // one (the shared lock's holders and a mutex's exclude each other); else
 // the shared lock's while its waiters wait; else the mutex's while it is
 // waited for; else the shared lock's when its kind is stored (a free
-// semaphore keeps its limit); else the mutex's. (A mutex may be granted
-// while a shared lock's waiters wait: it is then what the name shows.)
+// semaphore keeps its limit); else the mutex's. (Queued waiters bind a
+// name to their kind, so a mutex is not granted while a shared lock's
+// waiters wait; should both be found, as an older version's engine could
+// leave them, the held mutex is what the name shows.)
 // HighWater is the higher of the two.
 func Describe(mutex, shared Info) Info {
 	info := mutex

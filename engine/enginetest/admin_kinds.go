@@ -219,7 +219,9 @@ func checkAdminInfo(t *testing.T, how string, info engine.Info, h *adminHeld) {
 // empty state.
 // A reader holds the RW lock, a ghost writer queues on an engine of the
 // backend, the reader releases; then a mutex TryAcquire. Engines that keep
-// the name for the queued writer refuse the mutex, and the case ends.
+// the name for the queued writer refuse the mutex (every engine here now:
+// queued waiters bind the name to their kind, KindQueueBinds), and the
+// case ends.
 func (s *suite) listMutexBesideSharedWaiter(t *testing.T) {
 	s.sharer(t)
 	e := s.h.New(t)
