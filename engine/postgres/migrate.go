@@ -65,12 +65,19 @@ var schemaSQL string
 // a deposed leader whose owner was elected again cannot overwrite the new
 // leader's value; version 15's signature stays for processes of that
 // version, and an engine on a schema before version 16 calls it,
-// unchecked, until it is migrated).
+// unchecked, until it is migrated; 17: queued waiters bind a name to
+// their kind, as holders do: acquire_shared refuses ('DISTLOCK mutex')
+// while a live waiter queues for the name's mutex (not one whose
+// reservation lapsed), and _mutex_check, which the mutex's acquire and
+// acquire_multi call, refuses ('DISTLOCK kind <k>') while a live waiter
+// queues for its shared lock; function bodies only, every signature as
+// in version 16, so processes of earlier versions get the rule too once
+// the schema is migrated).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 16
+const SchemaVersion = 17
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

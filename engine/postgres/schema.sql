@@ -910,18 +910,19 @@ BEGIN
 END $$;
 
 -- _mutex_check refuses a mutex's grant of name while holders of a shared
--- lock hold it ('DISTLOCK kind <k>', SQLSTATE DL001, as acquire_shared's
--- refusals) and returns the shared lock's high-water (0 when the name is
--- no shared lock), which the mutex's token stays above. The caller holds
--- the name's row of locks, which a shared lock's grant locks FOR KEY SHARE
--- before it counts: the two grants never pass each other's check. It also
--- locks the shared lock's row FOR SHARE (version 9) and judges the holders
--- by the clock read after it has it: a renewal (extend_shared) or a raise
--- (raise_shared_fence) holds that row FOR UPDATE, not the row of locks,
--- and judged its holder live by its own clock; read before it commits, the
--- holder's old expiry let a mutex in beside the renewed holder, and the
--- old high-water gave it a token below the raised one. One index read
--- when the name is no shared lock.
+-- lock hold it, or (version 17) live waiters queue for it ('DISTLOCK kind
+-- <k>', SQLSTATE DL001, as acquire_shared's refusals) and returns the
+-- shared lock's high-water (0 when the name is no shared lock), which the
+-- mutex's token stays above. The caller holds the name's row of locks,
+-- which a shared lock's grant locks FOR KEY SHARE before it counts: the two
+-- grants never pass each other's check. It also locks the shared lock's row
+-- FOR SHARE (version 9) and judges the holders by the clock read after it
+-- has it: a renewal (extend_shared) or a raise (raise_shared_fence) holds
+-- that row FOR UPDATE, not the row of locks, and judged its holder live by
+-- its own clock; read before it commits, the holder's old expiry let a
+-- mutex in beside the renewed holder, and the old high-water gave it a
+-- token below the raised one. One index read when the name is no shared
+-- lock.
 CREATE OR REPLACE FUNCTION {{S}}._mutex_check(p_name text, now_ timestamptz) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -933,7 +934,11 @@ BEGIN
     RETURN 0;
   END IF;
   now_ := greatest(now_, clock_timestamp());
-  IF EXISTS (SELECT 1 FROM {{S}}.shared_holders h WHERE h.name = p_name AND h.expires_at > now_) THEN
+  IF EXISTS (SELECT 1 FROM {{S}}.shared_holders h WHERE h.name = p_name AND h.expires_at > now_)
+     OR EXISTS (SELECT 1 FROM {{S}}.shared_waiters w WHERE w.name = p_name AND w.deadline > now_) THEN
+    -- Version 17: a live queued waiter binds the name to its kind, as a
+    -- holder does (the shared row, held FOR SHARE, keeps one from
+    -- entering meanwhile).
     RAISE EXCEPTION 'DISTLOCK kind %', k USING ERRCODE = 'DL001';
   END IF;
   RETURN hw;
@@ -948,21 +953,22 @@ BEGIN
   END IF;
 END $$;
 
--- acquire_shared grants p_weight permits of the shared lock name (made
--- with kind p_kind and limit p_limit when it does not exist; once it
--- exists, its stored limit governs and p_limit is not compared) to p_owner
+-- acquire_shared grants p_weight permits of the shared lock name (made with
+-- kind p_kind and limit p_limit when it does not exist; once it exists, its
+-- stored limit governs and p_limit is not compared) to p_owner
 -- (engine.Sharer.AcquireShared), holding the name's row of locks FOR KEY
 -- SHARE (made free when there is none) and then its row of shared FOR
--- UPDATE: no mutex is granted meanwhile, and none is held when it grants. Refusals raise SQLSTATE DL001 with the
--- message 'DISTLOCK mutex', 'DISTLOCK kind <k>', 'DISTLOCK weight <l>'
--- (l: the stored limit), 'DISTLOCK held <w>' or 'DISTLOCK upgrade' (as
+-- UPDATE: no mutex is granted meanwhile, and none is held (nor, version 17,
+-- waited for in its queue) when it grants. Refusals raise SQLSTATE DL001
+-- with the message 'DISTLOCK mutex', 'DISTLOCK kind <k>', 'DISTLOCK weight
+-- <l>' (l: the stored limit), 'DISTLOCK held <w>' or 'DISTLOCK upgrade' (as
 -- engine/redis/scripts/shared_acquire.lua), having changed nothing. A
 -- holder re-enters (holds + 1 unless the attempt id is the one recorded);
 -- otherwise the permits are granted when they fit and nobody is queued
--- ahead (p_waiter at the head is not ahead of itself), and the next head
--- is woken if it fits too. A refused waiter enters the queue (or keeps
--- its place), and the head is woken if it fits (a head that died). A
--- refusal reports the holder whose lease ends first and its time left
+-- ahead (p_waiter at the head is not ahead of itself), and the next head is
+-- woken if it fits too. A refused waiter enters the queue (or keeps its
+-- place), and the head is woken if it fits (a head that died). A refusal
+-- reports the holder whose lease ends first and its time left
 -- (engine.ReserveTTL when nobody holds it), reserved when the permits are
 -- free enough but kept for the queue.
 CREATE OR REPLACE FUNCTION {{S}}.acquire_shared(
@@ -997,6 +1003,14 @@ BEGIN
   END LOOP;
   now_ := clock_timestamp();
   IF {{S}}._live(l, now_) THEN
+    RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
+  END IF;
+  -- Version 17: live waiters queued for the mutex bind the name to it, as
+  -- a holder does (one whose reservation lapsed does not count: _settle
+  -- drops it). The row of locks, held FOR KEY SHARE, keeps a mutex's call
+  -- from queueing one meanwhile.
+  IF EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = p_name AND w.deadline > now_
+             AND NOT (w.waiter IS NOT DISTINCT FROM l.reserved_for AND now_ >= l.reserved_until)) THEN
     RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
   END IF;
   used := {{S}}._shared_purge(p_name, now_);
@@ -1575,7 +1589,7 @@ BEGIN
   RETURN l.count - 1;
 END $$;
 
-INSERT INTO {{S}}.version (version) SELECT 16 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
+INSERT INTO {{S}}.version (version) SELECT 17 WHERE NOT EXISTS (SELECT 1 FROM {{S}}.version);
 -- 2: shared locks; 3: tokens fixed once the grant holds the name's row,
 -- the mutex refused while shared holders hold the name; 4: a semaphore's
 -- stored limit governs (a request that declares another is not refused),
@@ -1618,5 +1632,7 @@ INSERT INTO {{S}}.version (version) SELECT 16 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- (set_metadata's p_token), and one that names a token other than the
 -- owner's hold's changes nothing, so a deposed leader of the same owner
 -- cannot overwrite the new leader's value (version 15's signature stays,
--- calling it with 0: any token).
-UPDATE {{S}}.version SET version = 16 WHERE version < 16;
+-- calling it with 0: any token); 17: a live queued waiter binds the name
+-- to its kind as a holder does (acquire_shared refuses while one queues
+-- for the mutex, _mutex_check while one queues for the shared lock).
+UPDATE {{S}}.version SET version = 17 WHERE version < 17;
