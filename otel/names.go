@@ -37,7 +37,7 @@ const (
 
 	AttrLeaseHeld      = "distlock.lease.held"       // double, seconds: grant to release or loss
 	AttrLeaseEnd       = "distlock.lease.end"        // string: released, lost
-	AttrLeaseLossCause = "distlock.lease.loss_cause" // string: expired, taken_over, unreachable
+	AttrLeaseLossCause = "distlock.lease.loss_cause" // string: expired, taken_over, unreachable, max_hold (WithMaxHold)
 
 	AttrErrorMessage = "error.message" // string: a failed renewal's error (EventRenewalFailed)
 )
@@ -48,5 +48,5 @@ const (
 	LabelReason  = "reason"  // locked, timeout, canceled, refused, backend, closed, other
 	LabelEnd     = "end"     // released, lost
 	LabelResult  = "result"  // ok, failed
-	LabelCause   = "cause"   // expired, taken_over, unreachable
+	LabelCause   = "cause"   // expired, taken_over, unreachable, max_hold (WithMaxHold)
 )

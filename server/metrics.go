@@ -25,7 +25,7 @@ import (
 //	distlock_hold_seconds{end}                   time held, until released, lost, forced (server: force-released by an admin)
 //	                                             or expired (server: ttl ran out unseen)
 //	distlock_renewals_total{result}              ok, failed
-//	distlock_leases_lost_total{cause}            expired, taken_over, unreachable
+//	distlock_leases_lost_total{cause}            expired, taken_over, unreachable, max_hold
 //	distlock_node_errors_total{node}             failed calls to one node of a Redlock quorum
 //	distlock_holders                             leases held now
 //	distlock_waiters                             acquires waiting now
