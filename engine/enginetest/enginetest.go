@@ -56,6 +56,14 @@ type Harness struct {
 	// granted while another attempt on its name was in flight.
 	Votes bool
 
+	// MajorityValues: the engine's reading of a held lock's metadata is
+	// what most of its nodes hold (a Redlock quorum): while a change is on
+	// its way to a majority, two readings may report its old and new
+	// values in either order, so an observer may report an election's
+	// value of one term after a newer one. ElectionObserveForward is
+	// skipped.
+	MajorityValues bool
+
 	// UncheckedTokens: the engine does not check the grant token of a
 	// renewal or a release (engine.ExtendRequest.Token): a Redlock quorum,
 	// whose nodes keep tokens of their own. GrantTokenChecked and

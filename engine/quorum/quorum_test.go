@@ -98,6 +98,7 @@ func TestConformance(t *testing.T) {
 		},
 		Votes:           true,
 		UncheckedTokens: true,
+		MajorityValues:  true,
 	}
 	enginetest.Run(t, h)
 	enginetest.Check(t, stalledQuorums(h, srvs))
@@ -123,6 +124,7 @@ func TestConformanceOneNode(t *testing.T) {
 			return redistest.NewRegister(counter.Client(), name)
 		},
 		UncheckedTokens: true,
+		MajorityValues:  true,
 	})
 }
 

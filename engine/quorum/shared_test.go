@@ -81,6 +81,7 @@ func TestConformanceEmbeddedNodes(t *testing.T) {
 		},
 		Votes:           true,
 		UncheckedTokens: true,
+		MajorityValues:  true,
 	})
 }
 
