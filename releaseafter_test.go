@@ -116,7 +116,8 @@ func TestReleaseAfterInput(t *testing.T) {
 		if err := l.ReleaseAfter(ctx, -time.Second); !errors.As(err, &ae) {
 			t.Fatalf("ReleaseAfter(-1s): %v, want an *ArgumentError", err)
 		}
-		if err := l.ReleaseAfter(nil, time.Second); !errors.As(err, &ae) { //nolint:staticcheck // a nil context is the bad input tested
+		var noCtx context.Context // a nil context: the bad input tested
+		if err := l.ReleaseAfter(noCtx, time.Second); !errors.As(err, &ae) {
 			t.Fatalf("ReleaseAfter(nil ctx): %v, want an *ArgumentError", err)
 		}
 		time.Sleep(10 * time.Second) // renewed throughout
