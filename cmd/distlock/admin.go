@@ -441,7 +441,7 @@ func (a *app) cmdForceRelease(args []string) int {
 	if b.role != "" && b.role != "admin" {
 		// A server's token whose role may not force-release: refused
 		// before anything is read or asked, as the server would refuse it.
-		return a.fail(cmd, usageErr("the %s refused the token for force-release: its role is %s, and force-release needs admin.\n"+
+		return a.fail(cmd, usageErr("the %s refused the token for force-release (forbidden): its role is %s, and force-release needs admin.\n"+
 			"Set %s to an admin token of the server.", b.eng, b.role, envToken))
 	}
 
