@@ -14,19 +14,6 @@ import (
 	"github.com/distlock/distlock/internal/waiting"
 )
 
-// waitUntil polls cond every 10 ms until it holds, failing the test after
-// limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestAcquireAllGivesBackOnStalledRedis: a set holds a and waits in b's
 // queue when redis-server stops (SIGSTOP); its context is cancelled, or
 // its Client closed. AcquireAll returns within its leave of b's queue plus
@@ -71,7 +58,7 @@ func TestAcquireAllGivesBackOnStalledRedis(t *testing.T) {
 				}
 				ended <- err
 			}()
-			waitUntil(t, 20*time.Second, "the set holds a and waits in b's queue", func() bool {
+			enginetest.WaitFor(t, 20*time.Second, "the set holds a and waits in b's queue", func() bool {
 				ia, err1 := watch.Inspect(ctx, a)
 				ib, err2 := watch.Inspect(ctx, b)
 				return err1 == nil && err2 == nil && ia.Held && ib.Waiters == 1
@@ -104,7 +91,7 @@ func TestAcquireAllGivesBackOnStalledRedis(t *testing.T) {
 			if closeClient {
 				return
 			}
-			waitUntil(t, 20*time.Second, "a freed after the server continued (set ttl 1 min)", func() bool {
+			enginetest.WaitFor(t, 20*time.Second, "a freed after the server continued (set ttl 1 min)", func() bool {
 				ia, err := watch.Inspect(ctx, a)
 				return err == nil && !ia.Held
 			})
@@ -160,7 +147,7 @@ func TestAcquireAllRetakesLostMember(t *testing.T) {
 				s, err := set.AcquireAll(ctx, []string{a, b}, distlock.WithTTL(30*time.Second))
 				done <- result{s, err}
 			}()
-			waitUntil(t, 20*time.Second, "the set holds a and waits in b's queue", func() bool {
+			enginetest.WaitFor(t, 20*time.Second, "the set holds a and waits in b's queue", func() bool {
 				ia, err1 := admin.Inspect(ctx, a)
 				ib, err2 := admin.Inspect(ctx, b)
 				return err1 == nil && err2 == nil && ia.Held && ib.Waiters == 1
@@ -175,7 +162,7 @@ func TestAcquireAllRetakesLostMember(t *testing.T) {
 			if err := hb.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, 20*time.Second, "the set waits in a's queue again", func() bool {
+			enginetest.WaitFor(t, 20*time.Second, "the set waits in a's queue again", func() bool {
 				select {
 				case r := <-done:
 					if r.s != nil {
