@@ -89,9 +89,14 @@ func pausedAcquire(t *testing.T, checks, fencing bool) (overlap bool, errA error
 	if fencing {
 		// Different high-waters on the nodes, so that phase 1's tokens
 		// disagree and phase 2 runs (it is skipped when a majority of the
-		// grants carry the grant's token already).
+		// grants carry the grant's token already). They are ahead of the
+		// clock by more than engine.MaxProposalLead, so that every node
+		// mints its high-water + 1 rather than the token the quorum
+		// proposes, whose agreement would skip phase 2 (as it did when the
+		// request reached the nodes within the proposal's lead).
+		ahead := uint64(time.Now().Add(time.Minute).UnixMicro())
 		for i, s := range srvs {
-			if err := s.Client().Set(ctx, "distlock:{paused-client}:fence", (i+1)*1000, 0).Err(); err != nil {
+			if err := s.Client().Set(ctx, "distlock:{paused-client}:fence", ahead+uint64(i)*1000, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
