@@ -20,9 +20,9 @@ import (
 //
 //   - MutexHead: a mutex waiter heads the queue of a held name (fair where
 //     the engine keeps fair queues: the release reserves the name for it);
-//     the holder releases. A semaphore's TryAcquire, an RW read's TryRLock
-//     and a waiting semaphore Acquire are refused, nothing is granted, and
-//     the head then takes the mutex.
+//     the holder releases. A semaphore's TryAcquire, an RW read's TryRLock,
+//     a waiting semaphore Acquire and a semaphore's SetLimit are refused,
+//     nothing is granted or stored, and the head then takes the mutex.
 //   - SharedWaiter: a semaphore waiter asking for every permit, or an RW
 //     writer, waits behind the holder of every permit; the holder releases.
 //     A mutex's TryAcquire, a waiting Acquire and a set (AcquireAll) with
@@ -112,6 +112,8 @@ func (s *suite) kindQueueMutexHead(t *testing.T) {
 	l, err = other.Semaphore(name, limit).Acquire(wctx, distlock.WithTTL(time.Minute))
 	cancel()
 	wantKindRefusal(t, ctx, "a semaphore's waiting acquire while a mutex waiter heads the queue", l, err, name, engine.Mutex, engine.Semaphore)
+	err = other.Semaphore(name, limit).SetLimit(ctx, limit)
+	wantKindRefusal(t, ctx, "a semaphore's SetLimit while a mutex waiter heads the queue", nil, err, name, engine.Mutex, engine.Semaphore)
 	info, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)

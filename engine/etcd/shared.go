@@ -287,7 +287,8 @@ func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, wake []clientv
 }
 
 // noNewMutexWaiter holds while no waiter entered the name's mutex queue
-// since st was read: a shared grant or queue entry is not made beside one
+// since st was read: a shared grant, queue entry or limit is not made
+// beside one
 // (queued waiters bind the name to their kind).
 func (st *sharedState) noNewMutexWaiter(e *Engine) clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(e.keys.queue(st.name)), "<", st.rev+1).WithPrefix()
@@ -780,7 +781,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		if err != nil {
 			return 0, err
 		}
-		if st.mutex {
+		if st.mutex || st.mutexQueued {
 			return 0, mutexErr(name, engine.Semaphore)
 		}
 		prev := st.limit
@@ -800,7 +801,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		st.limit = limit
 		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.config(name), mustJSON(cfg), clientv3.WithLease(id))},
 			e.wakeOps(st, "", st.used())...)
-		ok, err := e.commit(ctx, "set the limit of "+name, st.unchanged(e), ops...)
+		ok, err := e.commit(ctx, "set the limit of "+name, append(st.unchanged(e), st.noNewMutexWaiter(e)), ops...)
 		if err != nil {
 			return 0, err
 		}

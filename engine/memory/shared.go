@@ -290,8 +290,8 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		return 0, err
 	}
 	now := e.now()
-	if e.live(name, now) != nil {
-		return 0, engine.KindError(name, 0, engine.Semaphore)
+	if err := e.mutexKind(name, engine.Semaphore, now); err != nil {
+		return 0, err
 	}
 	s := e.sharedState(name, now)
 	if s == nil {

@@ -14,11 +14,13 @@ import (
 // TestKindQueueUpgrade: on a version 16 schema (testdata) a semaphore is
 // granted on a name free but reserved for a queued mutex head, and a mutex
 // on a name whose semaphore waiter is queued (the flaw version 17 mends:
-// only holders were checked); Migrate brings it to version 17 with a mutex
+// only holders were checked); Migrate brings it to the current version with a mutex
 // holder and a mutex waiter queued across it; then a semaphore request is
 // refused with engine.KindError while the waiter queues, the waiter takes
 // the mutex, and the other way round a mutex (and a set) is refused while
-// a semaphore waiter queues, which then takes its permits.
+// a semaphore waiter queues, which then takes its permits. set_limit too
+// is stored beside a reserved mutex head on version 16 (and 17), and
+// refused from version 18.
 func TestKindQueueUpgrade(t *testing.T) {
 	const schema = "upgrade_v16"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -82,6 +84,9 @@ func TestKindQueueUpgrade(t *testing.T) {
 	release(a, "holder", engine.Mutex)
 	mustGrant("version 16: a semaphore ahead of the reserved mutex head (unchecked)", sem(a, "sem", ""))
 	release(a, "sem", engine.Semaphore)
+	if _, err := e.SetLimit(ctx, a, 3); err != nil {
+		t.Fatalf("version 16: set_limit on a name reserved for its mutex head (unchecked): %v, want it stored", err)
+	}
 	if err := e.Leave(ctx, engine.LeaveRequest{Name: a, Waiter: "head"}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +109,11 @@ func TestKindQueueUpgrade(t *testing.T) {
 	mustRefuse("version 17: a semaphore on a name reserved for its mutex head", sem(c, "sem", ""), engine.Mutex)
 	mustRefuse("version 17: an RW read on a name reserved for its mutex head",
 		engine.AcquireRequest{Name: c, Owner: "r", Attempt: "r", TTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}, engine.Mutex)
+	_, err := e.SetLimit(ctx, c, 3)
+	var ae *engine.ArgumentError
+	if !errors.As(err, &ae) || ae.Reason != engine.KindError(c, engine.Mutex, engine.Semaphore).(*engine.ArgumentError).Reason {
+		t.Fatalf("version 18: set_limit on a name reserved for its mutex head: %v, want the *ArgumentError", err)
+	}
 	mustGrant("version 17: the mutex head", mutex(c, "head", "head"))
 	release(c, "head", engine.Mutex)
 
@@ -113,7 +123,6 @@ func TestKindQueueUpgrade(t *testing.T) {
 	release(d, "holder", engine.Semaphore)
 	mustRefuse("version 17: a mutex while a semaphore waiter queues", mutex(d, "m", ""), engine.Semaphore)
 	g, err := e.AcquireMulti(ctx, []engine.AcquireRequest{mutex(d+"-other", "m", ""), mutex(d, "m", "")})
-	var ae *engine.ArgumentError
 	if g.Acquired || !errors.As(err, &ae) || ae.Reason != engine.KindError(d, engine.Semaphore, engine.Mutex).(*engine.ArgumentError).Reason {
 		t.Fatalf("version 17: a set with a name a semaphore waiter queues for: %+v, %v", g, err)
 	}

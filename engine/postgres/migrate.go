@@ -72,12 +72,13 @@ var schemaSQL string
 // acquire_multi call, refuses ('DISTLOCK kind <k>') while a live waiter
 // queues for its shared lock; function bodies only, every signature as
 // in version 16, so processes of earlier versions get the rule too once
-// the schema is migrated).
+// the schema is migrated; 18: set_limit is refused, as acquire_shared is,
+// while a live waiter queues for the name's mutex; function bodies only).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 17
+const SchemaVersion = 18
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

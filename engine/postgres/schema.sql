@@ -944,11 +944,19 @@ BEGIN
   RETURN hw;
 END $$;
 
--- _shared_mutex refuses a shared lock's call on a name held as a mutex.
-CREATE OR REPLACE FUNCTION {{S}}._shared_mutex(p_name text, now_ timestamptz) RETURNS void
+-- _shared_mutex refuses a shared lock's call (acquire_shared, set_limit)
+-- on a name bound to the mutex: held as one, or (version 17) with live
+-- waiters queued for it, which bind the name to their kind as a holder
+-- does (one whose reservation lapsed does not count: _settle drops it).
+-- l is the name's row of locks, which the caller holds FOR KEY SHARE: it
+-- keeps a mutex's call from granting or queueing meanwhile.
+DROP FUNCTION IF EXISTS {{S}}._shared_mutex(text, timestamptz); -- version 17's, of set_limit only
+CREATE OR REPLACE FUNCTION {{S}}._shared_mutex(l {{S}}.locks, now_ timestamptz) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF EXISTS (SELECT 1 FROM {{S}}.locks k WHERE k.name = p_name AND {{S}}._live(k, now_)) THEN
+  IF {{S}}._live(l, now_)
+     OR EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = l.name AND w.deadline > now_
+                AND NOT (w.waiter IS NOT DISTINCT FROM l.reserved_for AND now_ >= l.reserved_until)) THEN
     RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
   END IF;
 END $$;
@@ -1002,17 +1010,7 @@ BEGIN
     ON CONFLICT (name) DO NOTHING;
   END LOOP;
   now_ := clock_timestamp();
-  IF {{S}}._live(l, now_) THEN
-    RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
-  END IF;
-  -- Version 17: live waiters queued for the mutex bind the name to it, as
-  -- a holder does (one whose reservation lapsed does not count: _settle
-  -- drops it). The row of locks, held FOR KEY SHARE, keeps a mutex's call
-  -- from queueing one meanwhile.
-  IF EXISTS (SELECT 1 FROM {{S}}.waiters w WHERE w.name = p_name AND w.deadline > now_
-             AND NOT (w.waiter IS NOT DISTINCT FROM l.reserved_for AND now_ >= l.reserved_until)) THEN
-    RAISE EXCEPTION 'DISTLOCK mutex' USING ERRCODE = 'DL001';
-  END IF;
+  PERFORM {{S}}._shared_mutex(l, now_);
   used := {{S}}._shared_purge(p_name, now_);
   IF (s.kind <> p_kind OR s.lim <> p_limit) AND used = 0 AND s.used_at <= now_ - interval '7 days'
      AND NOT EXISTS (SELECT 1 FROM {{S}}.shared_waiters WHERE name = p_name) THEN
@@ -1178,21 +1176,23 @@ END $$;
 -- SHARE (made free when there is none, waiting for a mutex's insert in
 -- progress) before its mutex check, as acquire_shared (version 9; before,
 -- it read the row unlocked and stored its kind beside a mutex's grant
--- not yet committed).
+-- not yet committed). Since version 18 it is refused, as acquire_shared
+-- is, while live waiters queue for the name's mutex (_shared_mutex).
 CREATE OR REPLACE FUNCTION {{S}}.set_limit(p_name text, p_limit integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
+  l {{S}}.locks;
   s {{S}}.shared;
   now_ timestamptz;
   used bigint;
 BEGIN
   LOOP
-    PERFORM 1 FROM {{S}}.locks WHERE name = p_name FOR KEY SHARE;
+    SELECT * INTO l FROM {{S}}.locks WHERE name = p_name FOR KEY SHARE;
     EXIT WHEN FOUND;
     INSERT INTO {{S}}.locks (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;
   END LOOP;
   now_ := clock_timestamp();
-  PERFORM {{S}}._shared_mutex(p_name, now_);
+  PERFORM {{S}}._shared_mutex(l, now_);
   SELECT * INTO s FROM {{S}}.shared WHERE name = p_name FOR UPDATE;
   IF NOT FOUND THEN
     INSERT INTO {{S}}.shared (name, kind, lim, used_at) VALUES (p_name, 1, p_limit, now_)
@@ -1634,5 +1634,7 @@ INSERT INTO {{S}}.version (version) SELECT 17 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- cannot overwrite the new leader's value (version 15's signature stays,
 -- calling it with 0: any token); 17: a live queued waiter binds the name
 -- to its kind as a holder does (acquire_shared refuses while one queues
--- for the mutex, _mutex_check while one queues for the shared lock).
-UPDATE {{S}}.version SET version = 17 WHERE version < 17;
+-- for the mutex, _mutex_check while one queues for the shared lock); 18:
+-- set_limit is refused while a live waiter queues for the name's mutex, as
+-- acquire_shared is (_shared_mutex, one rule for both).
+UPDATE {{S}}.version SET version = 18 WHERE version < 18;

@@ -117,8 +117,8 @@ func (e *Engine) sharedTakenKeys(name string) []string {
 }
 
 // sharedAcquireKeys returns sharedKeys and the mutex's queue's heartbeat
-// deadlines and state, as shared_acquire.lua takes them: live waiters
-// queued for the mutex refuse a shared lock.
+// deadlines and state, as shared_acquire.lua and shared_set_limit.lua take
+// them: live waiters queued for the mutex refuse a shared lock.
 func (e *Engine) sharedAcquireKeys(name string) []string {
 	p := e.prefix + "{" + name + "}"
 	return append(e.sharedKeys(name), p+keySuffixes[2], p+keySuffixes[3])
@@ -269,7 +269,7 @@ func sharedInfo(name string, res []any) (engine.Info, error) {
 
 // SetLimit implements engine.Sharer.
 func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
-	n, err := e.runShared(ctx, sharedSetLimitScript, name, strconv.Itoa(limit)).Int64()
+	n, err := e.batch.run(ctx, sharedSetLimitScript, e.sharedAcquireKeys(name), e.fenceMS, e.publish, strconv.Itoa(limit)).Int64()
 	if err != nil {
 		return 0, sharedError(err, name, engine.Semaphore, limit, 0)
 	}

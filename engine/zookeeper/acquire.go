@@ -121,7 +121,7 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 	if hs, _ := l.shared(now); len(hs) > 0 {
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, hs[0].d.Kind, 0))
 	}
-	if w, ok := a.otherKindWaiter(line, false); ok {
+	if w, ok := otherKindWaiter(line, a.place.path, engine.Mutex); ok {
 		// A shared lock's waiters queue: they bind the name to its kind.
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, w.d.Kind, 0))
 	}
@@ -158,23 +158,47 @@ func (a *attempt) decide(ctx context.Context, l *line, now int64) (engine.Grant,
 	return a.grant(ctx, l)
 }
 
-// otherKindWaiter returns the head of the live line l, unless it is the
-// attempt's own place, when it waits for another kind than the attempt's:
-// a shared lock's waiter for a mutex's attempt, a mutex's waiter for a
-// shared one (shared true). Queued waiters bind a name to their kind, as
-// holders do: the attempt is refused with engine.KindError. The head's
-// kind tells the line's: a line holds places of one kind (the other kind
-// is refused while one waits), and only the head's data (and the
-// attempt's own) is read for a decision.
-func (a *attempt) otherKindWaiter(line []child, shared bool) (child, bool) {
+// otherKindWaiter returns the head of the live line, unless it is the
+// caller's own place (own, "" for none), when it waits for another kind
+// than kind: a shared lock's waiter for a mutex, a mutex's waiter for a
+// shared lock. Queued waiters bind a name to their kind, as holders do:
+// the caller is refused with engine.KindError. The head's kind tells the
+// line's: a line holds places of one kind (the other kind is refused
+// while one waits), and only the head's data (and the caller's own) is
+// read for a decision.
+func otherKindWaiter(line []child, own string, kind engine.Kind) (child, bool) {
 	if len(line) == 0 {
 		return child{}, false
 	}
 	w := line[0]
-	if w.path == a.place.path || w.st == nil || (w.d.Kind == 0) != shared {
+	if w.path == own || w.st == nil || (w.d.Kind == engine.Mutex) == (kind == engine.Mutex) {
 		return child{}, false
 	}
 	return w, true
+}
+
+// mutexWaiterHeads reports whether a live mutex waiter heads the line l
+// at now, other than own's place: it binds the name to the mutex, and a
+// shared lock's request (an acquire, a SetLimit) is refused. A head whose
+// reservation lapsed is no longer one: it leaves the line (as the mutex's
+// decide drops it), and again is true: the caller reads the line again,
+// as it is when the line changed meanwhile.
+func (e *Engine) mutexWaiterHeads(ctx context.Context, l *line, own string, now int64) (heads, again bool, err error) {
+	live, _ := l.waiters(now)
+	w, ok := otherKindWaiter(live, own, engine.Semaphore)
+	if !ok {
+		return false, false, nil
+	}
+	until, reserved, err := e.reservedFor(ctx, l, w)
+	switch {
+	case errors.Is(err, errLineChanged):
+		return false, true, nil
+	case err != nil:
+		return false, false, err
+	case reserved && now >= until:
+		return false, true, e.drop(ctx, l, w)
+	}
+	return true, false, nil
 }
 
 // readLine reads the attempt's line ("" path: the round runs again). A

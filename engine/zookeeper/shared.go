@@ -67,21 +67,10 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 		// Refused before the kind is stored: a refusal changes nothing.
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
-	live, _ := l.waiters(now)
-	if w, ok := a.otherKindWaiter(live, true); ok {
-		// A mutex's waiters queue: they bind the name to the mutex. A
-		// head whose reservation lapsed is no longer one: it leaves the
-		// line (as the mutex's decide drops it), and the round runs again.
-		until, reserved, err := e.reservedFor(ctx, l, w)
-		if errors.Is(err, errLineChanged) {
-			return engine.Grant{}, false, nil
-		}
-		if err != nil {
-			return engine.Grant{}, false, err
-		}
-		if reserved && now >= until {
-			return engine.Grant{}, false, e.drop(ctx, l, w)
-		}
+	// A mutex's waiters queue: they bind the name to the mutex.
+	if heads, again, err := e.mutexWaiterHeads(ctx, l, a.place.path, now); err != nil || again {
+		return engine.Grant{}, false, err
+	} else if heads {
 		return engine.Grant{}, false, a.kindRefused(ctx, engine.KindError(r.Name, 0, r.Kind))
 	}
 	rec, kindOp, ok, err := e.kindOf(ctx, r, l)
@@ -166,8 +155,8 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 
 // SetLimit implements engine.Sharer: the kind record is written at the
 // version read (made when missing), then the name node's data, which
-// wakes the head of the line. A name a mutex holds, or an RW lock, is
-// refused with engine.KindError; a limit below 1 with an
+// wakes the head of the line. A name a mutex holds (or its live waiter
+// heads the line), or an RW lock, is refused with engine.KindError; a limit below 1 with an
 // *engine.ArgumentError. Holders above a smaller limit keep their permits.
 func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, error) {
 	if err := e.check(ctx); err != nil {
@@ -186,7 +175,15 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 		if err != nil {
 			return 0, err
 		}
-		if _, ok := l.holder(max(now, l.now)); ok {
+		_, held := l.holder(max(now, l.now))
+		queued, again, err := e.mutexWaiterHeads(ctx, &l, "", max(now, l.now))
+		if err != nil {
+			return 0, err
+		}
+		if again {
+			continue
+		}
+		if held || queued {
 			// A refusal only from a current line (syncOnce's reason).
 			if !synced {
 				synced = true

@@ -19,9 +19,10 @@
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
 --           name's taken-over marks (taken.lua), the mutex's too
---   KEYS[8], KEYS[9] (shared_acquire.lua only) the mutex's queue's
---           heartbeat deadlines and state (queue.lua's KEYS[3], KEYS[4]):
---           live waiters queued for the mutex refuse a shared lock
+--   KEYS[8], KEYS[9] (shared_acquire.lua and shared_set_limit.lua only)
+--           the mutex's queue's heartbeat deadlines and state (queue.lua's
+--           KEYS[3], KEYS[4]): live waiters queued for the mutex refuse a
+--           shared lock (sh_mutex_queued)
 --
 -- ARGV[1] is the fence ttl in ms and ARGV[2] PUBLISH or SPUBLISH for every
 -- script; their own arguments follow. Every time is the server's (TIME).
@@ -127,6 +128,25 @@ local function sh_purge(now, used, mutex)
     end
   end
   return used, n
+end
+
+-- sh_mutex_queued tells whether live waiters queue for the name's mutex
+-- (queue.lua's heartbeat deadlines mqd and state mqs): queued waiters bind
+-- the name to their kind, as holders do. An entry whose heartbeat
+-- deadline passed, or whose reservation lapsed (queue.lua's q_settle drops
+-- it), does not count.
+local function sh_mutex_queued(now, mqd, mqs)
+  if redis.call('EXISTS', mqd) == 0 then
+    return false
+  end
+  local live = redis.call('ZCOUNT', mqd, '(' .. sh_int(now), '+inf')
+  if live > 0 then
+    local rv = redis.call('HMGET', mqs, 'rv', 'ru')
+    if rv[1] and now >= tonumber(rv[2] or '0') and tonumber(redis.call('ZSCORE', mqd, rv[1]) or '0') > now then
+      live = live - 1 -- its reservation lapsed
+    end
+  end
+  return live > 0
 end
 
 -- sh_head returns the head of the queue, the permits it asks for and the

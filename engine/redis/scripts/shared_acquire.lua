@@ -36,18 +36,8 @@ local used, mutex = sh_purge(now, tonumber(lk[3] or '0'), true)
 if mutex then
   return redis.error_reply('DISTLOCK mutex')
 end
-local MQD, MQS = KEYS[8], KEYS[9]
-if redis.call('EXISTS', MQD) == 1 then
-  local live = redis.call('ZCOUNT', MQD, '(' .. sh_int(now), '+inf')
-  if live > 0 then
-    local rv = redis.call('HMGET', MQS, 'rv', 'ru')
-    if rv[1] and now >= tonumber(rv[2] or '0') and tonumber(redis.call('ZSCORE', MQD, rv[1]) or '0') > now then
-      live = live - 1 -- its reservation lapsed: skipped, as queue.lua's q_settle drops it
-    end
-    if live > 0 then
-      return redis.error_reply('DISTLOCK mutex')
-    end
-  end
+if sh_mutex_queued(now, KEYS[8], KEYS[9]) then
+  return redis.error_reply('DISTLOCK mutex')
 end
 local k, l = tonumber(lk[1]), tonumber(lk[2])
 if not k then
