@@ -16,6 +16,9 @@ import (
 // electSynopsis is the one-line usage of distlock elect.
 const electSynopsis = "distlock elect [flags] NAME -- COMMAND [ARGS...]"
 
+// electLine names the parts of distlock elect's command line in its usage errors.
+var electLine = commandLine{synopsis: electSynopsis, name: "the election NAME", command: "the COMMAND to run while leader"}
+
 // cmdElect implements distlock elect: campaign for the election NAME and
 // run COMMAND only while leader.
 func (a *app) cmdElect(args []string) int {
@@ -28,14 +31,9 @@ func (a *app) cmdElect(args []string) int {
 	verbose := switchFlag(fs, notes{a.stderr}, "v", "verbose")
 	once := boolFlag(fs, "once")
 	fair := switchFlag(fs, distlock.WithFair(), "fair")
-	name, argv, err := parseRunArgs(fs, args)
-	switch {
-	case err != nil:
+	name, argv, err := parseRunArgs(fs, args, electLine)
+	if err != nil {
 		return a.flagError(cmd, err)
-	case name == "":
-		return a.usage(cmd, "missing the election NAME: %s", electSynopsis)
-	case len(argv) == 0:
-		return a.usage(cmd, "missing the COMMAND to run while leader: %s", electSynopsis)
 	}
 	if err := checkTTL(*ttl); err != nil {
 		return a.fail(cmd, err)

@@ -44,7 +44,7 @@ group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM,
 SIGHUP, SIGUSR1 and SIGUSR2 sent to distlock are passed on to the group. The
 lock is released when the group has exited.
 
-Flags (before NAME, or anywhere before --):
+Flags (before NAME, or after it up to -- or COMMAND):
   --ttl DURATION     time to live of the lease, renewed every ttl/3 (default 30s;
                      50ms to 24h). Loss is detected within one ttl.
   --wait DURATION    how long to wait for the lock, connecting included
@@ -103,6 +103,9 @@ Examples:
   # Readers share the cache; a rebuild waits for them and excludes them.
   distlock run --shared cache -- ./read-cache.sh
   distlock run --exclusive cache -- ./rebuild-cache.sh
+
+  # A NAME that begins with "-": a "--" before it, and one after it.
+  distlock run --wait 0 -- -nightly -- ./report.sh
 `
 
 const acquireHelp = `Usage: distlock acquire [flags] NAME
@@ -401,7 +404,7 @@ resource check DISTLOCK_TERM. When
 COMMAND exits on its own, distlock resigns at once (the next campaigner is
 elected) and exits with COMMAND's code.
 
-Flags (before NAME, or anywhere before --):
+Flags (before NAME, or after it up to -- or COMMAND):
   --value TEXT       the leader's value, shown to observers (default: host and pid)
   --ttl DURATION     the leadership's lease, renewed every ttl/3 (default 30s):
                      a dead leader is replaced within about one ttl

@@ -30,6 +30,9 @@ const (
 // runSynopsis is the one-line usage of distlock run.
 const runSynopsis = "distlock run [flags] NAME -- COMMAND [ARGS...]"
 
+// runLine names the parts of distlock run's command line in its usage errors.
+var runLine = commandLine{synopsis: runSynopsis, name: "the lock NAME", command: "the COMMAND to run after the lock name"}
+
 // cmdRun implements distlock run.
 func (a *app) cmdRun(args []string) int {
 	const cmd = "run"
@@ -44,20 +47,15 @@ func (a *app) cmdRun(args []string) int {
 	kind := kindFlags(fs)
 	also := namesFlag(fs, "also")
 
-	name, argv, err := parseRunArgs(fs, args)
+	name, argv, err := parseRunArgs(fs, args, runLine)
 	if err == nil {
 		err = kind.check(fs)
 	}
 	if err == nil && len(*also) > 0 && flagGiven(fs, "n", "limit", "weight", "shared", "exclusive") {
 		err = usageErr("--also takes mutexes only: it cannot be given with --limit, --weight, --shared or --exclusive")
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return a.flagError(cmd, err)
-	case name == "":
-		return a.usage(cmd, "missing the lock NAME: %s", runSynopsis)
-	case len(argv) == 0:
-		return a.usage(cmd, "missing the COMMAND to run after the lock name: %s", runSynopsis)
 	}
 	if err := checkTTL(*ttl); err != nil {
 		return a.fail(cmd, err)
@@ -139,28 +137,54 @@ func (a *app) noteTTL(cmd string, asked, kept time.Duration, where string) {
 	}
 }
 
-// parseRunArgs splits distlock run's arguments into flags (before NAME, or
-// anywhere before a "--"), NAME and the command. Without "--", everything
-// after NAME is the command.
-func parseRunArgs(fs *flag.FlagSet, args []string) (name string, argv []string, err error) {
+// commandLine names the parts of a command line NAME -- COMMAND (distlock
+// run's, distlock elect's) in its usage errors.
+type commandLine struct {
+	synopsis string // the one-line usage
+	name     string // "the lock NAME"
+	command  string // "the COMMAND to run after the lock name"
+}
+
+// parseRunArgs parses the command line of distlock run and distlock elect,
+// [flags] NAME [flags] -- COMMAND [ARGS...], into NAME and the command.
+// This is the one place of its rule:
+//   - Flags go before NAME, and after NAME up to a "--" or the first
+//     argument that is not a flag; from there on everything is COMMAND
+//     ("NAME cmd --ttl" passes --ttl to cmd).
+//   - A "--" before NAME ends the flags: the next argument is NAME (which
+//     may then begin with "-"), and COMMAND follows a second "--" (or comes
+//     right after NAME). No flag is read after it.
+//   - COMMAND's first word cannot begin with "-": that is a "--" too many or
+//     a flag after the separator, which exec would only report as not found
+//     once the lock is taken. Every mistake is a usage error, found before
+//     anything connects.
+func parseRunArgs(fs *flag.FlagSet, args []string, line commandLine) (name string, argv []string, err error) {
 	rest, dashdash, err := parseFlags(fs, args)
 	if err != nil {
 		return "", nil, err
 	}
-	if len(rest) == 0 {
-		return "", nil, nil
-	}
-	if dashdash { // distlock run [flags] -- NAME COMMAND...
-		return rest[0], rest[1:], nil
+	if len(rest) == 0 || rest[0] == "" || rest[0] == "--" {
+		return "", nil, usageErr("missing %s: %s", line.name, line.synopsis)
 	}
 	name, tail := rest[0], rest[1:]
 	switch {
-	case len(tail) > 0 && tail[0] == "--":
-		return name, tail[1:], nil
-	case len(tail) > 0 && strings.HasPrefix(tail[0], "-") && tail[0] != "-":
-		// Flags after NAME: up to "--" or the first argument that is not one.
-		rest, _, err := parseFlags(fs, tail)
-		return name, rest, err
+	case len(tail) > 0 && tail[0] == "--": // NAME -- COMMAND, -- NAME -- COMMAND
+		tail = tail[1:]
+	case !dashdash && len(tail) > 0 && len(tail[0]) > 1 && tail[0][0] == '-':
+		// Flags after NAME: up to "--" (consumed) or the first argument
+		// that is not one.
+		if tail, _, err = parseFlags(fs, tail); err != nil {
+			return "", nil, err
+		}
+	}
+	switch {
+	case len(tail) == 0:
+		return "", nil, usageErr("missing %s: %s", line.command, line.synopsis)
+	case tail[0] == "--":
+		return "", nil, usageErr(`one "--" too many before COMMAND: %s`, line.synopsis)
+	case strings.HasPrefix(tail[0], "-"):
+		return "", nil, usageErr(`COMMAND cannot begin with "-" (got %q): flags go before the "--" that precedes COMMAND `+
+			`(a program whose name begins with "-" is given by its path, ./%s): %s`, tail[0], tail[0], line.synopsis)
 	}
 	return name, tail, nil
 }
