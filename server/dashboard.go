@@ -48,6 +48,10 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request, path strin
 		writeError(w, newError(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not allowed here; use GET"))
 		return
 	}
+	if e := knownParams(r); e != nil {
+		writeError(w, e)
+		return
+	}
 	data, err := dashboardFiles.ReadFile(file)
 	if err != nil {
 		writeError(w, newError(http.StatusInternalServerError, api.CodeNotFound, err.Error()))

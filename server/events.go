@@ -96,10 +96,6 @@ func pump[T any](s *Server, r *http.Request, stream *sse, next <-chan T, name st
 // polling. A stream counts against the waiter limits; it ends when the
 // client goes away or the server shuts down.
 func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role, name string) {
-	if e := knownParams(r, "waiter"); e != nil {
-		writeError(w, e)
-		return
-	}
 	if s.isStopping() {
 		writeError(w, shuttingDown())
 		return

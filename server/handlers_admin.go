@@ -24,10 +24,6 @@ const maxCursorLen = 4096
 
 // handleList serves GET /v1/locks?prefix=&cursor=&limit=.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
-	if e := knownParams(r, "prefix", "cursor", "limit"); e != nil {
-		writeError(w, e)
-		return
-	}
 	q := r.URL.Query()
 	prefix, cursor := q.Get("prefix"), q.Get("cursor")
 	limit := DefaultListLimit

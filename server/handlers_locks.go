@@ -492,10 +492,6 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request, _ Role, nam
 
 // handleStatus serves GET /v1/locks/{name}[?kind=mutex|shared].
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role, name string) {
-	if e := knownParams(r, "kind"); e != nil {
-		writeError(w, e)
-		return
-	}
 	kind := r.URL.Query().Get("kind")
 	if kind != "" && kind != api.KindMutex && kind != "shared" {
 		writeError(w, badRequest("kind", fmt.Sprintf("invalid kind: %q is not mutex or shared", kind)))
@@ -513,10 +509,6 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role,
 // every holder, or only OWNER's hold (409 not_held when OWNER holds
 // nothing: nothing changed).
 func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Role, name string) {
-	if e := knownParams(r, "owner"); e != nil {
-		writeError(w, e)
-		return
-	}
 	q := r.URL.Query()
 	owner, one := q.Get("owner"), q.Has("owner")
 	if one {

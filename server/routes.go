@@ -24,7 +24,7 @@ import (
 //	POST   /v1/sets/acquire            a set of locks, all or none, one attempt (write; sets.go)
 //	POST   /v1/sets/release            release a set of locks (write)
 //	GET    /v1/dashboard/events        dashboard stream (read)
-//	GET    /v1/locks/{name}            status (read)
+//	GET    /v1/locks/{name}[?kind=K]   status (read)
 //	DELETE /v1/locks/{name}[?owner=O]  force-release: every holder, or O's hold (admin)
 //	POST   /v1/locks/{name}/acquire    acquire, waiting up to wait_ms (write)
 //	POST   /v1/locks/{name}/extend     extend (write)
@@ -47,7 +47,7 @@ func (s *Server) routes() http.Handler {
 		case strings.HasPrefix(path, "/v1/latches/"):
 			s.latchesRoute(w, r, strings.TrimPrefix(path, "/v1/latches/"))
 		case path == "/v1/locks":
-			s.route(w, r, http.MethodGet, RoleRead, s.handleList)
+			s.route(w, r, http.MethodGet, RoleRead, s.handleList, "prefix", "cursor", "limit")
 		case path == "/v1/extend":
 			s.route(w, r, http.MethodPost, RoleWrite, s.handleExtendBatch)
 		case path == "/v1/sets/acquire":
@@ -75,8 +75,11 @@ func (s *Server) routes() http.Handler {
 // handlerFunc is a handler that knows the caller's role.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, role Role)
 
-// route checks the method and the role, then calls h.
-func (s *Server) route(w http.ResponseWriter, r *http.Request, method string, need Role, h handlerFunc) {
+// route checks the method, the role and the query, then calls h. params
+// are the query parameters the route takes (none unless given): any other,
+// one given twice, or one that does not parse is refused before h runs
+// (knownParams), on every route alike.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, method string, need Role, h handlerFunc, params ...string) {
 	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
 		w.Header().Set("Allow", method)
 		writeError(w, newError(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not allowed here; use "+method))
@@ -88,6 +91,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, method string, ne
 		if role, ok = s.authorize(w, r, need); !ok {
 			return
 		}
+	}
+	if e := knownParams(r, params...); e != nil {
+		writeError(w, e)
+		return
 	}
 	h(w, r, role)
 }
@@ -142,14 +149,14 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 	case "":
 		switch r.Method {
 		case http.MethodDelete:
-			s.route(w, r, http.MethodDelete, RoleAdmin, named(s.handleForceRelease))
+			s.route(w, r, http.MethodDelete, RoleAdmin, named(s.handleForceRelease), "owner")
 		default:
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				w.Header().Set("Allow", "GET, DELETE")
 				writeError(w, newError(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not allowed here; use GET or DELETE"))
 				return
 			}
-			s.route(w, r, http.MethodGet, RoleRead, named(s.handleStatus))
+			s.route(w, r, http.MethodGet, RoleRead, named(s.handleStatus), "kind")
 		}
 	case "acquire":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleAcquire))
@@ -166,7 +173,7 @@ func (s *Server) lockRoute(w http.ResponseWriter, r *http.Request, rest string) 
 	case "limit":
 		s.route(w, r, http.MethodPost, RoleWrite, named(s.handleSetLimit))
 	case "events":
-		s.route(w, r, http.MethodGet, RoleWrite, named(s.handleLockEvents))
+		s.route(w, r, http.MethodGet, RoleWrite, named(s.handleLockEvents), "waiter")
 	default:
 		writeError(w, newError(http.StatusNotFound, api.CodeNotFound, "no such endpoint: /v1/locks/{name}/"+action))
 	}

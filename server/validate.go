@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -215,11 +216,24 @@ func waiterTTLFrom(ms int64) (time.Duration, *apiError) {
 	return d, nil
 }
 
-// knownParams refuses a request whose query has a parameter other than
-// allowed, before anything changes: a typo (DELETE /v1/locks/x?ownr=a) is
-// an error rather than a silent default (there: every holder freed).
+// knownParams refuses a request whose query is not made of parameters of
+// allowed, each given once, before anything changes: every route declares
+// the parameters it takes (Server.route), and a typo (DELETE
+// /v1/locks/x?ownr=a) is an error rather than a silent default (there:
+// every holder freed). So are a repeated parameter (?owner=a&owner=b: which
+// one?) and a pair that does not parse (?owner=a;b, ?owner=%zz), which
+// url.Values would drop without a word, leaving the request without it.
 func knownParams(r *http.Request, allowed ...string) *apiError {
-	for k := range r.URL.Query() {
+	seen := make(map[string]bool)
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(pair, "=")
+		k, errK := url.QueryUnescape(rawKey)
+		if errK != nil {
+			k = rawKey
+		}
 		if !slices.Contains(allowed, k) {
 			want := "none"
 			if len(allowed) > 0 {
@@ -227,6 +241,16 @@ func knownParams(r *http.Request, allowed ...string) *apiError {
 			}
 			return badRequest(k, fmt.Sprintf("unknown query parameter %q: this request takes %s", k, want))
 		}
+		if _, errV := url.QueryUnescape(rawValue); errK != nil || errV != nil {
+			return badRequest(k, fmt.Sprintf("invalid query parameter %q: bad percent-encoding", k))
+		}
+		if strings.Contains(pair, ";") {
+			return badRequest(k, fmt.Sprintf("invalid query parameter %q: ';' is not a separator (escape it as %%3B)", k))
+		}
+		if seen[k] {
+			return badRequest(k, fmt.Sprintf("query parameter %q given more than once: this request takes it once", k))
+		}
+		seen[k] = true
 	}
 	return nil
 }
