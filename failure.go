@@ -17,7 +17,9 @@ const DefaultBackendFailureBudget = 20 * time.Second
 // they have failed for d without an answer in between, the wait ends with
 // the last attempt's *BackendError (its Failing field says how long),
 // whatever is left of the wait's context. An attempt that gets no answer
-// within what is left of d is cut off and counts as failed. Errors that no
+// within what is left of d is cut off and counts as failed. A queued
+// waiter's heartbeat that fails counts too, from its send time: the wait
+// makes an attempt at once rather than sleeping until a wake-up. Errors that no
 // retry can mend end a wait at once, whatever d is. Set d well above one
 // round trip to the backend; d <= 0 keeps the default.
 func WithBackendFailureBudget(d time.Duration) ClientOption {

@@ -25,6 +25,10 @@ type queueWaiter struct {
 	queued   bool      // entered the queue (and registered with the watchdog)
 	lastSent time.Time // send time of the last confirmed heartbeat or attempt
 	beat     schedule  // when the watchdog sends its heartbeat
+	// failing is the send time of the first heartbeat that failed since
+	// the last confirmation (zero: none): the wait's failure budget counts
+	// from it (waiting.Loop.Failing).
+	failing time.Time
 }
 
 // enter records that an attempt sent at sent put (or kept) the waiter in
@@ -51,6 +55,15 @@ func (w *queueWaiter) confirmLocked(sent time.Time) {
 	}
 	w.lastSent = sent
 	w.beat = renewAfter(sent, WaiterTTL)
+	w.failing = time.Time{}
+}
+
+// failingSince returns the send time of the first heartbeat that failed
+// since the entry was last confirmed (zero: none).
+func (w *queueWaiter) failingSince() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failing
 }
 
 // close stops the heartbeats (the wait loop leaves the queue itself).
@@ -94,17 +107,25 @@ func (w *queueWaiter) Deadline() time.Time {
 
 // apply implements renewable: it takes a heartbeat's answer. A waiter that
 // heads the queue of a free lock, or that was dropped from the queue (it
-// missed its heartbeats), is woken to try again (and re-enter).
+// missed its heartbeats), is woken to try again (and re-enter). So is one
+// whose heartbeat failed (an error, or no answer before the entry's
+// deadline): its wait makes an attempt, and the backend failure budget
+// (WithBackendFailureBudget) counts from that heartbeat's send time,
+// rather than the wait sleeping until a wake-up that a backend that
+// stopped answering never sends.
 func (w *queueWaiter) apply(r engine.ExtendResult, sent time.Time, _ time.Duration, batchErr error) {
+	failed := batchErr != nil || r.Err != nil
 	w.mu.Lock()
-	switch {
-	case batchErr != nil || r.Err != nil:
+	if failed {
 		w.beat = retryAfter(WaiterTTL)
-	default:
+		if w.failing.IsZero() || sent.Before(w.failing) {
+			w.failing = sent
+		}
+	} else {
 		w.confirmLocked(sent)
 	}
 	w.mu.Unlock()
-	if batchErr == nil && r.Err == nil && (r.Wake || r.Status != engine.Extended) {
+	if failed || r.Wake || r.Status != engine.Extended {
 		w.wake()
 	}
 }

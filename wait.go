@@ -38,7 +38,7 @@ func (a *attempt) wait(q engine.Queuer) (*Lease, error) {
 			a.req.Order = engine.OrderFair
 		}
 		a.leaving = new(atomic.Bool)
-		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = leavingQueue{q, a.leaving}, w.id, w.enter, w.kick
+		loop.Queue, loop.Waiter, loop.Queued, loop.Kick, loop.Failing = leavingQueue{q, a.leaving}, w.id, w.enter, w.kick, w.failingSince
 	} else {
 		loop.Turn = a.takeTurn
 	}

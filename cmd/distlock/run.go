@@ -283,9 +283,15 @@ func acquireHeldOn[H holding](a *app, cmd, name string, open func(context.Contex
 		where := ""
 		if r.b != nil {
 			where = r.b.where
+		}
+		// Said before the backend is closed: closing waits (up to the
+		// release timeout) for a request still in flight on a backend
+		// that stopped answering, so that a late grant is undone.
+		code := a.fail(cmd, explain(r.err, refusedName(r.err, name), where))
+		if r.b != nil {
 			r.b.close(releaseLeases)
 		}
-		return nil, none, a.fail(cmd, explain(r.err, refusedName(r.err, name), where))
+		return nil, none, code
 	}
 	return r.b, r.lease, exitOK
 }

@@ -87,6 +87,19 @@ func (f *Failures) Note(sent time.Time, err error) error {
 	return nil
 }
 
+// Began records a failure of the wait's engine seen outside its attempts
+// (a heartbeat of its queue entry sent at t that failed): the run of
+// failures begins at t unless it began earlier. A zero t, or a nil f,
+// changes nothing; an attempt that is answered ends the run (Note).
+func (f *Failures) Began(t time.Time) {
+	if f == nil || t.IsZero() {
+		return
+	}
+	if f.since.IsZero() || t.Before(f.since) {
+		f.since = t
+	}
+}
+
 // Left is how long the run of failures may go on: negative for no bound,
 // the whole budget when the last attempt did not fail.
 func (f *Failures) Left() time.Duration {

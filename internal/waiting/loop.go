@@ -84,8 +84,16 @@ type Loop struct {
 	// an engine without one (the Client's turns).
 	Turn func(ctx context.Context) (giveBack func(), err error)
 	// Kick, when set, delivers extra wake-ups: the waiter's heartbeat saw
-	// that it heads the queue of a free lock, or that it was dropped.
+	// that it heads the queue of a free lock, or that it was dropped (or
+	// it failed).
 	Kick <-chan struct{}
+	// Failing, when set, returns the send time of a heartbeat of the
+	// waiter's entry that failed since the entry was last confirmed (zero:
+	// none): the run of failures that Failures counts begins then, unless
+	// an attempt failed earlier (Failures.Began), so a wait that sleeps
+	// queued while the engine stops answering ends within its budget of
+	// that heartbeat.
+	Failing func() time.Time
 	// Stop, when set, ends the wait with ErrStopped when closed.
 	Stop <-chan struct{}
 	// Detached returns the context for leaving the queue once the wait is
@@ -141,6 +149,9 @@ func (l *Loop) Run(ctx context.Context) (err error) {
 	for {
 		at := time.Now()
 		sent = true
+		if l.Failing != nil {
+			l.Failures.Began(l.Failing())
+		}
 		actx, cancel := l.Failures.Context(ctx, at)
 		a := l.Try(actx)
 		cancel()
