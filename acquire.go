@@ -180,6 +180,7 @@ type attempt struct {
 	start     time.Time
 	g         engine.Grant // the last answer
 	last      error        // the last refusal (*LockedError) or failure (*BackendError)
+	lastSent  time.Time    // the send time of the attempt that last refused
 	contended bool         // an attempt found the lock held by another owner
 	queued    bool         // an attempt entered the engine's waiter queue
 	// failures ends a wait on a backend that cannot work (nil for
@@ -307,7 +308,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		}
 		a.last = &BackendError{Op: "acquire", Name: a.name, Node: c.node, Err: err}
 	default:
-		a.last = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved, Kind: a.o.kind, Weight: a.o.weight}
+		a.last, a.lastSent = &LockedError{Name: a.name, TTL: g.HolderTTL, Queued: g.Reserved, Kind: a.o.kind, Weight: a.o.weight}, sent
 		a.contended = true
 	}
 	return nil, nil
@@ -346,7 +347,14 @@ func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 // giveUp is the error of a wait that ended for why: the caller's context
 // error, or ErrClosed when the Client was closed.
 func (a *attempt) giveUp(why error) error {
-	return &WaitError{Name: a.name, Waited: time.Since(a.start), Ctx: why, Last: a.last}
+	last := a.last
+	if le, ok := last.(*LockedError); ok {
+		// The state as of now: the time left then, less the time since.
+		aged := *le
+		aged.TTL = waiting.Aged(le.TTL, time.Since(a.lastSent))
+		last = &aged
+	}
+	return &WaitError{Name: a.name, Waited: time.Since(a.start), Ctx: why, Last: last}
 }
 
 // grant turns a confirmed grant (or, for Attach, extension) sent at sent into

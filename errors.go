@@ -58,7 +58,10 @@ func (e *NotHolderError) Is(target error) bool { return target == ErrNotHeld }
 type LockedError struct {
 	Name string
 	// TTL is the time the holder's lease has left when it was asked
-	// (negative when the lock has no expiry); with Queued, the time left of
+	// (negative when the lock has no expiry); in a WaitError's Last, the
+	// last answer's time left less the time since it was asked, as of the
+	// wait's end (that answer's holder may have released since); with
+	// Queued, the time left of
 	// the reservation for the head of the queue. For a shared lock, the
 	// soonest holder's time left: when permits may come back without a
 	// release.

@@ -65,7 +65,8 @@ type Tokens struct {
 // NewTokens returns an empty set of tokens.
 func NewTokens() *Tokens { return &Tokens{byHash: make(map[[32]byte]Role)} }
 
-// Add adds a token with its role.
+// Add adds a token with its role. A token added already with another role
+// is refused (the same role again changes nothing).
 func (t *Tokens) Add(role Role, token string) error {
 	if role < RoleRead || role > RoleAdmin {
 		return fmt.Errorf("invalid role %v", role)
@@ -77,7 +78,13 @@ func (t *Tokens) Add(role Role, token string) error {
 	if strings.ContainsAny(token, " \t\r\n,") {
 		return fmt.Errorf("a %s token contains white space or a comma", role)
 	}
-	t.byHash[sha256.Sum256([]byte(token))] = role
+	h := sha256.Sum256([]byte(token))
+	if had, ok := t.byHash[h]; ok && had != role {
+		// One role per token: which one was meant is not for the server
+		// to guess (the last line winning gave a read token admin).
+		return fmt.Errorf("a token given the %s role is given the %s role too: one role per token", had, role)
+	}
+	t.byHash[h] = role
 	return nil
 }
 

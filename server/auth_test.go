@@ -143,7 +143,7 @@ func checkOwnersShownToAdmins(t *testing.T, s *testServer, name, owner string) {
 
 // TestParseTokens: the token file format and its errors.
 func TestParseTokens(t *testing.T) {
-	tk, err := server.ParseTokens("admin:" + adminTok + ",read:" + readTok)
+	tk, err := server.ParseTokens("admin:" + adminTok + ",read:" + readTok + "\nread:" + readTok)
 	if err != nil || tk.Len() != 2 {
 		t.Fatalf("%v %v", tk, err)
 	}
@@ -153,6 +153,7 @@ func TestParseTokens(t *testing.T) {
 		adminTok,
 		"root:" + adminTok,
 		"admin:short",
+		"read:" + readTok + "\nadmin:" + readTok, // one token, two roles
 	} {
 		if _, err := server.ParseTokens(bad); err == nil {
 			t.Errorf("ParseTokens(%q) accepted", bad)

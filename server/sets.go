@@ -52,7 +52,7 @@ func (s *Server) handleSetAcquire(w http.ResponseWriter, r *http.Request, role R
 		return
 	case err == nil && !mg.Acquired:
 		name := rs[mg.Blocked].Name
-		o := acquireOutcome{grant: mg.Grant, contended: true}
+		o := acquireOutcome{grant: mg.Grant, sent: start, contended: true}
 		s.notGranted(&o, name, start, nil, nil)
 		o.err.detail.Name = name
 		if role < RoleAdmin {

@@ -17,6 +17,7 @@ import (
 // acquireOutcome is what a (possibly waiting) acquire came to.
 type acquireOutcome struct {
 	grant     engine.Grant // the last answer
+	sent      time.Time    // the send time of the attempt that got grant (set with it)
 	waited    time.Duration
 	contended bool        // an attempt found the lock held by another owner
 	err       *apiError   // the answer when not granted
@@ -55,7 +56,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 			return waiting.Answer{Failed: true, Err: err, Done: failures.Note(sent, err) != nil}
 		}
 		_ = failures.Note(sent, nil)
-		o.grant = g
+		o.grant, o.sent = g, sent
 		if !g.Acquired {
 			o.contended = true
 		}
@@ -127,9 +128,12 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		o.err = engineErr("acquire", lastErr)
 		o.failure = attemptFailure(name, lastErr)
 	} else {
-		ttl := wire.HolderTTLMs(o.grant.HolderTTL)
-		locked := &distlock.LockedError{Name: name, TTL: o.grant.HolderTTL, Queued: o.grant.Reserved}
-		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", o.grant.HolderTTL.Round(time.Millisecond))
+		// The last answer's time left, as of now (waiting.Aged): a waiter
+		// queued behind the head asks once, and may give up much later.
+		left := waiting.Aged(o.grant.HolderTTL, time.Since(o.sent))
+		ttl := wire.HolderTTLMs(left)
+		locked := &distlock.LockedError{Name: name, TTL: left, Queued: o.grant.Reserved}
+		msg := fmt.Sprintf("held by another owner (its lease ends in %v)", left.Round(time.Millisecond))
 		switch {
 		case o.shared != nil:
 			// What the shared lock's state refused, worded as the Client
@@ -139,7 +143,7 @@ func (s *Server) notGranted(o *acquireOutcome, name string, start time.Time, las
 		case o.grant.HolderTTL < 0:
 			msg = "held by another owner, with no expiry (a leaked lock: see force-release)"
 		case o.grant.Reserved:
-			msg = fmt.Sprintf("free, but kept for the waiters queued for it (for %v at least)", o.grant.HolderTTL.Round(time.Millisecond))
+			msg = fmt.Sprintf("free, but kept for the waiters queued for it (for %v at least)", left.Round(time.Millisecond))
 		}
 		if ctxErr != nil {
 			msg += fmt.Sprintf("; gave up after waiting %v", o.waited.Round(time.Millisecond))

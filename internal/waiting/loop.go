@@ -293,6 +293,18 @@ func Sleep(a Answer, queued, subscribed bool) time.Duration {
 	return d
 }
 
+// Aged is the time left that an answer reported (a holder's ttl, or a
+// reservation's: engine.Grant.HolderTTL), elapsed after the attempt that
+// got it was sent: never below 0; a negative ttl (no expiry) stays as it
+// is. A wait that gives up reports the last answer's state with it, so
+// that a holder's "lease ends in" is not the wait's length too late.
+func Aged(ttl, elapsed time.Duration) time.Duration {
+	if ttl < 0 {
+		return ttl
+	}
+	return max(0, ttl-max(0, elapsed))
+}
+
 // Jitter returns a duration uniformly in [d/2, 3d/2).
 func Jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d)
