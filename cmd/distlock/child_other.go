@@ -11,7 +11,7 @@ import (
 func forwardedSignals() []os.Signal { return []os.Signal{os.Interrupt} }
 
 // child is not available on this system.
-type child struct{}
+type child struct{ guard *guard }
 
 // startChild fails: without process groups distlock cannot stop the
 // command's descendants when the lock is lost.

@@ -3,12 +3,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -21,16 +22,21 @@ import (
 const guardArg = "__distlock-guard"
 
 // guard is the guard process of one command, with the write end of the
-// pipe that is its standard input: it acts when the pipe reaches end of
-// file without a word from distlock, which happens when distlock dies.
+// pipe that is its standard input: distlock writes the command's process
+// group on it (arm), one line, as soon as the command started; the guard
+// acts when the pipe then reaches end of file without a word from
+// distlock, which happens when distlock dies. It is started before the
+// command, so that no moment exists when the command runs unguarded (but
+// the one write between the command's start and arm).
 type guard struct {
 	cmd *exec.Cmd
 	w   *os.File
 }
 
-// startGuard starts the guard of ch's process group. When it cannot, it
-// says so and returns nil: the command runs unguarded, as before.
-func (a *app) startGuard(cmdName string, ch *child, grace time.Duration) *guard {
+// startGuard starts a guard, for the command about to start. When it
+// cannot, it says so and returns nil: the command runs unguarded, as
+// before.
+func (a *app) startGuard(cmdName string, grace time.Duration) *guard {
 	exe := "/proc/self/exe" // this binary, even if its file was replaced meanwhile
 	if _, err := os.Stat(exe); err != nil {
 		if exe, err = os.Executable(); err != nil {
@@ -43,7 +49,7 @@ func (a *app) startGuard(cmdName string, ch *child, grace time.Duration) *guard 
 		fmt.Fprintf(a.stderr, "distlock %s: cannot start the guard that stops the command if distlock dies: %v\n", cmdName, err)
 		return nil
 	}
-	g := exec.Command(exe, guardArg, strconv.Itoa(ch.pgid), strconv.Itoa(os.Getpid()), grace.String())
+	g := exec.Command(exe, guardArg, strconv.Itoa(os.Getpid()), grace.String())
 	g.Args[0] = os.Args[0] // ps shows distlock, not /proc/self/exe
 	g.Stdin, g.Stderr = r, os.Stderr
 	err = g.Start()
@@ -54,6 +60,15 @@ func (a *app) startGuard(cmdName string, ch *child, grace time.Duration) *guard 
 		return nil
 	}
 	return &guard{cmd: g, w: w}
+}
+
+// arm tells the guard the command's process group (ch's): the group it
+// stops if distlock dies.
+func (g *guard) arm(ch *child) {
+	if g == nil {
+		return
+	}
+	_, _ = fmt.Fprintf(g.w, "%d\n", ch.pgid)
 }
 
 // standDown tells the guard that distlock has done its work (the command's
@@ -67,23 +82,31 @@ func (g *guard) standDown() {
 	_ = g.cmd.Wait()
 }
 
-// runGuard is the guard process: args are the process group to stop, the
-// pid of the distlock that started it, and the grace between SIGTERM and
-// SIGKILL. It ignores the signals a terminal or a shell sends to
-// distlock's process group (distlock passes them on itself).
+// runGuard is the guard process: args are the pid of the distlock that
+// started it and the grace between SIGTERM and SIGKILL; its standard input
+// brings the command's process group (a line, arm), then a word when
+// distlock stood it down, or end of file when distlock died. It ignores
+// the signals a terminal or a shell sends to distlock's process group
+// (distlock passes them on itself).
 func runGuard(args []string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTTOU, syscall.SIGPIPE)
-	if len(args) != 3 {
+	if len(args) != 2 {
 		return exitUsage
 	}
-	pgid, err1 := strconv.Atoi(args[0])
-	parent, err2 := strconv.Atoi(args[1])
-	grace, err3 := time.ParseDuration(args[2])
-	if err1 != nil || err2 != nil || err3 != nil || pgid <= 1 {
+	parent, err1 := strconv.Atoi(args[0])
+	grace, err2 := time.ParseDuration(args[1])
+	if err1 != nil || err2 != nil {
 		return exitUsage
 	}
-	var b [1]byte
-	if n, _ := io.ReadFull(os.Stdin, b[:]); n == 1 {
+	in := bufio.NewReader(os.Stdin)
+	line, err := in.ReadString('\n')
+	pgid, perr := strconv.Atoi(strings.TrimSuffix(line, "\n"))
+	if err != nil || perr != nil || pgid <= 1 {
+		// No group named: distlock stood the guard down, or died, before
+		// the command started (it ran nothing).
+		return exitOK
+	}
+	if _, err := in.ReadByte(); err == nil {
 		return exitOK // distlock stood the guard down: it took care of the group
 	}
 	// End of file without a word: distlock is gone.

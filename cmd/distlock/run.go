@@ -93,7 +93,7 @@ func (a *app) cmdRun(args []string) int {
 		"DISTLOCK_NAME="+name,
 		"DISTLOCK_FENCE="+strconv.FormatUint(lease.Token(), 10),
 		"DISTLOCK_OWNER="+lease.Owner())
-	ch, err := startChild(argv, env)
+	ch, err := a.startGuarded(cmd, argv, env, *grace)
 	if err != nil {
 		_ = lease.Release(context.Background())
 		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", argv[0], err)
@@ -307,6 +307,24 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 	return c.Acquire(wctx, name, opts...)
 }
 
+// startGuarded starts the command (startChild) with its guard, which is
+// started first and told the command's process group as soon as it runs,
+// so that a distlock killed at any moment after the start leaves no
+// command running without the lock (see guardArg). cmd names the
+// distlock command, for messages; grace is the guard's between SIGTERM
+// and SIGKILL.
+func (a *app) startGuarded(cmd string, argv, env []string, grace time.Duration) (*child, error) {
+	g := a.startGuard(cmd, grace)
+	ch, err := startChild(argv, env)
+	if err != nil {
+		g.standDown()
+		return nil, err
+	}
+	g.arm(ch)
+	ch.guard = g
+	return ch, nil
+}
+
 // supervise waits for the command to exit while the lease holds. When the
 // lease is lost it stops the command's process group (SIGTERM, then SIGKILL
 // after grace) and reports lost; it never restarts the command. Signals in
@@ -316,8 +334,7 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace time.Duration, sigs <-chan os.Signal, next string) (code int, lost bool) {
 	// The guard stops the group if distlock dies before it could (see
 	// guardArg); supervise returns only once the group is gone or stopped.
-	g := a.startGuard(cmd, ch, grace)
-	defer g.standDown()
+	defer ch.guard.standDown()
 	defer ch.stopRelay()
 	relay := ch.relayed()
 	exited := make(chan int, 1)
