@@ -96,14 +96,14 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	_, g.forcer = probe.(engine.ForceReleaser)
 	_, g.holderForce = probe.(engine.HolderReleaser)
 	g.drops = h.Faulty != nil
-	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair, votes: h.Votes}
+	tm := timing{fit: caps.FitTTL, slack: 150*time.Millisecond + 2*caps.TTLGranularity, fair: caps.Fair, votes: h.Votes, tokens: !h.UncheckedTokens}
 	faulted := tm // the concurrent histories, with the faults' slack
 	if f := h.Faults; f != nil {
 		g.stalls, g.restarts = f.Stall != nil, f.Restart != nil
 		faulted.slack += f.Slack
 		faulted.renews = f.Renews
 	}
-	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack}
+	memTiming := timing{fit: func(d time.Duration) time.Duration { return d }, slack: tm.slack, tokens: tm.tokens}
 	t.Logf("checker: %d clients x %d ops on %d names, ttls from %v, budget %v; semaphores %v, rw %v, fair %v, list %v, force-release %v, lost replies %v, stalls %v, restarts %v, sets %v",
 		g.clients, g.ops, g.names, g.base, cfg.budget, g.semaphores, g.shared, g.fair, g.lister, g.forcer, g.drops, g.stalls, g.restarts, g.sets)
 

@@ -19,6 +19,7 @@ type timing struct {
 	fair   bool // Capabilities.Fair: a fair waiter's queue keeps newcomers out
 	votes  bool // Harness.Votes: overlapping attempts can split the vote
 	renews bool // Faults.Renews: a fault may restart a live lease's ttl
+	tokens bool // not Harness.UncheckedTokens: renewals and releases name their grant's token
 }
 
 func margin(ttl time.Duration) time.Duration { return engine.Drift(ttl) + 5*time.Millisecond }
@@ -136,7 +137,7 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 	for _, e := range evs {
 		switch e.Op.Kind {
 		case opExtend, opAttach, opRelease, opReenter, opForceHolder:
-			g := ownerGrant(gs, e)
+			g := ownerGrant(gs, e, tm.tokens)
 			if g == nil || g.unknown || e.Inv < g.sureFrom && e.Op.Kind != opForceHolder {
 				continue
 			}
@@ -242,16 +243,31 @@ func renewedTo(g *cgrant, evs []*event, tm timing) time.Duration {
 	return to
 }
 
-// ownerGrant returns the grant of e's owner that e acted on: the latest
-// asked for before e. The engines act by owner, so a lease of an earlier
+// ownerGrant returns the grant of e's owner that e acted on. With byToken
+// (an engine that checks grant tokens: timing.tokens) it is the grant whose
+// token e's lease holds, when the history has it: a lease of an earlier
 // grant of the same owner (re-entered as a new grant after a force-release)
-// releases or extends the owner's current grant when its Client sends it.
-func ownerGrant(gs []*cgrant, e *event) *cgrant {
-	var last *cgrant
+// is refused, and the newer grant stays. Otherwise it is the latest asked
+// for before e: an engine that acts by owner alone releases or extends the
+// owner's current grant when such a lease's Client sends it.
+func ownerGrant(gs []*cgrant, e *event, byToken bool) *cgrant {
+	var last, target *cgrant
 	for _, g := range gs {
-		if g.owner == e.Owner && g.name == e.NameIdx && g.ev != e && g.ev.Inv < e.Inv && (last == nil || g.ev.Inv > last.ev.Inv) {
-			last = g
+		if g.owner == e.Owner && g.name == e.NameIdx && g.ev != e && g.ev.Inv < e.Inv {
+			if last == nil || g.ev.Inv > last.ev.Inv {
+				last = g
+			}
+			if byToken && e.Target != 0 && g.token == e.Target && (target == nil || g.ev.Inv > target.ev.Inv) {
+				target = g
+			}
 		}
+	}
+	if target != nil {
+		// The grant the call's lease holds: on an engine that checks
+		// grant tokens (byToken) a renewal or release names its token and
+		// is refused on a newer grant of the same owner (a re-entry after
+		// a force-release is one), which stays live.
+		return target
 	}
 	return last
 }
@@ -508,7 +524,7 @@ func checkEarlyLoss(gs []*cgrant, evs []*event) []string {
 		if e.Inv >= e.TargetEnd || e.PastDeadline {
 			continue
 		}
-		if g := ownerGrant(gs, e); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
+		if g := ownerGrant(gs, e, false); g != nil && g.token == e.Target && e.Out == outNotHeld && g.surelyOver(e.Inv, e.Resp) {
 			bad = append(bad, fmt.Sprintf("lost early: %v answered not held while %v", e, g))
 		}
 	}
