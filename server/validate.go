@@ -224,6 +224,9 @@ func waiterTTLFrom(ms int64) (time.Duration, *apiError) {
 // one?) and a pair that does not parse (?owner=a;b, ?owner=%zz), which
 // url.Values would drop without a word, leaving the request without it.
 func knownParams(r *http.Request, allowed ...string) *apiError {
+	if r.URL.RawQuery == "" {
+		return nil // most requests: nothing to read, nothing allocated
+	}
 	seen := make(map[string]bool)
 	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
 		if pair == "" {
