@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // ErrStale is matched (with errors.Is) by every *StaleError: a write was
@@ -13,8 +15,10 @@ import (
 var ErrStale = errors.New("fence: stale fencing token")
 
 // ErrInvalidArgument is wrapped by the errors returned for bad input: an empty
-// resource, key or holder, the token 0 (distlock never mints it), a missing
-// write function or command. Nothing is checked, run or recorded then.
+// resource, key or holder, the token 0 or a token above engine.MaxToken
+// (2^53-1; distlock mints neither), a missing write function or command, a
+// key the guard keeps for itself (Redis.Exec). Nothing is checked, run or
+// recorded then.
 var ErrInvalidArgument = errors.New("fence: invalid argument")
 
 // StaleError reports a write that a guard rejected. The write did not run and
@@ -68,18 +72,30 @@ func invalid(format string, args ...any) error {
 
 // ValidateWrite checks the arguments every guard takes for a write: a
 // resource (or fence key), a fencing token and the holder writing. It returns
-// an error wrapping ErrInvalidArgument for an empty resource or holder or the
-// token 0 (distlock never mints it), and nil otherwise. Every guard here
-// uses it, and a guard of another package can, so that bad input is
-// refused alike.
+// an error wrapping ErrInvalidArgument for an empty resource or holder, the
+// token 0 or a token above engine.MaxToken (2^53-1): distlock mints neither,
+// and a guard that recorded such a token would refuse every real holder of
+// the resource from then on. It returns nil otherwise. Every guard here uses
+// it, and a guard of another package can, so that bad input is refused
+// alike.
 func ValidateWrite(resource string, token uint64, holder string) error {
 	switch {
 	case resource == "":
 		return invalid("empty resource")
-	case token == 0:
-		return invalid("fencing token 0 for %q", resource)
 	case holder == "":
 		return invalid("empty holder for %q", resource)
+	}
+	return checkToken(resource, token)
+}
+
+// checkToken refuses, with an error wrapping ErrInvalidArgument, a token no
+// distlock grant carries: 0, or one above engine.MaxToken (2^53-1).
+func checkToken(resource string, token uint64) error {
+	switch {
+	case token == 0:
+		return invalid("fencing token 0 for %q", resource)
+	case token > engine.MaxToken:
+		return invalid("fencing token %d for %q is above 2^53-1, the largest token a grant carries", token, resource)
 	}
 	return nil
 }

@@ -21,16 +21,23 @@ import (
 // that key and the tagged spelling of it ("k" and "{k}", or "a}b" and
 // "{t}a}b") share one; sharing a mark can only cause extra rejections, never
 // an accepted stale write.
+//
+// Every fence key FenceKeyFor makes ends in ":fence", and Redis.Exec refuses
+// every key that does as a key of a command: no resource's write can
+// touch another resource's mark.
 func FenceKeyFor(key string) string {
 	if _, ok := hashTag(key); ok {
-		return key + ":fence"
+		return key + fenceKeySuffix
 	}
 	if key != "" && !strings.Contains(key, "}") {
-		return "{" + key + "}:fence"
+		return "{" + key + "}" + fenceKeySuffix
 	}
 	t := strconv.FormatUint(uint64(slotTags()[keySlot(key)]), 36)
-	return "{" + t + "}" + key + ":fence"
+	return "{" + t + "}" + key + fenceKeySuffix
 }
+
+// fenceKeySuffix ends every fence key FenceKeyFor makes.
+const fenceKeySuffix = ":fence"
 
 // slotTags returns, for each hash slot, the smallest n whose base-36 spelling
 // hashes to that slot. The table (64 KiB) is built on first use, which only

@@ -32,7 +32,8 @@ type highWater struct {
 // Do returns a *StaleError without running write when token is lower than the
 // highest token recorded for resource, or equal to it but holder is not the
 // holder that wrote with it. It returns an error wrapping ErrInvalidArgument
-// for an empty resource or holder, the token 0 or a nil write. Otherwise it
+// for an empty resource or holder, the token 0, a token above
+// engine.MaxToken (2^53-1) or a nil write (see ValidateWrite). Otherwise it
 // returns what write returns. If write panics, the guard is released, nothing
 // is recorded and the panic goes on.
 //

@@ -3,11 +3,13 @@ package fence_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/fence"
 )
 
@@ -282,6 +284,39 @@ func TestGuardInvalidArguments(t *testing.T) {
 	// Token 5 from holder a is still the mark: a tie from b is rejected.
 	if err := g.Check("r", 5, "b"); !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("got %v, want ErrStale", err)
+	}
+}
+
+// TestGuardTokenAboveMax: a token above engine.MaxToken (2^53-1), which no
+// grant carries, is refused with ErrInvalidArgument by Do and Check and
+// records nothing, so the resource's real holders are not locked out.
+// Before, Check("r2", 1<<63, ...) was accepted and every later holder of r2
+// was refused as stale. 2^53-1 itself is a token.
+func TestGuardTokenAboveMax(t *testing.T) {
+	var g fence.Guard
+	if err := g.Check("r", 5, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []uint64{engine.MaxToken + 1, 1 << 63, math.MaxUint64} {
+		for _, res := range []string{"r", "r2"} {
+			ran := false
+			err := g.Do(res, token, "typo", func() error { ran = true; return nil })
+			if !errors.Is(err, fence.ErrInvalidArgument) || ran {
+				t.Fatalf("Do(%s, %d): %v (write ran: %v), want ErrInvalidArgument", res, token, err, ran)
+			}
+			if err := g.Check(res, token, "typo"); !errors.Is(err, fence.ErrInvalidArgument) {
+				t.Fatalf("Check(%s, %d): %v, want ErrInvalidArgument", res, token, err)
+			}
+		}
+	}
+	if h, h2 := g.Highest("r"), g.Highest("r2"); h != 5 || h2 != 0 {
+		t.Fatalf("Highest after the refusals: r %d, r2 %d; want 5, 0", h, h2)
+	}
+	if err := g.Check("r2", 7, "b"); err != nil {
+		t.Fatalf("r2's holder after the refusals: %v", err)
+	}
+	if err := g.Check("r2", engine.MaxToken, "c"); err != nil {
+		t.Fatalf("token 2^53-1: %v", err)
 	}
 }
 

@@ -52,7 +52,7 @@ type Redis struct {
 // *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
 // It does not take ownership of c.
 func NewRedis(c redis.UniversalClient) *Redis {
-	var b [8]byte
+	var b [idBytes]byte
 	_, _ = rand.Read(b[:])
 	return &Redis{c: c, id: hex.EncodeToString(b[:])}
 }
@@ -67,6 +67,10 @@ func NewRedis(c redis.UniversalClient) *Redis {
 // key, so a resource written 1,000 times a second keeps some 60,000 of
 // them, about 6 to 10 MB.
 const ResendWindow = time.Minute
+
+// idBytes is the length of a Redis's random id, which names it in its write
+// ids as 2*idBytes lowercase hex digits.
+const idBytes = 8
 
 // writeIDSuffix separates the fence key from the write id in the name of a
 // write id key.
@@ -101,6 +105,40 @@ func writeIDKey(fenceKey, id string) string {
 	return "{" + t + "}" + fenceKey + writeIDSuffix + id
 }
 
+// isWriteIDKey reports whether key has the shape of a write id key (see
+// writeIDKey): it ends in ":write:" and a write id, that is 2*idBytes
+// lowercase hex digits, "-" and a decimal number (see writeID).
+func isWriteIDKey(key string) bool {
+	i := strings.LastIndex(key, writeIDSuffix)
+	if i < 0 {
+		return false
+	}
+	id, n, ok := strings.Cut(key[i+len(writeIDSuffix):], "-")
+	return ok && len(id) == hex.EncodedLen(idBytes) && strings.Trim(id, "0123456789abcdef") == "" &&
+		n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// checkKeys refuses, with an error wrapping ErrInvalidArgument, a key of a
+// fenced command that the guard keeps for itself: fenceKey (this write's
+// mark, whatever its name), any key ending in ":fence" (every fence key
+// FenceKeyFor makes does: another resource's mark) and any write id key.
+// A command that wrote a mark could erase or lower it, after which a stale
+// token passes; one that wrote a write id key could make a write look
+// applied already, or a resent copy look new.
+func checkKeys(fenceKey string, keys []string) error {
+	for _, k := range keys {
+		switch {
+		case k == fenceKey:
+			return invalid("fence key %q is among the keys of its command", fenceKey)
+		case strings.HasSuffix(k, fenceKeySuffix):
+			return invalid("key %q of the command for %q is a fence key (every key ending in %q is one): no fenced write may touch a mark", k, fenceKey, fenceKeySuffix)
+		case isWriteIDKey(k):
+			return invalid("key %q of the command for %q is a write id key of the guard", k, fenceKey)
+		}
+	}
+	return nil
+}
+
 // resendWindowMS is ResendWindow in milliseconds, for the script's SET PX.
 var resendWindowMS = strconv.FormatInt(ResendWindow.Milliseconds(), 10)
 
@@ -126,13 +164,20 @@ var resendWindowMS = strconv.FormatInt(ResendWindow.Milliseconds(), 10)
 //
 // keys lists every key the command touches. On Redis Cluster they must be in
 // the same hash slot as fenceKey, e.g. by sharing a {tag}; see FenceKeyFor.
-// fenceKey itself must not be among them.
+// None of them may be a key the guard keeps: fenceKey itself, any key ending
+// in ":fence" (every fence key FenceKeyFor makes does, so this is every
+// resource's mark; name the fence keys you choose yourself so too), or a
+// write id key (one ending in ":write:" and a write id). A command that
+// could write one could erase or lower a resource's mark, after which an
+// older token passes. The guard sees only keys: a command that touches a
+// key it does not list, or none (FLUSHDB), is not checked.
 //
 // On a stale token Exec runs nothing and returns a *StaleError whose Resource
 // is fenceKey and whose Highest is the mark. If the command fails, its error
 // is returned and the mark is not raised. Bad input (empty fenceKey or holder,
-// token 0, no command, fenceKey in keys) is reported with an error wrapping
-// ErrInvalidArgument without a round trip.
+// token 0 or above engine.MaxToken, no command, a key the guard keeps in
+// keys) is reported with an error wrapping ErrInvalidArgument without a round
+// trip.
 func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder string, keys []string, args ...any) (any, error) {
 	if err := ValidateWrite(fenceKey, token, holder); err != nil {
 		return nil, err
@@ -140,10 +185,8 @@ func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 	if len(args) == 0 {
 		return nil, invalid("no command for %q", fenceKey)
 	}
-	for _, k := range keys {
-		if k == fenceKey {
-			return nil, invalid("fence key %q is among the keys of its command", fenceKey)
-		}
+	if err := checkKeys(fenceKey, keys); err != nil {
+		return nil, err
 	}
 	scriptKeys := make([]string, 0, 2+len(keys))
 	scriptKeys = append(scriptKeys, fenceKey, writeIDKey(fenceKey, r.writeID()))
@@ -181,7 +224,9 @@ func (r *Redis) Exec(ctx context.Context, fenceKey string, token uint64, holder 
 // Exec(ctx, FenceKeyFor(key), token, holder, []string{key}, "SET", key, value).
 // The high-water mark is stored at FenceKeyFor(key), which is in the same
 // Cluster hash slot as key. On a stale token it returns a *StaleError whose
-// Resource is FenceKeyFor(key) and leaves key unchanged.
+// Resource is FenceKeyFor(key) and leaves key unchanged. A key the guard
+// keeps (a fence key, a write id key: see Exec) is refused with an error
+// wrapping ErrInvalidArgument, unsent.
 func (r *Redis) Set(ctx context.Context, key string, value string, token uint64, holder string) error {
 	if key == "" {
 		return invalid("empty key")

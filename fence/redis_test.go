@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/fence"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -307,14 +307,14 @@ func TestRedisNoScript(t *testing.T) {
 }
 
 // TestRedisLargeTokens catches tokens compared or stored as Lua numbers
-// (doubles): 2^53 and 2^53+1 are the same double, and tostring() of a
-// microsecond timestamp gives "1.792e+15".
+// (doubles): tostring() of a microsecond timestamp gives "1.792e+15". The
+// largest tokens, up to engine.MaxToken (2^53-1), are compared exactly
+// (TestRedisTokenAboveMax: larger ones are refused unsent).
 func TestRedisLargeTokens(t *testing.T) {
 	cases := []struct{ high, low uint64 }{
 		{1792000000000001, 1792000000000000},
-		{1 << 53, 1<<53 - 1},
-		{1<<53 + 1, 1 << 53},
-		{math.MaxUint64, math.MaxUint64 - 1},
+		{engine.MaxToken, engine.MaxToken - 1},
+		{engine.MaxToken, 1e15},
 		{1000, 999},    // longer is larger although "999" > "1000" as text
 		{10, 9},        // the same across a length change
 		{2000000, 1e6}, // trailing zeros

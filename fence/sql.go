@@ -133,15 +133,17 @@ type Execer interface {
 // affected counts changed rows only, so a repeated identical write by the
 // same holder would look stale: connect with clientFoundRows=true.
 //
-// Errors from db are returned wrapped; bad input (empty resource, token 0,
-// empty query) is reported with an error wrapping ErrInvalidArgument without
-// running the query.
+// Errors from db are returned wrapped; bad input (empty resource, token 0
+// or above engine.MaxToken, empty query) is reported with an error wrapping
+// ErrInvalidArgument without running the query.
 func ExecFenced(ctx context.Context, db Execer, resource string, token uint64, query string, args ...any) error {
-	switch {
-	case resource == "":
+	if resource == "" {
 		return invalid("empty resource")
-	case token == 0:
-		return invalid("fencing token 0 for %q", resource)
+	}
+	if err := checkToken(resource, token); err != nil {
+		return err
+	}
+	switch {
 	case query == "":
 		return invalid("empty query for %q", resource)
 	case db == nil:

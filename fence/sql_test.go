@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/fence"
 )
 
@@ -156,6 +157,7 @@ func TestExecFencedInvalidArguments(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"empty resource": func() error { return fence.ExecFenced(ctx, db, "", 1, "UPDATE r SET x = 1") },
 		"token 0":        func() error { return fence.ExecFenced(ctx, db, "r", 0, "UPDATE r SET x = 1") },
+		"token 2^53":     func() error { return fence.ExecFenced(ctx, db, "r", engine.MaxToken+1, "UPDATE r SET x = 1") },
 		"empty query":    func() error { return fence.ExecFenced(ctx, db, "r", 1, "") },
 		"nil db":         func() error { return fence.ExecFenced(ctx, nil, "r", 1, "UPDATE r SET x = 1") },
 	} {

@@ -22,13 +22,17 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // ErrStale is matched (errors.Is) by every *StaleError.
 var ErrStale = errors.New("etcdfence: stale fencing token")
 
 // ErrInvalidArgument is wrapped by the errors for bad input (an empty
-// resource or holder, the token 0); nothing is sent then.
+// resource or holder, the token 0 or a token above engine.MaxToken, 2^53-1,
+// which no grant carries; an op that could write a fence key); nothing is
+// sent then.
 var ErrInvalidArgument = errors.New("etcdfence: invalid argument")
 
 // StaleError reports a write that the guard rejected: nothing was written.
@@ -87,20 +91,24 @@ func parseMark(v string) (uint64, string, error) {
 
 // Txn applies ops in one etcd transaction iff token is not stale for
 // fenceKey, and raises fenceKey's mark to token and holder in the same
-// transaction. It returns the responses of ops (etcd's own). On a stale token nothing is
-// written and the error is a *StaleError. An op that could write a fence
-// key is refused with ErrInvalidArgument, and nothing is sent: a put or
-// delete of fenceKey or of any key ending in "/.fence" (another resource's
-// fence key), a delete of a range of keys (WithPrefix, WithRange,
-// WithFromKey: a range may hold fence keys; delete the keys one by one),
-// and such an op inside a nested transaction (OpTxn), whose branches are
-// checked alike.
+// transaction. It returns the responses of ops (etcd's own). On a stale
+// token nothing is written and the error is a *StaleError. A token above
+// engine.MaxToken (2^53-1) is refused with ErrInvalidArgument, unsent: no
+// grant carries one, and a mark raised to it would refuse every real holder
+// of the resource. An op that could write a fence key is refused with
+// ErrInvalidArgument, and nothing is sent: a put or delete of fenceKey or
+// of any key ending in "/.fence" (another resource's fence key), a delete
+// of a range of keys (WithPrefix, WithRange, WithFromKey: a range may hold
+// fence keys; delete the keys one by one), and such an op inside a nested
+// transaction (OpTxn), whose branches are checked alike.
 func (g *Guard) Txn(ctx context.Context, fenceKey string, token uint64, holder string, ops ...clientv3.Op) ([]*pb.ResponseOp, error) {
 	switch {
 	case fenceKey == "":
 		return nil, fmt.Errorf("%w: empty fence key", ErrInvalidArgument)
 	case token == 0:
 		return nil, fmt.Errorf("%w: fencing token 0 for %q", ErrInvalidArgument, fenceKey)
+	case token > engine.MaxToken:
+		return nil, fmt.Errorf("%w: fencing token %d for %q is above 2^53-1, the largest token a grant carries", ErrInvalidArgument, token, fenceKey)
 	case holder == "":
 		return nil, fmt.Errorf("%w: empty holder for %q", ErrInvalidArgument, fenceKey)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/etcd/etcdfence"
 )
 
@@ -120,6 +122,50 @@ func TestFenceKeyIsNoResource(t *testing.T) {
 	}
 	if err := g.Put(ctx, key, "v2", 2, "C"); !errors.Is(err, etcdfence.ErrStale) {
 		t.Fatalf("a token-2 write after token 100: %v, want ErrStale", err)
+	}
+}
+
+// TestTokenAboveMax: a token above engine.MaxToken (2^53-1), which no grant
+// carries, is refused with ErrInvalidArgument by Put and Txn and sends
+// nothing: the mark and the data keep their values, a resource without a
+// mark gets none, and the resource's next holder is accepted. Before, the
+// mark was raised to it and every real holder was refused from then on.
+// 2^53-1 itself is a token.
+func TestTokenAboveMax(t *testing.T) {
+	ctx := context.Background()
+	cli := client(t)
+	g := etcdfence.New(cli)
+	key := fmt.Sprintf("test/max/%x", rand.Uint64())
+	fresh := key + "-fresh"
+	if err := g.Put(ctx, key, "v5", 5, "A"); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []uint64{engine.MaxToken + 1, 1 << 63, math.MaxUint64} {
+		if err := g.Put(ctx, key, "huge", token, "typo"); !errors.Is(err, etcdfence.ErrInvalidArgument) {
+			t.Fatalf("Put with token %d: %v, want ErrInvalidArgument", token, err)
+		}
+		if _, err := g.Txn(ctx, etcdfence.FenceKeyFor(fresh), token, "typo", clientv3.OpPut(fresh, "huge")); !errors.Is(err, etcdfence.ErrInvalidArgument) {
+			t.Fatalf("Txn with token %d: %v, want ErrInvalidArgument", token, err)
+		}
+	}
+	if h, err := g.Highest(ctx, etcdfence.FenceKeyFor(key)); err != nil || h != 5 {
+		t.Fatalf("Highest after the refusals: %d %v, want 5", h, err)
+	}
+	for k, want := range map[string]string{key: "v5", fresh: "", etcdfence.FenceKeyFor(fresh): ""} {
+		resp, err := cli.Get(ctx, k)
+		got := ""
+		if err == nil && len(resp.Kvs) > 0 {
+			got = string(resp.Kvs[0].Value)
+		}
+		if err != nil || got != want {
+			t.Fatalf("%s after the refusals: %q %v, want %q", k, got, err, want)
+		}
+	}
+	if err := g.Put(ctx, key, "v6", 6, "B"); err != nil {
+		t.Fatalf("the next holder after the refusals: %v", err)
+	}
+	if err := g.Put(ctx, key, "max", engine.MaxToken, "C"); err != nil {
+		t.Fatalf("token 2^53-1: %v", err)
 	}
 }
 

@@ -23,14 +23,17 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // ErrStale is matched (errors.Is) by every *StaleError.
 var ErrStale = errors.New("zkfence: stale fencing token")
 
 // ErrInvalidArgument is wrapped by the errors for bad input (an empty or
-// relative path, an empty holder, the token 0, an op of another type);
-// nothing is sent then.
+// relative path, an empty holder, the token 0 or a token above
+// engine.MaxToken, 2^53-1, which no grant carries, an op of another type or
+// on a fence node); nothing is sent then.
 var ErrInvalidArgument = errors.New("zkfence: invalid argument")
 
 // StaleError reports a write that the guard rejected: nothing was written.
@@ -108,6 +111,8 @@ func validate(fenceNode string, token uint64, holder string) error {
 		return fmt.Errorf("%w: fence node %q is not an absolute znode path", ErrInvalidArgument, fenceNode)
 	case token == 0:
 		return fmt.Errorf("%w: fencing token 0 for %q", ErrInvalidArgument, fenceNode)
+	case token > engine.MaxToken:
+		return fmt.Errorf("%w: fencing token %d for %q is above 2^53-1, the largest token a grant carries", ErrInvalidArgument, token, fenceNode)
 	case holder == "":
 		return fmt.Errorf("%w: empty holder for %q", ErrInvalidArgument, fenceNode)
 	}
@@ -146,8 +151,10 @@ func call[T any](ctx context.Context, g *Guard, f func() (T, error)) (T, error) 
 // the mark is not raised, and the error is the failing op's (zk.ErrNoNode,
 // zk.ErrBadVersion, ...) wrapped. An op on fenceNode, or on any path ending
 // in ".fence" (another resource's fence node), is refused with
-// ErrInvalidArgument, unsent. A context
-// that ends while the multi-op is in flight leaves its outcome unknown.
+// ErrInvalidArgument, unsent, and so is a token above engine.MaxToken
+// (2^53-1): no grant carries one, and a mark raised to it would refuse every
+// real holder of the resource. A context that ends while the multi-op is in
+// flight leaves its outcome unknown.
 func (g *Guard) Multi(ctx context.Context, fenceNode string, token uint64, holder string, ops ...any) ([]zk.MultiResponse, error) {
 	if err := validate(fenceNode, token, holder); err != nil {
 		return nil, err

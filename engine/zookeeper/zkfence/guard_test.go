@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	zkengine "github.com/distlock/distlock/engine/zookeeper"
 	"github.com/distlock/distlock/engine/zookeeper/zkfence"
 )
@@ -260,6 +262,57 @@ func TestBadInput(t *testing.T) {
 		if ok, _, err := c.Exists(p); err != nil || ok {
 			t.Errorf("%s exists after bad input (%v)", p, err)
 		}
+	}
+}
+
+// TestTokenAboveMax: a token above engine.MaxToken (2^53-1), which no grant
+// carries, is refused with ErrInvalidArgument by Set, Get and Multi and
+// sends nothing: the mark and the data keep their values, a resource
+// without a mark gets none, and the resource's next holder is accepted.
+// Before, the mark was raised to it and every real holder was refused from
+// then on. 2^53-1 itself is a token.
+func TestTokenAboveMax(t *testing.T) {
+	ctx := context.Background()
+	c := conn(t)
+	g := zkfence.New(c)
+	defer g.Close()
+	path, fresh := newPath("max"), newPath("max-fresh")
+	if err := g.Set(ctx, path, []byte("v5"), 5, "A"); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []uint64{engine.MaxToken + 1, 1 << 63, math.MaxUint64} {
+		for name, err := range map[string]error{
+			"Set": g.Set(ctx, path, []byte("huge"), token, "typo"),
+			"Get": func() error {
+				_, err := g.Get(ctx, path, token, "typo")
+				return err
+			}(),
+			"Multi": func() error {
+				_, err := g.Multi(ctx, zkfence.FenceNodeFor(fresh), token, "typo", &zk.CreateRequest{Path: fresh, Acl: zk.WorldACL(zk.PermAll)})
+				return err
+			}(),
+		} {
+			if !errors.Is(err, zkfence.ErrInvalidArgument) {
+				t.Fatalf("%s with token %d: %v, want ErrInvalidArgument", name, token, err)
+			}
+		}
+	}
+	if h, err := g.Highest(ctx, zkfence.FenceNodeFor(path)); err != nil || h != 5 {
+		t.Fatalf("Highest after the refusals: %d %v, want 5", h, err)
+	}
+	if got := data(t, c, path); got != "v5" {
+		t.Fatalf("data %q after the refusals, want v5", got)
+	}
+	for _, p := range []string{fresh, zkfence.FenceNodeFor(fresh)} {
+		if ok, _, err := c.Exists(p); err != nil || ok {
+			t.Fatalf("%s exists after the refusals (%v)", p, err)
+		}
+	}
+	if err := g.Set(ctx, path, []byte("v6"), 6, "B"); err != nil {
+		t.Fatalf("the next holder after the refusals: %v", err)
+	}
+	if err := g.Set(ctx, path, []byte("max"), engine.MaxToken, "C"); err != nil {
+		t.Fatalf("token 2^53-1: %v", err)
 	}
 }
 
