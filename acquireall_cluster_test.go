@@ -7,6 +7,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -43,7 +44,7 @@ func TestAcquireAllCluster(t *testing.T) {
 	if err != nil || !mg.Acquired || len(mg.Tokens) != len(tagged) {
 		t.Fatalf("names of one hash tag: %+v, %v; want granted by one script", mg, err)
 	}
-	if _, err := eng.ReleaseMulti(ctx, tagged, []string{"o", "o", "o"}); err != nil {
+	if _, err := eng.ReleaseMulti(ctx, enginetest.ReleaseRequests(tagged, "o")); err != nil {
 		t.Fatal(err)
 	}
 	assertFree(t, c, tagged...)

@@ -378,9 +378,9 @@ func (c *countingEngine) Acquire(ctx context.Context, r engine.AcquireRequest) (
 	return c.Engine.Acquire(ctx, r)
 }
 
-func (c *countingEngine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+func (c *countingEngine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
 	c.batches.Add(1)
-	return c.Engine.(engine.MultiReleaser).ReleaseMulti(ctx, names, owners)
+	return c.Engine.(engine.MultiReleaser).ReleaseMulti(ctx, rs)
 }
 
 func (c *countingEngine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {

@@ -222,14 +222,14 @@ func (s *LeaseSet) Release(ctx context.Context) error {
 
 // releaseBatch releases leases in one ReleaseMulti call.
 func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease) error {
-	var names, owners []string
+	var rs []engine.ReleaseRequest
 	var sent []*Lease
 	var prevs, skipped []error
 	for _, l := range leases {
 		prev, done := l.halt()
 		switch {
 		case done == nil:
-			names, owners = append(names, l.name), append(owners, l.owner)
+			rs = append(rs, l.releaseRequest())
 			sent, prevs = append(sent, l), append(prevs, prev)
 		case done != ErrReleased:
 			skipped = append(skipped, done) // released by its end (WithMaxHold)
@@ -243,7 +243,7 @@ func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease)
 	}
 	rctx, cancel := leases[0].c.releaseContext(ctx)
 	defer cancel()
-	res, err := mr.ReleaseMulti(rctx, names, owners)
+	res, err := mr.ReleaseMulti(rctx, rs)
 	if err == nil && len(res) != len(sent) {
 		err = errShortReply
 	}

@@ -38,11 +38,15 @@ type MultiAcquirer interface {
 // Redis in one pipeline (one per node on Cluster), etcd in one transaction,
 // PostgreSQL in one function call.
 type MultiReleaser interface {
-	// ReleaseMulti is Release of each lock names[i] by owners[i], in one
-	// round trip; the results are in the order of the names. An error
-	// means the round trip as a whole failed (some releases may have been
-	// applied: each is safe to send again).
-	ReleaseMulti(ctx context.Context, names, owners []string) ([]ReleaseResult, error)
+	// ReleaseMulti is Release of each request of rs (mutexes of distinct
+	// names), in one round trip; the results are in the order of the
+	// requests. Each is judged as Release judges it, its grant token
+	// included: a request whose Token is not 0 releases only the grant of
+	// that token, so a set's release never drops a newer grant its owner
+	// was given after a force-release (NotOwner, as Release answers). An
+	// error means the round trip as a whole failed (some releases may have
+	// been applied: each is safe to send again).
+	ReleaseMulti(ctx context.Context, rs []ReleaseRequest) ([]ReleaseResult, error)
 }
 
 // MultiGrant is the answer to AcquireMulti.
@@ -78,18 +82,18 @@ func CheckSet(rs []AcquireRequest) error {
 	return nil
 }
 
-// CheckReleaseSet refuses a ReleaseMulti whose owners do not match its
-// names one for one, or that gives a name twice (an *ArgumentError).
-func CheckReleaseSet(names, owners []string) error {
-	if len(names) != len(owners) {
-		return &ArgumentError{Arg: "owners", Reason: "one owner per name is needed"}
-	}
-	seen := make(map[string]bool, len(names))
-	for _, name := range names {
-		if seen[name] {
-			return &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q is given twice", name)}
+// CheckReleaseSet refuses a ReleaseMulti that gives a name twice, or a
+// request of a shared kind (a set holds mutexes), with an *ArgumentError.
+func CheckReleaseSet(rs []ReleaseRequest) error {
+	seen := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		if seen[r.Name] {
+			return &ArgumentError{Arg: "names", Reason: fmt.Sprintf("%q is given twice", r.Name)}
 		}
-		seen[name] = true
+		seen[r.Name] = true
+		if r.Kind != Mutex {
+			return &ArgumentError{Arg: "kind", Reason: "a set releases mutexes only"}
+		}
 	}
 	return nil
 }

@@ -103,17 +103,22 @@ func (s *Server) checkSetAcquire(req api.SetAcquireRequest) (rs []engine.Acquire
 			return nil, false, itemErr("locks", i, e)
 		}
 		seen[l.Name] = true
-		owner, attempt := l.Owner, l.Attempt
+		owner, attempt, oneOff := l.Owner, l.Attempt, l.OneOff
 		if owner == "" {
 			if made == "" {
 				made = s.owners.Next()
 			}
-			owner, own = made, true
+			owner, own, oneOff = made, true, true
 		}
-		if attempt == "" {
+		switch {
+		case attempt == "" && oneOff:
 			attempt = owner
+		case attempt == "":
+			// The client's own owner may hold other locks: an attempt
+			// of its own tells this request's grants from them.
+			attempt = s.owners.Next()
 		}
-		rs[i] = engine.AcquireRequest{Name: l.Name, Owner: owner, Attempt: attempt, OneOff: attempt == owner, TTL: ttl, Metadata: l.Metadata}
+		rs[i] = engine.AcquireRequest{Name: l.Name, Owner: owner, Attempt: attempt, OneOff: oneOff && attempt == owner, TTL: ttl, Metadata: l.Metadata}
 	}
 	if err := engine.CheckSet(rs); err != nil {
 		return nil, false, engineErr("acquire set", err)
@@ -145,29 +150,29 @@ func notAtomic(msg string) *apiError {
 // releaseSet releases the locks of rs (a grant nobody will use), detached
 // from the request.
 func (s *Server) releaseSet(rs []engine.AcquireRequest) {
-	names, owners := make([]string, len(rs)), make([]string, len(rs))
+	rels := make([]engine.ReleaseRequest, len(rs))
 	for i, q := range rs {
-		names[i], owners[i] = q.Name, q.Owner
+		rels[i] = engine.ReleaseRequest{Name: q.Name, Owner: q.Owner}
 	}
 	ctx, cancel := engineContext(context.Background())
 	defer cancel()
-	_, _ = s.engineReleaseSet(ctx, names, owners)
+	_, _ = s.engineReleaseSet(ctx, rels)
 }
 
-// engineReleaseSet releases each lock names[i] of owners[i]: in one call
-// where the engine can (engine.MultiReleaser), else one by one.
-func (s *Server) engineReleaseSet(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+// engineReleaseSet releases each lock of rs: in one call where the engine
+// can (engine.MultiReleaser), else one by one.
+func (s *Server) engineReleaseSet(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
 	if mr, ok := s.eng.(engine.MultiReleaser); ok {
-		res, err := mr.ReleaseMulti(ctx, names, owners)
-		if err == nil && len(res) != len(names) {
-			err = fmt.Errorf("engine answered %d results for %d releases", len(res), len(names))
+		res, err := mr.ReleaseMulti(ctx, rs)
+		if err == nil && len(res) != len(rs) {
+			err = fmt.Errorf("engine answered %d results for %d releases", len(res), len(rs))
 		}
 		return res, err
 	}
-	res := make([]engine.ReleaseResult, len(names))
-	for i, name := range names {
+	res := make([]engine.ReleaseResult, len(rs))
+	for i, r := range rs {
 		var err error
-		if res[i], err = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
+		if res[i], err = s.eng.Release(ctx, r); err != nil {
 			return nil, err
 		}
 	}
@@ -185,36 +190,41 @@ func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role
 		writeError(w, e)
 		return
 	}
-	names, owners := make([]string, len(req.Locks)), make([]string, len(req.Locks))
+	rs := make([]engine.ReleaseRequest, len(req.Locks))
 	for i, l := range req.Locks {
 		if e := firstErr(s.validateName(l.Name), requireOwner(l.Owner)); e != nil {
 			writeError(w, itemErr("locks", i, e))
 			return
 		}
-		names[i], owners[i] = l.Name, l.Owner
+		rs[i] = engine.ReleaseRequest{Name: l.Name, Owner: l.Owner, Token: l.Token}
 	}
-	if err := engine.CheckReleaseSet(names, owners); err != nil {
+	if err := engine.CheckReleaseSet(rs); err != nil {
 		writeError(w, engineErr("release set", err))
 		return
 	}
 	ctx, cancel := engineContext(r.Context())
 	defer cancel()
-	res, err := s.engineReleaseSet(ctx, names, owners)
+	res, err := s.engineReleaseSet(ctx, rs)
 	if err != nil {
 		writeError(w, engineErr("release set", err))
 		return
 	}
 	out := api.SetReleaseResponse{Results: make([]api.SetReleaseResult, len(res))}
 	for i, x := range res {
+		name, owner := rs[i].Name, rs[i].Owner
 		switch x.Status {
 		case engine.Released:
-			s.holds.released(names[i], owners[i], x.Remaining)
+			s.holds.released(name, owner, x.Remaining)
 			out.Results[i] = api.SetReleaseResult{Status: api.StatusReleased, Remaining: x.Remaining}
 		case engine.NotOwner:
-			s.holds.lostAtRelease(names[i], owners[i], distlock.TakenOver)
+			if s.newerGrant(ctx, name, owner, rs[i].Token) {
+				s.holds.lostOldGrant() // the owner's newer grant stays tracked
+			} else {
+				s.holds.lostAtRelease(name, owner, distlock.TakenOver)
+			}
 			out.Results[i].Status = api.StatusHeldByOther
 		default:
-			if err := s.releasedAsOther(ctx, names[i], owners[i], engine.Mutex); err != nil {
+			if err := s.releasedAsOther(ctx, name, owner, engine.Mutex); err != nil {
 				reason := err.Error()
 				if ae := (*engine.ArgumentError)(nil); errors.As(err, &ae) {
 					reason = ae.Reason
@@ -222,7 +232,7 @@ func (s *Server) handleSetRelease(w http.ResponseWriter, r *http.Request, _ Role
 				out.Results[i] = api.SetReleaseResult{Status: api.StatusOtherKind, Reason: reason}
 				continue
 			}
-			s.holds.lostAtRelease(names[i], owners[i], distlock.Expired)
+			s.holds.lostAtRelease(name, owner, distlock.Expired)
 			out.Results[i].Status = api.StatusMissing
 		}
 	}

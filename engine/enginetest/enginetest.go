@@ -156,6 +156,8 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseAfterExpiry", s.releaseAfterExpiry},
 		{"GrantTokenChecked", s.grantTokenChecked},
 		{"SetAllOrNothing", s.setAllOrNothing},
+		{"SetReleaseGrantToken", s.setReleaseGrantToken},
+		{"SetOwnerHoldsName", s.setOwnerHoldsName},
 		{"SetKindRefusalNamesName", s.setKindRefusalNamesName},
 		{"SetKindBeforeContention", s.setKindBeforeContention},
 		{"SetGivesUpClean", s.setGivesUpClean},

@@ -73,3 +73,13 @@ func SetRequests(owner string, ttl time.Duration, names ...string) []engine.Acqu
 	}
 	return rs
 }
+
+// ReleaseRequests is the ReleaseMulti of names by owners[i] (one owner for
+// all when owners has one), of any grant (token 0).
+func ReleaseRequests(names []string, owners ...string) []engine.ReleaseRequest {
+	rs := make([]engine.ReleaseRequest, len(names))
+	for i, n := range names {
+		rs[i] = engine.ReleaseRequest{Name: n, Owner: owners[min(i, len(owners)-1)]}
+	}
+	return rs
+}

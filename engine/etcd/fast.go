@@ -224,11 +224,7 @@ func (e *Engine) fastRelease(ctx context.Context, name, owner string, token uint
 		return false, nil, nil
 	}
 	lockKey := e.keys.lock(name)
-	cmps := []clientv3.Cmp{modifiedAt(lockKey, l.rev)}
-	if token != 0 {
-		cmps = append(cmps, createdIs(lockKey, "", pb.Compare_EQUAL, int64(token)))
-	}
-	resp, unsure, err := e.txn(ctx, "release "+name, cmps, []clientv3.Op{clientv3.OpDelete(lockKey)})
+	resp, unsure, err := e.txn(ctx, "release "+name, releaseCmps(lockKey, l.rev, token), []clientv3.Op{clientv3.OpDelete(lockKey)})
 	if unsure {
 		gone = &l
 	}
@@ -238,6 +234,17 @@ func (e *Engine) fastRelease(ctx context.Context, name, owner string, token uint
 	e.setLockLease(name, owner, clientv3.NoLease)
 	e.recycle(l.lease, l.ttl)
 	return true, nil, nil
+}
+
+// releaseCmps are the conditions of deleting the lock key as a release of
+// the hold this engine wrote at rev: unchanged since, and of the grant of
+// token (0: any).
+func releaseCmps(lockKey string, rev int64, token uint64) []clientv3.Cmp {
+	cmps := []clientv3.Cmp{modifiedAt(lockKey, rev)}
+	if token != 0 {
+		cmps = append(cmps, createdIs(lockKey, "", pb.Compare_EQUAL, int64(token)))
+	}
+	return cmps
 }
 
 // busyFor is how long a queue seen on a name keeps its first attempts off

@@ -80,7 +80,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if _, err := e.AcquireMulti(ctx, enginetest.SetRequests("s", 5*time.Second, many...)); !errors.Is(err, engine.ErrNotAtomic) {
 		t.Errorf("AcquireMulti of 33 names: %v; want engine.ErrNotAtomic", err)
 	}
-	if _, err := e.ReleaseMulti(ctx, []string{"a", "a"}, []string{"s", "s"}); !errors.As(err, &ae) {
+	if _, err := e.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"a", "a"}, "s")); !errors.As(err, &ae) {
 		t.Errorf("ReleaseMulti with a repeated name: %v; want *engine.ArgumentError", err)
 	}
 	assertFreeOn(t, e, append(many, "a", "c")...)
@@ -130,7 +130,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 	if mg.Tokens[0] <= before {
 		t.Errorf("set token of t/a %d, not above the earlier %d", mg.Tokens[0], before)
 	}
-	res, err := e.ReleaseMulti(ctx, []string{"t/a", "t/b", "t/c"}, []string{"s", "s", "s"})
+	res, err := e.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"t/a", "t/b", "t/c"}, "s"))
 	if err != nil || len(res) != 3 {
 		t.Fatalf("ReleaseMulti: %+v, %v", res, err)
 	}
@@ -144,7 +144,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 		t.Errorf("token of t/b %d after the set's %d", after, mg.Tokens[1])
 	}
 	// Released again: nothing held.
-	res, err = e.ReleaseMulti(ctx, []string{"t/a", "t/b"}, []string{"s", "s"})
+	res, err = e.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"t/a", "t/b"}, "s"))
 	if err != nil || res[0].Status != engine.NotHeld || res[1].Status != engine.NotHeld {
 		t.Errorf("ReleaseMulti again: %+v, %v; want NotHeld", res, err)
 	}
@@ -209,7 +209,7 @@ func TestMultiLostAnswer(t *testing.T) {
 		}
 		leases = append(leases, clientv3.LeaseID(key.Kvs[0].Lease))
 	}
-	res, err := e.ReleaseMulti(ctx, names, []string{"s", "s"})
+	res, err := e.ReleaseMulti(ctx, enginetest.ReleaseRequests(names, "s"))
 	if err != nil || res[0].Status != engine.Released || res[1].Status != engine.Released {
 		t.Fatalf("ReleaseMulti: %+v, %v", res, err)
 	}

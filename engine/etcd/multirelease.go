@@ -12,29 +12,30 @@ var _ engine.MultiReleaser = (*Engine)(nil)
 
 // ReleaseMulti implements engine.MultiReleaser: one transaction with a
 // nested one per name, which deletes the lock key this engine granted
-// (one hold, unchanged since: fastRelease's condition) or else reads the
-// name's keys; a name not released so goes on as Release does from that
-// read (a count-down, another owner, a lock gone).
-func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
-	out, err := e.releaseMulti(ctx, names, owners)
+// (one hold of the request's grant token, unchanged since: fastRelease's
+// condition) or else reads the name's keys; a name not released so goes
+// on as Release does from that read (a count-down, another owner or
+// grant, a lock gone).
+func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	out, err := e.releaseMulti(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
 	// A member freed by a force-release whose mark stands: taken over,
 	// as Release answers (takenOver: one read, for these members only).
-	var rs []engine.ExtendRequest
+	var missing []engine.ExtendRequest
 	var idx []int
 	for i, r := range out {
 		if r.Status == engine.NotHeld {
-			rs, idx = append(rs, engine.ExtendRequest{Name: names[i], Owner: owners[i]}), append(idx, i)
+			missing, idx = append(missing, engine.ExtendRequest{Name: rs[i].Name, Owner: rs[i].Owner}), append(idx, i)
 		}
 	}
-	if len(rs) > 0 {
-		told := make([]engine.ExtendResult, len(rs))
+	if len(missing) > 0 {
+		told := make([]engine.ExtendResult, len(missing))
 		for j := range told {
 			told[j].Status = engine.Missing
 		}
-		e.takenOver(ctx, rs, told)
+		e.takenOver(ctx, missing, told)
 		for j, i := range idx {
 			if told[j].Status == engine.HeldByOther {
 				out[i].Status = engine.NotOwner
@@ -45,41 +46,41 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 }
 
 // releaseMulti is ReleaseMulti before the taken-over marks are read.
-func (e *Engine) releaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+func (e *Engine) releaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := engine.CheckReleaseSet(names, owners); err != nil {
+	if err := engine.CheckReleaseSet(rs); err != nil {
 		return nil, err
 	}
-	if len(names) == 0 {
+	if len(rs) == 0 {
 		return nil, nil
 	}
-	refs := make([]*lockRef, len(names))
-	ops := make([]clientv3.Op, len(names))
-	for i, name := range names {
-		read := clientv3.OpGet(e.keys.name(name), clientv3.WithPrefix())
-		if l, ok := e.lockWrite(name, owners[i]); ok && l.count == 1 {
+	refs := make([]*lockRef, len(rs))
+	ops := make([]clientv3.Op, len(rs))
+	for i, r := range rs {
+		read := clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix())
+		if l, ok := e.lockWrite(r.Name, r.Owner); ok && l.count == 1 && l.of(r.Token) {
 			refs[i] = &l
-			key := e.keys.lock(name)
-			ops[i] = clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", l.rev)},
-				[]clientv3.Op{clientv3.OpDelete(key)}, []clientv3.Op{read})
+			ops[i] = clientv3.OpTxn(releaseCmps(e.keys.lock(r.Name), l.rev, r.Token),
+				[]clientv3.Op{clientv3.OpDelete(e.keys.lock(r.Name))}, []clientv3.Op{read})
 		} else {
 			ops[i] = read
 		}
 	}
-	resp, unsure, err := e.txn(ctx, "release set "+names[0], nil, ops)
+	resp, unsure, err := e.txn(ctx, "release set "+rs[0].Name, nil, ops)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.ReleaseResult, len(names))
-	for i, name := range names {
-		r := resp.Responses[i]
-		kvs := r.GetResponseRange().GetKvs()
+	out := make([]engine.ReleaseResult, len(rs))
+	for i, r := range rs {
+		name, owner := r.Name, r.Owner
+		op := resp.Responses[i]
+		kvs := op.GetResponseRange().GetKvs()
 		if refs[i] != nil {
-			t := r.GetResponseTxn()
+			t := op.GetResponseTxn()
 			if t.Succeeded {
-				e.setLockLease(name, owners[i], clientv3.NoLease)
+				e.setLockLease(name, owner, clientv3.NoLease)
 				e.recycle(refs[i].lease, refs[i].ttl)
 				out[i] = engine.ReleaseResult{Status: engine.Released}
 				continue
@@ -94,7 +95,7 @@ func (e *Engine) releaseMulti(ctx context.Context, names, owners []string) ([]en
 		if unsure {
 			gone = refs[i]
 		}
-		if out[i], err = e.releaseRead(ctx, name, owners[i], 0, st, gone); err != nil {
+		if out[i], err = e.releaseRead(ctx, name, owner, r.Token, st, gone); err != nil {
 			return nil, err
 		}
 	}

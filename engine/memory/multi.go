@@ -13,15 +13,18 @@ var (
 
 // ReleaseMulti implements engine.MultiReleaser: every release under the
 // engine's one lock.
-func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	if err := engine.CheckReleaseSet(rs); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]engine.ReleaseResult, len(names))
-	for i, name := range names {
-		out[i] = e.release(name, owners[i], 0)
+	out := make([]engine.ReleaseResult, len(rs))
+	for i, r := range rs {
+		out[i] = e.release(r.Name, r.Owner, r.Token)
 	}
 	return out, nil
 }

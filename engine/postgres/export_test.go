@@ -25,3 +25,9 @@ func (e *Engine) EndV13()   { e.v13.until.Store(0) }
 // v15Recheck does.
 func (e *Engine) V15() bool { return e.v15.old() }
 func (e *Engine) EndV15()   { e.v15.until.Store(0) }
+
+// V18 reports whether the engine releases a set's names one call each now
+// (it met a schema before version 19); EndV18 ends that as the passing of
+// v18Recheck does.
+func (e *Engine) V18() bool { return e.v18.old() }
+func (e *Engine) EndV18()   { e.v18.until.Store(0) }

@@ -165,3 +165,8 @@ const v13Recheck = time.Minute
 // engine that met one calls version 15's set_metadata (without the grant's
 // token) before it tries the current one again.
 const v15Recheck = time.Minute
+
+// v18Recheck is v11Recheck for a schema before version 19: how long an
+// engine releases a set's names one call each before it tries version
+// 19's release_multi again.
+const v18Recheck = time.Minute

@@ -483,7 +483,7 @@ func TestTokensAcrossKindsAfterDeletion(t *testing.T) {
 			t.Fatalf("%s a set: %+v, %v; want granted above %d", kind, mg, err, last)
 		}
 		last = mg.Tokens[0]
-		if _, err := e.ReleaseMulti(ctx, []string{name, name + "/other"}, []string{"set", "set"}); err != nil {
+		if _, err := e.ReleaseMulti(ctx, setReleases("set", name, name+"/other")); err != nil {
 			t.Fatal(err)
 		}
 		check("the set's release", true)

@@ -73,12 +73,22 @@ var schemaSQL string
 // queues for its shared lock; function bodies only, every signature as
 // in version 16, so processes of earlier versions get the rule too once
 // the schema is migrated; 18: set_limit is refused, as acquire_shared is,
-// while a live waiter queues for the name's mutex; function bodies only).
+// while a live waiter queues for the name's mutex; function bodies only;
+// 19: a set's release names each grant's token, release_multi's p_tokens,
+// and one that names another token than the owner's hold's drops nothing
+// (NotOwner), so a set's release cannot drop a newer grant of the same
+// owner; version 18's signature stays for processes of that version, and
+// an engine on a schema before version 19 releases a set's names one call
+// each, tokens checked from version 12, until it is migrated; pgfence's
+// HighestSeen refuses a token above the name's newest grant of any kind
+// that the schema remembers (a token no grant of the name has had, or any
+// token of a name whose grants are all forgotten) with SQLSTATE DL003,
+// recording nothing, and the upgrade resets the marks such tokens left).
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 18
+const SchemaVersion = 19
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -108,12 +108,17 @@ func unanswered(ctx context.Context, err error) bool {
 }
 
 // ReleaseMulti implements engine.MultiReleaser: one call of the schema's
-// release_multi function, each name released as Release does. On a schema
-// before version 5 the names are released one call each. A name the owner
-// no longer holds because a force-release freed it is answered NotOwner,
-// as Release answers (_taken, for those names only).
-func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
-	out, err := e.releaseMulti(ctx, names, owners)
+// release_multi function, each request released as Release releases it,
+// its grant token included: a request whose Token is not 0 and not the
+// owner's hold's (a newer grant of the same owner, after a
+// force-release) is answered NotOwner and drops nothing (schema version
+// 19). On a schema before version 19 (whose release_multi takes no
+// tokens) or before version 5 (none at all) the requests are released
+// one call each, as Release does, tokens included (from version 12).
+// A name the owner no longer holds because a force-release freed it is
+// answered NotOwner, as Release answers (_taken, for those names only).
+func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	out, err := e.releaseMulti(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
@@ -121,61 +126,90 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 		if r.Status != engine.NotHeld {
 			continue
 		}
-		if out[i], err = e.unlessTaken(ctx, names[i], owners[i], r); err != nil {
+		if out[i], err = e.unlessTaken(ctx, rs[i].Name, rs[i].Owner, r); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// releaseMulti is ReleaseMulti before the taken-over marks are read.
-func (e *Engine) releaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+// releaseMulti is ReleaseMulti before the taken-over marks are read: one
+// call of release_multi with the tokens, or (Engine.v18) the requests one
+// by one.
+func (e *Engine) releaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
 	if err := e.check(); err != nil {
 		return nil, err
 	}
-	if err := engine.CheckReleaseSet(names, owners); err != nil {
+	if err := engine.CheckReleaseSet(rs); err != nil {
 		return nil, err
 	}
-	for i := range names {
-		if err := checkTexts("name", names[i], "owner", owners[i]); err != nil {
+	n := len(rs)
+	names, owners, tokens := make([]string, n), make([]string, n), make([]int64, n)
+	for i, r := range rs {
+		if err := checkTexts("name", r.Name, "owner", r.Owner); err != nil {
 			return nil, err
 		}
+		names[i], owners[i], tokens[i] = r.Name, r.Owner, grantToken(r.Token)
 	}
-	if len(names) == 0 {
+	if n == 0 {
 		return nil, nil
 	}
-	out := make([]engine.ReleaseResult, len(names))
-	rows, err := e.pool.Query(ctx, e.sql.releaseMulti, names, owners)
-	if err == nil {
-		n := 0
-		for rows.Next() {
-			var i, status, remaining int32
-			if err := rows.Scan(&i, &status, &remaining); err != nil {
-				rows.Close()
-				return nil, e.wrap(err)
-			}
-			if i < 1 || int(i) > len(names) {
-				rows.Close()
-				return nil, errShortReply
-			}
-			out[i-1] = engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}
-			n++
-		}
-		err = rows.Err()
-		if err == nil && n != len(names) {
-			err = errShortReply
-		}
+	var out []engine.ReleaseResult
+	err := e.v18.call(func() (err error) {
+		out, err = e.releaseSetCall(ctx, names, owners, tokens)
+		return err
+	}, func() (err error) {
+		out, err = e.releaseOneByOne(ctx, rs)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if undefinedFunction(err) {
-		for i, name := range names { // a schema before version 5
-			if out[i], err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
+	return out, nil
+}
+
+// releaseSetCall is one call of release_multi (version 19's, with the
+// tokens): the results in the order of the requests.
+func (e *Engine) releaseSetCall(ctx context.Context, names, owners []string, tokens []int64) ([]engine.ReleaseResult, error) {
+	rows, err := e.pool.Query(ctx, e.sql.releaseMulti, names, owners, tokens)
 	if err != nil {
 		return nil, e.wrap(err)
+	}
+	defer rows.Close()
+	out := make([]engine.ReleaseResult, len(names))
+	n := 0
+	for rows.Next() {
+		var i, status, remaining int32
+		if err := rows.Scan(&i, &status, &remaining); err != nil {
+			return nil, e.wrap(err)
+		}
+		if i < 1 || int(i) > len(names) {
+			return nil, errShortReply
+		}
+		out[i-1] = engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, e.wrap(err)
+	}
+	if n != len(names) {
+		return nil, errShortReply
+	}
+	return out, nil
+}
+
+// releaseOneByOne releases the requests one call each, as Release does
+// (its token checked from schema version 12): the path of a schema
+// without version 19's release_multi. An error stops it; the releases
+// made stay made (each is safe to send again).
+func (e *Engine) releaseOneByOne(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	out := make([]engine.ReleaseResult, len(rs))
+	for i, r := range rs {
+		res, err := e.releaseMutex(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
 	}
 	return out, nil
 }

@@ -112,9 +112,13 @@ func TestMultiAllOrNothing(t *testing.T) {
 			t.Errorf("AcquireMulti with %s: %v", bad.what, err)
 		}
 	}
-	for _, bad := range [][2][]string{{{a, a}, {"s", "s"}}, {{a, c}, {"s"}}, {{a}, {"s\x00"}}} {
-		if _, err := e.ReleaseMulti(ctx, bad[0], bad[1]); !errors.As(err, &ae) {
-			t.Errorf("ReleaseMulti(%q, %q): %v; want *engine.ArgumentError", bad[0], bad[1], err)
+	for _, bad := range [][]engine.ReleaseRequest{
+		setReleases("s", a, a),
+		setReleases("s\x00", a),
+		{{Name: a, Owner: "s"}, {Name: c, Owner: "s", Kind: engine.Semaphore}},
+	} {
+		if _, err := e.ReleaseMulti(ctx, bad); !errors.As(err, &ae) {
+			t.Errorf("ReleaseMulti(%+v): %v; want *engine.ArgumentError", bad, err)
 		}
 	}
 	assertUntouched(t, ctx, e, pool, a, c)
@@ -180,7 +184,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 			t.Errorf("%s after the set: %+v, %v; want s's one hold, token %d", n, info, err, mg.Tokens[i])
 		}
 	}
-	res, err := e.ReleaseMulti(ctx, []string{names[2], names[0], names[1]}, []string{"s", "s", "s"})
+	res, err := e.ReleaseMulti(ctx, setReleases("s", names[2], names[0], names[1]))
 	if err != nil || len(res) != 3 {
 		t.Fatalf("ReleaseMulti: %+v, %v", res, err)
 	}
@@ -193,7 +197,7 @@ func TestMultiTokensAndRelease(t *testing.T) {
 	if after := single(names[1]); after <= mg.Tokens[1] {
 		t.Errorf("token of b %d after the set's %d", after, mg.Tokens[1])
 	}
-	res, err = e.ReleaseMulti(ctx, names[:2], []string{"s", "s"})
+	res, err = e.ReleaseMulti(ctx, setReleases("s", names[:2]...))
 	if err != nil || res[0].Status != engine.NotHeld || res[1].Status != engine.NotHeld {
 		t.Errorf("ReleaseMulti again: %+v, %v; want NotHeld", res, err)
 	}
@@ -313,7 +317,7 @@ func TestMultiLostAnswer(t *testing.T) {
 			t.Errorf("%s after the resent copy: %+v, %v; want one hold, its lease restarted", n, info, err)
 		}
 	}
-	res, err := watch.ReleaseMulti(ctx, names, []string{"s", "s"})
+	res, err := watch.ReleaseMulti(ctx, setReleases("s", names...))
 	if err != nil || res[0].Status != engine.Released || res[1].Status != engine.Released {
 		t.Fatalf("ReleaseMulti: %+v, %v", res, err)
 	}
@@ -383,7 +387,7 @@ func TestMultiRowOrder(t *testing.T) {
 				rs := enginetest.SetRequests(fmt.Sprintf("o%d-%d", i, r), time.Minute, sets[i]...)
 				mg, err := e.AcquireMulti(ctx, rs)
 				if err == nil && mg.Acquired {
-					_, err = e.ReleaseMulti(ctx, sets[i], []string{rs[0].Owner, rs[1].Owner})
+					_, err = e.ReleaseMulti(ctx, setReleases(rs[0].Owner, sets[i]...))
 				}
 				if err != nil {
 					errs <- err

@@ -40,7 +40,12 @@ type Engine struct {
 	// v15: set_metadata is called with version 15's signature, without
 	// the grant's token (not checked), for v15Recheck at a time, once the
 	// current one was missing (a schema before version 16).
-	v15    signatures
+	v15 signatures
+	// v18: a set's release is made one request at a time (releaseMutex,
+	// tokens checked), for v18Recheck at a time, once version 19's
+	// release_multi was missing (a schema before version 19, whose
+	// release_multi takes no tokens).
+	v18    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 }
@@ -105,6 +110,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	e.v11.recheck = v11Recheck
 	e.v13.recheck = v13Recheck
 	e.v15.recheck = v15Recheck
+	e.v18.recheck = v18Recheck
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}

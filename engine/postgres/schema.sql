@@ -782,10 +782,16 @@ END $$;
 -- a newer grant committed since is missing (a deposed holder's token
 -- passed). There it raises SQLSTATE DL002 ('pgfence HighestSeen needs a
 -- READ COMMITTED transaction (the transaction is <level>)') before it
--- writes anything. Mode 1 works at every level: its FOR SHARE reads of
--- the rows a newer grant changed fail with 40001 at those levels. It
--- returns whether the write may go ahead and the token it was compared
--- with.
+-- writes anything. Mode 2 raises SQLSTATE DL003 ('pgfence token <t> is
+-- above the newest grant of <name> (<g>)'), having recorded nothing, for a
+-- token above the name's newest grant of any kind, the greatest above
+-- (version 19): a token no grant of the name has had (another name's, one
+-- not minted yet), or any token of a name whose grants are all forgotten
+-- (no row, no mark: 0); before, it was recorded, and every later real
+-- grant of the name, below it, was refused as stale for good. Mode 1
+-- works at every level: its FOR SHARE reads of the rows a newer grant
+-- changed fail with 40001 at those levels. It returns whether the write
+-- may go ahead and the token it was compared with.
 CREATE OR REPLACE FUNCTION {{S}}.fence_check(p_name text, p_token bigint, p_holder text, p_mode integer,
   OUT o_ok boolean, OUT o_highest bigint)
 LANGUAGE plpgsql AS $$
@@ -825,6 +831,11 @@ BEGIN
   g := greatest(m.granted,
                 coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = p_name), 0),
                 coalesce((SELECT s.high_water FROM {{S}}.shared s WHERE s.name = p_name), 0));
+  IF p_token > g THEN
+    RAISE EXCEPTION 'pgfence token % is above the newest grant of % (%)', p_token, p_name, g
+      USING ERRCODE = 'DL003',
+            HINT = 'Pass the token of the lease of this name.';
+  END IF;
   o_highest := greatest(m.token, g);
   o_ok := (p_token > m.token OR (p_token = m.token AND m.holder = p_holder))
           AND p_token >= g;
@@ -1526,23 +1537,45 @@ BEGIN
   o_acquired := true;
 END $$;
 
--- release_multi is release of p_names[i] by p_owners[i] for every i, in
--- one call (engine.MultiReleaser.ReleaseMulti), taking the names in name
--- order as acquire_multi does; the answers are numbered by the request.
-CREATE OR REPLACE FUNCTION {{S}}.release_multi(p_names text[], p_owners text[])
+-- release_multi is release of p_names[i] by p_owners[i] with the grant's
+-- token p_tokens[i] (version 19; 0: the owner's hold, whatever its token)
+-- for every i, in one call (engine.MultiReleaser.ReleaseMulti), taking the
+-- names in name order as acquire_multi does; the answers are numbered by
+-- the request. A token other than the owner's hold's (a newer grant of
+-- the same owner, after a force-release) is answered 3 and drops nothing,
+-- as release answers it. Arrays of different lengths, or a NULL token, are
+-- refused (22023) before anything is released.
+CREATE OR REPLACE FUNCTION {{S}}.release_multi(p_names text[], p_owners text[], p_tokens bigint[])
 RETURNS TABLE (o_i integer, o_status integer, o_remaining integer)
 LANGUAGE plpgsql AS $$
 DECLARE
   r record;
 BEGIN
-  FOR r IN SELECT u.i::integer AS i, u.nm, u.o
-             FROM unnest(p_names, p_owners) WITH ORDINALITY AS u(nm, o, i) ORDER BY u.nm COLLATE "C"
+  IF cardinality(p_owners) IS DISTINCT FROM cardinality(p_names)
+     OR cardinality(p_tokens) IS DISTINCT FROM cardinality(p_names)
+     OR array_position(p_tokens, NULL) IS NOT NULL THEN
+    RAISE EXCEPTION 'release_multi: % names, % owners, % tokens',
+      cardinality(p_names), cardinality(p_owners), cardinality(p_tokens)
+      USING ERRCODE = '22023';
+  END IF;
+  FOR r IN SELECT u.i::integer AS i, u.nm, u.o, u.t
+             FROM unnest(p_names, p_owners, p_tokens) WITH ORDINALITY AS u(nm, o, t, i) ORDER BY u.nm COLLATE "C"
   LOOP
     o_i := r.i;
-    SELECT x.o_status, x.o_remaining INTO o_status, o_remaining FROM {{S}}.release(r.nm, r.o, '', 0::bigint) x;
+    SELECT x.o_status, x.o_remaining INTO o_status, o_remaining FROM {{S}}.release(r.nm, r.o, '', r.t) x;
     RETURN NEXT;
   END LOOP;
 END $$;
+
+-- release_multi without p_tokens: version 5's to 18's signature, for
+-- processes of those versions (every token 0: the owner's hold, whatever
+-- its token).
+CREATE OR REPLACE FUNCTION {{S}}.release_multi(p_names text[], p_owners text[])
+RETURNS TABLE (o_i integer, o_status integer, o_remaining integer)
+LANGUAGE sql AS $$
+  SELECT * FROM {{S}}.release_multi(p_names, p_owners,
+    array_fill(0::bigint, ARRAY[coalesce(cardinality(p_names), 0)]))
+$$;
 
 -- Countdown latches (engine.Latcher), version 6: a row per counting
 -- latch (a namespace beside the locks'), deleted when its count reaches
@@ -1636,5 +1669,24 @@ INSERT INTO {{S}}.version (version) SELECT 17 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- to its kind as a holder does (acquire_shared refuses while one queues
 -- for the mutex, _mutex_check while one queues for the shared lock); 18:
 -- set_limit is refused while a live waiter queues for the name's mutex, as
--- acquire_shared is (_shared_mutex, one rule for both).
-UPDATE {{S}}.version SET version = 18 WHERE version < 18;
+-- acquire_shared is (_shared_mutex, one rule for both); 19: a set's
+-- release names each grant's token (release_multi's p_tokens), and one
+-- that names a token other than the owner's hold's drops nothing (version
+-- 18's signature stays, calling it with 0: any token), and pgfence's
+-- HighestSeen raises DL003, recording nothing, for a token above the
+-- name's newest grant of any kind that the schema remembers (a token no
+-- grant of the name has had, or any token of a forgotten name); the
+-- upgrade to 19 resets the marks such a token left (below).
+
+-- A mark whose accepted token is above the name's newest grant of any kind
+-- holds a token no grant of the name had (recorded before version 19):
+-- it would refuse every later real grant as stale. Its token is reset to
+-- 0 (holder ''): the check's floor is then the name's newest grant, which
+-- refuses every older token as before. Run once, on the upgrade to 19.
+UPDATE {{S}}.fence_marks m SET token = 0, holder = ''
+ WHERE (SELECT max(v.version) FROM {{S}}.version v) < 19
+   AND m.token > greatest(m.granted,
+         coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = m.name), 0),
+         coalesce((SELECT s.high_water FROM {{S}}.shared s WHERE s.name = m.name), 0));
+
+UPDATE {{S}}.version SET version = 19 WHERE version < 19;

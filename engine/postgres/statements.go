@@ -23,7 +23,8 @@ type statements struct {
 	acquireShared, releaseShared, inspectShared, setLimit   string
 	leaveShared, raiseSharedFence, extendShared, extendBoth string
 
-	// Sets of mutexes (multi.go).
+	// Sets of mutexes (multi.go); releaseMulti passes the grants' tokens
+	// (version 19).
 	acquireMulti, releaseMulti string
 
 	// taken tells whether a force-release freed an owner's hold of a name
@@ -58,7 +59,7 @@ func newStatements(schema string) statements {
 		inspect:      "SELECT i.*, q.ids, q.us FROM " + s + ".inspect($1) i, " + queueOf(s, "waiters", "$1", "since"),
 		sweep:        "SELECT " + s + ".sweep($1)",
 		acquireMulti: "SELECT * FROM " + s + ".acquire_multi($1, $2, $3, $4, $5)",
-		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2)",
+		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2, $3)",
 		taken:        "SELECT " + s + "._taken($1, $2, clock_timestamp())",
 
 		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",

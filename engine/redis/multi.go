@@ -26,24 +26,27 @@ var (
 // ReleaseMulti implements engine.MultiReleaser: the release scripts, each
 // with its lock's queue keys (a marked lock wakes its queue), in one
 // pipeline: one round trip, one per node on Cluster.
-func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
+func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	if err := engine.CheckReleaseSet(rs); err != nil {
+		return nil, err
+	}
 	cmds, err := pipeline(ctx, e.client, []*script{releaseScript}, func(p goredis.Pipeliner) []*goredis.Cmd {
-		cmds := make([]*goredis.Cmd, len(names))
-		for i, name := range names {
-			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(name, owners[i], e.releaseID(), "", allKeys))
+		cmds := make([]*goredis.Cmd, len(rs))
+		for i, r := range rs {
+			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(r.Name, r.Owner, e.releaseID(), tokenArg(r.Token), allKeys))
 		}
 		return cmds
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.ReleaseResult, len(names))
+	out := make([]engine.ReleaseResult, len(rs))
 	for i, cmd := range cmds {
 		n, err := cmd.Int64()
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = e.unlessTaken(ctx, engine.ReleaseRequest{Name: names[i], Owner: owners[i]}, releaseResult(n)); err != nil {
+		if out[i], err = e.unlessTaken(ctx, rs[i], releaseResult(n)); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +76,7 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 	if e.noFloor != "" {
 		floor = "0"
 	}
-	res, err := e.batch.run(ctx, multiScript, keys, r0.Owner, ms(r0.TTL), r0.Metadata, e.fenceMS, floor).Result()
+	res, err := e.batch.run(ctx, multiScript, keys, r0.Owner, ms(r0.TTL), r0.Metadata, e.fenceMS, floor, attemptOf(r0)).Result()
 	if err != nil {
 		if refusal := multiKindRefusal(err, rs); refusal != nil {
 			return engine.MultiGrant{}, refusal
@@ -147,4 +150,14 @@ func multiKindRefusal(err error, rs []engine.AcquireRequest) error {
 		return nil
 	}
 	return engine.KindError(rs[i-1].Name, engine.Kind(k), rs[i-1].Kind)
+}
+
+// attemptOf is the attempt id r's grant records: a one-off owner's is the
+// owner itself (the short form), as acquire.lua records it; the owner too
+// when r names none.
+func attemptOf(r engine.AcquireRequest) string {
+	if r.OneOff || r.Attempt == "" {
+		return r.Owner
+	}
+	return r.Attempt
 }

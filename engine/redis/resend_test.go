@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -39,7 +40,7 @@ func TestReleaseMultiAfterOneMasterLostItsScripts(t *testing.T) {
 	}
 	// The script is cached everywhere (the acquires loaded the library's
 	// scripts on every master); one master forgets them.
-	if _, err := eng.ReleaseMulti(ctx, []string{"warm-up"}, []string{"w"}); err != nil {
+	if _, err := eng.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"warm-up"}, "w")); err != nil {
 		t.Fatal(err)
 	}
 	master, err := cc.MasterForKey(ctx, redisengine.DefaultPrefix+"{"+names[0]+"}")
@@ -49,7 +50,7 @@ func TestReleaseMultiAfterOneMasterLostItsScripts(t *testing.T) {
 	if err := master.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := eng.ReleaseMulti(ctx, names, owners)
+	res, err := eng.ReleaseMulti(ctx, enginetest.ReleaseRequests(names, owners...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,20 +72,18 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 // ReleaseMulti implements engine.MultiReleaser: one request, POST
 // /v1/sets/release (one ReleaseMulti of the server's engine where it has
 // one). A server without the endpoint gets one release request per name.
-func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]engine.ReleaseResult, error) {
-	if err := engine.CheckReleaseSet(names, owners); err != nil {
+func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	if err := engine.CheckReleaseSet(rs); err != nil {
 		return nil, err
 	}
-	if len(names) == 0 {
+	if len(rs) == 0 {
 		return nil, nil
 	}
-	req := api.SetReleaseRequest{Locks: make([]api.SetOwner, len(names))}
-	for i := range names {
-		req.Locks[i] = api.SetOwner{Name: names[i], Owner: owners[i]}
-	}
-	holding := make([]ownerHolding, len(names))
-	for i := range names {
-		holding[i] = e.oneOff.take(names[i], owners[i])
+	req := api.SetReleaseRequest{Locks: make([]api.SetOwner, len(rs))}
+	holding := make([]ownerHolding, len(rs))
+	for i, r := range rs {
+		req.Locks[i] = api.SetOwner{Name: r.Name, Owner: r.Owner, Token: r.Token}
+		holding[i] = e.oneOff.take(r.Name, r.Owner)
 	}
 	var out api.SetReleaseResponse
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release set", http.MethodPost, "/v1/sets/release", req, &out)
@@ -96,10 +94,9 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 		// next server, so that the names are not left held until their
 		// ttl while another server answers.
 		unknown := err
-		res := make([]engine.ReleaseResult, len(names))
-		for i, name := range names {
-			r := engine.ReleaseRequest{Name: name, Owner: owners[i]}
-			if res[i], err = e.releaseUnknown(ctx, name, owners[i], engine.Mutex, holding[i], wire.ReleaseBody(r), unknown); err != nil {
+		res := make([]engine.ReleaseResult, len(rs))
+		for i, r := range rs {
+			if res[i], err = e.releaseUnknown(ctx, r.Name, r.Owner, engine.Mutex, holding[i], wire.ReleaseBody(r), unknown); err != nil {
 				return nil, err
 			}
 		}
@@ -107,9 +104,9 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	}
 	var he *Error
 	if errors.As(err, &he) && he.Code == api.CodeNotFound {
-		res := make([]engine.ReleaseResult, len(names))
-		for i, name := range names {
-			if res[i], err = e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owners[i]}); err != nil {
+		res := make([]engine.ReleaseResult, len(rs))
+		for i, r := range rs {
+			if res[i], err = e.Release(ctx, r); err != nil {
 				return nil, err
 			}
 		}
@@ -118,10 +115,10 @@ func (e *Engine) ReleaseMulti(ctx context.Context, names, owners []string) ([]en
 	if err != nil {
 		return nil, err
 	}
-	if len(out.Results) != len(names) {
-		return nil, fmt.Errorf("distlock server: release set: %d results for %d locks", len(out.Results), len(names))
+	if len(out.Results) != len(rs) {
+		return nil, fmt.Errorf("distlock server: release set: %d results for %d locks", len(out.Results), len(rs))
 	}
-	res := make([]engine.ReleaseResult, len(names))
+	res := make([]engine.ReleaseResult, len(rs))
 	for i, r := range out.Results {
 		switch r.Status {
 		case api.StatusReleased:

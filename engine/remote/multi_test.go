@@ -105,13 +105,13 @@ func testSets(t *testing.T, url string) {
 			t.Errorf("AcquireMulti with %s: %v; want *engine.ArgumentError", bad.what, err)
 		}
 	}
-	if _, err := e.ReleaseMulti(ctx, []string{"a", "b"}, []string{"s", ""}); !errors.As(err, &ae) {
+	if _, err := e.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"a", "b"}, "s", "")); !errors.As(err, &ae) {
 		t.Errorf("ReleaseMulti with an empty owner: %v; want *engine.ArgumentError", err)
 	}
 	assertFree(t, ctx, e, "d", "e")
 
 	released := n.count("/v1/sets/release")
-	res, err := e.ReleaseMulti(ctx, []string{"c", "a", "b", "d"}, []string{"s", "s", "s", "s"})
+	res, err := e.ReleaseMulti(ctx, enginetest.ReleaseRequests([]string{"c", "a", "b", "d"}, "s"))
 	if err != nil || len(res) != 4 || res[0].Status != engine.Released || res[1].Status != engine.Released ||
 		res[2].Status != engine.Released || res[3].Status != engine.NotHeld {
 		t.Fatalf("ReleaseMulti: %+v, %v; want released three times, then not held", res, err)

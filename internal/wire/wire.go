@@ -74,7 +74,7 @@ func OrderOf(b api.AcquireRequest) (engine.Order, error) {
 
 // SetLockBody is the wire form of one lock of a set (a mutex's request).
 func SetLockBody(r engine.AcquireRequest) api.SetLock {
-	return api.SetLock{Name: r.Name, Owner: r.Owner, Attempt: r.Attempt, TTLMs: ms(r.TTL), Metadata: r.Metadata}
+	return api.SetLock{Name: r.Name, Owner: r.Owner, Attempt: r.Attempt, OneOff: r.OneOff, TTLMs: ms(r.TTL), Metadata: r.Metadata}
 }
 
 // ms is d in whole milliseconds on the wire, at least 1.

@@ -14,8 +14,13 @@ type SetLock struct {
 	// token for every lock of the set without one, and returns it.
 	Owner string `json:"owner,omitempty"`
 	// Attempt identifies the call (engine.AcquireRequest.Attempt); empty:
-	// the owner.
+	// the owner when OneOff, else one the server makes.
 	Attempt string `json:"attempt,omitempty"`
+	// OneOff: Owner is a one-off owner that holds nothing yet and never
+	// re-enters (engine.AcquireRequest.OneOff), as the Go client's owners
+	// are; Attempt is then the owner. Without it, a name the owner holds
+	// already refuses the set (a set takes free names only).
+	OneOff bool `json:"one_off,omitempty"`
 	// TTLMs is the lease's time to live (default 30000; 50 to 86400000).
 	TTLMs    int64  `json:"ttl_ms,omitempty"`
 	Metadata string `json:"metadata,omitempty"`
@@ -41,10 +46,15 @@ type SetReleaseRequest struct {
 	Locks []SetOwner `json:"locks"`
 }
 
-// SetOwner names a lock and its owner.
+// SetOwner names a lock and its owner, and the grant released.
 type SetOwner struct {
 	Name  string `json:"name"`
 	Owner string `json:"owner"`
+	// Token, when set, is the fencing token of the grant being released
+	// (as a single release's): when Owner's hold has another token (a
+	// newer grant of the same owner), its result is held_by_other and
+	// nothing is dropped. Absent or 0: Owner's hold.
+	Token uint64 `json:"token,omitempty"`
 }
 
 // SetReleaseResponse is the answer to a set's release: one result per

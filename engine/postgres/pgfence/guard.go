@@ -20,8 +20,12 @@
 //     highest token this check accepted for the name (a tie only from the
 //     same holder), and not older than the name's newest grant of any kind
 //     that the schema remembers (below); it is then recorded (table
-//     fence_marks of the schema, in the transaction). A write by a holder
-//     whose lease expired is still accepted while nobody newer has been
+//     fence_marks of the schema, in the transaction). A token above that
+//     newest grant's, which no grant of the name has had (another name's
+//     lease's, a token not yet minted), is bad input, refused before
+//     anything is recorded (schema version 19; below): recorded, it would
+//     have made every later real grant of the name stale. A write by a
+//     holder whose lease expired is still accepted while nobody newer has been
 //     granted the lock or written; once a newer grant exists (a mutex, a
 //     writer, a permit), older tokens are refused even before its first
 //     write. On a shared lock it suits exclusive holders only (a writer, a
@@ -52,21 +56,36 @@
 // queued, expired and not yet swept; a shared lock's for a week after its
 // last use), and after their deletion the high-water they left with the
 // name's mark, when the name has one (once a HighestSeen check of it has
-// committed). A name without a mark forgets a newer grant once its row is
-// deleted: holder A deposed, B granted and released without writing, then
-// A's first guarded write passes: the gap lasts until the name's first
-// HighestSeen check commits. Make that first write under Current, or use
-// Current altogether, if it matters. A HighestSeen check locks only the
+// committed). A name without a mark forgets its grants once its rows are
+// deleted: every token is then above the newest grant remembered (none)
+// and refused as not the name's (ErrInvalidArgument, below) until the
+// name is granted again, so holder A deposed, B granted and released
+// without writing, A's guarded write is refused (schema version 19;
+// before, it passed). A HighestSeen check locks only the
 // name's mark until the transaction ends (not the lock's row): checks of
 // the name take turns, and a release that deletes the lock's row waits
 // for it.
 //
+// Tokens that are not the name's. Every token is refused above
+// engine.MaxToken (2^53-1, the largest an engine mints), before anything
+// is sent. HighestSeen refuses a token above the name's newest grant of
+// any kind that the schema remembers (the value it compares with: the
+// high-waters of the rows of locks and shared, and of the mark), a token
+// no grant of the name has had (another name's lease's, one not minted
+// yet) or any token of a forgotten name (above): the database raises
+// SQLSTATE DL003 before it records anything (schema version 19; a schema
+// before it recorded the token, and every later real grant of the name
+// was then refused as stale: migrate it, which resets such marks), the
+// transaction is aborted, and Check returns an error that matches
+// ErrInvalidArgument. Current needs no such rule: it accepts only the
+// name's current grant's token.
+//
 // A refused check returns a *StaleError (errors.Is(err, ErrStale)), or
-// for HighestSeen outside READ COMMITTED an *IsolationError
-// (errors.Is(err, ErrInvalidArgument)); the caller must then roll back
-// (pgx.BeginFunc does when the function returns the error). The schema
-// is engine/postgres's (postgres.Migrate creates the check function and
-// its table).
+// for HighestSeen outside READ COMMITTED an *IsolationError, or for a
+// token that is not the name's an error matching ErrInvalidArgument; the
+// caller must then roll back (pgx.BeginFunc does when the function
+// returns the error). The schema is engine/postgres's (postgres.Migrate
+// creates the check function and its table).
 package pgfence
 
 import (
@@ -78,6 +97,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // Mode selects the rule of a check (see the package documentation).
@@ -89,8 +110,10 @@ const (
 	Current Mode = 1
 	// HighestSeen: the token is at least the highest accepted for the
 	// name, and not older than its newest grant of any kind (see the
-	// package documentation for how long a grant is remembered). It
-	// needs a READ COMMITTED transaction (else *IsolationError).
+	// package documentation for how long a grant is remembered); a token
+	// above that newest grant's is refused as not the name's
+	// (ErrInvalidArgument). It needs a READ COMMITTED transaction (else
+	// *IsolationError).
 	HighestSeen Mode = 2
 )
 
@@ -109,10 +132,12 @@ func (m Mode) String() string {
 var ErrStale = errors.New("pgfence: stale fencing token")
 
 // ErrInvalidArgument is wrapped by the errors for bad input (an empty
-// name or holder, the token 0, a NUL byte, an unknown mode); nothing is
-// sent then. It is also wrapped by an *IsolationError: a HighestSeen
-// check in a transaction that is not READ COMMITTED, refused by the
-// database before it changes anything.
+// name or holder, the token 0 or one above engine.MaxToken, a NUL byte,
+// an unknown mode); nothing is sent then. It is also wrapped by the error
+// of a HighestSeen token above the name's newest grant (a token no grant
+// of the name has had), and by an *IsolationError (a HighestSeen check in
+// a transaction that is not READ COMMITTED): both refused by the database
+// before it changes anything, the transaction aborted.
 var ErrInvalidArgument = errors.New("pgfence: invalid argument")
 
 // IsolationError reports a HighestSeen check run in a transaction whose
@@ -141,15 +166,24 @@ func (e *IsolationError) Error() string {
 // Unwrap returns ErrInvalidArgument and the database's error.
 func (e *IsolationError) Unwrap() []error { return []error{ErrInvalidArgument, e.Err} }
 
-// isolationCode is the SQLSTATE fence_check raises for a HighestSeen
-// check outside READ COMMITTED (schema.sql).
-const isolationCode = "DL002"
+// The SQLSTATEs fence_check raises (schema.sql): isolationCode for a
+// HighestSeen check outside READ COMMITTED, notGrantedCode for a
+// HighestSeen token above the name's newest grant.
+const (
+	isolationCode  = "DL002"
+	notGrantedCode = "DL003"
+)
 
-// failed is Check's error for the query's err: an *IsolationError for
-// fence_check's refusal of the isolation level (from any driver whose
-// error reports its SQLSTATE), else err wrapped.
-func failed(name string, err error) error {
+// failed is Check's error for the query's err (from any driver whose error
+// reports its SQLSTATE): an *IsolationError for fence_check's refusal of
+// the isolation level, ErrInvalidArgument's for its refusal of a token no
+// grant of the name has had, else err wrapped.
+func failed(name string, token uint64, err error) error {
 	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == notGrantedCode {
+		return fmt.Errorf("%w: check %q: fencing token %d is above the name's newest grant the schema remembers (not a token of the name): %w",
+			ErrInvalidArgument, name, token, err)
+	}
 	if errors.As(err, &coded) && coded.SQLState() == isolationCode {
 		msg := err.Error()
 		var pe *pgconn.PgError
@@ -207,7 +241,7 @@ func (g *Guard) Check(ctx context.Context, tx pgx.Tx, name string, token uint64,
 	var ok bool
 	var highest int64
 	if err := tx.QueryRow(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
-		return failed(name, err)
+		return failed(name, token, err)
 	}
 	return g.verdict(ok, name, token, holder, highest)
 }
@@ -221,7 +255,7 @@ func (g *Guard) CheckSQL(ctx context.Context, tx *sql.Tx, name string, token uin
 	var ok bool
 	var highest int64
 	if err := tx.QueryRowContext(ctx, g.query, name, int64(token), holder, int32(g.mode)).Scan(&ok, &highest); err != nil {
-		return failed(name, err)
+		return failed(name, token, err)
 	}
 	return g.verdict(ok, name, token, holder, highest)
 }
@@ -246,8 +280,10 @@ func (g *Guard) args(name string, token uint64, holder string) error {
 		return bad("empty name")
 	case holder == "":
 		return bad("empty holder for %q", name)
-	case token == 0 || token > 1<<63-1:
-		return bad("fencing token %d for %q", token, name)
+	case token == 0:
+		return bad("fencing token 0 for %q", name)
+	case token > engine.MaxToken:
+		return bad("fencing token %d for %q is above 2^53-1 (engine.MaxToken), which no grant has", token, name)
 	case strings.IndexByte(name, 0) >= 0 || strings.IndexByte(holder, 0) >= 0:
 		return bad("a NUL byte in the name or holder")
 	}

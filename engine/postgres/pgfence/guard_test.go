@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/distlock/distlock"
+	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/postgres"
 	"github.com/distlock/distlock/engine/postgres/pgfence"
 	"github.com/distlock/distlock/engine/postgres/pgtest"
@@ -354,6 +355,7 @@ func TestBadInput(t *testing.T) {
 		{pgfence.New(schema, pgfence.Current), "", 1, "h"},
 		{pgfence.New(schema, pgfence.Current), "n", 0, "h"},
 		{pgfence.New(schema, pgfence.Current), "n", 1 << 63, "h"},
+		{pgfence.New(schema, pgfence.HighestSeen), "n", engine.MaxToken + 1, "h"},
 		{pgfence.New(schema, pgfence.Current), "n", 1, ""},
 		{pgfence.New(schema, pgfence.HighestSeen), "n\x00", 1, "h"},
 		{pgfence.New(schema, pgfence.Mode(7)), "n", 1, "h"},

@@ -2,6 +2,7 @@ package pgfence_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -110,27 +111,29 @@ func TestHighestSeenExpiredWriter(t *testing.T) {
 // deletes a mutex's row: HighestSeen still refuses the old token when the
 // name has a mark (a HighestSeen check of it committed before the
 // release: the release carries the row's high-water to the mark, schema
-// version 14), and for a shared lock (its row keeps the high-water). The
-// limit docs/POSTGRES.md states: a mutex-only name that no HighestSeen
-// check has marked yet forgets its newer grant with its row, and the old
-// token passes.
+// version 14), and for a shared lock (its row keeps the high-water). A
+// mutex-only name that no HighestSeen check has marked yet forgets its
+// newer grant with its row, and with it every grant: the old token is
+// above the newest grant the schema remembers (none) and is refused as not
+// the name's (ErrInvalidArgument, schema version 19; before, it passed:
+// the limit docs/POSTGRES.md stated).
 func TestHighestSeenAfterNewerReleased(t *testing.T) {
 	pool, c := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	g := pgfence.New(schema, pgfence.HighestSeen)
 	for _, tc := range []struct {
-		what       string
-		kind       grantKind
-		marked     bool // the old holder wrote before it was deposed
-		expire     bool // deposed by its lease's end instead of a force-release
-		wantRefuse bool
+		what      string
+		kind      grantKind
+		marked    bool // the old holder wrote before it was deposed
+		expire    bool // deposed by its lease's end instead of a force-release
+		forgotten bool // refused as not the name's, the name forgotten
 	}{
-		{"mutex, marked, force-released", asMutex, true, false, true},
-		{"mutex, marked, expired", asMutex, true, true, true},
-		{"writer, unmarked, force-released", asWriter, false, false, true},
-		{"permit, unmarked, force-released", asPermit, false, false, true},
-		{"mutex, unmarked, force-released (the documented limit)", asMutex, false, false, false},
+		{"mutex, marked, force-released", asMutex, true, false, false},
+		{"mutex, marked, expired", asMutex, true, true, false},
+		{"writer, unmarked, force-released", asWriter, false, false, false},
+		{"permit, unmarked, force-released", asPermit, false, false, false},
+		{"mutex, unmarked, force-released (forgotten)", asMutex, false, false, true},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			n := name(t)
@@ -160,10 +163,10 @@ func TestHighestSeenAfterNewerReleased(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = check(t, pool, g, old)
-			if tc.wantRefuse {
+			if !tc.forgotten {
 				wantStale(t, "the deposed holder after a newer grant was released", err)
-			} else if err != nil {
-				t.Fatalf("the documented limit: %v, want the old token accepted (if this is fixed, update docs/POSTGRES.md and pgfence's doc)", err)
+			} else if !errors.Is(err, pgfence.ErrInvalidArgument) || errors.Is(err, pgfence.ErrStale) {
+				t.Fatalf("the deposed holder, the name forgotten: %v; want ErrInvalidArgument (above the newest grant remembered: none)", err)
 			}
 		})
 	}
