@@ -25,7 +25,9 @@
 -- a waiter of the queue (absent otherwise): waiter id, heartbeat ttl ms,
 -- fair ('1'), behind ('1': do not take a free lock ahead of the queue),
 -- PUBLISH or SPUBLISH, reservation µs, starvation bound µs (queue.lua),
--- no reservation ('1'), the channel of the waiter's wake-ups.
+-- no reservation ('1'), the channel of the waiter's wake-ups (its
+-- engine's: a queued waiter's entry records it anew when its attempt comes
+-- through another engine, queue.lua's q_follow).
 -- A request whose attempt id is the one recorded (none recorded: the
 -- owner) is a retry of a request already applied: it does not count up
 -- again. A refused waiting caller marks the lock so that its release

@@ -5,6 +5,10 @@
 -- When the lock is free and unreserved, the head is woken (and the lock
 -- reserved for it) if it is due: so a lapsed reservation's successor is
 -- served even if nobody else touches the lock.
+-- A heartbeat leaves the channel of the waiter's wake-ups as its attempts
+-- recorded it (queue.lua's q_follow): a remote waiter's heartbeats go
+-- through whichever of its servers answers, while its event stream, where
+-- the wake-up must go, may stay on another.
 local now = q_now()
 q_settle(now)
 if not redis.call('ZSCORE', Q, ARGV[1]) then

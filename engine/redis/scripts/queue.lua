@@ -5,8 +5,9 @@
 -- (HASH: n = last ticket, rv = the waiter the lock is reserved for, ru = the
 -- reservation's end in µs, f:<id> = '1' for a fair waiter, x:<id> = '1' for
 -- a waiter the lock is never reserved for (a quorum's), w:<id> = when
--- the waiter entered the queue, in µs, c:<id> = the channel its engine
--- listens on for its wake-ups (absent: the lock's own); and, as the waiters'
+-- the waiter entered the queue, in µs, c:<id> = the channel of its
+-- wake-ups, which the engine its latest attempt came through listens on
+-- (q_follow; absent: the lock's own); and, as the waiters'
 -- engines set them, p = PUBLISH or SPUBLISH, r = the reservation's length
 -- and s = the starvation bound, in µs). Every time is the server's. The
 -- three keys expire with the longest heartbeat ttl left.
@@ -90,12 +91,32 @@ local function q_touch(id, ttl, now)
   end
 end
 
+-- q_follow records ch as the channel of queued waiter id's wake-ups ('':
+-- the lock's own) when it is not the one recorded: the channel follows the
+-- waiter to the engine its latest attempt came through. A waiter attempts
+-- again whenever its subscription is (re)made, so that is the engine that
+-- listens for it now: a remote waiter whose server restarted or died comes
+-- back through another server's engine, whose channel is not the one it
+-- entered the queue with. (Heartbeats leave it: heartbeat.lua.)
+local function q_follow(id, ch)
+  local was = redis.call('HGET', QS, 'c:' .. id)
+  if ch == '' then
+    if was then
+      redis.call('HDEL', QS, 'c:' .. id)
+    end
+  elseif was ~= ch then
+    redis.call('HSET', QS, 'c:' .. id, ch)
+  end
+end
+
 -- q_enqueue puts waiter id at the back of the queue (or leaves it where it
--- is) and sets its heartbeat deadline to ttl ms from now; cfg is {pub,
--- reserve µs, starve µs} of the waiter's engine, ch the channel of its
--- wake-ups ('' or nil: the lock's own).
+-- is, its wake-ups now on ch: q_follow) and sets its heartbeat deadline to
+-- ttl ms from now; cfg is {pub, reserve µs, starve µs} of the waiter's
+-- engine, ch the channel of its wake-ups ('' or nil: the lock's own).
 local function q_enqueue(id, ttl, fair, now, cfg, noreserve, ch)
-  if not redis.call('ZSCORE', Q, id) then
+  if redis.call('ZSCORE', Q, id) then
+    q_follow(id, ch or '')
+  else
     redis.call('ZADD', Q, q_int(redis.call('HINCRBY', QS, 'n', 1)), id)
     local fields = {'p', cfg[1], 'r', cfg[2], 's', cfg[3], 'w:' .. id, q_int(now)}
     if fair then
