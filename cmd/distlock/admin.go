@@ -363,7 +363,7 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	fmt.Fprintln(w, "KEY\tKIND\tTYPE\tTTL")
 	for _, l := range leaks {
 		typ := l.Type
-		if latchLeak(l.Leak) {
+		if latchLeak(l.Leak) && !latchMarked(l.Leak) {
 			typ = "latch (" + l.Type + ")"
 		}
 		if l.holder != nil {
@@ -394,18 +394,26 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	}
 	if latches > 0 {
 		fmt.Fprintln(a.stdout, "A countdown latch still counting has no expiry by design: it goes when its count reaches zero.\n"+
-			"Deleting it does not open it: its waiters keep waiting until their own deadlines.")
+			"Deleting it opens the latch: its waiters return as if it had reached zero. Do not delete a latch still in use.")
 	}
 	if len(locks)+holders+latches < len(leaks) {
 		fmt.Fprintln(a.stdout, "Other keys: find out what wrote them, then delete them with redis-cli DEL KEY.")
 	}
 }
 
-// latchLeak reports whether l is a countdown latch's count (Redis:
-// distlock:{NAME}:latch; etcd: distlock/NAME/latch), which has no expiry
-// by design while it counts.
+// latchLeak reports whether l is a countdown latch's count, which has no
+// expiry by design while it counts: marked so by its engine (latchMarked),
+// or, on engines that do not mark it, at a latch's key (Redis:
+// distlock:{NAME}:latch; etcd: distlock/NAME/latch).
 func latchLeak(l engine.Leak) bool {
-	return l.Kind == engine.LeakOther && (strings.HasSuffix(l.Key, "}:latch") || strings.HasSuffix(l.Key, "/latch"))
+	return l.Kind == engine.LeakOther && (latchMarked(l) ||
+		strings.HasSuffix(l.Key, "}:latch") || strings.HasSuffix(l.Key, "/latch"))
+}
+
+// latchMarked reports whether l's engine marked it as a countdown latch
+// still counting: its type begins with "latch " (ZooKeeper: "latch znode").
+func latchMarked(l engine.Leak) bool {
+	return strings.HasPrefix(l.Type, "latch ")
 }
 
 // findLeaks pages through the leaks, deduplicating, sorted by key.

@@ -106,11 +106,11 @@ func TestStrangerAdminCLIForceReleaseOwnerOfMutexes(t *testing.T) {
 
 // TestStrangerAdminCLILeaksLatch: distlock leaks lists a counting latch
 // (its count has no expiry by design, docs/API.md) and must not tell the
-// operator to delete it as an unknown key: deleting it does not open the
-// latch (its waiters keep waiting, TestStrangerAdminLatchKeyDeletedWhileWaiting
-// in the root package). Before the fix the latch was an "other" key with
-// the advice "find out what wrote them, then delete them with redis-cli
-// DEL KEY".
+// operator to delete it as an unknown key: deleting it opens the latch
+// early (its waiters return as at zero,
+// TestStrangerAdminLatchKeyDeletedWhileWaiting in the root package). Before
+// the fix the latch was an "other" key with the advice "find out what wrote
+// them, then delete them with redis-cli DEL KEY".
 func TestStrangerAdminCLILeaksLatch(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)

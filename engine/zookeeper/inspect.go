@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -172,8 +173,10 @@ func (e *Engine) names(ctx context.Context, prefix, cursor string) ([]string, er
 // line since: harmless, the next acquire deletes it; a force-release of
 // the name too), one whose expiry is beyond maxTTL from now, a mark past
 // its expiry, any other persistent node under a name (left by another
-// tool), or a child of the root that is no lock's. A name's own node is
-// not judged: the ensemble reports a container's stat like a plain
+// tool), or a child of the root that is no lock's. A countdown latch
+// still counting (its node has no expiry by design) is reported with type
+// LatchLeakType, under the prefix of its name as a lock is. A name's own
+// node is not judged: the ensemble reports a container's stat like a plain
 // node's (ephemeralOwner 0). The ensemble's clock is read with a write of
 // the root's data (as Inspect does); no lock's node is changed.
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
@@ -198,6 +201,16 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 		if strings.HasPrefix(k, kindPrefix) {
 			continue // a shared lock's kind and limit: kept on purpose (kind.go)
 		}
+		if ln, ok := latchName(k); ok {
+			if strings.HasPrefix(ln, prefix) {
+				found, err := e.latchLeak(ctx, e.root+"/"+k)
+				if err != nil {
+					return nil, "", err
+				}
+				leaks = append(leaks, found...)
+			}
+			continue
+		}
 		n, ok := lockName(k)
 		if (ok && !strings.HasPrefix(n, prefix)) || (!ok && prefix != "") {
 			continue
@@ -214,6 +227,41 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 		leaks = append(leaks, found...)
 	}
 	return leaks, "", nil
+}
+
+// LatchLeakType is the Leak.Type of a countdown latch still counting: its
+// node has no expiry by design (it goes when its count reaches zero), and
+// deleting it opens the latch.
+const LatchLeakType = "latch znode"
+
+// latchName returns the latch name of a child of the root ("", false for
+// a child that is not a latch's).
+func latchName(child string) (string, bool) {
+	esc, ok := strings.CutPrefix(child, latchPrefix)
+	if !ok {
+		return "", false
+	}
+	n, err := url.PathUnescape(esc)
+	return n, err == nil
+}
+
+// latchLeak reports the persistent node at a latch's path, if it is
+// there: a latch still counting (type LatchLeakType), or a node that is
+// not one (left by another tool). An ephemeral node goes with its session.
+func (e *Engine) latchLeak(ctx context.Context, path string) ([]engine.Leak, error) {
+	b, st, err := e.get(ctx, path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil || st.EphemeralOwner != 0 {
+		return nil, err
+	}
+	leak := engine.Leak{Key: path, Kind: engine.LeakOther, Type: "persistent znode", TTL: -1}
+	var rec latchRecord
+	if json.Unmarshal(b, &rec) == nil && rec.Count > 0 {
+		leak.Type = LatchLeakType
+	}
+	return []engine.Leak{leak}, nil
 }
 
 // leaksOf reports what is left behind at and under path (a root child;
