@@ -100,25 +100,45 @@ func (s *suite) kindQueueMutexHead(t *testing.T) {
 		t.Fatalf("the mutex waiter's entry: %+v, %v", g, err)
 	}
 	waitQueued(t, ctx, e, name, 1)
+	// The release reserves the free name for the head for engine.ReserveTTL;
+	// a reservation the head lets lapse drops it from the queue, and then
+	// it binds nothing. A check that finds the name unbound after that long
+	// proves nothing: the machine was too slow to judge ("machine too slow").
+	released := time.Now()
+	lapsed := func(what string, l *distlock.Lease, bound bool) {
+		t.Helper()
+		if since := time.Since(released); !bound && since >= engine.ReserveTTL {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+			t.Skipf("machine too slow: %s came %v after the release, past the head's reservation (%v)", what, since, engine.ReserveTTL)
+		}
+	}
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	other := s.client(t)
+	refused := func(what string, l *distlock.Lease, err error, asked engine.Kind) {
+		t.Helper()
+		lapsed(what, l, errors.Is(err, distlock.ErrInvalidArgument))
+		wantKindRefusal(t, ctx, what, l, err, name, engine.Mutex, asked)
+	}
 	l, err := other.Semaphore(name, limit).TryAcquire(ctx, distlock.WithTTL(time.Minute))
-	wantKindRefusal(t, ctx, "a semaphore's try while a mutex waiter heads the queue", l, err, name, engine.Mutex, engine.Semaphore)
+	refused("a semaphore's try while a mutex waiter heads the queue", l, err, engine.Semaphore)
 	l, err = other.RWMutex(name).TryRLock(ctx, distlock.WithTTL(time.Minute))
-	wantKindRefusal(t, ctx, "an RW read's try while a mutex waiter heads the queue", l, err, name, engine.Mutex, engine.RWLock)
+	refused("an RW read's try while a mutex waiter heads the queue", l, err, engine.RWLock)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	l, err = other.Semaphore(name, limit).Acquire(wctx, distlock.WithTTL(time.Minute))
 	cancel()
-	wantKindRefusal(t, ctx, "a semaphore's waiting acquire while a mutex waiter heads the queue", l, err, name, engine.Mutex, engine.Semaphore)
+	refused("a semaphore's waiting acquire while a mutex waiter heads the queue", l, err, engine.Semaphore)
 	err = other.Semaphore(name, limit).SetLimit(ctx, limit)
-	wantKindRefusal(t, ctx, "a semaphore's SetLimit while a mutex waiter heads the queue", nil, err, name, engine.Mutex, engine.Semaphore)
+	refused("a semaphore's SetLimit while a mutex waiter heads the queue", nil, err, engine.Semaphore)
 	info, err := e.Inspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Kind != engine.Mutex || info.Held || len(info.Holders) != 0 || info.Waiters != 1 {
+		lapsed("the Inspect after the refusals", nil, false)
 		t.Fatalf("after the refusals: kind %v, held %v, holders %+v, %d waiters; want the free mutex with its one waiter",
 			info.Kind, info.Held, info.Holders, info.Waiters)
 	}

@@ -5,6 +5,7 @@ package lagprobe
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -38,5 +39,36 @@ func TestProbeSeesAStall(t *testing.T) {
 	}
 	if lag < 200*time.Millisecond {
 		t.Fatalf("measured %v through a 300ms stop of the process", lag)
+	}
+}
+
+// TestWatchSeesRunQueueWait: busy processes outnumbering the CPUs wait for
+// one; the probe watching one of them sees that wait (Waited > 0) and
+// keeps its last sample after the process exits.
+func TestWatchSeesRunQueueWait(t *testing.T) {
+	if _, ok := runDelay(os.Getpid()); !ok {
+		t.Skip("the kernel keeps no run-queue accounts (/proc/PID/task/*/schedstat)")
+	}
+	var busy []*exec.Cmd
+	for range 2*runtime.NumCPU() + 1 {
+		c := exec.Command("sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		busy = append(busy, c)
+	}
+	p := Start()
+	p.Watch(busy[0].Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Waited() == 0 && time.Now().Before(deadline) {
+		time.Sleep(Step)
+	}
+	for _, c := range busy {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	p.Done()
+	if w := p.Waited(); w <= 0 {
+		t.Fatalf("a busy process among %d busy ones on %d CPUs waited %v for a CPU, by the probe", len(busy), runtime.NumCPU(), w)
 	}
 }
