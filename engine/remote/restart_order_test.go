@@ -32,8 +32,8 @@ import (
 // listened; the reservation (engine.ReserveTTL) lapsed before the head's
 // next heartbeat, the head was dropped and queued again at the back, and
 // each hand-off waited for a heartbeat. The channel now follows the
-// waiter: its attempt (or heartbeat) through another server's engine
-// records that engine's channel (scripts/queue.lua, q_follow).
+// waiter: its attempt through another server's engine records that
+// engine's channel (scripts/queue.lua, q_follow); heartbeats leave it.
 func TestQueueOrderThroughServerRestart(t *testing.T) {
 	for _, c := range []struct {
 		name string

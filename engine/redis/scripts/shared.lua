@@ -15,7 +15,8 @@
 --   KEYS[5] the waiters' heartbeat deadlines (ZSET waiter -> µs)
 --   KEYS[6] the queue's state (HASH: n = last ticket, 'w:<id>' = the
 --           permits waiter id asks for, 't:<id>' = when it entered, µs,
---           'c:<id>' = the channel of its wake-ups, its engine's)
+--           'c:<id>' = the channel of its wake-ups, which the engine its
+--           latest attempt came through listens on: sh_follow)
 --   KEYS[7] the name's fencing high-water (the mutex's one counter)
 --   KEYS[8] (shared_extend.lua and shared_force_release.lua only) the
 --           name's taken-over marks (taken.lua), the mutex's too
@@ -183,21 +184,45 @@ local function sh_wake(limit, used)
   return false
 end
 
+-- sh_follow records, for queued waiter id, the permits its latest attempt
+-- asks for (weight) and the channel of its wake-ups (ch, '': KEYS[1]), each
+-- when it is not the one recorded: the channel follows the waiter to the
+-- engine its latest attempt came through. A waiter attempts again whenever
+-- its subscription is (re)made, so that is the engine that listens for it
+-- now: a remote waiter whose server restarted or died comes back through
+-- another server's engine, whose channel is not the one it entered the
+-- queue with. One HMGET, no write, when nothing changed. (Heartbeats leave
+-- the channel: shared_extend.lua; queue.lua's q_follow is the mutex's.)
+local function sh_follow(id, weight, ch)
+  local was = redis.call('HMGET', SQS, 'w:' .. id, 'c:' .. id)
+  if tonumber(was[1]) ~= tonumber(weight) then
+    redis.call('HSET', SQS, 'w:' .. id, weight)
+  end
+  if ch == '' then
+    if was[2] then
+      redis.call('HDEL', SQS, 'c:' .. id)
+    end
+  elseif was[2] ~= ch then
+    redis.call('HSET', SQS, 'c:' .. id, ch)
+  end
+end
+
 -- sh_enqueue puts waiter id at the back of the queue (or leaves it where
--- it is), asking for weight permits, with a heartbeat deadline ttl ms from
--- now and its wake-ups on channel ch ('' or nil: KEYS[1]); the queue's
--- keys expire with the last deadline.
+-- it is: sh_follow), asking for weight permits, with a heartbeat deadline
+-- ttl ms from now and its wake-ups on channel ch ('' or nil: KEYS[1]); the
+-- queue's keys expire with the last deadline.
 local function sh_enqueue(id, ttl, weight, now, ch)
   sh_queued = true
   sh_known = nil
-  if not redis.call('ZSCORE', SQ, id) then
-    redis.call('ZADD', SQ, redis.call('HINCRBY', SQS, 'n', 1), id)
-    redis.call('HSET', SQS, 't:' .. id, sh_int(now))
-  end
-  if ch and ch ~= '' then
-    redis.call('HSET', SQS, 'w:' .. id, weight, 'c:' .. id, ch)
+  if redis.call('ZSCORE', SQ, id) then
+    sh_follow(id, weight, ch or '')
   else
-    redis.call('HSET', SQS, 'w:' .. id, weight)
+    redis.call('ZADD', SQ, redis.call('HINCRBY', SQS, 'n', 1), id)
+    if ch and ch ~= '' then
+      redis.call('HSET', SQS, 't:' .. id, sh_int(now), 'w:' .. id, weight, 'c:' .. id, ch)
+    else
+      redis.call('HSET', SQS, 't:' .. id, sh_int(now), 'w:' .. id, weight)
+    end
   end
   redis.call('ZADD', SQD, sh_int(now + tonumber(ttl) * 1000), id)
 end

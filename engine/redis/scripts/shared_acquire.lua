@@ -3,7 +3,9 @@
 -- ARGV: fence ttl ms, PUBLISH or SPUBLISH, owner, ttl ms, metadata,
 -- attempt id, waiter id ('' outside the queue), heartbeat ttl ms, kind (1
 -- semaphore, 2 rwlock), limit, weight, time floor ('0': off, as acquire.lua),
--- the channel of the waiter's wake-ups ('': KEYS[1]).
+-- the channel of the waiter's wake-ups ('': KEYS[1]; its engine's: a
+-- queued waiter's entry records it anew when its attempt comes through
+-- another engine, shared.lua's sh_follow).
 -- KEYS: shared.lua's seven, then the mutex's queue's heartbeat deadlines
 -- and state (queue.lua's KEYS[3] and KEYS[4]).
 -- The lock is made with the kind and limit asked when it does not exist;
