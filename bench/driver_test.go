@@ -9,23 +9,18 @@ import (
 	"github.com/distlock/distlock/bench/peers"
 )
 
-// stuckLocker grants at once until stuckAfter, then waits for ctx; but it
-// grants at least once after countFrom (the end of the driver's warm-up),
-// so that the run counts an operation however late a busy machine
-// schedules the workers.
+// stuckLocker grants at once; once measuring is set (the driver's
+// beforeMeasure, between its warm-up and its measured window), it grants
+// once more and then waits for ctx: the window counts one operation, then
+// hangs, however late a busy machine schedules the workers.
 type stuckLocker struct {
-	stuckAfter, countFrom time.Time
-	counted               atomic.Bool
+	measuring, counted atomic.Bool
 }
 
 func (s *stuckLocker) Acquire(ctx context.Context, _ string) (peers.Held, error) {
-	now := time.Now()
-	if now.After(s.stuckAfter) && s.counted.Load() {
+	if s.measuring.Load() && s.counted.Swap(true) {
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}
-	if now.After(s.countFrom) {
-		s.counted.Store(true)
 	}
 	return s, nil
 }
@@ -34,11 +29,13 @@ func (s *stuckLocker) Release(context.Context) error { return nil }
 func (s *stuckLocker) Close() error                  { return nil }
 
 func TestRunOpsHang(t *testing.T) {
-	lk := &stuckLocker{stuckAfter: time.Now().Add(100 * time.Millisecond), countFrom: time.Now().Add(50 * time.Millisecond)}
+	lk := &stuckLocker{}
+	const duration = 10 * time.Second
 	start := time.Now()
 	res := runOps(context.Background(), lk, nil, opsConfig{
-		workers: 2, warmup: 20 * time.Millisecond, duration: 10 * time.Second,
+		workers: 2, warmup: 20 * time.Millisecond, duration: duration,
 		hangLimit: 100 * time.Millisecond, name: func(int) string { return "x" },
+		beforeMeasure: func() error { lk.measuring.Store(true); return nil },
 	})
 	if !res.hung {
 		t.Fatal("not reported as hung")
@@ -47,13 +44,14 @@ func TestRunOpsHang(t *testing.T) {
 		t.Fatal("workers did not return after their context was cancelled")
 	}
 	res.collect()
-	if res.ops == 0 || time.Since(start) > 2*time.Second {
+	// The hang ended the window, not its duration.
+	if res.ops == 0 || time.Since(start) >= duration {
 		t.Fatalf("ops=%d after %v", res.ops, time.Since(start))
 	}
 }
 
 func TestRunOpsCounts(t *testing.T) {
-	lk := &stuckLocker{stuckAfter: time.Now().Add(time.Hour)}
+	lk := &stuckLocker{} // never measuring: never stuck
 	res := runOps(context.Background(), lk, nil, opsConfig{
 		workers: 3, duration: 50 * time.Millisecond, hangLimit: time.Second,
 		name: func(int) string { return "x" },
