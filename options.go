@@ -89,7 +89,7 @@ func WithFair() Option { return func(o *options) { o.fair = true } }
 // WithWeight takes n permits of a Semaphore at once (default 1; at most
 // the semaphore's stored limit). Waiters are served in arrival order with
 // their weights, so a large request at the head is not overtaken by later
-// small ones. Only Semaphore.Acquire and TryAcquire take it. A weight
+// small ones (within the queue's life: see Semaphore). Only Semaphore.Acquire and TryAcquire take it. A weight
 // below 1 is refused with an *ArgumentError, 0 included: unlike
 // x/sync/semaphore.Weighted.Acquire(ctx, 0), which takes nothing, every
 // grant holds at least one permit (a lease with nothing to hold would

@@ -19,7 +19,10 @@ import (
 // Waiters are served strictly in arrival order, with their weights: a
 // request is granted only when its weight fits in the free permits and
 // nobody is queued ahead of it, so a large request at the head is not
-// overtaken by later small ones. Only the head is woken.
+// overtaken by later small ones. Only the head is woken. The order is the
+// queue's in the lock authority: an outage of the authority longer than
+// the waiters' heartbeat ttl (WaiterTTL) empties it, and the waiters queue
+// again in the order they come back (docs/ARCHITECTURE.md, Waiting).
 //
 // The limit is stored with the lock, and the stored limit governs: the
 // first call on a semaphore that does not exist makes it with the handle's

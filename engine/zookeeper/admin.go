@@ -137,13 +137,27 @@ func (e *Engine) setMetadata(ctx context.Context, r engine.MetadataRequest) (eng
 		d := c.d
 		d.Metadata = r.Metadata
 		d.Base = c.expiry() - d.TTL
-		_, err = e.multi(ctx, &zk.SetDataRequest{Path: c.path, Data: d.encode(), Version: c.st.Version},
-			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evMetadata}.encode(), Version: -1})
+		ops := []any{&zk.SetDataRequest{Path: c.path, Data: d.encode(), Version: c.st.Version},
+			&zk.SetDataRequest{Path: l.path, Data: event{Kind: evMetadata}.encode(), Version: -1}}
+		// The line's reading (l.now) is the newest mtime it saw, which a
+		// stalled ensemble leaves behind: the write's own mtime tells
+		// whether the hold had expired when it was applied, even after
+		// the caller gave up (doSettled).
+		res, err := doSettled(ctx, e, "multi", func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) },
+			func(res []zk.MultiResponse, err error) {
+				if err == nil && len(res) > 0 {
+					e.freeExpired(c, res[0].Stat)
+				}
+			})
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return 0, err
+		}
+		if len(res) > 0 && e.freeExpired(c, res[0].Stat) {
+			e.dropHolding(key{name, r.Owner})
+			return engine.Missing, nil // expired before this write: not the leader's value
 		}
 		return engine.Extended, nil
 	}

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -43,11 +44,56 @@ func send[T any](e *Engine, f func() (T, error)) <-chan answer[T] {
 func await[T any](ctx context.Context, op string, ch <-chan answer[T]) (T, error) {
 	select {
 	case a := <-ch:
-		if a.err != nil && !verdict(a.err) && !errors.Is(a.err, engine.ErrClosed) {
-			a.err = backendErr(op, a.err)
-		}
-		return a.v, a.err
+		return a.of(op)
 	case <-ctx.Done():
+		var zero T
+		return zero, backendErr(op, ctx.Err())
+	}
+}
+
+// of is the answer as a call returns it (see do).
+func (a answer[T]) of(op string) (T, error) {
+	if a.err != nil && !verdict(a.err) && !errors.Is(a.err, engine.ErrClosed) {
+		a.err = backendErr(op, a.err)
+	}
+	return a.v, a.err
+}
+
+// doSettled is do for a write whose answer matters after its caller gave
+// up: when ctx ends first, late gets the answer once it comes (on the
+// worker, which Close waits for), so that a write the ensemble applied
+// late (a stalled or paused ensemble runs a session's queued requests when
+// it resumes) can be judged and undone. late runs instead of the return,
+// never besides it.
+func doSettled[T any](ctx context.Context, e *Engine, op string, f func() (T, error), late func(T, error)) (T, error) {
+	var mu sync.Mutex
+	abandoned, answered := false, false
+	ch := make(chan answer[T], 1)
+	if !e.run(func() {
+		v, err := f()
+		mu.Lock()
+		gone := abandoned
+		answered = !gone
+		mu.Unlock()
+		if gone {
+			late(v, err)
+			return
+		}
+		ch <- answer[T]{v, err}
+	}) {
+		ch <- answer[T]{err: engine.ErrClosed}
+	}
+	select {
+	case a := <-ch:
+		return a.of(op)
+	case <-ctx.Done():
+		mu.Lock()
+		if answered {
+			mu.Unlock()
+			return (<-ch).of(op)
+		}
+		abandoned = true
+		mu.Unlock()
 		var zero T
 		return zero, backendErr(op, ctx.Err())
 	}

@@ -108,7 +108,15 @@ func ofGrant(c child, token uint64) bool {
 func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration, now int64) (engine.ExtendResult, bool) {
 	d := c.d
 	d.Base, d.TTL = holdExpiry(d.Count, c.expiry(), now, ttl)
-	st, err := e.set(ctx, c.path, d.encode(), c.st.Version)
+	st, err := doSettled(ctx, e, "set", func() (*zk.Stat, error) { return e.conn.Set(c.path, d.encode(), c.st.Version) },
+		func(st *zk.Stat, err error) {
+			// Applied after the caller gave up (a stalled ensemble runs
+			// it when it resumes): a write past the expiry brought the
+			// lease back for a ttl, held by nobody.
+			if err == nil && e.freeExpired(c, st) {
+				e.dropHolding(k)
+			}
+		})
 	if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 		return engine.ExtendResult{}, false
 	}
@@ -124,6 +132,20 @@ func (e *Engine) rewrite(ctx context.Context, k key, c child, ttl time.Duration,
 	}
 	e.setHolding(k, child{path: c.path, d: d, st: st})
 	return engine.ExtendResult{Status: engine.Extended, Token: uint64(st.Czxid)}, true
+}
+
+// freeExpired deletes the held child c, written at st by a write the
+// ensemble applied past c's expiry (st.Mtime later than it), and reports
+// whether it did: the write found the lease gone and must not bring it
+// back. It calls the client library directly: it runs on a worker, after
+// the write's caller gave up (doSettled).
+func (e *Engine) freeExpired(c child, st *zk.Stat) bool {
+	if st == nil || st.Mtime <= c.expiry() {
+		return false
+	}
+	_, err := e.conn.Multi(&zk.DeleteRequest{Path: c.path, Version: st.Version},
+		&zk.SetDataRequest{Path: c.path[:lastSlash(c.path)], Data: event{Kind: evReleased}.encode(), Version: -1})
+	return err == nil
 }
 
 // lostTo tells why owner no longer holds the lock: HeldByOther when a
