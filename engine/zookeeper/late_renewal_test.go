@@ -37,7 +37,6 @@ func TestLateRenewalPastExpiryUndone(t *testing.T) {
 	e := dial(t, []string{p.Addr()})
 	name := uniqueName("late-renewal")
 	const ttl = time.Second
-	sent := time.Now()
 	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "a", Attempt: "a", TTL: ttl})
 	if err != nil || !g.Acquired {
 		t.Fatalf("acquire: %+v, %v", g, err)
@@ -59,10 +58,10 @@ func TestLateRenewalPastExpiryUndone(t *testing.T) {
 	if err == nil && len(rs) == 1 && rs[0].Err == nil {
 		t.Fatalf("a renewal through a stalled connection answered %+v", rs)
 	}
-	// The lease ends ttl after its grant was made, by the ensemble's clock
-	// (this machine's): the stall lasts past that by half a ttl, so the
-	// held renewal lands after it.
-	time.Sleep(time.Until(sent.Add(ttl + ttl/2)))
+	// The lease ends ttl after its grant's write, by the ensemble's clock:
+	// the stall lasts until that clock is half a ttl past it, so the held
+	// renewal lands after it.
+	waitEnsembleClock(t, ens, mtime0+(ttl+ttl/2).Milliseconds())
 	p.Resume()
 	resumed = true
 	// The held renewal reaches the ensemble (its node's mtime moves), or
@@ -127,10 +126,13 @@ func TestLateProclaimPastExpiryRefused(t *testing.T) {
 	e := dial(t, []string{p.Addr()})
 	name := uniqueName("late-proclaim")
 	const ttl = time.Second
-	sent := time.Now()
 	g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "a", Attempt: "a", TTL: ttl, Metadata: "v1", Announce: true})
 	if err != nil || !g.Acquired {
 		t.Fatalf("acquire: %+v, %v", g, err)
+	}
+	mtime0, ok := holderMtime(t, ens, name)
+	if !ok {
+		t.Fatal("no holder node after the grant")
 	}
 	p.Pause()
 	type answer struct {
@@ -142,7 +144,7 @@ func TestLateProclaimPastExpiryRefused(t *testing.T) {
 		st, err := e.SetMetadata(ctx, engine.MetadataRequest{Name: name, Owner: "a", Metadata: "v2-late", Token: g.Token})
 		got <- answer{st, err}
 	}()
-	time.Sleep(time.Until(sent.Add(ttl + ttl/2))) // past the lease's end, as above
+	waitEnsembleClock(t, ens, mtime0+(ttl+ttl/2).Milliseconds()) // past the lease's end, as above
 	p.Resume()
 	a := <-got
 	if a.err != nil || a.st == engine.Extended {
@@ -151,5 +153,26 @@ func TestLateProclaimPastExpiryRefused(t *testing.T) {
 	enginetest.WaitFor(t, 20*time.Second, "the hold the late Proclaim revived to be deleted", func() bool {
 		_, ok := holderMtime(t, ens, name)
 		return !ok
+	})
+}
+
+// waitEnsembleClock waits until the ensemble's clock (the mtime of a write
+// to a scratch node of the test's own) reaches ms, in ZooKeeper's
+// milliseconds.
+func waitEnsembleClock(t *testing.T, ens *zktest.Ensemble, ms int64) {
+	t.Helper()
+	raw, _, err := zk.Connect(ens.Servers(), testSession, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	path := "/late-clock-" + url.PathEscape(t.Name())
+	if _, err := raw.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Delete(path, -1) }()
+	enginetest.WaitFor(t, 20*time.Second, "the ensemble's clock past the lease's end", func() bool {
+		st, err := raw.Set(path, nil, -1)
+		return err == nil && st.Mtime >= ms
 	})
 }
