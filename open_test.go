@@ -10,7 +10,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/memory"
-	_ "github.com/distlock/distlock/engine/redis"
+	redisengine "github.com/distlock/distlock/engine/redis"
 	_ "github.com/distlock/distlock/engine/remote"
 	"github.com/distlock/distlock/internal/redistest"
 	"github.com/distlock/distlock/internal/servertest"
@@ -28,12 +28,24 @@ func TestOpenByURL(t *testing.T) {
 	}
 	_, srvURL := servertest.Start(t, memory.New(), false, server.WithTokens(tokens))
 	hostPort := strings.TrimPrefix(srvURL, "http://")
+	var shared [2]string // two servers of one Redis
+	for i := range shared {
+		eng, err := redisengine.New(rs[2].Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = eng.Close() })
+		_, u := servertest.Start(t, eng, false, server.WithTokens(tokens))
+		shared[i] = strings.TrimPrefix(u, "http://")
+	}
 	urls := map[string]string{
-		"redis":        rs[0].URL(),
-		"redlock":      "redlock://" + rs[0].Addr() + "," + rs[1].Addr() + "," + rs[2].Addr() + "?node_timeout=200ms",
-		"redis list":   rs[0].URL() + "," + rs[1].URL() + "," + rs[2].URL(),
-		"redis params": rs[1].URL() + "/0?dial_timeout=2s&protocol=3",
-		"distlock":     "distlock://:s3cret0123456789abcdef@" + hostPort,
+		"redis":         rs[0].URL(),
+		"redlock":       "redlock://" + rs[0].Addr() + "," + rs[1].Addr() + "," + rs[2].Addr() + "?node_timeout=200ms",
+		"redis list":    rs[0].URL() + "," + rs[1].URL() + "," + rs[2].URL(),
+		"redis params":  rs[1].URL() + "/0?dial_timeout=2s&protocol=3",
+		"distlock":      "distlock://:s3cret0123456789abcdef@" + hostPort,
+		"distlock list": "distlock://:s3cret0123456789abcdef@" + shared[0] + "," + shared[1],
+		"distlock urls": "distlock://:s3cret0123456789abcdef@" + shared[0] + ",distlock://" + shared[1],
 	}
 	for kind, u := range urls {
 		t.Run(kind, func(t *testing.T) {
@@ -87,6 +99,8 @@ func TestOpenBadURL(t *testing.T) {
 		{"distlock://user:pw@b:2", "", engine.ErrBadURL},
 		{"distlock://:pw@b:2?wait=1s", "", engine.ErrBadURL},
 		{"distlock://:pw@b:2,redis://c:3", "", engine.ErrBadURL},
+		{"distlock://:pw@b:2,,c:3", "", engine.ErrBadURL},
+		{"distlock://:pw@b:2,:other@c:3", "", engine.ErrBadURL},
 	}
 	for _, c := range cases {
 		cl, err := distlock.Open(context.Background(), c.url)

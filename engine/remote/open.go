@@ -14,9 +14,11 @@ import (
 //	distlock://[:TOKEN@]host:7420[/path]    a distlock server over HTTP
 //	distlocks://[:TOKEN@]host:7420[/path]   the same over HTTPS (the system's roots)
 //
-// Several servers of one backend are a list of such URLs separated by
-// commas (see New). The bearer token is the URL's password (user name
-// empty); the URL takes no query parameter.
+// Several servers of one backend are a list separated by commas (see New):
+// whole URLs, or hosts after the first that take the first's scheme
+// (distlock://a:7420,b:7420). The bearer token is the URL's password (user
+// name empty), given once or the same in each; the URL takes no query
+// parameter.
 const (
 	Scheme    = "distlock"
 	SchemeTLS = "distlocks"
@@ -30,8 +32,15 @@ func init() {
 func open(_ context.Context, rawURL string, _ engine.OpenConfig) (engine.Engine, error) {
 	var servers []string
 	token := ""
+	first := ""
 	for _, raw := range strings.Split(rawURL, ",") {
-		u, err := url.Parse(strings.TrimSpace(raw))
+		raw = strings.TrimSpace(raw)
+		if first == "" {
+			first, _, _ = strings.Cut(raw, "://")
+		} else if raw != "" && !strings.Contains(raw, "://") {
+			raw = first + "://" + raw
+		}
+		u, err := url.Parse(raw)
 		if err != nil {
 			return nil, engine.BadURL(rawURL, "", err.Error())
 		}
