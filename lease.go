@@ -279,6 +279,9 @@ func (l *Lease) settleExtend() {
 // before the release is sent, so that it cannot land after it and set the
 // ttl of the owner's other holds of the lock (re-entry).
 //
+// A backend error that may pass (a failover's refused connections) is
+// tried again within the release timeout on engines whose releases apply
+// once (engine.OnceReleaser: Redis, PostgreSQL's mutexes, ZooKeeper).
 // After a backend error the lease is dropped all the same; the lock then
 // stays held on the server until its ttl runs out. A lease that was no
 // longer held returns an error matching ErrNotHeld; when a force-release
@@ -295,7 +298,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
 	l.awaitExtension(rctx)
-	res, err := l.c.eng.Release(rctx, l.releaseRequest())
+	res, err := l.c.release(rctx, l.releaseRequest())
 	return l.released(res, err, prev)
 }
 

@@ -16,7 +16,7 @@ import (
 //go:embed scripts/multi.lua
 var multiSrc string
 
-var multiScript = newScript(lockSrc + proposalSrc + mintSrc + multiSrc)
+var multiScript = newScript(lockSrc + proposalSrc + highWaterSrc + mintSrc + multiSrc)
 
 var (
 	_ engine.MultiAcquirer = (*Engine)(nil)

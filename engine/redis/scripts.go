@@ -16,6 +16,8 @@ var (
 	queueSrc string // the waiter queue, for the scripts that touch it
 	//go:embed scripts/proposal.lua
 	proposalSrc string // a proposed token in place of the clock, for the minting
+	//go:embed scripts/highwater.lua
+	highWaterSrc string // the increment of a fencing high-water, for the minting (before mintSrc, sharedSrc)
 	//go:embed scripts/mint.lua
 	mintSrc string // the minting of a fencing token, for the scripts that grant (after proposalSrc)
 	//go:embed scripts/acquire.lua
@@ -39,7 +41,7 @@ var (
 )
 
 var (
-	acquireScript      = newScript(proposalSrc + mintSrc + include(acquireSrc))
+	acquireScript      = newScript(proposalSrc + highWaterSrc + mintSrc + include(acquireSrc))
 	extendScript       = newScript(lockSrc + takenSrc + extendSrc)
 	releaseScript      = newScript(include(releaseSrc))
 	forceReleaseScript = newScript(lockSrc + queueSrc + takenSrc + forceReleaseSrc)

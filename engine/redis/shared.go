@@ -82,7 +82,7 @@ var (
 
 var (
 	// sharedLib is shared.lua with the file it uses (proposal.lua) before it.
-	sharedLib = proposalSrc + sharedSrc
+	sharedLib = proposalSrc + highWaterSrc + sharedSrc
 
 	sharedAcquireScript    = newScript(sharedLib + sharedAcquireSrc)
 	sharedReleaseScript    = newScript(sharedLib + sharedReleaseSrc)

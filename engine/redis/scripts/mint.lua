@@ -26,14 +26,8 @@ local function clock_or_proposal(floor)
 end
 
 local function mint(fence, fenceTTL, floor)
-  local token = redis.pcall('INCR', fence)
-  if type(token) ~= 'number' or token > 9007199254740991 then
-    -- Past 2^53-1 (engine.MaxToken), or past INCR's range: a high-water
-    -- written by hand. Undone, and refused as exhausted, never granted
-    -- with a token clients cannot hold exactly.
-    if type(token) == 'number' then
-      redis.call('DECR', fence)
-    end
+  local token = incr_high_water(fence) -- highwater.lua, before this file
+  if not token then
     return nil
   end
   if token == 1 then

@@ -279,13 +279,8 @@ end
 -- nil, having changed nothing, when the high-water is past 2^53-1.
 local function sh_mint(floor, now)
   now = proposed(floor, now) -- proposal.lua, before this file
-  local token = redis.pcall('INCR', FENCE)
-  if type(token) ~= 'number' or token > 9007199254740991 then
-    -- Past 2^53-1 (engine.MaxToken) or INCR's range: undone and refused,
-    -- as in acquire.lua.
-    if type(token) == 'number' then
-      redis.call('DECR', FENCE)
-    end
+  local token = incr_high_water(FENCE) -- highwater.lua, before this file
+  if not token then
     return nil
   end
   if token == 1 then
