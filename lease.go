@@ -194,7 +194,9 @@ func (l *Lease) current() error {
 // Extend sets the lease's time to live to ttl, counted from now, and makes it
 // the ttl of later automatic renewals. It fails with ErrNotHeld (and the
 // lease is lost) if the lock expired or was taken, and with ErrBackend (the
-// lease stays as it was) if the lock service failed. It first waits for an
+// lease stays as it was, but for its deadline: no later than ttl's from the
+// send time, as the extension may have been applied and its answer lost)
+// if the lock service failed. It first waits for an
 // extension of the lease in flight (the watchdog's renewal, another Extend)
 // to be answered; when ctx ends meanwhile it returns ctx's error (wrapped)
 // and sends nothing.
@@ -214,13 +216,36 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.heldErr(); err != nil {
 		return err
 	}
-	sent := time.Now()
-	res, err := l.c.extendOne(ctx, l.extendRequest(l.c.coverTTL(l, ttl)))
+	sent, sentTTL := time.Now(), l.c.coverTTL(l, ttl)
+	res, err := l.c.extendOne(ctx, l.extendRequest(sentTTL))
 	if err != nil {
+		l.extendFailed(sent, sentTTL, err)
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
 	l.answer(res, sent, ttl, nil)
 	return l.heldErr()
+}
+
+// extendFailed records an extension to ttl, sent at sent, that failed: its
+// outcome is unknown, for the lock service may have applied it and its
+// answer been lost. Applied, a ttl shorter than the lease's time left ends
+// the lock at sent + ttl on the service, so the deadline is brought forward
+// to what that extension's confirmation would have set, and the watchdog
+// tries again soon, as after a failed renewal: its confirmation restores
+// the lease's own ttl. Were the deadline kept, another client could be
+// granted the lock while the lease read held.
+func (l *Lease) extendFailed(sent time.Time, ttl time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	l.lastErr = err
+	l.renewal = retryAfter(min(l.ttl, ttl))
+	if end := l.capHold(sent.Add(ttl - drift(ttl))); end.Before(l.deadline) {
+		l.deadline = end
+		l.timer.Reset(max(time.Until(end), 0))
+	}
 }
 
 // claim waits until no other extension of the lease (the watchdog's

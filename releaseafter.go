@@ -20,7 +20,9 @@ import (
 // raised so as not to cut short another hold of the lease's owner on the
 // lock (re-entry). When the lock service refuses (the lease was lost) the
 // error matches ErrNotHeld, as Extend's; when it fails, the error matches
-// ErrBackend and the lease stays held and renewed, as before the call.
+// ErrBackend and the lease stays held and renewed, as before the call,
+// with its deadline no later than d's from the send time (the ttl may have
+// been set and its answer lost; Extend's rule).
 func (l *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	switch {
 	case ctx == nil:
@@ -44,9 +46,11 @@ func (l *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if err := l.heldErr(); err != nil {
 		return err
 	}
-	sent := time.Now()
-	res, err := l.c.extendOne(ctx, l.extendRequest(l.c.coverTTL(l, o.ttl)))
+	sent, sentTTL := time.Now(), l.c.coverTTL(l, o.ttl)
+	res, err := l.c.extendOne(ctx, l.extendRequest(sentTTL))
 	if err != nil {
+		l.extendFailed(sent, sentTTL, err)
+		l.settleExtend() // the watchdog renews it again, soon
 		return l.c.backendErr(ctx, "extend", l.name, err)
 	}
 	l.answer(res, sent, o.ttl, nil)

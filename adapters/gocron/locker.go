@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -137,8 +138,30 @@ type jobLock struct {
 // hold's ttl set to the rest of the minimum hold time, no renewals, no
 // release), so that a scheduler whose tick comes a moment later skips the
 // run, even if this scheduler's Client is closed meanwhile; after it, it
-// releases the lock. An error leaves the lock held no longer than its ttl.
+// releases the lock. A backend error is tried again, with the rest of the
+// minimum hold, until the minimum hold has passed; then the lock is
+// released, and a release that fails too leaves it held no longer than its
+// ttl (Lease.Release drops the lease all the same). A failed ReleaseAfter
+// leaves the lease renewed, so stopping there would keep the job's lock for
+// as long as the Client lives.
 func (j *jobLock) Unlock(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // the job's context ends with the scheduler
-	return j.lease.ReleaseAfter(ctx, max(j.lk.minHold-time.Since(j.granted), 0))
+	pause := unlockRetryFirst
+	for {
+		rest := max(j.lk.minHold-time.Since(j.granted), 0)
+		err := j.lease.ReleaseAfter(ctx, rest)
+		if err == nil || rest < distlock.MinTTL || !errors.Is(err, distlock.ErrBackend) {
+			return err // answered, or released (ReleaseAfter below MinTTL)
+		}
+		t := time.NewTimer(min(pause, rest))
+		<-t.C
+		pause = min(2*pause, unlockRetryMax)
+	}
 }
+
+// The pauses between an Unlock's tries after a backend error: from
+// unlockRetryFirst, doubling to unlockRetryMax.
+const (
+	unlockRetryFirst = 100 * time.Millisecond
+	unlockRetryMax   = time.Second
+)
