@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,23 +67,25 @@ func (e *Engine) info(ctx context.Context, st *state) (engine.Info, error) {
 }
 
 // List implements engine.Lister: a range read over the keys of the names
-// that start with prefix, in key order (a shared lock found by its keys is
-// read as Inspect reads it, and may be listed again on the next page
-// when its keys span two), limit*4 keys a page (a name's
-// waiters are keys too, so a page may hold fewer locks, even none). The
-// cursor is the last key read.
+// that start with prefix, in key order, cut at the end of a name (see page),
+// so that each name is on one page only and comes with all its keys: a held
+// mutex with its waiters, as Inspect describes it, from the page's keys of
+// the name; a shared lock read as Inspect reads it. A page holds about
+// limit*4 keys (a name's waiters and holders are keys too, so a page may hold
+// fewer locks, even none), sorted by name. Pages follow one another in key
+// order, the order of the escaped names followed by '/'.
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
 	}
-	resp, next, err := e.page(ctx, prefix, cursor, limit)
+	kvs, rev, next, err := e.page(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
 	var infos []engine.Info
 	var shared, mutexes []string
 	keys := map[string][]*mvccpb.KeyValue{} // the page's keys of each name
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		name, rest, ok := e.keys.parse(string(kv.Key))
 		if !ok {
 			continue
@@ -97,22 +100,8 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 			mutexes = append(mutexes, name)
 		}
 	}
-	var first, last string // the page's first and last names: their keys may go on past it
-	if n := len(resp.Kvs); n > 0 {
-		first, _, _ = e.keys.parse(string(resp.Kvs[0].Key))
-		last, _, _ = e.keys.parse(string(resp.Kvs[n-1].Key))
-	}
 	for _, name := range mutexes {
-		// A held mutex with its waiters, as Inspect describes it, from the
-		// page's keys of the name; a name at either end of the page is
-		// read whole.
-		var st *state
-		var err error
-		if name == first && cursor != "" || name == last && resp.More {
-			st, err = e.read(ctx, name)
-		} else {
-			st, err = e.decode(name, resp.Header.Revision, keys[name])
-		}
+		st, err := e.decode(name, rev, keys[name])
 		if err != nil {
 			return nil, "", err
 		}
@@ -131,28 +120,65 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	return append(infos, more...), next, nil
+	infos = append(infos, more...)
+	slices.SortStableFunc(infos, func(a, b engine.Info) int { return strings.Compare(a.Name, b.Name) })
+	return infos, next, nil
 }
 
-// page reads one page of keys under the names that start with prefix.
-func (e *Engine) page(ctx context.Context, prefix, cursor string, limit int) (*clientv3.GetResponse, string, error) {
+// page reads one page of the keys under the names that start with prefix,
+// in key order, as of one read: about limit*4 keys, cut at the end of a
+// name, so that no name's keys are split between two pages. When the keys
+// of one name fill the page (its holders and waiters outnumber limit*4),
+// the page is that name's keys, read whole. next is a key of the page's
+// last name ("" after the last page), and the next page starts after every
+// key of that name (nameRange): a name is on one page only, whatever keys
+// it gains or loses between pages, and a name whose keys were not on a
+// page is on a later one. A key not shaped like a name's keys is a name of
+// its own.
+func (e *Engine) page(ctx context.Context, prefix, cursor string, limit int) (kvs []*mvccpb.KeyValue, rev int64, next string, err error) {
 	from := e.keys.root + escape(prefix)
 	end := rangeEnd(from)
 	if cursor != "" {
 		if !strings.HasPrefix(cursor, from) {
-			return nil, "", &engine.ArgumentError{Arg: "cursor", Reason: "not a cursor of this listing"}
+			return nil, 0, "", &engine.ArgumentError{Arg: "cursor", Reason: "not a cursor of this listing"}
 		}
-		from = cursor + "\x00"
+		_, from = e.keys.nameRange(cursor)
 	}
 	resp, err := e.get(ctx, "list", from, clientv3.WithRange(end), clientv3.WithLimit(int64(max(limit, 1)*4)))
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
-	next := ""
-	if resp.More && len(resp.Kvs) > 0 {
-		next = string(resp.Kvs[len(resp.Kvs)-1].Key)
+	kvs, rev = resp.Kvs, resp.Header.Revision
+	if !resp.More || len(kvs) == 0 {
+		return kvs, rev, "", nil
 	}
-	return resp, next, nil
+	last := string(kvs[len(kvs)-1].Key)
+	start, stop := e.keys.nameRange(last)
+	cut := len(kvs) // the last name's keys may go on past the page: leave them to the next
+	for cut > 0 && string(kvs[cut-1].Key) >= start {
+		cut--
+	}
+	if cut > 0 {
+		return kvs[:cut], rev, string(kvs[cut-1].Key), nil
+	}
+	whole, err := e.get(ctx, "list", start, clientv3.WithRange(stop))
+	if err != nil {
+		return nil, 0, "", err
+	}
+	return whole.Kvs, whole.Header.Revision, last, nil
+}
+
+// nameRange returns the range [start, end) of the keys of the name key
+// belongs to: every key under the name's prefix, spelled as in key; a key
+// not shaped like a name's (see keyspace.parse) is a range of its own.
+func (k keyspace) nameRange(key string) (start, end string) {
+	if s, ok := strings.CutPrefix(key, k.root); ok {
+		if esc, _, found := strings.Cut(s, "/"); found {
+			start = k.root + esc + "/"
+			return start, rangeEnd(start)
+		}
+	}
+	return key, key + "\x00"
 }
 
 // Leaks implements engine.LeakFinder: keys under the engine's prefix with
@@ -163,12 +189,12 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
 	}
-	resp, next, err := e.page(ctx, prefix, cursor, limit)
+	kvs, _, next, err := e.page(ctx, prefix, cursor, limit)
 	if err != nil {
 		return nil, "", err
 	}
 	var leaks []engine.Leak
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		name, rest, ok := e.keys.parse(string(kv.Key))
 		kind := engine.LeakOther
 		if ok && rest == lockSuffix {
