@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -91,8 +92,9 @@ func pump[T any](s *Server, r *http.Request, stream *sse, next <-chan T, name st
 // handleLockEvents serves GET /v1/locks/{name}/events: a stream of
 // server-sent events that says "ready" once the server is subscribed to
 // the lock's releases on its engine, then "release" after every release
-// (wake-ups coalesce). With ?waiter=ID (a waiter of the lock's queue, on an
-// engine with one) only the wake-ups addressed to that waiter are sent. The remote engine's waiters wait on it instead of
+// (wake-ups coalesce; a shared lock's on every engine: watchShared). With
+// ?waiter=ID (a waiter of the lock's queue, on an engine with one) only the
+// wake-ups addressed to that waiter are sent. The remote engine's waiters wait on it instead of
 // polling. A stream counts against the waiter limits; it ends when the
 // client goes away or the server shuts down.
 func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role, name string) {
@@ -127,6 +129,12 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 		return
 	}
 	defer sub.Close()
+	next := sub.C()
+	if waiter == "" {
+		ctx, stop := context.WithCancel(r.Context())
+		defer stop()
+		next = s.watchShared(ctx, name, next)
+	}
 	s.obs.Waiting(name, 1)
 	defer s.obs.Waiting(name, -1)
 
@@ -135,5 +143,85 @@ func (s *Server) handleLockEvents(w http.ResponseWriter, r *http.Request, _ Role
 	if !ok || stream.event(api.EventReady, ready) != nil {
 		return
 	}
-	pump(s, r, stream, sub.C(), api.EventRelease, func(struct{}) string { return "{}" })
+	pump(s, r, stream, next, api.EventRelease, func(struct{}) string { return "{}" })
+}
+
+// sharedPoll is how often a release-event stream of a shared lock reads
+// its holders (watchShared).
+const sharedPoll = time.Second
+
+// watchShared makes the release events of a stream without a waiter id
+// (on sub, the engine's subscription) say every release of a shared lock,
+// on every engine alike: the engines wake only their queue's head when a
+// shared lock's permits come back (the Redis, PostgreSQL and quorum
+// engines publish nothing else; engine.Engine.Release), so a client that
+// waits itself without a queue entry (an acquire with "waiting": true,
+// then this stream) would never hear of it. When name is a shared lock as
+// the stream starts, its holders are read every sharedPoll until ctx ends,
+// and a holder gone since the last read (released, force-released or
+// expired) or a limit raised is a release event too, after the engine's
+// own ones (wake-ups coalesce). Elsewhere it returns sub as it is.
+func (s *Server) watchShared(ctx context.Context, name string, sub <-chan struct{}) <-chan struct{} {
+	if _, ok := s.eng.(engine.Sharer); !ok {
+		return sub
+	}
+	prev, ok := s.inspectShared(ctx, name)
+	if !ok || !prev.Kind.Shared() {
+		return sub
+	}
+	out := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case out <- struct{}{}:
+		default: // one pending already: wake-ups coalesce
+		}
+	}
+	go func() {
+		defer close(out)
+		tick := time.NewTicker(sharedPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case _, ok := <-sub:
+				if !ok {
+					return
+				}
+				wake()
+			case <-tick.C:
+				if cur, ok := s.inspectShared(ctx, name); ok {
+					if permitsBack(prev, cur) {
+						wake()
+					}
+					prev = cur
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// inspectShared reads name's state for watchShared; false when the read
+// failed (the next one compares with the last state read).
+func (s *Server) inspectShared(ctx context.Context, name string) (engine.Info, bool) {
+	ectx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	info, err := s.eng.Inspect(ectx, name)
+	return info, err == nil
+}
+
+// permitsBack reports whether a shared lock's permits came back between
+// two reads of its state: a holder of prev (its owner's grant, by token)
+// is gone from cur, or its limit grew.
+func permitsBack(prev, cur engine.Info) bool {
+	if cur.Kind == prev.Kind && cur.Limit > prev.Limit {
+		return true
+	}
+	for _, h := range prev.Holders {
+		if !slices.ContainsFunc(cur.Holders, func(c engine.Holder) bool { return c.Owner == h.Owner && c.Token == h.Token }) {
+			return true
+		}
+	}
+	return false
 }

@@ -253,6 +253,9 @@ func (s *Server) handleExtendBatch(w http.ResponseWriter, r *http.Request, _ Rol
 				s.obs.Renewed(rs[i].Name, false)
 			}
 			e := engineErr("extend", x.Err)
+			if e.detail.Arg != "" {
+				e = itemErr("locks", i, e) // the item's field, as a refusal of the batch names it
+			}
 			out.Results[i].Error = &e.detail
 			continue
 		}
@@ -544,7 +547,9 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 		return
 	}
 	if one && !held {
-		writeError(w, newError(http.StatusConflict, api.CodeNotHeld, fmt.Sprintf("%q holds nothing of %q: nothing was released", owner, name)))
+		e := notHeld(name, s.heldByOther(ctx, name))
+		e.detail.Message = fmt.Sprintf("%q holds nothing of %q: nothing was released", owner, name)
+		writeError(w, e)
 		return
 	}
 	s.log.Info("distlock: lock force-released", "name", name, "owner", owner, "was_held", held, "remote", r.RemoteAddr)
@@ -553,6 +558,17 @@ func (s *Server) handleForceRelease(w http.ResponseWriter, r *http.Request, _ Ro
 	}
 	s.obs.changed()
 	writeJSON(w, http.StatusOK, api.ForceReleaseResponse{Name: name, Owner: owner, WasHeld: held})
+}
+
+// heldByOther is the not_held status of an owner that holds nothing of
+// name (ForceReleaseHolder's refusal): held_by_other while another owner
+// holds it, missing when nobody does (or Inspect fails: the refusal
+// stands either way).
+func (s *Server) heldByOther(ctx context.Context, name string) engine.ExtendStatus {
+	if info, err := s.eng.Inspect(ctx, name); err == nil && info.Held {
+		return engine.HeldByOther
+	}
+	return engine.Missing
 }
 
 // notHeld answers a request about a lock its owner does not hold.

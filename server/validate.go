@@ -175,8 +175,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	return bytes.TrimSpace(data), nil
 }
 
-// decodeJSON decodes data, one JSON value with only known fields, into v.
+// decodeJSON decodes data, one JSON object with only known fields, into
+// v. Any other value is refused, null too (which would leave v as it is,
+// every field at its default, as an empty body does where one is needed).
 func decodeJSON(data []byte, v any) *apiError {
+	if len(data) == 0 || data[0] != '{' {
+		return badRequest("body", "invalid JSON body: send a JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -211,8 +211,9 @@ func engineContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // engineErr answers an engine failure; a closed engine means the server
 // is shutting down.
 // Input the engine refused (an *engine.ArgumentError: a lock of another
-// kind, limit or weight) is invalid_argument, and an upgrade of a
-// reader-writer lock's side upgrade_refused: nothing changed.
+// kind, limit or weight, a ttl it cannot keep) is invalid_argument, its arg
+// the request's field (requestField), and an upgrade of a reader-writer
+// lock's side upgrade_refused: nothing changed.
 func engineErr(op string, err error) *apiError {
 	var ae *engine.ArgumentError
 	switch {
@@ -223,11 +224,26 @@ func engineErr(op string, err error) *apiError {
 	case errors.Is(err, engine.ErrFenceExhausted):
 		return newError(http.StatusConflict, api.CodeFenceExhausted, err.Error())
 	case errors.As(err, &ae):
-		return badRequest(ae.Arg, ae.Error())
+		field := requestField(ae.Arg)
+		return badRequest(field, "invalid "+field+": "+ae.Reason)
 	case errors.Is(err, errors.ErrUnsupported):
 		// The engine cannot do it at all (a quorum's semaphore limit
 		// above 1): no retry mends it.
 		return newError(http.StatusNotImplemented, api.CodeNotSupported, op+": "+err.Error())
 	}
 	return backendUnavailable(op, err)
+}
+
+// requestFields maps an engine's argument names (engine.ArgumentError.Arg)
+// to the request fields they come from, where those are named otherwise.
+var requestFields = map[string]string{"ttl": "ttl_ms"}
+
+// requestField is the request field an engine's argument name comes from:
+// an answer names what the client sent (ttl_ms, as the server's own checks
+// of it do), not the engine's name for it.
+func requestField(arg string) string {
+	if f, ok := requestFields[arg]; ok {
+		return f
+	}
+	return arg
 }
