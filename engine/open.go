@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -140,13 +142,18 @@ func (e *URLError) Error() string {
 func (e *URLError) Unwrap() error { return e.Err }
 
 // BadURL returns an *URLError matching ErrBadURL, for openers: param is
-// the query parameter at fault ("" for the URL as a whole).
+// the query parameter at fault ("" for the URL as a whole). Every
+// password of rawURL (see RedactURL) is hidden in the URL, the parameter
+// and the reason, which may quote the URL (as url.Parse's errors do).
 func BadURL(rawURL, param, reason string) error {
-	return &URLError{URL: RedactURL(rawURL), Param: param, Reason: reason, Err: ErrBadURL}
+	secrets := urlSecrets(rawURL)
+	return &URLError{URL: RedactURL(rawURL), Param: hideSecrets(param, secrets), Reason: hideSecrets(reason, secrets), Err: ErrBadURL}
 }
 
-// RedactURL hides the password (or token) of every URL of a list, for
-// messages.
+// RedactURL hides the passwords (or tokens) of every URL of a list, for
+// messages: the userinfo becomes **** and every occurrence of a password
+// (the userinfo's, and the value of a password or sentinel_password query
+// parameter) elsewhere in the URL too.
 func RedactURL(rawURL string) string {
 	parts := strings.Split(rawURL, ",")
 	for i, p := range parts {
@@ -154,15 +161,82 @@ func RedactURL(rawURL string) string {
 		if !ok {
 			continue
 		}
-		host, path := rest, ""
-		if j := strings.IndexAny(rest, "/?"); j >= 0 {
-			host, path = rest[:j], rest[j:]
-		}
-		if at := strings.LastIndex(host, "@"); at >= 0 {
-			parts[i] = scheme + "://****@" + host[at+1:] + path
+		if at := userInfoEnd(rest); at >= 0 {
+			parts[i] = scheme + "://****@" + rest[at+1:]
 		}
 	}
-	return strings.Join(parts, ",")
+	return hideSecrets(strings.Join(parts, ","), urlSecrets(rawURL))
+}
+
+// secretParams are the query parameters whose values are passwords
+// (go-redis's Sentinel URL, pgx's PostgreSQL URL).
+var secretParams = []string{"password", "sentinel_password"}
+
+// minSecretPiece is the length from which a piece of a password (split at
+// / ? or #) is hidden too: a shorter one would hide common text.
+const minSecretPiece = 3
+
+// userInfoEnd returns the index in rest (a URL after its "scheme://") of
+// the "@" that ends its userinfo, or -1: the last "@" before the query.
+func userInfoEnd(rest string) int {
+	beforeQuery, _, _ := strings.Cut(rest, "?")
+	return strings.LastIndex(beforeQuery, "@")
+}
+
+// urlSecrets returns the passwords of every URL of a list, each as
+// written, unescaped and as %q quotes it, longest first; parsing as
+// little as it can, so that it finds them in a URL that net/url rejects.
+func urlSecrets(rawURL string) []string {
+	var raw []string
+	for _, p := range strings.Split(rawURL, ",") {
+		_, rest, ok := strings.Cut(p, "://")
+		if !ok {
+			rest = p
+		}
+		if at := userInfoEnd(rest); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				raw = append(raw, pw)
+			}
+		}
+		_, query, _ := strings.Cut(rest, "?")
+		for _, kv := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+			k, v, _ := strings.Cut(kv, "=")
+			if k, err := url.QueryUnescape(k); err == nil && slices.Contains(secretParams, strings.ToLower(k)) {
+				raw = append(raw, v)
+			}
+		}
+	}
+	var out []string
+	for _, s := range raw {
+		forms := []string{s}
+		if u, err := url.PathUnescape(s); err == nil {
+			forms = append(forms, u)
+		}
+		if u, err := url.QueryUnescape(s); err == nil {
+			forms = append(forms, u)
+		}
+		for _, f := range forms {
+			out = append(out, f, strings.Trim(strconv.Quote(f), `"`))
+		}
+		// An unescaped / ? or # ends the authority for net/url, whose
+		// errors then quote the password's pieces.
+		for _, piece := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune("/?#", r) }) {
+			if piece != s && len(piece) >= minSecretPiece {
+				out = append(out, piece)
+			}
+		}
+	}
+	out = slices.DeleteFunc(out, func(s string) bool { return s == "" })
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return slices.Compact(out)
+}
+
+// hideSecrets replaces every occurrence of each secret in s by ****.
+func hideSecrets(s string, secrets []string) string {
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, "****")
+	}
+	return s
 }
 
 // URLParams reads the query parameters of a backend URL for an opener:
@@ -225,11 +299,15 @@ func (p *URLParams) fail(name, reason string) {
 	}
 }
 
-// Done returns the first bad value, else an error for the first parameter
-// (in sorted order) that no call took, else nil.
+// Done returns the first bad value, else an error for a parameter given
+// twice (RefuseRepeated), else one for the first parameter (in sorted
+// order) that no call took, else nil.
 func (p *URLParams) Done() error {
 	if p.err != nil {
 		return p.err
+	}
+	if err := RefuseRepeated(p.raw, p.q); err != nil {
+		return err
 	}
 	names := make([]string, 0, len(p.q))
 	for n := range p.q {
@@ -239,6 +317,19 @@ func (p *URLParams) Done() error {
 	for _, n := range names {
 		if !p.used[n] {
 			return BadURL(p.raw, n, "unknown parameter")
+		}
+	}
+	return nil
+}
+
+// RefuseRepeated returns an *URLError matching ErrBadURL for the first
+// parameter (in sorted order) of q given more than once, other than those
+// named in lists (parameters that are lists by design, as go-redis's
+// addr), or nil: a backend would silently use one of the values.
+func RefuseRepeated(rawURL string, q url.Values, lists ...string) error {
+	for _, n := range slices.Sorted(maps.Keys(q)) {
+		if len(q[n]) > 1 && !slices.Contains(lists, n) {
+			return BadURL(rawURL, n, "given more than once")
 		}
 	}
 	return nil

@@ -31,6 +31,9 @@ func open(ctx context.Context, rawURL string, _ engine.OpenConfig) (engine.Engin
 		return nil, engine.BadURL(rawURL, "", err.Error())
 	}
 	q := u.Query()
+	if err := engine.RefuseRepeated(rawURL, q); err != nil {
+		return nil, err
+	}
 	own := engine.NewURLParams(rawURL, url.Values{"schema": q["schema"], "listen": q["listen"]})
 	opts := []Option{WithSchema(own.String("schema", DefaultSchema)), WithOwnedPool()}
 	if !own.Bool("listen", true) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -24,8 +25,11 @@ import (
 //
 // The go-redis options are its URL parameters (dial_timeout, read_timeout,
 // pool_size, protocol, skip_verify, ...); a parameter go-redis does not
-// know is an error. redis-cluster:// and rediss-cluster:// are accepted
-// for redis+cluster:// and rediss+cluster://.
+// know, one given twice (addr excepted) and a value go-redis accepts but
+// cannot use (see checkOptions) are errors. A Sentinel URL's userinfo is
+// the Sentinels' credentials; the master's are ?username= and ?password=.
+// redis-cluster:// and rediss-cluster:// are accepted for redis+cluster://
+// and rediss+cluster://.
 var schemes = []string{"redis", "rediss", "redis+cluster", "rediss+cluster", "redis-cluster", "rediss-cluster",
 	"redis+sentinel", "rediss+sentinel", redlockScheme}
 
@@ -116,6 +120,9 @@ func redlockNodes(rawURL string) (urls []string, nodeTimeout time.Duration, err 
 		return nil, 0, err
 	}
 	q := h.Query
+	if err := engine.RefuseRepeated(rawURL, q); err != nil {
+		return nil, 0, err
+	}
 	own := engine.NewURLParams(rawURL, url.Values{"node_timeout": q["node_timeout"], "tls": q["tls"]})
 	nodeTimeout = own.Duration("node_timeout", 0)
 	tls := own.Bool("tls", false)
@@ -147,16 +154,23 @@ func redlockNodes(rawURL string) (urls []string, nodeTimeout time.Duration, err 
 // deadlines are honoured, so a renewal or release that Redis does not
 // answer is bounded by its own deadline rather than by a socket timeout;
 // and a node where nothing listens fails fast (fewer dial attempts per
-// command: the lease and the wait loop retry on their own).
+// command: the lease and the wait loop retry on their own). A URL whose
+// options go-redis accepts but cannot use is refused (checkOptions).
 func newClient(rawURL string) (goredis.UniversalClient, error) {
 	scheme, rest, _ := strings.Cut(rawURL, "://")
 	scheme = strings.ToLower(scheme)
 	base, kind, _ := strings.Cut(strings.Replace(scheme, "-cluster", "+cluster", 1), "+")
+	if err := checkRepeated(rawURL, rest); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case "cluster":
 		opts, err := goredis.ParseClusterURL(base + "://" + rest)
 		if err != nil {
-			return nil, engine.BadURL(rawURL, "", err.Error())
+			return nil, goRedisError(rawURL, err)
+		}
+		if err := checkClusterOptions(rawURL, rest, opts); err != nil {
+			return nil, err
 		}
 		opts.ContextTimeoutEnabled = true
 		opts.DialerRetries = cmp.Or(opts.DialerRetries, 2)
@@ -164,10 +178,13 @@ func newClient(rawURL string) (goredis.UniversalClient, error) {
 	case "sentinel":
 		opts, err := goredis.ParseFailoverURL(base + "://" + rest)
 		if err != nil {
-			return nil, engine.BadURL(rawURL, "", err.Error())
+			return nil, goRedisError(rawURL, err)
 		}
 		if opts.MasterName == "" {
 			return nil, engine.BadURL(rawURL, "master_name", "a Sentinel URL names its master: ?master_name=NAME")
+		}
+		if err := checkSentinelOptions(rawURL, opts); err != nil {
+			return nil, err
 		}
 		opts.ContextTimeoutEnabled = true
 		opts.DialerRetries = cmp.Or(opts.DialerRetries, 2)
@@ -175,9 +192,128 @@ func newClient(rawURL string) (goredis.UniversalClient, error) {
 	}
 	opts, err := goredis.ParseURL(base + "://" + rest)
 	if err != nil {
-		return nil, engine.BadURL(rawURL, "", err.Error())
+		return nil, goRedisError(rawURL, err)
+	}
+	if err := checkOptions(rawURL, poolOptions{opts.PoolSize, opts.MinIdleConns, opts.MaxIdleConns, opts.MaxActiveConns,
+		opts.MaxRetries, opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout}); err != nil {
+		return nil, err
 	}
 	opts.ContextTimeoutEnabled = true
 	opts.DialerRetries = cmp.Or(opts.DialerRetries, 2)
 	return goredis.NewClient(opts), nil
+}
+
+// checkRepeated refuses a query parameter given twice (go-redis would
+// take one of the values silently); rest is the URL after "scheme://". A
+// query that does not parse is left to go-redis to report.
+func checkRepeated(rawURL, rest string) error {
+	_, query, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil
+	}
+	return engine.RefuseRepeated(rawURL, q, "addr")
+}
+
+// goRedisParam finds the parameter that go-redis's URL errors name:
+// "unexpected option: NAME[, ...]", "invalid NAME number|duration|boolean",
+// "unable to parse addr param".
+var goRedisParam = regexp.MustCompile(`^redis: (?:unexpected option: ([^,\s]+)|invalid (\w+) (?:number|duration|boolean): |unable to parse (addr) param)`)
+
+// goRedisError is the *engine.URLError of go-redis's refusal err of
+// rawURL, with the parameter its message names in Param.
+func goRedisError(rawURL string, err error) error {
+	param := ""
+	if m := goRedisParam.FindStringSubmatch(err.Error()); m != nil {
+		param = m[1] + m[2] + m[3]
+	}
+	if param == "database" {
+		// "invalid database number: %q" is the path's, "...: strconv..." the db parameter's.
+		param = ""
+		if strings.HasPrefix(err.Error(), "redis: invalid database number: strconv") {
+			param = "db"
+		}
+	}
+	return engine.BadURL(rawURL, param, err.Error())
+}
+
+// poolOptions are the go-redis options that every kind of client has and
+// that go-redis accepts from a URL with values it cannot use.
+type poolOptions struct {
+	poolSize, minIdleConns, maxIdleConns, maxActiveConns int
+	maxRetries                                           int
+	dialTimeout, readTimeout, writeTimeout               time.Duration
+}
+
+// checkOptions refuses the values of o that break the client: a negative
+// pool size panics (or breaks every call), max_retries below -1 (-1 is no
+// retry) and a dial timeout of 0 or less (which the URL parser turns into
+// -1) fail every call, and read and write timeouts below go-redis's -1 (no
+// timeout) and -2 (no deadline) are meaningless.
+func checkOptions(rawURL string, o poolOptions) error {
+	for _, c := range []struct {
+		param string
+		bad   bool
+		want  string
+	}{
+		{"pool_size", o.poolSize < 0, "a number of connections, not negative"},
+		{"min_idle_conns", o.minIdleConns < 0, "a number of connections, not negative"},
+		{"max_idle_conns", o.maxIdleConns < 0, "a number of connections, not negative"},
+		{"max_active_conns", o.maxActiveConns < 0, "a number of connections, not negative"},
+		{"max_retries", o.maxRetries < -1, "a number of retries, or -1 for none"},
+		{"dial_timeout", o.dialTimeout < 0, "a positive duration (a dial that may not take any time always fails)"},
+		{"read_timeout", o.readTimeout < -2, "a positive duration, -1 (none) or -2 (no deadline)"},
+		{"write_timeout", o.writeTimeout < -2, "a positive duration, -1 (none) or -2 (no deadline)"},
+	} {
+		if c.bad {
+			return engine.BadURL(rawURL, c.param, "want "+c.want)
+		}
+	}
+	return nil
+}
+
+// checkClusterOptions refuses what checkOptions refuses, a database
+// (Cluster has only db 0, and go-redis ignores the URL's path),
+// max_redirects below -1 (with which go-redis sends nothing and reports
+// no error), and reads from replicas (read_only, route_by_latency,
+// route_randomly): Inspect and List read the lock keys, which a replica
+// may not have yet.
+func checkClusterOptions(rawURL, rest string, o *goredis.ClusterOptions) error {
+	if err := checkOptions(rawURL, poolOptions{o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns,
+		o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout}); err != nil {
+		return err
+	}
+	if u, err := url.Parse("redis://" + rest); err == nil && strings.Trim(u.Path, "/") != "" {
+		return engine.BadURL(rawURL, "", "a Redis Cluster has no database to select: no /db path")
+	}
+	if o.MaxRedirects < -1 {
+		return engine.BadURL(rawURL, "max_redirects", "want a number of redirects, or -1 for none")
+	}
+	return refuseReplicaReads(rawURL, o.ReadOnly, o.RouteByLatency, o.RouteRandomly, "read_only")
+}
+
+// checkSentinelOptions refuses what checkOptions refuses, and routing to
+// replicas (replica_only, route_by_latency, route_randomly): go-redis's
+// failover client panics on the routing options, and locks are written on
+// the master.
+func checkSentinelOptions(rawURL string, o *goredis.FailoverOptions) error {
+	if err := checkOptions(rawURL, poolOptions{o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns,
+		o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout}); err != nil {
+		return err
+	}
+	return refuseReplicaReads(rawURL, o.ReplicaOnly, o.RouteByLatency, o.RouteRandomly, "replica_only")
+}
+
+// refuseReplicaReads refuses the options that send commands to replicas;
+// replicas is the name of the option readOnly comes from.
+func refuseReplicaReads(rawURL string, readOnly, byLatency, randomly bool, replicas string) error {
+	for _, c := range []struct {
+		param string
+		set   bool
+	}{{replicas, readOnly}, {"route_by_latency", byLatency}, {"route_randomly", randomly}} {
+		if c.set {
+			return engine.BadURL(rawURL, c.param, "distlock reads and writes its locks on the master only")
+		}
+	}
+	return nil
 }

@@ -475,7 +475,8 @@ func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, e
 // Inspect implements engine.Engine: one pipelined round trip reads the
 // mutex's keys and runs the shared inspect script, and engine.Describe
 // picks the view. A name whose shared keys are no distlock shared lock's
-// (a reply error) is described as a mutex.
+// (a WRONGTYPE reply) is described as a mutex; every other error, a reply
+// error too (WRONGPASS, a database the server does not have), is returned.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
 	var r lockReads
 	var sh *goredis.Cmd
@@ -484,7 +485,7 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		sh = e.readShared(ctx, p, name)
 		return nil
 	})
-	if err != nil && !isReplyError(err) {
+	if err := inspectError(err, r.value, r.pttl, r.hw, r.subs, r.queued, sh); err != nil {
 		return engine.Info{}, err
 	}
 	info, _, err := r.info(e, name)
@@ -499,10 +500,33 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		if shared, err = sharedInfo(name, res); err != nil {
 			return engine.Info{}, err
 		}
-	} else if !isReplyError(serr) {
+	} else if serr = inspectError(serr); serr != nil {
 		return engine.Info{}, serr
 	}
 	return engine.Describe(info, shared), nil
+}
+
+// inspectError returns the first error of Inspect's pipeline (err, the
+// round trip's, then each command's) that is neither a missing key
+// (goredis.Nil) nor a key of another type (isWrongType), or nil.
+func inspectError(err error, cmds ...goredis.Cmder) error {
+	errs := []error{err}
+	for _, c := range cmds {
+		errs = append(errs, c.Err())
+	}
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, goredis.Nil) && !isWrongType(e) {
+			return e
+		}
+	}
+	return nil
+}
+
+// isWrongType reports whether err is Redis's WRONGTYPE reply: a key of
+// another type at a lock's place, which is not a distlock lock. Every
+// other reply error is the server's refusal of the call.
+func isWrongType(err error) bool {
+	return goredis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // countClassicSubscribers sets info.Subscribers with classic pub/sub on

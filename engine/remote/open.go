@@ -49,7 +49,7 @@ func open(_ context.Context, rawURL string, _ engine.OpenConfig) (engine.Engine,
 			return nil, engine.BadURL(rawURL, "", "every server of a list is a distlock:// or distlocks:// URL")
 		}
 		if u.RawQuery != "" {
-			return nil, engine.BadURL(rawURL, u.Query().Encode(), "a distlock server URL takes no parameter")
+			return nil, engine.BadURL(rawURL, firstParam(u.RawQuery), "a distlock server URL takes no parameter")
 		}
 		if u.User != nil {
 			t, _ := u.User.Password()
@@ -68,4 +68,15 @@ func open(_ context.Context, rawURL string, _ engine.OpenConfig) (engine.Engine,
 		return nil, engine.BadURL(rawURL, "", ae.Reason)
 	}
 	return e, err
+}
+
+// firstParam returns the name of the first parameter of a raw query, for
+// URLError.Param (never its value, which may be a secret).
+func firstParam(rawQuery string) string {
+	kv, _, _ := strings.Cut(rawQuery, "&")
+	name, _, _ := strings.Cut(kv, "=")
+	if n, err := url.QueryUnescape(name); err == nil {
+		return n
+	}
+	return name
 }
