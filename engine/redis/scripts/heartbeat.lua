@@ -4,7 +4,8 @@
 -- a free lock (not reserved for another); {0} when it is not in the queue.
 -- When the lock is free and unreserved, the head is woken (and the lock
 -- reserved for it) if it is due: so a lapsed reservation's successor is
--- served even if nobody else touches the lock.
+-- served even if nobody else touches the lock, and a head whose wake-up
+-- reached nobody (queue.lua's q_reserved) learns that its turn came.
 -- A heartbeat leaves the channel of the waiter's wake-ups as its attempts
 -- recorded it (queue.lua's q_follow): a remote waiter's heartbeats go
 -- through whichever of its servers answers, while its event stream, where

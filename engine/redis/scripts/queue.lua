@@ -136,10 +136,34 @@ local function q_enqueue(id, ttl, fair, now, cfg, noreserve, ch)
   q_touch(id, ttl, now)
 end
 
--- q_wake runs when the lock is free: it reserves the lock for the head when
--- the head is fair or entered the queue s µs ago or more, and publishes a
--- wake-up addressed to the head ('w:<id>' on its engine's channel, else
--- the lock's) when it reserved or when wake is true (a release).
+-- q_unheard is the longest a reservation whose wake-up reached nobody is
+-- kept, in µs: distlock.WaiterTTL, the heartbeat ttl of every Go waiter
+-- (their own heartbeat deadline comes first), which also bounds an entry
+-- queued straight on an engine with a longer ttl and never heartbeated.
+local q_unheard = 3000000
+
+-- q_reserved is the end (µs) of a reservation made now for head h, of r
+-- µs when its wake-up was heard (delivered to a subscriber of its
+-- channel); else until h's heartbeat deadline, at most q_unheard from now
+-- (and never under r): a head whose engine was not listening (its
+-- subscription lost in a failover or a reconnect, and not made again yet)
+-- keeps its turn, which its next heartbeat (answered Wake) or its attempt
+-- after subscribing again takes, while a dead head is dropped when its
+-- heartbeats lapse.
+local function q_reserved(h, now, r, heard)
+  if heard then
+    return now + r
+  end
+  local d = tonumber(redis.call('ZSCORE', QD, h) or 0)
+  return math.max(now + r, math.min(d, now + q_unheard))
+end
+
+-- q_wake runs when the lock is free: it publishes a wake-up addressed to
+-- the head ('w:<id>' on its engine's channel, else the lock's) when the
+-- head is due (fair, or it entered the queue s µs ago or more) or when
+-- wake is true (a release), and reserves the lock for a due head, for r
+-- µs or, when the wake-up reached nobody (PUBLISH's, or on a Cluster
+-- SPUBLISH's shard's, count of receivers is 0), longer: q_reserved.
 local function q_wake(now, wake)
   if q_res() then
     return
@@ -152,11 +176,12 @@ local function q_wake(now, wake)
   local since = cfg[1]
   local due = cfg[2] == '1' or
     (not cfg[6] and since and now - tonumber(since) >= tonumber(cfg[5] or 1000))
-  if due then
-    q_reserve(h, now + tonumber(cfg[4] or 250000))
+  if not (due or wake) then
+    return
   end
-  if due or wake then
-    redis.call(cfg[3] or 'PUBLISH', cfg[7] or KEYS[1], 'w:' .. h)
+  local heard = redis.call(cfg[3] or 'PUBLISH', cfg[7] or KEYS[1], 'w:' .. h) > 0
+  if due then
+    q_reserve(h, q_reserved(h, now, tonumber(cfg[4] or 250000), heard))
   end
 end
 
