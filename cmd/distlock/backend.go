@@ -256,7 +256,9 @@ var fullBuildOnly = map[string]string{
 	"zookeeper": "ZooKeeper",
 }
 
-// openErr explains an error of engine.Open.
+// openErr explains an error of engine.Open: a URL that cannot be used
+// (engine.ErrBadURL, engine.ErrUnknownScheme, ErrInvalidArgument) is a
+// usage error, any other a backend that does not answer (exitBackend).
 func openErr(err error, u, setting string) error {
 	scheme, _, _ := strings.Cut(strings.ToLower(u), "://")
 	if errors.Is(err, engine.ErrUnknownScheme) {
@@ -265,6 +267,13 @@ func openErr(err error, u, setting string) error {
 				return usageErr(fullBuildHint, backend, "...")
 			}
 		}
+	}
+	if !errors.Is(err, engine.ErrBadURL) && !errors.Is(err, engine.ErrUnknownScheme) && !errors.Is(err, distlock.ErrInvalidArgument) {
+		// The URL is good, the backend did not answer (a ZooKeeper
+		// ensemble granting no session, an etcd refusing the token
+		// request): as the check after Open reports it.
+		return &cliError{code: exitBackend, msg: fmt.Sprintf("cannot reach the backend of %s: %v.\nCheck that it is running there and that %s points at it.",
+			setting, err, setting)}
 	}
 	return usageErr("cannot use the backend URL of %s: %v.\nSee 'distlock help' for the forms of every backend's URL.",
 		setting, strings.TrimPrefix(err.Error(), "distlock: "))

@@ -67,7 +67,8 @@ Flags (before NAME, or after it up to -- or COMMAND):
 Lock kinds (default: NAME is an exclusive lock):
   -n, --limit K      NAME is a semaphore of K permits (1 to 2^30-1): up to K
                      commands (counting weights) run at once. The limit is
-                     stored with NAME: another K is refused (exit 64).
+                     stored with NAME and governs: another K is served under
+                     the stored limit (distlock limit changes it).
   --weight W         take W of the semaphore's permits (default 1; needs --limit)
   --shared           take the read side of the reader-writer lock NAME: any
                      number of --shared commands run together

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/rules"
 )
 
 // MinTTL is the shortest lease ttl the engine declares: etcd raises shorter
@@ -79,9 +80,16 @@ func WithPrefix(prefix string) Option { return func(e *Engine) { e.keys.root = p
 
 // WithMinTTL declares a minimum lease ttl above MinTTL, for a cluster whose
 // election timeout is longer than etcd's default 1 s (etcd raises every lease
-// ttl to 1.5 election timeouts): distlock then rounds ttls up to it.
+// ttl to 1.5 election timeouts): distlock then rounds ttls up to it. d is
+// rounded up to whole seconds, as etcd grants them, and lowered to the
+// longest ttl distlock takes (rules.MaxTTL, 24 h), so that a ttl rounded
+// up to it stays within that maximum. The URL parameter min_ttl refuses
+// both instead (a bad URL).
 func WithMinTTL(d time.Duration) Option {
-	return func(e *Engine) { e.minTTL = max(d, MinTTL) }
+	if r := d % time.Second; r > 0 {
+		d += time.Second - r
+	}
+	return func(e *Engine) { e.minTTL = min(max(d, MinTTL), rules.MaxTTL) }
 }
 
 // WithOwnedClient makes the engine own its client: Close closes it too

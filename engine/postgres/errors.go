@@ -59,8 +59,16 @@ func undefinedFunction(err error) bool {
 // a bigint overflow (a token past a high-water at 2^63-1) into
 // engine.ErrFenceExhausted; other errors are returned as they are (a *pgconn.PgError stays
 // reachable with errors.As).
+//
+// Only a query on a live connection meets a missing schema: a connection
+// the server refused at start-up (a *pgconn.ConnectError; an unknown
+// parameter in the URL is SQLSTATE 42704 too, "unrecognized configuration
+// parameter") is a backend error carrying the server's message.
 func (e *Engine) wrap(err error) error {
 	var pe *pgconn.PgError
+	if connectFailed(err) {
+		return err
+	}
 	if errors.As(err, &pe) && missingObject[pe.Code] {
 		return &SchemaError{Schema: e.schema, Err: err}
 	}
@@ -70,6 +78,13 @@ func (e *Engine) wrap(err error) error {
 		return fmt.Errorf("%w: %v", engine.ErrFenceExhausted, err)
 	}
 	return err
+}
+
+// connectFailed reports whether err is the failure to open a connection
+// (the server refused it or did not answer), met before any query ran.
+func connectFailed(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
 }
 
 // raiseError turns a raise function's refusal (SQLSTATE DL001, 'DISTLOCK

@@ -2,6 +2,9 @@ package zookeeper
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"time"
 
 	"github.com/distlock/distlock/engine"
 )
@@ -14,7 +17,16 @@ import (
 // root is WithRoot (default DefaultRoot), session_timeout the session
 // timeout Dial asks for (default DefaultSessionTimeout). The engine opened
 // owns its connection.
+//
+// Opening waits for the ensemble to grant the session (the engine needs
+// the session timeout it grants), within the context's deadline, or
+// within DefaultOpenTimeout when the context has none: an ensemble that
+// grants none in that time is a *BackendError, not a bad URL.
 const Scheme = "zookeeper"
+
+// DefaultOpenTimeout bounds the wait of engine.Open (and distlock.Open)
+// for a session when its context has no deadline.
+const DefaultOpenTimeout = 5 * time.Second
 
 func init() { engine.Register(Scheme, open) }
 
@@ -32,5 +44,18 @@ func open(ctx context.Context, rawURL string, _ engine.OpenConfig) (engine.Engin
 	if err := p.Done(); err != nil {
 		return nil, err
 	}
-	return Dial(ctx, h.Hosts, session, WithRoot(root))
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultOpenTimeout)
+		defer cancel()
+	}
+	e, err := Dial(ctx, h.Hosts, session, WithRoot(root))
+	if err != nil {
+		var be *BackendError
+		if errors.As(err, &be) {
+			be.Op = "open a session on " + strings.Join(h.Hosts, ",")
+		}
+		return nil, err
+	}
+	return e, nil
 }
