@@ -2,6 +2,7 @@ package distlock
 
 import (
 	"context"
+	"errors"
 
 	"github.com/distlock/distlock/engine"
 )
@@ -22,8 +23,12 @@ import (
 // an error matching engine.ErrUnknownScheme, a malformed URL or a bad
 // parameter one matching engine.ErrBadURL (both *engine.URLError, and
 // both ErrInvalidArgument): nothing is opened then. Open does not contact
-// the backend; the first call does (Inspect of any name checks it). The
-// Client owns the engine: Close closes it and its connections.
+// the backend, the first call does (Inspect of any name checks it), but for
+// zookeeper:// (which waits for its session: it bounds every ttl) and
+// etcd:// with a user (whose client fetches a token), within ctx's deadline
+// or 5 s: a backend they cannot reach is an error matching ErrBackend, not
+// ErrInvalidArgument. The Client owns the engine: Close closes it and its
+// connections.
 func Open(ctx context.Context, url string, opts ...ClientOption) (*Client, error) {
 	eng, err := engine.Open(ctx, url)
 	if err != nil {
@@ -34,11 +39,17 @@ func Open(ctx context.Context, url string, opts ...ClientOption) (*Client, error
 	return c, nil
 }
 
-// openError is an error of Open: it matches ErrInvalidArgument as well as
-// what it wraps (engine.ErrUnknownScheme, engine.ErrBadURL, an
-// *engine.URLError).
+// openError is an error of Open: a URL's (an *engine.URLError:
+// engine.ErrUnknownScheme, engine.ErrBadURL) matches ErrInvalidArgument as
+// well as what it wraps; a backend that could not be reached while opening
+// it matches ErrBackend.
 type openError struct{ err error }
 
-func (e *openError) Error() string        { return e.err.Error() }
-func (e *openError) Unwrap() error        { return e.err }
-func (e *openError) Is(target error) bool { return target == ErrInvalidArgument }
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+func (e *openError) Is(target error) bool {
+	var ue *engine.URLError
+	var ae *engine.ArgumentError
+	bad := errors.As(e.err, &ue) || errors.As(e.err, &ae)
+	return target == ErrInvalidArgument && bad || target == ErrBackend && !bad
+}

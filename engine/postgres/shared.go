@@ -203,9 +203,14 @@ func (e *Engine) unlessTaken(ctx context.Context, name, owner string, res engine
 	return res, nil
 }
 
-// ReleaseOnce implements engine.OnceReleaser for a mutex (release_shared
+// ReleaseOnce implements engine.OnceReleaser for a mutex, answering as
+// Release does (a force-released hold is taken over: unlessTaken; release_shared
 // records no release ids: a shared kind is refused with
 // engine.UnsupportedKind).
 func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, nil)
+	res, err := engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, nil)
+	if err != nil {
+		return res, err
+	}
+	return e.unlessTaken(ctx, r.Name, r.Owner, res)
 }

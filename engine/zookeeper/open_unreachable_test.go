@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	zkengine "github.com/distlock/distlock/engine/zookeeper"
 )
@@ -60,6 +61,11 @@ func TestOpenUnreachable(t *testing.T) {
 		if eng != nil {
 			t.Errorf("Open failed and returned an engine: %#v", eng)
 		}
+	}
+	// distlock.Open reports it as the backend's failure, not bad input.
+	c, err := distlock.Open(short, "zookeeper://127.0.0.1:1")
+	if c != nil || !errors.Is(err, distlock.ErrBackend) || errors.Is(err, distlock.ErrInvalidArgument) {
+		t.Errorf("distlock.Open of an ensemble nobody answers: %v, want ErrBackend, not ErrInvalidArgument", err)
 	}
 }
 
