@@ -201,6 +201,20 @@ func waiters(gs []granted) []int {
 	return order
 }
 
+// holdFor takes name for a minute through a Client of its own on srv and
+// returns that Client's engine (which reads the queue) and the lease.
+func holdFor(t *testing.T, ctx context.Context, srv *redistest.Server, name string) (engine.Engine, *distlock.Lease) {
+	t.Helper()
+	eng := listEngine(t, srv.Client())
+	holder := distlock.New(eng)
+	t.Cleanup(func() { _ = holder.Close() })
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng, h
+}
+
 // TestUnheardWakeUpKeepsTurn: three fair waiters, each in its own Client,
 // queue behind a holder; the head's pub/sub connection is killed, and kept
 // from coming back, right before the holder releases, so the release's
@@ -216,13 +230,7 @@ func TestUnheardWakeUpKeepsTurn(t *testing.T) {
 	defer cancel()
 	admin := srv.Client()
 	name := "unheard"
-	holderEng := listEngine(t, srv.Client())
-	holder := distlock.New(holderEng)
-	t.Cleanup(func() { _ = holder.Close() })
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	holderEng, h := holdFor(t, ctx, srv, name)
 	gate := new(dialGate)
 	const headSub = "unheard-head-sub"
 	cs := make([]*distlock.Client, 3)
@@ -277,13 +285,7 @@ func TestGoneHeadDroppedAtHeartbeatDeadline(t *testing.T) {
 	defer cancel()
 	admin := srv.Client()
 	name := "gone-head"
-	holderEng := listEngine(t, srv.Client())
-	holder := distlock.New(holderEng)
-	t.Cleanup(func() { _ = holder.Close() })
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	holderEng, h := holdFor(t, ctx, srv, name)
 	gate := new(dialGate)
 	const headName = "gone-head-conn"
 	head := distlock.New(listEngine(t, gatedClient(t, srv, gate, headName)))
