@@ -260,10 +260,11 @@ func (e *Engine) Permanent(err error) bool {
 
 func conflict(op, name string) error { return fmt.Errorf("%s %q: %w", op, name, ErrConflict) }
 
-// ttlError refuses a ttl longer than the session timeout.
+// checkTTL refuses a ttl longer than the session timeout the ensemble
+// granted (docs/ZOOKEEPER.md: the rule kept from ephemeral holder nodes).
 func (e *Engine) checkTTL(ttl time.Duration) error {
 	if ttl > e.session {
-		return &engine.ArgumentError{Arg: "ttl", Reason: fmt.Sprintf("%v is longer than the ZooKeeper session timeout %v (a lock cannot outlive its session)", ttl, e.session)}
+		return &engine.ArgumentError{Arg: "ttl", Reason: fmt.Sprintf("%v is longer than the ZooKeeper session timeout %v (a lease ttl may not exceed the session timeout the ensemble granted)", ttl, e.session)}
 	}
 	return nil
 }
