@@ -409,44 +409,6 @@ func (c *Client) dropHold(r engine.ReleaseRequest, ttl time.Duration) {
 	}
 }
 
-// release sends r within ctx. On an engine whose releases apply once
-// (engine.OnceReleaser) it is sent again after a backend error that may
-// pass, until answered or ctx ends: a failover's refused dials (go-redis
-// refuses new connections for a second after a pool's worth of failed
-// dials), a connection reset. Every copy carries one release id, so a copy
-// of a release that did apply drops no second hold of a re-entrant owner.
-// Elsewhere, and for a kind the engine cannot release once, it is sent
-// once.
-func (c *Client) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	once, ok := c.eng.(engine.OnceReleaser)
-	if !ok {
-		return c.eng.Release(ctx, r)
-	}
-	id, pause := c.owners.Next(), undoRetryFirst
-	for tries := 0; ; tries++ {
-		res, err := once.ReleaseOnce(ctx, r, id)
-		switch {
-		case tries == 0 && errors.Is(err, errors.ErrUnsupported):
-			return c.eng.Release(ctx, r)
-		case err == nil, isArgument(err), engine.IsPermanent(c.eng, err):
-			return res, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return res, err
-		case <-t.C:
-		}
-		pause = min(2*pause, releaseRetryMax)
-	}
-}
-
-// releaseRetryMax is the longest pause between two copies of a release
-// (Client.release): a second, the time go-redis waits before it dials a
-// refused server again.
-const releaseRetryMax = time.Second
-
 // The pauses of dropHold: before its next try after a failed one (doubling
 // from undoRetryFirst to undoRetryMax), and before the confirmation of a
 // "not held" (undoSettle: a backend that answers has run its buffered

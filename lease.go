@@ -53,6 +53,7 @@ type Lease struct {
 	autoRenew bool
 	kind      engine.Kind // the lock's kind (a shared lock's, engine.Sharer: a permit or a reader's or writer's lease)
 	reentered bool        // the grant was a re-entry: the owner held the lock already
+	oneOff    bool        // the owner is a random one of the Client's: it holds nothing else and never re-enters
 	granted   time.Time   // when the grant was sent
 	holdEnd   time.Time   // WithMaxHold's end (zero: none); the deadline never passes it
 	done      chan struct{}
@@ -89,9 +90,9 @@ type Lease struct {
 func newLease(c *Client, ctx context.Context, name, owner string, token uint64, o options, sent, valid time.Time) *Lease {
 	l := &Lease{
 		c: c, name: name, owner: owner, token: token, autoRenew: o.autoRenew, kind: o.kind,
-		granted: sent,
-		done:    make(chan struct{}),
-		ttl:     o.ttl,
+		oneOff: o.owner == "", granted: sent,
+		done: make(chan struct{}),
+		ttl:  o.ttl,
 	}
 	l.parent = ctx
 	if o.maxHoldSet {
@@ -305,10 +306,14 @@ func (l *Lease) settleExtend() {
 // ttl of the owner's other holds of the lock (re-entry).
 //
 // A backend error that may pass (a failover's refused connections) is
-// tried again within the release timeout on engines whose releases apply
-// once (engine.OnceReleaser: Redis, PostgreSQL's mutexes, ZooKeeper).
-// After a backend error the lease is dropped all the same; the lock then
-// stays held on the server until its ttl runs out. A lease that was no
+// tried again within the release timeout, where a copy cannot drop a
+// second hold: on engines whose releases apply once (engine.OnceReleaser:
+// Redis, PostgreSQL's mutexes, ZooKeeper), and on every engine for a
+// lease of the Client's random owner (no WithOwner), which holds the lock
+// once; a later copy that finds the lock free while the lease was still
+// valid reports the earlier copy's release. After a backend error the
+// lease is dropped all the same; the lock then stays held on the server
+// until its ttl runs out. A lease that was no
 // longer held returns an error matching ErrNotHeld; when a force-release
 // freed it before a renewal could tell, that error also holds a
 // *LostError with Cause TakenOver (errors.As), as its renewal would have.
@@ -323,7 +328,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	rctx, cancel := l.c.releaseContext(ctx)
 	defer cancel()
 	l.awaitExtension(rctx)
-	res, err := l.c.release(rctx, l.releaseRequest())
+	res, err := l.c.release(rctx, l, l.releaseRequest())
 	return l.released(res, err, prev)
 }
 

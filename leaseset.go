@@ -200,7 +200,9 @@ func (s *LeaseSet) bind(parent context.Context) (context.Context, func()) {
 // engine can (engine.MultiReleaser: memory, Redis, etcd, PostgreSQL, a
 // server), else each member as
 // Lease.Release in parallel; never inheriting ctx's cancellation, bounded
-// by the Client's release timeout. It returns the members' errors joined:
+// by the Client's release timeout, and sent again within it after a
+// backend error that may pass (as Lease.Release). It returns the members'
+// errors joined:
 // nil when every member was held and released. Later calls return
 // ErrReleased and send nothing.
 func (s *LeaseSet) Release(ctx context.Context) error {
@@ -220,7 +222,10 @@ func (s *LeaseSet) Release(ctx context.Context) error {
 	return releaseLeases(ctx, s.members)
 }
 
-// releaseBatch releases leases in one ReleaseMulti call.
+// releaseBatch releases leases in one ReleaseMulti call, sent again after
+// a backend error that may pass while every member's owner is a one-off
+// one (always: a set's members take random owners), as Client.release
+// sends a lease's.
 func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease) error {
 	var rs []engine.ReleaseRequest
 	var sent []*Lease
@@ -241,9 +246,26 @@ func releaseBatch(ctx context.Context, mr engine.MultiReleaser, leases []*Lease)
 		}
 		return ErrReleased // every member was released before (Client.Close)
 	}
-	rctx, cancel := leases[0].c.releaseContext(ctx)
+	c := leases[0].c
+	rctx, cancel := c.releaseContext(ctx)
 	defer cancel()
-	res, err := mr.ReleaseMulti(rctx, rs)
+	var res []engine.ReleaseResult
+	send := func(ctx context.Context, copy int) (err error) {
+		at := time.Now()
+		res, err = mr.ReleaseMulti(ctx, rs)
+		if err == nil && copy > 0 && len(res) == len(sent) {
+			for i, l := range sent {
+				res[i] = l.settled(res[i], at)
+			}
+		}
+		return err
+	}
+	var err error
+	if slices.ContainsFunc(sent, func(l *Lease) bool { return !l.oneOff }) {
+		err = send(rctx, 0)
+	} else {
+		err = c.resend(rctx, send) // as Lease.Release's copies (Client.release)
+	}
 	if err == nil && len(res) != len(sent) {
 		err = errShortReply
 	}

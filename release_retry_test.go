@@ -2,6 +2,7 @@ package distlock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/engine/enginetest"
+	"github.com/distlock/distlock/engine/memory"
 	redisengine "github.com/distlock/distlock/engine/redis"
 	"github.com/distlock/distlock/internal/redistest"
 )
@@ -86,5 +88,111 @@ func TestReleaseThroughRestartedRedis(t *testing.T) {
 	}
 	if _, err := c.TryAcquire(ctx, "r"); err != nil {
 		t.Fatalf("another grant after the release: %v", err)
+	}
+}
+
+// ReleaseMulti records the answers of the set releases.
+func (e *releaseLog) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) ([]engine.ReleaseResult, error) {
+	res, err := e.Engine.ReleaseMulti(ctx, rs)
+	e.mu.Lock()
+	e.errs = append(e.errs, err)
+	e.mu.Unlock()
+	return res, err
+}
+
+// TestSetReleaseThroughRestartedRedis: a set's release sent while its
+// Redis is down is sent again within the release timeout, as a lease's
+// is, so every member is freed once the server answers (a set's release
+// after a failover failed on its one try and left its names held for
+// their ttl).
+func TestSetReleaseThroughRestartedRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithPersistence())
+	inner, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &releaseLog{Engine: inner}
+	c := distlock.New(eng, distlock.WithReleaseTimeout(20*time.Second))
+	defer c.Close()
+	ctx := context.Background()
+	names := []string{"set-a", "set-b"}
+	set, err := c.AcquireAll(ctx, names, distlock.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() { released <- set.Release(ctx) }()
+	enginetest.WaitFor(t, 20*time.Second, "the set release's first copy to fail", eng.failed)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("a set's Release through a restarted Redis: %v", err)
+	}
+	for _, name := range names {
+		if info, err := inner.Inspect(ctx, name); err != nil || info.Held {
+			t.Fatalf("%s after the release: %+v, %v; want free", name, info, err)
+		}
+	}
+}
+
+// lostFirstReply is an engine whose first release is carried out with its
+// answer lost (a connection cut after the command ran), and which has no
+// optional interfaces: every release goes through Release.
+type lostFirstReply struct {
+	engine.Engine
+	mu       sync.Mutex
+	releases int
+}
+
+var errReplyLost = errors.New("connection reset after the command ran")
+
+func (e *lostFirstReply) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	res, err := e.Engine.Release(ctx, r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.releases++
+	if e.releases == 1 {
+		return engine.ReleaseResult{}, errReplyLost
+	}
+	return res, err
+}
+
+// TestOneOffReleaseAppliedReplyLost: on an engine that cannot release once,
+// a lease of the Client's random owner is released again after a failed
+// copy, and a copy that finds the lock free while the lease was valid
+// reports the first copy's release: Release returns nil. An explicit
+// owner may hold the lock again (re-entry), so its release is sent once
+// and the error is returned.
+func TestOneOffReleaseAppliedReplyLost(t *testing.T) {
+	ctx := context.Background()
+	for _, explicit := range []bool{false, true} {
+		eng := &lostFirstReply{Engine: memory.New()}
+		c := distlock.New(eng)
+		var opts []distlock.Option
+		if explicit {
+			opts = append(opts, distlock.WithOwner("worker-1"))
+		}
+		l, err := c.Acquire(ctx, "r", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = l.Release(ctx)
+		eng.mu.Lock()
+		sent := eng.releases
+		eng.mu.Unlock()
+		switch {
+		case explicit && (!errors.Is(err, errReplyLost) || sent != 1):
+			t.Errorf("an explicit owner's release: %v after %d copies; want the lost reply's error after 1", err, sent)
+		case !explicit && (err != nil || sent != 2):
+			t.Errorf("a random owner's release: %v after %d copies; want nil after 2", err, sent)
+		}
+		if info, err := eng.Inspect(ctx, "r"); err != nil || info.Held {
+			t.Errorf("after the release: %+v, %v; want free", info, err)
+		}
+		c.Close()
 	}
 }
