@@ -44,6 +44,11 @@ func (s *suite) watchdogKeeps(t *testing.T) {
 		t.Fatalf("after 3s: %+v %v (lease: %v)", info, err, l.Err())
 	}
 	if err := l.Release(ctx); err != nil {
+		if errors.Is(err, distlock.ErrNotHeld) {
+			// Lost between the Inspect and the release: judged like any
+			// other loss.
+			watchdogLost(t, l, rec, probe, asked, granted)
+		}
 		t.Fatal(err)
 	}
 }
