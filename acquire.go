@@ -281,7 +281,7 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		if a.o.shared() {
 			feature = a.o.kind.String()
 		}
-		return nil, &UnsupportedError{Feature: feature, Engine: c.node, Reason: err.Error()}
+		return nil, &UnsupportedError{Feature: feature, Engine: c.node, Reason: err.Error(), Err: err}
 	case err != nil:
 		// The attempt may have been granted all the same (a lost reply);
 		// with a random owner, releasing by it is always safe. (Not after

@@ -122,7 +122,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) error {
 	// is refused, and changes nothing.
 	st, err := ms.SetMetadata(ctx, engine.MetadataRequest{Name: l.lease.name, Owner: l.lease.owner, Metadata: value, Token: l.lease.token})
 	if errors.Is(err, errors.ErrUnsupported) {
-		return &UnsupportedError{Feature: "Proclaim", Engine: c.node, Reason: err.Error()}
+		return &UnsupportedError{Feature: "Proclaim", Engine: c.node, Reason: err.Error(), Err: err}
 	}
 	if err != nil {
 		return c.backendErr(ctx, "proclaim", l.lease.name, err)

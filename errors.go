@@ -207,6 +207,9 @@ type UnsupportedError struct {
 	Feature string
 	Engine  string
 	Reason  string
+	// Err is the engine's refusal when it gave one (Reason is its text):
+	// errors.Is and errors.As reach it (quorum.ErrSemaphoreLimit).
+	Err error
 }
 
 func (e *UnsupportedError) Error() string {
@@ -221,6 +224,9 @@ func (e *UnsupportedError) Error() string {
 func (e *UnsupportedError) Is(target error) bool {
 	return target == ErrInvalidArgument || target == errors.ErrUnsupported
 }
+
+// Unwrap returns the engine's refusal (Err), or nil.
+func (e *UnsupportedError) Unwrap() error { return e.Err }
 
 // ArgumentError reports bad input. The call that returned it changed nothing.
 type ArgumentError struct {

@@ -66,7 +66,7 @@ func (l *CountDownLatch) gaveUp(ctx context.Context, err, verdict error) error {
 
 func (l *CountDownLatch) failed(ctx context.Context, op string, err error) error {
 	if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
-		return &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: err.Error()}
+		return &UnsupportedError{Feature: "countdown latch", Engine: l.c.node, Reason: err.Error(), Err: err}
 	}
 	return l.c.backendErr(ctx, op, l.name, err)
 }

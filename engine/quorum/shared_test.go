@@ -87,7 +87,7 @@ func TestConformanceEmbeddedNodes(t *testing.T) {
 
 // TestSemaphoreLimitRefused: a semaphore with a limit above 1 is refused
 // with errors.ErrUnsupported (an *distlock.UnsupportedError from a
-// Client), and changes nothing on the nodes; a limit of 1 excludes.
+// Client, which matches ErrSemaphoreLimit too), and changes nothing on the nodes; a limit of 1 excludes.
 func TestSemaphoreLimitRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -97,8 +97,11 @@ func TestSemaphoreLimitRefused(t *testing.T) {
 	defer c.Close()
 	_, err := c.Semaphore("s", 2).TryAcquire(ctx)
 	var ue *distlock.UnsupportedError
-	if !errors.As(err, &ue) || !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("limit 2: %v, want an *UnsupportedError", err)
+	if !errors.As(err, &ue) || !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, quorum.ErrSemaphoreLimit) {
+		t.Fatalf("limit 2: %v, want an *UnsupportedError matching ErrSemaphoreLimit", err)
+	}
+	if err := c.Semaphore("s", 1).SetLimit(ctx, 2); !errors.As(err, &ue) || !errors.Is(err, quorum.ErrSemaphoreLimit) {
+		t.Fatalf("a Client's SetLimit 2: %v, want an *UnsupportedError matching ErrSemaphoreLimit", err)
 	}
 	if _, err := q.Acquire(ctx, engine.AcquireRequest{Name: "s", Owner: "o", TTL: time.Second, Kind: engine.Semaphore, Limit: 3, Weight: 1}); !errors.Is(err, quorum.ErrSemaphoreLimit) {
 		t.Fatalf("limit 3: %v, want ErrSemaphoreLimit", err)
