@@ -101,7 +101,7 @@ func (s *Semaphore) SetLimit(ctx context.Context, limit int) error {
 	}
 	if _, err := sh.SetLimit(ctx, s.name, limit); err != nil {
 		if errors.Is(err, errors.ErrUnsupported) && ctx.Err() == nil {
-			return &UnsupportedError{Feature: fmt.Sprintf("semaphore limit %d", limit), Engine: s.c.node, Reason: err.Error(), }
+			return &UnsupportedError{Feature: fmt.Sprintf("semaphore limit %d", limit), Engine: s.c.node, Reason: err.Error(), Err: err}
 		}
 		return s.c.backendErr(ctx, "set-limit", s.name, err)
 	}
