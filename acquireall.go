@@ -58,7 +58,8 @@ func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Opti
 // DoAll acquires every lock of names (waiting as AcquireAll does), runs fn
 // under them and releases them, as Do does for one lock: fn's context is
 // cancelled when ctx ends or any member is lost, and the error joins fn's,
-// the loss and a failed release.
+// the loss and a failed release. If fn panics, the set is released and the
+// panic goes on.
 func (c *Client) DoAll(ctx context.Context, names []string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return &ArgumentError{Arg: "fn", Reason: "nil"}

@@ -17,7 +17,8 @@ import (
 //
 // Do returns fn's error first; a loss of the lease while fn ran and a
 // failed release are joined after it (errors.Join), never replacing it. It
-// returns nil only when fn returned nil and the lease held throughout.
+// returns nil only when fn returned nil and the lease held throughout. If
+// fn panics, the lease is released and the panic goes on.
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return &ArgumentError{Arg: "fn", Reason: "nil"}
@@ -37,10 +38,21 @@ type held interface {
 }
 
 // runHeld runs fn on a context bound to h, then releases h, and joins fn's
-// error, a loss of h while fn ran and a failed release.
+// error, a loss of h while fn ran and a failed release. When fn panics (or
+// calls runtime.Goexit), h is released before the panic goes on up the
+// stack: a caller that recovers it (an HTTP server recovers a handler's)
+// is left with no lock held and renewed.
 func runHeld(ctx context.Context, h held, fn func(ctx context.Context) error) error {
 	fctx, cancel := h.bind(ctx) // checks the deadline as h.Err does
+	returned := false
+	defer func() {
+		if !returned {
+			cancel()
+			_ = h.Release(ctx)
+		}
+	}()
 	fnErr := fn(fctx)
+	returned = true
 	cancel()
 
 	lost := h.Err() // nil unless lost while fn ran
