@@ -48,7 +48,12 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 	return set, nil
 }
 
-// CountDown implements engine.Latcher.
+// CountDown implements engine.Latcher: one call of latch_count_down, sent
+// once more (resent) when its round trip fails without an answer from
+// PostgreSQL (a connection cut after the call committed, say):
+// latch_count_down finds the call's id among the last 16 applied and
+// counts nothing again. A call without an id ("") is sent once: a second
+// copy would count again.
 func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) {
 	if err := e.check(); err != nil {
 		return 0, err
@@ -56,6 +61,14 @@ func (e *Engine) CountDown(ctx context.Context, name, id string) (int64, error) 
 	if err := checkTexts("name", name, "id", id); err != nil {
 		return 0, err
 	}
+	if id == "" {
+		return e.countDown(ctx, name, id)
+	}
+	return resent(ctx, e, func() (int64, error) { return e.countDown(ctx, name, id) })
+}
+
+// countDown is one call of latch_count_down.
+func (e *Engine) countDown(ctx context.Context, name, id string) (int64, error) {
 	var n int64
 	if err := e.pool.QueryRow(ctx, e.latchSQL("down"), name, id).Scan(&n); err != nil {
 		return 0, e.wrap(err)

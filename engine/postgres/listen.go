@@ -47,7 +47,13 @@ type listener struct {
 	done    chan struct{}
 }
 
+// newListener returns e's listener; its connection is made with a copy
+// of conf whose sockets e keeps (e.socks), or hijacked from e's pool.
 func newListener(e *Engine, conf *pgx.ConnConfig) *listener {
+	if conf != nil {
+		conf = conf.Copy()
+		conf.DialFunc = e.socks.dialer(conf.DialFunc)
+	}
 	l := &listener{e: e, conf: conf, ch: channel(e.schema), own: ownChannel(e.schema),
 		ready: make(chan struct{}), stop: make(chan struct{})}
 	l.hub = engine.NewHub(l, 0)

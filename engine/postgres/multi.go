@@ -47,12 +47,9 @@ func (e *Engine) AcquireMulti(ctx context.Context, rs []engine.AcquireRequest) (
 		}
 		names[i], owners[i], metadata[i], attempts[i], ttls[i] = r.Name, r.Owner, r.Metadata, r.Attempt, micros(r.TTL)
 	}
-	for try := 0; ; try++ {
-		mg, err := e.acquireMulti(ctx, names, owners, ttls, metadata, attempts)
-		if err == nil || try > 0 || !unanswered(ctx, err) || e.check() != nil {
-			return mg, err
-		}
-	}
+	return resent(ctx, e, func() (engine.MultiGrant, error) {
+		return e.acquireMulti(ctx, names, owners, ttls, metadata, attempts)
+	})
 }
 
 // acquireMulti is one call of acquire_multi.
@@ -97,6 +94,21 @@ func (e *Engine) multiError(err error, names []string) error {
 		return fmt.Errorf("%w: the schema has no set functions (migrate it to version %d): %w", engine.ErrNotAtomic, SchemaVersion, e.wrap(err))
 	}
 	return e.wrap(err)
+}
+
+// resent runs call, and runs it once more when its round trip failed
+// without an answer from PostgreSQL (unanswered) while ctx is live and e
+// open: the first copy may have been applied, its reply lost. It is for
+// calls whose copy sent again is applied once: acquire_multi recognises
+// the names its first copy granted by their one-off owner and attempt,
+// latch_count_down a call id among the last 16 applied. The second
+// copy's answer or error is the call's.
+func resent[T any](ctx context.Context, e *Engine, call func() (T, error)) (T, error) {
+	v, err := call()
+	if err == nil || !unanswered(ctx, err) || e.check() != nil {
+		return v, err
+	}
+	return call()
 }
 
 // unanswered reports whether err is a round trip that failed without an

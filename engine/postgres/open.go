@@ -49,10 +49,13 @@ func open(ctx context.Context, rawURL string, _ engine.OpenConfig) (engine.Engin
 	if err != nil {
 		return nil, engine.BadURL(rawURL, "", err.Error())
 	}
+	socks := &sockets{}
+	pcfg.ConnConfig.DialFunc = socks.dialer(pcfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, engine.BadURL(rawURL, "", err.Error())
 	}
+	opts = append(opts, func(c *config) { c.socks = socks })
 	e, err := New(pool, opts...)
 	if err != nil {
 		pool.Close()

@@ -48,6 +48,10 @@ type Engine struct {
 	v18    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
+	// socks are the connections the engine made (its pool's when it made
+	// the pool, its own listening connection's), which Close closes when
+	// they do not close in closeWait.
+	socks *sockets
 }
 
 var (
@@ -68,6 +72,7 @@ type Option func(*config)
 
 type config struct {
 	owned      bool
+	socks      *sockets // the pool's sockets, when the engine made it (open)
 	schema     string
 	noListen   bool
 	listenConf *pgx.ConnConfig
@@ -106,7 +111,10 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	if err := checkSchema(c.schema); err != nil {
 		return nil, err
 	}
-	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned}
+	if c.socks == nil {
+		c.socks = &sockets{}
+	}
+	e := &Engine{pool: pool, schema: c.schema, sql: newStatements(c.schema), owned: c.owned, socks: c.socks}
 	e.v11.recheck = v11Recheck
 	e.v13.recheck = v13Recheck
 	e.v15.recheck = v15Recheck
@@ -128,17 +136,25 @@ func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities
 
 // Close implements engine.Engine: it closes the listening connection and
 // wakes every subscription; later calls fail with engine.ErrClosed. It
-// does not close the pool, unless WithOwnedPool.
+// does not close the pool, unless WithOwnedPool. It returns within
+// closeWait (1 s) twice even when the server stopped answering: the
+// connections the engine made itself (its pool's when it was opened by
+// URL, its listening connection's) that have not closed after closeWait
+// are closed then, which ends every call still waiting on them. A pool
+// passed to New WithOwnedPool may still be closing then, in the
+// background, for as long as pgx waits on a stalled connection (15 s).
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	if e.listen != nil {
-		e.listen.close()
-	}
-	if e.owned {
-		e.pool.Close()
-	}
+	e.closeBounded(func() {
+		if e.listen != nil {
+			e.listen.close()
+		}
+		if e.owned {
+			e.pool.Close()
+		}
+	})
 	return nil
 }
 
