@@ -78,8 +78,9 @@ func (s *Semaphore) options(opts []Option) []Option {
 
 // SetLimit changes the semaphore's stored limit (and the handle's),
 // making the semaphore when it does not exist. A name used as another
-// kind (held, or with live waiters of that kind queued) is refused with
-// an *ArgumentError, and nothing changes. A smaller limit never
+// kind (held, with live waiters of that kind queued, or an RW lock whose
+// kind is still stored after its last holder left) is refused with an
+// *ArgumentError, and nothing changes. A smaller limit never
 // evicts a holder: new permits are granted once they fit under it. Queued
 // waiters keep their places, and the handles of other Clients, whatever
 // limit they declare, are served under the new one; a queued waiter that
