@@ -49,7 +49,9 @@ func (e *Engine) forceShared(ctx context.Context, name, owner string) (bool, err
 		if len(ops) == 0 {
 			return freed, nil
 		}
-		ops = append(ops, e.wakeOps(st, "", used)...)
+		wcmps, wake := e.wakeOps(st, "", used)
+		cmps = append(cmps, wcmps...)
+		ops = append(ops, wake...)
 		ok, unsure, err := e.commitUnsure(ctx, "force-release "+name, cmps, ops...)
 		freed = freed || unsure
 		if err != nil || ok {

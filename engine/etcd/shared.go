@@ -254,22 +254,29 @@ func (st *sharedState) unchanged(e *Engine) []clientv3.Cmp {
 }
 
 // wakeOps wakes the first waiter of st's queue other than skip when it
-// has an attempt to make after used permits are held (due).
-func (e *Engine) wakeOps(st *sharedState, skip string, used int) []clientv3.Op {
+// has an attempt to make after used permits are held (due): ops put sw
+// naming it on its lease, and cmps, for the same transaction, hold while
+// its entry is as read. etcd fails a transaction that puts a key on a
+// lease it no longer has (lease not found), and the waiter's lease may
+// have ended since the read (its entry is deleted with it); with cmps
+// the transaction fails its comparison instead, and the caller reads
+// again and finds that waiter gone.
+func (e *Engine) wakeOps(st *sharedState, skip string, used int) (cmps []clientv3.Cmp, ops []clientv3.Op) {
 	for _, w := range st.queue {
 		if w.id == skip {
 			continue
 		}
 		if st.due(w.Weight, used) && w.kv.Lease != 0 {
-			return []clientv3.Op{clientv3.OpPut(e.keys.sharedWake(st.name), w.id, clientv3.WithLease(clientv3.LeaseID(w.kv.Lease)))}
+			return []clientv3.Cmp{modifiedAt(string(w.kv.Key), w.kv.ModRevision)},
+				[]clientv3.Op{clientv3.OpPut(e.keys.sharedWake(st.name), w.id, clientv3.WithLease(clientv3.LeaseID(w.kv.Lease)))}
 		}
-		return nil
+		return nil, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // sharedGrantedOps takes waiter out of the queue after a grant, and wakes
-// the next head with wake (wakeOps' answer; none when it is empty) in the
+// the next head with wake (wakeOps' operations; none when it is empty) in the
 // same transaction. A wake-up key addressed to waiter is deleted, unless
 // wake puts the key again.
 func (e *Engine) sharedGrantedOps(st *sharedState, waiter string, wake []clientv3.Op) []clientv3.Op {
@@ -440,11 +447,12 @@ func (e *Engine) grantShared(ctx context.Context, st *sharedState, r engine.Acqu
 		return engine.Grant{}, false, err
 	}
 	h := sharedHold{Weight: r.Weight, Count: 1, Attempt: r.Attempt, Metadata: r.Metadata, TTL: ttl, Kind: st.kind, Limit: st.limit}
+	// The next head, if it fits too (its wake-up replaces ours).
+	wcmps, wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
 	cmps := append(st.unchanged(e), clientv3.Compare(clientv3.CreateRevision(e.keys.holder(r.Name, r.Owner)), "=", 0),
 		st.noNewMutexWaiter(e))
+	cmps = append(cmps, wcmps...)
 	ops := append([]clientv3.Op{clientv3.OpPut(e.keys.holder(r.Name, r.Owner), mustJSON(h), clientv3.WithLease(id))}, cops...)
-	// The next head, if it fits too (its wake-up replaces ours).
-	wake := e.wakeOps(st, r.Waiter, st.used()+r.Weight)
 	ops = append(ops, e.sharedGrantedOps(st, r.Waiter, wake)...)
 	return e.commitGrant(ctx, r.Name, r.Owner, id, ttl, lease, cmps, ops)
 }
@@ -474,8 +482,11 @@ func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.Acqu
 		ops = append(ops, clientv3.OpPut(e.keys.sharedWaiter(r.Name, r.Waiter),
 			mustJSON(sharedEntry{Weight: r.Weight}), clientv3.WithLease(id)))
 	}
+	var wcmps []clientv3.Cmp
 	if head != nil && head.id != r.Waiter && (st.wake == nil || string(st.wake.Value) != head.id) {
-		ops = append(ops, e.wakeOps(st, r.Waiter, st.used())...)
+		var wake []clientv3.Op
+		wcmps, wake = e.wakeOps(st, r.Waiter, st.used())
+		ops = append(ops, wake...)
 	}
 	g.Queued = true
 	after := st
@@ -483,6 +494,7 @@ func (e *Engine) queueShared(ctx context.Context, st *sharedState, r engine.Acqu
 		cmps := append(st.unchanged(e),
 			clientv3.Compare(clientv3.ModRevision(e.keys.sharedWaiter(r.Name, r.Waiter)), "=", modRev(kvOf(own))),
 			st.noNewMutexWaiter(e))
+		cmps = append(cmps, wcmps...)
 		ops = append(ops, clientv3.OpGet(e.keys.name(r.Name), clientv3.WithPrefix()))
 		resp, _, err := e.txn(ctx, "queue on "+r.Name, cmps, ops)
 		if err != nil {
@@ -680,10 +692,12 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 			st = nil
 			continue
 		}
+		wcmps, wake := e.wakeOps(st, "", st.used()-h.Weight)
 		cmps = append(cmps,
 			clientv3.Compare(clientv3.ModRevision(e.keys.sharedQueue(r.Name)), "<", st.rev+1).WithPrefix(),
 			clientv3.Compare(clientv3.ModRevision(e.keys.config(r.Name)), "=", modRev(st.cfg)))
-		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, e.wakeOps(st, "", st.used()-h.Weight)...)
+		cmps = append(cmps, wcmps...)
+		ops := append([]clientv3.Op{clientv3.OpDelete(key)}, wake...)
 		ok, unsure, err := e.commitUnsure(ctx, "release "+r.Name, cmps, ops...)
 		if unsure {
 			gone = &lockRef{lease: clientv3.LeaseID(h.kv.Lease), ttl: h.TTL}
@@ -799,9 +813,10 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 			id = clientv3.LeaseID(st.cfg.Lease)
 		}
 		st.limit = limit
-		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.config(name), mustJSON(cfg), clientv3.WithLease(id))},
-			e.wakeOps(st, "", st.used())...)
-		ok, err := e.commit(ctx, "set the limit of "+name, append(st.unchanged(e), st.noNewMutexWaiter(e)), ops...)
+		wcmps, wake := e.wakeOps(st, "", st.used())
+		ops := append([]clientv3.Op{clientv3.OpPut(e.keys.config(name), mustJSON(cfg), clientv3.WithLease(id))}, wake...)
+		cmps := append(st.unchanged(e), st.noNewMutexWaiter(e))
+		ok, err := e.commit(ctx, "set the limit of "+name, append(cmps, wcmps...), ops...)
 		if err != nil {
 			return 0, err
 		}
@@ -834,16 +849,17 @@ func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
 			return nil
 		}
 		ops := []clientv3.Op{clientv3.OpDelete(string(own.kv.Key))}
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(own.kv.Key)), "=", own.kv.ModRevision)}
+		var wcmps []clientv3.Cmp
 		var wake []clientv3.Op
 		if st.head().id == waiter {
-			wake = e.wakeOps(st, waiter, st.used())
+			wcmps, wake = e.wakeOps(st, waiter, st.used())
 		}
 		if len(wake) == 0 && st.wake != nil && string(st.wake.Value) == waiter {
 			ops = append(ops, clientv3.OpDelete(e.keys.sharedWake(name)))
 		}
 		ops = append(ops, wake...)
-		ok, err := e.commit(ctx, "leave the queue of "+name,
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(string(own.kv.Key)), "=", own.kv.ModRevision)}, ops...)
+		ok, err := e.commit(ctx, "leave the queue of "+name, append(cmps, wcmps...), ops...)
 		if err != nil {
 			return err
 		}
