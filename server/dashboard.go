@@ -78,9 +78,13 @@ type snapshot struct {
 	Truncated bool             `json:"truncated,omitempty"`
 	WaitFor   *api.WaitFor     `json:"waitfor,omitempty"`
 	ListError string           `json:"list_error,omitempty"`
-	Waiting   int              `json:"waiting"`
-	Holders   int              `json:"holders"`
-	Timeline  timelineJSON     `json:"timeline"`
+	// ElectionsError says why elections are missing from Elections (the
+	// first election whose state could not be read), as ListError does
+	// for the locks.
+	ElectionsError string       `json:"elections_error,omitempty"`
+	Waiting        int          `json:"waiting"`
+	Holders        int          `json:"holders"`
+	Timeline       timelineJSON `json:"timeline"`
 }
 
 // dashboardHub builds snapshots while someone watches and hands them to
@@ -203,8 +207,12 @@ func (h *dashboardHub) build() []byte {
 		snap.ListError = "this engine cannot list locks"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	snap.Elections = s.electionsSnapshot(ctx)
+	elections, err := s.electionsSnapshot(ctx)
 	cancel()
+	snap.Elections = elections
+	if err != nil {
+		snap.ElectionsError = err.Error()
+	}
 	data, _ := json.Marshal(snap)
 	return data
 }

@@ -315,17 +315,24 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request, _ Role, nam
 	})
 }
 
-// electionsSnapshot lists the elections seen, for the dashboard.
-func (s *Server) electionsSnapshot(ctx context.Context) []api.LeaderInfo {
+// electionsSnapshot lists the elections seen, for the dashboard, and the
+// first error of an election that could not be read (nil when each was):
+// such an election is left out, and the error says so, as the locks
+// table's does (snapshot.ElectionsError).
+func (s *Server) electionsSnapshot(ctx context.Context) ([]api.LeaderInfo, error) {
 	out := []api.LeaderInfo{}
+	var first error
 	for _, name := range s.elections.names() {
 		info, err := s.eng.Inspect(ctx, name)
 		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("election %q: %w", name, err)
+			}
 			continue
 		}
 		info.Name = name
 		l, _ := leaderOf(info) // nobody leads: the name and no term
 		out = append(out, s.leaderInfo(l, info.Waiters))
 	}
-	return out
+	return out, first
 }

@@ -48,7 +48,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request, role Role) {
 		writeError(w, newError(http.StatusNotImplemented, api.CodeNotSupported, "this server's engine cannot list locks"))
 		return
 	}
-	infos, next, err := listPage(r.Context(), s.eng, lister, prefix, cursor, limit)
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	infos, next, err := listPage(ctx, s.eng, lister, prefix, cursor, limit)
 	if errors.Is(err, errBadCursor) {
 		writeError(w, badRequest("cursor", "invalid cursor: "+err.Error()))
 		return

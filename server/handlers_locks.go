@@ -53,7 +53,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if sh != nil {
 		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
 	}
-	o := s.acquire(r.Context(), ereq, wait, sh)
+	o := s.acquire(r.Context(), ereq, wait, sh, own)
 	// A grant for a client that has gone: its close may be in the socket
 	// before the request's context is cancelled (a server stopped and
 	// continued wakes with both: its wait can be granted first).
@@ -86,7 +86,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 			return
 		}
 	}
-	s.holds.granted(name, owner, o.grant.Count, ttl, o.waited, o.contended)
+	s.holds.granted(name, owner, o.grant.Token, o.grant.Count, ttl, o.waited, o.contended)
 	if req.Announce {
 		s.elections.seen(name, o.grant.Token)
 	}
@@ -398,7 +398,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		s.holds.released(name, req.Owner, res.Remaining)
 		writeJSON(w, http.StatusOK, api.ReleaseResponse{Name: name, Remaining: res.Remaining})
 	case engine.NotOwner:
-		if s.newerGrant(ctx, name, req.Owner, ereq.Token) {
+		if ereq.Undo {
+			// A client's take-back of a grant it never heard of: no
+			// lease was lost (holdTracker.undone).
+			s.holds.undone(name, req.Owner)
+		} else if s.newerGrant(ctx, name, req.Owner, ereq.Token) {
 			// The release of a freed grant whose owner holds a newer one
 			// (engine.ReleaseRequest.Token): that hold stays tracked.
 			s.holds.lostOldGrant()
@@ -411,7 +415,11 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 			writeError(w, engineErr("release", err))
 			return
 		}
-		s.holds.lostAtRelease(name, req.Owner, distlock.Expired)
+		if ereq.Undo {
+			s.holds.undone(name, req.Owner)
+		} else {
+			s.holds.lostAtRelease(name, req.Owner, distlock.Expired)
+		}
 		writeError(w, notHeld(name, engine.Missing))
 	}
 }
@@ -500,7 +508,9 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request, role Role,
 		writeError(w, badRequest("kind", fmt.Sprintf("invalid kind: %q is not mutex or shared", kind)))
 		return
 	}
-	info, e := s.inspectAny(r.Context(), name, kind)
+	ctx, cancel := engineContext(r.Context())
+	defer cancel()
+	info, e := s.inspectAny(ctx, name, kind)
 	if e != nil {
 		writeError(w, e)
 		return

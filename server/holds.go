@@ -31,19 +31,28 @@ type hold struct {
 	granted time.Time
 	expires time.Time
 	holds   int
+	token   uint64 // the token of the grant last recorded
 }
 
 func newHoldTracker(obs *fanout) *holdTracker {
 	return &holdTracker{obs: obs, now: time.Now, m: make(map[holdKey]*hold)}
 }
 
-// granted records a grant of name to owner with count holds now; it
-// reports it to the observer.
-func (t *holdTracker) granted(name, owner string, count int, ttl, waited time.Duration, contended bool) {
+// granted records a grant of name to owner, with token, and count holds
+// now; it reports it to the observer. A replay (a re-sent request of the
+// same attempt, which the engine answers with the same grant: the token
+// of the hold tracked, and no more holds than it counts) is that grant
+// again: it renews the tracked hold's expiry and counts nothing.
+func (t *holdTracker) granted(name, owner string, token uint64, count int, ttl, waited time.Duration, contended bool) {
 	now := t.now()
 	k := holdKey{name, owner}
 	t.mu.Lock()
 	h := t.m[k]
+	if h != nil && token != 0 && h.token == token && count <= h.holds {
+		h.expires = now.Add(ttl)
+		t.mu.Unlock()
+		return
+	}
 	var stale int
 	var staleHeld time.Duration
 	if h != nil && count <= 1 {
@@ -56,7 +65,7 @@ func (t *holdTracker) granted(name, owner string, count int, ttl, waited time.Du
 		t.m[k] = h
 	}
 	h.holds++
-	h.expires = now.Add(ttl)
+	h.expires, h.token = now.Add(ttl), token
 	t.mu.Unlock()
 	for range stale {
 		t.obs.m.expired(staleHeld)
@@ -118,6 +127,24 @@ func (t *holdTracker) lostAtRelease(name, owner string, cause distlock.LossCause
 		return
 	}
 	t.obs.lostElsewhere(cause)
+}
+
+// undone records an undo (engine.ReleaseRequest.Undo: a client taking back
+// a grant whose answer it never got, or a clean-up release of an attempt
+// whose outcome it does not know) that found owner not holding name. No
+// lease was lost: the client never held one. A hold this server tracked
+// for it (a grant whose answer was lost on the way) ended unseen by its
+// holder: it counts as expired, as the sweep counts one.
+func (t *holdTracker) undone(name, owner string) {
+	h := t.forget(name, owner)
+	if h == nil {
+		return
+	}
+	held := t.now().Sub(h.granted)
+	for range h.holds {
+		t.obs.m.expired(held)
+	}
+	t.obs.changed()
 }
 
 // lostOldGrant records a renewal or a release of a freed grant whose owner

@@ -27,8 +27,9 @@ import (
 //	distlock_renewals_total{result}              ok, failed
 //	distlock_leases_lost_total{cause}            expired, taken_over, unreachable, max_hold
 //	distlock_node_errors_total{node}             failed calls to one node of a Redlock quorum
-//	distlock_holders                             leases held now
-//	distlock_waiters                             acquires waiting now
+//	distlock_holders                             holds live now (server: granted through it, not yet ended)
+//	distlock_waiters                             waits in progress (server: held-open acquires and
+//	                                             release-event streams: GET /v1/locks/{name}/events)
 //	distlock_requests_dropped_total              (server) requests not carried out because their client
 //	                                             had gone before the server read them (server/clientgone.go)
 type Metrics struct {
@@ -67,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "distlock_acquire_wait_seconds", Help: "Time from an acquire call to its grant or give-up.", Buckets: waitBuckets},
 			[]string{"outcome"}),
 		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "distlock_hold_seconds", Help: "Time a lease was held, until released or lost.", Buckets: holdBuckets},
+			Name: "distlock_hold_seconds", Help: "Time a lease was held, by how its hold ended: released, lost, forced (server: force-released by an admin) or expired (server: its ttl ran out unseen).", Buckets: holdBuckets},
 			[]string{"end"}),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "distlock_renewals_total", Help: "Lease renewals, by result."}, []string{"result"}),
@@ -76,9 +77,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		nodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "distlock_node_errors_total", Help: "Failed calls to one node of a Redlock quorum."}, []string{"node"}),
 		holders: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "distlock_holders", Help: "Leases held now."}),
+			Name: "distlock_holders", Help: "Holds live now: a Client's leases; on a server, the holds granted through it and not yet ended."}),
 		waiters: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "distlock_waiters", Help: "Acquires waiting now."}),
+			Name: "distlock_waiters", Help: "Waits in progress: a Client's waiting acquires; on a server, held-open acquires and open release-event streams (GET /v1/locks/{name}/events: what a remote Client's waits, election observers and latch waits listen to)."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "distlock_requests_dropped_total", Help: "Requests not carried out because their client had gone before the server read them."}),
 	}

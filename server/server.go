@@ -93,10 +93,15 @@ type Timeouts struct {
 	Idle time.Duration
 }
 
-// engineTimeout bounds one engine operation made for a request. Engine
-// operations run on a context detached from the request's cancellation, so
-// that the server always knows their outcome (a grant made for a client
-// that just left is released).
+// engineTimeout bounds the engine work of a request: every handler makes
+// its engine calls on one engineContext (the request's values, detached
+// from its cancellation, so that the server always knows their outcome: a
+// grant made for a client that just left is released), so a request is
+// answered within engineTimeout of its engine work's start, whatever the
+// backend does (backend_unavailable when it did not answer); clean-up of a
+// grant nobody will use goes on in the background, after the answer. A
+// held-open acquire is bounded by its wait_ms instead: its attempts are
+// abandoned at the wait's end (flightAcquire).
 const engineTimeout = 10 * time.Second
 
 // Version is reported by GET /v1/info and the dashboard.

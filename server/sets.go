@@ -64,9 +64,10 @@ func (s *Server) handleSetAcquire(w http.ResponseWriter, r *http.Request, role R
 	case err != nil || r.Context().Err() != nil:
 		// A grant the client will never hear of (or may have been made: a
 		// failed call): the server's own owners are released; a client's
-		// own owner is the client's to clean up.
+		// own owner is the client's to clean up. In the background: the
+		// answer does not wait for a second engine call (engineTimeout).
 		if own {
-			s.releaseSet(rs)
+			go s.releaseSet(rs)
 		}
 		if err != nil {
 			// Counted as a single lock's failed attempt is (refused,
@@ -78,7 +79,7 @@ func (s *Server) handleSetAcquire(w http.ResponseWriter, r *http.Request, role R
 	}
 	out := api.SetAcquireResponse{Locks: make([]api.SetGrant, len(rs))}
 	for i, q := range rs {
-		s.holds.granted(q.Name, q.Owner, 1, q.TTL, time.Since(start), false)
+		s.holds.granted(q.Name, q.Owner, mg.Tokens[i], 1, q.TTL, time.Since(start), false)
 		out.Locks[i] = api.SetGrant{Name: q.Name, Owner: q.Owner, Token: mg.Tokens[i], TTLMs: q.TTL.Milliseconds()}
 	}
 	writeJSON(w, http.StatusOK, out)

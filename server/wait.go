@@ -34,15 +34,32 @@ type acquireOutcome struct {
 // and Clients are served in one arrival order; elsewhere it subscribes to
 // the lock's releases. It tries again on every wake-up and when the
 // holder's ttl runs out, until the lock is granted, the budget ends, the
-// client goes away (ctx) or the server shuts down. Waiting requests are
+// client goes away (ctx) or the server shuts down. An attempt in flight
+// when the budget ends or the client goes is not waited for
+// (flightAcquire): the answer comes at the budget's end plus the queue's
+// leave (waiting.LeaveTimeout), whatever the backend does. Waiting requests are
 // bounded by the server's waiter limits.
 //
 // With sh, the request (whose Kind is sh.kind) is for a shared lock's permits
 // (engine.AcquireRequest.Kind), and waits in its queue.
-func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec) acquireOutcome {
+//
+// own says that the server made the request's owner or attempt: a grant
+// that an attempt cut off by the wait's end gets later is then released
+// (flightAcquire).
+func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec, own bool) acquireOutcome {
 	start := time.Now()
 	o := acquireOutcome{shared: sh}
+	// The wait's context: the request's, ended at the budget's end. A
+	// waiting request's attempts are cut off by it (flight.go), so that
+	// the answer comes at the deadline and not when a stalled backend
+	// gives up; a single attempt (no budget) waits for its answer.
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if budget > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(budget))
+	}
+	defer cancel()
 	var lastErr error
+	answered := false // an attempt was answered (or failed): its answer explains a give-up
 	// A failing engine ends the wait before its budget does: at once for an
 	// error no retry mends (a closed engine: the server is shutting down;
 	// refused input: another kind, limit or weight, an upgrade; a schema
@@ -50,8 +67,22 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	failures := &waiting.Failures{Engine: s.eng, Budget: distlock.DefaultBackendFailureBudget}
 	try := func() waiting.Answer {
 		sent := time.Now()
-		g, err := s.engineAcquire(ctx, req)
-		lastErr = err
+		var g engine.Grant
+		var err error
+		if budget > 0 {
+			g, err = s.flightAcquire(wctx, ctx, req, own)
+		} else {
+			g, err = s.engineAcquire(ctx, req)
+		}
+		if errors.Is(err, errAbandoned) {
+			// The wait ended with the attempt in flight: the answer is the
+			// last one's, if any (the loop sees wctx ended and returns).
+			if !answered {
+				lastErr = err
+			}
+			return waiting.Answer{Failed: true, Err: err}
+		}
+		answered, lastErr = true, err
 		if err != nil {
 			return waiting.Answer{Failed: true, Err: err, Done: failures.Note(sent, err) != nil}
 		}
@@ -64,6 +95,9 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 	}
 	if try().Done || budget == 0 {
 		return s.finish(&o, req.Name, start, lastErr, nil)
+	}
+	if wctx.Err() != nil {
+		return s.waitEnded(ctx, &o, req.Name, start, lastErr, wctx.Err())
 	}
 	if s.isStopping() {
 		o.err, o.failure = shuttingDown(), distlock.ErrClosed
@@ -90,23 +124,30 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 			// A shared lock's queue: its heartbeats and its leave.
 			beat.Kind, loop.Kind = sh.kind, sh.kind
 		}
-		defer beat.Stop()
+		// Stopped without waiting for a heartbeat in flight (bounded by
+		// its own timeout): a stalled backend does not delay the answer.
+		defer func() { go beat.Stop() }()
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
 	}
-	wctx, cancel := context.WithDeadline(ctx, start.Add(budget))
-	defer cancel()
-	switch err := loop.Run(wctx); {
+	return s.waitEnded(ctx, &o, req.Name, start, lastErr, loop.Run(wctx))
+}
+
+// waitEnded completes the outcome of a wait that ended with err
+// (waiting.Loop.Run's): granted (nil), the server shutting down, the
+// client gone (ctx ended), or the budget spent.
+func (s *Server) waitEnded(ctx context.Context, o *acquireOutcome, name string, start time.Time, lastErr, err error) acquireOutcome {
+	switch {
 	case err == nil:
-		return s.finish(&o, req.Name, start, lastErr, nil)
+		return s.finish(o, name, start, lastErr, nil)
 	case errors.Is(err, waiting.ErrStopped):
 		o.err, o.failure = shuttingDown(), distlock.ErrClosed
-		return s.finish(&o, req.Name, start, nil, nil)
+		return s.finish(o, name, start, nil, nil)
 	case ctx.Err() != nil:
 		o.gone = true
-		o.failure = &distlock.WaitError{Name: req.Name, Waited: time.Since(start), Ctx: ctx.Err(), Last: lastErrOrLocked(&o, lastErr)}
-		return s.finish(&o, req.Name, start, nil, nil)
+		o.failure = &distlock.WaitError{Name: name, Waited: time.Since(start), Ctx: ctx.Err(), Last: lastErrOrLocked(o, lastErr)}
+		return s.finish(o, name, start, nil, nil)
 	}
-	return s.finish(&o, req.Name, start, lastErr, context.DeadlineExceeded)
+	return s.finish(o, name, start, lastErr, context.DeadlineExceeded)
 }
 
 // finish completes the outcome: granted, an answer already set, or not

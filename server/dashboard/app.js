@@ -231,10 +231,11 @@
     const body = $("elections-body");
     body.textContent = "";
     const list = s.elections || [];
-    if (list.length === 0) {
+    if (list.length === 0 || s.elections_error) {
       const tr = document.createElement("tr");
       tr.className = "empty";
-      cell(tr, "", "no election seen").colSpan = 5;
+      const why = s.elections_error ? "cannot read: " + s.elections_error : "no election seen";
+      cell(tr, "", why).colSpan = 5;
       body.appendChild(tr);
     }
     for (const e of list) {

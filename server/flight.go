@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/distlock/distlock/engine"
+)
+
+// errAbandoned marks an attempt of a held-open acquire that its wait
+// stopped waiting for (the budget ended, or the client left) while the
+// engine had not answered: its outcome is settled in the background.
+var errAbandoned = errors.New("no answer from the backend before the wait ended")
+
+// abandonedError is the error of an attempt abandoned in flight: it
+// matches errAbandoned and the wait's context error (cause).
+type abandonedError struct{ cause error }
+
+func (e *abandonedError) Error() string   { return errAbandoned.Error() + ": " + e.cause.Error() }
+func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.cause} }
+
+// The states of an attempt in flight (flightAcquire).
+const (
+	flightWaiting  int32 = iota // the wait waits for the answer
+	flightAnswered              // the answer is the wait's
+	flightLeft                  // the wait left: settleAcquire takes the answer
+)
+
+// flightAcquire makes one attempt of a held-open acquire the way the
+// Client's attempts are sent (its sendSettled): the engine call runs on
+// ctx's values without its cancellation, bounded by engineTimeout
+// (engineAcquire), so that its outcome is always known; but the wait
+// stops waiting for it when wctx ends (the wait's deadline, or the
+// client gone), and then returns at once an error matching errAbandoned.
+// The answer that comes later is settled in the background
+// (settleAcquire). So a held-open acquire is answered within its wait_ms
+// plus the queue's leave (waiting.LeaveTimeout), whatever the backend
+// does, and not when a stalled backend's call times out.
+func (s *Server) flightAcquire(wctx, ctx context.Context, req engine.AcquireRequest, own bool) (engine.Grant, error) {
+	type answer struct {
+		g   engine.Grant
+		err error
+	}
+	got := make(chan answer, 1)
+	var state atomic.Int32
+	go func() {
+		g, err := s.engineAcquire(ctx, req)
+		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
+			s.settleAcquire(ctx, req, own, g, err)
+			return
+		}
+		got <- answer{g, err}
+	}()
+	select {
+	case a := <-got:
+		return a.g, a.err
+	case <-wctx.Done():
+	}
+	if !state.CompareAndSwap(flightWaiting, flightLeft) {
+		a := <-got // answered as the wait ended: the wait takes it
+		return a.g, a.err
+	}
+	return engine.Grant{}, &abandonedError{cause: context.Cause(wctx)}
+}
+
+// settleAcquire settles the late answer (g, err) of an attempt its wait
+// abandoned: a grant nobody will be told of is released (an undo) when the
+// server made the request's owner or attempt (own; a client's own owner
+// and attempt are the client's to clean up, as for a client that left:
+// API.md, "Waiting"), and a queue entry the attempt made after the wait
+// left the queue is left again. A failed attempt changed nothing that
+// the server can know of.
+func (s *Server) settleAcquire(ctx context.Context, req engine.AcquireRequest, own bool, g engine.Grant, err error) {
+	if err != nil {
+		return
+	}
+	if g.Acquired && own {
+		rctx, cancel := engineContext(ctx)
+		_, _ = s.eng.Release(rctx, engine.ReleaseRequest{Name: req.Name, Owner: req.Owner, Kind: req.Kind, Undo: true})
+		cancel()
+	}
+	if q, ok := s.eng.(engine.Queuer); ok && g.Queued && req.Waiter != "" {
+		lctx, cancel := engineContext(ctx)
+		_ = q.Leave(lctx, engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: req.Kind})
+		cancel()
+	}
+}
