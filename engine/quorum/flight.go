@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/distlock/distlock/engine"
@@ -219,7 +218,12 @@ func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, tok
 	case released != "":
 		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
 	case outcome == grantKept && granted:
-		// With phase 2 off (WithoutFencing) tokens are not aligned
+		// A lower token of the node's own is raised to the grant's
+		// (align). A higher one stays, since a raise never lowers
+		// one: the token proposed is ahead of the clock by more than the
+		// per-node timeout (proposalAhead), so a node that answers in
+		// time mints the grant's token unless its clock or high-water is
+		// ahead. With phase 2 off (WithoutFencing) tokens are not aligned
 		// anywhere: a late node keeps the token it minted.
 		if x.v.Token < token && !f.e.noFencing {
 			f.align(i, token)
@@ -232,24 +236,10 @@ func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, tok
 }
 
 // align records the grant's token on node i, which granted late with a
-// token of its own below it (so that every node's record of the grant has
-// the one token). A raise never lowers a token: a late token above the
-// grant's stays (the nodes report the token a majority has, so it changes
-// no answer), and the hold stays too. Where the raise fails otherwise,
-// the node's grant is released.
-func (f *flight) align(i int, token uint64) {
-	r := f.req
-	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
-	ok, err := raiseFence(ctx, f.e.nodes[i].eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token})
-	cancel()
-	var ae *engine.ArgumentError
-	if errors.As(err, &ae) {
-		return // its own token is above the grant's
-	}
-	if err != nil || !ok {
-		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
-	}
-}
+// token of its own below it, so that every node's record of the grant has
+// the one token (Engine.alignNode: a one-node phase 2; where the raise
+// fails otherwise than by a refusal, the node's grant is released).
+func (f *flight) align(i int, token uint64) { f.e.alignNode(i, f.req, token) }
 
 // flights tracks the kept grants whose late answers are still out, by lock
 // name and owner.

@@ -70,6 +70,7 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		f.decide(rs, g)
 	}
 	if err == nil && g.Acquired {
+		e.alignAnswered(r, rs, g.Token)
 		for i, x := range rs {
 			if x.done && (x.err != nil || !x.v.Acquired) {
 				e.leaveNode(i, r) // (a straggler's late answer: flight.settle)
@@ -153,23 +154,42 @@ func (e *Engine) undo(ctx context.Context, r engine.AcquireRequest, rs []result[
 	e.releaseAll(ctx, r, rs)
 }
 
-// proposalLead is how far ahead of this process's clock the token a grant
-// proposes to the nodes is (propose): long enough for the request to reach
-// a node and run there, so that the nodes' clocks are still behind it and
-// every node that can mint it does.
-const proposalLead = 2 * time.Millisecond
+// proposalMargin is how much further ahead than the per-node timeout the
+// token a grant proposes to the nodes is (propose): room for the time
+// between the proposal and the first send, and for a node's clock running
+// slightly ahead of this process's.
+const proposalMargin = 10 * time.Millisecond
+
+// maxProposalAhead caps how far ahead of this process's clock a proposal
+// is, half of what a node accepts (engine.MaxProposalLead, 1 s): the other
+// half is room for a node's clock running behind this process's.
+const maxProposalAhead = engine.MaxProposalLead * time.Microsecond / 2
 
 // propose sets r's TokenProposal (unless WithoutFencing): the clock in µs
-// plus proposalLead. Nodes that mint from their clocks (the time floor)
-// mint it when it is above their high-water and within
-// engine.MaxProposalLead of their clocks, so that phase 1's tokens agree
-// and phase 2 has nothing to do; a node behind (a lower high-water) or
-// one that runs the request late mints its own, which phase 2 raises as
-// before.
+// plus the proposal's lead (proposalAhead). Nodes that mint from their
+// clocks (the time floor) mint it when it is above their high-water and
+// within engine.MaxProposalLead of their clocks, so that phase 1's tokens
+// agree and phase 2 has nothing to do; a node behind (a lower high-water)
+// mints its own, which phase 2 (or a late node's alignment) raises.
 func (e *Engine) propose(r *engine.AcquireRequest) {
 	if !e.noFencing {
-		r.TokenProposal = uint64(max(time.Now().Add(proposalLead).UnixMicro(), 0))
+		r.TokenProposal = uint64(max(time.Now().Add(e.proposalAhead(r.TTL)).UnixMicro(), 0))
 	}
+}
+
+// proposalAhead is how far ahead of this process's clock a grant of ttl
+// proposes its token: past the per-node timeout, by proposalMargin. A
+// node's answer counts only within the per-node timeout, so every node
+// that runs the request in time, a late one included (one that answers
+// after the grant was decided), still finds its clock below the proposal
+// and mints it, unless its clock runs ahead of this process's by more than
+// the margin or its high-water is above the proposal. A late node that
+// minted its own clock instead would keep a token above the grant's (a
+// raise never lowers one): then no token has a majority once one of the
+// nodes that has the grant's fails. Capped at maxProposalAhead, for a
+// per-node timeout set longer (WithNodeTimeout).
+func (e *Engine) proposalAhead(ttl time.Duration) time.Duration {
+	return min(e.timeout(ttl)+proposalMargin, maxProposalAhead)
 }
 
 // grantToken returns the token of a grant from phase 1's answers: the
@@ -349,6 +369,50 @@ func (e *Engine) raise(ctx context.Context, r engine.AcquireRequest, token uint6
 		}
 	}
 	return ok, errs
+}
+
+// alignAnswered records the grant's token on the nodes that granted r in
+// phase 1 with a lower token of their own, when phase 2 was skipped (a
+// majority granted with the grant's token): a node behind (a high-water
+// that missed earlier grants, on nodes WithoutTimeFloor; a clock far
+// behind; a node that ignores proposals) would otherwise keep its lower
+// token for the grant, and once one node of the majority failed no token
+// would have a majority, so the views (Inspect, Leader, Attach) would
+// report none. It runs in the background, as a late node's alignment
+// (flight), and raises only (a higher token of a node's own stays, since a
+// raise never lowers one). Where the raise fails otherwise, a one-off
+// owner's grant is released there.
+func (e *Engine) alignAnswered(r engine.AcquireRequest, rs []result[engine.Grant], token uint64) {
+	if e.noFencing || r.Kind.Shared() || agreeing(rs, token) < e.majority {
+		return // no phase 2, or phase 2 raised every node that granted
+	}
+	for i, x := range rs {
+		if x.done && x.err == nil && x.v.Acquired && x.v.Token < token {
+			e.bg.Add(1)
+			go func() {
+				defer e.bg.Done()
+				e.alignNode(i, r, token)
+			}()
+		}
+	}
+}
+
+// alignNode raises the token of r's grant on node i to token (a one-node
+// phase 2), conditional on r.Owner still holding the lock there. A raise
+// refused (engine.CheckRaise: below the node's token, or too far ahead)
+// changes nothing; where the raise fails otherwise, a one-off owner's grant is
+// released there.
+func (e *Engine) alignNode(i int, r engine.AcquireRequest, token uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout(r.TTL))
+	ok, err := raiseFence(ctx, e.nodes[i].eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token, Kind: r.Kind})
+	cancel()
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) {
+		return
+	}
+	if (err != nil || !ok) && exactHold(r) {
+		e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+	}
 }
 
 // releaseAll releases the failed grant on every node by owner token: at
@@ -742,7 +806,9 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 // that holds the lock on a majority (if any); its token is the settled one, which a
 // majority of the nodes report (0 while no token has a majority: phase 2
 // has not reached a majority yet), and its metadata the value most of
-// those nodes have; the high-water is the highest any node has. A node
+// those nodes have (a node among them with no value, one a campaign's
+// value has not reached, counts only when a majority of the nodes has
+// none); the high-water is the highest any node has. A node
 // that describes a shared lock holds no mutex.
 func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
@@ -787,6 +853,13 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 			if x.err == nil && x.v.Held && x.v.Owner == info.Owner && x.v.Token == info.Token {
 				metadata[x.v.Metadata]++
 			}
+		}
+		if len(metadata) > 1 && metadata[""] < e.majority {
+			// A node the campaign's value has not reached (a grant that
+			// landed after the announce) has none, and one node of those
+			// that have it may have failed: no value wins only when a
+			// majority of the nodes report none.
+			delete(metadata, "")
 		}
 		info.Metadata = commonMetadata(metadata)
 	}
