@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // errAbandoned marks a request the caller stopped waiting for (its context
@@ -85,10 +87,14 @@ const (
 
 // flightContext is the context of a request in flight: ctx's values, never
 // its cancellation, and ctx's deadline (if any) plus the release timeout.
+// The added time is for the answer's settling only: the deadline ctx gave
+// stays readable as the caller's (engine.CallerDeadline), for an engine
+// that shares the caller's time among servers.
 func (c *Client) flightContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	rctx := context.WithoutCancel(ctx)
-	if d, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(rctx, d.Add(c.releaseTimeout))
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(rctx)
 	}
-	return context.WithCancel(rctx)
+	return context.WithDeadline(engine.WithCallerDeadline(rctx, d), d.Add(c.releaseTimeout))
 }

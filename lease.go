@@ -299,7 +299,8 @@ func (l *Lease) settleExtend() {
 // (see WithOwner for re-entry) and one waiter is woken. Release is
 // idempotent: later calls return ErrReleased and send nothing. Its network
 // work never inherits ctx's cancellation (only its values), and is bounded by
-// the client's release timeout.
+// the client's release timeout (through a distlock server that does not
+// answer, plus the remote engine's one-second settle grace).
 //
 // An extension of the lease in flight (the watchdog's renewal) is answered
 // before the release is sent, so that it cannot land after it and set the

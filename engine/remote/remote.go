@@ -19,7 +19,15 @@
 // renewals, heartbeats and event streams go on through the next (see
 // servers.go for which requests are sent again, and why that is safe), and
 // servers that do not share their locks (an embedded engine's) are refused
-// with a *MismatchError rather than used in each other's stead.
+// with a *MismatchError rather than used in each other's stead. A server
+// that hangs gets its share of the caller's time (half, with two servers)
+// before the next is tried, and the next is current from then on.
+//
+// A call's time is bounded by its context, except that a request that
+// changes state (all but reads and a queue's leave) is given one second
+// more to be answered after its context ended, so that its
+// outcome is known: through a server that does not answer, such a call
+// returns up to a second after its context's end.
 package remote
 
 import (
@@ -44,8 +52,20 @@ import (
 // maxResponse bounds the body of an answer the engine reads.
 const maxResponse = 8 << 20
 
-// settleGrace is how long a request that changes state may still take to
-// be answered after its context ended.
+// settleGrace is how long a request that changes state (every one but a
+// read and a queue's leave) may still take to be answered after its
+// context ended, so that its outcome is known rather than lost with the
+// connection (a grant the caller can undo, a release that took effect).
+// So the Engine's call returns at most settleGrace after its context's
+// end, and that late only when the last server it tries does not answer
+// (a stopped process): a ForceRelease with a 1 s context after 2 s; a
+// distlock Client's release, whose context is the release timeout, after
+// the release timeout plus settleGrace (6 s by default); an acquire the
+// Client sends in flight (to its caller's deadline plus the release
+// timeout: the caller itself returns at its deadline) settleGrace after
+// the flight's end, in the background. A server tried before the last is
+// cut at its share of the caller's time (attemptShare), which ends before
+// the context does.
 const settleGrace = time.Second
 
 // maxBatch is the largest number of extensions sent in one request (the
@@ -406,7 +426,8 @@ func (e *Engine) raise(ctx context.Context, r engine.RaiseRequest) (bool, error)
 }
 
 // ForceRelease implements engine.ForceReleaser (the token's role must be
-// admin).
+// admin). Through a server that does not answer it returns up to
+// settleGrace (1 s) after ctx's end.
 func (e *Engine) ForceRelease(ctx context.Context, name string) (bool, error) {
 	// Sent again only when it never arrived: a second copy could free a
 	// lock granted since to another holder.

@@ -259,12 +259,15 @@ func failedOver(ctx context.Context, err error, how retry) bool {
 	return errors.As(err, &ue)
 }
 
-// attemptShare is the part of ctx's time one server gets when others are
-// left to try (left of them): so a server that hangs leaves time for the
-// next, as a renewal must within its lease's validity. Without a deadline
-// there is no share (zero).
+// attemptShare is the part of the caller's time (engine.CallerDeadline:
+// the distlock Client keeps a request that may grant on the wire past its
+// caller's deadline, to learn and undo a late grant) one
+// server gets when others are left to try (left of them): so a server that
+// hangs leaves time for the next, as a renewal must within its lease's
+// validity. Without a deadline there is no share (zero); the last server
+// tried has no share either: it has what is left of ctx.
 func attemptShare(ctx context.Context, left int) time.Duration {
-	dl, ok := ctx.Deadline()
+	dl, ok := engine.CallerDeadline(ctx)
 	if !ok || left == 0 {
 		return 0
 	}
