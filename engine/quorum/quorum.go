@@ -37,17 +37,18 @@ const MinNodeTimeout = 10 * time.Millisecond
 
 // Engine is a quorum of independent engines.
 type Engine struct {
-	nodes       []node
-	majority    int
-	nodeTimeout time.Duration // 0: min(ttl/100, 50ms) per call
-	noFencing   bool
-	failFast    bool
-	bg          sync.WaitGroup // background clean-ups
-	done        chan struct{}  // closed by Close: clean-ups stop
-	cleaners    []*cleaner     // one per node
-	flights     flights        // kept grants with answers still out
-	releasing   releasing      // releases with answers still out
-	closeOnce   sync.Once
+	nodes         []node
+	majority      int
+	nodeTimeout   time.Duration // 0: min(ttl/100, 50ms) per call
+	noFencing     bool
+	failFast      bool
+	bg            sync.WaitGroup // background clean-ups
+	done          chan struct{}  // closed by Close: clean-ups stop
+	cleaners      []*cleaner     // one per node
+	flights       flights        // kept grants with answers still out
+	sharedFlights sharedFlights  // kept shared grants with answers still out
+	releasing     releasing      // releases with answers still out
+	closeOnce     sync.Once
 
 	nodeErr func(node string, err error) // WithNodeErrors
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -76,6 +77,12 @@ func checkLimit(kind engine.Kind, limit int) error {
 // phase 2 (fencing) on the nodes that granted, counted against the
 // validity measured from before the first send. A grant on fewer than a
 // majority is released at once.
+//
+// It returns as the mutex's does (acquireMutex): for a one-off owner (and
+// any owner with WithFailFast) as soon as the outcome is decided
+// (acquireDecided); the answers still out are settled when they come
+// (sharedFlight). This engine's releases of the name that have nodes still
+// out reach each node before this grant does.
 func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := checkLimit(r.Kind, r.Limit); err != nil {
 		return engine.Grant{}, err
@@ -84,11 +91,30 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 		return engine.Grant{}, err
 	}
 	e.propose(&r)
+	var stop func([]result[engine.Grant], int) bool
+	var late func(int, result[engine.Grant])
+	var f *sharedFlight
+	if (e.failFast || exactHold(r)) && len(e.nodes) > 1 {
+		f = &sharedFlight{e: e, req: r}
+		stop = func(rs []result[engine.Grant], _ int) bool { return e.acquireDecided(rs) }
+		late = f.late
+	}
+	released := e.releasing.pending(r.Name)
 	start := time.Now()
 	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
+		if released != nil {
+			// This engine's release of the name has not reached n yet.
+			if err := waitNode(ctx, released, e.index(n)); err != nil {
+				return engine.Grant{}, err
+			}
+		}
 		return n.eng.Acquire(ctx, r)
-	}, nil, nil)
-	return e.decide(ctx, r, rs, start)
+	}, stop, late)
+	g, err := e.decide(ctx, r, rs, start)
+	if f != nil {
+		f.decide(rs, g)
+	}
+	return g, err
 }
 
 // sharedRefusal returns the refusal of the request by the nodes (an
@@ -143,13 +169,42 @@ func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []r
 // releaseShared is Release for a shared kind: on every node concurrently; the
 // hold is released when a majority released it (or any node, on mixed
 // answers), as Release counts.
+//
+// It returns once the outcome is decided (releaseDecided), as the mutex's
+// does; this engine's next acquire of the name reaches each node after
+// that node's answer (releasing). The release's call to a node whose
+// answer to the grant was still out waits for that answer first, and the
+// grant is released there once it comes if that wait ended first
+// (sharedFlight).
 func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	if err := e.sharers(r.Kind); err != nil {
 		return engine.ReleaseResult{}, err
 	}
+	f := e.sharedFlights.lookup(r.Name, r.Owner, r.Kind)
+	if f != nil {
+		f.release()
+	}
+	var s *straggling
+	var straggler func(int, result[engine.ReleaseResult])
+	var stop func([]result[engine.ReleaseResult], int) bool
+	if len(e.nodes) > 1 {
+		s = newStraggling(len(e.nodes))
+		straggler = func(i int, _ result[engine.ReleaseResult]) {
+			if s.answer(i) {
+				e.releasing.finish(r.Name, s)
+			}
+		}
+		stop = func(rs []result[engine.ReleaseResult], _ int) bool { return e.releaseDecided(rs) }
+	}
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		if f != nil {
+			f.waitNode(ctx, e.index(n))
+		}
 		return n.eng.Release(ctx, r)
-	}, nil, nil)
+	}, stop, straggler)
+	if s != nil {
+		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
+	}
 	released, notHeld, failed := countReleases(rs)
 	var left []int
 	notOwner := 0
@@ -186,6 +241,219 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	}
 	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+}
+
+// releaseDecided reports whether the answers so far decide a release: a
+// majority released, a majority says the owner does not hold it, or a
+// majority can no longer answer (refusals count as failures: a majority
+// of them is sharedRefusal's).
+func (e *Engine) releaseDecided(rs []result[engine.ReleaseResult]) bool {
+	released, notHeld, failed := countReleases(rs)
+	return released >= e.majority || notHeld >= e.majority || failed > len(e.nodes)-e.majority
+}
+
+// sharedFlight follows the nodes of one shared grant whose answers were
+// still out when Acquire returned, as flight follows a mutex's, by the
+// same rules:
+//
+//   - grant kept: a late grant stays, given the grant's token when it
+//     minted a lower one (a one-node phase 2 of the grant's kind; not
+//     WithoutFencing); where that fails, it is released there;
+//   - grant dropped: a late grant is released there (Undo, as dropShared);
+//   - the lease was released meanwhile: a late grant is released there
+//     when the release's call to that node stopped waiting for the
+//     answer (it may have overtaken the grant); otherwise the release
+//     reaches the node after the grant.
+//
+// Only one-off owners are released by owner (exactHold). A late failure's
+// grant, if it landed, expires with its ttl, as dropShared leaves one (the
+// background cleaners release mutexes only).
+type sharedFlight struct {
+	e   *Engine
+	req engine.AcquireRequest
+
+	mu       sync.Mutex
+	decided  bool
+	kept     bool            // the grant was acquired (once decided)
+	token    uint64          // the grant's token (when kept)
+	early    []nodeResult    // answers that came before the decision
+	pending  int             // answers still out, once decided
+	answered []chan struct{} // by node: closed by its late answer (nil: no wait)
+	gaveUp   []bool          // by node: the release stopped waiting for the answer
+	released bool            // the lease was released
+}
+
+// late takes node i's answer after Acquire stopped waiting for it.
+func (f *sharedFlight) late(i int, x result[engine.Grant]) {
+	f.mu.Lock()
+	if !f.decided {
+		f.early = append(f.early, nodeResult{i, x})
+		f.mu.Unlock()
+		return
+	}
+	f.pending--
+	last := f.pending == 0
+	kept, token, released := f.kept, f.token, f.released
+	overtaken := false
+	if f.answered != nil && f.answered[i] != nil {
+		close(f.answered[i])
+		overtaken = f.gaveUp[i]
+	}
+	f.mu.Unlock()
+	f.settle(i, x, kept, token, released, overtaken)
+	if last {
+		f.e.sharedFlights.forget(f)
+	}
+}
+
+// decide records the outcome of the grant g, given the answers Acquire
+// had (rs), and settles the late answers that came before it (in the
+// background). A kept grant with answers still out is registered, so
+// that releaseShared finds it.
+func (f *sharedFlight) decide(rs []result[engine.Grant], g engine.Grant) {
+	fl := &f.e.sharedFlights
+	fl.mu.Lock()
+	f.mu.Lock()
+	f.decided, f.kept, f.token = true, g.Acquired, g.Token
+	f.pending = unanswered(rs) - len(f.early)
+	early := f.early
+	f.early = nil
+	if f.kept && f.pending > 0 {
+		f.answered = make([]chan struct{}, len(rs))
+		f.gaveUp = make([]bool, len(rs))
+		for i, x := range rs {
+			if !x.done && !answeredEarly(early, i) {
+				f.answered[i] = make(chan struct{})
+			}
+		}
+		if fl.m == nil {
+			fl.m = make(map[grantKey]*sharedFlight)
+		}
+		fl.m[grantKey{f.req.Name, f.req.Owner}] = f
+	}
+	f.mu.Unlock()
+	fl.mu.Unlock()
+	if len(early) == 0 {
+		return
+	}
+	f.e.bg.Add(1)
+	go func() {
+		defer f.e.bg.Done()
+		for _, a := range early {
+			f.settle(a.node, a.x, g.Acquired, g.Token, false, false)
+		}
+	}()
+}
+
+// release marks the lease released.
+func (f *sharedFlight) release() {
+	f.mu.Lock()
+	f.released = true
+	f.mu.Unlock()
+}
+
+// waitNode waits until node i's grant answered, so that a release sent
+// after it cannot overtake the grant there; when ctx ends first, the late
+// answer's settlement releases the grant there.
+func (f *sharedFlight) waitNode(ctx context.Context, i int) {
+	f.mu.Lock()
+	var ch chan struct{}
+	if f.answered != nil {
+		ch = f.answered[i]
+	}
+	f.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		f.mu.Lock()
+		select {
+		case <-ch: // answered meanwhile: the release goes after it
+		default:
+			f.gaveUp[i] = true
+		}
+		f.mu.Unlock()
+	}
+}
+
+// settle acts on node i's late answer x, given the grant's outcome (kept)
+// and token; released tells whether the lease was released when the
+// answer came, overtaken whether the release's call to node i stopped
+// waiting for it.
+func (f *sharedFlight) settle(i int, x result[engine.Grant], kept bool, token uint64, released, overtaken bool) {
+	r := f.req
+	switch {
+	case x.err != nil || !x.v.Acquired:
+		// Refused there (nothing of ours), or failed: a grant that
+		// landed expires with its ttl.
+	case !exactHold(r):
+		// An explicit owner may hold there already (re-entry): a
+		// release could drop that hold instead.
+	case released && !overtaken:
+		// the release reaches node i after this grant
+	case released || !kept:
+		f.drop(i, !kept)
+	case x.v.Token < token && !f.e.noFencing:
+		f.align(i, token)
+	}
+}
+
+// align records the grant's token on node i, which granted late with a
+// lower token of its own (a raise never lowers one: a higher token
+// stays, as flight.align leaves it). Where the raise fails otherwise, the
+// node's grant is released.
+func (f *sharedFlight) align(i int, token uint64) {
+	r := f.req
+	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(r.TTL))
+	ok, err := raiseFence(ctx, f.e.nodes[i].eng, engine.RaiseRequest{Name: r.Name, Owner: r.Owner, Token: token, Kind: r.Kind})
+	cancel()
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) {
+		return
+	}
+	if err != nil || !ok {
+		f.drop(i, false)
+	}
+}
+
+// drop releases the grant's hold on node i (with undo, as dropShared
+// takes back a failed grant), within the per-node timeout; a failure
+// leaves it to expire with its ttl.
+func (f *sharedFlight) drop(i int, undo bool) {
+	r := f.req
+	ctx, cancel := context.WithTimeout(context.Background(), f.e.timeout(0))
+	defer cancel()
+	_, _ = f.e.nodes[i].eng.Release(ctx, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Kind: r.Kind, Undo: undo})
+}
+
+// sharedFlights tracks the kept shared grants whose late answers are
+// still out, by lock name and owner.
+type sharedFlights struct {
+	mu sync.Mutex
+	m  map[grantKey]*sharedFlight
+}
+
+// lookup returns the flight of owner's grant of kind on name, if answers
+// are out.
+func (fl *sharedFlights) lookup(name, owner string, kind engine.Kind) *sharedFlight {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if f := fl.m[grantKey{name, owner}]; f != nil && f.req.Kind == kind {
+		return f
+	}
+	return nil
+}
+
+// forget drops f once its last answer is in.
+func (fl *sharedFlights) forget(f *sharedFlight) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	k := grantKey{f.req.Name, f.req.Owner}
+	if fl.m[k] == f {
+		delete(fl.m, k)
+	}
 }
 
 // sharedView is the shared lock the nodes describe (rs, Inspect's): the

@@ -167,7 +167,9 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			}
 			c := distlock.New(q)
 			defer c.Close()
-			r, err := c.RWMutex("rw").RLock(ctx)
+			// An explicit owner's grant waits for every node (a one-off
+			// owner's returns once decided, maybe before node 0 answers).
+			r, err := c.RWMutex("rw").RLock(ctx, distlock.WithOwner("reader"))
 			if err != nil {
 				t.Fatal(err)
 			}

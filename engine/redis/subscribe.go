@@ -48,6 +48,11 @@ const evacuateAfter = 4
 // heartbeats).
 const resubscribeAttempt = 5 * time.Second
 
+// sendTimeout bounds one SUBSCRIBE or UNSUBSCRIBE its connection's sender
+// writes, once go-redis lets it (a reconnect in progress holds the
+// connection until it is done).
+const sendTimeout = time.Second
+
 // watcher is the Engine's pub/sub transport (an engine.Watcher), which
 // multiplexes every waiter of the Engine onto its pub/sub connections: one
 // connection in all with classic pub/sub, one per master serving a waited-
@@ -65,12 +70,31 @@ type watcher struct {
 }
 
 // subConn is one pub/sub connection and the number of channels on it.
+//
+// Its SUBSCRIBEs and UNSUBSCRIBEs are written by its own sender goroutine,
+// in the order they were asked for, never by a caller: go-redis holds a
+// pub/sub connection while it reconnects it (a dial and a handshake that
+// wait for the server, whatever the caller's context), and a caller that
+// wrote itself would wait that long, holding w.mu, and every other
+// channel's Watch and Unwatch with it. A Watch waits for the server's
+// confirmation or its context, whichever comes first.
 type subConn struct {
 	node   string
 	ps     *goredis.PubSub
 	n      int
-	timer  *time.Timer    // closes ps after linger once n is 0
+	timer  *time.Timer    // retires c after linger once n is 0
 	unsubs map[string]int // our SUNSUBSCRIBEs not answered yet, by channel
+	ops    []subOp        // to send, in order (w.mu)
+	kick   chan struct{}  // cap 1: ops were queued
+	quit   chan struct{}  // closed by retire: the sender closes ps and ends
+}
+
+// subOp is one SUBSCRIBE (sub) or UNSUBSCRIBE of ch for a subConn's
+// sender; sent, if not nil, gets the outcome of the write.
+type subOp struct {
+	ch   string
+	sub  bool
+	sent chan error // cap 1
 }
 
 // channelState is one subscribed channel.
@@ -128,19 +152,34 @@ func (w *watcher) Watch(ctx context.Context, ch string) error {
 		return engine.ErrClosed
 	}
 	st := &channelState{ready: make(chan struct{})}
-	if err := w.subscribe(ctx, st, node, nc, ch); err != nil {
-		w.mu.Unlock()
-		return err
-	}
+	sent := w.subscribe(st, node, nc, ch)
 	w.chans[ch] = st
+	c := st.conn
 	w.mu.Unlock()
-	select {
-	case <-st.ready:
-		return nil
-	case <-ctx.Done():
-		w.Unwatch(ch)
-		return ctx.Err()
+	for {
+		select {
+		case <-st.ready:
+			return nil
+		case <-ctx.Done():
+			w.Unwatch(ch)
+			return ctx.Err()
+		case err := <-sent:
+			sent = nil
+			if err != nil && w.onConn(st, c) {
+				w.Unwatch(ch)
+				return err
+			}
+			// Sent; or its connection was given up meanwhile, and the
+			// channel is being subscribed again elsewhere (relocate).
+		}
 	}
+}
+
+// onConn reports whether st is still subscribed on c.
+func (w *watcher) onConn(st *channelState, c *subConn) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return st.conn == c
 }
 
 // Unwatch implements engine.Watcher: it unsubscribes ch (the hub calls it
@@ -158,43 +197,41 @@ func (w *watcher) Unwatch(ch string) {
 	}
 }
 
-// subscribe subscribes ch on the connection to node (client nc with sharded
-// pub/sub), opening it if needed, and records it in st; w.mu is held. A
-// sharded connection is a pub/sub connection of the node's own client, so
-// that it stays with that node whatever it reconnects for.
-func (w *watcher) subscribe(ctx context.Context, st *channelState, node string, nc *goredis.Client, ch string) error {
+// subscribe queues the subscription of ch on the connection to node
+// (client nc with sharded pub/sub), opening it if needed, and records it
+// in st; w.mu is held, and w is not closed. It returns at once: the
+// returned channel gets the outcome of the write, and the server's
+// confirmation readies st (confirmed). A sharded connection is a pub/sub
+// connection of the node's own client, so that it stays with that node
+// whatever it reconnects for.
+func (w *watcher) subscribe(st *channelState, node string, nc *goredis.Client, ch string) <-chan error {
 	c := w.conns[node]
 	if c == nil {
-		c = &subConn{node: node, unsubs: make(map[string]int)}
+		c = &subConn{node: node, unsubs: make(map[string]int),
+			kick: make(chan struct{}, 1), quit: make(chan struct{})}
 		if nc != nil {
-			c.ps = nc.SSubscribe(context.WithoutCancel(ctx))
+			c.ps = nc.SSubscribe(context.Background())
 		} else {
-			c.ps = w.e.client.Subscribe(context.WithoutCancel(ctx))
+			c.ps = w.e.client.Subscribe(context.Background())
 		}
 		w.conns[node] = c
-		w.readers.Add(1)
+		w.readers.Add(2)
 		go w.read(c)
+		go w.send(c)
 	}
 	if c.timer != nil {
 		c.timer.Stop()
 		c.timer = nil
 	}
-	var err error
-	if w.e.sharded != nil {
-		err = c.ps.SSubscribe(ctx, ch)
-	} else {
-		err = c.ps.Subscribe(ctx, ch)
-	}
-	if err != nil {
-		w.idle(c)
-		return err
-	}
 	c.n++
 	st.conn = c
-	return nil
+	sent := make(chan error, 1)
+	w.queue(c, subOp{ch: ch, sub: true, sent: sent})
+	return sent
 }
 
-// unsubscribe drops ch from the connection st is on; w.mu is held.
+// unsubscribe drops ch from the connection st is on; w.mu is held. The
+// UNSUBSCRIBE goes after every earlier operation on the connection.
 func (w *watcher) unsubscribe(st *channelState, ch string) {
 	c := st.conn
 	if c == nil {
@@ -202,15 +239,96 @@ func (w *watcher) unsubscribe(st *channelState, ch string) {
 	}
 	st.conn = nil
 	c.n--
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	if w.e.sharded != nil {
 		c.unsubs[ch]++
-		_ = c.ps.SUnsubscribe(ctx, ch)
-	} else {
-		_ = c.ps.Unsubscribe(ctx, ch)
 	}
-	cancel()
+	w.queue(c, subOp{ch: ch})
 	w.idle(c)
+}
+
+// queue hands op to c's sender; w.mu is held.
+func (w *watcher) queue(c *subConn, op subOp) {
+	c.ops = append(c.ops, op)
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send writes c's queued operations in order until c is retired; then it
+// fails the subscriptions still queued, closes c's connection (which ends
+// its reader) and returns.
+func (w *watcher) send(c *subConn) {
+	defer w.readers.Done()
+	for {
+		select {
+		case <-c.kick:
+		case <-c.quit:
+			w.mu.Lock()
+			ops := c.ops
+			c.ops = nil
+			w.mu.Unlock()
+			for _, op := range ops {
+				if op.sent != nil {
+					op.sent <- engine.ErrClosed
+				}
+			}
+			_ = c.ps.Close()
+			return
+		}
+		for op, ok := w.next(c); ok; op, ok = w.next(c) {
+			err := w.write(c, op)
+			if op.sent != nil {
+				op.sent <- err
+			}
+		}
+	}
+}
+
+// next takes the first operation queued on c, unless c was retired.
+func (w *watcher) next(c *subConn) (subOp, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-c.quit:
+		return subOp{}, false
+	default:
+	}
+	if len(c.ops) == 0 {
+		return subOp{}, false
+	}
+	op := c.ops[0]
+	c.ops = c.ops[1:]
+	return op, true
+}
+
+// write sends one operation on c's connection.
+func (w *watcher) write(c *subConn, op subOp) error {
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	switch {
+	case op.sub && w.e.sharded != nil:
+		return c.ps.SSubscribe(ctx, op.ch)
+	case op.sub:
+		return c.ps.Subscribe(ctx, op.ch)
+	case w.e.sharded != nil:
+		return c.ps.SUnsubscribe(ctx, op.ch)
+	}
+	return c.ps.Unsubscribe(ctx, op.ch)
+}
+
+// retire ends c: its sender closes its connection, and its reader ends;
+// w.mu is held, and c is no longer in w.conns.
+func (w *watcher) retire(c *subConn) {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	select {
+	case <-c.quit:
+	default:
+		close(c.quit)
+	}
 }
 
 // idle arms c's linger timer when no channel is subscribed on it; w.mu is
@@ -224,8 +342,7 @@ func (w *watcher) idle(c *subConn) {
 		defer w.mu.Unlock()
 		if w.conns[c.node] == c && c.n == 0 && c.timer != nil {
 			delete(w.conns, c.node)
-			c.timer = nil
-			_ = c.ps.Close()
+			w.retire(c)
 		}
 	})
 }
@@ -329,10 +446,7 @@ func (w *watcher) evacuate(c *subConn) {
 		return
 	}
 	delete(w.conns, c.node)
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-	_ = c.ps.Close()
+	w.retire(c)
 	for ch, st := range w.chans {
 		if st.conn == c {
 			st.conn = nil
@@ -405,13 +519,28 @@ func (w *watcher) tryResubscribe(st *channelState, ch, avoid string, i int) bool
 		return false
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed || w.chans[ch] != st || st.conn != nil {
+		w.mu.Unlock()
 		return true
 	}
-	err = w.subscribe(ctx, st, node, nc, ch)
+	sent := w.subscribe(st, node, nc, ch)
+	c := st.conn
+	w.mu.Unlock()
 	w.hub.Wake(ch) // a release may have come in between
-	return err == nil
+	select {
+	case err = <-sent:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st.conn == c && w.chans[ch] == st && !w.closed {
+		w.unsubscribe(st, ch) // an orphan again: the next attempt
+	}
+	return false
 }
 
 // confirmed handles a subscribe confirmation of ch: it readies a new
@@ -461,18 +590,11 @@ func (w *watcher) close() {
 		close(w.stop)
 	}
 	w.closed = true
-	conns := w.conns
+	for _, c := range w.conns {
+		w.retire(c)
+	}
 	w.conns = make(map[string]*subConn)
-	for _, c := range conns {
-		if c.timer != nil {
-			c.timer.Stop()
-			c.timer = nil
-		}
-	}
 	w.mu.Unlock()
-	for _, c := range conns {
-		_ = c.ps.Close()
-	}
 	w.readers.Wait()
 }
 
