@@ -92,7 +92,7 @@ func (e *Engine) decode(name string, rev int64, kvs []*mvccpb.KeyValue) (*state,
 		switch {
 		case rest == lockSuffix:
 			if err := json.Unmarshal(kv.Value, &st.hold); err != nil {
-				return nil, fmt.Errorf("etcd: lock %q: bad value %q: %w", name, kv.Value, err)
+				return nil, &ForeignKeyError{Name: name, Key: string(kv.Key), Err: fmt.Errorf("bad value %q: %w", kv.Value, err)}
 			}
 			st.lock = kv
 		case rest == resSuffix:
