@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,12 +26,30 @@ import (
 // skipped. A rest too long for a cursor (maxPendingLen) is served that
 // way instead, by the last name served. Names are unique in a page and
 // sorted. An answer from part of the engine (engine.AsPartial) is served
-// with its *engine.PartialError.
-func listPage(ctx context.Context, e engine.Engine, l engine.Lister, prefix, cursor string, limit int) (_ []engine.Info, _ string, partial error) {
-	c, err := parsePageCursor(cursor)
+// with its *engine.PartialError. A cursor that is not one this listing
+// (this prefix) returned is refused with errBadCursor (openPageCursor),
+// and so is one whose engine part the engine refuses (an
+// *engine.ArgumentError of its cursor): no part of it reaches the engine
+// unchecked.
+func listPage(ctx context.Context, e engine.Engine, l engine.Lister, prefix, cursor string, limit int) ([]engine.Info, string, error) {
+	c, err := openPageCursor(e, prefix, cursor)
 	if err != nil {
 		return nil, "", err
 	}
+	infos, next, err := listPageFrom(ctx, e, l, prefix, c, limit)
+	var ae *engine.ArgumentError
+	if errors.As(err, &ae) && ae.Arg == "cursor" {
+		return nil, "", fmt.Errorf("%w (%s)", errBadCursor, ae.Reason)
+	}
+	if next != "" {
+		next = sealPageCursor(prefix, next)
+	}
+	return infos, next, err
+}
+
+// listPageFrom is listPage from the cursor c, checked; the next cursor
+// is returned unsealed.
+func listPageFrom(ctx context.Context, e engine.Engine, l engine.Lister, prefix string, c pageCursor, limit int) (_ []engine.Info, _ string, partial error) {
 	if len(c.pending) > 0 {
 		return servePending(ctx, e, c, limit)
 	}
@@ -146,8 +168,68 @@ func (c pageCursor) String() string {
 // errBadCursor: a cursor that no listing page returned.
 var errBadCursor = errors.New("not a cursor this server returned")
 
-// parsePageCursor reads a cursor made by pageCursor.String; "" is the
-// first page.
+// cursorKey keys the seal of a listing's cursors (sealPageCursor). It is
+// the same on every server, so that any server of a backend goes on with
+// another's cursor (a Client fails over between them mid-listing, and a
+// server restarts): the seal tells the server's own cursors from any
+// other string, made or changed by hand, and binds a cursor to its
+// listing's prefix; it is no secret. What a cursor carries is checked
+// all the same (openPageCursor), so that even one forged with this key
+// lists nothing outside its prefix and passes no bad name on.
+var cursorKey = []byte("distlock listing cursor v1")
+
+// sealLen is the length of a cursor's seal: base64url of 16 bytes.
+const sealLen = 22
+
+// seal is the seal of the cursor body of a listing of prefix.
+func seal(prefix, body string) string {
+	m := hmac.New(sha256.New, cursorKey)
+	m.Write([]byte(strconv.Itoa(len(prefix)) + ":" + prefix + body))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// sealPageCursor is the cursor a listing of prefix returns for body (a
+// pageCursor's String): its seal, then body.
+func sealPageCursor(prefix, body string) string {
+	return seal(prefix, body) + body
+}
+
+// openPageCursor reads a cursor a listing of prefix returned
+// (sealPageCursor); "" is the first page. It refuses with errBadCursor a
+// cursor whose seal is not its own for prefix, or whose names are not
+// names of e (engine.CheckName) that start with prefix, pending ones in
+// order after the one served last.
+func openPageCursor(e engine.Engine, prefix, cursor string) (pageCursor, error) {
+	if cursor == "" {
+		return pageCursor{}, nil
+	}
+	if len(cursor) <= sealLen || !hmac.Equal([]byte(cursor[:sealLen]), []byte(seal(prefix, cursor[sealLen:]))) {
+		return pageCursor{}, errBadCursor
+	}
+	c, err := parsePageCursor(cursor[sealLen:])
+	if err != nil {
+		return pageCursor{}, err
+	}
+	last := c.after
+	if last != "" && !prefixedName(e, prefix, last) || c.ended && len(c.pending) == 0 {
+		return pageCursor{}, errBadCursor
+	}
+	for _, p := range c.pending {
+		if !prefixedName(e, prefix, p) || p <= last {
+			return pageCursor{}, errBadCursor
+		}
+		last = p
+	}
+	return c, nil
+}
+
+// prefixedName reports whether name is a name of e that a listing of
+// prefix lists.
+func prefixedName(e engine.Engine, prefix, name string) bool {
+	return strings.HasPrefix(name, prefix) && engine.CheckName(e, name) == nil
+}
+
+// parsePageCursor reads a cursor body made by pageCursor.String.
 func parsePageCursor(cursor string) (pageCursor, error) {
 	var fields []string
 	for rest := cursor; rest != ""; {
@@ -157,9 +239,6 @@ func parsePageCursor(cursor string) (pageCursor, error) {
 			return pageCursor{}, errBadCursor
 		}
 		fields, rest = append(fields, tail[:size]), tail[size:]
-	}
-	if cursor == "" {
-		return pageCursor{}, nil
 	}
 	if len(fields) < 3 || fields[2] != "" && fields[2] != "1" {
 		return pageCursor{}, errBadCursor

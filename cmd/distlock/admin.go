@@ -314,7 +314,7 @@ func (a *app) cmdLeaks(args []string) int {
 	if !partial(err) {
 		return a.fail(cmd, backendErr(b, "leaks", err))
 	}
-	for _, l := range found {
+	for _, l := range withoutListedHolders(found, more) {
 		leaks = append(leaks, leak{Leak: l})
 	}
 	leaks = append(leaks, more...)
@@ -332,8 +332,9 @@ func (a *app) cmdLeaks(args []string) int {
 	return exitOK
 }
 
-// leaksJSON is leaks as --json prints them: a ttl of -1 for none, and a
-// shared lock's holder with its weight (and an RW lock's mode).
+// leaksJSON is leaks as --json prints them: a ttl of -1 for none, a
+// latch's kind "latch" (leakKind), and a shared lock's holder with its
+// weight (and an RW lock's mode).
 func leaksJSON(leaks []leak) []leakJSON {
 	out := make([]leakJSON, 0, len(leaks))
 	for _, l := range leaks {
@@ -341,7 +342,7 @@ func leaksJSON(leaks []leak) []leakJSON {
 		if l.TTL < 0 {
 			ttl = -1
 		}
-		j := leakJSON{Key: l.Key, Name: l.Name, Kind: l.Kind, Type: l.Type, TTLMs: ttl}
+		j := leakJSON{Key: l.Key, Name: l.Name, Kind: leakKind(l.Leak), Type: l.Type, TTLMs: ttl}
 		if l.holder != nil {
 			j.Holder, j.Weight = l.holder.Owner, l.holder.Weight
 			if l.Type == engine.RWLock.String() {
@@ -369,7 +370,7 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 		if l.holder != nil {
 			typ = fmt.Sprintf("%s: holder %s %s", l.Type, l.holder.Owner, holderText(l.shared, *l.holder))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", l.Key, l.Kind, typ, fmtTTL(l.TTL))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", l.Key, leakKind(l.Leak), typ, fmtTTL(l.TTL))
 	}
 	_ = w.Flush()
 	fmt.Fprintf(a.stdout, "\n%d key(s) with no expiry or a ttl beyond %v. Code that sets a lock key and its expiry in two steps\n"+
@@ -399,6 +400,19 @@ func (a *app) printLeaks(leaks []leak, maxTTL time.Duration) {
 	if len(locks)+holders+latches < len(leaks) {
 		fmt.Fprintln(a.stdout, "Other keys: find out what wrote them, then delete them with redis-cli DEL KEY.")
 	}
+}
+
+// latchKind is the kind leaks gives a countdown latch still counting (in
+// the table and in JSON), which engines report as engine.LeakOther.
+const latchKind = "latch"
+
+// leakKind is l's kind as leaks shows it: latchKind for a countdown
+// latch still counting (latchLeak), else the engine's.
+func leakKind(l engine.Leak) string {
+	if latchLeak(l) {
+		return latchKind
+	}
+	return l.Kind
 }
 
 // latchLeak reports whether l is a countdown latch's count, which has no

@@ -10,14 +10,16 @@ import (
 	"github.com/distlock/distlock/engine/remote"
 )
 
-// Exit codes. 64, 69 and 75 follow sysexits.h (EX_USAGE, EX_UNAVAILABLE,
-// EX_TEMPFAIL); 76 is distlock's own. A command run by distlock run exits
-// with its own code, which may collide with these: scripts that need to
-// tell them apart should have their command avoid 64-76.
+// Exit codes. 64, 65, 69 and 75 follow sysexits.h (EX_USAGE, EX_DATAERR,
+// EX_UNAVAILABLE, EX_TEMPFAIL); 76 is distlock's own. A command run by
+// distlock run exits with its own code, which may collide with these:
+// scripts that need to tell them apart should have their command avoid
+// 64-76.
 const (
 	exitOK      = 0
 	exitFailed  = 1   // leaks found, demo check failed, force-release not confirmed, no leader
 	exitUsage   = 64  // bad flags or arguments, no backend configured, a refused token, no schema
+	exitForeign = 65  // a key distlock did not write is at the lock's place
 	exitBackend = 69  // the lock backend is unreachable or failing
 	exitBusy    = 75  // another owner holds the lock (the wait expired)
 	exitLost    = 76  // the lock was lost while the command ran, or is not held
@@ -29,16 +31,29 @@ const (
 // exitCodesHelp documents the exit codes, for the help texts.
 const exitCodesHelp = `Exit codes:
   0         success (run: the command's own exit code when it ran to completion)
-  1         leaks found (leaks), check failed (demo), not confirmed (force-release)
+  1         leaks found (leaks), check failed (demo), not confirmed
+            (force-release), nobody leads (leader)
   64        usage error: bad flags or arguments, no backend configured, a token
             the distlock server refuses, a PostgreSQL schema never migrated
-  69        backend error: Redis unreachable or failing
+  65        a key distlock did not write is at the lock's place (see leaks,
+            then force-release it): no retry or wait mends it
+  69        backend error: the lock backend is unreachable or failing
   75        lock busy: another owner holds the lock (the wait expired)
   76        lock lost while the command ran (run), or not held (extend, release,
             force-release --owner)
   126, 127  run: the command could not be executed, or was not found
-  128+N     run: the command was killed by signal N (sent from outside distlock)
+  128+N     run: the command was killed by signal N (sent from outside
+            distlock), or signal N ended the wait for the lock
 `
+
+// foreignKeyError is an engine's error for a key at a lock's place that
+// distlock did not write (engine/redis.ForeignKeyError), told by its method
+// so that the light build, which links no Redis, tells it too.
+type foreignKeyError interface {
+	error
+	// ForeignKey returns the key.
+	ForeignKey() string
+}
 
 // cliError is an error with its exit code and a message that says what to
 // do next.
@@ -71,6 +86,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, new(foreignKeyError)):
+		return exitForeign
 	case errors.Is(err, distlock.ErrInvalidArgument), refusedSetup(err):
 		return exitUsage
 	case errors.Is(err, distlock.ErrLocked):
@@ -93,6 +110,7 @@ func explain(err error, name, where string) error {
 		be     *distlock.BackendError
 		arg    *distlock.ArgumentError
 		nh     *distlock.NotHolderError
+		fk     foreignKeyError
 	)
 	switch {
 	case errors.As(err, &arg):
@@ -108,6 +126,7 @@ func explain(err error, name, where string) error {
 		return usageErr("the lock backend (%s) has no distlock tables: run 'distlock postgres init' first (%v)", where, err)
 	case errors.As(err, &locked):
 		msg := fmt.Sprintf("%q is held by another owner (its lease ends in %s)", name, fmtTTL(locked.TTL))
+		leaked := false
 		switch {
 		case locked.Kind != 0 || locked.Queued:
 			// A semaphore short of free permits, a side of a
@@ -115,15 +134,22 @@ func explain(err error, name, where string) error {
 			// first: not "held by another owner".
 			msg = locked.State()
 		case locked.TTL < 0:
-			msg = fmt.Sprintf("%q is held and never expires: a leaked lock (see distlock leaks)", name)
+			msg, leaked = fmt.Sprintf("%q is held and never expires: a leaked lock (see distlock leaks)", name), true
 		}
 		if errors.As(err, &wait) {
-			msg += fmt.Sprintf("; gave up after waiting %s.\nWait longer with --wait, or see who holds it: distlock status %s",
-				wait.Waited.Round(time.Millisecond), shellQuote(name))
-		} else {
+			msg += fmt.Sprintf("; gave up after waiting %s", wait.Waited.Round(time.Millisecond))
+		}
+		switch {
+		case leaked:
+			msg += fmt.Sprintf(".\nNo wait ends this: once its holder is known dead, free it: distlock force-release %s", shellQuote(name))
+		case wait != nil:
+			msg += fmt.Sprintf(".\nWait longer with --wait, or see who holds it: distlock status %s", shellQuote(name))
+		default:
 			msg += fmt.Sprintf(".\nWait for it with --wait 30s, or see who holds it: distlock status %s", shellQuote(name))
 		}
 		return &cliError{code: exitBusy, msg: msg}
+	case errors.As(err, &fk):
+		return &cliError{code: exitForeign, msg: foreignMsg(fk, name, where)}
 	case errors.As(err, &be):
 		msg := fmt.Sprintf("the lock backend (%s) failed during %s: %v", where, be.Op, be.Err)
 		switch {
@@ -141,6 +167,15 @@ func explain(err error, name, where string) error {
 			"or another owner holds it now.\nSee who holds it: distlock status %s", name, shellQuote(name))}
 	}
 	return err
+}
+
+// foreignMsg explains fk, a key distlock did not write at the place of the
+// lock name: no retry or wait mends it, and what does.
+func foreignMsg(fk foreignKeyError, name, where string) string {
+	return fmt.Sprintf("the lock backend (%s) holds a key distlock did not write at the place of %q (%s): "+
+		"%q can be neither taken nor read, and no retry or wait mends that.\n"+
+		"See it with distlock leaks; once whatever wrote it is known to be done with it, delete it: distlock force-release %s",
+		where, name, fk.ForeignKey(), name, shellQuote(name))
 }
 
 // refusedSetup reports an error that says the backend is set up wrong for

@@ -24,7 +24,8 @@ Run 'distlock help COMMAND' (or 'distlock COMMAND -h') for a command's flags and
 
 const runHelp = `Usage: ` + runSynopsis + `
 
-Runs COMMAND while holding the lock NAME, on every host that shares the Redis.
+Runs COMMAND while holding the lock NAME, on every host that shares the lock
+backend.
 
 distlock waits up to --wait for the lock, then starts COMMAND in a process
 group of its own, standard streams passed through, with three variables added
@@ -36,8 +37,8 @@ to its environment:
                    token lower than the highest it has seen.
   DISTLOCK_OWNER   the owner token of this grant
 
-The lease renews itself every ttl/3 while COMMAND runs. If it is lost (Redis
-did not confirm a renewal before the lease ran out, or the lock was deleted or
+The lease renews itself every ttl/3 while COMMAND runs. If it is lost (the
+backend did not confirm a renewal before the lease ran out, or the lock was deleted or
 taken), distlock sends SIGTERM to COMMAND's whole process group, SIGKILL
 --grace later, and exits 76. COMMAND is never restarted, and no process of its
 group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM,
@@ -82,10 +83,15 @@ Lock kinds (default: NAME is an exclusive lock):
 Exit codes:
   COMMAND's own  COMMAND ran to completion (128+N: it was killed by signal N)
   64             usage error
-  69             backend error: Redis unreachable or failing
+  65             a key distlock did not write is at NAME's place (see distlock
+                 leaks, then force-release it): the wait ends at once
+  69             backend error: the lock backend is unreachable or failing
   75             lock busy: another owner held NAME until --wait expired
-  76             the lock was lost while COMMAND ran: COMMAND was stopped
+  76             the lock was lost while COMMAND ran: COMMAND was stopped; or
+                 COMMAND finished, but NAME was no longer held at its release
   126, 127       COMMAND could not be executed, or was not found
+  128+N          signal N (SIGINT, SIGTERM...) ended the wait for the lock:
+                 COMMAND never started
 
 Examples:
   # Only one host runs the nightly job; on the others it exits 75 at once.
@@ -360,8 +366,8 @@ On SIGINT or SIGTERM the server stops accepting, answers waiting requests with
 shutting_down (HTTP 503) and releases nothing: on Redis the clients' locks
 stay theirs.
 
-Exit codes: 0 stopped by a signal, 1 cannot listen, 64 usage, 69 Redis
-unreachable.
+Exit codes: 0 stopped by a signal, 1 cannot listen, 64 usage, 69 the lock
+backend unreachable.
 
 Examples:
   distlock serve                                   # embedded, 127.0.0.1:7420

@@ -18,13 +18,17 @@ func (a *app) cmdLimit(args []string) int {
 	redisURL := stringFlag(fs, "", "redis", "backend")
 	asJSON := boolFlag(fs, "json")
 	pos, err := parseInterspersed(fs, args)
+	if n := negativeNumber(args); err != nil && n != "" {
+		// A negative LIMIT reads as a flag: it is a bad LIMIT.
+		return a.badLimit(cmd, n)
+	}
 	if code, ok := a.positional(cmd, pos, err, "NAME", "LIMIT"); !ok {
 		return code
 	}
 	name := pos[0]
 	limit, err := strconv.Atoi(pos[1])
 	if err != nil || rules.Limit(limit) != nil {
-		return a.usage(cmd, "LIMIT %q: a semaphore's limit is a whole number from 1 to %d", pos[1], engine.RWPermits-1)
+		return a.badLimit(cmd, pos[1])
 	}
 	ctx, b, done, err := a.connect(cmd, *redisURL, releaseLeases)
 	if err != nil {
@@ -54,7 +58,34 @@ func (a *app) cmdLimit(args []string) int {
 	for _, h := range info.Holders {
 		used += h.Weight
 	}
-	fmt.Fprintf(a.stdout, "the semaphore %q has limit %d now (%d permits held, %d waiting); "+
-		"every client is served under it, whatever limit it declares\n", name, info.Limit, used, info.Waiters)
+	fmt.Fprintf(a.stdout, "the semaphore %q has limit %d now (%s held, %d waiting); "+
+		"every client is served under it, whatever limit it declares\n", name, info.Limit, permits(used), info.Waiters)
 	return exitOK
+}
+
+// badLimit reports arg, a LIMIT out of range or no number: a usage error.
+func (a *app) badLimit(cmd, arg string) int {
+	return a.usage(cmd, "LIMIT %q: a semaphore's limit is a positive whole number, from 1 to %d", arg, engine.RWPermits-1)
+}
+
+// negativeNumber returns the first argument before "--" that is a negative
+// whole number (which package flag takes for a flag), or "".
+func negativeNumber(args []string) string {
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if n, err := strconv.Atoi(arg); err == nil && n < 0 {
+			return arg
+		}
+	}
+	return ""
+}
+
+// permits renders a count of permits: "1 permit", "2 permits".
+func permits(n int) string {
+	if n == 1 {
+		return "1 permit"
+	}
+	return strconv.Itoa(n) + " permits"
 }

@@ -9,12 +9,16 @@
 // and show fencing tokens at work with nothing installed (demo).
 //
 // distlock serve runs the lock server (HTTP API, dashboard, metrics), on an
-// embedded engine or on Redis.
+// embedded engine or on any backend below.
 //
-// The lock backend of the other commands is one Redis server
-// (DISTLOCK_REDIS=redis://host:6379 or --redis), Redlock over several, or a
-// distlock server (DISTLOCK_SERVER=http://host:7420). See docs/CLI.md, or
-// run distlock help.
+// The lock backend of the other commands is named by URL (DISTLOCK_URL or
+// --backend): one Redis server, a Redis Cluster, Redis behind Sentinel,
+// Redlock over several Redis nodes, an etcd v3 cluster, PostgreSQL, a
+// ZooKeeper ensemble, a distlock server, or the embedded engine (mem://);
+// DISTLOCK_REDIS, DISTLOCK_SERVER, DISTLOCK_ETCD, DISTLOCK_POSTGRES and
+// DISTLOCK_ZOOKEEPER name one kind each. The light build (-tags lite)
+// speaks the embedded engine and the distlock server only. See
+// docs/CLI.md, or run distlock help.
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -206,7 +207,7 @@ func printSharedStatus(out io.Writer, info engine.Info) {
 		for _, h := range info.Holders {
 			used += h.Weight
 		}
-		fmt.Fprintf(w, "kind:\tsemaphore, limit %d (%d permits held)\n", info.Limit, used)
+		fmt.Fprintf(w, "kind:\tsemaphore, limit %d (%s held)\n", info.Limit, permits(used))
 	default:
 		mode := "free"
 		if info.Held {
@@ -256,9 +257,11 @@ type leak struct {
 }
 
 // listedLeaks finds leaks in the listing: the holders of shared locks
-// whose ttl is negative or beyond maxTTL, and, on a backend whose engine
-// finds no leaks itself (a distlock server), the locks too. Backends that
-// keep no shared locks and find their own leaks are not listed.
+// whose ttl is negative or beyond maxTTL (on every backend: one report
+// per holder, with its owner and weight; see withoutListedHolders), and,
+// on a backend whose engine finds no leaks itself (a distlock server),
+// the locks too. Backends that keep no shared locks and find their own
+// leaks are not listed.
 func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Duration) ([]leak, error) {
 	_, finds := b.eng.(engine.LeakFinder)
 	locks := !finds
@@ -288,4 +291,20 @@ func listedLeaks(ctx context.Context, b *backend, prefix string, maxTTL time.Dur
 		}
 	}
 	return out, err // nil, or the listing's *engine.PartialError
+}
+
+// withoutListedHolders drops from found, an engine's own leaks, those of
+// the shared locks whose holders listed (listedLeaks) reports: the
+// listing reports each such holder once, with its owner and weight, on
+// every backend, while some engines' leak searches report the same
+// holders again (PostgreSQL one row per name, ZooKeeper one per holder's
+// node) and others none (the embedded engine, Redis, etcd).
+func withoutListedHolders(found []engine.Leak, listed []leak) []engine.Leak {
+	shared := make(map[string]bool)
+	for _, l := range listed {
+		if l.holder != nil {
+			shared[l.Name] = true
+		}
+	}
+	return slices.DeleteFunc(found, func(l engine.Leak) bool { return l.Kind == engine.LeakLock && shared[l.Name] })
 }

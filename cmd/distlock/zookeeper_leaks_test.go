@@ -41,7 +41,7 @@ func TestZooKeeperLeaksLatch(t *testing.T) {
 			t.Errorf("%v: the latch is not reported as a latch:\n%v", args, r)
 		}
 	}
-	expect(t, c.run(t, "leaks", "--json", "batch/"), exitFailed, `"type": "latch znode"`, `"kind": "other"`)
+	expect(t, c.run(t, "leaks", "--json", "batch/"), exitFailed, `"type": "latch znode"`, `"kind": "latch"`)
 	expect(t, c.run(t, "leaks", "other/"), 0, "no leaks")
 	if n, err := latch.Count(ctx); err != nil || n != 3 {
 		t.Errorf("the latch after leaks: %d, %v; want 3", n, err)

@@ -68,7 +68,9 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 // pipelined TYPE and PTTL per key: keys of any type under the engine's
 // prefix (with prefix "") or under the locks whose names start with prefix,
 // that have no time to live or one beyond maxTTL (for fencing high-water
-// keys: beyond the engine's fence ttl, when that is longer).
+// keys and shared locks' state: beyond the engine's fence ttl, when that
+// is longer; a force-release's marks, which go when the freed leases
+// would have ended, only with no time to live).
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	pattern := e.everyKeyPattern()
 	if prefix != "" {
@@ -111,7 +113,7 @@ func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration,
 		if kind == engine.LeakFence || sharedState(k) {
 			bound = max(maxTTL, e.fenceTTL) // these outlive their holders by design
 		}
-		if ttl >= 0 && ttl <= bound {
+		if ttl >= 0 && (ttl <= bound || takenMark(k)) {
 			continue
 		}
 		if ttl < 0 {
@@ -141,6 +143,13 @@ func sharedState(key string) bool {
 	return strings.HasSuffix(key, "}:s") || strings.HasSuffix(key, "}:sh")
 }
 
+// takenMark reports whether key is a name's force-release marks
+// (takenKey): it expires when the last lease it tells of would have
+// ended, however far off that is, so it is a leak only without a ttl.
+func takenMark(key string) bool {
+	return strings.HasSuffix(key, "}:t")
+}
+
 // classify says whether key is the lock of a name, its fencing high-water,
 // or anything else, and the name.
 func (e *Engine) classify(key string) (kind, name string) {
@@ -163,12 +172,12 @@ func (e *Engine) classify(key string) (kind, name string) {
 // within the page.
 func (e *Engine) scan(ctx context.Context, pattern, cursor string, limit int) ([]string, string, error) {
 	count := int64(max(limit, minScanCount))
-	if cc, ok := e.client.(*goredis.ClusterClient); ok {
-		return scanCluster(ctx, cc, pattern, count)
-	}
 	cur, from, err := parseCursor(cursor)
 	if err != nil {
 		return nil, "", err
+	}
+	if cc, ok := e.client.(*goredis.ClusterClient); ok {
+		return scanCluster(ctx, cc, pattern, count)
 	}
 	for range maxListRestarts {
 		id, err := runID(ctx, e.client)
@@ -213,14 +222,15 @@ var errRestarting = errors.New("list: the Redis server restarted while each try 
 
 // parseCursor splits List's cursor into the SCAN cursor and the run id of
 // the server that made it ("" in the first page's cursor, and in a bare
-// SCAN cursor).
+// SCAN cursor). A cursor that is neither is refused with an
+// *engine.ArgumentError (Arg "cursor"), before any round trip.
 func parseCursor(cursor string) (cur uint64, runID string, err error) {
 	if cursor == "" {
 		return 0, "", nil
 	}
 	c, id, _ := strings.Cut(cursor, "@")
 	if cur, err = strconv.ParseUint(c, 10, 64); err != nil {
-		return 0, "", errors.New("list: invalid cursor " + strconv.Quote(cursor))
+		return 0, "", &engine.ArgumentError{Arg: "cursor", Reason: "not a cursor of this listing: " + strconv.Quote(cursor)}
 	}
 	return cur, id, nil
 }

@@ -246,10 +246,12 @@ func honoursDeadlines(client goredis.UniversalClient) bool {
 // Permanent implements engine.PermanentClassifier: no retry mends a command
 // Redis does not know (EVALSHA or EVAL renamed or disabled, a proxy that
 // refuses scripts), an ACL refusal (NOPERM) or a failed authentication
-// (NOAUTH, WRONGPASS). Everything else (a refused connection, a timeout,
+// (NOAUTH, WRONGPASS), nor a key of another type at a lock's place
+// (WRONGTYPE: see ForeignKeyError, which the calls that name one lock
+// return for it). Everything else (a refused connection, a timeout,
 // LOADING, READONLY, CLUSTERDOWN, TRYAGAIN during a failover) is transient.
 func (e *Engine) Permanent(err error) bool {
-	return goredis.IsPermissionError(err) || goredis.IsAuthError(err) ||
+	return goredis.IsPermissionError(err) || goredis.IsAuthError(err) || isWrongType(err) ||
 		goredis.HasErrorPrefix(err, "unknown command") || goredis.HasErrorPrefix(err, "unknown subcommand")
 }
 
@@ -352,7 +354,8 @@ func flag(b bool) string {
 	return ""
 }
 
-// Extend implements engine.Engine: the extensions go in one pipeline.
+// Extend implements engine.Engine: the extensions go in one pipeline. A
+// key distlock did not write at a lock's place is a *ForeignKeyError.
 func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	run := func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
@@ -371,13 +374,16 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 	}
 	cmds, err := pipeline(ctx, e.client, []*script{extendScript, heartbeatScript, sharedExtendScript}, run)
 	if err != nil && allFailed(cmds) {
+		if len(rs) == 1 {
+			err = e.foreign(err, rs[0].Name)
+		}
 		return nil, err
 	}
 	out := make([]engine.ExtendResult, len(rs))
 	for i, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			out[i].Err = err
+			out[i].Err = e.foreign(err, rs[i].Name)
 			continue
 		}
 		switch {
@@ -475,9 +481,16 @@ func (e *Engine) raiseMutex(ctx context.Context, r engine.RaiseRequest) (bool, e
 // Inspect implements engine.Engine: one pipelined round trip reads the
 // mutex's keys and runs the shared inspect script, and engine.Describe
 // picks the view. A name whose shared keys are no distlock shared lock's
-// (a WRONGTYPE reply) is described as a mutex; every other error, a reply
-// error too (WRONGPASS, a database the server does not have), is returned.
+// (a WRONGTYPE reply) is described as a mutex; a lock key distlock did not
+// write is a *ForeignKeyError; every other error, a reply error too
+// (WRONGPASS, a database the server does not have), is returned.
 func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) {
+	info, err := e.inspect(ctx, name)
+	return info, e.foreign(err, name)
+}
+
+// inspect is Inspect, its foreign key's error not yet typed.
+func (e *Engine) inspect(ctx context.Context, name string) (engine.Info, error) {
 	var r lockReads
 	var sh *goredis.Cmd
 	_, err := e.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
@@ -623,6 +636,50 @@ func liveWaiters(cmd *goredis.Cmd) (int, []engine.Waiter) {
 
 // errNotALock: a string at a lock's key that distlock did not write.
 var errNotALock = errors.New("not a distlock lock")
+
+// ForeignKeyError is the error of a call on a lock whose place holds a key
+// distlock did not write: a key of another type (Redis's WRONGTYPE reply)
+// or a string that is no lock's value (as redis-cli SET 'distlock:{NAME}'
+// garbage leaves). No retry mends it (Permanent: a wait for the lock ends
+// with it at once); the key stays until it is deleted. distlock leaks lists
+// such a key, and ForceRelease (distlock force-release NAME) deletes it.
+type ForeignKeyError struct {
+	Name string // the lock's name
+	// Key is the key, or when Redis's reply does not say which of the
+	// lock's keys it is, the pattern of them all (distlock:{NAME}*).
+	Key string
+	Err error // Redis's reply, or errNotALock's
+}
+
+// Error names the lock, its key and what Redis answered.
+func (e *ForeignKeyError) Error() string {
+	return fmt.Sprintf("lock %q: a key distlock did not write is at its place, %s: %v", e.Name, e.Key, e.Err)
+}
+
+// Unwrap returns Redis's reply.
+func (e *ForeignKeyError) Unwrap() error { return e.Err }
+
+// Permanent implements engine.Permanent: no retry mends a foreign key.
+func (e *ForeignKeyError) Permanent() bool { return true }
+
+// ForeignKey returns Key: the method by which code that does not link this
+// package (distlock's light CLI build) tells the error.
+func (e *ForeignKeyError) ForeignKey() string { return e.Key }
+
+// foreign returns err as a *ForeignKeyError of the lock name when it says
+// that a key at the lock's place is not distlock's (a WRONGTYPE reply,
+// errNotALock), and err as it is otherwise.
+func (e *Engine) foreign(err error, name string) error {
+	var fk *ForeignKeyError
+	if err == nil || errors.As(err, &fk) || !isWrongType(err) && !errors.Is(err, errNotALock) {
+		return err
+	}
+	key := e.lockKey(name)
+	if !errors.Is(err, errNotALock) && !strings.Contains(err.Error(), key+" holds no distlock lock") {
+		key += "*" // a WRONGTYPE of Redis's own, on one of the lock's keys
+	}
+	return &ForeignKeyError{Name: name, Key: key, Err: err}
+}
 
 // info turns the replies into an Info; held is false when the lock is free.
 // A key of another type (WRONGTYPE, a reply error) or a string distlock did

@@ -298,9 +298,11 @@ func (e *Engine) extendShared(ctx context.Context, p goredis.Pipeliner, r engine
 }
 
 // Acquire implements engine.Engine: every kind of lock, dispatched once on
-// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared.
+// r.Kind (engine.AcquireByKind) to acquireMutex or acquireShared. A key
+// distlock did not write at the lock's place is a *ForeignKeyError.
 func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
-	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+	g, err := engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
+	return g, e.foreign(err, r.Name)
 }
 
 // Release implements engine.Engine: ReleaseOnce with an id of its own,
@@ -311,7 +313,9 @@ func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.R
 }
 
 // ReleaseOnce implements engine.OnceReleaser: every kind of lock,
-// dispatched once on r.Kind (engine.ReleaseOnceByKind).
+// dispatched once on r.Kind (engine.ReleaseOnceByKind). A key distlock did
+// not write at the lock's place is a *ForeignKeyError.
 func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceShared)
+	res, err := engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceShared)
+	return res, e.foreign(err, r.Name)
 }

@@ -96,18 +96,34 @@ func (e *Engine) sharedInfo(ctx context.Context, name string, l *line, now int64
 	return info, nil
 }
 
-// describe is List's view of name's line l at now: the shared lock's
-// when shared holders hold it, the mutex's otherwise.
+// describe is List's view of name's line l at now, Inspect's
+// (engine.Describe): the shared lock's when shared holders hold it, or
+// when its requests wait and no mutex holds the name; the mutex's
+// otherwise. The kind record is read only when the line has a shared
+// holder or request.
 func (e *Engine) describe(ctx context.Context, name string, l *line, now int64) (engine.Info, error) {
-	if hs, _ := l.shared(now); len(hs) > 0 {
-		return e.sharedInfo(ctx, name, l, now)
+	mutex := l.info(name, now)
+	hs, _ := l.shared(now)
+	if n, _ := l.queued(now, sharedRequests); len(hs) == 0 && n == 0 {
+		return mutex, nil
 	}
-	return l.info(name, now), nil
+	shared, err := e.sharedInfo(ctx, name, l, now)
+	if err != nil {
+		return engine.Info{}, err
+	}
+	return engine.Describe(mutex, shared), nil
 }
 
-// List implements engine.Lister: the held locks whose names start with
-// prefix, in name order, one page of at most limit names a call (cursor:
-// the last name of the previous page).
+// listed reports whether List shows the lock info describes: held, or a
+// shared lock waited for (a mutex's waiters alone are not listed).
+func listed(info engine.Info) bool {
+	return info.Held || info.Kind != engine.Mutex && info.Waiters > 0
+}
+
+// List implements engine.Lister: the locks whose names start with prefix,
+// held, or (a semaphore or RW lock) waited for, in name order, one page
+// of at most limit names a call (cursor: the last name of the previous
+// page).
 func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]engine.Info, string, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
@@ -135,7 +151,7 @@ func (e *Engine) List(ctx context.Context, prefix, cursor string, limit int) ([]
 		if err != nil {
 			return nil, "", err
 		}
-		if info.Held {
+		if listed(info) {
 			infos = append(infos, info)
 		}
 	}
