@@ -3,10 +3,10 @@ package distlock
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/flight"
 )
 
 // errAbandoned marks a request the caller stopped waiting for (its context
@@ -21,22 +21,13 @@ type abandonedError struct{ cause error }
 func (e *abandonedError) Error() string   { return e.cause.Error() }
 func (e *abandonedError) Unwrap() []error { return []error{e.cause, errAbandoned} }
 
-// answer is what a request in flight got back.
-type answer[T any] struct {
-	v   T
-	err error
-}
-
 // sendSettled sends a request that may grant something (call) so that the
-// caller's end never cuts the request short on the wire. A request cut
-// short can still be run by the backend later (it sits in a socket's
-// buffer, or behind others on a pipelined connection), after the release
-// that was meant to undo it: the grant would then outlive its Client, held
-// by nobody until its ttl. So the request runs on ctx's values without its
-// cancellation, with ctx's deadline plus the release timeout; when ctx ends
-// first, sendSettled returns at once with an error matching ctx's and
-// errAbandoned, and settle gets the request's answer when it comes (in the
-// background, which Close waits for): it undoes a grant, knowing that the
+// caller's end never cuts the request short on the wire (package flight).
+// The request runs on ctx's values without its cancellation, with ctx's
+// deadline plus the release timeout; when ctx ends first, sendSettled
+// returns at once with an error matching ctx's and errAbandoned, and
+// settle gets the request's answer when it comes (in the background, on a
+// sender, which Close waits for): it undoes a grant, knowing that the
 // backend ran the request. An embedded engine (Capabilities.Embedded)
 // answers within the call, which is then made directly.
 func sendSettled[T any](c *Client, ctx context.Context, call func(context.Context) (T, error), settle func(T, error)) (T, error) {
@@ -44,46 +35,23 @@ func sendSettled[T any](c *Client, ctx context.Context, call func(context.Contex
 		return call(ctx) // an embedded engine's answer is the request's outcome
 	}
 	rctx, cancel := c.flightContext(ctx)
-	// One answer, taken by the caller or, once it left, by settle: the
-	// state says which (flightWaiting, then flightAnswered or flightLeft).
-	got := make(chan answer[T], 1)
-	var state atomic.Int32
-	c.senders.Run(func() {
+	v, gone, err := flight.Send(ctx, c.senders.Run, func() (T, error) {
 		defer cancel()
-		v, err := call(rctx)
-		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
-			settle(v, err)
-			return
-		}
-		got <- answer[T]{v, err}
-	})
-	select {
-	case a := <-got:
-		return a.v, a.err
-	case <-ctx.Done():
-	}
-	if !state.CompareAndSwap(flightWaiting, flightLeft) {
-		a := <-got // answered as ctx ended: the caller takes it
-		return a.v, a.err
+		return call(rctx)
+	}, settle)
+	if !gone {
+		return v, err
 	}
 	// A request without a deadline of its own gets the release timeout
 	// from now to answer.
 	stop := time.AfterFunc(c.releaseTimeout, cancel)
 	context.AfterFunc(rctx, func() { stop.Stop() })
-	var zero T
-	return zero, &abandonedError{cause: context.Cause(ctx)}
+	return v, &abandonedError{cause: context.Cause(ctx)}
 }
 
 // senderIdle is how long a sender (the goroutine that carries a request
 // in flight) waits for the next request before it ends.
 const senderIdle = time.Second
-
-// The states of a request in flight (sendSettled).
-const (
-	flightWaiting  int32 = iota // the caller waits for the answer
-	flightAnswered              // the answer is the caller's
-	flightLeft                  // the caller left: settle takes the answer
-)
 
 // flightContext is the context of a request in flight: ctx's values, never
 // its cancellation, and ctx's deadline (if any) plus the release timeout.

@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/flight"
 )
 
 // errAbandoned marks an attempt of a held-open acquire that its wait
@@ -20,48 +20,26 @@ type abandonedError struct{ cause error }
 func (e *abandonedError) Error() string   { return errAbandoned.Error() + ": " + e.cause.Error() }
 func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.cause} }
 
-// The states of an attempt in flight (flightAcquire).
-const (
-	flightWaiting  int32 = iota // the wait waits for the answer
-	flightAnswered              // the answer is the wait's
-	flightLeft                  // the wait left: settleAcquire takes the answer
-)
-
 // flightAcquire makes one attempt of a held-open acquire the way the
-// Client's attempts are sent (its sendSettled): the engine call runs on
-// ctx's values without its cancellation, bounded by engineTimeout
-// (engineAcquire), so that its outcome is always known; but the wait
-// stops waiting for it when wctx ends (the wait's deadline, or the
-// client gone), and then returns at once an error matching errAbandoned.
-// The answer that comes later is settled in the background
+// Client's attempts are sent (internal/flight, the Client's sendSettled):
+// the engine call runs on ctx's values without its cancellation, bounded
+// by engineTimeout (engineAcquire), so that its outcome is always known;
+// but the wait stops waiting for it when wctx ends (the wait's deadline,
+// or the client gone), and then returns at once an error matching
+// errAbandoned. The answer that comes later is settled in the background
 // (settleAcquire). So a held-open acquire is answered within its wait_ms
 // plus the queue's leave (waiting.LeaveTimeout), whatever the backend
 // does, and not when a stalled backend's call times out.
 func (s *Server) flightAcquire(wctx, ctx context.Context, req engine.AcquireRequest, own bool) (engine.Grant, error) {
-	type answer struct {
-		g   engine.Grant
-		err error
+	g, gone, err := flight.Send(wctx, func(f func()) { go f() }, func() (engine.Grant, error) {
+		return s.engineAcquire(ctx, req)
+	}, func(g engine.Grant, err error) {
+		s.settleAcquire(ctx, req, own, g, err)
+	})
+	if gone {
+		return g, &abandonedError{cause: context.Cause(wctx)}
 	}
-	got := make(chan answer, 1)
-	var state atomic.Int32
-	go func() {
-		g, err := s.engineAcquire(ctx, req)
-		if !state.CompareAndSwap(flightWaiting, flightAnswered) {
-			s.settleAcquire(ctx, req, own, g, err)
-			return
-		}
-		got <- answer{g, err}
-	}()
-	select {
-	case a := <-got:
-		return a.g, a.err
-	case <-wctx.Done():
-	}
-	if !state.CompareAndSwap(flightWaiting, flightLeft) {
-		a := <-got // answered as the wait ended: the wait takes it
-		return a.g, a.err
-	}
-	return engine.Grant{}, &abandonedError{cause: context.Cause(wctx)}
+	return g, err
 }
 
 // settleAcquire settles the late answer (g, err) of an attempt its wait
