@@ -49,29 +49,13 @@ func (e *releaseLog) failed() bool {
 // a second hold (found by an outside tester on Sentinel: the release right
 // after a failover failed on its one dial, and the lock stayed held).
 func TestReleaseThroughRestartedRedis(t *testing.T) {
-	srv := redistest.Start(t, redistest.WithPersistence())
-	inner, err := redisengine.New(srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &releaseLog{Engine: inner}
-	c := distlock.New(eng, distlock.WithReleaseTimeout(20*time.Second))
-	defer c.Close()
+	srv, inner, eng, c := restartableRedis(t)
 	ctx := context.Background()
 	l, err := c.Acquire(ctx, "r", distlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	released := make(chan error, 1)
-	go func() { released <- l.Release(ctx) }()
-	enginetest.WaitFor(t, 20*time.Second, "the release's first copy to fail", eng.failed)
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-released; err != nil {
+	if err := releaseThroughRestart(t, srv, eng, func() error { return l.Release(ctx) }); err != nil {
 		t.Fatalf("Release through a restarted Redis: %v", err)
 	}
 	eng.mu.Lock()
@@ -106,30 +90,14 @@ func (e *releaseLog) ReleaseMulti(ctx context.Context, rs []engine.ReleaseReques
 // after a failover failed on its one try and left its names held for
 // their ttl).
 func TestSetReleaseThroughRestartedRedis(t *testing.T) {
-	srv := redistest.Start(t, redistest.WithPersistence())
-	inner, err := redisengine.New(srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := &releaseLog{Engine: inner}
-	c := distlock.New(eng, distlock.WithReleaseTimeout(20*time.Second))
-	defer c.Close()
+	srv, inner, eng, c := restartableRedis(t)
 	ctx := context.Background()
 	names := []string{"set-a", "set-b"}
 	set, err := c.AcquireAll(ctx, names, distlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	released := make(chan error, 1)
-	go func() { released <- set.Release(ctx) }()
-	enginetest.WaitFor(t, 20*time.Second, "the set release's first copy to fail", eng.failed)
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-released; err != nil {
+	if err := releaseThroughRestart(t, srv, eng, func() error { return set.Release(ctx) }); err != nil {
 		t.Fatalf("a set's Release through a restarted Redis: %v", err)
 	}
 	for _, name := range names {
@@ -195,4 +163,36 @@ func TestOneOffReleaseAppliedReplyLost(t *testing.T) {
 		}
 		c.Close()
 	}
+}
+
+// restartableRedis starts a redis-server that keeps its data across a
+// restart, and a Client on it (release timeout 20 s) whose engine records
+// its releases.
+func restartableRedis(t *testing.T) (*redistest.Server, *redisengine.Engine, *releaseLog, *distlock.Client) {
+	t.Helper()
+	srv := redistest.Start(t, redistest.WithPersistence())
+	inner, err := redisengine.New(srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &releaseLog{Engine: inner}
+	c := distlock.New(eng, distlock.WithReleaseTimeout(20*time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	return srv, inner, eng, c
+}
+
+// releaseThroughRestart stops srv, starts release, waits until its first
+// copy failed, restarts srv and returns release's error.
+func releaseThroughRestart(t *testing.T, srv *redistest.Server, eng *releaseLog, release func() error) error {
+	t.Helper()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() { released <- release() }()
+	enginetest.WaitFor(t, 20*time.Second, "the release's first copy to fail", eng.failed)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return <-released
 }
