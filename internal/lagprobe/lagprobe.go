@@ -123,6 +123,13 @@ func runDelay(pid int) (time.Duration, bool) {
 	return sum, true
 }
 
+// Delay returns the worst delay measured so far; the probe goes on.
+func (p *Probe) Delay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lag
+}
+
 // Done stops the probe and returns the worst delay it measured.
 func (p *Probe) Done() time.Duration {
 	close(p.stop)
