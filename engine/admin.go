@@ -65,7 +65,10 @@ type LeakFinder interface {
 	// Leaks reports leaked items whose lock names start with prefix (with
 	// prefix "": every item under the engine's prefix, including items that
 	// are not shaped like a lock's), one page at a time, with the same
-	// cursor and limit conventions as Lister.List. Reading changes nothing.
+	// cursor and limit conventions as Lister.List. Reading changes no live
+	// lock: an engine whose ended entries go with the next reading of their
+	// name (ZooKeeper's expired holder nodes) may sweep them, as that
+	// reading would, and does not report them.
 	Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) (leaks []Leak, next string, err error)
 }
 

@@ -184,17 +184,19 @@ func (e *Engine) names(ctx context.Context, prefix, cursor string) ([]string, er
 // force-release's mark (persistent) by its freed holder's renewal, or
 // once the freed lease ended by the next reading. So a holder's child
 // whose lease is live, within maxTTL, and a mark whose freed lease has not
-// ended are expected, not leaks. A leak is what is really left behind: a
-// holder's child past its expiry that nobody removed (no one read the
-// line since: harmless, the next acquire deletes it; a force-release of
-// the name too), one whose expiry is beyond maxTTL from now, a mark past
-// its expiry, any other persistent node under a name (left by another
-// tool), or a child of the root that is no lock's. A countdown latch
+// ended are expected, not leaks, and those that have ended are swept
+// (below). A leak is what is really left behind: a holder's child whose
+// expiry is beyond maxTTL from now, any other persistent node under a
+// name (left by another tool), or a child of the root that is no lock's. A countdown latch
 // still counting (its node has no expiry by design) is reported with type
 // LatchLeakType, under the prefix of its name as a lock is. A name's own
 // node is not judged: the ensemble reports a container's stat like a plain
 // node's (ephemeralOwner 0). The ensemble's clock is read with a write of
-// the root's data (as Inspect does); no lock's node is changed.
+// the root's data (as Inspect does). Leaks changes nothing a live lock
+// has: like any reading of a line, it sweeps the children that have
+// ended (an expired holder's, with the release recorded as sweep
+// records it; an expired mark), which the next acquire of the name would
+// sweep; they are not reported.
 func (e *Engine) Leaks(ctx context.Context, prefix string, maxTTL time.Duration, cursor string, limit int) ([]engine.Leak, string, error) {
 	if err := e.check(ctx); err != nil {
 		return nil, "", err
@@ -324,9 +326,15 @@ func (e *Engine) leaksOf(ctx context.Context, path, name string, now, maxTTL int
 				continue
 			}
 			if typ == expiredHolder || typ == expiredMark {
-				// The engine's own, ended: swept at the version read
-				// (as the next reading of the line would), not a leak.
-				if err := e.del(ctx, path+"/"+k, cst.Version); err != nil && !verdict(err) {
+				// The engine's own, ended: swept at the version read as
+				// the next reading of the line would (sweep: an expired
+				// holder's child goes with a release recorded, which
+				// reserves the lock for a fair head), not a leak.
+				err := e.del(ctx, path+"/"+k, cst.Version)
+				if typ == expiredHolder {
+					err = e.free(ctx, child{path: path + "/" + k, st: cst})
+				}
+				if err != nil && !verdict(err) {
 					return nil, err
 				}
 				continue
@@ -362,7 +370,7 @@ func judged(parent, name string, b []byte, st *zk.Stat, now, maxTTL int64) (typ 
 		switch exp := c.expiry(); {
 		case now > exp:
 			// Nobody read the line since it expired: the next reading
-			// deletes it (Leaks does).
+			// sweeps it (Leaks does).
 			return expiredHolder, -1, false
 		case exp > now+maxTTL:
 			return "holder znode beyond max ttl", left(exp - now), false
