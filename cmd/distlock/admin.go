@@ -425,7 +425,8 @@ func latchLeak(l engine.Leak) bool {
 }
 
 // latchMarked reports whether l's engine marked it as a countdown latch
-// still counting: its type begins with "latch " (ZooKeeper: "latch znode").
+// still counting: its type begins with "latch " (ZooKeeper: "latch znode";
+// PostgreSQL: "latch row").
 func latchMarked(l engine.Leak) bool {
 	return strings.HasPrefix(l.Type, "latch ")
 }

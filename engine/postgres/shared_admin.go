@@ -51,28 +51,39 @@ func (e *Engine) listShared(ctx context.Context, prefix, cursor string, limit in
 	return infos, last, nil
 }
 
-// mergePage merges two pages of locks in name order (each at most limit,
-// in name order) into one of at most limit; lastA and lastB are the last
-// names each page's statement read when its page was full ("" when it
-// was not: nothing after it). The merged page ends at the first of them
-// (the names after it were not read from that side), or at its limit-th
-// lock; next is where it ends ("" when neither page was full).
-func mergePage(a, b []engine.Info, lastA, lastB string, limit int) ([]engine.Info, string) {
+// mergePage merges two pages in name order (each at most limit, in name
+// order; name gives an item's name) into one of at most limit; lastA and
+// lastB are the last names each page's statement read when its page was
+// full ("" when it was not: nothing after it). The merged page ends at the
+// first of them (the names after it were not read from that side), or at
+// its limit-th item, past which the items of that item's name are kept
+// too (the cursor is a name: a name's items stay on one page); next is
+// where it ends ("" when neither page was full).
+func mergePage[T any](a, b []T, name func(T) string, lastA, lastB string, limit int) ([]T, string) {
 	bound := lastA
 	if lastB != "" && (bound == "" || lastB < bound) {
 		bound = lastB
 	}
 	all := append(a, b...)
-	slices.SortFunc(all, func(x, y engine.Info) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortStableFunc(all, func(x, y T) int { return strings.Compare(name(x), name(y)) })
 	if bound != "" {
-		all = slices.DeleteFunc(all, func(i engine.Info) bool { return i.Name > bound })
+		all = slices.DeleteFunc(all, func(i T) bool { return name(i) > bound })
 	}
 	if len(all) > limit {
-		all = all[:limit]
-		return all, all[len(all)-1].Name
+		cut := limit
+		for cut < len(all) && name(all[cut]) == name(all[cut-1]) {
+			cut++
+		}
+		if cut < len(all) {
+			all = all[:cut]
+			return all, name(all[cut-1])
+		}
 	}
 	return all, bound
 }
+
+// infoName is an Info's name (mergePage's key for pages of locks).
+func infoName(i engine.Info) string { return i.Name }
 
 // forceShared frees every holder of the shared lock name, or only owner
 // when owner is not ""; it reports whether anyone (owner) held it.

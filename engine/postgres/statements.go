@@ -14,7 +14,7 @@ type statements struct {
 	// does not, for a schema of an earlier version.
 	acquire, acquireV6, extend, release, forceRelease, leave string
 	raiseFence, setMetadata, inspect, sweep                  string
-	list, leaks                                              string
+	list, leaks, latchLeaks                                  string
 	// The administration of shared locks (shared_admin.go).
 	listShared, forceReleaseShared string
 
@@ -106,6 +106,9 @@ FROM (SELECT k.name, k.expires_at FROM ` + s + `.locks k
       AND starts_with(h.name, $1) AND h.name > $2) x
 GROUP BY x.name
 ORDER BY x.name LIMIT $4`,
+		// A countdown latch still counting: no expiry by design (it goes
+		// when its count reaches zero).
+		latchLeaks: `SELECT name FROM ` + s + `.latches WHERE starts_with(name, $1) AND name > $2 ORDER BY name LIMIT $3`,
 	}
 }
 
