@@ -309,10 +309,10 @@ func (l *Lease) settleExtend() {
 // A backend error that may pass (a failover's refused connections) is
 // tried again within the release timeout, where a copy cannot drop a
 // second hold: on engines whose releases apply once (engine.OnceReleaser:
-// Redis, PostgreSQL's mutexes, ZooKeeper), and on every engine for a
-// lease of the Client's random owner (no WithOwner), which holds the lock
-// once; a later copy that finds the lock free while the lease was still
-// valid reports the earlier copy's release. After a backend error the
+// every engine of this module, and a server whose engine is one), and on every engine for a lease of the
+// Client's random owner (no WithOwner), which holds the lock once; a
+// later copy that finds the lock free while the lease was still valid
+// reports the earlier copy's release. After a backend error the
 // lease is dropped all the same; the lock then stays held on the server
 // until its ttl runs out. A lease that was no
 // longer held returns an error matching ErrNotHeld; when a force-release

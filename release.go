@@ -13,23 +13,23 @@ import (
 // that may pass, until answered or ctx ends (resend): a failover's refused
 // dials (go-redis refuses new connections for a second after a pool's
 // worth of failed dials), a connection reset.
-//   - On an engine whose releases apply once (engine.OnceReleaser) every
-//     copy carries one release id, so a copy of a release that did apply
+//   - On an engine whose releases apply once (engine.OnceReleaser: every
+//     engine of this module, and a server whose engine is one) every copy
+//     carries one release id, so a copy of a count-down that did apply
 //     drops no second hold of a re-entrant owner.
 //   - Elsewhere, for a one-off owner's hold (the Client's random owners,
 //     which never re-enter), a copy of a release that did apply finds the
-//     lock free: settled takes a later copy's "not held" for the first
-//     copy's release.
+//     lock free.
 //
+// Either way a copy of a release that freed the lock finds it free:
+// settled takes a later copy's "not held" for the first copy's release.
 // Any other release (an explicit owner's on an engine that cannot release
 // once) is sent once.
 func (c *Client) release(ctx context.Context, l *Lease, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	var res engine.ReleaseResult
 	if once, ok := c.eng.(engine.OnceReleaser); ok {
 		id := c.owners.Next()
-		err := c.resend(ctx, func(ctx context.Context, _ int) (err error) {
-			res, err = once.ReleaseOnce(ctx, r, id)
-			return err
+		res, err := c.resendRelease(ctx, l, func(ctx context.Context) (engine.ReleaseResult, error) {
+			return once.ReleaseOnce(ctx, r, id)
 		})
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return res, err
@@ -38,9 +38,18 @@ func (c *Client) release(ctx context.Context, l *Lease, r engine.ReleaseRequest)
 	if !l.oneOff {
 		return c.eng.Release(ctx, r)
 	}
+	return c.resendRelease(ctx, l, func(ctx context.Context) (engine.ReleaseResult, error) {
+		return c.eng.Release(ctx, r)
+	})
+}
+
+// resendRelease sends a copy of l's release with send until answered
+// (resend), and answers a later copy's "not held" as settled says.
+func (c *Client) resendRelease(ctx context.Context, l *Lease, send func(ctx context.Context) (engine.ReleaseResult, error)) (engine.ReleaseResult, error) {
+	var res engine.ReleaseResult
 	err := c.resend(ctx, func(ctx context.Context, copy int) (err error) {
 		sent := time.Now()
-		res, err = c.eng.Release(ctx, r)
+		res, err = send(ctx)
 		if err == nil && copy > 0 {
 			res = l.settled(res, sent)
 		}

@@ -196,3 +196,70 @@ func releaseThroughRestart(t *testing.T, srv *redistest.Server, eng *releaseLog,
 	}
 	return <-released
 }
+
+// lostFirstOnceReply is lostFirstReply on an engine whose releases apply
+// once (engine.OnceReleaser): its first ReleaseOnce is carried out with
+// its answer lost.
+type lostFirstOnceReply struct {
+	lostFirstReply
+	once engine.OnceReleaser
+	ids  []string
+}
+
+func (e *lostFirstOnceReply) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	res, err := e.once.ReleaseOnce(ctx, r, id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.releases++
+	e.ids = append(e.ids, id)
+	if e.releases == 1 {
+		return engine.ReleaseResult{}, errReplyLost
+	}
+	return res, err
+}
+
+// TestExplicitOwnerReleaseAppliedReplyLost: on an engine whose releases
+// apply once, an explicit owner's release whose answer was lost is sent
+// again with the same id: a copy of a count-down drops no second hold of
+// the re-entrant owner (its other lease still holds the lock), and a copy
+// of the release that freed the lock finds it free while the lease was
+// valid, which is the first copy's release: Release returns nil. Before,
+// an explicit owner's release was resent only on Redis, PostgreSQL and
+// ZooKeeper, and a copy that found the lock freed by the first one
+// returned an error.
+func TestExplicitOwnerReleaseAppliedReplyLost(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	eng := &lostFirstOnceReply{lostFirstReply: lostFirstReply{Engine: mem}, once: mem}
+	c := distlock.New(eng)
+	defer c.Close()
+	first, err := c.Acquire(ctx, "r", distlock.WithOwner("worker-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Acquire(ctx, "r", distlock.WithOwner("worker-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("the first hold's release, its answer lost once: %v", err)
+	}
+	eng.mu.Lock()
+	ids := append([]string(nil), eng.ids...)
+	eng.mu.Unlock()
+	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("the release's copies carried ids %q; want two copies with one id", ids)
+	}
+	if info, err := mem.Inspect(ctx, "r"); err != nil || !info.Held || info.Owner != "worker-1" || info.Count != 1 {
+		t.Fatalf("after one of two holds was released: %+v, %v; want worker-1 holding once", info, err)
+	}
+	eng.mu.Lock()
+	eng.releases = 0 // the next release's first answer is lost too
+	eng.mu.Unlock()
+	if err := second.Release(ctx); err != nil {
+		t.Fatalf("the last hold's release, its answer lost once: %v", err)
+	}
+	if info, err := mem.Inspect(ctx, "r"); err != nil || info.Held {
+		t.Fatalf("after both holds were released: %+v, %v; want free", info, err)
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -388,7 +389,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 			ereq.Kind = info.Kind
 		}
 	}
-	res, err := s.eng.Release(ctx, ereq)
+	res, err := s.release(ctx, ereq, req.ReleaseID)
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return
@@ -422,6 +423,19 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 		}
 		writeError(w, notHeld(name, engine.Missing))
 	}
+}
+
+// release is the engine's release of r; with an id (not ""), its
+// ReleaseOnce (api.ReleaseRequest.ReleaseID), or errors.ErrUnsupported
+// when the engine has none.
+func (s *Server) release(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	switch {
+	case id == "":
+		return s.eng.Release(ctx, r)
+	case s.once == nil:
+		return engine.ReleaseResult{}, fmt.Errorf("the server's engine cannot release once: %w", errors.ErrUnsupported)
+	}
+	return s.once.ReleaseOnce(ctx, r, id)
 }
 
 // handleMetadata serves POST /v1/locks/{name}/metadata

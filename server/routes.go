@@ -194,5 +194,5 @@ func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request, role Role) {
 	caps := engine.CapabilitiesOf(s.eng)
 	writeJSON(w, http.StatusOK, api.InfoResponse{Engine: s.engineName, Role: role.String(), Auth: s.tokens != nil, Version: Version,
 		Embedded: s.embedded, Backend: s.backendID,
-		MinTTLMs: caps.MinTTL.Milliseconds(), TTLGranularityMs: caps.TTLGranularity.Milliseconds()})
+		MinTTLMs: caps.MinTTL.Milliseconds(), TTLGranularityMs: caps.TTLGranularity.Milliseconds(), ReleaseOnce: s.once != nil})
 }

@@ -111,6 +111,7 @@ var Version = "development"
 // It does not own the engine: close the engine after Shutdown.
 type Server struct {
 	eng            engine.Engine
+	once           engine.OnceReleaser // eng, when its releases apply once (api.ReleaseRequest.ReleaseID)
 	engineName     string
 	embedded       bool
 	backendID      string        // GET /v1/info's backend
@@ -294,6 +295,12 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
+// onceReleaser is eng as an engine.OnceReleaser, or nil.
+func onceReleaser(eng engine.Engine) engine.OnceReleaser {
+	o, _ := eng.(engine.OnceReleaser)
+	return o
+}
+
 // New returns a server for eng.
 func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	if eng == nil {
@@ -301,6 +308,7 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	}
 	s := &Server{
 		eng:      eng,
+		once:     onceReleaser(eng),
 		maxBody:  DefaultMaxBodyBytes,
 		maxWait:  DefaultMaxWait,
 		timeouts: Timeouts{Header: DefaultHeaderTimeout, Body: DefaultBodyTimeout, Idle: DefaultIdleTimeout},

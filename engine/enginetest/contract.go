@@ -212,21 +212,12 @@ func (s *suite) raiseFenceNextGrant(t *testing.T) {
 // (NotOwner), and changes nothing.
 func (s *suite) releaseOnceReplay(t *testing.T) {
 	e := s.h.New(t)
-	o, ok := e.(engine.OnceReleaser)
-	if !ok {
-		t.Skip("the engine has no idempotent release (engine.OnceReleaser)")
-	}
+	o := onceReleaser(t, e)
 	ctx := ctxTimeout(t, 30*time.Second)
 	name := lockName(t)
 	g := grant(t, ctx, e, name, "owner", "a1")
 	grant(t, ctx, e, name, "owner", "a2")
-	release := func(what, id string, want engine.ReleaseStatus, remaining int) {
-		t.Helper()
-		r, err := o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: "owner"}, id)
-		if err != nil || r.Status != want || r.Remaining != remaining {
-			t.Fatalf("ReleaseOnce %s: %+v, %v; want status %d with %d holds left", what, r, err, want, remaining)
-		}
-	}
+	release := replayer(t, ctx, o, engine.ReleaseRequest{Name: name, Owner: "owner"})
 	release("r1", "r1", engine.Released, 1)
 	release("r1 again", "r1", engine.Released, 1)
 	wantHeld(t, "after r1 twice", settled(t, ctx, e, name), "owner", 1, g.Token)
@@ -250,6 +241,97 @@ func (s *suite) releaseOnceReplay(t *testing.T) {
 		t.Fatalf("a copy of the last release under another holder: %+v, %v; want NotOwner", r, err)
 	}
 	wantHeld(t, "the other holder", settled(t, ctx, e, name), "other", 1, other.Token)
+}
+
+// releaseOnceReplayShared is releaseOnceReplay for a shared lock's holder
+// (an RW lock's reader, which every engine with shared locks keeps): a
+// copy of a count-down drops no second hold, also after the owner
+// re-entered between the two copies, and a copy of the release of the
+// last hold finds the owner holding nothing (NotHeld; a quorum's straggler
+// may answer Released) and drops nothing: a writer is granted. An engine
+// whose shared locks cannot release once (errors.ErrUnsupported) skips.
+func (s *suite) releaseOnceReplayShared(t *testing.T) {
+	s.sharer(t)
+	e := s.h.New(t)
+	o := onceReleaser(t, e)
+	ctx := ctxTimeout(t, 30*time.Second)
+	name := lockName(t)
+	read := func(attempt string) {
+		t.Helper()
+		r := engine.AcquireRequest{Name: name, Owner: "owner", Attempt: attempt, TTL: directTTL,
+			Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1}
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
+			t.Fatalf("read lock (attempt %q): %+v, %v", attempt, g, err)
+		}
+	}
+	release := replayer(t, ctx, o, engine.ReleaseRequest{Name: name, Owner: "owner", Kind: engine.RWLock})
+	holds := func(what string, want int) {
+		t.Helper()
+		got := -1
+		WaitFor(t, 20*time.Second, fmt.Sprintf("%s: the reader to hold %d times", what, want), func() bool {
+			info, err := e.Inspect(ctx, name)
+			if err != nil {
+				t.Fatalf("inspect: %v", err)
+			}
+			got = 0
+			for _, h := range info.Holders {
+				if h.Owner == "owner" {
+					got = h.Count
+				}
+			}
+			return got == want
+		})
+	}
+	read("a1")
+	read("a2")
+	release("r1", "r1", engine.Released, 1)
+	release("r1 again", "r1", engine.Released, 1)
+	holds("after r1 twice", 1)
+
+	read("a3")
+	release("r1 once more, after a re-entry", "r1", engine.Released, 2)
+	holds("after a late copy of r1", 2)
+
+	release("r2", "r2", engine.Released, 1)
+	release("r3", "r3", engine.Released, 0)
+	holds("after every hold was released", 0)
+	// A quorum's node that had not applied r3 yet (a straggler) applies
+	// one of the two copies there: Released is then the copy's answer too.
+	r, err := o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: "owner", Kind: engine.RWLock}, "r3")
+	if err != nil || r.Remaining != 0 || r.Status != engine.NotHeld && r.Status != engine.Released {
+		t.Fatalf("ReleaseOnce r3 again, on the free lock: %+v, %v; want NotHeld (or Released) with no hold left", r, err)
+	}
+	holds("after a copy of the last release", 0)
+	if g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "writer", Attempt: "w", TTL: directTTL,
+		Kind: engine.RWLock, Limit: engine.RWPermits, Weight: engine.RWPermits}); err != nil || !g.Acquired {
+		t.Fatalf("a writer after every read hold was released: %+v, %v", g, err)
+	}
+}
+
+// onceReleaser returns e as an engine.OnceReleaser, or skips the test.
+func onceReleaser(t *testing.T, e engine.Engine) engine.OnceReleaser {
+	t.Helper()
+	o, ok := e.(engine.OnceReleaser)
+	if !ok {
+		t.Skip("the engine has no idempotent release (engine.OnceReleaser)")
+	}
+	return o
+}
+
+// replayer returns a call of ReleaseOnce of r with an id, which fails the
+// test unless it answers want with remaining holds left; an engine that
+// cannot release r's kind once (errors.ErrUnsupported) skips the test.
+func replayer(t *testing.T, ctx context.Context, o engine.OnceReleaser, r engine.ReleaseRequest) func(what, id string, want engine.ReleaseStatus, remaining int) {
+	return func(what, id string, want engine.ReleaseStatus, remaining int) {
+		t.Helper()
+		res, err := o.ReleaseOnce(ctx, r, id)
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skipf("the engine cannot release a %s once: %v", r.Kind, err)
+		}
+		if err != nil || res.Status != want || res.Remaining != remaining {
+			t.Fatalf("ReleaseOnce %s: %+v, %v; want status %d with %d holds left", what, res, err, want, remaining)
+		}
+	}
 }
 
 // attemptReplay: an Acquire resent with the Attempt of the holder's last

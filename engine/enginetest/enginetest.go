@@ -122,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 		{"RaiseFenceNeverLowers", s.raiseFenceNeverLowers},
 		{"RaiseFenceNextGrant", s.raiseFenceNextGrant},
 		{"ReleaseOnceReplay", s.releaseOnceReplay},
+		{"ReleaseOnceReplayShared", s.releaseOnceReplayShared},
 		{"AttemptReplay", s.attemptReplay},
 		{"AttemptReplayOneOff", s.attemptReplayOneOff},
 		{"WaitingWakesSubscriber", s.waitingWakesSubscriber},

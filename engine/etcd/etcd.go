@@ -66,6 +66,7 @@ var (
 	_ engine.Describer      = (*Engine)(nil)
 	_ engine.ForceReleaser  = (*Engine)(nil)
 	_ engine.HolderReleaser = (*Engine)(nil)
+	_ engine.OnceReleaser   = (*Engine)(nil)
 	_ engine.MetadataSetter = (*Engine)(nil)
 	_ engine.Lister         = (*Engine)(nil)
 	_ engine.LeakFinder     = (*Engine)(nil)

@@ -95,7 +95,7 @@ func (e *Engine) releaseMulti(ctx context.Context, rs []engine.ReleaseRequest) (
 		if unsure {
 			gone = refs[i]
 		}
-		if out[i], err = e.releaseRead(ctx, name, owner, r.Token, st, gone); err != nil {
+		if out[i], err = e.releaseRead(ctx, name, owner, r.Token, releaseMark(), st, gone); err != nil {
 			return nil, err
 		}
 	}

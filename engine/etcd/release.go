@@ -11,21 +11,22 @@ import (
 	"github.com/distlock/distlock/engine"
 )
 
-// Release implements engine.Engine: one hold of owner is dropped; the last
-// one deletes the lock key, which wakes the head of the queue.
+// releaseMutex is Release of a mutex: one hold of owner is dropped; the
+// last one deletes the lock key, which wakes the head of the queue.
 //
 // A deletion sent again after an attempt that may have been applied
 // without an answer (see retry) finds the key gone, or another owner's: the
 // release answers Released then, since this call's deletion is the likely
 // cause (the other one, the lease's expiry, the Client has already
-// signalled). A count-down carries the call's own mark (hold.Rel), by which
-// a count-down applied without an answer is recognised and not repeated.
+// signalled). A count-down carries the release's id, rel (hold.Rel: the
+// caller's, the same on each copy it sends, for ReleaseOnce), by which a
+// count-down applied without an answer is recognised and not repeated.
 //
 // A release naming a grant's token (r.Token, not 0) drops a hold of that
 // grant only: the lock key's CreateRevision is compared with it, in the
 // fast transaction as in the full decision's read, and a newer grant of
 // the owner answers NotOwner.
-func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, rel string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -36,16 +37,15 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (eng
 		}
 		return engine.ReleaseResult{}, err
 	}
-	return e.releaseRead(ctx, r.Name, r.Owner, r.Token, nil, gone)
+	return e.releaseRead(ctx, r.Name, r.Owner, r.Token, rel, nil, gone)
 }
 
 // releaseRead is Release after its fast attempt: st is the name's keys as
 // read (nil: read them), gone the lock's lease when a deletion may have
 // been applied without an answer (see retry), else nil; token, when not 0,
-// the grant whose hold is dropped.
-func (e *Engine) releaseRead(ctx context.Context, name, owner string, token uint64, st *state, gone *lockRef) (engine.ReleaseResult, error) {
+// the grant whose hold is dropped; rel the release's id (hold.Rel).
+func (e *Engine) releaseRead(ctx context.Context, name, owner string, token uint64, rel string, st *state, gone *lockRef) (engine.ReleaseResult, error) {
 	var err error
-	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.read(ctx, name); err != nil {

@@ -636,7 +636,7 @@ func (e *Engine) holderTTLs(ctx context.Context, st *sharedState) ([]time.Durati
 // the queue when it fits now. With r.Token (not 0), only a hold of that
 // grant (the holder key's CreateRevision) is dropped: a newer grant of the
 // owner answers NotOwner.
-func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, rel string) (engine.ReleaseResult, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -647,7 +647,6 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	if done {
 		return engine.ReleaseResult{Status: engine.Released}, nil
 	}
-	rel := releaseMark()
 	for range maxConflicts {
 		if st == nil {
 			if st, err = e.readShared(ctx, r.Name); err != nil {
@@ -921,12 +920,22 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }
 
-// Release implements engine.Engine: every kind of lock, dispatched once on
-// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared. A release
-// that finds nothing of the owner while a force-release's mark stands is
-// answered NotOwner (taken over).
+// Release implements engine.Engine: ReleaseOnce with an id of its own.
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	res, err := engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	return e.ReleaseOnce(ctx, r, releaseMark())
+}
+
+// ReleaseOnce implements engine.OnceReleaser: every kind of lock,
+// dispatched once on r.Kind (engine.ReleaseOnceByKind) to releaseMutex or
+// releaseShared. A hold's count-down records id (hold.Rel), so a copy of
+// it (a Client resending a release whose answer was lost) drops no second
+// hold. A release that finds nothing of the owner while a force-release's
+// mark stands is answered NotOwner (taken over).
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if id == "" {
+		id = releaseMark() // "" would match a hold never counted down
+	}
+	res, err := engine.ReleaseOnceByKind(ctx, r, id, e.releaseMutex, e.releaseShared)
 	if err != nil || res.Status != engine.NotHeld {
 		return res, err
 	}

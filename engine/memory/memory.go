@@ -39,6 +39,7 @@ type lock struct {
 	token    uint64
 	metadata string
 	attempt  string
+	rel      string // the id of the last release that counted a hold down (ReleaseOnce)
 	expires  time.Time
 }
 
@@ -51,6 +52,7 @@ var (
 	_ engine.Engine         = (*Engine)(nil)
 	_ engine.FenceRaiser    = (*Engine)(nil)
 	_ engine.MetadataSetter = (*Engine)(nil)
+	_ engine.OnceReleaser   = (*Engine)(nil)
 )
 
 // New returns an empty in-process engine.
@@ -203,18 +205,20 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 }
 
 // releaseMutex is Release for a mutex.
-func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return e.release(r.Name, r.Owner, r.Token), nil
+	return e.release(r.Name, r.Owner, r.Token, id), nil
 }
 
-// release drops one hold of owner on name, of the grant of token (0: any);
+// release drops one hold of owner on name, of the grant of token (0: any),
+// unless id (not "") is the id of the release that last counted it down
+// (a copy of that release: answered as it was, with the holds there are);
 // the caller holds e.mu.
-func (e *Engine) release(name, owner string, token uint64) engine.ReleaseResult {
+func (e *Engine) release(name, owner string, token uint64, id string) engine.ReleaseResult {
 	now := e.now()
 	l := e.live(name, now)
 	switch {
@@ -224,9 +228,12 @@ func (e *Engine) release(name, owner string, token uint64) engine.ReleaseResult 
 		return engine.ReleaseResult{Status: engine.NotHeld}
 	case l.owner != owner, token != 0 && l.token != token:
 		return engine.ReleaseResult{Status: engine.NotOwner}
+	case id != "" && l.rel == id:
+		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	l.count--
 	if l.count > 0 {
+		l.rel = id
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	e.dropMutex(name)

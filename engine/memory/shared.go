@@ -25,6 +25,7 @@ type sharedHolder struct {
 	token         uint64
 	metadata      string
 	attempt       string
+	rel           string // the id of the last release that counted a hold down (ReleaseOnce)
 	expires       time.Time
 }
 
@@ -223,7 +224,7 @@ func (e *Engine) dropSharedWaiter(s *sharedLock, waiter string) {
 }
 
 // releaseShared is Release for a shared kind.
-func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.check(ctx); err != nil {
@@ -244,7 +245,11 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 	if r.Token != 0 && h.token != r.Token {
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
 	}
+	if id != "" && h.rel == id {
+		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil // a copy of the last count-down
+	}
 	if h.count--; h.count > 0 {
+		h.rel = id
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
 	delete(s.holders, r.Owner)
@@ -395,7 +400,15 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 }
 
 // Release implements engine.Engine: every kind of lock, dispatched once on
-// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+// r.Kind (engine.ReleaseOnceByKind) to releaseMutex or releaseShared,
+// without an id (every call drops a hold).
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
-	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	return e.ReleaseOnce(ctx, r, "")
+}
+
+// ReleaseOnce implements engine.OnceReleaser: as Release, but a hold's
+// count-down records id, so a copy of the call (a server's client resending
+// a release whose answer was lost; a quorum's retry) drops no second hold.
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseMutex, e.releaseShared)
 }

@@ -31,3 +31,9 @@ func (e *Engine) EndV15()   { e.v15.until.Store(0) }
 // v18Recheck does.
 func (e *Engine) V18() bool { return e.v18.old() }
 func (e *Engine) EndV18()   { e.v18.until.Store(0) }
+
+// V19 reports whether the engine answers a shared lock's ReleaseOnce
+// unsupported now (it met a schema before version 20); EndV19 ends that
+// as the passing of v19Recheck does.
+func (e *Engine) V19() bool { return e.v19.old() }
+func (e *Engine) EndV19()   { e.v19.until.Store(0) }

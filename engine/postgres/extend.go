@@ -170,3 +170,8 @@ const v15Recheck = time.Minute
 // engine releases a set's names one call each before it tries version
 // 19's release_multi again.
 const v18Recheck = time.Minute
+
+// v19Recheck is v11Recheck for a schema before version 20: how long an
+// engine answers a shared lock's ReleaseOnce unsupported before it tries
+// version 20's release_shared again.
+const v19Recheck = time.Minute

@@ -83,12 +83,19 @@ var schemaSQL string
 // HighestSeen refuses a token above the name's newest grant of any kind
 // that the schema remembers (a token no grant of the name has had, or any
 // token of a name whose grants are all forgotten) with SQLSTATE DL003,
-// recording nothing, and the upgrade resets the marks such tokens left).
+// recording nothing, and the upgrade resets the marks such tokens left);
+// 20: a shared lock's release carries the call's id, release_shared's
+// p_id (shared_holders.release_id), and a copy with the same id drops no
+// second hold, so a Client resends a lost release of an explicit owner's
+// shared hold as it does a mutex's (engine.OnceReleaser); version 19's
+// signature stays for processes of that version, and an engine on a schema
+// before version 20 answers a shared lock's ReleaseOnce unsupported (the
+// Client then releases plainly) until it is migrated.
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 19
+const SchemaVersion = 20
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

@@ -45,7 +45,11 @@ type Engine struct {
 	// tokens checked), for v18Recheck at a time, once version 19's
 	// release_multi was missing (a schema before version 19, whose
 	// release_multi takes no tokens).
-	v18    signatures
+	v18 signatures
+	// v19: a shared lock's ReleaseOnce answers errNoSharedReleaseID, sending
+	// nothing, for v19Recheck at a time, once version 20's release_shared
+	// (with the call's id) was missing (a schema before version 20).
+	v19    signatures
 	closed atomic.Bool
 	owned  bool // WithOwnedPool: Close closes pool
 	// socks are the connections the engine made (its pool's when it made
@@ -119,6 +123,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Engine, error) {
 	e.v13.recheck = v13Recheck
 	e.v15.recheck = v15Recheck
 	e.v18.recheck = v18Recheck
+	e.v19.recheck = v19Recheck
 	if !c.noListen {
 		e.listen = newListener(e, c.listenConf)
 	}

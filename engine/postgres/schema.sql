@@ -875,8 +875,10 @@ CREATE TABLE IF NOT EXISTS {{S}}.shared_holders (
   metadata   text NOT NULL DEFAULT '',
   attempt    text,                   -- the Acquire call of the grant or last re-entry
   expires_at timestamptz NOT NULL,
+  release_id text,                   -- the release call that last counted a hold down (version 20)
   PRIMARY KEY (name, owner)
 );
+ALTER TABLE {{S}}.shared_holders ADD COLUMN IF NOT EXISTS release_id text; -- version 20
 
 CREATE TABLE IF NOT EXISTS {{S}}.shared_waiters (
   name     text COLLATE "C" NOT NULL,
@@ -1104,7 +1106,7 @@ END $$;
 -- DL001, as acquire_shared's), having changed nothing; before, a release
 -- asked as a reader-writer lock's dropped a semaphore's permit.
 -- Statuses: 1 released, 2 not held, 3 held under another token.
-CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint, p_kind integer,
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint, p_kind integer, p_id text,
   OUT o_status integer, OUT o_remaining integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1123,7 +1125,17 @@ BEGIN
      AND EXISTS (SELECT 1 FROM {{S}}.shared_holders WHERE name = p_name AND owner = p_owner) THEN
     RAISE EXCEPTION 'DISTLOCK kind %', s.kind USING ERRCODE = 'DL001';
   END IF;
-  UPDATE {{S}}.shared_holders SET holds = holds - 1
+  IF p_id <> '' THEN
+    -- A copy of the release that last counted the hold down: answered as
+    -- it was, with the holds there are, dropping none.
+    SELECT holds INTO o_remaining FROM {{S}}.shared_holders
+     WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token) AND release_id = p_id;
+    IF FOUND THEN
+      o_status := 1;
+      RETURN;
+    END IF;
+  END IF;
+  UPDATE {{S}}.shared_holders SET holds = holds - 1, release_id = nullif(p_id, '')
    WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
   RETURNING holds INTO o_remaining;
   IF NOT FOUND THEN
@@ -1142,17 +1154,23 @@ BEGIN
   PERFORM {{S}}._shared_wake(p_name, s.lim, used);
 END $$;
 
+-- release_shared without p_id: version 14's to 19's signature, for
+-- processes of those versions (every call drops a hold).
+CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint, p_kind integer,
+  OUT o_status integer, OUT o_remaining integer)
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, p_token, p_kind, '') $$;
+
 -- release_shared without p_kind: version 12's and 13's signature, for
 -- processes of those versions (the kind is not checked).
 CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text, p_token bigint,
   OUT o_status integer, OUT o_remaining integer)
-LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, p_token, 0) $$;
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, p_token, 0, '') $$;
 
 -- release_shared without p_token: version 11's signature, for processes
 -- of that version.
 CREATE OR REPLACE FUNCTION {{S}}.release_shared(p_name text, p_owner text,
   OUT o_status integer, OUT o_remaining integer)
-LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, 0::bigint, 0) $$;
+LANGUAGE sql AS $$ SELECT * FROM {{S}}.release_shared(p_name, p_owner, 0::bigint, 0, '') $$;
 
 -- inspect_shared reads a shared lock without changing or locking
 -- anything: its kind and limit (0 when it does not exist), high-water,
@@ -1676,7 +1694,11 @@ INSERT INTO {{S}}.version (version) SELECT 17 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- HighestSeen raises DL003, recording nothing, for a token above the
 -- name's newest grant of any kind that the schema remembers (a token no
 -- grant of the name has had, or any token of a forgotten name); the
--- upgrade to 19 resets the marks such a token left (below).
+-- upgrade to 19 resets the marks such a token left (below); 20: a shared
+-- hold's release carries the call's id (release_shared's p_id,
+-- shared_holders.release_id), and a copy with the same id drops no second
+-- hold (engine.OnceReleaser), as a mutex's release does (version
+-- 19's signature stays, calling it with no id).
 
 -- A mark whose accepted token is above the name's newest grant of any kind
 -- holds a token no grant of the name had (recorded before version 19):
@@ -1689,4 +1711,4 @@ UPDATE {{S}}.fence_marks m SET token = 0, holder = ''
          coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = m.name), 0),
          coalesce((SELECT s.high_water FROM {{S}}.shared s WHERE s.name = m.name), 0));
 
-UPDATE {{S}}.version SET version = 19 WHERE version < 19;
+UPDATE {{S}}.version SET version = 20 WHERE version < 20;

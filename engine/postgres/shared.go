@@ -95,19 +95,55 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		return engine.ReleaseResult{}, err
 	}
 	var status, remaining int32
-	err := e.v13.call(func() error {
-		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token), int32(r.Kind)).Scan(&status, &remaining)
-	}, func() error {
-		return e.v11.call(func() error {
-			return e.pool.QueryRow(ctx, e.sql.releaseSharedV13, r.Name, r.Owner, grantToken(r.Token)).Scan(&status, &remaining)
-		}, func() error {
-			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(&status, &remaining)
-		})
-	})
+	err := e.plainReleaseShared(ctx, r, &status, &remaining)
 	if err != nil {
 		return engine.ReleaseResult{}, e.sharedError(err, r.Name, r.Kind, 0, 0)
 	}
 	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
+}
+
+// releaseOnceShared is ReleaseOnce for a shared kind: release_shared with
+// the call's id (schema version 20), which records it with the count-down,
+// so a copy with the same id drops no second hold. On a schema before
+// version 20 (v19: for v19Recheck at a time) the answer is
+// errNoSharedReleaseID, having sent nothing or run nothing, and the Client
+// releases plainly.
+func (e *Engine) releaseOnceShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if err := e.check(); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	if err := checkTexts("name", r.Name, "owner", r.Owner, "release id", id); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	var status, remaining int32
+	err := e.v19.call(func() error {
+		return e.pool.QueryRow(ctx, e.sql.releaseSharedOnce, r.Name, r.Owner, grantToken(r.Token), int32(r.Kind), id).Scan(&status, &remaining)
+	}, func() error { return errNoSharedReleaseID })
+	if errors.Is(err, errNoSharedReleaseID) {
+		return engine.ReleaseResult{}, err
+	}
+	if err != nil {
+		return engine.ReleaseResult{}, e.sharedError(err, r.Name, r.Kind, 0, 0)
+	}
+	return engine.ReleaseResult{Status: engine.ReleaseStatus(status), Remaining: int(remaining)}, nil
+}
+
+// errNoSharedReleaseID answers a shared lock's ReleaseOnce on a schema
+// before version 20: its release_shared records no ids.
+var errNoSharedReleaseID = fmt.Errorf("postgres: the schema's shared locks cannot release once (migrate it to version %d): %w", SchemaVersion, errors.ErrUnsupported)
+
+// plainReleaseShared calls release_shared without an id, with the newest
+// signature the schema has, scanning its answer into status and remaining.
+func (e *Engine) plainReleaseShared(ctx context.Context, r engine.ReleaseRequest, status, remaining *int32) error {
+	return e.v13.call(func() error {
+		return e.pool.QueryRow(ctx, e.sql.releaseShared, r.Name, r.Owner, grantToken(r.Token), int32(r.Kind)).Scan(status, remaining)
+	}, func() error {
+		return e.v11.call(func() error {
+			return e.pool.QueryRow(ctx, e.sql.releaseSharedV13, r.Name, r.Owner, grantToken(r.Token)).Scan(status, remaining)
+		}, func() error {
+			return e.pool.QueryRow(ctx, e.sql.releaseSharedV11, r.Name, r.Owner).Scan(status, remaining)
+		})
+	})
 }
 
 // inspectShared describes the shared lock name: a plain read, no locks.
@@ -203,12 +239,12 @@ func (e *Engine) unlessTaken(ctx context.Context, name, owner string, res engine
 	return res, nil
 }
 
-// ReleaseOnce implements engine.OnceReleaser for a mutex, answering as
-// Release does (a force-released hold is taken over: unlessTaken; release_shared
-// records no release ids: a shared kind is refused with
-// engine.UnsupportedKind).
+// ReleaseOnce implements engine.OnceReleaser, every kind of lock,
+// answering as Release does (a force-released hold is taken over:
+// unlessTaken). On a schema before version 20 a shared kind's answer
+// matches errors.ErrUnsupported (its release_shared records no ids).
 func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
-	res, err := engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, nil)
+	res, err := engine.ReleaseOnceByKind(ctx, r, id, e.releaseOnceMutex, e.releaseOnceShared)
 	if err != nil {
 		return res, err
 	}

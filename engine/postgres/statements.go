@@ -21,6 +21,7 @@ type statements struct {
 	// Shared locks (shared.go); extendBoth is extend and extend_shared in
 	// one statement, for a batch with both.
 	acquireShared, releaseShared, inspectShared, setLimit   string
+	releaseSharedOnce                                       string
 	leaveShared, raiseSharedFence, extendShared, extendBoth string
 
 	// Sets of mutexes (multi.go); releaseMulti passes the grants' tokens
@@ -62,13 +63,14 @@ func newStatements(schema string) statements {
 		releaseMulti: "SELECT * FROM " + s + ".release_multi($1, $2, $3)",
 		taken:        "SELECT " + s + "._taken($1, $2, clock_timestamp())",
 
-		acquireShared:    "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-		releaseShared:    "SELECT * FROM " + s + ".release_shared($1, $2, $3, $4)",
-		inspectShared:    "SELECT i.*, q.ids, q.us FROM " + s + ".inspect_shared($1) i, " + queueOf(s, "shared_waiters", "$1", ""),
-		setLimit:         "SELECT " + s + ".set_limit($1, $2)",
-		leaveShared:      "SELECT " + s + ".leave_shared($1, $2)",
-		raiseSharedFence: "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
-		extendShared:     "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4, $5)",
+		acquireShared:     "SELECT * FROM " + s + ".acquire_shared($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		releaseShared:     "SELECT * FROM " + s + ".release_shared($1, $2, $3, $4)",
+		releaseSharedOnce: "SELECT * FROM " + s + ".release_shared($1, $2, $3, $4, $5)",
+		inspectShared:     "SELECT i.*, q.ids, q.us FROM " + s + ".inspect_shared($1) i, " + queueOf(s, "shared_waiters", "$1", ""),
+		setLimit:          "SELECT " + s + ".set_limit($1, $2)",
+		leaveShared:       "SELECT " + s + ".leave_shared($1, $2)",
+		raiseSharedFence:  "SELECT " + s + ".raise_shared_fence($1, $2, $3)",
+		extendShared:      "SELECT * FROM " + s + ".extend_shared($1, $2, $3, $4, $5)",
 		// The mutexes' rows first, then the shared locks' (every batch
 		// locks rows in this order), answers numbered as one batch.
 		extendBoth: "SELECT * FROM " + s + ".extend($1, $2, $3, $4, $5) UNION ALL " +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -122,10 +123,19 @@ func (c *cleaner) drop(k grantKey, p *pendingRelease) {
 // releaseOnce releases with id where the engine supports idempotent
 // releases, and plainly elsewhere.
 func releaseOnce(ctx context.Context, eng engine.Engine, name, owner, id string) (engine.ReleaseResult, error) {
+	return releaseOnceOf(ctx, eng, engine.ReleaseRequest{Name: name, Owner: owner}, id)
+}
+
+// releaseOnceOf is releaseOnce of the request r (any kind): plainly on an
+// engine whose releases of r's kind cannot apply once (ErrUnsupported).
+func releaseOnceOf(ctx context.Context, eng engine.Engine, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	if o, ok := eng.(engine.OnceReleaser); ok {
-		return o.ReleaseOnce(ctx, engine.ReleaseRequest{Name: name, Owner: owner}, id)
+		res, err := o.ReleaseOnce(ctx, r, id)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return res, err
+		}
 	}
-	return eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner})
+	return eng.Release(ctx, r)
 }
 
 // newReleaseID returns a random release id.

@@ -559,7 +559,7 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 // once a majority answered; a node that failed is released again in the
 // background. The hold is released when any node released it; the count
 // left is the majority's.
-func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// Decided when a majority released, a majority says the owner does
 	// not hold it (a second release through another handle of the same
 	// owner must not count a straggler's late hold as released), or a
@@ -568,10 +568,9 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest) (eng
 		released, notHeld, failed := countReleases(rs)
 		return released >= e.majority || notHeld >= e.majority || failed > len(e.nodes)-e.majority
 	}
-	// One release id on every node and in every retry: a node that did not
-	// answer may apply this release later (a paused node) and the retry
-	// too, and the two must drop one hold, not two.
-	id := newReleaseID()
+	// One release id (the caller's) on every node and in every retry: a
+	// node that did not answer may apply this release later (a paused
+	// node) and the retry too, and the two must drop one hold, not two.
 	// Nodes whose grant has not answered yet: the release there waits for
 	// that answer, and the grant is released after it if the wait ends
 	// first.

@@ -67,6 +67,7 @@ var (
 	_ engine.ForceReleaser  = (*Engine)(nil)
 	_ engine.HolderReleaser = (*Engine)(nil)
 	_ engine.FenceRaiser    = (*Engine)(nil)
+	_ engine.OnceReleaser   = (*Engine)(nil)
 )
 
 // Option configures a quorum Engine.

@@ -176,7 +176,7 @@ func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []r
 // answer to the grant was still out waits for that answer first, and the
 // grant is released there once it comes if that wait ended first
 // (sharedFlight).
-func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	if err := e.sharers(r.Kind); err != nil {
 		return engine.ReleaseResult{}, err
 	}
@@ -200,7 +200,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest) (en
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
-		return n.eng.Release(ctx, r)
+		return releaseOnceOf(ctx, n.eng, r, id)
 	}, stop, straggler)
 	if s != nil {
 		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
@@ -587,9 +587,20 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 	return engine.AcquireByKind(ctx, r, e.acquireMutex, e.acquireShared)
 }
 
-// Release implements engine.Engine: every kind of lock, dispatched once on
-// r.Kind (engine.ReleaseByKind) to releaseMutex or releaseShared.
+// Release implements engine.Engine: ReleaseOnce with an id of its own.
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.ReleaseOnce(ctx, r, newReleaseID())
+}
+
+// ReleaseOnce implements engine.OnceReleaser: every kind of lock,
+// dispatched once on r.Kind (engine.ReleaseOnceByKind) to releaseMutex or
+// releaseShared, with id on every node (each node's ReleaseOnce, where it
+// has one) and in every background retry, so a copy (a Client resending a
+// release whose answer was lost) drops no second hold on any node.
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if id == "" {
+		id = newReleaseID() // "" would be no id on the nodes
+	}
 	r.Token = 0 // the nodes keep tokens of their own (engine.ReleaseRequest.Token)
-	return engine.ReleaseByKind(ctx, r, e.releaseMutex, e.releaseShared)
+	return engine.ReleaseOnceByKind(ctx, r, id, e.releaseMutex, e.releaseShared)
 }

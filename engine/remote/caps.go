@@ -28,6 +28,7 @@ func (e *Engine) learn(info api.InfoResponse) {
 		min:  time.Duration(info.MinTTLMs) * time.Millisecond,
 		unit: time.Duration(info.TTLGranularityMs) * time.Millisecond,
 	})
+	e.releaseOnce.Store(info.ReleaseOnce)
 }
 
 // Capabilities implements engine.Describer: fair waiting is offered (a

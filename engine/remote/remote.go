@@ -88,7 +88,8 @@ type Engine struct {
 	backend  string // the backend of the first server vetted (see vet)
 	pinnedBy string // that server
 
-	bounds atomic.Pointer[ttlBounds] // the servers' ttl bounds, once read (caps.go)
+	bounds      atomic.Pointer[ttlBounds] // the servers' ttl bounds, once read (caps.go)
+	releaseOnce atomic.Bool               // the servers honour a release's id, once read (caps.go)
 
 	ctx    context.Context // ends the event streams on Close
 	cancel context.CancelFunc
@@ -306,10 +307,17 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 
 // release drops one hold (Release, any kind).
 func (e *Engine) release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+	return e.releaseWith(ctx, r, "")
+}
+
+// releaseWith is release with the release id id (api.ReleaseRequest.
+// ReleaseID; "": none).
+func (e *Engine) releaseWith(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	name, owner := r.Name, r.Owner
 	holding := e.oneOff.take(name, owner)
 	var out api.ReleaseResponse
 	req := wire.ReleaseBody(r)
+	req.ReleaseID = id
 	err := e.call(ctx, callOpts{how: retryUnsent}, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 	if err != nil && len(e.servers) > 1 && failedOver(ctx, err, retryAlways) {
 		return e.releaseUnknown(ctx, name, owner, r.Kind, holding, req, err)
@@ -328,7 +336,7 @@ func (e *Engine) releaseUnknown(ctx context.Context, name, owner string, kind en
 	switch {
 	case herr == nil && !held:
 		return engine.ReleaseResult{Status: engine.Released}, nil
-	case herr == nil && holding == holdsOnce:
+	case herr == nil && (holding == holdsOnce || req.ReleaseID != ""):
 		err = e.do(ctx, "release", http.MethodPost, lockPath(name, "release"), req, &out)
 		var he *Error
 		if errors.As(err, &he) && he.Code == api.CodeNotHeld {

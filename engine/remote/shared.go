@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
@@ -33,4 +35,22 @@ func (e *Engine) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.G
 // release endpoint (release).
 func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
 	return engine.ReleaseByKind(ctx, r, e.release, e.release)
+}
+
+// ReleaseOnce implements engine.OnceReleaser: Release with the id id,
+// which the server passes to its engine's ReleaseOnce, so a copy (a Client
+// resending a release whose answer was lost) drops no second hold. When
+// the servers do not honour a release's id (api.InfoResponse.ReleaseOnce,
+// read before a server's first use), or the server's engine cannot release
+// r's kind once (a shared lock on a PostgreSQL schema before version 20),
+// the answer is an error matching errors.ErrUnsupported and nothing was
+// dropped.
+func (e *Engine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if id == "" || !e.releaseOnce.Load() {
+		return engine.ReleaseResult{}, fmt.Errorf("remote: the servers cannot release once: %w", errors.ErrUnsupported)
+	}
+	with := func(ctx context.Context, r engine.ReleaseRequest) (engine.ReleaseResult, error) {
+		return e.releaseWith(ctx, r, id)
+	}
+	return engine.ReleaseByKind(ctx, r, with, with)
 }

@@ -308,6 +308,14 @@ type ReleaseRequest struct {
 	// owner), the answer is not_held and nothing is dropped
 	// (engine.ReleaseRequest.Token). Absent or 0: Owner's hold.
 	Token uint64 `json:"token,omitempty"`
+	// ReleaseID, when set, identifies the release call: a copy of it with
+	// the same id (a client resending a release whose answer was lost)
+	// drops no second hold of the owner, and is answered as the release
+	// was, with the holds left (engine.OnceReleaser). A server whose engine
+	// cannot release the lock's kind once (InfoResponse.ReleaseOnce false,
+	// or a shared lock on a PostgreSQL schema before version 20) answers
+	// not_supported and drops nothing.
+	ReleaseID string `json:"release_id,omitempty"`
 }
 
 // ReleaseResponse answers a release that dropped a hold (HTTP 200).
@@ -479,6 +487,9 @@ type InfoResponse struct {
 	// before it asks and its leases report the ttl in effect. 0: no bound.
 	MinTTLMs         int64 `json:"min_ttl_ms,omitempty"`
 	TTLGranularityMs int64 `json:"ttl_granularity_ms,omitempty"`
+	// ReleaseOnce: the server honours ReleaseRequest.ReleaseID (its engine
+	// applies a release once: engine.OnceReleaser).
+	ReleaseOnce bool `json:"release_once,omitempty"`
 }
 
 // Server-sent event names of GET /v1/locks/{name}/events.
