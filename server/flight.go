@@ -31,7 +31,7 @@ func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.cause
 // plus the queue's leave (waiting.LeaveTimeout), whatever the backend
 // does, and not when a stalled backend's call times out.
 func (s *Server) flightAcquire(wctx, ctx context.Context, req engine.AcquireRequest, own bool) (engine.Grant, error) {
-	g, gone, err := flight.Send(wctx, func(f func()) { go f() }, func() (engine.Grant, error) {
+	g, gone, err := flight.Send(wctx, s.detach, func() (engine.Grant, error) {
 		return s.engineAcquire(ctx, req)
 	}, func(g engine.Grant, err error) {
 		s.settleAcquire(ctx, req, own, g, err)
@@ -40,6 +40,17 @@ func (s *Server) flightAcquire(wctx, ctx context.Context, req engine.AcquireRequ
 		return g, &abandonedError{cause: context.Cause(wctx)}
 	}
 	return g, err
+}
+
+// detach runs f, engine work a request leaves to finish after its answer
+// (bounded by engineTimeout), on a goroutine of its own that Shutdown
+// waits for (Server.detached).
+func (s *Server) detach(f func()) {
+	s.detached.Add(1)
+	go func() {
+		defer s.detached.Done()
+		f()
+	}()
 }
 
 // settleAcquire settles the late answer (g, err) of an attempt its wait

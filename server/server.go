@@ -140,6 +140,10 @@ type Server struct {
 	bgStop   chan struct{} // closed when background work must end
 	bgOnce   sync.Once
 	bg       sync.WaitGroup
+	// detached counts the engine calls a request left to finish after its
+	// answer (detach): bounded by engineTimeout each; Shutdown waits for
+	// them until its context ends.
+	detached sync.WaitGroup
 
 	mu      sync.Mutex
 	servers []*http.Server

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/distlock/distlock/engine"
@@ -40,8 +41,11 @@ func (s *Server) stopBackground() {
 
 // Shutdown stops the server gracefully: it stops accepting connections,
 // answers every waiting acquire with shutting_down (HTTP 503) and ends the
-// event streams, lets the requests in progress finish (until ctx ends), and
-// stops the server's goroutines. It releases nothing: on Redis the locks
+// event streams, lets the requests in progress finish (until ctx ends),
+// waits (until ctx ends) for the engine calls that answered requests left
+// to finish (the settlement of an attempt a wait abandoned, a waiter's
+// last heartbeat: each bounded by the 10 s engine bound), and stops the
+// server's goroutines. It releases nothing: on Redis the locks
 // that clients hold stay theirs, and their leases go on through another
 // server. On the embedded engine the locks live in this process: Shutdown
 // logs how many are held, and they are dropped when the engine is closed
@@ -57,13 +61,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := s.awaitDetached(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	s.stopBackground()
 	s.reportDropped(ctx)
 	return errors.Join(errs...)
 }
 
+// awaitDetached waits for the detached engine calls (detach) until ctx
+// ends; those still running then end within their own engine bound.
+func (s *Server) awaitDetached(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.detached.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: engine calls left by answered requests still running: %w", ctx.Err())
+	}
+}
+
 // Close stops the server at once: connections are closed, requests in
-// progress are cut off. Like Shutdown it releases nothing.
+// progress are cut off, and the engine calls answered requests left to
+// finish go on in the background, each within the engine bound. Like
+// Shutdown it releases nothing.
 func (s *Server) Close() error {
 	s.beginStop()
 	s.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -256,5 +257,33 @@ func TestDashboardSaysWhyElectionsAreMissing(t *testing.T) {
 	t.Logf("elections %d, elections_error %q, list_error %q", len(v.Elections), v.ElectionsError, v.ListError)
 	if !strings.Contains(v.ElectionsError, `"e"`) || len(v.Elections) != 0 {
 		t.Fatalf("snapshot on a stopped Redis: elections %d, elections_error %q", len(v.Elections), v.ElectionsError)
+	}
+}
+
+// TestShutdownWaitsForAbandonedAttempts: an attempt of a held-open acquire
+// that its wait abandoned on a stopped Redis is settled in the background;
+// Shutdown waits for it until its context ends, and says so when the
+// context ends first, instead of returning with the engine call still
+// running (a goroutine outliving the server). Once Redis answers again,
+// Shutdown returns nil, and the abandoned attempt's late grant has been
+// released by then.
+func TestShutdownWaitsForAbandonedAttempts(t *testing.T) {
+	s := startOnRedis(t)
+	s.pause(t)
+	r := call(t, "POST", lockURL(s.testServer, "free", "acquire"), "", map[string]any{"wait_ms": 200, "ttl_ms": 600000})
+	want(t, "acquire on a stopped Redis", r, 503, "backend_unavailable")
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown while the abandoned attempt waits on the stopped Redis: %v; want the context's deadline", err)
+	}
+	s.resume(t)
+	ctx, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown once Redis answers: %v", err)
+	}
+	if info, err := s.eng.Inspect(ctx, "free"); err != nil || info.Held {
+		t.Fatalf("after Shutdown: %+v, %v; want the abandoned attempt's grant released", info, err)
 	}
 }

@@ -126,7 +126,7 @@ func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget 
 		}
 		// Stopped without waiting for a heartbeat in flight (bounded by
 		// its own timeout): a stalled backend does not delay the answer.
-		defer func() { go beat.Stop() }()
+		defer s.detach(beat.Stop)
 		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
 	}
 	return s.waitEnded(ctx, &o, req.Name, start, lastErr, loop.Run(wctx))
