@@ -287,3 +287,33 @@ func TestShutdownWaitsForAbandonedAttempts(t *testing.T) {
 		t.Fatalf("after Shutdown: %+v, %v; want the abandoned attempt's grant released", info, err)
 	}
 }
+
+// TestForeignKeyAnswer: a key distlock did not write at a lock's place on
+// the server's Redis is answered foreign_key (409) naming the key, on an
+// acquire, a held-open acquire (at once, not after its wait) and a status
+// read; not backend_unavailable, which clients retry. Nothing changes.
+func TestForeignKeyAnswer(t *testing.T) {
+	s := startOnRedis(t)
+	ctx := context.Background()
+	const key = "distlock:{foreign}"
+	if err := s.redis.Client().Set(ctx, key, "garbage", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		what, method, url string
+		body              any
+	}{
+		{"acquire", "POST", lockURL(s.testServer, "foreign", "acquire"), map[string]any{"ttl_ms": 60000}},
+		{"held-open acquire", "POST", lockURL(s.testServer, "foreign", "acquire"), map[string]any{"ttl_ms": 60000, "wait_ms": 600000}},
+		{"status", "GET", lockURL(s.testServer, "foreign", ""), nil},
+	} {
+		r := call(t, q.method, q.url, "", q.body)
+		want(t, q.what, r, 409, "foreign_key")
+		if k, _ := r.errField(t, "key").(string); k != key {
+			t.Errorf("%s: key %q, want %q: %s", q.what, k, key, r.body)
+		}
+	}
+	if v, err := s.redis.Client().Get(ctx, key).Result(); err != nil || v != "garbage" {
+		t.Fatalf("%s after the answers: %q, %v; want garbage", key, v, err)
+	}
+}

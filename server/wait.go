@@ -272,7 +272,27 @@ func engineErr(op string, err error) *apiError {
 		// above 1): no retry mends it.
 		return newError(http.StatusNotImplemented, api.CodeNotSupported, op+": "+err.Error())
 	}
+	if fk, ok := foreignKey(err); ok {
+		e := newError(http.StatusConflict, api.CodeForeignKey, op+": "+err.Error())
+		e.detail.Key = fk.ForeignKey()
+		return e
+	}
 	return backendUnavailable(op, err)
+}
+
+// foreignKeyError is an engine's error for a key at a lock's place that
+// distlock did not write (the Redis and etcd engines' ForeignKeyError),
+// told by its method.
+type foreignKeyError interface {
+	error
+	ForeignKey() string
+}
+
+// foreignKey returns err's foreignKeyError, if it holds one.
+func foreignKey(err error) (foreignKeyError, bool) {
+	var fk foreignKeyError
+	ok := errors.As(err, &fk)
+	return fk, ok
 }
 
 // requestFields maps an engine's argument names (engine.ArgumentError.Arg)

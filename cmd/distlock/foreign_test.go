@@ -18,16 +18,30 @@ import (
 // extend and release exit 65 at once, naming the key and the repair (leaks,
 // force-release), and change nothing: the key stays as it was and run's
 // command never starts. force-release deletes the key, after which run
-// takes the lock.
+// takes the lock. The same through a distlock server on that Redis (its
+// foreign_key answer; before, a 503 and exit 69, "check that it is up").
 func TestForeignKeyExit(t *testing.T) {
 	srv := redistest.Start(t)
+	s := serveIn(t, nil, "--redis", srv.URL())
+	for _, tc := range []struct {
+		via string
+		c   cli
+	}{
+		{"redis", cli{redis: srv.URL()}},
+		{"server", cli{env: map[string]string{"DISTLOCK_SERVER": s.url}}},
+	} {
+		t.Run(tc.via, func(t *testing.T) { foreignKeyExit(t, srv, tc.c) })
+	}
+}
+
+// foreignKeyExit is TestForeignKeyExit through c, on srv.
+func foreignKeyExit(t *testing.T, srv *redistest.Server, c cli) {
 	ctx := testCtx(t)
 	rdb := srv.Client()
 	const key = "distlock:{foreign}"
 	if err := rdb.Set(ctx, key, "garbage", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c := cli{redis: srv.URL()}
 	ran := filepath.Join(t.TempDir(), "ran")
 	for _, args := range [][]string{
 		{"status", "foreign"},

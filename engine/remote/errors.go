@@ -57,7 +57,7 @@ func (e *Error) Is(target error) bool {
 func (e *Error) Permanent() bool {
 	switch e.Code {
 	case api.CodeUnauthorized, api.CodeForbidden, api.CodeInvalidArgument, api.CodeUpgradeRefused,
-		api.CodeNotSupported, api.CodeNotFound, api.CodeMethodNotAllowed:
+		api.CodeNotSupported, api.CodeNotFound, api.CodeMethodNotAllowed, api.CodeForeignKey:
 		return true
 	}
 	// An answer that is not the server's own (a proxy's): the same
@@ -74,13 +74,15 @@ func (e *Error) Permanent() bool {
 // bad input, not as a failed backend; other answers wrap nothing.
 //
 // An upgrade_refused answer wraps engine.ErrUpgrade, a fence_exhausted
-// one engine.ErrFenceExhausted.
+// one engine.ErrFenceExhausted, a foreign_key one a *ForeignKeyError.
 func (e *Error) Unwrap() error {
 	switch e.Code {
 	case api.CodeUpgradeRefused:
 		return engine.ErrUpgrade
 	case api.CodeFenceExhausted:
 		return engine.ErrFenceExhausted
+	case api.CodeForeignKey:
+		return &ForeignKeyError{Key: e.Detail.Key, Message: e.Message}
 	}
 	if e.Code != api.CodeInvalidArgument {
 		return nil
@@ -91,6 +93,23 @@ func (e *Error) Unwrap() error {
 	}
 	return &engine.ArgumentError{Arg: arg, Reason: strings.TrimPrefix(e.Message, "invalid "+arg+": ")}
 }
+
+// ForeignKeyError is a server's foreign_key answer: a key distlock did not
+// write is at the lock's place on the server's backend. No retry mends it
+// (Permanent); ForeignKey returns the key, as the Redis and etcd engines'
+// errors do, so a caller that tells those by the method tells this too.
+type ForeignKeyError struct {
+	Key     string // the key, as the server named it
+	Message string // the server's message
+}
+
+func (e *ForeignKeyError) Error() string { return e.Message }
+
+// ForeignKey returns Key.
+func (e *ForeignKeyError) ForeignKey() string { return e.Key }
+
+// Permanent implements engine.Permanent: no retry mends a foreign key.
+func (e *ForeignKeyError) Permanent() bool { return true }
 
 // Sentinels for errors.Is on an *Error.
 var (

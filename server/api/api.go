@@ -74,6 +74,12 @@ const (
 	// Redis Cluster names in different hash slots. Nothing changed: take
 	// the locks one by one, in sorted order.
 	CodeNotAtomic = "not_atomic"
+	// CodeForeignKey: a key distlock did not write is at the lock's place
+	// on the server's backend (HTTP 409; a Redis key of another type, or
+	// an etcd value that is no lock's). Nothing changed, and no retry or
+	// wait mends it: ErrorDetail.Key names the key; an administrator
+	// removes it (force-release of the name).
+	CodeForeignKey = "foreign_key"
 )
 
 // Lock kinds (AcquireRequest.Kind, LockInfo.Kind) and a reader-writer
@@ -125,6 +131,9 @@ type ErrorDetail struct {
 	Reserved bool `json:"reserved,omitempty"`
 	// Name (locked, for a set): the lock of the set that refused it.
 	Name string `json:"name,omitempty"`
+	// Key (foreign_key): the key at the lock's place that distlock did not
+	// write.
+	Key string `json:"key,omitempty"`
 }
 
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire.
