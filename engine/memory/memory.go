@@ -233,7 +233,9 @@ func (e *Engine) release(name, owner string, token uint64, id string) engine.Rel
 	}
 	l.count--
 	if l.count > 0 {
-		l.rel = id
+		if id != "" {
+			l.rel = id // (a release without an id keeps the last one's)
+		}
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	e.dropMutex(name)

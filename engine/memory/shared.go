@@ -249,7 +249,9 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil // a copy of the last count-down
 	}
 	if h.count--; h.count > 0 {
-		h.rel = id
+		if id != "" {
+			h.rel = id // (a release without an id keeps the last one's)
+		}
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
 	delete(s.holders, r.Owner)
