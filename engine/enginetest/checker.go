@@ -227,3 +227,10 @@ func (u untokened) Release(ctx context.Context, r engine.ReleaseRequest) (engine
 	r.Token = 0
 	return u.Engine.Release(ctx, r)
 }
+
+// ReleaseOnce implements engine.OnceReleaser, the request's token left
+// out: the embedded engine's own, promoted, would check it.
+func (u untokened) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	r.Token = 0
+	return u.Engine.ReleaseOnce(ctx, r, id)
+}
