@@ -46,6 +46,13 @@ func (e *deposingEngine) Release(ctx context.Context, r engine.ReleaseRequest) (
 	return e.Engine.Release(ctx, r)
 }
 
+// ReleaseOnce is Release's deposing too (the embedded engine's own is
+// promoted otherwise).
+func (e *deposingEngine) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	e.fire()
+	return e.Engine.ReleaseOnce(ctx, r, id)
+}
+
 // TestElectionDeposedBetweenCheckAndWrite: a leader's proclaim and resign
 // over HTTP while it is deposed at the last moment (force-released, and
 // its owner elected again under a newer term, just before the server's

@@ -239,6 +239,12 @@ func (o *oneHold) Release(ctx context.Context, r engine.ReleaseRequest) (engine.
 	return o.Engine.Release(ctx, r)
 }
 
+// ReleaseOnce is the mutant's Release (the embedded engine's own is
+// promoted otherwise).
+func (o *oneHold) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, _ string) (engine.ReleaseResult, error) {
+	return o.Release(ctx, r)
+}
+
 // untold is the embedded engine answering a renewal that was answered
 // taken over (HeldByOther) while the lock is free as missing: a
 // force-release that leaves its holder no mark.

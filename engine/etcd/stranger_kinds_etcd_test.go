@@ -68,6 +68,13 @@ func (g *gatedEtcd) Release(ctx context.Context, r engine.ReleaseRequest) (engin
 	return g.Engine.Release(ctx, r)
 }
 
+func (g *gatedEtcd) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if err := g.p.gate(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return g.Engine.ReleaseOnce(ctx, r, id)
+}
+
 // strangerEtcdLatchFaults: a latch through a leader's SIGKILL and restart
 // (its count kept, read through every member, a waiter on a follower woken
 // at zero) and two members SIGSTOPped: CountDown, Count and TrySetCount

@@ -56,6 +56,13 @@ func (n *gatedNode) Release(ctx context.Context, r engine.ReleaseRequest) (engin
 	return n.Engine.Release(ctx, r)
 }
 
+func (n *gatedNode) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if err := waitGate(ctx, n.release); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return n.Engine.ReleaseOnce(ctx, r, id)
+}
+
 func (n *gatedNode) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engine.ExtendResult, error) {
 	if err := waitGate(ctx, n.extend); err != nil {
 		return nil, err
