@@ -174,6 +174,13 @@ func (g *gatedZK) Release(ctx context.Context, r engine.ReleaseRequest) (engine.
 	return g.Engine.Release(ctx, r)
 }
 
+func (g *gatedZK) ReleaseOnce(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
+	if err := g.p.gate(ctx); err != nil {
+		return engine.ReleaseResult{}, err
+	}
+	return g.Engine.ReleaseOnce(ctx, r, id)
+}
+
 // strangerZKLatchFaults: a latch through the leader's SIGKILL and restart
 // (its count kept, read through every member, a waiter on a follower woken
 // at zero) and two members SIGSTOPped: CountDown, Count and TrySetCount
