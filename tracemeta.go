@@ -31,6 +31,14 @@ func TraceMetadata(stored string) (metadata, traceparent string) {
 	return stored[:i], stored[i+len(traceMark):]
 }
 
+// JoinTraceMetadata is TraceMetadata's inverse: the metadata stored for
+// the caller's metadata and a W3C traceparent (the metadata alone when
+// traceparent is not one). A layer that carries the two apart (a
+// distlock server's JSON: metadata and traceparent) joins them with it.
+func JoinTraceMetadata(metadata, traceparent string) string {
+	return stampMetadata(metadata, traceparent)
+}
+
 // validTraceparent reports whether s is a version-00 W3C traceparent:
 // "00-" 32 hex digits "-" 16 hex digits "-" 2 hex digits.
 func validTraceparent(s string) bool {

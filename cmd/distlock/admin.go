@@ -26,15 +26,18 @@ const (
 
 // infoJSON is the JSON form of a lock's state (status, list).
 type infoJSON struct {
-	Name      string `json:"name"`
-	Held      bool   `json:"held"`
-	Owner     string `json:"owner,omitempty"`
-	Holds     int    `json:"holds,omitempty"`
-	Metadata  string `json:"metadata,omitempty"`
-	TTLMs     *int64 `json:"ttl_ms,omitempty"` // -1: never expires
-	Fence     uint64 `json:"fence,omitempty"`
-	HighWater uint64 `json:"high_water"`
-	Waiters   int    `json:"waiters"`
+	Name     string `json:"name"`
+	Held     bool   `json:"held"`
+	Owner    string `json:"owner,omitempty"`
+	Holds    int    `json:"holds,omitempty"`
+	Metadata string `json:"metadata,omitempty"`
+	// Traceparent is the trace context a traced client stored with the
+	// grant (distlock.TraceMetadata), apart from the metadata.
+	Traceparent string `json:"traceparent,omitempty"`
+	TTLMs       *int64 `json:"ttl_ms,omitempty"` // -1: never expires
+	Fence       uint64 `json:"fence,omitempty"`
+	HighWater   uint64 `json:"high_water"`
+	Waiters     int    `json:"waiters"`
 	// A shared lock: its kind (semaphore, rwlock), a semaphore's limit, a
 	// held reader-writer lock's mode (read, write) and every holder (the
 	// fields owner to ttl_ms above stay empty; fence is the highest).
@@ -47,6 +50,13 @@ type infoJSON struct {
 	Partial *partialJSON `json:"partial,omitempty"`
 }
 
+// shownMetadata is the metadata a holder's caller set, without the trace
+// context a traced client stored with it (distlock.TraceMetadata).
+func shownMetadata(stored string) string {
+	metadata, _ := distlock.TraceMetadata(stored)
+	return metadata
+}
+
 func toJSON(i engine.Info) infoJSON {
 	j := infoJSON{Name: i.Name, Held: i.Held, HighWater: i.HighWater, Waiters: i.Waiters, Partial: toPartialJSON(i.Partial)}
 	if i.Held {
@@ -54,7 +64,8 @@ func toJSON(i engine.Info) infoJSON {
 		if i.TTL < 0 {
 			ttl = -1
 		}
-		j.Owner, j.Holds, j.Metadata, j.TTLMs, j.Fence = i.Owner, i.Count, i.Metadata, &ttl, i.Token
+		j.Owner, j.Holds, j.TTLMs, j.Fence = i.Owner, i.Count, &ttl, i.Token
+		j.Metadata, j.Traceparent = distlock.TraceMetadata(i.Metadata)
 	}
 	sharedJSON(&j, i)
 	return j
@@ -96,7 +107,11 @@ func (a *app) cmdStatus(args []string) int {
 		if info.Count > 1 {
 			fmt.Fprintf(w, "holds:\t%d (re-entered)\n", info.Count)
 		}
-		fmt.Fprintf(w, "metadata:\t%s\n", info.Metadata)
+		metadata, trace := distlock.TraceMetadata(info.Metadata)
+		fmt.Fprintf(w, "metadata:\t%s\n", metadata)
+		if trace != "" {
+			fmt.Fprintf(w, "trace:\t%s\n", trace)
+		}
 		fmt.Fprintf(w, "ttl left:\t%s\n", fmtTTL(info.TTL))
 		fmt.Fprintf(w, "fence:\t%s\n", fmtFence(info.Token))
 	} else {
@@ -184,7 +199,7 @@ func (a *app) cmdList(args []string) int {
 	fmt.Fprintln(w, "NAME\tKIND\tHOLDER\tWEIGHT\tTTL\tFENCE\tWAITERS\tMETADATA")
 	for _, i := range infos {
 		if i.Kind == 0 {
-			fmt.Fprintf(w, "%s\tmutex\t%s\t-\t%s\t%s\t%d\t%s\n", i.Name, i.Owner, fmtTTL(i.TTL), fmtFence(i.Token), i.Waiters, cut(i.Metadata, tableMetadata))
+			fmt.Fprintf(w, "%s\tmutex\t%s\t-\t%s\t%s\t%d\t%s\n", i.Name, i.Owner, fmtTTL(i.TTL), fmtFence(i.Token), i.Waiters, cut(shownMetadata(i.Metadata), tableMetadata))
 			continue
 		}
 		// A shared lock: one row per holder.
@@ -196,7 +211,7 @@ func (a *app) cmdList(args []string) int {
 			fmt.Fprintf(w, "%s\t%s\t(free)\t-\t-\t-\t%d\t\n", i.Name, kind, i.Waiters)
 		}
 		for _, h := range i.Holders {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, kind, h.Owner, holderText(i.Kind, h), fmtTTL(h.TTL), fmtFence(h.Token), i.Waiters, cut(h.Metadata, tableMetadata))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i.Name, kind, h.Owner, holderText(i.Kind, h), fmtTTL(h.TTL), fmtFence(h.Token), i.Waiters, cut(shownMetadata(h.Metadata), tableMetadata))
 		}
 	}
 	_ = w.Flush()
@@ -486,17 +501,17 @@ func (a *app) cmdForceRelease(args []string) int {
 			}
 		}
 		fmt.Fprintf(a.stderr, "%q is held by %s, %s (ttl left %s; metadata: %s); only that holder is freed.\n",
-			name, h.Owner, what, fmtTTL(h.TTL), h.Metadata)
+			name, h.Owner, what, fmtTTL(h.TTL), shownMetadata(h.Metadata))
 	case ierr == nil && !info.Held:
 		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
 		return exitOK
 	case ierr == nil && info.Kind != 0:
 		fmt.Fprintf(a.stderr, "%q is a %s held by %d (every holder is freed):\n", name, info.Kind, len(info.Holders))
 		for _, h := range info.Holders {
-			fmt.Fprintf(a.stderr, "  %s, %s (ttl left %s; metadata: %s)\n", h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), h.Metadata)
+			fmt.Fprintf(a.stderr, "  %s, %s (ttl left %s; metadata: %s)\n", h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), shownMetadata(h.Metadata))
 		}
 	case ierr == nil:
-		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), info.Metadata)
+		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), shownMetadata(info.Metadata))
 	default:
 		fmt.Fprintf(a.stderr, "could not read the state of %q (%v).\n", name, strings.TrimPrefix(ierr.Error(), "distlock: "))
 	}

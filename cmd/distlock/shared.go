@@ -128,6 +128,8 @@ type holderJSON struct {
 	TTLMs    int64  `json:"ttl_ms"`
 	Fence    uint64 `json:"fence"`
 	Metadata string `json:"metadata,omitempty"`
+	// Traceparent: as infoJSON's.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // kindOf names a lock's kind.
@@ -162,7 +164,8 @@ func sharedJSON(j *infoJSON, i engine.Info) {
 		if h.TTL < 0 {
 			ttl = -1
 		}
-		hj := holderJSON{Owner: h.Owner, Weight: h.Weight, Holds: h.Count, TTLMs: ttl, Fence: h.Token, Metadata: h.Metadata}
+		hj := holderJSON{Owner: h.Owner, Weight: h.Weight, Holds: h.Count, TTLMs: ttl, Fence: h.Token}
+		hj.Metadata, hj.Traceparent = distlock.TraceMetadata(h.Metadata)
 		if i.Kind == engine.RWLock {
 			hj.Mode = modeOf(h.Weight)
 			if j.Mode != "write" {
@@ -242,7 +245,7 @@ func printSharedStatus(out io.Writer, info engine.Info) {
 	}
 	fmt.Fprintf(w, "HOLDER\t%s\tHOLDS\tTTL\tFENCE\tMETADATA\n", what)
 	for _, h := range info.Holders {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", h.Owner, holderText(info.Kind, h), h.Count, fmtTTL(h.TTL), fmtFence(h.Token), cut(h.Metadata, tableMetadata))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", h.Owner, holderText(info.Kind, h), h.Count, fmtTTL(h.TTL), fmtFence(h.Token), cut(shownMetadata(h.Metadata), tableMetadata))
 	}
 	_ = w.Flush()
 }

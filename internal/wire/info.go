@@ -3,6 +3,7 @@ package wire
 import (
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
@@ -16,7 +17,9 @@ import (
 // highest holder token, a semaphore's Limit and an RW lock's Mode. The
 // queue's entries travel as the engine listed them (none: nil, as from an
 // engine that does not list them), each waiter's id to the admin role
-// only, a fingerprint to every role.
+// only, a fingerprint to every role. A holder's metadata travels apart
+// from the trace context a traced client stored with it
+// (distlock.TraceMetadata): metadata and traceparent.
 
 // LockInfo is the wire form of i. owners says whether the caller may see
 // owner tokens (the admin role, or a server without authentication:
@@ -27,7 +30,8 @@ func LockInfo(i engine.Info, owners bool) api.LockInfo {
 		Kind: KindName(i.Kind), Partial: Partial(i.Partial), Queue: queue(i.Queue, owners)}
 	if !i.Kind.Shared() {
 		if i.Held {
-			j.HolderID, j.Count, j.Metadata, j.Token, j.TTLMs = api.HolderID(i.Owner), i.Count, i.Metadata, i.Token, HolderTTLMs(i.TTL)
+			j.HolderID, j.Count, j.Token, j.TTLMs = api.HolderID(i.Owner), i.Count, i.Token, HolderTTLMs(i.TTL)
+			j.Metadata, j.Traceparent = distlock.TraceMetadata(i.Metadata)
 			if owners {
 				j.Owner = i.Owner
 			}
@@ -40,7 +44,8 @@ func LockInfo(i engine.Info, owners bool) api.LockInfo {
 	}
 	for _, h := range i.Holders {
 		hi := api.HolderInfo{HolderID: api.HolderID(h.Owner), Weight: h.Weight, Count: h.Count, Token: h.Token,
-			TTLMs: HolderTTLMs(h.TTL), Metadata: h.Metadata}
+			TTLMs: HolderTTLMs(h.TTL)}
+		hi.Metadata, hi.Traceparent = distlock.TraceMetadata(h.Metadata)
 		if owners {
 			hi.Owner = h.Owner
 		}
@@ -70,11 +75,12 @@ func Info(l api.LockInfo) engine.Info {
 		i.Limit = engine.RWPermits
 	}
 	if l.Held && l.Kind == "" {
-		i.Owner, i.Count, i.Metadata, i.TTL = HolderOwner(l.Owner, l.HolderID), l.Count, l.Metadata, HolderTTL(l.TTLMs)
+		i.Owner, i.Count, i.TTL = HolderOwner(l.Owner, l.HolderID), l.Count, HolderTTL(l.TTLMs)
+		i.Metadata = distlock.JoinTraceMetadata(l.Metadata, l.Traceparent)
 	}
 	for _, h := range l.Holders {
 		i.Holders = append(i.Holders, engine.Holder{Owner: HolderOwner(h.Owner, h.HolderID), Count: h.Count, Token: h.Token,
-			TTL: HolderTTL(h.TTLMs), Metadata: h.Metadata, Weight: h.Weight})
+			TTL: HolderTTL(h.TTLMs), Metadata: distlock.JoinTraceMetadata(h.Metadata, h.Traceparent), Weight: h.Weight})
 	}
 	for _, w := range l.Queue {
 		i.Queue = append(i.Queue, engine.Waiter{ID: WaiterID(w.Waiter, w.WaiterID), Waited: time.Duration(w.WaitedMs) * time.Millisecond})

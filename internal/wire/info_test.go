@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
 	"github.com/distlock/distlock/server/api"
 )
@@ -36,6 +37,9 @@ func TestInfoRoundTrip(t *testing.T) {
 				{Owner: "b", Count: 3, Token: 21, TTL: 4 * time.Second, Weight: 3}},
 			Queue: []engine.Waiter{{ID: "w", Waited: 2 * time.Second}}}},
 		{"free semaphore", engine.Info{Name: "s", Kind: engine.Semaphore, Limit: 2, HighWater: 3}},
+		{"traced mutex", engine.Info{Name: "m", Held: true, Owner: "o1", Count: 1, Metadata: traced("deploy"), Token: 9, TTL: time.Second, HighWater: 9}},
+		{"traced semaphore", engine.Info{Name: "s", Held: true, Kind: engine.Semaphore, Limit: 2, Token: 4, HighWater: 4,
+			Holders: []engine.Holder{{Owner: "a", Count: 1, Token: 4, TTL: time.Second, Weight: 1, Metadata: traced("")}}}},
 		{"rw readers", engine.Info{Name: "rw", Held: true, Kind: engine.RWLock, Limit: engine.RWPermits, Token: 31, HighWater: 31,
 			Holders: []engine.Holder{reader("r1", 30), reader("r2", 31)}}},
 		{"rw writer", engine.Info{Name: "rw", Held: true, Kind: engine.RWLock, Limit: engine.RWPermits, Token: 40, HighWater: 40, Waiters: 2,
@@ -108,5 +112,32 @@ func TestInfoWire(t *testing.T) {
 	}
 	if PartialOf(nil) != nil || Partial(nil) != nil {
 		t.Error("a whole answer is marked partial")
+	}
+}
+
+// tracedParent is a W3C traceparent, as a traced client stores it with a
+// grant's metadata (distlock.JoinTraceMetadata).
+const tracedParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// traced is metadata as stored with tracedParent.
+func traced(metadata string) string { return distlock.JoinTraceMetadata(metadata, tracedParent) }
+
+// TestTraceparentApart: on the wire a holder's metadata and the trace
+// context stored with it travel apart (metadata, traceparent), so a
+// listing shows the caller's metadata without the record separator and
+// the traceparent after it; metadata without a stamp travels whole.
+func TestTraceparentApart(t *testing.T) {
+	j := LockInfo(engine.Info{Name: "m", Held: true, Owner: "o", Count: 1, Metadata: traced("deploy"), Token: 1}, true)
+	if j.Metadata != "deploy" || j.Traceparent != tracedParent {
+		t.Fatalf("mutex on the wire: metadata %q, traceparent %q", j.Metadata, j.Traceparent)
+	}
+	j = LockInfo(engine.Info{Name: "s", Held: true, Kind: engine.Semaphore, Limit: 2, Token: 1,
+		Holders: []engine.Holder{{Owner: "a", Count: 1, Token: 1, Weight: 1, Metadata: traced("job-7")}}}, true)
+	if h := j.Holders[0]; h.Metadata != "job-7" || h.Traceparent != tracedParent {
+		t.Fatalf("semaphore holder on the wire: metadata %q, traceparent %q", h.Metadata, h.Traceparent)
+	}
+	plain := "a\x1etraceparent=not-one"
+	if j := LockInfo(engine.Info{Name: "m", Held: true, Owner: "o", Count: 1, Metadata: plain, Token: 1}, true); j.Metadata != plain || j.Traceparent != "" {
+		t.Fatalf("metadata without a stamp on the wire: metadata %q, traceparent %q", j.Metadata, j.Traceparent)
 	}
 }

@@ -365,6 +365,9 @@ type LockInfo struct {
 	HolderID string `json:"holder_id,omitempty"`
 	Count    int    `json:"count,omitempty"`
 	Metadata string `json:"metadata,omitempty"`
+	// Traceparent is the W3C trace context a traced client stored with
+	// the grant (distlock.TraceMetadata), apart from Metadata.
+	Traceparent string `json:"traceparent,omitempty"`
 	// Token is the fencing token of the current grant.
 	Token uint64 `json:"token,omitempty"`
 	// TTLMs is the time left; -1 when the lock never expires.
@@ -437,6 +440,8 @@ type HolderInfo struct {
 	Token    uint64 `json:"token"`
 	TTLMs    int64  `json:"ttl_ms"`
 	Metadata string `json:"metadata,omitempty"`
+	// Traceparent: as LockInfo's.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // LimitRequest is the body of POST /v1/locks/{name}/limit: set a
