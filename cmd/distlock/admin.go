@@ -486,34 +486,8 @@ func (a *app) cmdForceRelease(args []string) int {
 	// What is there: a lock, nothing, or a key that is not a distlock lock
 	// (Inspect fails on it; force-release deletes it all the same).
 	info, ierr := inspectAny(ctx, b.client, name)
-	switch {
-	case one && ierr == nil:
-		h, ok := holderOf(info, *owner)
-		if !ok {
-			return a.fail(cmd, explain(&distlock.NotHolderError{Name: name, Owner: *owner}, name, b.where))
-		}
-		what := holderText(info.Kind, h)
-		if info.Kind == 0 {
-			// A mutex (an election, a set's member): its one holder, no weight.
-			what = "the mutex"
-			if h.Count > 1 {
-				what = fmt.Sprintf("the mutex, %d holds (re-entered)", h.Count)
-			}
-		}
-		fmt.Fprintf(a.stderr, "%q is held by %s, %s (ttl left %s; metadata: %s); only that holder is freed.\n",
-			name, h.Owner, what, fmtTTL(h.TTL), shownMetadata(h.Metadata))
-	case ierr == nil && !info.Held:
-		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
-		return exitOK
-	case ierr == nil && info.Kind != 0:
-		fmt.Fprintf(a.stderr, "%q is a %s held by %d (every holder is freed):\n", name, info.Kind, len(info.Holders))
-		for _, h := range info.Holders {
-			fmt.Fprintf(a.stderr, "  %s, %s (ttl left %s; metadata: %s)\n", h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), shownMetadata(h.Metadata))
-		}
-	case ierr == nil:
-		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), shownMetadata(info.Metadata))
-	default:
-		fmt.Fprintf(a.stderr, "could not read the state of %q (%v).\n", name, strings.TrimPrefix(ierr.Error(), "distlock: "))
+	if code, done := a.tellForceRelease(cmd, name, *owner, b.where, info, ierr); done {
+		return code
 	}
 	if !*yes {
 		if err := a.confirm(name); err != nil {
@@ -537,6 +511,44 @@ func (a *app) cmdForceRelease(args []string) int {
 		fmt.Fprintf(a.stdout, "%q was not held any more: nothing to release\n", name)
 	}
 	return exitOK
+}
+
+// tellForceRelease says on standard error what a force-release of name
+// will free, as inspected (info; ierr: the inspection's error): owner's
+// hold only (--owner: owner is not ""), every holder, or whatever is there
+// when the state could not be read. done: nothing to free (or owner holds
+// nothing), and the command exits with code.
+func (a *app) tellForceRelease(cmd, name, owner, where string, info engine.Info, ierr error) (code int, done bool) {
+	switch {
+	case owner != "" && ierr == nil:
+		h, ok := holderOf(info, owner)
+		if !ok {
+			return a.fail(cmd, explain(&distlock.NotHolderError{Name: name, Owner: owner}, name, where)), true
+		}
+		what := holderText(info.Kind, h)
+		if info.Kind == 0 {
+			// A mutex (an election, a set's member): its one holder, no weight.
+			what = "the mutex"
+			if h.Count > 1 {
+				what = fmt.Sprintf("the mutex, %d holds (re-entered)", h.Count)
+			}
+		}
+		fmt.Fprintf(a.stderr, "%q is held by %s, %s (ttl left %s; metadata: %s); only that holder is freed.\n",
+			name, h.Owner, what, fmtTTL(h.TTL), shownMetadata(h.Metadata))
+	case ierr == nil && !info.Held:
+		fmt.Fprintf(a.stdout, "%q is not held: nothing to release\n", name)
+		return exitOK, true
+	case ierr == nil && info.Kind != 0:
+		fmt.Fprintf(a.stderr, "%q is a %s held by %d (every holder is freed):\n", name, info.Kind, len(info.Holders))
+		for _, h := range info.Holders {
+			fmt.Fprintf(a.stderr, "  %s, %s (ttl left %s; metadata: %s)\n", h.Owner, holderText(info.Kind, h), fmtTTL(h.TTL), shownMetadata(h.Metadata))
+		}
+	case ierr == nil:
+		fmt.Fprintf(a.stderr, "%q is held by %s (ttl left %s; metadata: %s).\n", name, info.Owner, fmtTTL(info.TTL), shownMetadata(info.Metadata))
+	default:
+		fmt.Fprintf(a.stderr, "could not read the state of %q (%v).\n", name, strings.TrimPrefix(ierr.Error(), "distlock: "))
+	}
+	return 0, false
 }
 
 // confirm asks on standard input whether to force-release name, and
