@@ -312,15 +312,17 @@ func strangerZKStoppedSessionMember(t *testing.T, ens *zktest.Ensemble) {
 	}
 	w := distlock.New(dial(t, addrs))
 	t.Cleanup(func() { _ = w.Close() })
+	// The client connects in the background: its session is on the
+	// member whose proxy carried its first bytes.
 	var m *zktest.Member
-	for i, p := range proxies {
-		if p.Sent() > 0 {
-			m = followers[i]
+	waitUntil(t, 20*time.Second, "the Client's session on a member", func() bool {
+		for i, p := range proxies {
+			if p.Sent() > 0 {
+				m = followers[i]
+			}
 		}
-	}
-	if m == nil {
-		t.Fatal("the Client's session is on no member")
-	}
+		return m != nil
+	})
 	var others []string
 	for _, x := range ens.Members {
 		if x != m {
