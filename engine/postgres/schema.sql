@@ -544,7 +544,7 @@ BEGIN
     RETURN;
   END IF;
   IF l.holds > 1 THEN
-    UPDATE {{S}}.locks SET holds = holds - 1, release_id = nullif(p_id, '') WHERE name = p_name
+    UPDATE {{S}}.locks SET holds = holds - 1, release_id = coalesce(nullif(p_id, ''), release_id) WHERE name = p_name
     RETURNING holds INTO o_remaining;
     RETURN;
   END IF;
@@ -1135,7 +1135,7 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  UPDATE {{S}}.shared_holders SET holds = holds - 1, release_id = nullif(p_id, '')
+  UPDATE {{S}}.shared_holders SET holds = holds - 1, release_id = coalesce(nullif(p_id, ''), release_id)
    WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
   RETURNING holds INTO o_remaining;
   IF NOT FOUND THEN
