@@ -61,13 +61,14 @@ func TestQuick(t *testing.T) {
 			t.Fatalf("DISTLOCK_LAB_MODE=%s: no quick run in that mode", m)
 		}
 	}
-	outs, err := suite.Execute(ctx, Options{
+	opts := Options{
 		Exe: []string{exe}, Dir: dir, Logf: t.Logf,
 		// Loss signals are timer-driven; under -race on a loaded machine a
 		// timer can fire tens of milliseconds late.
 		SignalTolerance: tolerance,
 		Backoff:         500 * time.Millisecond,
-	})
+	}
+	outs, err := suite.Execute(ctx, opts)
 	lag := probe.Done()
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +76,9 @@ func TestQuick(t *testing.T) {
 	// Each run is judged by quickJudge with this process's scheduling
 	// delay, its clients' own and its servers' answers (judgedLag).
 	failed, slow, worst := false, 0, lag
-	for _, o := range outs {
-		v := quickJudge(o, lag, tolerance)
+	for i := range outs {
+		o, v := judgeShowingBreak(ctx, t, outs[i], opts, lag, tolerance)
+		outs[i] = o
 		worst = max(worst, v.lag)
 		slow += len(v.excused)
 		for _, x := range v.excused {
@@ -96,6 +98,44 @@ func TestQuick(t *testing.T) {
 	if !failed && slow > 0 {
 		t.Skipf("machine too slow: %d runs not judged (loss signals late beyond the tolerance %v by no more than the delay, every acquire failed, a time bound missed, a control without teeth or a negative control without its break), with delays up to %v measured (scheduling, or a server's answer)", slow, tolerance, worst)
 	}
+}
+
+// teethTries is how many runs, the first included, a control gets to show
+// its break.
+const teethTries = 3
+
+// breakOnly reports whether problems are only a control that did not show
+// its break (no teeth, or a negative control without it): the fault's
+// schedule was not achieved, which another seed's run may achieve.
+func breakOnly(problems []string) bool {
+	return len(problems) > 0 && !slices.ContainsFunc(problems, func(p string) bool {
+		return !strings.HasPrefix(p, "no teeth") && !strings.HasPrefix(p, "negative control ")
+	})
+}
+
+// judgeShowingBreak judges o (quickJudge); when its only problem is a
+// control that did not show its break, it runs o's spec again with other
+// seeds, up to teethTries runs in all, until one shows it. Each run is
+// judged in full, and the last run's outcome and verdict are returned. A
+// control whose break shows once has teeth: a run that did not show it
+// only did not achieve the fault's schedule (s08-restart-now-single at
+// load 12: each of its 5 restarts took under 100 ms, and each time the
+// holder ended its hold before another client took the emptied lock).
+func judgeShowingBreak(ctx context.Context, t *testing.T, o *Outcome, opts Options, lag, tolerance time.Duration) (*Outcome, quickVerdict) {
+	t.Helper()
+	v := quickJudge(o, lag, tolerance)
+	for try := 2; try <= teethTries && breakOnly(v.problems); try++ {
+		t.Logf("%s: %s; run %d of %d with another seed", o.Spec.Key(), strings.Join(v.problems, "; "), try, teethTries)
+		spec := o.Spec
+		spec.Seed += uint64(try-1) * 7919
+		again, err := Execute(ctx, spec, opts)
+		if err != nil {
+			t.Fatalf("run %s again: %v", spec.Key(), err)
+		}
+		t.Logf("    %s", Summary(again))
+		o, v = again, quickJudge(again, lag, tolerance)
+	}
+	return o, v
 }
 
 // judgedLag is how slow the machine was measured during a run: the worst
@@ -316,5 +356,28 @@ func TestStarvedServersExcuseTimeBoundsOnly(t *testing.T) {
 	v = judged(lagprobe.Starved + 50*ms)
 	if len(v.problems) != 1 || !strings.HasPrefix(v.problems[0], "I6:") {
 		t.Fatalf("servers starved, a loss signal 200ms late: problems %q, excused %q; want I6 failed", v.problems, v.excused)
+	}
+}
+
+// TestBreakOnly: only a run whose every problem is a control that did not
+// show its break is run again with another seed; a run with a safety
+// problem or a time bound missed beside it is judged as it is.
+func TestBreakOnly(t *testing.T) {
+	teeth := "no teeth: the unfenced control shows no lost update and no overlapping window"
+	negative := "negative control no-fence: no overlapping window detected"
+	for _, tc := range []struct {
+		problems []string
+		want     bool
+	}{
+		{nil, false},
+		{[]string{teeth}, true},
+		{[]string{negative}, true},
+		{[]string{teeth, negative}, true},
+		{[]string{"I1: 2 overlapping validity windows", teeth}, false},
+		{[]string{teeth, "I7: 1 heals not followed by a grant within ttl + backoff"}, false},
+	} {
+		if got := breakOnly(tc.problems); got != tc.want {
+			t.Errorf("breakOnly(%q) = %v, want %v", tc.problems, got, tc.want)
+		}
 	}
 }
