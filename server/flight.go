@@ -30,11 +30,11 @@ func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.cause
 // (settleAcquire). So a held-open acquire is answered within its wait_ms
 // plus the queue's leave (waiting.LeaveTimeout), whatever the backend
 // does, and not when a stalled backend's call times out.
-func (s *Server) flightAcquire(wctx, ctx context.Context, req engine.AcquireRequest, own bool) (engine.Grant, error) {
+func (s *Server) flightAcquire(wctx, ctx context.Context, c acquireCall) (engine.Grant, error) {
 	g, gone, err := flight.Send(wctx, s.detach, func() (engine.Grant, error) {
-		return s.engineAcquire(ctx, req)
+		return s.engineAcquire(ctx, c.req)
 	}, func(g engine.Grant, err error) {
-		s.settleAcquire(ctx, req, own, g, err)
+		s.settleAcquire(ctx, c, g, err)
 	})
 	if gone {
 		return g, &abandonedError{cause: context.Cause(wctx)}
@@ -55,16 +55,17 @@ func (s *Server) detach(f func()) {
 
 // settleAcquire settles the late answer (g, err) of an attempt its wait
 // abandoned: a grant nobody will be told of is released (an undo) when the
-// server made the request's owner or attempt (own; a client's own owner
-// and attempt are the client's to clean up, as for a client that left:
-// API.md, "Waiting"), and a queue entry the attempt made after the wait
-// left the queue is left again. A failed attempt changed nothing that
-// the server can know of.
-func (s *Server) settleAcquire(ctx context.Context, req engine.AcquireRequest, own bool, g engine.Grant, err error) {
+// server made the request's owner or attempt (c.minted; a client's own
+// owner and attempt are the client's to clean up, as for a client that
+// left: API.md, "Waiting"), and a queue entry the attempt made after the
+// wait left the queue is left again. A failed attempt changed nothing
+// that the server can know of.
+func (s *Server) settleAcquire(ctx context.Context, c acquireCall, g engine.Grant, err error) {
+	req := c.req
 	if err != nil {
 		return
 	}
-	if g.Acquired && own {
+	if g.Acquired && c.minted {
 		rctx, cancel := engineContext(ctx)
 		_, _ = s.eng.Release(rctx, engine.ReleaseRequest{Name: req.Name, Owner: req.Owner, Kind: req.Kind, Undo: true})
 		cancel()

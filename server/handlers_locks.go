@@ -39,7 +39,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	// A server-made owner or attempt is this request's own: a grant made
 	// for it after the client left is released at once. With the client's
 	// own owner and attempt (the remote engine), the client cleans up.
-	own := req.Owner == "" || req.Attempt == ""
+	minted := req.Owner == "" || req.Attempt == ""
 	owner := req.Owner
 	if owner == "" {
 		owner = s.owners.Next()
@@ -54,7 +54,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	if sh != nil {
 		ereq.Kind, ereq.Limit, ereq.Weight = sh.kind, sh.limit, sh.weight
 	}
-	o := s.acquire(r.Context(), ereq, wait, sh, own)
+	o := s.acquire(r.Context(), acquireCall{req: ereq, budget: wait, shared: sh, minted: minted})
 	// A grant for a client that has gone: its close may be in the socket
 	// before the request's context is cancelled (a server stopped and
 	// continued wakes with both: its wait can be granted first).
@@ -66,7 +66,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	}
 	switch {
 	case o.gone:
-		if o.grant.Acquired && own {
+		if o.grant.Acquired && minted {
 			ctx, cancel := engineContext(r.Context())
 			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind, Undo: true})
 			cancel()

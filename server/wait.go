@@ -26,7 +26,21 @@ type acquireOutcome struct {
 	shared    *sharedSpec // a shared lock's permits were asked for
 }
 
-// acquire tries to acquire for req; with a wait budget it holds the request
+// acquireCall is one acquire request as the server runs it.
+type acquireCall struct {
+	req    engine.AcquireRequest
+	budget time.Duration // how long it may wait (0: a single attempt)
+	// shared: the request (whose Kind is shared.kind) is for a shared
+	// lock's permits (engine.AcquireRequest.Kind), and waits in its queue;
+	// nil for a mutex.
+	shared *sharedSpec
+	// minted: the server made the request's owner or attempt, so that a
+	// grant nobody will be told of (the client gone, an attempt cut off
+	// by the wait's end) is the server's to release (settleAcquire).
+	minted bool
+}
+
+// acquire tries to acquire for c; with a wait budget it holds the request
 // open and waits in the wait loop the Client uses (internal/waiting): on an
 // engine with a waiter queue (engine.Queuer) the request enters the lock's
 // queue on its first refused attempt, is woken only as the head, renews its
@@ -39,97 +53,105 @@ type acquireOutcome struct {
 // (flightAcquire): the answer comes at the budget's end plus the queue's
 // leave (waiting.LeaveTimeout), whatever the backend does. Waiting requests are
 // bounded by the server's waiter limits.
-//
-// With sh, the request (whose Kind is sh.kind) is for a shared lock's permits
-// (engine.AcquireRequest.Kind), and waits in its queue.
-//
-// own says that the server made the request's owner or attempt: a grant
-// that an attempt cut off by the wait's end gets later is then released
-// (flightAcquire).
-func (s *Server) acquire(ctx context.Context, req engine.AcquireRequest, budget time.Duration, sh *sharedSpec, own bool) acquireOutcome {
+func (s *Server) acquire(ctx context.Context, c acquireCall) acquireOutcome {
 	start := time.Now()
-	o := acquireOutcome{shared: sh}
+	o := acquireOutcome{shared: c.shared}
 	// The wait's context: the request's, ended at the budget's end. A
 	// waiting request's attempts are cut off by it (flight.go), so that
 	// the answer comes at the deadline and not when a stalled backend
 	// gives up; a single attempt (no budget) waits for its answer.
 	wctx, cancel := ctx, context.CancelFunc(func() {})
-	if budget > 0 {
-		wctx, cancel = context.WithDeadline(ctx, start.Add(budget))
+	if c.budget > 0 {
+		wctx, cancel = context.WithDeadline(ctx, start.Add(c.budget))
 	}
 	defer cancel()
-	var lastErr error
-	answered := false // an attempt was answered (or failed): its answer explains a give-up
-	// A failing engine ends the wait before its budget does: at once for an
-	// error no retry mends (a closed engine: the server is shutting down;
-	// refused input: another kind, limit or weight, an upgrade; a schema
-	// never migrated), else after distlock.DefaultBackendFailureBudget.
-	failures := &waiting.Failures{Engine: s.eng, Budget: distlock.DefaultBackendFailureBudget}
-	try := func() waiting.Answer {
-		sent := time.Now()
-		var g engine.Grant
-		var err error
-		if budget > 0 {
-			g, err = s.flightAcquire(wctx, ctx, req, own)
-		} else {
-			g, err = s.engineAcquire(ctx, req)
-		}
-		if errors.Is(err, errAbandoned) {
-			// The wait ended with the attempt in flight: the answer is the
-			// last one's, if any (the loop sees wctx ended and returns).
-			if !answered {
-				lastErr = err
-			}
-			return waiting.Answer{Failed: true, Err: err}
-		}
-		answered, lastErr = true, err
-		if err != nil {
-			return waiting.Answer{Failed: true, Err: err, Done: failures.Note(sent, err) != nil}
-		}
-		_ = failures.Note(sent, nil)
-		o.grant, o.sent = g, sent
-		if !g.Acquired {
-			o.contended = true
-		}
-		return waiting.Answer{Grant: g, Done: g.Acquired}
-	}
-	if try().Done || budget == 0 {
-		return s.finish(&o, req.Name, start, lastErr, nil)
+	a := &attempts{s: s, c: &c, o: &o, ctx: ctx, wctx: wctx,
+		// A failing engine ends the wait before its budget does: at once
+		// for an error no retry mends (a closed engine: the server is
+		// shutting down; refused input: another kind, limit or weight, an
+		// upgrade; a schema never migrated), else after
+		// distlock.DefaultBackendFailureBudget.
+		failures: &waiting.Failures{Engine: s.eng, Budget: distlock.DefaultBackendFailureBudget}}
+	if a.try().Done || c.budget == 0 {
+		return s.finish(&o, c.req.Name, start, a.lastErr, nil)
 	}
 	if wctx.Err() != nil {
-		return s.waitEnded(ctx, &o, req.Name, start, lastErr, wctx.Err())
+		return s.waitEnded(ctx, &o, c.req.Name, start, a.lastErr, wctx.Err())
 	}
 	if s.isStopping() {
 		o.err, o.failure = shuttingDown(), distlock.ErrClosed
-		return s.finish(&o, req.Name, start, nil, nil)
+		return s.finish(&o, c.req.Name, start, nil, nil)
 	}
-	leave, e := s.limits.enter(req.Name)
+	leave, e := s.limits.enter(c.req.Name)
 	if e != nil {
 		o.err, o.failure = e, errTooManyWaiters
-		return s.finish(&o, req.Name, start, nil, nil)
+		return s.finish(&o, c.req.Name, start, nil, nil)
 	}
 	defer leave()
-	s.obs.Waiting(req.Name, 1)
-	defer s.obs.Waiting(req.Name, -1)
-
-	loop := waiting.Loop{Engine: s.eng, Name: req.Name, Stop: s.stopping, Detached: engineContext,
-		Try: func(context.Context) waiting.Answer { return try() }}
+	s.obs.Waiting(c.req.Name, 1)
+	defer s.obs.Waiting(c.req.Name, -1)
+	loop := waiting.Loop{Engine: s.eng, Name: c.req.Name, Stop: s.stopping, Detached: engineContext,
+		Try: func(context.Context) waiting.Answer { return a.try() }}
 	if q, ok := s.eng.(engine.Queuer); ok {
 		// The server's own queue entry, with its own heartbeat: the
 		// request's (the remote engine's waiter is the remote side's).
 		// Its id names the request's owner, for the wait-for graph.
-		req.Waiter, req.WaiterTTL = distlock.WaiterID(s.owners.Next(), req.Owner), distlock.WaiterTTL
-		beat := waiting.NewBeat(s.eng, req.Name, req.Waiter, req.WaiterTTL)
-		if sh != nil {
+		c.req.Waiter, c.req.WaiterTTL = distlock.WaiterID(s.owners.Next(), c.req.Owner), distlock.WaiterTTL
+		beat := waiting.NewBeat(s.eng, c.req.Name, c.req.Waiter, c.req.WaiterTTL)
+		if c.shared != nil {
 			// A shared lock's queue: its heartbeats and its leave.
-			beat.Kind, loop.Kind = sh.kind, sh.kind
+			beat.Kind, loop.Kind = c.shared.kind, c.shared.kind
 		}
 		// Stopped without waiting for a heartbeat in flight (bounded by
 		// its own timeout): a stalled backend does not delay the answer.
 		defer s.detach(beat.Stop)
-		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, req.Waiter, beat.Start, beat.Kick()
+		loop.Queue, loop.Waiter, loop.Queued, loop.Kick = q, c.req.Waiter, beat.Start, beat.Kick()
 	}
-	return s.waitEnded(ctx, &o, req.Name, start, lastErr, loop.Run(wctx))
+	err := loop.Run(wctx)
+	return s.waitEnded(ctx, &o, c.req.Name, start, a.lastErr, err)
+}
+
+// attempts runs the attempts of one acquire call (c: its request, with
+// the server's queue entry once it has one) and keeps what they came to.
+type attempts struct {
+	s         *Server
+	c         *acquireCall
+	o         *acquireOutcome
+	ctx, wctx context.Context // the request's, and the wait's (acquire)
+	failures  *waiting.Failures
+	lastErr   error
+	answered  bool // an attempt was answered (or failed): its answer explains a give-up
+}
+
+// try makes one attempt, cut off by the wait's end when the call waits
+// (flightAcquire).
+func (a *attempts) try() waiting.Answer {
+	sent := time.Now()
+	var g engine.Grant
+	var err error
+	if a.c.budget > 0 {
+		g, err = a.s.flightAcquire(a.wctx, a.ctx, *a.c)
+	} else {
+		g, err = a.s.engineAcquire(a.ctx, a.c.req)
+	}
+	if errors.Is(err, errAbandoned) {
+		// The wait ended with the attempt in flight: the answer is the
+		// last one's, if any (the loop sees wctx ended and returns).
+		if !a.answered {
+			a.lastErr = err
+		}
+		return waiting.Answer{Failed: true, Err: err}
+	}
+	a.answered, a.lastErr = true, err
+	if err != nil {
+		return waiting.Answer{Failed: true, Err: err, Done: a.failures.Note(sent, err) != nil}
+	}
+	_ = a.failures.Note(sent, nil)
+	a.o.grant, a.o.sent = g, sent
+	if !g.Acquired {
+		a.o.contended = true
+	}
+	return waiting.Answer{Grant: g, Done: g.Acquired}
 }
 
 // waitEnded completes the outcome of a wait that ended with err
