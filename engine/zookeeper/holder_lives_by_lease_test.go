@@ -390,10 +390,7 @@ func TestReleaseOfOtherSharedKind(t *testing.T) {
 // test's own.
 func persistentKids(t *testing.T, ens *zktest.Ensemble, name string) int {
 	t.Helper()
-	raw, _, err := zk.Connect(ens.Servers(), testSession, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := currentConn(t, ens.Servers())
 	defer raw.Close()
 	path := "/distlock/l-" + url.PathEscape(name)
 	kids, _, err := raw.Children(path)

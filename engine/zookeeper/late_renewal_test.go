@@ -89,10 +89,7 @@ func TestLateRenewalPastExpiryUndone(t *testing.T) {
 // node), read with a connection of the test's own, which sweeps nothing.
 func holderMtime(t *testing.T, ens *zktest.Ensemble, name string) (int64, bool) {
 	t.Helper()
-	raw, _, err := zk.Connect(ens.Servers(), testSession, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := currentConn(t, ens.Servers())
 	defer raw.Close()
 	path := "/distlock/l-" + url.PathEscape(name)
 	kids, _, err := raw.Children(path)

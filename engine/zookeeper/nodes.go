@@ -247,14 +247,7 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, scope readScope
 		return l, false, err
 	}
 	l.parent, l.now = st, st.Mtime
-	for _, n := range names {
-		if c, ok := parseChild(l.path, n); ok {
-			l.kids = append(l.kids, c)
-		} else if strings.HasPrefix(n, markPrefix) {
-			l.marks = append(l.marks, mark{path: l.path + "/" + n, name: n})
-		}
-	}
-	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
+	l.list(names)
 	// A force-release's mark (rare) is read with the children: its freed
 	// holder's renewal is told by it, and a reading past its expiry
 	// deletes it.
@@ -320,6 +313,19 @@ func (e *Engine) readOnce(ctx context.Context, name, own string, scope readScope
 	l.kids = kept
 	l.marks = readMarks(ctx, l.marks, markReads)
 	return l, false, nil
+}
+
+// list keeps the children of the name node named names: the contenders,
+// in arrival order, and the force-release marks.
+func (l *line) list(names []string) {
+	for _, n := range names {
+		if c, ok := parseChild(l.path, n); ok {
+			l.kids = append(l.kids, c)
+		} else if strings.HasPrefix(n, markPrefix) {
+			l.marks = append(l.marks, mark{path: l.path + "/" + n, name: n})
+		}
+	}
+	slices.SortFunc(l.kids, func(a, b child) int { return strings.Compare(a.seq, b.seq) })
 }
 
 // readMarks takes the answers of the reads of marks: a mark found gone is
