@@ -40,3 +40,40 @@ func TestFailedReentryJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestForceHolderFreesLatestGrant: a force-release of a holder names its
+// owner, so it frees the owner's latest grant even when the lease the op
+// took the owner from holds an earlier grant's token (the owner released
+// it and was granted again). A grant to another owner after it is no
+// exclusion violation; before it, it is.
+func TestForceHolderFreesLatestGrant(t *testing.T) {
+	ms := time.Millisecond
+	ev := func(kind opKind, owner string, inv, resp time.Duration, token, target uint64) *event {
+		return &event{Client: 0, Op: op{Kind: kind, TTL: time.Minute}, Name: "n0", Owner: owner, Inv: inv, Resp: resp,
+			Class: classMutex, Weight: 1, Out: outOK, Token: token, Target: target}
+	}
+	fit := func(d time.Duration) time.Duration { return d }
+	for _, tc := range []struct {
+		what string
+		evs  []*event
+		want bool // an exclusion violation
+	}{
+		{"another owner granted after the force-release", []*event{
+			ev(opTry, "a", 0, 1*ms, 7, 0),
+			ev(opRelease, "a", 2*ms, 3*ms, 0, 7),
+			ev(opTry, "a", 4*ms, 5*ms, 9, 0),
+			ev(opForceHolder, "a", 6*ms, 7*ms, 0, 7),
+			ev(opTry, "b", 8*ms, 9*ms, 11, 0)}, false},
+		{"another owner granted with no force-release", []*event{
+			ev(opTry, "a", 0, 1*ms, 7, 0),
+			ev(opRelease, "a", 2*ms, 3*ms, 0, 7),
+			ev(opTry, "a", 4*ms, 5*ms, 9, 0),
+			ev(opTry, "b", 8*ms, 9*ms, 11, 0)}, true},
+	} {
+		bad := judge(&history{Names: []string{"n0"}, Events: tc.evs}, timing{fit: fit, slack: 5 * ms, tokens: true})
+		got := strings.Contains(strings.Join(bad, "\n"), "exclusion:")
+		if got != tc.want {
+			t.Errorf("%s: violations %q, want an exclusion violation: %v", tc.what, bad, tc.want)
+		}
+	}
+}

@@ -137,7 +137,10 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 	for _, e := range evs {
 		switch e.Op.Kind {
 		case opExtend, opAttach, opRelease, opReenter, opForceHolder:
-			g := ownerGrant(gs, e, tm.tokens)
+			// A force-release of a holder names its owner, not a grant's
+			// token: it frees the owner's latest grant, whichever lease
+			// the op took the owner from.
+			g := ownerGrant(gs, e, tm.tokens && e.Op.Kind != opForceHolder)
 			if g == nil || g.unknown || e.Inv < g.sureFrom && e.Op.Kind != opForceHolder {
 				continue
 			}
