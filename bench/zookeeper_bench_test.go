@@ -99,7 +99,7 @@ func zkRequests(ls []zkLocker) (sum zkengine.Requests) {
 	for _, l := range ls {
 		if d, ok := l.(*zkDistlock); ok {
 			r := d.e.Requests()
-			sum.Reads, sum.Writes, sum.Syncs = sum.Reads+r.Reads, sum.Writes+r.Writes, sum.Syncs+r.Syncs
+			sum.Reads, sum.Writes = sum.Reads+r.Reads, sum.Writes+r.Writes
 		}
 	}
 	return sum

@@ -34,7 +34,7 @@ import (
 // place rewritten, which also proves its session, or the root's data):
 // the reading's estimate may lag without bound (a dead holder writes
 // nothing). A refusal of a call that does not wait, and a kind refusal,
-// are final: they are decided on a line read after a sync.
+// are final: they are decided on a line read after a catch-up (catchUp).
 func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	if err := e.check(ctx); err != nil {
 		return engine.Grant{}, err
@@ -62,9 +62,9 @@ type attempt struct {
 	enter   bool     // the clock is to come with the waiter's new place (refuse)
 	// A shared lock's request (kind 0: a mutex's): the kind and weight its
 	// place in line and its holder's child carry.
-	kind   engine.Kind
-	weight int
-	synced bool // a refusal synced the session's member (syncOnce)
+	kind     engine.Kind
+	weight   int
+	caughtUp bool // a refusal brought the session's member up to date (catchUpOnce)
 }
 
 // round runs one read-decide-write round; done is false when another
@@ -291,10 +291,10 @@ func (a *attempt) clockNow(ctx context.Context) (int64, error) {
 
 // refuse answers g, with the waiter's place in line taken when it has none.
 // A call that does not wait is answered only from a line known to be
-// current: the first time, the round runs again after a sync (see
-// syncOnce), so that a follower behind the leader does not refuse a lock
-// released a moment before through another member. A waiting call's
-// refusal is not final and needs no sync: it waits on watches set on its
+// current: the first time, the round runs again after a catch-up (see
+// catchUpOnce), so that a member behind another does not refuse a lock
+// released a moment before through it. A waiting call's refusal is not
+// final and needs no catch-up: it waits on watches set on its
 // member, which fire when the member applies the release, and its place's
 // creation brings the member up to date. Its first attempt (no waiter id
 // yet) is answered from the reading alone: the wait tries again at once.
@@ -306,8 +306,8 @@ func (a *attempt) refuse(ctx context.Context, g engine.Grant, line []child) (eng
 		// tries again at once (with its place in line, and the clock).
 		return g, true, nil
 	}
-	if r.Waiter == "" && !a.synced {
-		return engine.Grant{}, false, a.syncOnce(ctx)
+	if r.Waiter == "" && !a.caughtUp {
+		return engine.Grant{}, false, a.catchUpOnce(ctx)
 	}
 	if a.behind(line) {
 		g.Queued, g.Head = true, false

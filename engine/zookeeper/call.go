@@ -166,10 +166,15 @@ func (e *Engine) multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	return do(ctx, e, "multi", func() ([]zk.MultiResponse, error) { return e.conn.Multi(ops...) })
 }
 
-// sync makes the member the session reads from catch up with the leader
-// on path (a follower may serve a read from before a write another
-// session saw answered).
-func (e *Engine) sync(ctx context.Context, path string) error {
-	_, err := do(ctx, e, "sync", func() (string, error) { return e.conn.Sync(path) })
+// catchUp brings the member the session reads from up to date with every
+// transaction answered, to any session, before it was called: it writes
+// the root's data (clock), and a member answers a write only once it has
+// applied every commit before it. A reading may come from before such a
+// transaction: a follower applies commits behind the leader, and the
+// leader applies a commit after it sends it to its followers, which may
+// answer their clients first. ZooKeeper's sync does not cover the
+// leader: it does not match a sync with commits.
+func (e *Engine) catchUp(ctx context.Context) error {
+	_, err := e.clock(ctx)
 	return err
 }

@@ -17,7 +17,6 @@ type zkConn interface {
 	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 	CreateContainer(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
 	Multi(ops ...any) ([]zk.MultiResponse, error)
-	Sync(path string) (string, error)
 	SessionID() int64
 	Close()
 }
@@ -32,26 +31,24 @@ type Requests struct {
 	// before it is answered (a create, a write, a deletion; a multi-op is
 	// one).
 	Writes int64
-	// Syncs make the session's member catch up with the leader.
-	Syncs int64
 }
 
 // Sub returns r minus o: the requests sent between two readings.
 func (r Requests) Sub(o Requests) Requests {
-	return Requests{Reads: r.Reads - o.Reads, Writes: r.Writes - o.Writes, Syncs: r.Syncs - o.Syncs}
+	return Requests{Reads: r.Reads - o.Reads, Writes: r.Writes - o.Writes}
 }
 
 // Requests returns how many requests of each sort the engine has sent,
 // answered or not.
 func (e *Engine) Requests() Requests {
 	c := e.conn.(*counted)
-	return Requests{Reads: c.reads.Load(), Writes: c.writes.Load(), Syncs: c.syncs.Load()}
+	return Requests{Reads: c.reads.Load(), Writes: c.writes.Load()}
 }
 
 // counted is a connection that counts its requests.
 type counted struct {
 	zkConn
-	reads, writes, syncs atomic.Int64
+	reads, writes atomic.Int64
 }
 
 func (c *counted) Get(path string) ([]byte, *zk.Stat, error) {
@@ -97,9 +94,4 @@ func (c *counted) CreateContainer(path string, data []byte, flags int32, acl []z
 func (c *counted) Multi(ops ...any) ([]zk.MultiResponse, error) {
 	c.writes.Add(1)
 	return c.zkConn.Multi(ops...)
-}
-
-func (c *counted) Sync(path string) (string, error) {
-	c.syncs.Add(1)
-	return c.zkConn.Sync(path)
 }

@@ -78,7 +78,7 @@ func (e *Engine) SetCount(ctx context.Context, name string, count int64) (bool, 
 		set, err := e.createRecord(ctx, e.latchPath(name), b)
 		switch {
 		case err == nil && !set && lost:
-			rec, _, err := e.readLatchSynced(ctx, name)
+			rec, _, err := e.readLatchCurrent(ctx, name)
 			return err == nil && rec.Set == mark, err
 		case err == nil:
 			return set, nil
@@ -151,16 +151,16 @@ func (e *Engine) Count(ctx context.Context, name string) (int64, error) {
 	if err := e.check(ctx); err != nil {
 		return 0, err
 	}
-	rec, _, err := e.readLatchSynced(ctx, name)
+	rec, _, err := e.readLatchCurrent(ctx, name)
 	return rec.Count, err
 }
 
-// readLatchSynced reads name's latch and its version (a zero count:
-// none) once the session's member has caught up with the leader: a
-// follower may serve a read from before a write another session saw
-// answered, and Count must be current.
-func (e *Engine) readLatchSynced(ctx context.Context, name string) (latchRecord, int32, error) {
-	if err := ignoreNoNode(e.sync(ctx, e.latchPath(name))); err != nil {
+// readLatchCurrent reads name's latch and its version (a zero count:
+// none) once the session's member is up to date (catchUp): a member may
+// serve a read from before a write another session saw answered, and
+// Count must be current.
+func (e *Engine) readLatchCurrent(ctx context.Context, name string) (latchRecord, int32, error) {
+	if err := e.catchUp(ctx); err != nil {
 		return latchRecord{}, 0, err
 	}
 	rec, version, err := e.getLatch(ctx, name)
@@ -170,14 +170,14 @@ func (e *Engine) readLatchSynced(ctx context.Context, name string) (latchRecord,
 // readLatchForWrite reads name's latch and its version (a zero count:
 // none) for a write at that version. It does not catch up with the leader
 // first: a stale count is caught by the write at its version. Only a
-// latch found missing is read again after catching up (readLatchSynced):
+// latch found missing is read again after catching up (readLatchCurrent):
 // a CountDown after a SetCount elsewhere must count. Before, a CountDown
 // on a lagging member found the latch just set missing and counted
 // nothing.
 func (e *Engine) readLatchForWrite(ctx context.Context, name string) (latchRecord, int32, error) {
 	rec, version, err := e.getLatch(ctx, name)
 	if errors.Is(err, zk.ErrNoNode) {
-		return e.readLatchSynced(ctx, name)
+		return e.readLatchCurrent(ctx, name)
 	}
 	return rec, version, err
 }

@@ -113,10 +113,11 @@ func (a *attempt) decideShared(ctx context.Context, r engine.AcquireRequest, l *
 }
 
 // kindRefused returns err, the refusal of another kind's live holder,
-// once the line it was read from is known to be current (syncOnce first).
+// once the line it was read from is known to be current (catchUpOnce
+// first).
 func (a *attempt) kindRefused(ctx context.Context, err error) error {
-	if !a.synced {
-		return a.syncOnce(ctx)
+	if !a.caughtUp {
+		return a.catchUpOnce(ctx)
 	}
 	if cerr := a.needClock(); cerr != nil {
 		return cerr
@@ -124,14 +125,14 @@ func (a *attempt) kindRefused(ctx context.Context, err error) error {
 	return err
 }
 
-// syncOnce makes the member the session reads from catch up with the
-// leader on the name (sync: a follower may serve a line from before a
-// holder's release that another session saw answered), once per call;
-// the caller runs its round again. Only refusals pay for it: a grant is
-// checked by its transaction's versions, a stale line cannot grant.
-func (a *attempt) syncOnce(ctx context.Context) error {
-	a.synced = true
-	return ignoreNoNode(a.e.sync(ctx, a.e.namePath(a.r.Name)))
+// catchUpOnce brings the member the session reads from up to date
+// (catchUp: any member may serve a line from before a holder's release
+// that another session saw answered), once per call; the caller runs its
+// round again. Only refusals pay for it: a grant is checked by its
+// transaction's versions, a stale line cannot grant.
+func (a *attempt) catchUpOnce(ctx context.Context) error {
+	a.caughtUp = true
+	return a.e.catchUp(ctx)
 }
 
 // soonest returns the shortest time left of holders at now (0: none).
@@ -169,7 +170,7 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 	if err != nil {
 		return 0, err
 	}
-	synced := false
+	caughtUp := false
 	for range maxConflicts {
 		l, err := e.read(ctx, name)
 		if err != nil {
@@ -184,10 +185,10 @@ func (e *Engine) SetLimit(ctx context.Context, name string, limit int) (int, err
 			continue
 		}
 		if held || queued {
-			// A refusal only from a current line (syncOnce's reason).
-			if !synced {
-				synced = true
-				if err := ignoreNoNode(e.sync(ctx, l.path)); err != nil {
+			// A refusal only from a current line (catchUpOnce's reason).
+			if !caughtUp {
+				caughtUp = true
+				if err := e.catchUp(ctx); err != nil {
 					return 0, err
 				}
 				continue

@@ -119,12 +119,12 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 // from the release: a head that came to the front late would be dropped
 // before it could take the lock.
 func (e *Engine) leaveLine(ctx context.Context, name, place string) error {
-	// The line is read after a sync: the member the session reads from
+	// The line is read after a catch-up: the member the session reads from
 	// may not have applied another session's release yet, and a reading
 	// from before it would take a reserved head for one of a held lock
 	// (a Leave is rare: a waiter giving up). The version checks of the
 	// deletion guard the writes after it.
-	if err := ignoreNoNode(e.sync(ctx, e.namePath(name))); err != nil {
+	if err := e.catchUp(ctx); err != nil {
 		return err
 	}
 	for range maxConflicts {
