@@ -308,6 +308,47 @@ func (s *suite) releaseOnceReplayShared(t *testing.T) {
 	}
 }
 
+// releaseOnceAfterOthers: a late copy of a ReleaseOnce drops nothing also
+// when other releases of the owner's holds came between the release and
+// its copy: a plain Release (which carries no id of the caller's, or one
+// of the engine's own) and another ReleaseOnce, for a mutex and for a
+// shared lock's holder (an RW lock's reader). The lock keeps the ids of
+// the owner's last releases, not only the last one's. An engine whose
+// shared locks cannot release once skips that half.
+func (s *suite) releaseOnceAfterOthers(t *testing.T) {
+	t.Run("mutex", func(t *testing.T) {
+		s.releaseOnceAfterOthersOf(t, engine.AcquireRequest{Kind: engine.Mutex})
+	})
+	t.Run("reader", func(t *testing.T) {
+		s.sharer(t)
+		s.releaseOnceAfterOthersOf(t, engine.AcquireRequest{Kind: engine.RWLock, Limit: engine.RWPermits, Weight: 1})
+	})
+}
+
+// releaseOnceAfterOthersOf is releaseOnceAfterOthers for the kind of k.
+func (s *suite) releaseOnceAfterOthersOf(t *testing.T, k engine.AcquireRequest) {
+	e := s.h.New(t)
+	o := onceReleaser(t, e)
+	ctx := ctxTimeout(t, 30*time.Second)
+	name := lockName(t)
+	for _, a := range []string{"a1", "a2", "a3", "a4"} {
+		r := engine.AcquireRequest{Name: name, Owner: "owner", Attempt: a, TTL: directTTL, Kind: k.Kind, Limit: k.Limit, Weight: k.Weight}
+		if g, err := e.Acquire(ctx, r); err != nil || !g.Acquired {
+			t.Fatalf("acquire %s: %+v, %v", a, g, err)
+		}
+	}
+	req := engine.ReleaseRequest{Name: name, Owner: "owner", Kind: k.Kind}
+	release := replayer(t, ctx, o, req)
+	release("r1", "r1", engine.Released, 3)
+	if res, err := e.Release(ctx, req); err != nil || res.Status != engine.Released || res.Remaining != 2 {
+		t.Fatalf("a plain release after r1: %+v, %v; want released with 2 left", res, err)
+	}
+	release("r2", "r2", engine.Released, 1)
+	release("a late copy of r1, after a plain release and r2", "r1", engine.Released, 1)
+	release("a late copy of r2", "r2", engine.Released, 1)
+	release("r3", "r3", engine.Released, 0)
+}
+
 // onceReleaser returns e as an engine.OnceReleaser, or skips the test.
 func onceReleaser(t *testing.T, e engine.Engine) engine.OnceReleaser {
 	t.Helper()

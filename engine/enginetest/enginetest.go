@@ -123,6 +123,7 @@ func Run(t *testing.T, h Harness) {
 		{"RaiseFenceNextGrant", s.raiseFenceNextGrant},
 		{"ReleaseOnceReplay", s.releaseOnceReplay},
 		{"ReleaseOnceReplayShared", s.releaseOnceReplayShared},
+		{"ReleaseOnceAfterOthers", s.releaseOnceAfterOthers},
 		{"AttemptReplay", s.attemptReplay},
 		{"AttemptReplayOneOff", s.attemptReplayOneOff},
 		{"WaitingWakesSubscriber", s.waitingWakesSubscriber},

@@ -6,7 +6,7 @@ import "strconv"
 // reflection when every string is plain (printable ASCII that JSON writes
 // as it is): a grant's value is built on every acquisition.
 func (h hold) encode() string {
-	if !plain(h.Owner) || !plain(h.Attempt) || !plain(h.Metadata) || !plain(h.Rel) {
+	if len(h.Rels) > 0 || !plain(h.Owner) || !plain(h.Attempt) || !plain(h.Metadata) || !plain(h.Rel) {
 		return mustJSON(h)
 	}
 	b := make([]byte, 0, 48+len(h.Owner)+len(h.Attempt)+len(h.Metadata)+len(h.Rel))

@@ -10,7 +10,8 @@ import (
 func TestHoldEncode(t *testing.T) {
 	for _, h := range []hold{
 		{Owner: "o1", Count: 1, TTL: 30},
-		{Owner: "o1", Count: 3, Attempt: "a1", Metadata: "job=7 host:x", TTL: 2, Rel: "r9"},
+		{Owner: "o1", Count: 3, Attempt: "a1", Metadata: "job=7 host:x", TTL: 2, releases: releases{Rel: "r9"}},
+		{Owner: "o1", Count: 3, TTL: 2, releases: releases{Rels: []string{"r8", "r9"}}},
 		{Owner: "", Count: 0, TTL: 0},
 		{Owner: `q"uote`, Count: 1, Metadata: "back\\slash", TTL: 5},
 		{Owner: "o", Count: 1, Metadata: "<a&b>", TTL: 5},

@@ -18,7 +18,7 @@ import (
 // without an answer (see retry) finds the key gone, or another owner's: the
 // release answers Released then, since this call's deletion is the likely
 // cause (the other one, the lease's expiry, the Client has already
-// signalled). A count-down carries the release's id, rel (hold.Rel: the
+// signalled). A count-down carries the release's id, rel (releases: the
 // caller's, the same on each copy it sends, for ReleaseOnce), by which a
 // count-down applied without an answer is recognised and not repeated.
 //
@@ -43,7 +43,7 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, rel 
 // releaseRead is Release after its fast attempt: st is the name's keys as
 // read (nil: read them), gone the lock's lease when a deletion may have
 // been applied without an answer (see retry), else nil; token, when not 0,
-// the grant whose hold is dropped; rel the release's id (hold.Rel).
+// the grant whose hold is dropped; rel the release's id (releases).
 func (e *Engine) releaseRead(ctx context.Context, name, owner string, token uint64, rel string, st *state, gone *lockRef) (engine.ReleaseResult, error) {
 	var err error
 	for range maxConflicts {
@@ -68,13 +68,13 @@ func (e *Engine) releaseRead(ctx context.Context, name, owner string, token uint
 			return engine.ReleaseResult{Status: engine.NotHeld}, nil
 		case st.hold.Owner != owner, newer:
 			return engine.ReleaseResult{Status: engine.NotOwner}, nil
-		case st.hold.Rel == rel:
+		case st.hold.has(rel):
 			return engine.ReleaseResult{Status: engine.Released, Remaining: st.hold.Count}, nil
 		}
 		if st.hold.Count > 1 {
 			h := st.hold
 			h.Count--
-			h.Rel = rel
+			h.releases = h.with(rel)
 			ok, err := e.commit(ctx, "release "+name, st.unchanged(e, ""),
 				clientv3.OpPut(e.keys.lock(name), h.encode(), clientv3.WithLease(clientv3.LeaseID(st.lock.Lease))))
 			if err != nil {
@@ -223,5 +223,5 @@ func (e *Engine) commitUnsure(ctx context.Context, op string, cmps []clientv3.Cm
 	return resp.Succeeded, unsure, nil
 }
 
-// releaseMark returns a mark of one release call (see hold.Rel).
+// releaseMark returns a mark of one release call (see releases).
 func releaseMark() string { return strconv.FormatUint(rand.Uint64(), 36) }

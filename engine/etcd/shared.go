@@ -80,7 +80,7 @@ type sharedHold struct {
 	TTL      int64       `json:"t"` // the ttl of the key's lease, in seconds
 	Kind     engine.Kind `json:"k"`
 	Limit    int         `json:"l"`
-	Rel      string      `json:"r,omitempty"` // as hold.Rel
+	releases
 }
 
 // sharedEntry is the value of a waiter's key.
@@ -671,7 +671,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, rel
 			return engine.ReleaseResult{Status: engine.NotOwner}, nil
 		case h.Kind != r.Kind: // a permit released as a reader, or the reverse
 			return engine.ReleaseResult{}, engine.KindError(r.Name, h.Kind, r.Kind)
-		case h.Rel == rel:
+		case h.has(rel):
 			return engine.ReleaseResult{Status: engine.Released, Remaining: h.Count}, nil
 		}
 		key := e.keys.holder(r.Name, r.Owner)
@@ -679,7 +679,7 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, rel
 		if h.Count > 1 {
 			hold := h.sharedHold
 			hold.Count--
-			hold.Rel = rel
+			hold.releases = hold.with(rel)
 			ok, err := e.commit(ctx, "release "+r.Name, cmps,
 				clientv3.OpPut(key, mustJSON(hold), clientv3.WithLease(clientv3.LeaseID(h.kv.Lease))))
 			if err != nil {
@@ -927,7 +927,7 @@ func (e *Engine) Release(ctx context.Context, r engine.ReleaseRequest) (engine.R
 
 // ReleaseOnce implements engine.OnceReleaser: every kind of lock,
 // dispatched once on r.Kind (engine.ReleaseOnceByKind) to releaseMutex or
-// releaseShared. A hold's count-down records id (hold.Rel), so a copy of
+// releaseShared. A hold's count-down records id (releases), so a copy of
 // it (a Client resending a release whose answer was lost) drops no second
 // hold. A release that finds nothing of the owner while a force-release's
 // mark stands is answered NotOwner (taken over).

@@ -20,9 +20,28 @@ type hold struct {
 	Attempt  string `json:"a,omitempty"`
 	Metadata string `json:"m,omitempty"`
 	TTL      int64  `json:"t"` // the ttl of the key's lease, in seconds
-	// Rel marks the release that last counted the hold down, so that one
-	// applied without an answer is not repeated (see Release).
-	Rel string `json:"r,omitempty"`
+	releases
+}
+
+// releases mark the releases that last counted a hold down, so that one
+// applied without an answer is not repeated (see Release): the ids of the
+// last engine.KeptReleaseIDs (Rels), or the one id a version before them
+// recorded (Rel).
+type releases struct {
+	Rel  string            `json:"r,omitempty"`
+	Rels engine.ReleaseIDs `json:"rs,omitempty"`
+}
+
+// has reports whether the release id counted the hold down.
+func (r releases) has(id string) bool { return id != "" && (r.Rel == id || r.Rels.Has(id)) }
+
+// with returns r with id recorded as the newest release.
+func (r releases) with(id string) releases {
+	rels := r.Rels
+	if r.Rel != "" {
+		rels = append(engine.ReleaseIDs{r.Rel}, rels...)
+	}
+	return releases{Rels: rels.With(id)}
 }
 
 // entry is the value of a waiter's key in the queue.

@@ -39,7 +39,7 @@ type lock struct {
 	token    uint64
 	metadata string
 	attempt  string
-	rel      string // the id of the last release that counted a hold down (ReleaseOnce)
+	rels     engine.ReleaseIDs // the ids of the last releases that counted a hold down (ReleaseOnce)
 	expires  time.Time
 }
 
@@ -228,14 +228,12 @@ func (e *Engine) release(name, owner string, token uint64, id string) engine.Rel
 		return engine.ReleaseResult{Status: engine.NotHeld}
 	case l.owner != owner, token != 0 && l.token != token:
 		return engine.ReleaseResult{Status: engine.NotOwner}
-	case id != "" && l.rel == id:
+	case l.rels.Has(id):
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	l.count--
 	if l.count > 0 {
-		if id != "" {
-			l.rel = id // (a release without an id keeps the last one's)
-		}
+		l.rels = l.rels.With(id) // (a release without an id keeps the others')
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	e.dropMutex(name)

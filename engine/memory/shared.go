@@ -25,7 +25,7 @@ type sharedHolder struct {
 	token         uint64
 	metadata      string
 	attempt       string
-	rel           string // the id of the last release that counted a hold down (ReleaseOnce)
+	rels          engine.ReleaseIDs // the ids of the last releases that counted a hold down (ReleaseOnce)
 	expires       time.Time
 }
 
@@ -245,13 +245,11 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 	if r.Token != 0 && h.token != r.Token {
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil // a newer grant of the owner
 	}
-	if id != "" && h.rel == id {
-		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil // a copy of the last count-down
+	if h.rels.Has(id) {
+		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil // a copy of a count-down
 	}
 	if h.count--; h.count > 0 {
-		if id != "" {
-			h.rel = id // (a release without an id keeps the last one's)
-		}
+		h.rels = h.rels.With(id) // (a release without an id keeps the others')
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
 	delete(s.holders, r.Owner)

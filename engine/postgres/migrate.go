@@ -90,12 +90,16 @@ var schemaSQL string
 // shared hold as it does a mutex's (engine.OnceReleaser); version 19's
 // signature stays for processes of that version, and an engine on a schema
 // before version 20 answers a shared lock's ReleaseOnce unsupported (the
-// Client then releases plainly) until it is migrated.
+// Client then releases plainly) until it is migrated; 21: a hold keeps
+// the ids of its last 8 count-downs (engine.KeptReleaseIDs; the columns
+// release_ids), not only the last one's, so a late copy of a release
+// drops nothing after other releases of the owner's holds came between;
+// function bodies only, every signature as in version 20.
 // Migrate brings a schema of any earlier version up to it: schema.sql is
 // idempotent, so
 // from version 6 it adds the column and the functions and keeps every
 // lock held and every waiter queued across it.
-const SchemaVersion = 20
+const SchemaVersion = 21
 
 // Beginner starts a transaction: a *pgxpool.Pool, a *pgx.Conn or a pgx.Tx.
 type Beginner interface {

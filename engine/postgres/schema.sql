@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS {{S}}.locks (
   token          bigint NOT NULL DEFAULT 0,
   metadata       text NOT NULL DEFAULT '',
   attempt        text,               -- the Acquire call of the last grant or re-entry
-  release_id     text,               -- the last ReleaseOnce id
+  release_id     text,               -- a ReleaseOnce id, as versions before 21 recorded it
+  release_ids    text[],             -- the last ReleaseOnce ids (_noted_release; version 21)
   expires_at     timestamptz,        -- the lease's end
   high_water     bigint NOT NULL DEFAULT 0,
   marked         boolean NOT NULL DEFAULT false, -- its release must wake someone
@@ -59,6 +60,7 @@ CREATE TABLE IF NOT EXISTS {{S}}.waiters (
 );
 CREATE INDEX IF NOT EXISTS waiters_order ON {{S}}.waiters (name, ticket);
 ALTER TABLE {{S}}.waiters ADD COLUMN IF NOT EXISTS chan text; -- version 7
+ALTER TABLE {{S}}.locks ADD COLUMN IF NOT EXISTS release_ids text[]; -- version 21
 
 -- The high-water marks of pgfence's HighestSeen mode: the resource's side.
 -- granted (version 14) is the name's grant high-water that the deletion of
@@ -120,6 +122,22 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(l.owner IS NOT NULL AND l.expires_a
 -- than cur with more (engine.HoldExpiry: no hold's lease outlives them).
 CREATE OR REPLACE FUNCTION {{S}}._hold_expiry(holds integer, cur timestamptz, next timestamptz) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN holds > 1 THEN greatest(cur, next) ELSE next END $$;
+
+-- _released reports whether the release call p_id counted a hold down: one
+-- of the hold's last release ids (p_ids: release_ids), or the one id a
+-- version before 21 recorded (p_old: release_id). An empty id is none.
+CREATE OR REPLACE FUNCTION {{S}}._released(p_old text, p_ids text[], p_id text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$ SELECT p_id <> '' AND coalesce(p_old = p_id OR p_id = ANY(p_ids), false) $$;
+
+-- _noted_release returns a hold's release ids with p_id the newest, the
+-- oldest dropped past 8 (engine.KeptReleaseIDs), p_old (release_id, a
+-- version before 21's) the oldest; a release without an id (p_id '')
+-- leaves them as they are.
+CREATE OR REPLACE FUNCTION {{S}}._noted_release(p_old text, p_ids text[], p_id text) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_id = '' THEN p_ids ELSE ids[greatest(1, cardinality(ids) - 7):] END
+    FROM (SELECT CASE WHEN p_old IS NULL THEN '{}'::text[] ELSE ARRAY[p_old] END
+                 || coalesce(p_ids, '{}'::text[]) || ARRAY[p_id] AS ids) s $$;
 
 -- _notify sends msg about name on the schema's channel: '<md5 of name> msg'.
 CREATE OR REPLACE FUNCTION {{S}}._notify(p_name text, msg text) RETURNS void
@@ -269,7 +287,7 @@ CREATE OR REPLACE FUNCTION {{S}}._free(l {{S}}.locks, now_ timestamptz, force bo
 LANGUAGE plpgsql AS $$
 BEGIN
   IF EXISTS (SELECT 1 FROM {{S}}.waiters WHERE name = l.name) THEN
-    UPDATE {{S}}.locks SET owner = NULL, holds = 0, metadata = '', attempt = NULL, release_id = NULL,
+    UPDATE {{S}}.locks SET owner = NULL, holds = 0, metadata = '', attempt = NULL, release_id = NULL, release_ids = NULL,
       expires_at = NULL, marked = false
      WHERE name = l.name;
     PERFORM {{S}}._settle(l.name, now_);
@@ -286,7 +304,7 @@ BEGIN
     PERFORM {{S}}._notify(l.name, 'released');
   END IF;
   IF NOT {{S}}._forget(l.name) THEN
-    UPDATE {{S}}.locks SET owner = NULL, holds = 0, metadata = '', attempt = NULL, release_id = NULL,
+    UPDATE {{S}}.locks SET owner = NULL, holds = 0, metadata = '', attempt = NULL, release_id = NULL, release_ids = NULL,
       expires_at = NULL, marked = false, reserved_for = NULL, reserved_until = NULL
      WHERE name = l.name;
   END IF;
@@ -413,7 +431,7 @@ BEGIN
     o_token := greatest(nextval({{TOKENS}}), l.high_water + 1, shared_hw + 1);
     UPDATE {{S}}.locks
        SET owner = p_owner, holds = 1, token = o_token, metadata = p_metadata, attempt = p_attempt,
-           release_id = NULL, expires_at = now_ + p_ttl_us * interval '1 microsecond',
+           release_id = NULL, release_ids = NULL, expires_at = now_ + p_ttl_us * interval '1 microsecond',
            high_water = greatest(high_water, o_token), marked = queued OR p_announce
      WHERE name = p_name;
     o_holds := 1;
@@ -539,12 +557,13 @@ BEGIN
     RETURN;
   END IF;
   o_status := 1;
-  IF p_id <> '' AND l.release_id = p_id THEN
+  IF {{S}}._released(l.release_id, l.release_ids, p_id) THEN
     o_remaining := l.holds;
     RETURN;
   END IF;
   IF l.holds > 1 THEN
-    UPDATE {{S}}.locks SET holds = holds - 1, release_id = coalesce(nullif(p_id, ''), release_id) WHERE name = p_name
+    UPDATE {{S}}.locks SET holds = holds - 1, release_id = CASE WHEN p_id = '' THEN release_id END,
+           release_ids = {{S}}._noted_release(release_id, release_ids, p_id) WHERE name = p_name
     RETURNING holds INTO o_remaining;
     RETURN;
   END IF;
@@ -875,10 +894,12 @@ CREATE TABLE IF NOT EXISTS {{S}}.shared_holders (
   metadata   text NOT NULL DEFAULT '',
   attempt    text,                   -- the Acquire call of the grant or last re-entry
   expires_at timestamptz NOT NULL,
-  release_id text,                   -- the release call that last counted a hold down (version 20)
+  release_id text,                   -- a release call that counted a hold down (version 20)
+  release_ids text[],                -- the last ones (_noted_release; version 21)
   PRIMARY KEY (name, owner)
 );
 ALTER TABLE {{S}}.shared_holders ADD COLUMN IF NOT EXISTS release_id text; -- version 20
+ALTER TABLE {{S}}.shared_holders ADD COLUMN IF NOT EXISTS release_ids text[]; -- version 21
 
 CREATE TABLE IF NOT EXISTS {{S}}.shared_waiters (
   name     text COLLATE "C" NOT NULL,
@@ -1126,16 +1147,18 @@ BEGIN
     RAISE EXCEPTION 'DISTLOCK kind %', s.kind USING ERRCODE = 'DL001';
   END IF;
   IF p_id <> '' THEN
-    -- A copy of the release that last counted the hold down: answered as
-    -- it was, with the holds there are, dropping none.
+    -- A copy of a release that counted the hold down: answered as it
+    -- was, with the holds there are, dropping none.
     SELECT holds INTO o_remaining FROM {{S}}.shared_holders
-     WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token) AND release_id = p_id;
+     WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
+       AND {{S}}._released(release_id, release_ids, p_id);
     IF FOUND THEN
       o_status := 1;
       RETURN;
     END IF;
   END IF;
-  UPDATE {{S}}.shared_holders SET holds = holds - 1, release_id = coalesce(nullif(p_id, ''), release_id)
+  UPDATE {{S}}.shared_holders SET holds = holds - 1, release_id = CASE WHEN p_id = '' THEN release_id END,
+         release_ids = {{S}}._noted_release(release_id, release_ids, p_id)
    WHERE name = p_name AND owner = p_owner AND (p_token = 0 OR token = p_token)
   RETURNING holds INTO o_remaining;
   IF NOT FOUND THEN
@@ -1547,7 +1570,7 @@ BEGIN
     tok := greatest(nextval({{TOKENS}}), l.high_water + 1, hws[i] + 1);
     UPDATE {{S}}.locks
        SET owner = p_owners[i], holds = 1, token = tok, metadata = p_metadata[i], attempt = p_attempts[i],
-           release_id = NULL, expires_at = now_ + p_ttls_us[i] * interval '1 microsecond',
+           release_id = NULL, release_ids = NULL, expires_at = now_ + p_ttls_us[i] * interval '1 microsecond',
            high_water = greatest(high_water, tok), marked = false
      WHERE name = p_names[i];
     o_tokens[i] := tok;
@@ -1698,7 +1721,11 @@ INSERT INTO {{S}}.version (version) SELECT 17 WHERE NOT EXISTS (SELECT 1 FROM {{
 -- hold's release carries the call's id (release_shared's p_id,
 -- shared_holders.release_id), and a copy with the same id drops no second
 -- hold (engine.OnceReleaser), as a mutex's release does (version
--- 19's signature stays, calling it with no id).
+-- 19's signature stays, calling it with no id); 21: a hold keeps the ids
+-- of its last 8 count-downs (locks.release_ids, shared_holders.
+-- release_ids; _released, _noted_release), not only the last one's, so a
+-- late copy of a release drops nothing after other releases of the
+-- owner's holds; function bodies only, every signature as in version 20.
 
 -- A mark whose accepted token is above the name's newest grant of any kind
 -- holds a token no grant of the name had (recorded before version 19):
@@ -1711,4 +1738,4 @@ UPDATE {{S}}.fence_marks m SET token = 0, holder = ''
          coalesce((SELECT k.high_water FROM {{S}}.locks k WHERE k.name = m.name), 0),
          coalesce((SELECT s.high_water FROM {{S}}.shared s WHERE s.name = m.name), 0));
 
-UPDATE {{S}}.version SET version = 20 WHERE version < 20;
+UPDATE {{S}}.version SET version = 21 WHERE version < 21;

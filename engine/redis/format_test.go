@@ -116,6 +116,37 @@ func TestLockValueForms(t *testing.T) {
 		}
 	})
 
+	t.Run("release ids", func(t *testing.T) {
+		// A hold keeps its last releases' ids (rs), and reads the one id
+		// an older version wrote (r): a copy of either drops nothing.
+		raw.Set(ctx, "distlock:{ids}", `{"o":"own","c":3,"t":"42","r":"old"}`, time.Minute)
+		if res := release("ids", "own", "old"); res.Status != engine.Released || res.Remaining != 3 {
+			t.Fatalf("a copy of the release the older version recorded: %+v", res)
+		}
+		if res := release("ids", "own", "n1"); res.Remaining != 2 {
+			t.Fatalf("release n1: %+v", res)
+		}
+		if v := value("ids"); !strings.Contains(v, `"rs":["old","n1"]`) || strings.Contains(v, `"r":`) {
+			t.Fatalf("value after n1: %s, want the ids old and n1 in rs", v)
+		}
+		for _, id := range []string{"old", "n1"} {
+			if res := release("ids", "own", id); res.Status != engine.Released || res.Remaining != 2 {
+				t.Fatalf("a copy of %s: %+v", id, res)
+			}
+		}
+		if info := inspect("ids"); !info.Held || info.Count != 2 || info.Token != 42 {
+			t.Fatalf("inspect: %+v", info)
+		}
+		// At most engine.KeptReleaseIDs ids, the newest.
+		raw.Set(ctx, "distlock:{ids}", `{"o":"own","c":20,"t":"42"}`, time.Minute)
+		for i := range 10 {
+			release("ids", "own", "k"+strconv.Itoa(i))
+		}
+		if v := value("ids"); !strings.Contains(v, `"rs":["k2","k3","k4","k5","k6","k7","k8","k9"]`) {
+			t.Fatalf("value after 10 releases: %s, want the last %d ids", v, engine.KeptReleaseIDs)
+		}
+	})
+
 	t.Run("not a lock", func(t *testing.T) {
 		// Strings other code left at a lock's key: every script refuses
 		// them with WRONGTYPE and changes nothing.

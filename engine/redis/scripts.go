@@ -36,14 +36,16 @@ var (
 	heartbeatSrc string
 	//go:embed scripts/leave.lua
 	leaveSrc string
+	//go:embed scripts/releaseids.lua
+	releaseIDsSrc string
 	//go:embed scripts/told.lua
 	toldSrc string
 )
 
 var (
-	acquireScript      = newScript(proposalSrc + highWaterSrc + mintSrc + include(acquireSrc))
+	acquireScript      = newScript(proposalSrc + highWaterSrc + mintSrc + include(acquireSrc, "lock.lua", "queue.lua"))
 	extendScript       = newScript(lockSrc + takenSrc + extendSrc)
-	releaseScript      = newScript(include(releaseSrc))
+	releaseScript      = newScript(include(releaseSrc, "lock.lua", "queue.lua", "releaseids.lua"))
 	forceReleaseScript = newScript(lockSrc + queueSrc + takenSrc + forceReleaseSrc)
 	raiseFenceScript   = newScript(lockSrc + raiseFenceSrc)
 	heartbeatScript    = newScript(queueSrc + heartbeatSrc)
@@ -51,20 +53,21 @@ var (
 	toldScript         = newScript(takenSrc + toldSrc)
 )
 
-// include returns src with the file named by each of its lines
-// "-- #lock.lua" and "-- #queue.lua" in place of that line. A script puts
-// them inside the block of the paths that use those functions: Lua builds
-// a function's closure each time its definition runs, on every run of the
-// script, so the paths that never reach the line (the uncontended ones) do
-// not pay for them. Each must be there once.
-func include(src string) string {
-	for _, f := range [...]struct{ name, src string }{{"lock.lua", lockSrc}, {"queue.lua", queueSrc}} {
-		marker := "-- #" + f.name + "\n"
+// include returns src with each of the files named (lock.lua, queue.lua,
+// releaseids.lua) in place of its line "-- #<name>". A script puts them
+// inside the block of the paths that use those functions: Lua builds a
+// function's closure each time its definition runs, on every run of the
+// script, so the paths that never reach the line (the uncontended ones)
+// do not pay for them. Each must be there once.
+func include(src string, names ...string) string {
+	files := map[string]string{"lock.lua": lockSrc, "queue.lua": queueSrc, "releaseids.lua": releaseIDsSrc}
+	for _, name := range names {
+		marker := "-- #" + name + "\n"
 		i := strings.Index(src, marker)
-		if i < 0 || strings.Contains(src[i+len(marker):], marker) {
+		if i < 0 || strings.Contains(src[i+len(marker):], marker) || files[name] == "" {
 			panic("distlock/engine/redis: a script needs one line " + marker)
 		}
-		src = src[:i] + f.src + src[i+len(marker):]
+		src = src[:i] + files[name] + src[i+len(marker):]
 	}
 	return src
 }

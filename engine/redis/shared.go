@@ -85,7 +85,7 @@ var (
 	sharedLib = proposalSrc + highWaterSrc + sharedSrc
 
 	sharedAcquireScript    = newScript(sharedLib + sharedAcquireSrc)
-	sharedReleaseScript    = newScript(sharedLib + sharedReleaseSrc)
+	sharedReleaseScript    = newScript(sharedLib + include(sharedReleaseSrc, "releaseids.lua"))
 	sharedExtendScript     = newScript(sharedLib + takenSrc + sharedExtendSrc)
 	sharedLeaveScript      = newScript(sharedLib + sharedLeaveSrc)
 	sharedSetLimitScript   = newScript(sharedLib + sharedSetLimitSrc)

@@ -12,13 +12,14 @@ import (
 // once a waiter marked the lock); anything else is a JSON object with these
 // fields. A token starts with a digit and JSON with '{'.
 type lockValue struct {
-	Owner    string `json:"o"`
-	Count    int    `json:"c"`
-	Token    string `json:"t"`
-	Metadata string `json:"m,omitempty"`
-	Attempt  string `json:"a,omitempty"`
-	Release  string `json:"r,omitempty"`
-	Waiters  bool   `json:"w,omitempty"`
+	Owner    string   `json:"o"`
+	Count    int      `json:"c"`
+	Token    string   `json:"t"`
+	Metadata string   `json:"m,omitempty"`
+	Attempt  string   `json:"a,omitempty"`
+	Release  string   `json:"r,omitempty"`  // one release id, as older versions wrote it
+	Releases []string `json:"rs,omitempty"` // the last releases' ids (scripts/releaseids.lua)
+	Waiters  bool     `json:"w,omitempty"`
 }
 
 // parseLockValue decodes a lock key's value; ok is false when v is not a

@@ -1,6 +1,9 @@
 package redis
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TestParseLockValue: both forms, and values that are not distlock locks.
 func TestParseLockValue(t *testing.T) {
@@ -15,6 +18,7 @@ func TestParseLockValue(t *testing.T) {
 		{`{"o":"job-7","c":2,"t":"99","m":"why \"not\"\n","a":"at","r":"rel","w":true}`,
 			lockValue{Owner: "job-7", Count: 2, Token: "99", Metadata: "why \"not\"\n", Attempt: "at", Release: "rel", Waiters: true}, true},
 		{`{"o":"job-7","c":1,"t":"99","m":"","a":"at","w":false}`, lockValue{Owner: "job-7", Count: 1, Token: "99", Attempt: "at"}, true},
+		{`{"o":"job-7","c":3,"t":"99","rs":["r1","r2"]}`, lockValue{Owner: "job-7", Count: 3, Token: "99", Releases: []string{"r1", "r2"}}, true},
 		{"", lockValue{}, false},
 		{"1", lockValue{}, false},     // a SETNX "1" lock of other code
 		{"12 ", lockValue{}, false},   // no owner
@@ -28,7 +32,7 @@ func TestParseLockValue(t *testing.T) {
 		{`{"foo":"bar"}`, lockValue{}, false},
 	} {
 		got, ok := parseLockValue(tc.v)
-		if ok != tc.ok || got != tc.want {
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("parseLockValue(%q) = %+v, %v; want %+v, %v", tc.v, got, ok, tc.want, tc.ok)
 		}
 	}

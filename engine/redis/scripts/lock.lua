@@ -2,7 +2,8 @@
 -- '<token>*<owner>' once a waiter marked it): one hold, no metadata, the
 -- attempt id is the owner, no release id. Otherwise a JSON object
 -- {o: owner, c: holds, t: token (a string), m: metadata, a: attempt id,
--- r: release id, w: waiters mark}. A token starts with a digit and JSON
+-- rs: release ids (releaseids.lua; r: one, as older versions wrote),
+-- w: waiters mark}. A token starts with a digit and JSON
 -- with '{', so the first byte tells the form. engine/redis/value.go reads
 -- the same format.
 
@@ -36,7 +37,7 @@ local function decode(v)
 end
 
 local function encode(s)
-  if s.c == 1 and (s.m or '') == '' and (s.a or s.o) == s.o and not s.r then
+  if s.c == 1 and (s.m or '') == '' and (s.a or s.o) == s.o and not s.r and not s.rs then
     return s.t .. (s.w and '*' or ' ') .. s.o
   end
   return cjson.encode(s)

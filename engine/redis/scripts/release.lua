@@ -3,9 +3,10 @@
 -- queue (KEYS[2..4], queue.lua), or publishes a wake-up for everyone on the
 -- channel KEYS[1] (with command ARGV[2]: PUBLISH or SPUBLISH) when nobody
 -- queues (waiters that wait outside a queue).
--- ARGV[3] identifies the release call: a request whose id is the one
--- recorded is a resent copy of a release already applied (a client library
--- resends a command whose reply was lost), and does not drop a second hold.
+-- ARGV[3] identifies the release call: a request whose id is one of those
+-- recorded (releaseids.lua) is a resent copy of a release already applied
+-- (a client library resends a command whose reply was lost), and does not
+-- drop a second hold.
 -- ARGV[4], when given and not empty, is the token of the grant released
 -- (engine.ReleaseRequest.Token): a hold of ARGV[1] under another token (a
 -- newer grant of the owner) is not dropped, and the answer is -2.
@@ -35,12 +36,13 @@ else
   if s.o ~= ARGV[1] or (ARGV[4] and ARGV[4] ~= '' and ARGV[4] ~= s.t) then
     return -2
   end
-  if s.r == ARGV[3] then
+  -- #releaseids.lua
+  if released(s, ARGV[3]) then
     return s.c
   end
   if s.c > 1 then
     s.c = s.c - 1
-    s.r = ARGV[3]
+    noteRelease(s, ARGV[3])
     redis.call('SET', KEYS[1], encode(s), 'KEEPTTL')
     return s.c
   end

@@ -1,6 +1,7 @@
 -- Drops one hold of owner ARGV[3] on the shared lock (shared.lua); ARGV[4]
--- is the release's id: a release whose id is the one recorded is a copy
--- of one already applied (a client library resent it), and drops nothing.
+-- is the release's id: a release whose id is one of those recorded
+-- (releaseids.lua) is a copy of one already applied (a client library
+-- resent it), and drops nothing.
 -- ARGV[5] = '1' undoes a grant (engine.ReleaseRequest.Undo): when the
 -- owner's last hold goes and leaves no holder and nobody queued, the
 -- lock's kind and limit go with it, as if the grant had not been made.
@@ -34,12 +35,13 @@ if ARGV[6] and ARGV[6] ~= '' and tonumber(ARGV[6]) ~= tonumber(h.t) then
   sh_expire(now)
   return -2
 end
-if h.r == ARGV[4] then
+-- #releaseids.lua
+if released(h, ARGV[4]) then
   return h.c
 end
 if h.c > 1 then
   h.c = h.c - 1
-  h.r = ARGV[4]
+  noteRelease(h, ARGV[4])
   redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode(h))
   return h.c
 end
