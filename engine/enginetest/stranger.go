@@ -479,7 +479,7 @@ func (s *suite) adminElectionAndLatch(t *testing.T) {
 		}
 	}
 	var info engine.Info
-	WaitFor(t, 10*time.Second, "the listing to show the proclaimed value", func() bool {
+	WaitFor(t, 30*time.Second, "the listing to show the proclaimed value", func() bool {
 		var ok bool
 		info, ok = listed(t, ctx, lister, prefix)[el]
 		return ok && info.Metadata == "me again"
