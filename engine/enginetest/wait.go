@@ -49,10 +49,12 @@ func (s *suite) handoff(t *testing.T) {
 			raced++
 			continue
 		}
-		if counts.wokenBetween(r.released, r.won) == 0 && counts.wokenBetween(r.prev, r.released) > 0 {
+		if counts.wokenBetween(r.released, r.won) == 0 && counts.wokenBetween(r.prevSent, r.released) > 0 {
 			// Woken by something before the release (a wake-up of an
-			// earlier change, delivered late), it tried just as the
-			// release went out: a race, as above, not a poll.
+			// earlier change, delivered late: while its last refused
+			// attempt was out, it is taken once that attempt's answer
+			// is), it tried just as the release went out: a race, as
+			// above, not a poll.
 			raced++
 			continue
 		}
@@ -91,6 +93,7 @@ type handedOff struct {
 	released time.Time // when the holder's release was sent
 	won      time.Time // when the attempt that won the lock was sent
 	prev     time.Time // when the waiter's attempt before it was answered
+	prevSent time.Time // when that attempt was sent
 	err      error
 }
 
@@ -141,7 +144,7 @@ func handoffOnce(t testing.TB, ctx context.Context, holderC, waiterC *distlock.C
 			r.won = a.sent
 			break
 		}
-		r.prev = a.answered
+		r.prev, r.prevSent = a.answered, a.sent
 	}
 	return h, r
 }
