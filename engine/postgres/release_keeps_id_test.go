@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/postgres"
 )
 
 // TestReleaseWithoutIDKeepsLastID: a release without an id (an older
@@ -19,17 +20,10 @@ func TestReleaseWithoutIDKeepsLastID(t *testing.T) {
 	defer cancel()
 	e := newEngine(t, newPool(t), schema)
 	for _, k := range []struct {
-		kind   engine.Kind
-		limit  int
-		weight int
+		kind          engine.Kind
+		limit, weight int
 	}{{engine.Mutex, 0, 0}, {engine.RWLock, engine.RWPermits, 1}} {
-		name := uniqueName(t)
-		for _, a := range []string{"a1", "a2", "a3"} {
-			g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "o", Attempt: a, TTL: time.Minute, Kind: k.kind, Limit: k.limit, Weight: k.weight})
-			if err != nil || !g.Acquired {
-				t.Fatalf("%s: acquire %s: %+v, %v", k.kind, a, g, err)
-			}
-		}
+		name := threeHolds(t, ctx, e, k.kind, k.limit, k.weight)
 		r := engine.ReleaseRequest{Name: name, Owner: "o", Kind: k.kind}
 		want := func(what string, res engine.ReleaseResult, err error, remaining int) {
 			t.Helper()
@@ -62,13 +56,7 @@ func TestReleaseIDOfVersion20Kept(t *testing.T) {
 		limit, weight int
 		table         string
 	}{{engine.Mutex, 0, 0, "locks"}, {engine.RWLock, engine.RWPermits, 1, "shared_holders"}} {
-		name := uniqueName(t)
-		for _, a := range []string{"a1", "a2", "a3"} {
-			g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "o", Attempt: a, TTL: time.Minute, Kind: k.kind, Limit: k.limit, Weight: k.weight})
-			if err != nil || !g.Acquired {
-				t.Fatalf("%s: acquire %s: %+v, %v", k.kind, a, g, err)
-			}
-		}
+		name := threeHolds(t, ctx, e, k.kind, k.limit, k.weight)
 		// The hold as version 20 left it: one id, no list.
 		if _, err := pool.Exec(ctx, `UPDATE `+schema+`.`+k.table+` SET release_id = 'old', release_ids = NULL WHERE name = $1`, name); err != nil {
 			t.Fatal(err)
@@ -92,4 +80,18 @@ func TestReleaseIDOfVersion20Kept(t *testing.T) {
 			t.Fatalf("%s: release_id %v, release_ids %q; want none and [old n1]", k.kind, old, ids)
 		}
 	}
+}
+
+// threeHolds grants owner "o" three holds (attempts a1-a3) of a new name
+// of kind (with limit and weight for a shared kind), and returns the name.
+func threeHolds(t *testing.T, ctx context.Context, e *postgres.Engine, kind engine.Kind, limit, weight int) string {
+	t.Helper()
+	name := uniqueName(t)
+	for _, a := range []string{"a1", "a2", "a3"} {
+		g, err := e.Acquire(ctx, engine.AcquireRequest{Name: name, Owner: "o", Attempt: a, TTL: time.Minute, Kind: kind, Limit: limit, Weight: weight})
+		if err != nil || !g.Acquired {
+			t.Fatalf("%s: acquire %s: %+v, %v", kind, a, g, err)
+		}
+	}
+	return name
 }
