@@ -19,12 +19,16 @@ var (
 const listPage = 500
 
 // List implements engine.Lister: it lists every node completely and reports
-// the locks held by one owner on a majority, in one page (next is always
-// ""). The nodes list in parallel, each page of each node within the
-// per-node timeout (at least MinPageTimeout): a node that does not answer
-// a page in time (or cannot list) counts as failed. A majority must list; when some nodes failed,
-// the listing of the others comes with an *engine.PartialError naming
-// them (a lock held on a majority that includes them may be missing).
+// the locks held on a majority, in one page (next is always ""), each
+// described as Inspect describes it (view) from the nodes' listings: the
+// holder, token, holds, time left and metadata a majority confirms, so a
+// value or a release that reached a majority shows even when the first
+// node listed missed it. The nodes list in parallel, each page of each
+// node within the per-node timeout (at least MinPageTimeout): a node that
+// does not answer a page in time (or cannot list) counts as failed. A
+// majority must list; when some nodes failed, the listing of the others
+// comes with an *engine.PartialError naming them (a lock held on a
+// majority that includes them may be missing).
 func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.Info, string, error) {
 	rs := each(ctx, e, adminTimeout, func(ctx context.Context, n node) ([]engine.Info, error) {
 		l, ok := n.eng.(engine.Lister)
@@ -38,72 +42,48 @@ func (e *Engine) List(ctx context.Context, prefix, _ string, _ int) ([]engine.In
 	if errs := nodeErrs(rs); len(e.nodes)-len(errs) < e.majority {
 		return nil, "", &NoQuorumError{Op: "list", OK: len(e.nodes) - len(errs), Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
 	}
-	type vote struct {
-		info    engine.Info
-		votes   int
-		tokens  map[uint64]int            // token -> nodes
-		held    map[string]map[uint64]int // a shared lock's holder -> token -> nodes
-		holders []engine.Holder           // every holder any node listed, as first listed
-	}
-	byHolder := map[[2]string]*vote{}
-	for _, x := range rs {
-		seen := map[string]bool{} // a node may list a name twice (SCAN)
-		for _, info := range x.v {
-			if seen[info.Name] || !info.Held {
-				continue
-			}
-			seen[info.Name] = true
-			k := [2]string{info.Name, info.Owner}
-			v := byHolder[k]
-			if v == nil {
-				v = &vote{info: info, tokens: map[uint64]int{}, held: map[string]map[uint64]int{}}
-				byHolder[k] = v
-			}
-			for _, h := range info.Holders {
-				if v.held[h.Owner] == nil {
-					v.held[h.Owner] = map[uint64]int{}
-					v.holders = append(v.holders, h)
-				}
-				v.held[h.Owner][h.Token]++
-			}
-			v.votes++
-			v.info.HighWater = max(v.info.HighWater, info.HighWater)
-			v.tokens[info.Token]++
-			v.info.TTL = min(v.info.TTL, info.TTL)
-		}
-	}
 	var out []engine.Info
-	for _, v := range byHolder {
-		if v.votes < e.majority {
+	for name, described := range byName(rs) {
+		info := e.view(name, described)
+		if !info.Held {
 			continue
 		}
-		v.info.Token = e.token(v.tokens) // the settled one, as Inspect's
-		// The holders a majority lists, as Inspect's (sharedView): a minority's
-		// can be a grant that lost (the readers a node took while the
-		// writer won the others), and the node that answered first may
-		// lack one that won.
-		var holders []engine.Holder
-		for _, h := range v.holders {
-			nodes := 0
-			for _, n := range v.held[h.Owner] {
-				nodes += n
-			}
-			if nodes >= e.majority {
-				h.Token = e.token(v.held[h.Owner]) // each holder's settled token too
-				holders = append(holders, h)
-			}
-		}
-		if len(v.holders) > 0 && len(holders) == 0 {
-			continue // held on nodes, by nobody a majority confirms
-		}
-		v.info.Holders = holders
-		out = append(out, v.info)
+		info.Partial = nil // the listing's own PartialError names the nodes that failed
+		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if p := partial(e, rs); p != nil {
 		return out, "", p
 	}
 	return out, "", nil
+}
+
+// byName turns the nodes' listings (rs) into each listed name's
+// descriptions, node by node as Inspect's are: the node's entry for the
+// name, free (an empty Info) when the node listed without it, and the
+// node's failure when it did not list. A node that lists a name twice (a
+// SCAN) describes it by its first entry.
+func byName(rs []result[[]engine.Info]) map[string][]result[engine.Info] {
+	names := map[string][]result[engine.Info]{}
+	for i, x := range rs {
+		seen := map[string]bool{}
+		for _, info := range x.v {
+			if x.err != nil || seen[info.Name] {
+				continue
+			}
+			seen[info.Name] = true
+			described := names[info.Name]
+			if described == nil {
+				described = make([]result[engine.Info], len(rs))
+				for j, y := range rs {
+					described[j] = result[engine.Info]{v: engine.Info{Name: info.Name}, err: y.err, done: y.done}
+				}
+				names[info.Name] = described
+			}
+			described[i].v = info
+		}
+	}
+	return names
 }
 
 // Leaks implements engine.LeakFinder: every node's leaks, each Key prefixed

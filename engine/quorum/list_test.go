@@ -45,3 +45,44 @@ func TestListSharedMajority(t *testing.T) {
 		t.Fatalf("Inspect: %+v, %v, want the writer alone", info, err)
 	}
 }
+
+// TestListDescribesAsInspect: List describes a held lock as Inspect does,
+// from what a majority of the nodes confirm: a mutex whose metadata (an
+// election's proclaimed value) and re-entry reached two nodes of three
+// but not the first is listed with the new value and two holds, not with
+// the first node's. List took the first node's entry whole, so a value
+// that missed that node was never listed until the next grant (the
+// conformance case AdminElectionAndLatch timed out on it under load).
+func TestListDescribesAsInspect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nodes := newMemNodes(t, 3)
+	q := memQuorum(t, nodes)
+	r := engine.AcquireRequest{Name: "m", Owner: "o", Attempt: "first", TTL: time.Minute, Metadata: "old"}
+	if g, err := q.Acquire(ctx, r); err != nil || !g.Acquired {
+		t.Fatalf("Acquire: %+v, %v", g, err)
+	}
+	// The value and the re-entry reach nodes 1 and 2 only.
+	r.Attempt = "second"
+	for _, n := range nodes[1:] {
+		if st, err := n.SetMetadata(ctx, engine.MetadataRequest{Name: "m", Owner: "o", Metadata: "new"}); err != nil || st != engine.Extended {
+			t.Fatalf("SetMetadata: %v, %v", st, err)
+		}
+		if g, err := n.Acquire(ctx, r); err != nil || !g.Acquired || g.Count != 2 {
+			t.Fatalf("re-entry: %+v, %v", g, err)
+		}
+	}
+	want, err := q.Inspect(ctx, "m")
+	if err != nil || want.Metadata != "new" || want.Count != 2 {
+		t.Fatalf("Inspect: %+v, %v; want the value and the holds of nodes 1 and 2", want, err)
+	}
+	infos, _, err := q.List(ctx, "", "", 100)
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("List: %+v, %v", infos, err)
+	}
+	got := infos[0]
+	if got.Name != want.Name || !got.Held || got.Owner != want.Owner || got.Token != want.Token ||
+		got.Metadata != want.Metadata || got.Count != want.Count || got.Kind != want.Kind {
+		t.Fatalf("List describes %+v, Inspect %+v", got, want)
+	}
+}

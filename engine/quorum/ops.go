@@ -783,22 +783,26 @@ func (e *Engine) Inspect(ctx context.Context, name string) (engine.Info, error) 
 		}
 		return n.eng.Inspect(ctx, name)
 	}, nil, nil)
-	failed, shared := 0, 0
+	if errs := nodeErrs(rs); len(e.nodes)-len(errs) < e.majority {
+		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - len(errs), Majority: e.majority, Nodes: len(e.nodes), Errs: errs}
+	}
+	return e.view(name, rs), nil
+}
+
+// view is the lock name as the nodes describe it (rs: each node's
+// description, or its failure), the one reading of Inspect and List: when
+// a majority describe a shared lock, sharedView's, else mutexView's.
+func (e *Engine) view(name string, rs []result[engine.Info]) engine.Info {
+	shared := 0
 	for _, x := range rs {
-		switch {
-		case x.err != nil:
-			failed++
-		case x.v.Kind.Shared():
+		if x.err == nil && x.v.Kind.Shared() {
 			shared++
 		}
 	}
-	if len(e.nodes)-failed < e.majority {
-		return engine.Info{}, &NoQuorumError{Op: "inspect", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
-	}
 	if shared >= e.majority {
-		return e.sharedView(name, rs), nil
+		return e.sharedView(name, rs)
 	}
-	return e.mutexView(name, rs), nil
+	return e.mutexView(name, rs)
 }
 
 // mutexView is the mutex the nodes describe (rs): the holder is the owner
