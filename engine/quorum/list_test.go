@@ -2,10 +2,12 @@ package quorum_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/engine/enginetest"
 )
 
 // TestListSharedMajority: List reports the holders of a shared lock that a
@@ -59,8 +61,16 @@ func TestListDescribesAsInspect(t *testing.T) {
 	nodes := newMemNodes(t, 3)
 	q := memQuorum(t, nodes)
 	r := engine.AcquireRequest{Name: "m", Owner: "o", Attempt: "first", TTL: time.Minute, Metadata: "old"}
-	if g, err := q.Acquire(ctx, r); err != nil || !g.Acquired {
+	g, err := q.Acquire(ctx, r)
+	if err != nil || !g.Acquired {
 		t.Fatalf("Acquire: %+v, %v", g, err)
+	}
+	for i, n := range nodes {
+		// The grant's answer from a node may still be out when Acquire returns.
+		enginetest.WaitFor(t, 10*time.Second, fmt.Sprintf("node %d to hold the grant", i), func() bool {
+			info, err := n.Inspect(ctx, "m")
+			return err == nil && info.Held && info.Owner == "o" && info.Token == g.Token
+		})
 	}
 	// The value and the re-entry reach nodes 1 and 2 only.
 	r.Attempt = "second"
