@@ -811,8 +811,9 @@ func (e *Engine) view(name string, rs []result[engine.Info]) engine.Info {
 // has not reached a majority yet), and its metadata the value most of
 // those nodes have (a node among them with no value, one a campaign's
 // value has not reached, counts only when a majority of the nodes has
-// none); the high-water is the highest any node has. A node
-// that describes a shared lock holds no mutex.
+// none); the high-water is the highest any node has, the waiters those a
+// majority count (countedQueue). A node that describes a shared lock holds
+// no mutex.
 func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
 	votes := map[string]int{}
@@ -821,7 +822,6 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 			continue
 		}
 		info.HighWater = max(info.HighWater, x.v.HighWater)
-		info.Waiters = max(info.Waiters, x.v.Waiters)
 		info.Subscribers = max(info.Subscribers, x.v.Subscribers)
 		if x.v.Held && !x.v.Kind.Shared() {
 			votes[x.v.Owner]++
@@ -834,10 +834,9 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	for _, x := range rs {
 		if x.err == nil && x.v.Held && !x.v.Kind.Shared() && votes[x.v.Owner] >= e.majority {
 			if !info.Held {
-				hw, w, s := info.HighWater, info.Waiters, info.Subscribers
-				p := info.Partial
+				hw, s, p := info.HighWater, info.Subscribers, info.Partial
 				info = x.v
-				info.HighWater, info.Waiters, info.Subscribers, info.Partial = hw, w, s, p
+				info.HighWater, info.Subscribers, info.Partial = hw, s, p
 				info.Holders = nil // one node's view: rebuilt from the majority's (Client.Inspect)
 			}
 			tokens[x.v.Token]++
@@ -846,7 +845,7 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 		}
 	}
 	info.Token = e.token(tokens)
-	info.Queue = longestQueue(rs)
+	info.Waiters, info.Queue = e.countedQueue(rs)
 	if info.Held {
 		// The value of the nodes that have the settled token: a node
 		// whose token is not settled yet may have been read before phase
@@ -878,23 +877,32 @@ func (e *Engine) mutexView(name string, rs []result[engine.Info]) engine.Info {
 	return info
 }
 
-// longestQueue is the queue list of a node that counts the most waiters
-// (rs), the count a quorum's Inspect reports: listed from another node, an
-// entry that has reached some nodes only (a waiter's first attempt, a
-// leave, a straggler's answer) would make the list disagree with the count.
-// Among the nodes that count that many, it is the list most of them have:
-// a straggler may have queued the same waiters in another order.
-func longestQueue(rs []result[engine.Info]) []engine.Waiter {
-	most := -1
+// countedQueue is the number of waiters a quorum's views report, and the
+// queue they list: the most waiters a majority of the nodes that answered
+// (rs) count, as the holds and the time left are what a majority
+// confirms. An entry that has reached a minority only (a waiter's first
+// attempt still on its way to the others, a leave some nodes missed) is
+// not counted: an attempt a majority decides meanwhile need not be behind
+// it, and a waiter counted is one every later grant must pass (any two
+// majorities share a node). The queue is one a node that counts that
+// many lists, the order most such nodes list (a straggler may have queued
+// the same waiters in another order), so the count and the list agree.
+func (e *Engine) countedQueue(rs []result[engine.Info]) (int, []engine.Waiter) {
+	var counts []int
 	for _, x := range rs {
 		if x.err == nil {
-			most = max(most, x.v.Waiters)
+			counts = append(counts, x.v.Waiters)
 		}
 	}
+	if len(counts) < e.majority {
+		return 0, nil
+	}
+	slices.Sort(counts)
+	n := counts[len(counts)-e.majority]
 	var queue []engine.Waiter
 	votes, best := map[string]int{}, 0
 	for _, x := range rs {
-		if x.err != nil || x.v.Waiters != most {
+		if x.err != nil || x.v.Waiters != n {
 			continue
 		}
 		var ids strings.Builder
@@ -907,7 +915,7 @@ func longestQueue(rs []result[engine.Info]) []engine.Waiter {
 			best, queue = votes[k], x.v.Queue
 		}
 	}
-	return queue
+	return n, queue
 }
 
 // raiseFence runs phase 2 on one node.

@@ -460,8 +460,9 @@ func (fl *sharedFlights) forget(f *sharedFlight) {
 // kind and limit are those a majority of the nodes keep; the holders are
 // the owners that hold permits on a majority of the nodes, each with the
 // weight, holds, token and time left that a majority confirms; the
-// high-water is the highest any node reports, the waiters the most any
-// node describing the shared lock reports.
+// high-water is the highest any node reports, the waiters those a
+// majority count (countedQueue: the name's queue, whichever kind a node
+// describes).
 func (e *Engine) sharedView(name string, rs []result[engine.Info]) engine.Info {
 	info := engine.Info{Name: name}
 	kinds := map[[2]int]int{} // (kind, limit) -> nodes
@@ -480,7 +481,6 @@ func (e *Engine) sharedView(name string, rs []result[engine.Info]) engine.Info {
 		if !x.v.Kind.Shared() {
 			continue // a node that describes the mutex holds no permits
 		}
-		info.Waiters = max(info.Waiters, x.v.Waiters)
 		kinds[[2]int{int(x.v.Kind), x.v.Limit}]++
 		for _, h := range x.v.Holders {
 			s := holders[h.Owner]
@@ -496,6 +496,7 @@ func (e *Engine) sharedView(name string, rs []result[engine.Info]) engine.Info {
 		}
 	}
 	info.Partial = partial(e, rs)
+	info.Waiters, _ = e.countedQueue(rs)
 	// The kind and limit a majority of the nodes keep: a minority's can be
 	// what a refused or rolled-back grant left there (a node that missed
 	// the name's mutex grant took the shared one, and was released).
