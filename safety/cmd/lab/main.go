@@ -3,7 +3,7 @@
 // class at a time, and a check of the recorded history.
 //
 //	go run ./cmd/lab -quick             # the CI suite (about a minute)
-//	go run ./cmd/lab -full -seed 1      # every scenario, under 20 minutes
+//	go run ./cmd/lab -full -seed 1      # every scenario, about 30 minutes
 //	go run ./cmd/lab -run 8 -mode single -d 20s
 package main
 
