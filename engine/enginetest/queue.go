@@ -624,7 +624,8 @@ func (s *suite) giveUpLeaves(t *testing.T) {
 		// A quorum's leave is sent to every node within its per-node
 		// timeout; a node that did not answer in time (starved) drops
 		// the entry at its heartbeat deadline (distlock.WaiterTTL), and
-		// Inspect counts the most waiters any node has until then.
+		// Inspect counts the waiters a majority of the nodes count: two
+		// until a majority has the leave.
 		WaitFor(t, 20*time.Second, "the quorum's nodes to count one waiter", func() bool {
 			info, err := holder.Inspect(ctx, name)
 			return err == nil && info.Waiters == 1
