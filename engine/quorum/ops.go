@@ -598,7 +598,15 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 			}
 		}
 	}
+	// Releases of one name reach each node in the order this engine made
+	// them: holds are counted, and a later release that overtook an
+	// earlier one's straggler would leave the majority that answered it
+	// holding a count the caller has released.
+	earlier := e.releasing.pending(r.Name)
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		if err := waitNode(ctx, earlier, e.index(n)); err != nil {
+			return engine.ReleaseResult{}, err
+		}
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}

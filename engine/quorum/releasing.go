@@ -7,9 +7,11 @@ import (
 
 // releasing remembers, per lock name, the releases that returned before
 // every node answered (Release returns once a majority did). This engine's
-// next acquire of the name reaches each node only after that node's
-// release answered (or its own per-node timeout ran out): a process never
-// finds its own released lock still held on the stragglers.
+// next acquire or release of the name reaches each node only after that
+// node's release answered (or its own per-node timeout ran out): a process
+// never finds its own released lock still held on the stragglers, and its
+// releases of counted holds (re-entry, shared holds) land on every node in
+// the order it made them.
 type releasing struct {
 	mu sync.Mutex
 	m  map[string][]*straggling

@@ -196,7 +196,11 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 		}
 		stop = func(rs []result[engine.ReleaseResult], _ int) bool { return e.releaseDecided(rs) }
 	}
+	earlier := e.releasing.pending(r.Name) // in order, as releaseMutex's
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
+		if err := waitNode(ctx, earlier, e.index(n)); err != nil {
+			return engine.ReleaseResult{}, err
+		}
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
