@@ -54,17 +54,10 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		timing = valueWithTerm
 		r.Metadata = ""
 	}
-	released := e.releasing.pending(r.Name)
 	start := time.Now()
-	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
-		if released != nil {
-			// This engine's release of the name has not reached n yet.
-			if err := waitNode(ctx, released, e.index(n)); err != nil {
-				return engine.Grant{}, err
-			}
-		}
+	rs := each(ctx, e, e.timeout(r.TTL), afterReleases(e, r.Name, func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
-	}, stop, late)
+	}), stop, late)
 	g, err := e.decide(ctx, r, rs, start)
 	if f != nil {
 		f.decide(rs, g)
@@ -602,16 +595,12 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 	// them: holds are counted, and a later release that overtook an
 	// earlier one's straggler would leave the majority that answered it
 	// holding a count the caller has released.
-	earlier := e.releasing.pending(r.Name)
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
-		if err := waitNode(ctx, earlier, e.index(n)); err != nil {
-			return engine.ReleaseResult{}, err
-		}
+	rs := each(ctx, e, e.timeout(0), afterReleases(e, r.Name, func(ctx context.Context, n node) (engine.ReleaseResult, error) {
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
 		return releaseOnce(ctx, n.eng, r.Name, r.Owner, id)
-	}, stop, straggler)
+	}), stop, straggler)
 	if s != nil {
 		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
 	}

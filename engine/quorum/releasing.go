@@ -115,3 +115,21 @@ func waitNode(ctx context.Context, ps []*straggling, i int) error {
 	}
 	return nil
 }
+
+// afterReleases returns fn, run on each node only once this engine's
+// releases of name that were still out there when afterReleases was called
+// have answered on that node (the call fails with ctx's error if ctx ends
+// first). Every acquire and release of a name goes through it.
+func afterReleases[T any](e *Engine, name string, fn func(context.Context, node) (T, error)) func(context.Context, node) (T, error) {
+	earlier := e.releasing.pending(name)
+	if earlier == nil {
+		return fn
+	}
+	return func(ctx context.Context, n node) (T, error) {
+		if err := waitNode(ctx, earlier, e.index(n)); err != nil {
+			var zero T
+			return zero, err
+		}
+		return fn(ctx, n)
+	}
+}

@@ -99,17 +99,10 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 		stop = func(rs []result[engine.Grant], _ int) bool { return e.acquireDecided(rs) }
 		late = f.late
 	}
-	released := e.releasing.pending(r.Name)
 	start := time.Now()
-	rs := each(ctx, e, e.timeout(r.TTL), func(ctx context.Context, n node) (engine.Grant, error) {
-		if released != nil {
-			// This engine's release of the name has not reached n yet.
-			if err := waitNode(ctx, released, e.index(n)); err != nil {
-				return engine.Grant{}, err
-			}
-		}
+	rs := each(ctx, e, e.timeout(r.TTL), afterReleases(e, r.Name, func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
-	}, stop, late)
+	}), stop, late)
 	g, err := e.decide(ctx, r, rs, start)
 	if f != nil {
 		f.decide(rs, g)
@@ -196,16 +189,12 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 		}
 		stop = func(rs []result[engine.ReleaseResult], _ int) bool { return e.releaseDecided(rs) }
 	}
-	earlier := e.releasing.pending(r.Name) // in order, as releaseMutex's
-	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (engine.ReleaseResult, error) {
-		if err := waitNode(ctx, earlier, e.index(n)); err != nil {
-			return engine.ReleaseResult{}, err
-		}
+	rs := each(ctx, e, e.timeout(0), afterReleases(e, r.Name, func(ctx context.Context, n node) (engine.ReleaseResult, error) {
 		if f != nil {
 			f.waitNode(ctx, e.index(n))
 		}
 		return releaseOnceOf(ctx, n.eng, r, id)
-	}, stop, straggler)
+	}), stop, straggler)
 	if s != nil {
 		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
 	}
