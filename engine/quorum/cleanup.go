@@ -29,9 +29,12 @@ type cleaner struct {
 type grantKey struct{ name, owner string }
 
 type pendingRelease struct {
-	id        string // the release id, the same on every retry
-	expires   time.Time
-	confirmed bool // one release went through; one more to go
+	id      string // the release id, the same on every retry
+	expires time.Time
+
+	mu        sync.Mutex // held by the call that sends it (retry's or flush's)
+	confirmed bool       // one release went through; one more to go
+	settled   bool       // flushed ahead of an acquire: retry skips it
 }
 
 // settle is the pause between the confirmed release and the last one.
@@ -54,11 +57,55 @@ func (c *cleaner) add(name, owner, id string, ttl time.Duration) {
 		return
 	}
 	c.pending[grantKey{name, owner}] = &pendingRelease{id: id, expires: time.Now().Add(ttl)}
+	c.start()
+}
+
+// start starts run unless it is running; c.mu must be held.
+func (c *cleaner) start() {
 	if !c.running {
 		c.running = true
 		c.e.bg.Add(1)
 		go c.run()
 	}
+}
+
+// flush sends now, ahead of an acquire of name by owner on the node, the
+// release still pending for them there, and forgets it. A retry sent after
+// that acquire's grant would drop the new hold where the first copy of the
+// release had landed: a node forgets a release id with the hold it freed.
+// A release that fails stays pending (unless a newer one replaced it), and
+// flush returns its error: the acquire must not reach the node before it.
+func (c *cleaner) flush(ctx context.Context, name, owner string) error {
+	k := grantKey{name, owner}
+	c.mu.Lock()
+	p := c.pending[k]
+	delete(c.pending, k)
+	c.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock() // after retry's call of it, if one is out
+	defer p.mu.Unlock()
+	if p.settled {
+		return nil
+	}
+	if p.confirmed {
+		// The release went through: its second copy, for a grant that
+		// lands late, would now drop the acquire's hold.
+		p.settled = true
+		return nil
+	}
+	if _, err := releaseOnce(ctx, c.eng, name, owner, p.id); err != nil {
+		c.mu.Lock()
+		if c.pending[k] == nil {
+			c.pending[k] = p
+			c.start()
+		}
+		c.mu.Unlock()
+		return err
+	}
+	p.settled = true
+	return nil
 }
 
 func (c *cleaner) run() {
@@ -83,17 +130,8 @@ func (c *cleaner) run() {
 				c.drop(k, p)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			_, err := releaseOnce(ctx, c.eng, k.name, k.owner, p.id)
-			cancel()
-			if err != nil {
-				ok = false
+			if ok = c.retry(k, p); !ok {
 				break // the node is down or stopped: back off
-			}
-			if p.confirmed {
-				c.drop(k, p)
-			} else {
-				p.confirmed = true
 			}
 		}
 		wait := settle
@@ -109,6 +147,28 @@ func (c *cleaner) run() {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// retry sends p once more, unless an acquire flushed it, and drops it after
+// its second release went through. It reports whether the node answered.
+func (c *cleaner) retry(k grantKey, p *pendingRelease) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.settled {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := releaseOnce(ctx, c.eng, k.name, k.owner, p.id)
+	cancel()
+	if err != nil {
+		return false
+	}
+	if p.confirmed {
+		c.drop(k, p)
+	} else {
+		p.confirmed = true
+	}
+	return true
 }
 
 // drop removes k if it is still the entry p (a newer add replaces it).
@@ -143,4 +203,21 @@ func newReleaseID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// afterCleanup returns fn, run on each node only once the release of r's
+// owner still pending there (cleaner.flush) went through: an explicit
+// owner may acquire again before its earlier release's retry, and that
+// retry must not land after the new grant. A one-off owner never comes
+// back (each attempt has its own), so its acquires go straight on.
+func afterCleanup(e *Engine, r engine.AcquireRequest, fn func(context.Context, node) (engine.Grant, error)) func(context.Context, node) (engine.Grant, error) {
+	if r.OneOff {
+		return fn
+	}
+	return func(ctx context.Context, n node) (engine.Grant, error) {
+		if err := e.cleaners[e.index(n)].flush(ctx, r.Name, r.Owner); err != nil {
+			return engine.Grant{}, err
+		}
+		return fn(ctx, n)
+	}
 }

@@ -55,9 +55,9 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 		r.Metadata = ""
 	}
 	start := time.Now()
-	rs := each(ctx, e, e.timeout(r.TTL), afterReleases(e, r.Name, func(ctx context.Context, n node) (engine.Grant, error) {
+	rs := each(ctx, e, e.timeout(r.TTL), afterReleases(e, r.Name, afterCleanup(e, r, func(ctx context.Context, n node) (engine.Grant, error) {
 		return n.eng.Acquire(ctx, r)
-	}), stop, late)
+	})), stop, late)
 	g, err := e.decide(ctx, r, rs, start)
 	if f != nil {
 		f.decide(rs, g)
