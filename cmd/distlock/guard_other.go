@@ -12,5 +12,7 @@ type guard struct{}
 
 func (a *app) startGuard(string, time.Duration) *guard { return nil }
 func (g *guard) arm(*child)                            {}
+func (g *guard) tell(time.Duration, time.Duration)     {}
+func (g *guard) stopping()                             {}
 func (g *guard) standDown()                            {}
 func runGuard([]string) int                            { return exitUsage }

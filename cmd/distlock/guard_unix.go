@@ -22,12 +22,23 @@ import (
 const guardArg = "__distlock-guard"
 
 // guard is the guard process of one command, with the write end of the
-// pipe that is its standard input: distlock writes the command's process
-// group on it (arm), one line, as soon as the command started; the guard
-// acts when the pipe then reaches end of file without a word from
-// distlock, which happens when distlock dies. It is started before the
-// command, so that no moment exists when the command runs unguarded (but
-// the one write between the command's start and arm).
+// pipe that is its standard input. distlock writes on it, one line each:
+// the command's process group (arm), as soon as the command started; then
+// the lease's time left, whenever a renewal moved its deadline (tell);
+// "t" when it stops the group itself, the lease lost (stopping); and "."
+// when it is done (standDown). The guard acts in two cases:
+//
+//   - the pipe reaches end of file without the ".": distlock died
+//     (SIGKILL, the OOM killer, a crash);
+//   - the lease's deadline, as last told, passes (by the allowance told
+//     with it) without a newer one and without "t": distlock is stopped
+//     (SIGSTOP, a debugger) or hung, and cannot stop the command, which
+//     would run on beside the next holder.
+//
+// It is started before the command, so that no moment exists when the
+// command runs unguarded (but the one write between the command's start
+// and arm). A guard stopped with distlock (a signal to distlock's whole
+// process group, a paused VM) cannot act either.
 type guard struct {
 	cmd *exec.Cmd
 	w   *os.File
@@ -71,12 +82,41 @@ func (g *guard) arm(ch *child) {
 	_, _ = fmt.Fprintf(g.w, "%d\n", ch.pgid)
 }
 
+// tell tells the guard the lease's time left (left, from now), and the
+// allowance after it that distlock takes to act on a loss: past both, with
+// no newer word, the guard stops the group itself. A write that would
+// block (the guard stopped too, its pipe full) is skipped.
+func (g *guard) tell(left, allowance time.Duration) {
+	g.say(fmt.Sprintf("d%d %d\n", left.Nanoseconds(), allowance.Nanoseconds()))
+}
+
+// stopping tells the guard that distlock is stopping the group itself (the
+// lease was lost): the guard sends no SIGTERM of its own, only the SIGKILL
+// at the end of the grace if the group is still there and distlock has not
+// stood it down.
+func (g *guard) stopping() { g.say("t\n") }
+
+// say writes one line (shorter than PIPE_BUF, so written whole or not at
+// all), giving up after guardWriteWait.
+func (g *guard) say(line string) {
+	if g == nil {
+		return
+	}
+	_ = g.w.SetWriteDeadline(time.Now().Add(guardWriteWait))
+	_, _ = g.w.WriteString(line)
+}
+
+// guardWriteWait bounds a write to the guard: the supervising loop must
+// never wait on it.
+const guardWriteWait = 10 * time.Millisecond
+
 // standDown tells the guard that distlock has done its work (the command's
 // group is gone or was stopped), and waits for it to exit.
 func (g *guard) standDown() {
 	if g == nil {
 		return
 	}
+	_ = g.w.SetWriteDeadline(time.Time{})
 	_, _ = g.w.Write([]byte{'.'})
 	_ = g.w.Close()
 	_ = g.cmd.Wait()
@@ -84,10 +124,8 @@ func (g *guard) standDown() {
 
 // runGuard is the guard process: args are the pid of the distlock that
 // started it and the grace between SIGTERM and SIGKILL; its standard input
-// brings the command's process group (a line, arm), then a word when
-// distlock stood it down, or end of file when distlock died. It ignores
-// the signals a terminal or a shell sends to distlock's process group
-// (distlock passes them on itself).
+// brings the words of guard. It ignores the signals a terminal or a shell
+// sends to distlock's process group (distlock passes them on itself).
 func runGuard(args []string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTTOU, syscall.SIGPIPE)
 	if len(args) != 2 {
@@ -106,23 +144,148 @@ func runGuard(args []string) int {
 		// the command started (it ran nothing).
 		return exitOK
 	}
-	if _, err := in.ReadByte(); err == nil {
-		return exitOK // distlock stood the guard down: it took care of the group
+	w := &guardWatch{ch: &child{pgid: pgid}, parent: parent, grace: grace}
+	words := make(chan string, 16) // read ahead: see drain
+	go func() {
+		defer close(words)
+		for {
+			word, err := in.ReadString('\n')
+			if word != "" {
+				words <- strings.TrimSuffix(word, "\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	w.watch(words)
+	return exitOK
+}
+
+// guardWatch is the guard's state once it knows the command's group.
+type guardWatch struct {
+	ch     *child
+	parent int           // distlock's pid, for messages
+	grace  time.Duration // between SIGTERM and SIGKILL
+
+	termed       bool        // a SIGTERM went to the group (distlock's "t", or the guard's)
+	term, killT  *time.Timer // the guard's own SIGTERM and SIGKILL, once a deadline was told
+	termC, killC <-chan time.Time
+}
+
+// watch follows distlock's words until it stood down (".") or is gone
+// (end of file), acting on the deadlines told meanwhile.
+func (w *guardWatch) watch(words <-chan string) {
+	defer w.stopTimers()
+	for {
+		select {
+		case word, ok := <-words:
+			if w.heard(word, ok) {
+				return
+			}
+		case <-w.termC:
+			// Words that came with the timer go first: a newer deadline
+			// (the guard itself was slow to run) re-arms the timers.
+			fired := w.term
+			if w.drain(words) {
+				return
+			}
+			if w.term != fired {
+				continue
+			}
+			w.termC = nil
+			if !w.termed && w.ch.groupAlive() {
+				w.termed = true
+				fmt.Fprintf(os.Stderr, "distlock: the distlock process (pid %d) that held the lock for this command did not stop it when its lease ended "+
+					"(stopped or hung?); the lock may be another holder's now: SIGTERM to the command's process group now, SIGKILL in %v\n", w.parent, w.grace)
+				w.ch.terminate()
+				w.killT.Reset(w.grace)
+			}
+		case <-w.killC:
+			w.killC = nil
+			if w.ch.groupAlive() {
+				fmt.Fprintf(os.Stderr, "distlock: the command still runs %v after its lease's end and SIGTERM: SIGKILL to its process group\n", w.grace)
+				w.ch.kill()
+			}
+		}
 	}
-	// End of file without a word: distlock is gone.
-	ch := &child{pgid: pgid}
+}
+
+// drain acts on the words already sent, and reports whether the watch is
+// over.
+func (w *guardWatch) drain(words <-chan string) (over bool) {
+	for {
+		select {
+		case word, ok := <-words:
+			if w.heard(word, ok) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// heard acts on one word of distlock's (ok false: end of file), and
+// reports whether the watch is over.
+func (w *guardWatch) heard(word string, ok bool) (over bool) {
+	switch {
+	case !ok:
+		w.gone()
+		return true
+	case word == ".":
+		return true
+	case word == "t":
+		w.termed = true
+	default:
+		if left, allowance, ok := parseTold(word); ok {
+			w.deadline(left, allowance)
+		}
+	}
+	return false
+}
+
+// deadline arms the guard's SIGTERM at the lease's deadline, left from
+// now, plus the allowance, and its SIGKILL grace after that.
+func (w *guardWatch) deadline(left, allowance time.Duration) {
+	w.stopTimers()
+	w.term = time.NewTimer(left + allowance)
+	w.killT = time.NewTimer(left + allowance + w.grace)
+	w.termC, w.killC = w.term.C, w.killT.C
+}
+
+func (w *guardWatch) stopTimers() {
+	if w.term != nil {
+		w.term.Stop()
+		w.killT.Stop()
+	}
+}
+
+// gone stops the group of a distlock that died without doing so.
+func (w *guardWatch) gone() {
+	ch := w.ch
 	if !ch.groupAlive() {
-		return exitOK
+		return
 	}
 	fmt.Fprintf(os.Stderr, "distlock: the distlock process (pid %d) that held the lock for this command is gone (killed?); "+
-		"its lock is not renewed any more: SIGTERM to the command's process group now, SIGKILL in %v\n", parent, grace)
+		"its lock is not renewed any more: SIGTERM to the command's process group now, SIGKILL in %v\n", w.parent, w.grace)
 	ch.terminate()
-	deadline := time.Now().Add(grace)
+	deadline := time.Now().Add(w.grace)
 	for ch.groupAlive() && time.Now().Before(deadline) {
 		time.Sleep(groupPoll)
 	}
 	if ch.groupAlive() {
 		ch.kill()
 	}
-	return exitOK
+}
+
+// parseTold reads tell's line "d<left ns> <allowance ns>".
+func parseTold(word string) (left, allowance time.Duration, ok bool) {
+	a, b, found := strings.Cut(strings.TrimPrefix(word, "d"), " ")
+	l, err1 := strconv.ParseInt(a, 10, 64)
+	al, err2 := strconv.ParseInt(b, 10, 64)
+	if !found || !strings.HasPrefix(word, "d") || err1 != nil || err2 != nil || al < 0 {
+		return 0, 0, false
+	}
+	return time.Duration(l), time.Duration(al), true
 }

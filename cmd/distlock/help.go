@@ -41,7 +41,8 @@ The lease renews itself every ttl/3 while COMMAND runs. If it is lost (the
 backend did not confirm a renewal before the lease ran out, or the lock was deleted or
 taken), distlock sends SIGTERM to COMMAND's whole process group, SIGKILL
 --grace later, and exits 76. COMMAND is never restarted, and no process of its
-group runs later than the lease's deadline plus --grace. SIGINT, SIGTERM,
+group runs later than the lease's deadline plus --grace (plus at most 250ms
+when distlock itself is stopped or hung: a guard process stops the group). SIGINT, SIGTERM,
 SIGHUP, SIGUSR1 and SIGUSR2 sent to distlock are passed on to the group. The
 lock is released when the group has exited.
 
