@@ -30,7 +30,7 @@ type child struct {
 	pgid  int
 	tty   *foreground    // nil unless the group was put in the terminal's foreground
 	relay chan os.Signal // relayedSignals received since just before the start
-	guard *guard         // stops the group if distlock dies (startGuarded)
+	guard *guard         // stops the group if distlock dies or stalls (startGuarded)
 }
 
 // startChild starts argv in a new process group (so that the whole group

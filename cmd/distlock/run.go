@@ -354,22 +354,14 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			killTimer.Stop()
 		}
 	}()
-	// The guard is told each deadline the renewals set, within a tenth of
-	// the ttl, so that it stops the group itself if distlock, stopped or
-	// hung, has not when the lease ended (plus the allowance).
-	told := lease.Deadline()
-	every := guardTellEvery(time.Until(told))
-	allowance := max(every, guardMinAllowance)
-	ch.guard.tell(time.Until(told), allowance)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+	teller := tellDeadlines(ch.guard, lease)
+	defer teller.stop()
 	// The signals go before the words: a write on a terminal can stop
 	// distlock (SIGTTOU, for a background job with "stty tostop"), and the
 	// command must not run on without the lock meanwhile.
 	loseAt := func(now time.Time) {
 		lost, lostAt, leaseDone = true, now, nil
-		ch.terminate()
-		ch.guard.stopping()
+		ch.terminateLost()
 		termSent = true
 		fmt.Fprintf(a.stderr, "distlock %s: %v\n"+
 			"distlock %s: stopping the command: SIGTERM to its process group now, SIGKILL in %v; %s\n",
@@ -384,8 +376,7 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			}
 			if lost {
 				if !termSent {
-					ch.terminate()
-					ch.guard.stopping()
+					ch.terminateLost()
 				}
 				a.stopGroup(ch, lostAt.Add(grace))
 				return exitLost, true
@@ -409,10 +400,9 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			kill = nil
 			ch.kill()
 			fmt.Fprintf(a.stderr, "distlock %s: the command still runs %v after SIGTERM: SIGKILL to its process group\n", cmd, grace)
-		case <-tick.C:
-			if d := lease.Deadline(); !lost && d.After(told) {
-				told = d
-				ch.guard.tell(time.Until(d), allowance)
+		case <-teller.ticks():
+			if !lost {
+				teller.update()
 			}
 		case sig := <-sigs:
 			ch.signal(sig)
@@ -421,18 +411,6 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 		}
 	}
 }
-
-// guardTellEvery is how often supervise tells the guard the lease's
-// deadline, for a lease of ttl: a tenth of it, from 5ms to 250ms.
-func guardTellEvery(ttl time.Duration) time.Duration {
-	return min(max(ttl/10, 5*time.Millisecond), 250*time.Millisecond)
-}
-
-// guardMinAllowance is the least time past the lease's deadline that the
-// guard gives distlock to stop the command itself (the allowance is the
-// telling period, at least this): a distlock that is merely slow to be
-// scheduled is not mistaken for a stopped one.
-const guardMinAllowance = 50 * time.Millisecond
 
 // stopGroup waits until the process group is gone or deadline passes, and
 // then kills what is left of it.
