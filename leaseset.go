@@ -43,9 +43,9 @@ func newLeaseSet(c *Client, ctx context.Context, members []*Lease) *LeaseSet {
 	for _, l := range members[1:] {
 		sched = sched.earliest(l.renewTimes())
 	}
+	c.renew.align(members, sched)
 	for _, l := range members {
 		s.byName[l.name] = l
-		l.renewAlong(sched)
 		l.notify(s.end)
 	}
 	return s
@@ -83,14 +83,12 @@ func (l *Lease) renewTimes() schedule {
 
 // renewAlong moves the lease's next renewal earlier, to s: the members of
 // a set are renewed together from their first renewal on (they were
-// granted at different times when taken one by one).
+// granted at different times when taken one by one). The watchdog calls
+// it for every member at once (align).
 func (l *Lease) renewAlong(s schedule) {
 	l.mu.Lock()
 	l.renewal = l.renewal.earliest(s)
 	l.mu.Unlock()
-	if l.autoRenew {
-		l.c.renew.wake()
-	}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -85,6 +85,23 @@ func (r *renewer) wake() {
 	}
 }
 
+// align moves the renewals of a set's members to s, all of them under the
+// watchdog's lock (collect reads them under it), so that no batch renews
+// some members before the others are moved: the set is renewed in one
+// batch from then on. It wakes the loop when a member renews itself.
+func (r *renewer) align(members []*Lease, s schedule) {
+	auto := false
+	r.mu.Lock()
+	for _, l := range members {
+		l.renewAlong(s)
+		auto = auto || l.autoRenew
+	}
+	r.mu.Unlock()
+	if auto {
+		r.wake()
+	}
+}
+
 func (r *renewer) remove(l renewable) {
 	r.mu.Lock()
 	delete(r.leases, l)
