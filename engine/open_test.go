@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,15 +20,20 @@ func TestOpenUnknownScheme(t *testing.T) {
 	}
 }
 
+// registered counts TestRegisterTwicePanics's runs: the registry is the
+// process's, so each run (go test -count=N) registers a scheme of its own.
+var registered atomic.Int64
+
 func TestRegisterTwicePanics(t *testing.T) {
 	open := func(context.Context, string, engine.OpenConfig) (engine.Engine, error) { return nil, nil }
-	engine.Register("test+twice", open)
+	scheme := fmt.Sprintf("test+twice%d", registered.Add(1))
+	engine.Register(scheme, open)
 	defer func() {
 		if recover() == nil {
 			t.Fatal("a second Register of one scheme did not panic")
 		}
 	}()
-	engine.Register("test+twice", open)
+	engine.Register(scheme, open)
 }
 
 func TestURLParams(t *testing.T) {
