@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -163,9 +164,42 @@ func moveSlot(t *testing.T, cl *redistest.Cluster, slot int, from, to *redistest
 		args = append(args, k)
 	}
 	do(from, args...)
+	// redis-cli's order: the target first (it takes the slot and bumps its
+	// config epoch), then the source, then the others; set in another
+	// order, the source and the target can each send a client to the
+	// other for a moment.
+	do(to, "cluster", "setslot", slot, "node", toID)
+	do(from, "cluster", "setslot", slot, "node", toID)
 	for _, s := range cl.Nodes {
-		do(s, "cluster", "setslot", slot, "node", toID)
+		if s != from && s != to {
+			do(s, "cluster", "setslot", slot, "node", toID)
+		}
 	}
+	// The move is over once every node says so (gossip sent before a
+	// node's SETSLOT can still be applied after it).
+	waitFor(t, fmt.Sprintf("every node to give slot %d to %s", slot, to.Addr()), func() bool {
+		for _, s := range cl.Nodes {
+			if slotOwner(ctx, s, slot) != to.Addr() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// slotOwner is the address of the master that serves slot according to s
+// ("" when s cannot tell).
+func slotOwner(ctx context.Context, s *redistest.Server, slot int) string {
+	slots, err := s.Client().ClusterSlots(ctx).Result()
+	if err != nil {
+		return ""
+	}
+	for _, r := range slots {
+		if int(r.Start) <= slot && slot <= int(r.End) && len(r.Nodes) > 0 {
+			return r.Nodes[0].Addr
+		}
+	}
+	return ""
 }
 
 // TestClusterMasterRestartKeepsWaiter: the master that serves a waited-for

@@ -197,7 +197,9 @@ func TestStrangerClusterSlotMoveKinds(t *testing.T) {
 			if ls.Err() != nil {
 				t.Fatalf("%s lost after the slot move: %v", what, ls.Err())
 			}
-			return ls.Deadline().After(moved.Add(ttl * 9 / 10))
+			// A renewal sent after the move: the deadline is its send
+			// time plus the ttl less the drift allowance (ttl/100 + 2ms).
+			return ls.Deadline().After(moved.Add(ttl - ttl/100 - 2*time.Millisecond))
 		})
 	}
 	if err := holder.CountDownLatch(l).CountDown(ctx); err != nil {
