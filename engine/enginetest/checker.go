@@ -36,8 +36,9 @@ type checkConfig struct {
 	names    int
 	ops      int
 	shrinkIn time.Duration
-	seqOnly  bool // only the sequential replay (the mutants' runs)
-	sets     bool // sets of locks in the schedules (not in the mutants' runs, whose seeds were recorded without)
+	seqOnly  bool                     // only the sequential replay (the mutants' runs)
+	sets     bool                     // sets of locks in the schedules (not in the mutants' runs, whose seeds were recorded without)
+	scene    func(genConfig) schedule // a directed schedule, run concurrently sceneRuns times before the seeds (nil: none)
 }
 
 // configFromEnv reads SeedEnv and LongEnv.
@@ -147,6 +148,15 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	start := time.Now()
 	seeds, base := cfg.seeds, rand.Uint64()>>1
 	rounds, ops, faults := 0, 0, map[opKind]int{}
+	for i := 0; cfg.scene != nil && !cfg.seqOnly && i < sceneRuns; i++ {
+		s := cfg.scene(g)
+		bad, hist := concurrent(s)
+		rounds, ops, faults[opGhost] = rounds+1, ops+s.ops(), faults[opGhost]+s.count(opGhost)
+		if len(bad) > 0 {
+			small, smallBad, smallHist := shrink(s, bad, hist, concurrent, time.Now().Add(cfg.shrinkIn))
+			return failure(t, 0, "directed", s, bad, small, smallBad, smallHist)
+		}
+	}
 	for i := 0; cfg.seeds != nil && i < len(seeds) || cfg.seeds == nil && (i == 0 || time.Since(start) < cfg.budget); i++ {
 		seed := base + uint64(i)
 		if cfg.seeds != nil {
@@ -184,8 +194,12 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 func failure(t *testing.T, seed uint64, mode string, s schedule, bad []string, small schedule, smallBad []string, hist *history) error {
 	var b strings.Builder
 	top, _, _ := strings.Cut(t.Name(), "/")
-	fmt.Fprintf(&b, "checker: seed %d (%s schedule) broke the specification\nrerun: %s=%d go test -race -run '^%s$/^%s$' <package>\n",
-		seed, mode, SeedEnv, seed, top, strings.TrimPrefix(t.Name(), top+"/"))
+	rerun := fmt.Sprintf("-run '^%s$/^%s$' <package>", top, strings.TrimPrefix(t.Name(), top+"/"))
+	if mode == "directed" {
+		fmt.Fprintf(&b, "checker: the directed schedule broke the specification\nrerun (it runs first): go test -race %s\n", rerun)
+	} else {
+		fmt.Fprintf(&b, "checker: seed %d (%s schedule) broke the specification\nrerun: %s=%d go test -race %s\n", seed, mode, SeedEnv, seed, rerun)
+	}
 	fmt.Fprintf(&b, "violations (%d ops):\n", s.ops())
 	for _, v := range bad[:min(len(bad), 5)] {
 		b.WriteString("  " + v + "\n")

@@ -213,7 +213,7 @@ type queueSkipper struct {
 
 func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := q.mutable.Acquire(ctx, r)
-	if err != nil || g.Acquired || g.Holder != "" || r.Kind.Shared() {
+	if err != nil || g.Acquired || r.Kind.Shared() {
 		return g, err
 	}
 	q.mu.Lock()
@@ -224,6 +224,9 @@ func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (en
 		}
 		q.queued[r.Name][r.Waiter] = true
 		return g, err
+	}
+	if g.Holder != "" {
+		return g, err // held: nothing to skip
 	}
 	for w := range q.queued[r.Name] {
 		_ = q.Leave(ctx, engine.LeaveRequest{Name: r.Name, Waiter: w})
