@@ -43,7 +43,9 @@ type Queuer interface {
 	// (LeaveByKind). If it was the head, or the lock was reserved for it,
 	// the next head is woken (and, when due, the lock reserved for it; a
 	// shared lock's next head when it fits). Leaving a queue one is not in
-	// is no error.
+	// is no error. Any engine of the backend can take any waiter out, not
+	// only the one that queued it; a live waiter taken out learns it at
+	// its next heartbeat (ExtendRequest.Waiter) and queues again.
 	Leave(ctx context.Context, r LeaveRequest) error
 }
 

@@ -43,7 +43,7 @@ type checkConfig struct {
 
 // configFromEnv reads SeedEnv and LongEnv.
 func configFromEnv(t *testing.T) checkConfig {
-	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second, sets: true}
+	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second, sets: true, scene: queueScene}
 	if v := os.Getenv(LongEnv); v != "" && v != "0" {
 		cfg.budget, cfg.clients, cfg.ops = 3*time.Minute, 6, 40
 		if d, err := time.ParseDuration(v); err == nil {
@@ -55,7 +55,7 @@ func configFromEnv(t *testing.T) checkConfig {
 		if err != nil {
 			t.Fatalf("%s=%q: %v", SeedEnv, v, err)
 		}
-		cfg.seeds = []uint64{seed}
+		cfg.seeds, cfg.scene = []uint64{seed}, nil
 	}
 	return cfg
 }
@@ -148,7 +148,7 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	start := time.Now()
 	seeds, base := cfg.seeds, rand.Uint64()>>1
 	rounds, ops, faults := 0, 0, map[opKind]int{}
-	for i := 0; cfg.scene != nil && !cfg.seqOnly && i < sceneRuns; i++ {
+	for i := 0; cfg.scene != nil && g.fair && !cfg.seqOnly && i < sceneRuns; i++ {
 		s := cfg.scene(g)
 		bad, hist := concurrent(s)
 		rounds, ops, faults[opGhost] = rounds+1, ops+s.ops(), faults[opGhost]+s.count(opGhost)

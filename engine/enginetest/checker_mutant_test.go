@@ -29,11 +29,11 @@ func TestCheckerCatchesMutants(t *testing.T) {
 			t.Cleanup(func() { _ = mem.Close() })
 			e := m.wrap(mem)
 			h := Harness{New: func(*testing.T) engine.Engine { return e }}
-			cfg := checkConfig{seeds: []uint64{m.seed}, budget: 30 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 5 * time.Second}
-			if m.name == "skips the queue" {
-				// Its window, built on purpose first; then the long
-				// mode's size, for more chances.
-				cfg.scene, cfg.budget, cfg.clients, cfg.ops = queueScene, time.Minute, 6, 40
+			cfg := checkConfig{seeds: []uint64{m.seed}, budget: 30 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 5 * time.Second, scene: mutantScenes[m.name]}
+			if cfg.scene != nil {
+				// Its window, built on purpose, runs first; then the
+				// long mode's size, for more chances.
+				cfg.budget, cfg.clients, cfg.ops = time.Minute, 6, 40
 			}
 			catches(t, h, cfg, m)
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,14 +46,17 @@ var mutants = []mutant{
 	{"lease past deadline", 3055048744634355457, 0, []string{"refused while free", "view:", "differential:"}, func(m mutable) engine.Engine { return lingering{m} }},
 	// Kicking the queue's waiters out to let a newcomer in can also end
 	// in a grant a view does not show or two holders: caught all the same.
-	{"skips the queue", 1406928578269760837, 0, []string{"queue:", "view:", "exclusion:"}, func(m mutable) engine.Engine {
-		return &queueSkipper{mutable: m, queued: map[string]map[string]bool{}}
-	}},
+	{"skips the queue", 1406928578269760837, 0, []string{"queue:", "view:", "exclusion:"}, func(m mutable) engine.Engine { return queueSkipper{m} }},
 	{"weights count 1", 4533365878454182644, 1059223225511466205, []string{"semaphore:", "argument:", "differential:"}, func(m mutable) engine.Engine { return lightWeights{m} }},
 	{"writer shares", 2660202044666049339, 2660202044666049339, []string{"exclusion:", "differential:"}, func(m mutable) engine.Engine { return sharingWriter{m} }},
 	{"release frees all", 4408479191399535950, 4408479191399535950, []string{"lost early", "view:", "refused while free", "differential:", "kinds:", "exclusion:"}, func(m mutable) engine.Engine { return releaseAll{m} }},
 	{"inspect blind", 1876869466516342429, 1876869466516342429, []string{"view:", "differential:"}, func(m mutable) engine.Engine { return blindInspect{m} }},
 }
+
+// mutantScenes are the directed schedules of the mutants that random
+// seeds show only in rare windows: each opens its mutant's window on
+// every run (checkConfig.scene).
+var mutantScenes = map[string]func(genConfig) schedule{"skips the queue": queueScene}
 
 // sequentialMutants are the mutants CheckMutants runs by default: those
 // the sequential replay catches on any engine (a lease past its deadline
@@ -65,16 +67,22 @@ var sequentialMutants = [...]string{"cross-kind grant", "tokens backwards", "wei
 // checker catches h's engines broken in one way each: the named mutants of
 // docs/SAFETY.md's table (when none are named: cross-kind grant, tokens
 // backwards, weights count 1, writer shares, release frees all, inspect
-// blind, which the sequential replay catches on any engine), each
-// in a parallel subtest that wraps every engine h.New returns. Each runs
-// the sequential replay (the engine's answers against the embedded
-// engine's, and the specification) of the seed that caught it on the
-// embedded engine, then of random seeds for up to 20 s, and stops at its
-// first violation, which must name what the mutant broke. The test fails
-// if a mutant passes. A few seconds per mutant on any backend.
+// blind, which the sequential replay catches on any engine; and, on a fair
+// engine, skips the queue), each in a parallel subtest that wraps every
+// engine h.New returns. Each runs the sequential replay (the engine's
+// answers against the embedded engine's, and the specification) of the
+// seed that caught it on the embedded engine, then of random seeds for up
+// to 20 s, and stops at its first violation, which must name what the
+// mutant broke; the queue mutant runs its directed schedule (a newcomer
+// across a release the queue's head is kept) and then concurrent rounds
+// instead. The test fails if a mutant passes. A few seconds per mutant on
+// any backend.
 func CheckMutants(t *testing.T, h Harness, names ...string) {
 	if len(names) == 0 {
 		names = sequentialMutants[:]
+		if engine.CapabilitiesOf(h.New(t)).Fair {
+			names = append(names, "skips the queue")
+		}
 	}
 	t.Run("Mutants", func(t *testing.T) {
 		for _, name := range names {
@@ -93,6 +101,11 @@ func CheckMutants(t *testing.T, h Harness, names ...string) {
 					return m.wrap(e)
 				}}
 				cfg := checkConfig{seeds: []uint64{m.seq}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, seqOnly: true}
+				if scene := mutantScenes[name]; scene != nil {
+					// A mutant no sequential replay shows: its directed
+					// schedule, then concurrent rounds.
+					cfg = checkConfig{seeds: []uint64{}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, scene: scene}
+				}
 				catches(t, hm, cfg, m)
 			})
 		}
@@ -203,35 +216,24 @@ func (l lingering) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]eng
 }
 
 // queueSkipper lets a TryAcquire take a free lock that is kept for the
-// waiters queued for it: it takes the waiters it saw queued out of the
-// queue (they queue again at their next attempt) and grants the newcomer.
-type queueSkipper struct {
-	mutable
-	mu     sync.Mutex
-	queued map[string]map[string]bool // name -> waiter ids seen queued
-}
+// waiters queued for it: it takes the waiters the engine lists queued
+// (Info.Queue) out of the queue (they queue again at their next attempt)
+// and grants the newcomer. It keeps no state of its own, so the Clients
+// of a run, each with its own engine and wrapper, skip alike.
+type queueSkipper struct{ mutable }
 
-func (q *queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
+func (q queueSkipper) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := q.mutable.Acquire(ctx, r)
-	if err != nil || g.Acquired || r.Kind.Shared() {
+	if err != nil || g.Acquired || g.Holder != "" && !g.Reserved || r.Waiter != "" || r.Kind.Shared() {
 		return g, err
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if r.Waiter != "" {
-		if q.queued[r.Name] == nil {
-			q.queued[r.Name] = map[string]bool{}
-		}
-		q.queued[r.Name][r.Waiter] = true
-		return g, err
+	info, err := q.Inspect(ctx, r.Name)
+	if err != nil || len(info.Queue) == 0 {
+		return g, nil
 	}
-	if g.Holder != "" {
-		return g, err // held: nothing to skip
+	for _, w := range info.Queue {
+		_ = q.Leave(ctx, engine.LeaveRequest{Name: r.Name, Waiter: w.ID, Kind: r.Kind})
 	}
-	for w := range q.queued[r.Name] {
-		_ = q.Leave(ctx, engine.LeaveRequest{Name: r.Name, Waiter: w})
-	}
-	delete(q.queued, r.Name)
 	return q.mutable.Acquire(ctx, r)
 }
 

@@ -19,7 +19,7 @@ func queueScene(g genConfig) schedule {
 			{Kind: opTry, Name: 0, TTL: 4 * b},
 			{Kind: opRelease, Name: -1, Gap: 2 * b},
 		},
-		{{Kind: opGhost, Name: 0, Wait: 4 * b, Gap: b / 2}},
+		{{Kind: opGhost, Name: 0, TTL: b, Wait: 4 * b, Gap: b / 2}},
 	}}
 	tries := []op{{Kind: opTry, Name: 0, TTL: b, Gap: 2*b - b/5}}
 	for range 12 {

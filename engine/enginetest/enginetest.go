@@ -113,6 +113,8 @@ func Run(t *testing.T, h Harness) {
 		{"QueueReservationLapses", s.reservationLapses},
 		{"QueueReservationPassesOnLeave", s.reservationPassesOnLeave},
 		{"QueueLeaveBehindExpired", s.leaveBehindExpired},
+		{"QueueLeaveThroughAnotherEngine", s.leaveThroughAnotherEngine},
+		{"QueueLeftWaiterStillWaits", s.leftWaiterStillWaits},
 		{"QueueReservationPassesOnExpiry", s.reservationPassesOnExpiry},
 		{"QueueFairNewcomerQueues", s.fairNewcomerQueues},
 		{"QueueUnsupported", s.queueUnsupported},

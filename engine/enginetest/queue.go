@@ -897,11 +897,85 @@ func (s *suite) leaveBehindExpired(t *testing.T) {
 	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 0 || info.Held {
 		t.Fatalf("after the Leave: %+v, %v; want a free lock and no waiter", info, err)
 	}
+	s.newcomerTakes(t, ctx, name, "the free lock with an empty queue")
+}
+
+// newcomerTakes shows that a new Client's TryAcquire takes name at once
+// (what says why it must: the lock free, its queue empty), and releases.
+func (s *suite) newcomerTakes(t *testing.T, ctx context.Context, name, what string) {
+	t.Helper()
 	l, err := s.client(t).TryAcquire(ctx, name)
 	if err != nil {
-		t.Fatalf("the free lock with an empty queue: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	_ = l.Release(ctx)
+}
+
+// leaveThroughAnotherEngine: a waiter leaves the queue through any engine
+// of the backend, not only the one (the process, the session) that
+// queued it, as engine.Queuer's Leave promises: a ghost queued on one
+// engine leaves through another; the queue is then empty, and once the
+// holder releases, a newcomer takes the lock at once (no reservation is
+// kept for the waiter that left). The control: the ghost was queued and
+// listed before it left.
+func (s *suite) leaveThroughAnotherEngine(t *testing.T) {
+	ctx := ctxTimeout(t, 30*time.Second)
+	_, name, holder, h := s.heldBeforeGhosts(t, ctx, false, ghost{"ghost-leaving", time.Minute})
+	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 1 {
+		t.Fatalf("the ghost's entry, before it leaves: %+v, %v; want one waiter", info, err)
+	}
+	_, other := s.queuer(t, false)
+	if err := other.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: "ghost-leaving"}); err != nil {
+		t.Fatalf("Leave through another engine: %v", err)
+	}
+	if info, err := holder.Inspect(ctx, name); err != nil || info.Waiters != 0 || len(info.Queue) != 0 {
+		t.Fatalf("after the Leave through another engine: %+v, %v; want no waiter", info, err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.newcomerTakes(t, ctx, name, "the free lock whose only waiter left")
+}
+
+// leftWaiterStillWaits: a live waiter whose entry another engine took out
+// of the queue (leaveThroughAnotherEngine) is not lost: its Client learns
+// at its next heartbeat that the entry is gone and queues again, and it
+// takes the lock once the holder releases. The control: the entry was
+// listed and then gone.
+func (s *suite) leftWaiterStillWaits(t *testing.T) {
+	ctx := ctxTimeout(t, 60*time.Second)
+	_, q := s.queuer(t, false)
+	name := lockName(t)
+	holder := s.client(t)
+	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute), distlock.WithOwner("holder-"+name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := s.client(t).Acquire(ctx, name, distlock.WithTTL(10*time.Second))
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	var id string
+	WaitFor(t, 30*time.Second, "the waiter's entry", func() bool {
+		info, err := holder.Inspect(ctx, name)
+		if err == nil && len(info.Queue) == 1 {
+			id = info.Queue[0].ID
+		}
+		return id != ""
+	})
+	if err := q.Leave(ctx, engine.LeaveRequest{Name: name, Waiter: id}); err != nil {
+		t.Fatalf("Leave of the live waiter through another engine: %v", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter whose entry was taken out, after the release: %v; want the lock", err)
+	}
 }
 
 // fairNewcomerQueues: a fair Acquire never takes a free lock ahead of the

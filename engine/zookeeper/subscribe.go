@@ -94,7 +94,9 @@ func (e *Engine) Leave(ctx context.Context, r engine.LeaveRequest) error {
 }
 
 // leave is Leave's one path: the waiter's child is deleted, which wakes
-// the waiter behind it (leaveLine).
+// the waiter behind it (leaveLine). A waiter this engine did not queue
+// (another process's, whose session owns the child) leaves all the same:
+// its child is found in the line by its waiter id.
 func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 	if err := e.check(ctx); err != nil {
 		return err
@@ -102,12 +104,33 @@ func (e *Engine) leave(ctx context.Context, r engine.LeaveRequest) error {
 	k := key{r.Name, r.Waiter}
 	w, ok := e.waiter(k)
 	if !ok {
-		return nil
+		return e.leaveOthers(ctx, r)
 	}
 	if err := e.leaveLine(ctx, r.Name, w.path); err != nil {
 		return err
 	}
 	e.dropWaiter(k)
+	return nil
+}
+
+// leaveOthers deletes the place in r.Name's line of the waiter r.Waiter
+// that another engine queued: its session, not this one, keeps the
+// child, which ZooKeeper lets any session delete. The waiter's process
+// learns it left at its next heartbeat (the child is gone) and queues
+// again if it still waits, as after its entry expired.
+func (e *Engine) leaveOthers(ctx context.Context, r engine.LeaveRequest) error {
+	if r.Waiter == "" {
+		return nil
+	}
+	l, err := e.readAll(ctx, r.Name)
+	if err != nil {
+		return err
+	}
+	for _, c := range l.kids {
+		if !c.d.Held && c.d.Waiter == r.Waiter {
+			return e.leaveLine(ctx, r.Name, c.path)
+		}
+	}
 	return nil
 }
 
