@@ -36,14 +36,14 @@ type checkConfig struct {
 	names    int
 	ops      int
 	shrinkIn time.Duration
-	seqOnly  bool                     // only the sequential replay (the mutants' runs)
-	sets     bool                     // sets of locks in the schedules (not in the mutants' runs, whose seeds were recorded without)
-	scene    func(genConfig) schedule // a directed schedule, run concurrently sceneRuns times before the seeds (nil: none)
+	seqOnly  bool    // only the sequential replay (the mutants' runs)
+	sets     bool    // sets of locks in the schedules (not in the mutants' runs, whose seeds were recorded without)
+	scenes   []scene // directed schedules, each run concurrently sceneRuns times before the seeds
 }
 
 // configFromEnv reads SeedEnv and LongEnv.
 func configFromEnv(t *testing.T) checkConfig {
-	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second, sets: true, scene: queueScene}
+	cfg := checkConfig{budget: 6 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 45 * time.Second, sets: true, scenes: []scene{queueScene, restartScene}}
 	if v := os.Getenv(LongEnv); v != "" && v != "0" {
 		cfg.budget, cfg.clients, cfg.ops = 3*time.Minute, 6, 40
 		if d, err := time.ParseDuration(v); err == nil {
@@ -55,7 +55,7 @@ func configFromEnv(t *testing.T) checkConfig {
 		if err != nil {
 			t.Fatalf("%s=%q: %v", SeedEnv, v, err)
 		}
-		cfg.seeds, cfg.scene = []uint64{seed}, nil
+		cfg.seeds, cfg.scenes = []uint64{seed}, nil
 	}
 	return cfg
 }
@@ -148,13 +148,18 @@ func runChecker(t *testing.T, h Harness, cfg checkConfig) error {
 	start := time.Now()
 	seeds, base := cfg.seeds, rand.Uint64()>>1
 	rounds, ops, faults := 0, 0, map[opKind]int{}
-	for i := 0; cfg.scene != nil && g.fair && !cfg.seqOnly && i < sceneRuns; i++ {
-		s := cfg.scene(g)
-		bad, hist := concurrent(s)
-		rounds, ops, faults[opGhost] = rounds+1, ops+s.ops(), faults[opGhost]+s.count(opGhost)
-		if len(bad) > 0 {
-			small, smallBad, smallHist := shrink(s, bad, hist, concurrent, time.Now().Add(cfg.shrinkIn))
-			return failure(t, 0, "directed", s, bad, small, smallBad, smallHist)
+	for _, sc := range cfg.scenes {
+		s, ok := sc(g)
+		for i := 0; ok && !cfg.seqOnly && i < sceneRuns; i++ {
+			bad, hist := concurrent(s)
+			rounds, ops = rounds+1, ops+s.ops()
+			for _, k := range []opKind{opGhost, opRestart} {
+				faults[k] += s.count(k)
+			}
+			if len(bad) > 0 {
+				small, smallBad, smallHist := shrink(s, bad, hist, concurrent, time.Now().Add(cfg.shrinkIn))
+				return failure(t, 0, "directed", s, bad, small, smallBad, smallHist)
+			}
 		}
 	}
 	for i := 0; cfg.seeds != nil && i < len(seeds) || cfg.seeds == nil && (i == 0 || time.Since(start) < cfg.budget); i++ {

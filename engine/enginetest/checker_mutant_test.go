@@ -29,8 +29,9 @@ func TestCheckerCatchesMutants(t *testing.T) {
 			t.Cleanup(func() { _ = mem.Close() })
 			e := m.wrap(mem)
 			h := Harness{New: func(*testing.T) engine.Engine { return e }}
-			cfg := checkConfig{seeds: []uint64{m.seed}, budget: 30 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 5 * time.Second, scene: mutantScenes[m.name]}
-			if cfg.scene != nil {
+			cfg := checkConfig{seeds: []uint64{m.seed}, budget: 30 * time.Second, clients: 4, names: 3, ops: 20, shrinkIn: 5 * time.Second}
+			if sc := mutantScenes[m.name]; sc != nil {
+				cfg.scenes = []scene{sc}
 				// Its window, built on purpose, runs first; then the
 				// long mode's size, for more chances.
 				cfg.budget, cfg.clients, cfg.ops = time.Minute, 6, 40
@@ -143,7 +144,7 @@ func TestQueueSceneHoldsOnTheEmbeddedEngine(t *testing.T) {
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
 	h := Harness{New: func(*testing.T) engine.Engine { return mem }}
-	cfg := checkConfig{seeds: []uint64{}, clients: 3, names: 1, ops: 1, shrinkIn: 5 * time.Second, scene: queueScene}
+	cfg := checkConfig{seeds: []uint64{}, clients: 3, names: 1, ops: 1, shrinkIn: 5 * time.Second, scenes: []scene{queueScene}}
 	if err := runChecker(t, h, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,8 @@ var mutants = []mutant{
 
 // mutantScenes are the directed schedules of the mutants that random
 // seeds show only in rare windows: each opens its mutant's window on
-// every run (checkConfig.scene).
-var mutantScenes = map[string]func(genConfig) schedule{"skips the queue": queueScene}
+// every run (checkConfig.scenes).
+var mutantScenes = map[string]scene{"skips the queue": queueScene}
 
 // sequentialMutants are the mutants CheckMutants runs by default: those
 // the sequential replay catches on any engine (a lease past its deadline
@@ -101,10 +101,10 @@ func CheckMutants(t *testing.T, h Harness, names ...string) {
 					return m.wrap(e)
 				}}
 				cfg := checkConfig{seeds: []uint64{m.seq}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, seqOnly: true}
-				if scene := mutantScenes[name]; scene != nil {
+				if sc := mutantScenes[name]; sc != nil {
 					// A mutant no sequential replay shows: its directed
 					// schedule, then concurrent rounds.
-					cfg = checkConfig{seeds: []uint64{}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, scene: scene}
+					cfg = checkConfig{seeds: []uint64{}, budget: 20 * time.Second, clients: 4, names: 3, ops: 20, scenes: []scene{sc}}
 				}
 				catches(t, hm, cfg, m)
 			})
@@ -115,12 +115,17 @@ func CheckMutants(t *testing.T, h Harness, names ...string) {
 // CheckCatches shows that the checker catches h's backend when it is
 // broken on purpose (an engine-internal mutant, a backend that loses its
 // data when Faults.Restart restarts it): it runs the checker's rounds on
-// h, the seeds first (those that caught it before), then random ones for
-// up to budget, stops at the first violation, and fails the test unless
-// one comes that names one of want.
+// h, a directed schedule first when h restarts the backend (a restart
+// between a grant and another request for the name), then the seeds
+// (those that caught it before), then random ones for up to budget, stops
+// at the first violation, and fails the test unless one comes that names
+// one of want.
 func CheckCatches(t *testing.T, h Harness, budget time.Duration, seeds []uint64, want ...string) {
 	t.Helper()
 	cfg := checkConfig{seeds: seeds, budget: budget, clients: 4, names: 3, ops: 20}
+	if h.Faults != nil && h.Faults.Restart != nil {
+		cfg.scenes = []scene{restartScene} // a restart that loses the locks, shown on purpose first
+	}
 	catches(t, h, cfg, mutant{name: t.Name(), want: want})
 }
 

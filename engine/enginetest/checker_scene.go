@@ -1,8 +1,13 @@
 package enginetest
 
-// sceneRuns is how many times a directed schedule (checkConfig.scene) runs
+// sceneRuns is how many times a directed schedule (checkConfig.scenes) runs
 // before the seeds: each run opens its window once.
 const sceneRuns = 3
+
+// scene builds a directed schedule: one made to open a window that random
+// seeds open rarely. It reports false when the engine (g) lacks what the
+// schedule needs; the scene is then not run.
+type scene func(g genConfig) (schedule, bool)
 
 // queueScene is a directed schedule for the fair name 0: client 0 takes it
 // and frees it after two base ttls, client 1 queues a ghost waiter (a fair
@@ -11,8 +16,9 @@ const sceneRuns = 3
 // freed by the release is kept for the ghost (engine.ReserveTTL): a
 // newcomer granted in that window skipped the queue. Random seeds open
 // that window only where a ghost happens to queue behind a holder whose
-// release a newcomer follows closely; here every run opens it.
-func queueScene(g genConfig) schedule {
+// release a newcomer follows closely; here every run opens it. It needs a
+// fair engine.
+func queueScene(g genConfig) (schedule, bool) {
 	b := g.base
 	s := schedule{Names: 1, Clients: [][]op{
 		{
@@ -26,5 +32,24 @@ func queueScene(g genConfig) schedule {
 		tries = append(tries, op{Kind: opTry, Name: 0, TTL: b, Gap: b / 10})
 	}
 	s.Clients = append(s.Clients, tries)
-	return s
+	return s, g.fair
+}
+
+// restartScene is a directed schedule for a backend the checker restarts
+// (Faults.Restart): client 0 takes name 0 for twenty base ttls, and client
+// 1 restarts the backend and then asks for the name three times. A backend
+// that forgets its locks when it restarts grants the name while client 0's
+// lease is surely live; random seeds show that only where a request for a
+// held name follows a restart. It needs Faults.Restart.
+func restartScene(g genConfig) (schedule, bool) {
+	b := g.base
+	return schedule{Names: 1, Clients: [][]op{
+		{{Kind: opTry, Name: 0, TTL: 20 * b}},
+		{
+			{Kind: opRestart, Name: -1, Gap: b / 2},
+			{Kind: opTry, Name: 0, TTL: b, Gap: b / 10},
+			{Kind: opTry, Name: 0, TTL: b, Gap: b / 2},
+			{Kind: opTry, Name: 0, TTL: b, Gap: b / 2},
+		},
+	}}, g.restarts
 }

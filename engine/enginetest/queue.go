@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -307,16 +308,29 @@ func dropped(engines []*counting) map[string]bool {
 // attempt was sent, so its ticket is the lower one, and FIFO grants it
 // first. Calls whose arrivals overlap are not ordered; entries that were
 // dropped and entered again are left out, and so is a call passed over
-// because it confirmed its reservation only after it lapsed (lapsed). It
-// returns the count and an example.
+// because it confirmed its reservation only after it lapsed (lapsed), or
+// whose reservation may have lapsed unseen: a grant came a reservation's
+// length or more after its release (lapsedAfterRelease) while the call
+// waited, before the other's grant (the head then was dropped, and it
+// may have been this call, whose wake-up came too late to be recorded).
+// It returns the count and an example.
 func outOfOrder(calls []arrival, skip map[string]bool, releases []time.Time) (int, string) {
+	var lapses []time.Time // grants that came after a reservation may have lapsed
+	for _, g := range calls {
+		if lapsedAfterRelease(g.granted, releases) {
+			lapses = append(lapses, g.granted)
+		}
+	}
+	lapsedBetween := func(from, to time.Time) bool {
+		return slices.ContainsFunc(lapses, func(l time.Time) bool { return l.After(from) && !l.After(to) })
+	}
 	bad, example := 0, ""
 	for _, a := range calls {
 		if skip[a.waiter] {
 			continue
 		}
 		for _, b := range calls {
-			if skip[b.waiter] || !a.answered.Before(b.sent) || a.grant < b.grant || a.lapsed(b.granted) || lapsedAfterRelease(b.granted, releases) {
+			if skip[b.waiter] || !a.answered.Before(b.sent) || a.grant < b.grant || a.lapsed(b.granted) || lapsedBetween(a.answered, b.granted) {
 				continue
 			}
 			if bad == 0 {

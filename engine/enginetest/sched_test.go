@@ -94,6 +94,18 @@ func TestOutOfOrder(t *testing.T) {
 	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, []time.Time{at(10), at(399)}); bad != 1 {
 		t.Fatalf("b granted 1ms after the release: %d out of order, want 1", bad)
 	}
+	// A reservation that may have lapsed while a waited, before b's
+	// grant (d's, a reservation's length after its release): the head
+	// then dropped may have been a. One before a arrived excuses nothing.
+	d := arrival{sent: at(1), answered: at(1), waiter: "d", grant: -1, granted: at(300)} // granted first
+	releases := []time.Time{at(10), at(300 - int(engine.ReserveTTL/time.Millisecond)), at(399)}
+	if bad, _ := outOfOrder([]arrival{a, b, c, d}, nil, releases); bad != 0 {
+		t.Fatalf("b granted after a reservation may have lapsed while a waited: %d out of order, want 0", bad)
+	}
+	d.granted = at(1)
+	if bad, _ := outOfOrder([]arrival{a, b, c, d}, nil, []time.Time{at(1 - int(engine.ReserveTTL/time.Millisecond)), at(399)}); bad != 1 {
+		t.Fatalf("the only lapse came before a arrived: %d out of order, want 1", bad)
+	}
 	a.grant, b.grant = 0, 1
 	if bad, _ := outOfOrder([]arrival{a, b, c}, nil, nil); bad != 0 {
 		t.Fatalf("in arrival order: %d out of order, want 0", bad)
