@@ -965,9 +965,10 @@ func (s *suite) leftWaiterStillWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiter := s.client(t)
 	got := make(chan error, 1)
 	go func() {
-		l, err := s.client(t).Acquire(ctx, name, distlock.WithTTL(10*time.Second))
+		l, err := waiter.Acquire(ctx, name, distlock.WithTTL(10*time.Second))
 		if err == nil {
 			err = l.Release(ctx)
 		}
