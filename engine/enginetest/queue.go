@@ -958,13 +958,7 @@ func (s *suite) leaveThroughAnotherEngine(t *testing.T) {
 // listed and then gone.
 func (s *suite) leftWaiterStillWaits(t *testing.T) {
 	ctx := ctxTimeout(t, 60*time.Second)
-	_, q := s.queuer(t, false)
-	name := lockName(t)
-	holder := s.client(t)
-	h, err := holder.Acquire(ctx, name, distlock.WithTTL(time.Minute), distlock.WithOwner("holder-"+name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, name, holder, h := s.heldBeforeGhosts(t, ctx, false) // no ghost: q is an engine the waiter does not use
 	waiter := s.client(t)
 	got := make(chan error, 1)
 	go func() {

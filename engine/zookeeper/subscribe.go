@@ -122,12 +122,14 @@ func (e *Engine) leaveOthers(ctx context.Context, r engine.LeaveRequest) error {
 	if r.Waiter == "" {
 		return nil
 	}
-	l, err := e.readAll(ctx, r.Name)
+	// The child is found by the waiter's tag in its name: one listing,
+	// no child's data read.
+	l, err := e.read(ctx, r.Name)
 	if err != nil {
 		return err
 	}
 	for _, c := range l.kids {
-		if !c.d.Held && c.d.Waiter == r.Waiter {
+		if c.wait == tag(r.Waiter) {
 			return e.leaveLine(ctx, r.Name, c.path)
 		}
 	}
