@@ -315,3 +315,43 @@ func TestMajorityUnreachableIsNotLocked(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseHalfDownIsUnknown: with an even count of nodes, a release
+// that half of them fail says nothing of the others: the answer is no
+// quorum, never "not held" while the grant is still on the other half.
+// The live half is paused so that the killed half's fast failures decide.
+func TestReleaseHalfDownIsUnknown(t *testing.T) {
+	srvs := redistest.StartN(t, 4)
+	c := newClient(t, srvs, quorum.WithNodeTimeout(time.Second))
+	ctx := context.Background()
+	const name = "half-down"
+	l, err := c.Acquire(ctx, name, distlock.WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(10*time.Second, func() bool {
+		for _, s := range srvs {
+			if s.Client().Exists(ctx, lockKey(name)).Val() != 1 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatal("the grant did not reach every node")
+	}
+	for _, s := range srvs[:2] {
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range srvs[2:] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Resume()
+	}
+	err = l.Release(ctx)
+	if errors.Is(err, distlock.ErrNotHeld) || !errors.Is(err, quorum.ErrNoQuorum) {
+		t.Fatalf("release with 2 of 4 nodes down and 2 paused: %v, want no quorum", err)
+	}
+}

@@ -557,10 +557,7 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 	// not hold it (a second release through another handle of the same
 	// owner must not count a straggler's late hold as released), or a
 	// majority can no longer answer.
-	stop := func(rs []result[engine.ReleaseResult], _ int) bool {
-		released, notHeld, failed := countReleases(rs)
-		return released >= e.majority || notHeld >= e.majority || failed > len(e.nodes)-e.majority
-	}
+	stop := func(rs []result[engine.ReleaseResult], _ int) bool { return e.releaseDecided(rs) }
 	// One release id (the caller's) on every node and in every retry: a
 	// node that did not answer may apply this release later (a paused
 	// node) and the retry too, and the two must drop one hold, not two.
@@ -615,7 +612,8 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 // releaseOutcome is a release's answer from the nodes' answers: released
 // when a majority dropped a hold (or any did, among mixed answers), with
 // the holds left that a majority confirms; not held or not the owner when a
-// majority says so; a *NoQuorumError when a majority failed.
+// majority says so; a *NoQuorumError when too many failed for a majority
+// to answer.
 func (e *Engine) releaseOutcome(rs []result[engine.ReleaseResult]) (engine.ReleaseResult, error) {
 	released, notHeld, failed := countReleases(rs)
 	notOwner := 0
@@ -651,7 +649,10 @@ func (e *Engine) releaseOutcome(rs []result[engine.ReleaseResult]) (engine.Relea
 	case released > 0:
 		// Mixed answers: a hold was dropped somewhere.
 		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
-	case failed >= e.majority:
+	case failed > len(e.nodes)-e.majority:
+		// Too few nodes can still answer for a majority: with an even
+		// count fewer than a majority failing is enough, and the nodes
+		// not heard from may hold the grant.
 		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 	case notOwner >= e.majority:
 		return engine.ReleaseResult{Status: engine.NotOwner}, nil
