@@ -35,7 +35,7 @@ func Binary(t TB) string {
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p
 	}
-	buildOnce.Do(func() { binPath, buildErr = build() })
+	buildOnce.Do(func() { binPath, buildErr = Build() })
 	if buildErr != nil {
 		t.Fatalf("etcd binary: %v", buildErr)
 	}
@@ -51,7 +51,10 @@ func CachePath() (string, error) {
 	return filepath.Join(dir, "distlock", "etcd-"+Version, "etcd"), nil
 }
 
-func build() (string, error) {
+// Build returns the path of the cached etcd build, building it first when
+// it is missing, as Binary does (without $DISTLOCK_ETCD_BIN): for warming
+// the cache before the tests run (./etcdtest/etcdbuild, scripts/warm).
+func Build() (string, error) {
 	path, err := CachePath()
 	if err != nil {
 		return "", err
