@@ -53,7 +53,7 @@ func CachePath() (string, error) {
 
 // Build returns the path of the cached etcd build, building it first when
 // it is missing, as Binary does (without $DISTLOCK_ETCD_BIN): for warming
-// the cache before the tests run (./etcdtest/etcdbuild, scripts/warm).
+// the cache before the tests run (./etcdtest/etcdbuild, scripts/test -warm).
 func Build() (string, error) {
 	path, err := CachePath()
 	if err != nil {
