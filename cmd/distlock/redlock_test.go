@@ -66,7 +66,8 @@ func TestRedlockBackend(t *testing.T) {
 
 // TestRedlockNodeStopped: with one of three Redlock nodes SIGSTOPped,
 // status, list, leaks and run each return within a bound derived from the
-// per-node timeout (DISTLOCK_NODE_TIMEOUT), answer from the two nodes that
+// per-node timeout (DISTLOCK_NODE_TIMEOUT) beyond what a run takes with
+// every node answering, answer from the two nodes that
 // answer, and mark the admin answers partial, naming the stopped node (a
 // "partial:" line, a partial field in JSON); after SIGCONT the answers are
 // whole again.
@@ -84,6 +85,16 @@ func TestRedlockNodeStopped(t *testing.T) {
 	r := c.run(t, "acquire", "held", "--ttl", "60s")
 	expect(t, r, 0, "DISTLOCK_OWNER=")
 	owner := envLine(r.stdout, "DISTLOCK_OWNER")
+	// What one run of the CLI costs this machine with every node
+	// answering (a process started, its connections made), measured
+	// under the load the runs below meet: their bound adds the stopped
+	// node's timeouts to it. The scheduling delay the probe measures in
+	// this process is no measure of it: a sleeping test process is woken
+	// at once where a starting one waits for its share of the CPU.
+	healthy := r.took
+	if r := c.run(t, "status", "held"); r.code == 0 {
+		healthy = max(healthy, r.took)
+	}
 	for _, s := range srvs {
 		if err := s.Client().Set(ctx, redisengine.DefaultPrefix+"{leaked}", "1 someone", 0).Err(); err != nil {
 			t.Fatal(err)
@@ -101,7 +112,7 @@ func TestRedlockNodeStopped(t *testing.T) {
 	probe := enginetest.StartProbe(t)
 	bounded := func(r result) {
 		t.Helper()
-		enginetest.Bounded(t, "distlock with a node stopped", r.took, 3*nodeTimeout+time.Second+probe.Slack(), probe.Delay(), time.Second)
+		enginetest.Bounded(t, "distlock with a node stopped", r.took, healthy+3*nodeTimeout+time.Second+probe.Slack(), probe.Delay(), time.Second)
 	}
 	noAnswer := "no answer from redis " + stopped.Addr()
 	partial := "partial: " + noAnswer
