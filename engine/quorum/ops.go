@@ -649,15 +649,12 @@ func (e *Engine) releaseOutcome(rs []result[engine.ReleaseResult]) (engine.Relea
 	case released > 0:
 		// Mixed answers: a hold was dropped somewhere.
 		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
-	case failed > len(e.nodes)-e.majority:
-		// Too few nodes can still answer for a majority: with an even
-		// count fewer than a majority failing is enough, and the nodes
-		// not heard from may hold the grant.
-		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
-	case notOwner >= e.majority:
-		return engine.ReleaseResult{Status: engine.NotOwner}, nil
 	}
-	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	// No majority agrees and no node dropped a hold: the answers ended
+	// because too few nodes can still answer for a majority
+	// (releaseDecided; with an even count fewer than a majority failing is
+	// enough), and the nodes not heard from may hold the grant.
+	return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
 }
 
 // token returns the token of a grant from the tokens its holding nodes
