@@ -443,7 +443,9 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 }
 
 // Extend implements engine.Engine: every node gets the whole batch in one
-// round trip, concurrently; a request is extended when a majority confirms.
+// round trip, concurrently, after this engine's releases of its names that
+// were still out there (afterReleasesOf); a request is extended when a
+// majority confirms.
 // It returns as soon as every request is decided (a majority extended it,
 // or a majority can no longer); the other nodes' extensions complete in the
 // background (an extension is safe to apply late).
@@ -481,9 +483,13 @@ func (e *Engine) Extend(ctx context.Context, reqs []engine.ExtendRequest) ([]eng
 		return true
 	}
 	sent := untokened(reqs)
-	rs := each(ctx, e, e.timeout(ttl), func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
+	names := make([]string, len(reqs))
+	for i, r := range reqs {
+		names[i] = r.Name
+	}
+	rs := each(ctx, e, e.timeout(ttl), afterReleasesOf(e, names, func(ctx context.Context, n node) ([]engine.ExtendResult, error) {
 		return n.eng.Extend(ctx, sent)
-	}, decided, nil)
+	}), decided, nil)
 	out := make([]engine.ExtendResult, len(reqs))
 	for i := range reqs {
 		out[i] = e.extendOutcome(rs, reqs, i)

@@ -8,10 +8,14 @@ import (
 // releasing remembers, per lock name, the releases that returned before
 // every node answered (Release returns once a majority did). This engine's
 // next acquire or release of the name reaches each node only after that
-// node's release answered (or its own per-node timeout ran out): a process
-// never finds its own released lock still held on the stragglers, and its
-// releases of counted holds (re-entry, shared holds) land on every node in
-// the order it made them.
+// node's release answered (or its own per-node timeout ran out), and so
+// does its next Extend of a lease on the name: a process never finds its
+// own released lock still held on the stragglers, its releases of counted
+// holds (re-entry, shared holds) land on every node in the order it made
+// them, and an Extend that shortens the hold a re-entry's release left
+// reaches every node after that release (sent before it, the node would
+// keep the released hold's longer expiry, since Extend never moves a
+// hold's expiry before the deadline of another live lease of its owner).
 type releasing struct {
 	mu sync.Mutex
 	m  map[string][]*straggling
@@ -85,14 +89,15 @@ func (r *releasing) finish(name string, s *straggling) {
 	}
 }
 
-// pending returns the releases of name that have nodes still out.
-func (r *releasing) pending(name string) []*straggling {
+// pending returns the releases of the names that have nodes still out.
+func (r *releasing) pending(names ...string) []*straggling {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.m[name]) == 0 {
-		return nil
+	var out []*straggling
+	for _, name := range names {
+		out = append(out, r.m[name]...)
 	}
-	return append([]*straggling(nil), r.m[name]...)
+	return out
 }
 
 // waitNode waits until node i answered every release in ps, or ctx ends.
@@ -121,7 +126,14 @@ func waitNode(ctx context.Context, ps []*straggling, i int) error {
 // have answered on that node (the call fails with ctx's error if ctx ends
 // first). Every acquire and release of a name goes through it.
 func afterReleases[T any](e *Engine, name string, fn func(context.Context, node) (T, error)) func(context.Context, node) (T, error) {
-	earlier := e.releasing.pending(name)
+	return afterReleasesOf(e, []string{name}, fn)
+}
+
+// afterReleasesOf is afterReleases for a call about several names (an
+// Extend batch): fn runs on a node once the releases of every one of them
+// still out there have answered on it.
+func afterReleasesOf[T any](e *Engine, names []string, fn func(context.Context, node) (T, error)) func(context.Context, node) (T, error) {
+	earlier := e.releasing.pending(names...)
 	if earlier == nil {
 		return fn
 	}
