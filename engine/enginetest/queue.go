@@ -344,7 +344,7 @@ func outOfOrder(calls []arrival, skip map[string]bool, releases []time.Time) (in
 	return bad, example
 }
 
-// fairOrder: with WithFair, up to 1,000 hand-offs (as many as a minute
+// fairOrder: with WithFair, up to 500 hand-offs (as many as a minute
 // allows, at least minHandoffs) among 8 waiters on separate
 // Clients follow the queue's arrival order exactly: no waiter is granted
 // after one whose entry came later. The control, the same schedule on the
@@ -354,7 +354,7 @@ func outOfOrder(calls []arrival, skip map[string]bool, releases []time.Time) (in
 func (s *suite) fairOrder(t *testing.T) {
 	s.queuer(t, true)
 	probe := StartProbe(t)
-	const workers, n = 8, 1000
+	const workers, n = 8, 500
 	withQueue := func(t *testing.T, e engine.Engine) *distlock.Client {
 		c := distlock.New(e)
 		t.Cleanup(func() { _ = c.Close() })

@@ -924,8 +924,11 @@ func TestStrangerFailoverStoppedWatchMember(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The watch stream goes to whichever member the balancer
-			// picks; try again with a fresh Client until it is the
-			// member this case stops.
+			// picks: the Client starts connected to the member this case
+			// stops alone, and learns every member's address once its
+			// watch is open there (an open stream stays on its
+			// connection); should the stream land elsewhere all the same,
+			// try again with a fresh Client.
 			want := (lead + 1) % 3
 			if which == "leader" {
 				want = lead
@@ -948,7 +951,8 @@ func TestStrangerFailoverStoppedWatchMember(t *testing.T) {
 				if try == 30 {
 					t.Fatalf("the watch stream never went to member %d", want)
 				}
-				c := distlock.New(etcdengine.New(defaultConfigClient(t, cl)))
+				cli := defaultConfigClient(t, cl, cl.Members[want].Client)
+				c := distlock.New(etcdengine.New(cli))
 				var wctx context.Context
 				wctx, wcancel = context.WithCancel(ctx)
 				leaders, err := c.Observe(wctx, "e")
@@ -969,7 +973,8 @@ func TestStrangerFailoverStoppedWatchMember(t *testing.T) {
 					}
 					return false
 				})
-				if on == want {
+				cli.SetEndpoints(cl.Endpoints()...)
+				if on == want && watchStreams(t, cl, want) > 0 {
 					t.Cleanup(func() { wcancel(); _ = c.Close() })
 					break
 				}
@@ -1011,12 +1016,16 @@ func TestStrangerFailoverStoppedWatchMember(t *testing.T) {
 	}
 }
 
-// defaultConfigClient is an etcd client of every member configured as
-// docs/ETCD.md's example is: no gRPC keepalive, so a connection to a
-// stopped member is never given up by gRPC.
-func defaultConfigClient(t *testing.T, cl *etcdtest.Cluster) *clientv3.Client {
+// defaultConfigClient is an etcd client of every member (or of the
+// endpoints eps, when given) configured as docs/ETCD.md's example is: no
+// gRPC keepalive, so a connection to a stopped member is never given up
+// by gRPC.
+func defaultConfigClient(t *testing.T, cl *etcdtest.Cluster, eps ...string) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), Logger: zap.NewNop()})
+	if len(eps) == 0 {
+		eps = cl.Endpoints()
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
