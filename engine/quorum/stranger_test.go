@@ -920,8 +920,6 @@ func TestStrangerStoppedWaiterSkipped(t *testing.T) {
 	}
 }
 
-// heldOnEveryNode reports whether every node answered and shows owner
-// holding the lock (a mutex's owner, or one of a shared lock's holders).
 // holdOnEveryNode takes a lease on name with take until its grant is on
 // every node of q, and returns it. A grant returns once two nodes of three
 // decided it; the third node's answer can still fail (an answer later than
@@ -951,6 +949,8 @@ func holdOnEveryNode(t *testing.T, ctx context.Context, q *quorum.Engine, name s
 	}
 }
 
+// heldOnEveryNode reports whether every node answered and shows owner
+// holding the lock (a mutex's owner, or one of a shared lock's holders).
 func heldOnEveryNode(nodes []quorum.NodeInfo, owner string) bool {
 	for _, n := range nodes {
 		if n.Err != nil || !holdsOn(n.Info, owner) {
