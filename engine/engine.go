@@ -274,9 +274,13 @@ type ReleaseRequest struct {
 	// it leaves a shared lock with no holder and nobody queued, the engine
 	// also forgets the lock's kind and limit, as if the grant had not been
 	// made, so that a refused attempt does not leave the name bound to its
-	// kind. The embedded and Redis engines honour it, and the remote engine
-	// passes it to its server; an engine that does not leaves the kind
-	// until its lock is forgotten, as after any release. A mutex keeps no record past its holder, so it changes
+	// kind; and a shared grant that took a waiter out of the queue puts
+	// the waiter back in its place (its arrival ticket), so that a quorum's
+	// minority grant taken back does not move a queued writer behind the
+	// readers that queued after it. The embedded and Redis engines honour
+	// it, and the remote engine passes it to its server; an engine that
+	// does not leaves the kind until its lock is forgotten, as after any
+	// release. A mutex keeps no record past its holder, so it changes
 	// nothing there.
 	Undo bool
 	// Token, when not 0, is the fencing token of the grant being released

@@ -77,3 +77,49 @@ func UndoForgetsKind(t *testing.T, e engine.Engine) {
 		t.Fatalf("the queued writer after the undone read: %+v, %v", g, err)
 	}
 }
+
+// UndoKeepsQueuePlace checks that an Undo of a grant that took a waiter
+// out of the queue puts the waiter back in its place, on e, an engine that
+// honours Undo: a writer queued behind a reader, and a reader queued
+// behind the writer; the first reader releases, the writer is granted and
+// its grant undone (a quorum's node that granted it when the others
+// refused). The writer heads the queue again, so the queued reader is
+// refused (it would overtake the writer), and the writer is granted next.
+// Without it, the reader heads the queue and is granted: a writer counted
+// waiting is passed by a later reader.
+func UndoKeepsQueuePlace(t *testing.T, e engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := lockName(t)
+	req := func(owner string, weight int) engine.AcquireRequest {
+		return engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute, Waiter: owner,
+			WaiterTTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
+	}
+	writer, reader := req("writer", engine.RWPermits), req("reader", 1)
+	first := req("first", 1)
+	first.Waiter = ""
+	if g, err := e.Acquire(ctx, first); err != nil || !g.Acquired {
+		t.Fatalf("the first reader: %+v, %v", g, err)
+	}
+	for _, r := range []engine.AcquireRequest{writer, reader} {
+		if g, err := e.Acquire(ctx, r); err != nil || g.Acquired || !g.Queued {
+			t.Fatalf("%s behind the first reader: %+v, %v; want it queued", r.Owner, g, err)
+		}
+	}
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "first", Kind: engine.RWLock}); err != nil || res.Status != engine.Released {
+		t.Fatalf("the first reader's release: %+v, %v", res, err)
+	}
+	if g, err := e.Acquire(ctx, writer); err != nil || !g.Acquired {
+		t.Fatalf("the writer at the head: %+v, %v", g, err)
+	}
+	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "writer", Kind: engine.RWLock, Undo: true}); err != nil || res.Status != engine.Released {
+		t.Fatalf("the writer's undone grant: %+v, %v", res, err)
+	}
+	if g, err := e.Acquire(ctx, reader); err != nil || g.Acquired {
+		t.Fatalf("the reader queued behind the writer, after the writer's grant was undone: %+v, %v; want it refused, the writer ahead", g, err)
+	}
+	if g, err := e.Acquire(ctx, writer); err != nil || !g.Acquired {
+		t.Fatalf("the writer back at the head: %+v, %v", g, err)
+	}
+}

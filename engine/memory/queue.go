@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/distlock/distlock/engine"
@@ -120,6 +121,42 @@ func enqueueIn(q *waitQueue, id string, ttl time.Duration, now time.Time) *waitE
 	}
 	w.deadline = now.Add(ttl)
 	return w
+}
+
+// requeue puts back w, the queue entry of a grant undone, at its arrival
+// ticket in q (nil: a new queue), and returns q: the undone grant leaves
+// the queue as if it had not been made. A waiter that queued again
+// meanwhile keeps the earlier of its two places.
+func requeue(q *waitQueue, w *waitEntry) *waitQueue {
+	if q == nil {
+		q = &waitQueue{entries: make(map[string]*waitEntry)}
+	}
+	if was := q.entries[w.id]; was != nil {
+		if was.ticket <= w.ticket {
+			return q
+		}
+		q.remove(was)
+		w.deadline = later(w.deadline, was.deadline)
+	}
+	q.seq = max(q.seq, w.ticket) // later arrivals stay behind it
+	at := len(q.order)
+	for i, x := range q.order {
+		if x.ticket > w.ticket {
+			at = i
+			break
+		}
+	}
+	q.order = slices.Insert(q.order, at, w)
+	q.entries[w.id] = w
+	return q
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // wakeHead runs when name's lock is free (a release, a waiter kept

@@ -21,3 +21,11 @@ func TestUndoForgetsKind(t *testing.T) {
 	defer e.Close()
 	enginetest.UndoForgetsKind(t, e)
 }
+
+// TestUndoKeepsQueuePlace: an Undo of a grant that took a waiter out of
+// the queue puts the waiter back in its place.
+func TestUndoKeepsQueuePlace(t *testing.T) {
+	e := memory.New()
+	defer e.Close()
+	enginetest.UndoKeepsQueuePlace(t, e)
+}

@@ -27,6 +27,7 @@ type sharedHolder struct {
 	attempt       string
 	rels          engine.ReleaseIDs // the ids of the last releases that counted a hold down (ReleaseOnce)
 	expires       time.Time
+	taken         *waitEntry // the queue entry the grant took (nil: none), which an Undo puts back
 }
 
 // used counts the permits held.
@@ -188,8 +189,12 @@ func (e *Engine) acquireShared(ctx context.Context, r engine.AcquireRequest) (en
 		if err != nil {
 			return engine.Grant{}, err
 		}
+		var taken *waitEntry
+		if s.q != nil && r.Waiter != "" {
+			taken = s.q.entries[r.Waiter]
+		}
 		e.dropSharedWaiter(s, r.Waiter)
-		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+		h := &sharedHolder{weight: r.Weight, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL), taken: taken}
 		s.holders[r.Owner] = h
 		e.wakeShared(r.Name, s) // the next head, if it fits too
 		return engine.Grant{Acquired: true, Token: h.token, Count: 1}, nil
@@ -253,6 +258,9 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 		return engine.ReleaseResult{Status: engine.Released, Remaining: h.count}, nil
 	}
 	delete(s.holders, r.Owner)
+	if r.Undo && h.taken != nil && now.Before(h.taken.deadline) {
+		s.q = requeue(s.q, h.taken)
+	}
 	if r.Undo && len(s.holders) == 0 && s.q == nil {
 		e.dropShared(r.Name) // kind and limit forgotten: the grant is undone
 	}

@@ -29,3 +29,15 @@ func TestUndoForgetsKind(t *testing.T) {
 	defer e.Close()
 	enginetest.UndoForgetsKind(t, e)
 }
+
+// TestUndoKeepsQueuePlace: an Undo of a grant that took a waiter out of
+// the queue puts the waiter back in its place (shared_release.lua,
+// sh_requeue).
+func TestUndoKeepsQueuePlace(t *testing.T) {
+	e, err := redisengine.New(redistest.Start(t).Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	enginetest.UndoKeepsQueuePlace(t, e)
+}

@@ -9,7 +9,8 @@
 --           the key's expiry (ms), and for each holder 'o:<owner>' = JSON
 --           {w: weight, c: holds, t: token (a string), m: metadata, a:
 --           attempt id of the last grant or re-entry, r: id of the last
---           release}
+--           release, q: the queue entry the grant took, which an Undo
+--           puts back: sh_taken}
 --   KEYS[3] the holders (ZSET owner -> lease deadline, server time in µs)
 --   KEYS[4] the waiter queue (ZSET waiter -> arrival ticket)
 --   KEYS[5] the waiters' heartbeat deadlines (ZSET waiter -> µs)
@@ -225,6 +226,44 @@ local function sh_enqueue(id, ttl, weight, now, ch)
     end
   end
   redis.call('ZADD', SQD, sh_int(now + tonumber(ttl) * 1000), id)
+end
+
+-- sh_taken returns waiter id's queue entry, which a grant is about to
+-- take out of the queue, as shared_acquire.lua records it in the holder's
+-- details (q), so that an Undo of the grant puts it back (sh_requeue);
+-- nil when id is not queued.
+local function sh_taken(id)
+  local n = id ~= '' and sh_queued and redis.call('ZSCORE', SQ, id)
+  if not n then
+    return nil
+  end
+  local f = redis.call('HMGET', SQS, 't:' .. id, 'w:' .. id, 'c:' .. id)
+  return {i = id, n = tonumber(n), d = tonumber(redis.call('ZSCORE', SQD, id) or '0'), t = f[1], w = f[2], c = f[3]}
+end
+
+-- sh_requeue puts back the queue entry e (sh_taken) of a grant undone, at
+-- its arrival ticket, when its heartbeat deadline has not passed: the
+-- undone grant leaves the queue as if it had not been made. A waiter that
+-- queued again meanwhile keeps the earlier of its two places.
+local function sh_requeue(e, now)
+  if e.d <= now then
+    return
+  end
+  sh_queued = true
+  sh_known = nil
+  local was = redis.call('ZSCORE', SQ, e.i)
+  if was and tonumber(was) <= e.n then
+    return
+  end
+  redis.call('ZADD', SQ, sh_int(e.n), e.i)
+  redis.call('ZADD', SQD, sh_int(math.max(e.d, tonumber(redis.call('ZSCORE', SQD, e.i) or '0'))), e.i)
+  if tonumber(redis.call('HGET', SQS, 'n') or '0') < e.n then
+    redis.call('HSET', SQS, 'n', sh_int(e.n)) -- later arrivals stay behind it
+  end
+  redis.call('HSET', SQS, 't:' .. e.i, e.t or sh_int(now), 'w:' .. e.i, e.w or '1')
+  if e.c then
+    redis.call('HSET', SQS, 'c:' .. e.i, e.c)
+  end
 end
 
 -- sh_expire keeps the queue's keys, which share one expiry, until at

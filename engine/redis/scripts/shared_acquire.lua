@@ -84,9 +84,10 @@ if (not head or head == waiter) and weight <= l - used then
     end
     return redis.error_reply('DISTLOCK fence exhausted')
   end
+  local taken = sh_taken(waiter)
   sh_remove(waiter)
   redis.call('ZADD', H, sh_int(deadline), owner)
-  redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6]}), 'u', sh_int(used + weight))
+  redis.call('HSET', LOCK, 'o:' .. owner, cjson.encode({w = weight, c = 1, t = token, m = ARGV[5], a = ARGV[6], q = taken}), 'u', sh_int(used + weight))
   if sh_queued then
     sh_wake(l, used + weight) -- the next head, if it fits too
   end

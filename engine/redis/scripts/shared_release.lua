@@ -4,7 +4,9 @@
 -- resent it), and drops nothing.
 -- ARGV[5] = '1' undoes a grant (engine.ReleaseRequest.Undo): when the
 -- owner's last hold goes and leaves no holder and nobody queued, the
--- lock's kind and limit go with it, as if the grant had not been made.
+-- lock's kind and limit go with it, as if the grant had not been made;
+-- and a grant that took a waiter out of the queue puts the waiter back in
+-- its place (sh_requeue).
 -- When the owner's last hold goes, its permits come back and the head of
 -- the queue is woken if its weight fits. As the mutex's release of a lock
 -- nobody waited for, it publishes nothing else: every waiter is in the
@@ -46,6 +48,9 @@ if h.c > 1 then
   return h.c
 end
 used = sh_drop(owner, h, used)
+if ARGV[5] == '1' and h.q then
+  sh_requeue(h.q, now)
+end
 if ARGV[5] == '1' and used == 0 and not sh_head() then
   redis.call('DEL', LOCK, H)
   sh_expire(now)
