@@ -274,14 +274,14 @@ type ReleaseRequest struct {
 	// it leaves a shared lock with no holder and nobody queued, the engine
 	// also forgets the lock's kind and limit, as if the grant had not been
 	// made, so that a refused attempt does not leave the name bound to its
-	// kind; and a shared grant that took a waiter out of the queue puts
-	// the waiter back in its place (its arrival ticket), so that a quorum's
-	// minority grant taken back does not move a queued writer behind the
-	// readers that queued after it. The embedded and Redis engines honour
-	// it, and the remote engine passes it to its server; an engine that
-	// does not leaves the kind until its lock is forgotten, as after any
-	// release. A mutex keeps no record past its holder, so it changes
-	// nothing there.
+	// kind; and a grant (of any kind) that took a waiter out of the queue
+	// puts the waiter back in its place (its arrival ticket) when its last
+	// hold goes, so that a quorum's minority grant taken back does not move
+	// a queued writer behind the readers that queued after it, nor a fair
+	// waiter behind the waiters that queued after it. The embedded and
+	// Redis engines honour it, and the remote engine passes it to its
+	// server; an engine that does not leaves the kind until its lock is
+	// forgotten and the waiter out of the queue, as after any release.
 	Undo bool
 	// Token, when not 0, is the fencing token of the grant being released
 	// (ExtendRequest.Token): an engine that keeps grant tokens answers

@@ -80,46 +80,71 @@ func UndoForgetsKind(t *testing.T, e engine.Engine) {
 
 // UndoKeepsQueuePlace checks that an Undo of a grant that took a waiter
 // out of the queue puts the waiter back in its place, on e, an engine that
-// honours Undo: a writer queued behind a reader, and a reader queued
-// behind the writer; the first reader releases, the writer is granted and
-// its grant undone (a quorum's node that granted it when the others
-// refused). The writer heads the queue again, so the queued reader is
-// refused (it would overtake the writer), and the writer is granted next.
-// Without it, the reader heads the queue and is granted: a writer counted
-// waiting is passed by a later reader.
+// honours Undo (a quorum's node that granted a waiter when the others
+// refused takes the grant back), for each kind that queues:
+//   - rwlock: a writer queued behind a reader, and a reader queued behind
+//     the writer; the first reader releases, the writer is granted and its
+//     grant undone. The writer heads the queue again, so the queued reader
+//     is refused (it would overtake the writer), and the writer is granted
+//     next. Without it, the reader heads the queue and is granted: a writer
+//     counted waiting is passed by a later reader.
+//   - mutex: two fair waiters queued behind the holder; the holder
+//     releases, the first is granted and its grant undone. The second is
+//     refused (the first, fair, heads the queue again), and the first is
+//     granted next.
 func UndoKeepsQueuePlace(t *testing.T, e engine.Engine) {
 	t.Helper()
+	t.Run("rwlock", func(t *testing.T) {
+		undoKeepsQueuePlace(t, e, func(owner string, weight int) engine.AcquireRequest {
+			return engine.AcquireRequest{Owner: owner, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
+		})
+	})
+	t.Run("mutex", func(t *testing.T) {
+		undoKeepsQueuePlace(t, e, func(owner string, _ int) engine.AcquireRequest {
+			return engine.AcquireRequest{Owner: owner, Order: engine.OrderFair}
+		})
+	})
+}
+
+// undoKeepsQueuePlace runs UndoKeepsQueuePlace for one kind: kind returns
+// the request of owner, of the lock's kind, for weight permits (a
+// writer's: engine.RWPermits) where the kind counts them.
+func undoKeepsQueuePlace(t *testing.T, e engine.Engine, kind func(owner string, weight int) engine.AcquireRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := lockName(t)
 	req := func(owner string, weight int) engine.AcquireRequest {
-		return engine.AcquireRequest{Name: name, Owner: owner, Attempt: owner, TTL: time.Minute, Waiter: owner,
-			WaiterTTL: time.Minute, Kind: engine.RWLock, Limit: engine.RWPermits, Weight: weight}
+		r := kind(owner, weight)
+		r.Name, r.Attempt, r.TTL, r.Waiter, r.WaiterTTL = name, owner, time.Minute, owner, time.Minute
+		return r
 	}
-	writer, reader := req("writer", engine.RWPermits), req("reader", 1)
-	first := req("first", 1)
-	first.Waiter = ""
-	if g, err := e.Acquire(ctx, first); err != nil || !g.Acquired {
-		t.Fatalf("the first reader: %+v, %v", g, err)
-	}
-	for _, r := range []engine.AcquireRequest{writer, reader} {
-		if g, err := e.Acquire(ctx, r); err != nil || g.Acquired || !g.Queued {
-			t.Fatalf("%s behind the first reader: %+v, %v; want it queued", r.Owner, g, err)
+	release := func(owner string, undo bool) {
+		t.Helper()
+		r := req(owner, 1)
+		if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: r.Kind, Undo: undo}); err != nil || res.Status != engine.Released {
+			t.Fatalf("%s's release (undo %v): %+v, %v", owner, undo, res, err)
 		}
 	}
-	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "first", Kind: engine.RWLock}); err != nil || res.Status != engine.Released {
-		t.Fatalf("the first reader's release: %+v, %v", res, err)
+	first, second := req("first", engine.RWPermits), req("second", 1)
+	holder := req("holder", 1)
+	holder.Waiter = ""
+	if g, err := e.Acquire(ctx, holder); err != nil || !g.Acquired {
+		t.Fatalf("the holder: %+v, %v", g, err)
 	}
-	if g, err := e.Acquire(ctx, writer); err != nil || !g.Acquired {
-		t.Fatalf("the writer at the head: %+v, %v", g, err)
+	for _, r := range []engine.AcquireRequest{first, second} {
+		if g, err := e.Acquire(ctx, r); err != nil || g.Acquired || !g.Queued {
+			t.Fatalf("%s behind the holder: %+v, %v; want it queued", r.Owner, g, err)
+		}
 	}
-	if res, err := e.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "writer", Kind: engine.RWLock, Undo: true}); err != nil || res.Status != engine.Released {
-		t.Fatalf("the writer's undone grant: %+v, %v", res, err)
+	release("holder", false)
+	if g, err := e.Acquire(ctx, first); err != nil || !g.Acquired {
+		t.Fatalf("the first waiter at the head: %+v, %v", g, err)
 	}
-	if g, err := e.Acquire(ctx, reader); err != nil || g.Acquired {
-		t.Fatalf("the reader queued behind the writer, after the writer's grant was undone: %+v, %v; want it refused, the writer ahead", g, err)
+	release("first", true)
+	if g, err := e.Acquire(ctx, second); err != nil || g.Acquired {
+		t.Fatalf("the second waiter, after the first one's grant was undone: %+v, %v; want it refused, the first ahead", g, err)
 	}
-	if g, err := e.Acquire(ctx, writer); err != nil || !g.Acquired {
-		t.Fatalf("the writer back at the head: %+v, %v", g, err)
+	if g, err := e.Acquire(ctx, first); err != nil || !g.Acquired {
+		t.Fatalf("the first waiter back at the head: %+v, %v", g, err)
 	}
 }

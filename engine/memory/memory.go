@@ -41,6 +41,7 @@ type lock struct {
 	attempt  string
 	rels     engine.ReleaseIDs // the ids of the last releases that counted a hold down (ReleaseOnce)
 	expires  time.Time
+	taken    *waitEntry // the queue entry the grant took (nil: none), which an Undo puts back
 }
 
 type highWater struct {
@@ -159,8 +160,8 @@ func (e *Engine) acquireMutex(ctx context.Context, r engine.AcquireRequest) (eng
 	if g, ok := e.admit(r, q, now); !ok {
 		return g, nil
 	}
-	e.granted(r, q)
-	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL)}
+	l := &lock{owner: r.Owner, count: 1, token: e.mint(r.Name, token, now), metadata: r.Metadata, attempt: r.Attempt, expires: now.Add(r.TTL),
+		taken: e.granted(r, q)}
 	e.record(r.Name).mutex = l
 	if r.Announce {
 		e.announce(r.Name, l) // the plain subscribers: an election's observers
@@ -211,14 +212,17 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 	if err := e.check(ctx); err != nil {
 		return engine.ReleaseResult{}, err
 	}
-	return e.release(r.Name, r.Owner, r.Token, id), nil
+	return e.release(r, id), nil
 }
 
-// release drops one hold of owner on name, of the grant of token (0: any),
-// unless id (not "") is the id of the release that last counted it down
-// (a copy of that release: answered as it was, with the holds there are);
-// the caller holds e.mu.
-func (e *Engine) release(name, owner string, token uint64, id string) engine.ReleaseResult {
+// release drops one hold of r.Owner on r.Name, of the grant of r.Token
+// (0: any), unless id (not "") is the id of the release that last counted
+// it down (a copy of that release: answered as it was, with the holds
+// there are). An Undo that frees the lock puts back the queue entry the
+// grant took, at its arrival ticket, before the head is woken. The caller
+// holds e.mu.
+func (e *Engine) release(r engine.ReleaseRequest, id string) engine.ReleaseResult {
+	name, owner, token := r.Name, r.Owner, r.Token
 	now := e.now()
 	l := e.live(name, now)
 	switch {
@@ -237,6 +241,10 @@ func (e *Engine) release(name, owner string, token uint64, id string) engine.Rel
 		return engine.ReleaseResult{Status: engine.Released, Remaining: l.count}
 	}
 	e.dropMutex(name)
+	if r.Undo && l.taken != nil && now.Before(l.taken.deadline) {
+		rec := e.record(name)
+		rec.queue = requeue(rec.queue, l.taken)
+	}
 	e.freed(name)
 	return engine.ReleaseResult{Status: engine.Released}
 }

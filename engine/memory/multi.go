@@ -24,7 +24,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) (
 	}
 	out := make([]engine.ReleaseResult, len(rs))
 	for i, r := range rs {
-		out[i] = e.release(r.Name, r.Owner, r.Token, "")
+		out[i] = e.release(r, "")
 	}
 	return out, nil
 }

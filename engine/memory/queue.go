@@ -228,17 +228,21 @@ func (q *waitQueue) mark(g *engine.Grant, waiter string) {
 	g.Head = q.head() != nil && q.head().id == waiter
 }
 
-// granted takes r's waiter out of the queue after a grant.
-func (e *Engine) granted(r engine.AcquireRequest, q *waitQueue) {
+// granted takes r's waiter out of the queue after a grant, and returns its
+// entry (nil: it was not queued), which an Undo of the grant puts back
+// (requeue).
+func (e *Engine) granted(r engine.AcquireRequest, q *waitQueue) *waitEntry {
 	if q == nil || r.Waiter == "" {
-		return
+		return nil
 	}
-	if w := q.entries[r.Waiter]; w != nil {
+	w := q.entries[r.Waiter]
+	if w != nil {
 		q.remove(w)
 		if len(q.entries) == 0 {
 			e.dropQueue(r.Name)
 		}
 	}
+	return w
 }
 
 // heartbeat answers a waiter's heartbeat; the caller holds e.mu.

@@ -409,8 +409,10 @@ func (e *Engine) alignNode(i int, r engine.AcquireRequest, token uint64) {
 }
 
 // releaseAll releases the failed grant on every node by owner token: at
-// once where it was granted (so that others can have the lock), and in the
-// background where the outcome is unknown (no answer, or an error).
+// once where it was granted (so that others can have the lock), as an
+// Undo, which puts a waiter the grant took out of a node's queue back in
+// its place there; and in the background where the outcome is unknown (no
+// answer, or an error).
 func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []result[engine.Grant]) {
 	granted := make([]bool, len(rs))
 	for i, x := range rs {
@@ -421,7 +423,7 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 		if !granted[e.index(n)] {
 			return false, nil // only the nodes that granted
 		}
-		_, err := releaseOnce(ctx, n.eng, r.Name, r.Owner, id)
+		_, err := releaseOnceOf(ctx, n.eng, engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: true}, id)
 		return true, err
 	}, nil, nil)
 	for i := range e.nodes {

@@ -238,12 +238,12 @@ func (e *Engine) acquireArgs(r engine.AcquireRequest, set keySet) []any {
 }
 
 // releaseArgs builds the release script's command (see
-// scripts/release.lua) with the keys of set (keySet: allKeys are the lock
-// and its queue's); token is the grant's (engine.ReleaseRequest.Token), ""
-// for any.
-func (e *Engine) releaseArgs(name, owner, id, token string, set keySet) []any {
+// scripts/release.lua) for r, with the keys of set (keySet: allKeys are
+// the lock and its queue's): the grant's token (engine.ReleaseRequest.Token;
+// none for any), and the undo mark when r.Undo.
+func (e *Engine) releaseArgs(r engine.ReleaseRequest, id string, set keySet) []any {
 	buf := new(struct {
-		argv [3 + 4 + 4]any
+		argv [3 + 4 + 5]any
 		strs [4 + 3]strArg
 	})
 	keys := keysRelease
@@ -251,12 +251,15 @@ func (e *Engine) releaseArgs(name, owner, id, token string, set keySet) []any {
 		keys = keysLock
 	}
 	a := newEvalArgs(len(keys), buf.argv[:], buf.strs[:])
-	e.keysTo(&a, name, keys)
-	a.str(owner)
+	e.keysTo(&a, r.Name, keys)
+	a.str(r.Owner)
 	a.add(e.publishArg())
 	a.str(id)
-	if token != "" {
+	if token := tokenArg(r.Token); token != "" || r.Undo {
 		a.str(token)
+	}
+	if r.Undo {
+		a.add(argOne)
 	}
 	return a.argv
 }
@@ -325,19 +328,20 @@ func (e *Engine) runAcquire(ctx context.Context, r engine.AcquireRequest) (any, 
 	return res, err
 }
 
-// runRelease runs the release script: with the lock alone unless the name
-// is contended, and again with the queue's keys when that answers that the
+// runRelease runs the release script for r: with the lock alone unless
+// the name is contended or r is an Undo (which may put a waiter back in
+// the queue), and again with the queue's keys when that answers that the
 // lock is marked (freeing it wakes the queue), which makes the name
 // contended.
-func (e *Engine) runRelease(ctx context.Context, name, owner, id, token string) (int64, error) {
+func (e *Engine) runRelease(ctx context.Context, r engine.ReleaseRequest, id string) (int64, error) {
 	set := fewKeys
-	if e.contended.has(name) {
+	if r.Undo || e.contended.has(r.Name) {
 		set = allKeys
 	}
-	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, set)).Int64()
+	n, err := e.batch.runArgs(ctx, releaseScript, e.releaseArgs(r, id, set)).Int64()
 	if err == nil && set == fewKeys && n == -3 {
-		e.contended.add(name)
-		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(name, owner, id, token, allKeys)).Int64()
+		e.contended.add(r.Name)
+		n, err = e.batch.runArgs(ctx, releaseScript, e.releaseArgs(r, id, allKeys)).Int64()
 	}
 	return n, err
 }

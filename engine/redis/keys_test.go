@@ -66,10 +66,14 @@ func TestScriptArgs(t *testing.T) {
 			Waiter: "w", WaiterTTL: 3 * time.Second, Order: engine.OrderNoReserve}, allKeys),
 			[]any{"evalsha", nil, 8, keys[0], keys[1], keys[2], keys[3], sh[1], sh[2], sh[4], keys[4], "o", "1000", "", "604800000", "at", "1",
 				"", "w", "3000", "", "", "SPUBLISH", queueReserveUS, queueStarveUS, "1", "distlock:{a/b}:w:e1"}},
-		{e.releaseArgs("a/b", "o", "id-1", "", allKeys),
+		{e.releaseArgs(engine.ReleaseRequest{Name: "a/b", Owner: "o"}, "id-1", allKeys),
 			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1"}},
-		{e.releaseArgs("a/b", "o", "id-1", "", fewKeys),
+		{e.releaseArgs(engine.ReleaseRequest{Name: "a/b", Owner: "o"}, "id-1", fewKeys),
 			[]any{"evalsha", nil, 1, keys[0], "o", "SPUBLISH", "id-1"}},
+		{e.releaseArgs(engine.ReleaseRequest{Name: "a/b", Owner: "o", Token: 7}, "id-1", allKeys),
+			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1", "7"}},
+		{e.releaseArgs(engine.ReleaseRequest{Name: "a/b", Owner: "o", Undo: true}, "id-1", allKeys),
+			[]any{"evalsha", nil, 4, keys[0], keys[1], keys[2], keys[3], "o", "SPUBLISH", "id-1", "", "1"}},
 	}
 	for i, c := range cases {
 		got, want := render(c.got), render(c.want)

@@ -33,7 +33,7 @@ func (e *Engine) ReleaseMulti(ctx context.Context, rs []engine.ReleaseRequest) (
 	cmds, err := pipeline(ctx, e.client, []*script{releaseScript}, func(p goredis.Pipeliner) []*goredis.Cmd {
 		cmds := make([]*goredis.Cmd, len(rs))
 		for i, r := range rs {
-			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(r.Name, r.Owner, e.releaseID(), tokenArg(r.Token), allKeys))
+			cmds[i] = releaseScript.send(ctx, p, e.releaseArgs(r, e.releaseID(), allKeys))
 		}
 		return cmds
 	})

@@ -410,7 +410,7 @@ func (e *Engine) Extend(ctx context.Context, rs []engine.ExtendRequest) ([]engin
 // its last release, and a release with that id again drops nothing more.
 func (e *Engine) releaseOnceMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// The wake-up channel has the lock key's name.
-	n, err := e.runRelease(ctx, r.Name, r.Owner, id, tokenArg(r.Token))
+	n, err := e.runRelease(ctx, r, id)
 	if err != nil {
 		return engine.ReleaseResult{}, err
 	}

@@ -13,7 +13,9 @@ var (
 	//go:embed scripts/lock.lua
 	lockSrc string // decode and encode of the lock's value, for the scripts below
 	//go:embed scripts/queue.lua
-	queueSrc string // the waiter queue, for the scripts that touch it
+	queueOwnSrc string // the waiter queue (after requeueSrc: queueSrc)
+	//go:embed scripts/requeue.lua
+	requeueSrc string // an undone grant's queue entry put back, for queue.lua and shared.lua
 	//go:embed scripts/proposal.lua
 	proposalSrc string // a proposed token in place of the clock, for the minting
 	//go:embed scripts/highwater.lua
@@ -41,6 +43,10 @@ var (
 	//go:embed scripts/told.lua
 	toldSrc string
 )
+
+// queueSrc is the waiter queue, for the scripts that touch it: queue.lua
+// with the file it uses (requeue.lua) before it.
+var queueSrc = requeueSrc + queueOwnSrc
 
 var (
 	acquireScript      = newScript(proposalSrc + highWaterSrc + mintSrc + include(acquireSrc, "lock.lua", "queue.lua"))

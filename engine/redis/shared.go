@@ -81,8 +81,9 @@ var (
 )
 
 var (
-	// sharedLib is shared.lua with the file it uses (proposal.lua) before it.
-	sharedLib = proposalSrc + highWaterSrc + sharedSrc
+	// sharedLib is shared.lua with the files it uses (proposal.lua,
+	// highwater.lua, requeue.lua) before it.
+	sharedLib = proposalSrc + highWaterSrc + requeueSrc + sharedSrc
 
 	sharedAcquireScript    = newScript(sharedLib + sharedAcquireSrc)
 	sharedReleaseScript    = newScript(sharedLib + include(sharedReleaseSrc, "releaseids.lua"))

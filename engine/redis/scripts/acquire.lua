@@ -32,7 +32,9 @@
 -- owner) is a retry of a request already applied: it does not count up
 -- again. A refused waiting caller marks the lock so that its release
 -- publishes a wake-up (and a grant made while waiters queue is marked); a
--- refused waiter enters the queue.
+-- refused waiter enters the queue. A waiter granted the lock leaves the
+-- queue, and the lock's value keeps its queue entry (q), which an Undo of
+-- the grant puts back (release.lua).
 -- Returns the token (a string, followed by '*' when the grant is marked)
 -- on a first grant, {1, token, holds} on re-entry, {0, holder, pttl} when
 -- another owner holds it, and for a waiter, or for a free lock kept for
@@ -66,6 +68,7 @@ if shared > 0 then
   n = n - shared
 end
 local queued = false -- whether waiters queue
+local taken -- the queue entry a first grant took (queue.lua's q_taken)
 if n > 0 then
   local v = redis.call('GET', KEYS[1])
   queued = n == 2 or not v
@@ -128,6 +131,9 @@ if n > 0 then
       end
     end
     if waiter ~= '' then
+      if not s then
+        taken = q_taken(waiter) -- kept with the grant, which an Undo takes back
+      end
       q_remove(waiter) -- granted: it leaves the queue (and its reservation)
     end
     queued = redis.call('EXISTS', Q) == 1
@@ -159,10 +165,10 @@ if announce then
   queued = true
 end
 local v
-if ARGV[3] == '' and ARGV[5] == ARGV[1] then
+if ARGV[3] == '' and ARGV[5] == ARGV[1] and not taken then
   v = token .. (queued and '*' or ' ') .. ARGV[1]
 else
-  v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[5], w = queued or nil})
+  v = cjson.encode({o = ARGV[1], c = 1, t = token, m = ARGV[3], a = ARGV[5], w = queued or nil, q = taken})
 end
 redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 if announce then

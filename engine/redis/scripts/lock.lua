@@ -3,7 +3,8 @@
 -- attempt id is the owner, no release id. Otherwise a JSON object
 -- {o: owner, c: holds, t: token (a string), m: metadata, a: attempt id,
 -- rs: release ids (releaseids.lua; r: one, as older versions wrote),
--- w: waiters mark}. A token starts with a digit and JSON
+-- w: waiters mark, q: the queue entry the grant took, which an Undo puts
+-- back (queue.lua's q_taken)}. A token starts with a digit and JSON
 -- with '{', so the first byte tells the form. engine/redis/value.go reads
 -- the same format.
 
@@ -37,7 +38,7 @@ local function decode(v)
 end
 
 local function encode(s)
-  if s.c == 1 and (s.m or '') == '' and (s.a or s.o) == s.o and not s.r and not s.rs then
+  if s.c == 1 and (s.m or '') == '' and (s.a or s.o) == s.o and not s.r and not s.rs and not s.q then
     return s.t .. (s.w and '*' or ' ') .. s.o
   end
   return cjson.encode(s)

@@ -76,12 +76,10 @@ local function q_head()
   return redis.call('ZRANGE', Q, 0, 0)[1]
 end
 
--- q_touch sets the heartbeat deadline of waiter id to ttl ms from now; the
--- queue's three keys, which always share one expiry, then live at least
--- half as long again (they are set to twice ttl when they would not).
-local function q_touch(id, ttl, now)
-  ttl = tonumber(ttl)
-  redis.call('ZADD', QD, q_int(now + ttl * 1000), id)
+-- q_keep keeps the queue's three keys, which always share one expiry, at
+-- least half as long again as ttl ms (they are set to twice ttl when they
+-- would not).
+local function q_keep(ttl)
   local left = redis.call('PTTL', Q)
   if left < ttl * 1.5 then
     local keep = q_int(math.max(ttl * 2, left))
@@ -89,6 +87,45 @@ local function q_touch(id, ttl, now)
       redis.call('PEXPIRE', k, keep)
     end
   end
+end
+
+-- q_touch sets the heartbeat deadline of waiter id to ttl ms from now, and
+-- keeps the queue's keys past it (q_keep).
+local function q_touch(id, ttl, now)
+  ttl = tonumber(ttl)
+  redis.call('ZADD', QD, q_int(now + ttl * 1000), id)
+  q_keep(ttl)
+end
+
+-- q_taken returns waiter id's queue entry, which a grant is about to take
+-- out of the queue (q_remove), for the lock's value to keep (field q), so
+-- that an Undo of the grant puts it back (q_requeue); nil when id is not
+-- queued.
+local function q_taken(id)
+  local n = redis.call('ZSCORE', Q, id)
+  if not n then
+    return nil
+  end
+  local f = redis.call('HMGET', QS, 'w:' .. id, 'f:' .. id, 'x:' .. id, 'c:' .. id)
+  return {i = id, n = tonumber(n), d = tonumber(redis.call('ZSCORE', QD, id) or '0'), w = f[1], f = f[2], x = f[3], c = f[4]}
+end
+
+-- q_requeue puts back the queue entry e (q_taken) of a grant undone, at
+-- its arrival ticket (requeue.lua), when its heartbeat deadline has not
+-- passed: the undone grant leaves the queue as if it had not been made.
+local function q_requeue(e, now)
+  if e.d <= now or not requeue(Q, QD, QS, e) then
+    return
+  end
+  local fields = {'w:' .. e.i, e.w or q_int(now)}
+  for _, f in ipairs({'f', 'x', 'c'}) do
+    if e[f] then
+      table.insert(fields, f .. ':' .. e.i)
+      table.insert(fields, e[f])
+    end
+  end
+  redis.call('HSET', QS, unpack(fields))
+  q_keep(math.ceil((e.d - now) / 1000))
 end
 
 -- q_follow records ch as the channel of queued waiter id's wake-ups ('':

@@ -10,6 +10,10 @@
 -- ARGV[4], when given and not empty, is the token of the grant released
 -- (engine.ReleaseRequest.Token): a hold of ARGV[1] under another token (a
 -- newer grant of the owner) is not dropped, and the answer is -2.
+-- ARGV[5] = '1' undoes a grant (engine.ReleaseRequest.Undo): when the
+-- last hold goes and the grant took a waiter out of the queue (the value's
+-- q), the waiter is put back in its place (queue.lua's q_requeue) before
+-- the head is woken.
 -- Returns the holds left (0: freed), -1 when nobody holds it, -2 when
 -- another owner does.
 -- The queue's keys may be left out (KEYS[1] alone): freeing a marked lock
@@ -23,7 +27,7 @@ if not v then
   return -1
 end
 -- #lock.lua
-local marked, token
+local marked, token, taken
 local p = shortForm(v)
 if p then -- one hold: the common case, without decoding
   token = string.sub(v, 1, p - 1)
@@ -48,13 +52,19 @@ else
   end
   marked = s.w
   token = s.t
+  if ARGV[5] == '1' then
+    taken = s.q
+  end
 end
-if marked and #KEYS < 4 then
+if (marked or taken) and #KEYS < 4 then
   return -3 -- the wake-up needs the queue: send every key
 end
 redis.call('DEL', KEYS[1])
-if marked then
+if marked or taken then
   -- #queue.lua
+  if taken then
+    q_requeue(taken, q_now())
+  end
   q_freed(ARGV[2], token)
 end
 return 0

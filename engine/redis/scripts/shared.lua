@@ -242,23 +242,16 @@ local function sh_taken(id)
 end
 
 -- sh_requeue puts back the queue entry e (sh_taken) of a grant undone, at
--- its arrival ticket, when its heartbeat deadline has not passed: the
--- undone grant leaves the queue as if it had not been made. A waiter that
--- queued again meanwhile keeps the earlier of its two places.
+-- its arrival ticket (requeue.lua), when its heartbeat deadline has not
+-- passed: the undone grant leaves the queue as if it had not been made.
 local function sh_requeue(e, now)
   if e.d <= now then
     return
   end
   sh_queued = true
   sh_known = nil
-  local was = redis.call('ZSCORE', SQ, e.i)
-  if was and tonumber(was) <= e.n then
+  if not requeue(SQ, SQD, SQS, e) then
     return
-  end
-  redis.call('ZADD', SQ, sh_int(e.n), e.i)
-  redis.call('ZADD', SQD, sh_int(math.max(e.d, tonumber(redis.call('ZSCORE', SQD, e.i) or '0'))), e.i)
-  if tonumber(redis.call('HGET', SQS, 'n') or '0') < e.n then
-    redis.call('HSET', SQS, 'n', sh_int(e.n)) -- later arrivals stay behind it
   end
   redis.call('HSET', SQS, 't:' .. e.i, e.t or sh_int(now), 'w:' .. e.i, e.w or '1')
   if e.c then
