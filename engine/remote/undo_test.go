@@ -17,3 +17,13 @@ func TestUndoForgetsKind(t *testing.T) {
 	_, url := startServer(t, mem, server.WithLogger(quietLogger()))
 	enginetest.UndoForgetsKind(t, newRemote(t, url))
 }
+
+// TestUndoKeepsQueuePlace: the undo goes over the wire for every kind, so
+// a server on an engine that honours it puts back in the queue a waiter
+// whose grant (a mutex's or an RW lock's) is undone.
+func TestUndoKeepsQueuePlace(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	_, url := startServer(t, mem, server.WithLogger(quietLogger()))
+	enginetest.UndoKeepsQueuePlace(t, newRemote(t, url))
+}
