@@ -27,7 +27,8 @@ import (
 const raceSchema = "kindrace"
 
 // raceResult is a call's answer: a grant, a number (SetLimit's previous
-// limit, RaiseFence's held), an error.
+// limit; 1 for a RaiseFence that found the hold held, or a renewal that
+// extended it), an error.
 type raceResult struct {
 	g   engine.Grant
 	n   int
@@ -40,12 +41,28 @@ type raceResult struct {
 // not wait for the stalled call) or waited for a lock; then it lets the
 // stall go and returns both answers. Both engines have connected before
 // prepare (if not nil) runs, just before stalled is sent; between (if not
-// nil) runs while the stalled call is stalled, before other is sent.
+// nil) runs while the stalled call is stalled, before other is sent. The
+// stalled call must reach the stall: see raceOnce for a call that may not.
 func race(t *testing.T, ctx context.Context, schema, tag string, prepare, between func(),
 	stalled, other func(e *postgres.Engine) raceResult) (s, o raceResult, otherWaited bool) {
 	t.Helper()
+	s, o, otherWaited, ok := raceOnce(t, ctx, schema, tag, prepare, between, stalled, other)
+	if !ok {
+		t.Fatalf("%s: the stalled call ended without stalling: %+v", tag, s)
+	}
+	return s, o, otherWaited
+}
+
+// raceOnce is race for a stalled call that may end without reaching the
+// stall (a renewal that finds the lease already ended): it then reports
+// stalledOK false with the stalled call's answer, having run neither
+// between nor other.
+func raceOnce(t *testing.T, ctx context.Context, schema, tag string, prepare, between func(),
+	stalled, other func(e *postgres.Engine) raceResult) (s, o raceResult, otherWaited, stalledOK bool) {
+	t.Helper()
 	stalledApp, otherApp := "stalled-"+tag, "other-"+tag
 	letGo := holdStall(t, ctx)
+	defer letGo()
 	se := newEngine(t, newPool(t, stallParams(stalledApp)...), schema)
 	oe := newEngine(t, newPool(t, "application_name="+otherApp), schema)
 	for _, e := range []*postgres.Engine{se, oe} { // connected: no dial between prepare and the race
@@ -58,7 +75,16 @@ func race(t *testing.T, ctx context.Context, schema, tag string, prepare, betwee
 	}
 	sDone, oDone := make(chan raceResult, 1), make(chan raceResult, 1)
 	go func() { sDone <- stalled(se) }()
-	waitLocked(t, ctx, stalledApp, 1)
+	for deadline := time.Now().Add(10 * time.Second); lockWaiters(t, ctx, stalledApp) == 0; {
+		select {
+		case s = <-sDone:
+			return s, o, false, false
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatalf("no session of %s waits for a lock", stalledApp)
+			}
+		}
+	}
 	if between != nil {
 		between()
 	}
@@ -79,7 +105,7 @@ func race(t *testing.T, ctx context.Context, schema, tag string, prepare, betwee
 	if !ended {
 		o = <-oDone
 	}
-	return s, o, !ended
+	return s, o, !ended, true
 }
 
 // clearStalls drops the stall triggers of this file's tests, so that
@@ -285,16 +311,10 @@ func TestKindRaceSharedRenewal(t *testing.T) {
 
 	t.Run("extend", func(t *testing.T) {
 		name := uniqueName(t)
-		m, waited := renewalRace(t, ctx, pool, raceSchema, name, func(e *postgres.Engine, _ uint64) raceResult {
-			rs, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "p", TTL: time.Minute, Kind: engine.Semaphore}})
-			if err == nil && rs[0].Err != nil {
-				err = rs[0].Err
-			}
-			if err != nil || rs[0].Status != engine.Extended {
-				t.Errorf("the stalled renewal: %+v, %v; want extended", rs, err)
-			}
-			return raceResult{err: err}
-		})
+		s, m, waited := renewalRace(t, ctx, pool, raceSchema, name, extendPermit(ctx, name))
+		if s.err != nil || s.n != 1 {
+			t.Errorf("the stalled renewal: %+v; want extended", s)
+		}
 		info, err := newEngine(t, pool, raceSchema).Inspect(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -314,14 +334,18 @@ func TestKindRaceSharedRenewal(t *testing.T) {
 	t.Run("raise", func(t *testing.T) {
 		name := uniqueName(t)
 		var raised uint64
-		m, waited := renewalRace(t, ctx, pool, raceSchema, name, func(e *postgres.Engine, token uint64) raceResult {
+		s, m, waited := renewalRace(t, ctx, pool, raceSchema, name, func(e *postgres.Engine, token uint64) raceResult {
 			raised = token + 1_000_000_000 // about 17 minutes of tokens ahead
 			held, err := e.RaiseFence(ctx, engine.RaiseRequest{Name: name, Owner: "p", Token: raised, Kind: engine.Semaphore})
-			if err != nil || !held {
-				t.Errorf("the stalled raise: held %t, %v", held, err)
+			r := raceResult{err: err}
+			if held {
+				r.n = 1
 			}
-			return raceResult{err: err}
+			return r
 		})
+		if s.err != nil || s.n != 1 {
+			t.Errorf("the stalled raise: %+v; want held", s)
+		}
 		if m.err != nil || !m.g.Acquired {
 			t.Fatalf("the mutex after the permit's lease ended: %+v, %v", m.g, m.err)
 		}
@@ -335,42 +359,72 @@ func TestKindRaceSharedRenewal(t *testing.T) {
 // runs renew (given the permit's token) on an engine whose session stalls
 // (installStall), waits until the permit's first lease has ended in the
 // database's time, and asks for a mutex of the name on another engine
-// (race); it returns the mutex's answer and whether it waited for a lock.
+// (race); it returns renew's answer, the mutex's, and whether the mutex
+// waited for a lock. The renewal must reach its stall while the permit
+// is live: where the machine was slow enough that it ran after the lease
+// ended (it then ends without stalling, finding no live hold), it grants
+// again with twice the ttl, up to 8 s, and past that skips the test as
+// machine too slow.
 func renewalRace(t *testing.T, ctx context.Context, pool *pgxpool.Pool, schema, name string,
-	renew func(e *postgres.Engine, token uint64) raceResult) (raceResult, bool) {
+	renew func(e *postgres.Engine, token uint64) raceResult) (raceResult, raceResult, bool) {
 	t.Helper()
 	e := newEngine(t, pool, schema)
 	if _, err := e.Inspect(ctx, name); err != nil { // connected
 		t.Fatal(err)
 	}
-	var (
-		g   engine.Grant
-		end time.Time
-	)
-	grant := func() {
-		r := sharedRequest(name, "p", engine.Semaphore, false)
-		r.TTL = time.Second // the renewal is sent one round trip later
-		var err error
-		if g, err = e.Acquire(ctx, r); err != nil || !g.Acquired {
-			t.Fatalf("the permit: %+v, %v", g, err)
+	for ttl := time.Second; ; ttl *= 2 {
+		var (
+			g   engine.Grant
+			end time.Time
+		)
+		grant := func() {
+			r := sharedRequest(name, "p", engine.Semaphore, false)
+			r.TTL = ttl // the renewal is sent one round trip later
+			var err error
+			if g, err = e.Acquire(ctx, r); err != nil || !g.Acquired {
+				t.Fatalf("the permit: %+v, %v", g, err)
+			}
+			if err := pool.QueryRow(ctx, `SELECT expires_at FROM `+schema+`.shared_holders WHERE name = $1 AND owner = 'p'`, name).Scan(&end); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := pool.QueryRow(ctx, `SELECT expires_at FROM `+schema+`.shared_holders WHERE name = $1 AND owner = 'p'`, name).Scan(&end); err != nil {
-			t.Fatal(err)
+		past := func() {
+			waitFor(t, "the permit's first lease to end", func() bool {
+				var ended bool
+				return pool.QueryRow(ctx, `SELECT clock_timestamp() > $1`, end).Scan(&ended) == nil && ended
+			})
 		}
+		s, m, waited, stalled := raceOnce(t, ctx, schema, name, grant, past,
+			func(e *postgres.Engine) raceResult { return renew(e, g.Token) },
+			func(e *postgres.Engine) raceResult {
+				g, err := e.Acquire(ctx, mutexRequest(name, "m"))
+				return raceResult{g: g, err: err}
+			})
+		if stalled {
+			return s, m, waited
+		}
+		if ttl >= 8*time.Second {
+			t.Skipf("machine too slow: the renewal of the permit ran after its lease ended, with ttls from 1s to %v (the last: %+v)", ttl, s)
+		}
+		t.Logf("the renewal ran after the permit's %v lease ended (%+v): again with %v", ttl, s, 2*ttl)
 	}
-	past := func() {
-		waitFor(t, "the permit's first lease to end", func() bool {
-			var ended bool
-			return pool.QueryRow(ctx, `SELECT clock_timestamp() > $1`, end).Scan(&ended) == nil && ended
-		})
+}
+
+// extendPermit returns a renewal of p's permit of name for renewalRace:
+// its answer's n is 1 when it was extended.
+func extendPermit(ctx context.Context, name string) func(e *postgres.Engine, _ uint64) raceResult {
+	return func(e *postgres.Engine, _ uint64) raceResult {
+		rs, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "p", TTL: time.Minute, Kind: engine.Semaphore}})
+		r := raceResult{err: err}
+		switch {
+		case err != nil:
+		case rs[0].Err != nil:
+			r.err = rs[0].Err
+		case rs[0].Status == engine.Extended:
+			r.n = 1
+		}
+		return r
 	}
-	_, m, waited := race(t, ctx, schema, name, grant, past,
-		func(e *postgres.Engine) raceResult { return renew(e, g.Token) },
-		func(e *postgres.Engine) raceResult {
-			g, err := e.Acquire(ctx, mutexRequest(name, "m"))
-			return raceResult{g: g, err: err}
-		})
-	return m, waited
 }
 
 // TestKindRaceUpgrade: on a version 8 schema (testdata) the mutex's grant
@@ -385,18 +439,9 @@ func TestKindRaceUpgrade(t *testing.T) {
 	pool := newPool(t)
 	oldSchema(t, ctx, pool, schema, "schema_v8.sql")
 	installStall(t, ctx, pool, schema, "BEFORE UPDATE ON shared_holders")
-	extend := func(name string) func(e *postgres.Engine, _ uint64) raceResult {
-		return func(e *postgres.Engine, _ uint64) raceResult {
-			rs, err := e.Extend(ctx, []engine.ExtendRequest{{Name: name, Owner: "p", TTL: time.Minute, Kind: engine.Semaphore}})
-			if err != nil || rs[0].Err != nil || rs[0].Status != engine.Extended {
-				t.Errorf("the stalled renewal: %+v, %v; want extended", rs, err)
-			}
-			return raceResult{err: err}
-		}
-	}
 	old := uniqueName(t)
-	if m, _ := renewalRace(t, ctx, pool, schema, old, extend(old)); !m.g.Acquired {
-		t.Fatalf("version 8: the mutex during the renewal: %+v, %v; want granted (the defect)", m.g, m.err)
+	if s, m, _ := renewalRace(t, ctx, pool, schema, old, extendPermit(ctx, old)); s.err != nil || s.n != 1 || !m.g.Acquired {
+		t.Fatalf("version 8: the renewal %+v; the mutex during it: %+v, %v; want both granted (the defect)", s, m.g, m.err)
 	}
 
 	upgrade(t, ctx, pool, schema)
@@ -407,7 +452,10 @@ func TestKindRaceUpgrade(t *testing.T) {
 		t.Fatalf("the holds across Migrate: %+v, %v", rs, err)
 	}
 	name := uniqueName(t)
-	m, waited := renewalRace(t, ctx, pool, schema, name, extend(name))
+	s, m, waited := renewalRace(t, ctx, pool, schema, name, extendPermit(ctx, name))
+	if s.err != nil || s.n != 1 {
+		t.Errorf("after Migrate: the stalled renewal: %+v; want extended", s)
+	}
 	if m.g.Acquired || !waited || !isKindError(m.err, name, engine.Semaphore, engine.Mutex) {
 		t.Errorf("after Migrate: the mutex during the renewal: waited %t, %+v, %v; want it to wait, then refused", waited, m.g, m.err)
 	}
