@@ -155,7 +155,7 @@ func TestRWFencingAcrossMajorities(t *testing.T) {
 			high := uint64(time.Now().Add(24 * time.Hour).UnixMicro()) // within engine.MaxRaiseAhead
 			mid := uint64(time.Now().Add(12 * time.Hour).UnixMicro())
 			for i, hw := range map[int]uint64{0: high, 2: mid} {
-				if g, err := nodes[i].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Second}); err != nil || !g.Acquired {
+				if g, err := nodes[i].Acquire(ctx, engine.AcquireRequest{Name: "rw", Owner: "x", Attempt: "x", TTL: time.Minute}); err != nil || !g.Acquired {
 					t.Fatal(g, err)
 				}
 				if ok, err := nodes[i].RaiseFence(ctx, engine.RaiseRequest{Name: "rw", Owner: "x", Token: hw}); !ok || err != nil {
