@@ -277,8 +277,8 @@ type ReleaseRequest struct {
 	// kind; and a grant (of any kind) that took a waiter out of the queue
 	// puts the waiter back in its place (its arrival ticket) when its last
 	// hold goes, so that a quorum's minority grant taken back does not move
-	// a queued writer behind the readers that queued after it, nor a fair
-	// waiter behind the waiters that queued after it. The embedded and
+	// a queued writer behind the readers that queued after it, nor a
+	// waiter behind those that queued after it. The embedded and
 	// Redis engines honour it, and the remote engine passes it to its
 	// server; an engine that does not leaves the kind until its lock is
 	// forgotten and the waiter out of the queue, as after any release.

@@ -29,7 +29,8 @@ type cleaner struct {
 type grantKey struct{ name, owner string }
 
 type pendingRelease struct {
-	id      string // the release id, the same on every retry
+	req     engine.ReleaseRequest // the release: an Undo for a grant of a failed attempt
+	id      string                // the release id, the same on every retry
 	expires time.Time
 
 	mu        sync.Mutex // held by the call that sends it (retry's or flush's)
@@ -48,15 +49,16 @@ const maxPending = 10000
 // retried.
 const releaseTTL = time.Minute
 
-// add queues a release of owner's hold on name; id is the release id (the
-// original release's, so that the retry cannot drop a second hold).
-func (c *cleaner) add(name, owner, id string, ttl time.Duration) {
+// add queues r, a release of r.Owner's hold on r.Name (r.Undo for a grant
+// whose attempt failed); id is the release id (the original release's, so
+// that the retry cannot drop a second hold).
+func (c *cleaner) add(r engine.ReleaseRequest, id string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) >= maxPending {
 		return
 	}
-	c.pending[grantKey{name, owner}] = &pendingRelease{id: id, expires: time.Now().Add(ttl)}
+	c.pending[grantKey{r.Name, r.Owner}] = &pendingRelease{req: r, id: id, expires: time.Now().Add(ttl)}
 	c.start()
 }
 
@@ -95,7 +97,7 @@ func (c *cleaner) flush(ctx context.Context, name, owner string) error {
 		p.settled = true
 		return nil
 	}
-	if _, err := releaseOnce(ctx, c.eng, name, owner, p.id); err != nil {
+	if _, err := releaseOnceOf(ctx, c.eng, p.req, p.id); err != nil {
 		c.mu.Lock()
 		if c.pending[k] == nil {
 			c.pending[k] = p
@@ -158,7 +160,7 @@ func (c *cleaner) retry(k grantKey, p *pendingRelease) bool {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	_, err := releaseOnce(ctx, c.eng, k.name, k.owner, p.id)
+	_, err := releaseOnceOf(ctx, c.eng, p.req, p.id)
 	cancel()
 	if err != nil {
 		return false

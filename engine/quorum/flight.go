@@ -216,7 +216,7 @@ func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, tok
 	case released != "" && granted && order == releaseAfterGrant:
 		// the release reaches node i after this grant
 	case released != "":
-		f.e.cleaners[i].add(r.Name, r.Owner, released, r.TTL)
+		f.e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner}, released, r.TTL)
 	case outcome == grantKept && granted:
 		// A lower token of the node's own is raised to the grant's
 		// (align). A higher one stays, since a raise never lowers
@@ -229,9 +229,10 @@ func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, tok
 			f.align(i, token)
 		}
 	default:
-		// The grant was dropped, or the node failed: the command may
-		// still land there.
-		f.e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+		// The grant was dropped (its late grant there is taken back as an
+		// Undo, which puts back the queue entry it took), or the node
+		// failed: the command may still land there.
+		f.e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: outcome == grantDropped}, newReleaseID(), r.TTL)
 	}
 }
 

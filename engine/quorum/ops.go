@@ -404,7 +404,7 @@ func (e *Engine) alignNode(i int, r engine.AcquireRequest, token uint64) {
 		return
 	}
 	if (err != nil || !ok) && exactHold(r) {
-		e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+		e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner}, newReleaseID(), r.TTL)
 	}
 }
 
@@ -439,7 +439,7 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 			// a release could drop that hold instead. The grant, if it
 			// landed, expires with its ttl.
 		default:
-			e.cleaners[i].add(r.Name, r.Owner, newReleaseID(), r.TTL)
+			e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: true}, newReleaseID(), r.TTL)
 		}
 	}
 }
@@ -580,7 +580,7 @@ func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id s
 	// owner later (a paused node): release there once it answers again.
 	late := func(i int, x result[engine.ReleaseResult]) {
 		if x.err != nil {
-			e.cleaners[i].add(r.Name, r.Owner, id, releaseTTL)
+			e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner}, id, releaseTTL)
 		}
 	}
 	// This engine's next acquire of name waits, node by node, for the
