@@ -75,37 +75,38 @@ func raceOnce(t *testing.T, ctx context.Context, schema, tag string, prepare, be
 	}
 	sDone, oDone := make(chan raceResult, 1), make(chan raceResult, 1)
 	go func() { sDone <- stalled(se) }()
-	for deadline := time.Now().Add(10 * time.Second); lockWaiters(t, ctx, stalledApp) == 0; {
-		select {
-		case s = <-sDone:
-			return s, o, false, false
-		case <-time.After(5 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatalf("no session of %s waits for a lock", stalledApp)
-			}
-		}
+	if s, ended := lockedOrDone(t, ctx, stalledApp, sDone); ended {
+		return s, o, false, false
 	}
 	if between != nil {
 		between()
 	}
 	go func() { oDone <- other(oe) }()
-	ended := false
-	for deadline := time.Now().Add(10 * time.Second); !ended && lockWaiters(t, ctx, otherApp) == 0; {
-		select {
-		case o = <-oDone:
-			ended = true
-		case <-time.After(5 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the other call neither ended nor waited for a lock", tag)
-			}
-		}
-	}
+	o, ended := lockedOrDone(t, ctx, otherApp, oDone)
 	letGo()
 	s = <-sDone
 	if !ended {
 		o = <-oDone
 	}
 	return s, o, !ended, true
+}
+
+// lockedOrDone waits until a session of app waits for a lock (ended
+// false) or the call that runs there answers on done (ended true, with its
+// answer), failing the test when neither comes within 10 s.
+func lockedOrDone(t *testing.T, ctx context.Context, app string, done <-chan raceResult) (answer raceResult, ended bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); lockWaiters(t, ctx, app) == 0; {
+		select {
+		case answer = <-done:
+			return answer, true
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatalf("the call of %s neither ended nor waited for a lock", app)
+			}
+		}
+	}
+	return answer, false
 }
 
 // clearStalls drops the stall triggers of this file's tests, so that

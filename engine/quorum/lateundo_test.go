@@ -25,15 +25,15 @@ func (u undoRecorder) Release(ctx context.Context, r engine.ReleaseRequest) (eng
 	return u.Engine.Release(ctx, r)
 }
 
-// TestLateMinorityGrantKeepsQueuePlace: a fair waiter queued on three
-// embedded nodes; the holder is gone from the third node only, and the
+// TestLateMinorityGrantKeepsQueuePlace: a waiter queued on three embedded
+// nodes (as a quorum's waiters queue: never reserved for, not fair); the holder is gone from the third node only, and the
 // waiter's next attempt is refused by the other two while its grant on the
 // third lands after the attempt was decided (a node slower than the
 // per-node timeout). The quorum takes that late grant back with an Undo
 // release, so the third node puts the waiter back in its queue place:
 // afterwards it holds nothing there and still has the waiter queued. A
-// plain release would leave that node's queue without it, and a fair
-// waiter that queued later would head it.
+// plain release would leave that node's queue without it, and a waiter
+// that queued later would head it and take that node's wake-ups.
 func TestLateMinorityGrantKeepsQueuePlace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
