@@ -213,6 +213,19 @@ func TestStrangerKindsTokensRestarts(t *testing.T) {
 	l = must(c.Acquire(ctx, name, distlock.WithTTL(time.Second), distlock.WithAutoRenew(false)))
 	add("mutex left to expire", l.Token(), false)
 	<-l.Done()
+	// The lease ends by the Client's clock, before the nodes' own expiry
+	// (which counts from each node's receipt, with the drift allowance
+	// on top): until the nodes drop it, the name is still a mutex's, and
+	// a semaphore is refused as another kind (CI, stop 56). Wait for
+	// what the nodes record.
+	waitUntilQuorum(t, 10*time.Second, "the nodes to expire the mutex", func() bool {
+		for _, v := range views {
+			if info, err := v.Inspect(ctx, name); err != nil || info.Held {
+				return false
+			}
+		}
+		return true
+	})
 	restart()
 	sem := c.Semaphore(name, 1)
 	// Short ttls where a force-release frees the holder: it is told at
