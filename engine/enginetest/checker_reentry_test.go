@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock/engine"
 )
 
 // TestFailedReentryJudged: a re-entry that failed (its grant came back
@@ -74,6 +76,41 @@ func TestForceHolderFreesLatestGrant(t *testing.T) {
 		got := strings.Contains(strings.Join(bad, "\n"), "exclusion:")
 		if got != tc.want {
 			t.Errorf("%s: violations %q, want an exclusion violation: %v", tc.what, bad, tc.want)
+		}
+	}
+}
+
+// TestExpiredReleaseOfReenteredGrantJudged: an owner holds a name twice
+// (a grant and a re-entry that joined it, with a later deadline) and
+// releases the first lease after that lease's own deadline: its Client
+// answers "not held" (lost, expired) and sends the release all the same,
+// which drops one of the two holds; the grant stays, and a view that shows
+// the owner holding before the re-entry's ttl has run out is no violation
+// (checker seed 7066139599808966942 on Redis, run L51). Without the
+// re-entry, the same view is one.
+func TestExpiredReleaseOfReenteredGrantJudged(t *testing.T) {
+	ms := time.Millisecond
+	view := &event{Client: 1, Op: op{Kind: opInspect}, Name: "n0", Inv: 509 * ms, Resp: 535 * ms, Out: outOK,
+		Infos: []engine.Info{{Name: "n0", Held: true, Kind: engine.Mutex, Holders: []engine.Holder{{Owner: "o", Token: 7}}}}}
+	grant := &event{Client: 0, Op: op{Kind: opAcquire, TTL: 300 * ms}, Name: "n0", Owner: "o", Inv: 40 * ms, Resp: 75 * ms,
+		Class: classMutex, Weight: 1, Out: outOK, Token: 7}
+	reentry := &event{Client: 0, Op: op{Kind: opReenter, TTL: 300 * ms}, Name: "n0", Owner: "o", Inv: 275 * ms, Resp: 315 * ms,
+		Class: classMutex, Weight: 1, Out: outOK, Token: 7}
+	release := &event{Client: 0, Op: op{Kind: opRelease}, Name: "n0", Owner: "o", Inv: 339 * ms, Resp: 342 * ms,
+		Out: outNotHeld, Target: 7, TargetEnd: 335 * ms, PastDeadline: true}
+	fit := func(d time.Duration) time.Duration { return d }
+	for _, tc := range []struct {
+		what string
+		evs  []*event
+		want bool // a view violation
+	}{
+		{"re-entered", []*event{grant, reentry, release, view}, false},
+		{"not re-entered", []*event{grant, release, view}, true},
+	} {
+		bad := judge(&history{Names: []string{"n0"}, Events: tc.evs}, timing{fit: fit, slack: 20 * ms, tokens: true})
+		got := strings.Contains(strings.Join(bad, "\n"), "view:")
+		if got != tc.want {
+			t.Errorf("%s: violations %q, want a view violation: %v", tc.what, bad, tc.want)
 		}
 	}
 }

@@ -172,8 +172,16 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 					continue
 				}
 				g.sureTo = min(g.sureTo, e.Inv)
-				if e.Out == outOK && e.Op.Kind == opRelease {
+				if e.Op.Kind == opRelease && (e.Out == outOK || e.Out == outNotHeld && (e.Inv >= e.TargetEnd || e.PastDeadline)) {
+					// A lease whose own deadline had passed is answered
+					// "not held" by its Client, which sends the release
+					// all the same: where the engine still kept the grant
+					// with another hold (a re-entry's), one hold went and
+					// the grant stays.
 					g.holds--
+					if e.Out == outNotHeld && g.holds > 0 {
+						continue
+					}
 				}
 				if e.Out == outNotHeld || e.Out == outOK && (g.holds <= 0 || e.Op.Kind == opForceHolder) {
 					g.possTo = min(g.possTo, e.Resp+tm.slack)
