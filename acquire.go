@@ -332,13 +332,16 @@ func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 	}, func(g engine.Grant, err error) {
 		// A grant is one hold to drop; a failure may have granted all the
 		// same, which only a random owner can safely release.
-		if err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err) {
+		undone := err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err)
+		if undone {
 			c.dropHold(undo(req.Name, req.Owner, kind), req.TTL)
 		}
-		// A queue entry made after the wait left the queue: the wait's
-		// Leave may have run before it (the answer came after the flag
-		// was read: the wait's own Leave, sent later, finds the entry).
-		if err == nil && g.Queued && req.Waiter != "" && leaving != nil && leaving.Load() {
+		// A queue entry made after the wait left the queue, or put back
+		// there by the undo (a grant that took the waiter out of the queue
+		// puts it back in its place when undone): the wait's Leave may
+		// have run before it (the answer came after the flag was read: the
+		// wait's own Leave, sent later, finds the entry).
+		if (undone || err == nil && g.Queued) && req.Waiter != "" && leaving != nil && leaving.Load() {
 			c.leaveNow(engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: kind})
 		}
 	})

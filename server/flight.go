@@ -54,25 +54,44 @@ func (s *Server) detach(f func()) {
 }
 
 // settleAcquire settles the late answer (g, err) of an attempt its wait
-// abandoned: a grant nobody will be told of is released (an undo) when the
-// server made the request's owner or attempt (c.minted; a client's own
+// abandoned: a grant nobody will be told of is taken back (undoGrant) when
+// the server made the request's owner or attempt (c.minted; a client's own
 // owner and attempt are the client's to clean up, as for a client that
 // left: API.md, "Waiting"), and a queue entry the attempt made after the
 // wait left the queue is left again. A failed attempt changed nothing
 // that the server can know of.
 func (s *Server) settleAcquire(ctx context.Context, c acquireCall, g engine.Grant, err error) {
-	req := c.req
-	if err != nil {
+	switch {
+	case err != nil:
+	case g.Acquired && c.minted:
+		s.undoGrant(ctx, c.req, c.req.Waiter)
+	case g.Queued:
+		s.leaveQueue(ctx, c.req, c.req.Waiter)
+	}
+}
+
+// undoGrant takes back req's grant, which nobody will be told of, with an
+// undo (engine.ReleaseRequest.Undo), and then takes waiter, the queue
+// entry of the wait that asked for it ("" when it did not queue), out of
+// the queue: an undo puts back in its place the entry the grant took out
+// (a quorum's minority grant costs its waiter no place), and this wait is
+// over, so that entry would head the queue, dead, until its heartbeat
+// deadline.
+func (s *Server) undoGrant(ctx context.Context, req engine.AcquireRequest, waiter string) {
+	rctx, cancel := engineContext(ctx)
+	_, _ = s.eng.Release(rctx, engine.ReleaseRequest{Name: req.Name, Owner: req.Owner, Kind: req.Kind, Undo: true})
+	cancel()
+	s.leaveQueue(ctx, req, waiter)
+}
+
+// leaveQueue takes waiter out of the queue of req's name (nothing when
+// waiter is "" or the engine keeps no queue).
+func (s *Server) leaveQueue(ctx context.Context, req engine.AcquireRequest, waiter string) {
+	q, ok := s.eng.(engine.Queuer)
+	if !ok || waiter == "" {
 		return
 	}
-	if g.Acquired && c.minted {
-		rctx, cancel := engineContext(ctx)
-		_, _ = s.eng.Release(rctx, engine.ReleaseRequest{Name: req.Name, Owner: req.Owner, Kind: req.Kind, Undo: true})
-		cancel()
-	}
-	if q, ok := s.eng.(engine.Queuer); ok && g.Queued && req.Waiter != "" {
-		lctx, cancel := engineContext(ctx)
-		_ = q.Leave(lctx, engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: req.Kind})
-		cancel()
-	}
+	lctx, cancel := engineContext(ctx)
+	_ = q.Leave(lctx, engine.LeaveRequest{Name: req.Name, Waiter: waiter, Kind: req.Kind})
+	cancel()
 }

@@ -67,9 +67,7 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 	switch {
 	case o.gone:
 		if o.grant.Acquired && minted {
-			ctx, cancel := engineContext(r.Context())
-			_, _ = s.eng.Release(ctx, engine.ReleaseRequest{Name: name, Owner: owner, Kind: ereq.Kind, Undo: true})
-			cancel()
+			s.undoGrant(r.Context(), ereq, o.waiter)
 		}
 		s.obs.AcquireFailed(name, o.waited, o.failure)
 		return // nobody to answer

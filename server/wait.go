@@ -23,6 +23,7 @@ type acquireOutcome struct {
 	err       *apiError   // the answer when not granted
 	failure   error       // for the observer, when not granted
 	gone      bool        // the client went away while waiting
+	waiter    string      // the server's queue entry for the wait ("" when it did not queue)
 	shared    *sharedSpec // a shared lock's permits were asked for
 }
 
@@ -97,6 +98,7 @@ func (s *Server) acquire(ctx context.Context, c acquireCall) acquireOutcome {
 		// request's (the remote engine's waiter is the remote side's).
 		// Its id names the request's owner, for the wait-for graph.
 		c.req.Waiter, c.req.WaiterTTL = distlock.WaiterID(s.owners.Next(), c.req.Owner), distlock.WaiterTTL
+		o.waiter = c.req.Waiter
 		beat := waiting.NewBeat(s.eng, c.req.Name, c.req.Waiter, c.req.WaiterTTL)
 		if c.shared != nil {
 			// A shared lock's queue: its heartbeats and its leave.
