@@ -3,6 +3,7 @@ package distlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func abandonedGrantLeavesNoWaiter(t *testing.T, kind string) {
 	t.Cleanup(func() { _ = holder.Close() })
 	late := &lateGrants{Engine: newEngine(), held: make(chan struct{}), gate: make(chan struct{})}
 	waiter := distlock.New(late)
+	t.Cleanup(func() { late.open(); _ = waiter.Close() }) // a failed test's held reply
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -91,7 +93,7 @@ func abandonedGrantLeavesNoWaiter(t *testing.T, kind string) {
 	if err := <-gave; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the waiter that gave up: %v, want context.Canceled", err)
 	}
-	close(late.gate)
+	late.open()
 	// Close waits for the late reply's settling (the undo, and the Leave
 	// after it).
 	if err := waiter.Close(); err != nil {
@@ -104,13 +106,17 @@ func abandonedGrantLeavesNoWaiter(t *testing.T, kind string) {
 }
 
 // lateGrants holds back the reply of the first acquire of a queued waiter
-// it sees granted (held closed) until gate is closed: the request ran in Redis, its reply
-// comes late.
+// it sees granted (held closed) until gate is closed: the request ran in
+// Redis, its reply comes late.
 type lateGrants struct {
 	*redisengine.Engine
 	held, gate chan struct{}
 	once       atomic.Bool
+	opened     sync.Once
 }
+
+// open lets the held-back reply go (once; again is nothing).
+func (e *lateGrants) open() { e.opened.Do(func() { close(e.gate) }) }
 
 func (e *lateGrants) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := e.Engine.Acquire(ctx, r)

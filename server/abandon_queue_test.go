@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -24,6 +25,7 @@ func TestAbandonedHeldOpenGrantLeavesNoWaiter(t *testing.T) {
 	t.Cleanup(func() { _ = mem.Close() })
 	late := &lateGrants{Engine: mem, held: make(chan struct{}), gate: make(chan struct{})}
 	s := start(t, late)
+	t.Cleanup(late.open) // a failed test's held answer: before the server's shutdown (cleanups run last first)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	mustAcquire(t, s, "q", map[string]any{"owner": "h", "ttl_ms": 60000})
@@ -54,7 +56,7 @@ func TestAbandonedHeldOpenGrantLeavesNoWaiter(t *testing.T) {
 	}
 	leave() // the client goes away
 	<-answered
-	close(late.gate)
+	late.open()
 	// Shutdown waits for the late answer's settling.
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -66,13 +68,17 @@ func TestAbandonedHeldOpenGrantLeavesNoWaiter(t *testing.T) {
 }
 
 // lateGrants holds back the answer of the first acquire of a queued
-// waiter it sees granted (held closed) until gate is closed: the request ran in the engine, its
-// answer comes late.
+// waiter it sees granted (held closed) until gate is closed: the request
+// ran in the engine, its answer comes late.
 type lateGrants struct {
 	*memory.Engine
 	held, gate chan struct{}
 	once       atomic.Bool
+	opened     sync.Once
 }
+
+// open lets the held-back reply go (once; again is nothing).
+func (e *lateGrants) open() { e.opened.Do(func() { close(e.gate) }) }
 
 func (e *lateGrants) Acquire(ctx context.Context, r engine.AcquireRequest) (engine.Grant, error) {
 	g, err := e.Engine.Acquire(ctx, r)
