@@ -287,7 +287,8 @@ func (a *attempt) try(actx context.Context) (*Lease, error) {
 		// with a random owner, releasing by it is always safe. (Not after
 		// an error that says nothing was done, like a refused token.)
 		if a.o.owner == "" && !engine.IsPermanent(c.eng, err) && !errors.Is(err, errAbandoned) {
-			c.cleanup(undo(a.name, a.req.Owner, a.o.kind), a.req.TTL)
+			req, kind, leaving := a.req, a.o.kind, a.leaving
+			c.inBackground(func() { c.dropAttempt(req, kind, leaving) })
 		}
 		if actx.Err() != nil && a.ctx.Err() == nil {
 			// The failure budget ran out while the attempt waited: the
@@ -330,21 +331,37 @@ func (a *attempt) sendSettled(ctx context.Context) (engine.Grant, error) {
 	return sendSettled(c, ctx, func(ctx context.Context) (engine.Grant, error) {
 		return c.eng.Acquire(ctx, req)
 	}, func(g engine.Grant, err error) {
-		// A grant is one hold to drop; a failure may have granted all the
-		// same, which only a random owner can safely release.
-		undone := err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err)
-		if undone {
-			c.dropHold(undo(req.Name, req.Owner, kind), req.TTL)
-		}
-		// A queue entry made after the wait left the queue, or put back
-		// there by the undo (a grant that took the waiter out of the queue
-		// puts it back in its place when undone): the wait's Leave may
-		// have run before it (the answer came after the flag was read: the
-		// wait's own Leave, sent later, finds the entry).
-		if (undone || err == nil && g.Queued) && req.Waiter != "" && leaving != nil && leaving.Load() {
-			c.leaveNow(engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: kind})
+		switch {
+		case err == nil && g.Acquired || err != nil && !own && !engine.IsPermanent(c.eng, err):
+			// A grant is one hold to drop; a failure may have granted
+			// all the same, which only a random owner can safely release.
+			c.dropAttempt(req, kind, leaving)
+		case err == nil && g.Queued:
+			// A queue entry made after the wait left the queue.
+			c.leaveIfLeft(req, kind, leaving)
 		}
 	})
+}
+
+// dropAttempt drops the hold that the grant of req, an attempt nobody
+// keeps, may have added (an undo), then leaves the queue again when the
+// attempt's wait has left it (leaveIfLeft): an undo puts the queue entry
+// the grant took back in its place (so that a quorum's minority grant
+// costs its waiter no place), where the wait's own Leave found nothing.
+func (c *Client) dropAttempt(req engine.AcquireRequest, kind engine.Kind, leaving *atomic.Bool) {
+	c.dropHold(undo(req.Name, req.Owner, kind), req.TTL)
+	c.leaveIfLeft(req, kind, leaving)
+}
+
+// leaveIfLeft takes req's waiter out of the queue when its wait has left
+// the queue already (leaving, set before the wait's Leave is sent): an
+// entry made or put back after that Leave ran would stay, dead, until its
+// heartbeat deadline. When the flag is not set yet, the wait's own Leave,
+// sent later, finds the entry.
+func (c *Client) leaveIfLeft(req engine.AcquireRequest, kind engine.Kind, leaving *atomic.Bool) {
+	if req.Waiter != "" && leaving != nil && leaving.Load() {
+		c.leaveNow(engine.LeaveRequest{Name: req.Name, Waiter: req.Waiter, Kind: kind})
+	}
 }
 
 // giveUp is the error of a wait that ended for why: the caller's context

@@ -360,10 +360,15 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 // outcome was ambiguous (the reply was lost, undo), or a lease ended by its
 // hold limit; ttl is the grant's.
 func (c *Client) cleanup(r engine.ReleaseRequest, ttl time.Duration) {
+	c.inBackground(func() { c.dropHold(r, ttl) })
+}
+
+// inBackground runs f on a goroutine of its own, which Close waits for.
+func (c *Client) inBackground(f func()) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		c.dropHold(r, ttl)
+		f()
 	}()
 }
 
