@@ -114,3 +114,34 @@ func TestExpiredReleaseOfReenteredGrantJudged(t *testing.T) {
 		}
 	}
 }
+
+// TestSetRoundsJudged: a set that waits (AcquireAll) may take its names
+// in rounds, each with random owners of its own, giving back what a round
+// took when another name is held; only the granted round's owners are in
+// the history. A view that shows an earlier round's owner holding while
+// the call ran is no violation (quorum checker seed 3780874221479500644,
+// run Q56); after the call, it is one.
+func TestSetRoundsJudged(t *testing.T) {
+	ms := time.Millisecond
+	set := &event{Client: 0, Op: op{Kind: opSetAcquire, TTL: 150 * ms}, Name: "n1", Owner: "final", Inv: 116 * ms, Resp: 311 * ms,
+		Class: classMutex, Weight: 1, Out: outOK, Token: 9}
+	view := func(inv time.Duration) *event {
+		return &event{Client: 1, Op: op{Kind: opInspect}, Name: "n1", Inv: inv, Resp: inv + 20*ms, Out: outOK,
+			Infos: []engine.Info{{Name: "n1", Held: true, Kind: engine.Mutex, Holders: []engine.Holder{{Owner: "earlier-round", Token: 7}}}}}
+	}
+	fit := func(d time.Duration) time.Duration { return d }
+	for _, tc := range []struct {
+		what string
+		evs  []*event
+		want bool // a view violation
+	}{
+		{"while the set waited", []*event{set, view(126 * ms)}, false},
+		{"long after the set", []*event{set, view(900 * ms)}, true},
+	} {
+		bad := judge(&history{Names: []string{"n1"}, Events: tc.evs}, timing{fit: fit, slack: 20 * ms, tokens: true})
+		got := strings.Contains(strings.Join(bad, "\n"), "view:")
+		if got != tc.want {
+			t.Errorf("%s: violations %q, want a view violation: %v", tc.what, bad, tc.want)
+		}
+	}
+}

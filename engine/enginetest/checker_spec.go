@@ -92,6 +92,14 @@ func buildGrants(evs []*event, tm timing) []*cgrant {
 		if !e.Op.Kind.acquires() || e.Out == outSkipped {
 			continue
 		}
+		if e.Op.Kind == opSetAcquire && e.Out == outOK {
+			// A set that waited may have taken its names in rounds
+			// before the one granted, each round with owners of its own,
+			// and given them back: holds by owners not known, while the
+			// call ran.
+			gs = append(gs, &cgrant{ev: e, name: e.NameIdx, owner: anyOwner, class: e.Class, weight: 1, holds: 1,
+				unknown: true, sureFrom: e.Resp, possFrom: e.Inv, possTo: e.Resp + tm.slack})
+		}
 		if e.Op.Kind == opReenter {
 			g := byOwner[ownerName{e.Owner, e.NameIdx}]
 			if e.Out == outOK && g != nil && g.token == e.Token {
