@@ -30,6 +30,7 @@ type grantKey struct{ name, owner string }
 
 type pendingRelease struct {
 	req     engine.ReleaseRequest // the release: an Undo for a grant of a failed attempt
+	waiter  string                // the grant's waiter id, for an Undo (cleaner.leaveAgain)
 	id      string                // the release id, the same on every retry
 	expires time.Time
 
@@ -53,12 +54,26 @@ const releaseTTL = time.Minute
 // whose attempt failed); id is the release id (the original release's, so
 // that the retry cannot drop a second hold).
 func (c *cleaner) add(r engine.ReleaseRequest, id string, ttl time.Duration) {
+	c.put(&pendingRelease{req: r, id: id, expires: time.Now().Add(ttl)})
+}
+
+// takeBack queues the release of r's grant on the node, whose answer came
+// late or not at all: an Undo when undo (the attempt failed), after which
+// r's waiter leaves the node's queue again if it left meanwhile
+// (leaveAgain).
+func (c *cleaner) takeBack(r engine.AcquireRequest, undo bool) {
+	c.put(&pendingRelease{req: engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: undo},
+		waiter: r.Waiter, id: newReleaseID(), expires: time.Now().Add(r.TTL)})
+}
+
+// put queues p, replacing the release pending for the same hold.
+func (c *cleaner) put(p *pendingRelease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) >= maxPending {
 		return
 	}
-	c.pending[grantKey{r.Name, r.Owner}] = &pendingRelease{req: r, id: id, expires: time.Now().Add(ttl)}
+	c.pending[grantKey{p.req.Name, p.req.Owner}] = p
 	c.start()
 }
 
@@ -106,6 +121,7 @@ func (c *cleaner) flush(ctx context.Context, name, owner string) error {
 		c.mu.Unlock()
 		return err
 	}
+	c.leaveAgain(p)
 	p.settled = true
 	return nil
 }
@@ -165,6 +181,7 @@ func (c *cleaner) retry(k grantKey, p *pendingRelease) bool {
 	if err != nil {
 		return false
 	}
+	c.leaveAgain(p)
 	if p.confirmed {
 		c.drop(k, p)
 	} else {

@@ -17,7 +17,9 @@ import (
 //     stays, as a raise never lowers a token); a late failure is
 //     released there in the background, since the command may still land
 //     (a paused node); a waiter refused there leaves that node's queue;
-//   - grant dropped: every late grant or failure is released there;
+//   - grant dropped: every late grant or failure is released there (an
+//     Undo); a waiter that left meanwhile, refused there, leaves that
+//     node's queue again, and so after the Undo of its grant there;
 //   - the lease was released meanwhile: a late grant is released there with
 //     the release's id, after its answer, so the release cannot overtake it.
 //
@@ -203,8 +205,11 @@ func answeredEarly(early []nodeResult, i int) bool {
 func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, token uint64, released string, order releaseOrder) {
 	r := f.req
 	granted := x.err == nil && x.v.Acquired
-	if outcome == grantKept && !granted {
-		f.e.leaveNode(i, r) // a granted waiter left queued there
+	if !granted && (outcome == grantKept || f.e.left.has(r.Name, r.Waiter)) {
+		// A waiter that was granted, or that left, may be queued there
+		// (refused); a waiter that left is queued again by an undo there
+		// (cleaner.leaveAgain).
+		f.e.leaveNode(i, r)
 	}
 	switch {
 	case x.err == nil && !x.v.Acquired:
@@ -232,7 +237,7 @@ func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, tok
 		// The grant was dropped (its late grant there is taken back as an
 		// Undo, which puts back the queue entry it took), or the node
 		// failed: the command may still land there.
-		f.e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: outcome == grantDropped}, newReleaseID(), r.TTL)
+		f.e.cleaners[i].takeBack(r, outcome == grantDropped)
 	}
 }
 

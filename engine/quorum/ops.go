@@ -439,7 +439,7 @@ func (e *Engine) releaseAll(ctx context.Context, r engine.AcquireRequest, rs []r
 			// a release could drop that hold instead. The grant, if it
 			// landed, expires with its ttl.
 		default:
-			e.cleaners[i].add(engine.ReleaseRequest{Name: r.Name, Owner: r.Owner, Undo: true}, newReleaseID(), r.TTL)
+			e.cleaners[i].takeBack(r, true)
 		}
 	}
 }

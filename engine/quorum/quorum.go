@@ -48,6 +48,7 @@ type Engine struct {
 	flights       flights        // kept grants with answers still out
 	sharedFlights sharedFlights  // kept shared grants with answers still out
 	releasing     releasing      // releases with answers still out
+	left          leftWaiters    // waiters that left, for late answers and undos
 	closeOnce     sync.Once
 
 	nodeErr func(node string, err error) // WithNodeErrors
