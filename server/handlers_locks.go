@@ -64,6 +64,9 @@ func (s *Server) serveAcquire(w http.ResponseWriter, r *http.Request, role Role,
 			o.failure = context.Canceled
 		}
 	}
+	if o.grant.Acquired && !(o.gone && minted) {
+		s.waitEndedGranted(name, owner, o.waiter, ttl)
+	}
 	switch {
 	case o.gone:
 		if o.grant.Acquired && minted {
@@ -391,6 +394,9 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, _ Role, n
 	if err != nil {
 		writeError(w, engineErr("release", err))
 		return
+	}
+	if ereq.Undo {
+		s.leaveEndedWait(ctx, ereq)
 	}
 	switch res.Status {
 	case engine.Released:

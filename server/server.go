@@ -39,6 +39,7 @@ import (
 
 	"github.com/distlock/distlock"
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/expiring"
 	"github.com/distlock/distlock/internal/rules"
 )
 
@@ -128,6 +129,7 @@ type Server struct {
 	obs            *fanout
 	timeline       *timeline
 	holds          *holdTracker
+	endedWaits     *endedWaits // held-open waits that ended with a grant
 	elections      *electionBook
 	watcher        *distlock.Client // observes elections (watch); closed at shutdown
 	dash           *dashboardHub
@@ -352,6 +354,7 @@ func New(eng engine.Engine, opts ...Option) (*Server, error) {
 	s.dash = newDashboardHub(s, DefaultDashboardStreams)
 	s.obs = &fanout{m: m, tl: s.timeline, changed: s.dash.changed}
 	s.holds = newHoldTracker(s.obs)
+	s.endedWaits = expiring.New[holdKey, string](maxEndedWaits)
 	s.elections = newElectionBook()
 	s.watcher = distlock.New(s.eng)
 	s.metricsHandler = s.newMetricsHandler()

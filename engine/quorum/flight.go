@@ -205,7 +205,7 @@ func answeredEarly(early []nodeResult, i int) bool {
 func (f *flight) settle(i int, x result[engine.Grant], outcome grantOutcome, token uint64, released string, order releaseOrder) {
 	r := f.req
 	granted := x.err == nil && x.v.Acquired
-	if !granted && (outcome == grantKept || f.e.left.has(r.Name, r.Waiter)) {
+	if !granted && (outcome == grantKept || f.e.hasLeft(r.Name, r.Waiter)) {
 		// A waiter that was granted, or that left, may be queued there
 		// (refused); a waiter that left is queued again by an undo there
 		// (cleaner.leaveAgain).

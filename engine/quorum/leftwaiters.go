@@ -2,10 +2,10 @@ package quorum
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/expiring"
 )
 
 // leftWaiters remembers for a while the waiters that left (Leave), by lock
@@ -21,52 +21,29 @@ import (
 // so a node that saw the Leave before the refusal or the undo is left
 // again. A waiter id names one wait (the Client and the server mint a
 // fresh one for each), so a later wait is never taken for one that left.
-type leftWaiters struct {
-	mu     sync.Mutex
-	m      map[grantKey]time.Time // by name and waiter id: when it is forgotten
-	pruned time.Time
-}
+type leftWaiters = expiring.Map[grantKey, struct{}] // by name and waiter id
 
 // leftMemory is how long a waiter that left is remembered: past a node's
 // per-node timeout and the cleaner's retries of a lease's undo by far (an
-// entry put back later lapses at its heartbeat deadline).
+// entry put back later lapses at its heartbeat deadline). At most
+// maxPending waiters are remembered; past that, new ones are not, and an
+// entry put back for one of them lapses so.
 const leftMemory = time.Minute
 
-// add records that waiter left name. At most maxPending waiters are
-// remembered; past that, new ones are not (their entries lapse at their
-// heartbeat deadline).
-func (l *leftWaiters) add(name, waiter string) {
-	if waiter == "" {
-		return
-	}
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = make(map[grantKey]time.Time)
-	}
-	if now.Sub(l.pruned) > leftMemory || len(l.m) >= maxPending {
-		for k, until := range l.m {
-			if now.After(until) {
-				delete(l.m, k)
-			}
-		}
-		l.pruned = now
-	}
-	if len(l.m) < maxPending {
-		l.m[grantKey{name, waiter}] = now.Add(leftMemory)
+// leftName records that waiter left name.
+func (e *Engine) leftName(name, waiter string) {
+	if waiter != "" {
+		e.left.Put(grantKey{name, waiter}, struct{}{}, leftMemory)
 	}
 }
 
-// has reports whether waiter left name (and is still remembered).
-func (l *leftWaiters) has(name, waiter string) bool {
+// hasLeft reports whether waiter left name (and is still remembered).
+func (e *Engine) hasLeft(name, waiter string) bool {
 	if waiter == "" {
 		return false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	until, ok := l.m[grantKey{name, waiter}]
-	return ok && time.Now().Before(until)
+	_, ok := e.left.Get(grantKey{name, waiter})
+	return ok
 }
 
 // leaveAgain takes p's waiter out of the cleaner's node's queue after p's
@@ -75,7 +52,7 @@ func (l *leftWaiters) has(name, waiter string) bool {
 // its heartbeat deadline.
 func (c *cleaner) leaveAgain(p *pendingRelease) {
 	q, ok := c.eng.(engine.Queuer)
-	if !ok || !p.req.Undo || !c.e.left.has(p.req.Name, p.waiter) {
+	if !ok || !p.req.Undo || !c.e.hasLeft(p.req.Name, p.waiter) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.e.timeout(0))

@@ -54,7 +54,7 @@ func (e *Engine) leaveShared(ctx context.Context, r engine.LeaveRequest) error {
 // leaveAll takes the waiter of r out of the queue of every node with one,
 // concurrently; an error only when no node could be told.
 func (e *Engine) leaveAll(ctx context.Context, r engine.LeaveRequest) error {
-	e.left.add(r.Name, r.Waiter) // before any node hears of it (leftWaiters)
+	e.leftName(r.Name, r.Waiter) // before any node hears of it (leftWaiters)
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		if q, ok := n.eng.(engine.Queuer); ok {
 			return true, q.Leave(ctx, r)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/distlock/distlock/engine"
+	"github.com/distlock/distlock/internal/expiring"
 )
 
 // DefaultMaxNodeTimeout caps the default per-node timeout.
@@ -48,7 +49,7 @@ type Engine struct {
 	flights       flights        // kept grants with answers still out
 	sharedFlights sharedFlights  // kept shared grants with answers still out
 	releasing     releasing      // releases with answers still out
-	left          leftWaiters    // waiters that left, for late answers and undos
+	left          *leftWaiters   // waiters that left, for late answers and undos
 	closeOnce     sync.Once
 
 	nodeErr func(node string, err error) // WithNodeErrors
@@ -115,7 +116,7 @@ func New(engines []engine.Engine, opts ...Option) (*Engine, error) {
 	if len(engines) == 0 {
 		return nil, errors.New("distlock/engine/quorum: no engines")
 	}
-	e := &Engine{majority: len(engines)/2 + 1, done: make(chan struct{})}
+	e := &Engine{majority: len(engines)/2 + 1, done: make(chan struct{}), left: expiring.New[grantKey, struct{}](maxPending)}
 	for i, eng := range engines {
 		if eng == nil {
 			return nil, fmt.Errorf("distlock/engine/quorum: engine %d is nil", i)
