@@ -56,27 +56,7 @@ func TestLateMinorityGrantKeepsQueuePlace(t *testing.T) {
 	}
 	w := engine.AcquireRequest{Name: name, Owner: "w", Attempt: "w1", TTL: time.Minute, OneOff: true, Waiting: true,
 		Waiter: "w", WaiterTTL: time.Minute, Order: engine.OrderNoReserve}
-	first := newGate()
-	close(first.open)
-	gates <- first
-	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
-		t.Fatalf("the waiter's first attempt, every node held: %+v, %v; want refused", g, err)
-	}
-	<-first.landed
-	if info, err := mems[2].Inspect(ctx, name); err != nil || info.Waiters != 1 {
-		t.Fatalf("the third node after the first attempt: %+v, %v; want the waiter queued", info, err)
-	}
-	if res, err := mems[2].Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || res.Status != engine.Released {
-		t.Fatalf("the holder's release on the third node: %+v, %v", res, err)
-	}
-	late := newGate()
-	gates <- late
-	w.Attempt = "w2"
-	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
-		t.Fatalf("the waiter's second attempt, two nodes held: %+v, %v; want refused", g, err)
-	}
-	close(late.open) // the third node grants now, after the attempt failed
-	<-late.landed
+	lateMinorityGrant(t, ctx, q, mems[2], gates, w)
 	select {
 	case undo := <-slow.undos:
 		if !undo {
@@ -95,4 +75,36 @@ func TestLateMinorityGrantKeepsQueuePlace(t *testing.T) {
 	if info.Waiters != 1 {
 		t.Fatalf("the third node after the late grant was taken back: %+v; want the waiter queued again", info)
 	}
+}
+
+// lateMinorityGrant runs waiter w's two attempts on q, whose third node is
+// mems3 (its acquires held back by gates), while "h" holds the name on
+// every node: the first, refused everywhere, queues w; the holder then
+// releases on the third node only, and the second attempt (attempt "w2")
+// is refused by the other two and granted by the third after the attempt
+// failed. It returns once that late grant landed.
+func lateMinorityGrant(t *testing.T, ctx context.Context, q *quorum.Engine, mems3 *memory.Engine, gates chan<- gate, w engine.AcquireRequest) {
+	t.Helper()
+	name := w.Name
+	first := newGate()
+	close(first.open)
+	gates <- first
+	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
+		t.Fatalf("the waiter's first attempt, every node held: %+v, %v; want refused", g, err)
+	}
+	<-first.landed
+	if info, err := mems3.Inspect(ctx, name); err != nil || info.Waiters != 1 {
+		t.Fatalf("the third node after the first attempt: %+v, %v; want the waiter queued", info, err)
+	}
+	if res, err := mems3.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || res.Status != engine.Released {
+		t.Fatalf("the holder's release on the third node: %+v, %v", res, err)
+	}
+	late := newGate()
+	gates <- late
+	w.Attempt = "w2"
+	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
+		t.Fatalf("the waiter's second attempt, two nodes held: %+v, %v; want refused", g, err)
+	}
+	close(late.open) // the third node grants now, after the attempt failed
+	<-late.landed
 }

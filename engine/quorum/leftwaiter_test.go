@@ -117,25 +117,8 @@ func TestLeftWaiterNotQueuedByLateUndo(t *testing.T) {
 	defer cancel()
 	const name = "left-undone"
 	mems, q, gates, undo := leftWaiterSetup(t, ctx, name)
-	first := newGate()
-	close(first.open)
-	gates <- first
 	w := waitingRequest(name, "w1")
-	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
-		t.Fatalf("the waiter's first attempt, every node held: %+v, %v; want refused", g, err)
-	}
-	<-first.landed
-	if res, err := mems[2].Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || res.Status != engine.Released {
-		t.Fatalf("the holder's release on the third node: %+v, %v", res, err)
-	}
-	late := newGate()
-	gates <- late
-	w.Attempt = "w2"
-	if g, err := q.Acquire(ctx, w); err != nil || g.Acquired {
-		t.Fatalf("the waiter's second attempt, two nodes held: %+v, %v; want refused", g, err)
-	}
-	close(late.open) // the third node grants now, after the attempt failed
-	<-late.landed
+	lateMinorityGrant(t, ctx, q, mems[2], gates, w)
 	if info, err := mems[2].Inspect(ctx, name); err != nil || !info.Held || info.Waiters != 0 {
 		t.Fatalf("the third node after its late grant: %+v, %v; want held, the entry taken", info, err)
 	}
