@@ -11,7 +11,10 @@ import (
 func forwardedSignals() []os.Signal { return []os.Signal{os.Interrupt} }
 
 // child is not available on this system.
-type child struct{ guard *guard }
+type child struct {
+	guard  *guard
+	teller *deadlineTeller
+}
 
 // startChild fails: without process groups distlock cannot stop the
 // command's descendants when the lock is lost.

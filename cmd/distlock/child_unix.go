@@ -31,6 +31,9 @@ type child struct {
 	tty   *foreground    // nil unless the group was put in the terminal's foreground
 	relay chan os.Signal // relayedSignals received since just before the start
 	guard *guard         // stops the group if distlock dies or stalls (startGuarded)
+	// teller tells guard the lease's deadlines (armed with the first in
+	// startGuarded, updated by supervise).
+	teller *deadlineTeller
 }
 
 // startChild starts argv in a new process group (so that the whole group

@@ -103,7 +103,7 @@ func (a *app) lead(cmd string, b *backend, l *distlock.Leadership, argv []string
 		"DISTLOCK_TERM="+term,
 		"DISTLOCK_FENCE="+term,
 		"DISTLOCK_OWNER="+l.Lease().Owner())
-	ch, err := a.startGuarded(cmd, argv, env, grace)
+	ch, err := a.startGuarded(cmd, argv, env, grace, l.Lease())
 	if err != nil {
 		_ = l.Resign(context.Background())
 		fmt.Fprintf(a.stderr, "distlock elect: cannot run %s: %v\n", argv[0], err)

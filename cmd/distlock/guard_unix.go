@@ -23,8 +23,9 @@ const guardArg = "__distlock-guard"
 
 // guard is the guard process of one command, with the write end of the
 // pipe that is its standard input. distlock writes on it, one line each:
-// the command's process group (arm), as soon as the command started; then
-// the lease's time left, whenever a renewal moved its deadline (tell);
+// the command's process group with the lease's first deadline (arm), as
+// soon as the command started; then the lease's time left, whenever a
+// renewal moved its deadline (tell);
 // "t" when it stops the group itself, the lease lost (stopping); and "."
 // when it is done (standDown). The guard acts in two cases:
 //
@@ -37,8 +38,10 @@ const guardArg = "__distlock-guard"
 //
 // It is started before the command, so that no moment exists when the
 // command runs unguarded (but the one write between the command's start
-// and arm). A guard stopped with distlock (a signal to distlock's whole
-// process group, a paused VM) cannot act either.
+// and arm). It runs in a process group of its own: what stops or kills
+// distlock's whole group (a terminal's SIGTTOU to a background job that
+// writes, its SIGTSTP, a kill of the job) leaves the guard to act. Only a
+// guard stopped itself (a paused VM, a signal to its pid) cannot.
 type guard struct {
 	cmd *exec.Cmd
 	w   *os.File
@@ -63,6 +66,9 @@ func (a *app) startGuard(cmdName string, grace time.Duration) *guard {
 	g := exec.Command(exe, guardArg, strconv.Itoa(os.Getpid()), grace.String())
 	g.Args[0] = os.Args[0] // ps shows distlock, not /proc/self/exe
 	g.Stdin, g.Stderr = r, os.Stderr
+	// Its own process group: not stopped with distlock's (see guard). It
+	// writes on the terminal only with SIGTTOU ignored (runGuard).
+	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = g.Start()
 	_ = r.Close()
 	if err != nil {
@@ -73,21 +79,25 @@ func (a *app) startGuard(cmdName string, grace time.Duration) *guard {
 	return &guard{cmd: g, w: w}
 }
 
-// arm tells the guard the command's process group (ch's): the group it
-// stops if distlock dies.
-func (g *guard) arm(ch *child) {
+// arm tells the guard, in one write, the command's process group (ch's):
+// the group it stops if distlock dies; and the lease's first deadline
+// (as tell).
+func (g *guard) arm(ch *child, left, allowance time.Duration) {
 	if g == nil {
 		return
 	}
-	_, _ = fmt.Fprintf(g.w, "%d\n", ch.pgid)
+	_, _ = fmt.Fprintf(g.w, "%d\n%s", ch.pgid, toldLine(left, allowance))
 }
 
 // tell tells the guard the lease's time left (left, from now), and the
 // allowance after it that distlock takes to act on a loss: past both, with
 // no newer word, the guard stops the group itself. A write that would
 // block (the guard stopped too, its pipe full) is skipped.
-func (g *guard) tell(left, allowance time.Duration) {
-	g.say(fmt.Sprintf("d%d %d\n", left.Nanoseconds(), allowance.Nanoseconds()))
+func (g *guard) tell(left, allowance time.Duration) { g.say(toldLine(left, allowance)) }
+
+// toldLine is tell's line, read by parseTold.
+func toldLine(left, allowance time.Duration) string {
+	return fmt.Sprintf("d%d %d\n", left.Nanoseconds(), allowance.Nanoseconds())
 }
 
 // stopping tells the guard that distlock is stopping the group itself (the
@@ -125,7 +135,8 @@ func (g *guard) standDown() {
 // runGuard is the guard process: args are the pid of the distlock that
 // started it and the grace between SIGTERM and SIGKILL; its standard input
 // brings the words of guard. It ignores the signals a terminal or a shell
-// sends to distlock's process group (distlock passes them on itself).
+// sends to a process group (its own is not distlock's; distlock passes
+// them on to the command itself).
 func runGuard(args []string) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTTOU, syscall.SIGPIPE)
 	if len(args) != 2 {

@@ -15,13 +15,14 @@ type deadlineTeller struct {
 	tick      *time.Ticker
 }
 
-// tellDeadlines tells g the lease's deadline now and returns the teller
-// that tells it the later ones (update on each tick; stop when done).
-func tellDeadlines(g *guard, lease holding) *deadlineTeller {
+// tellDeadlines arms ch's guard with ch's process group and the lease's
+// deadline now, and returns the teller that tells it the later ones
+// (update on each tick; stop when done).
+func tellDeadlines(ch *child, lease holding) *deadlineTeller {
 	told := lease.Deadline()
 	every := guardTellEvery(time.Until(told))
-	t := &deadlineTeller{g: g, lease: lease, told: told, allowance: max(every, guardMinAllowance), tick: time.NewTicker(every)}
-	g.tell(time.Until(told), t.allowance)
+	t := &deadlineTeller{g: ch.guard, lease: lease, told: told, allowance: max(every, guardMinAllowance), tick: time.NewTicker(every)}
+	ch.guard.arm(ch, time.Until(told), t.allowance)
 	return t
 }
 

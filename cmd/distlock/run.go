@@ -93,7 +93,7 @@ func (a *app) cmdRun(args []string) int {
 		"DISTLOCK_NAME="+name,
 		"DISTLOCK_FENCE="+strconv.FormatUint(lease.Token(), 10),
 		"DISTLOCK_OWNER="+lease.Owner())
-	ch, err := a.startGuarded(cmd, argv, env, *grace)
+	ch, err := a.startGuarded(cmd, argv, env, *grace, lease)
 	if err != nil {
 		_ = lease.Release(context.Background())
 		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", argv[0], err)
@@ -309,20 +309,22 @@ func acquireLease(ctx context.Context, c *distlock.Client, name string, wait tim
 }
 
 // startGuarded starts the command (startChild) with its guard, which is
-// started first and told the command's process group as soon as it runs,
-// so that a distlock killed at any moment after the start leaves no
-// command running without the lock (see guardArg). cmd names the
-// distlock command, for messages; grace is the guard's between SIGTERM
-// and SIGKILL.
-func (a *app) startGuarded(cmd string, argv, env []string, grace time.Duration) (*child, error) {
+// started first and told, in one write as soon as the command runs, its
+// process group and the deadline of lease: a distlock killed or stopped at
+// any moment after that write leaves no command running past its lease
+// (see guardArg). Nothing distlock does before supervise (a progress line
+// on a terminal that stops it with SIGTTOU, say) comes first. cmd names
+// the distlock command, for messages; grace is the guard's between
+// SIGTERM and SIGKILL.
+func (a *app) startGuarded(cmd string, argv, env []string, grace time.Duration, lease holding) (*child, error) {
 	g := a.startGuard(cmd, grace)
 	ch, err := startChild(argv, env)
 	if err != nil {
 		g.standDown()
 		return nil, err
 	}
-	g.arm(ch)
 	ch.guard = g
+	ch.teller = tellDeadlines(ch, lease)
 	return ch, nil
 }
 
@@ -354,7 +356,7 @@ func (a *app) supervise(cmd string, ch *child, lease holding, name string, grace
 			killTimer.Stop()
 		}
 	}()
-	teller := tellDeadlines(ch.guard, lease)
+	teller := ch.teller
 	defer teller.stop()
 	// The signals go before the words: a write on a terminal can stop
 	// distlock (SIGTTOU, for a background job with "stty tostop"), and the

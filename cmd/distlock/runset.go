@@ -86,7 +86,7 @@ func (a *app) runSet(r runSpec, opts ...distlock.Option) int {
 		return a.fail(cmd, &cliError{code: exitLost, msg: fmt.Sprintf("lost a lock of %s before the command started: %v",
 			label, strings.TrimPrefix(err.Error(), "distlock: "))})
 	}
-	ch, err := a.startGuarded(cmd, r.argv, setEnv(os.Environ(), r.names, set), r.grace)
+	ch, err := a.startGuarded(cmd, r.argv, setEnv(os.Environ(), r.names, set), r.grace, set)
 	if err != nil {
 		_ = set.Release(context.Background())
 		fmt.Fprintf(a.stderr, "distlock run: cannot run %s: %v\n", r.argv[0], err)

@@ -74,42 +74,11 @@ func TestStrangerRunInTerminalWithTostop(t *testing.T) {
 		t.Skip(err)
 	}
 	srv := redistest.Start(t)
-	master, slave := openPTY(t)
-	screen := &lockedBuffer{}
-	go func() { _, _ = io.Copy(screen, master) }() // the terminal's screen
-	defer func() {
-		if t.Failed() {
-			t.Logf("the terminal:\n%s", screen)
-		}
-	}()
-	dir := t.TempDir()
-	log, rc := filepath.Join(dir, "log"), filepath.Join(dir, "rc")
-	// The command logs its parent, distlock, in its fence's field.
-	child := `trap 'echo "$ID term $(date +%s%N)" >> "$LOG"; kill $! 2>/dev/null; exit 0' TERM; ` +
-		`sleep 1000 & echo "$ID start $(date +%s%N) $$ $PPID" >> "$LOG"; wait`
+	rc := filepath.Join(t.TempDir(), "rc")
 	// set -m: job control, so that distlock runs as a foreground job of its
 	// own (a process group that is not orphaned, as in an interactive shell).
-	c := cli{redis: srv.URL(), env: map[string]string{"LOG": log, "ID": "A", "RC": rc, "BIN": binPath, "CHILD": child}}
 	script := `stty tostop; set -m; "$BIN" run --ttl 1500ms --grace 20s tty -- sh -c "$CHILD"; echo $? > "$RC"; exec sleep 1000`
-	cmd := c.command()
-	cmd.Path, cmd.Args = sh, []string{"sh", "-c", script}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	start := waitEvent(t, log, "A", "start")
-	killGroupOf(t, start.pid)
-	distlockPid := int(start.fenceOrTerm(t, log))
-	t.Cleanup(func() {
-		_ = syscall.Kill(distlockPid, syscall.SIGCONT)
-		_ = syscall.Kill(distlockPid, syscall.SIGKILL)
-	})
+	log, start, distlockPid := inTerminal(t, sh, cli{redis: srv.URL(), env: map[string]string{"RC": rc}}, script)
 	if err := srv.Del(testCtx(t), "distlock:{tty}"); err != nil {
 		t.Fatal(err)
 	}
@@ -140,19 +109,70 @@ func TestStrangerRunBackgroundJobWithTostop(t *testing.T) {
 		t.Skip(err)
 	}
 	srv := redistest.Start(t)
+	script := `stty tostop; set -m; "$BIN" run --ttl 1500ms --grace 20s bgtty -- sh -c "$CHILD" & exec sleep 1000`
+	log, start, _ := inTerminal(t, sh, cli{redis: srv.URL()}, script)
+	if err := srv.Del(testCtx(t), "distlock:{bgtty}"); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, log, "A", "term")
+	enginetest.WaitFor(t, patience, "the command gone after its SIGTERM", func() bool { return processGone(start.pid) })
+}
+
+// TestStrangerVerboseBackgroundJobWithTostop: distlock run -v (or elect
+// -v), a background job on a terminal with "stty tostop", writes its
+// progress line right after the command started, and is stopped there by
+// SIGTTOU, with its whole process group, until someone brings it to the
+// foreground: it renews nothing and, its lease ended, cannot stop the
+// command. Its guard must. It could not: it was told the lease's deadline
+// only after that line, and it was in distlock's process group, stopped
+// with it before it ignored SIGTTOU. The command ran on past its lease,
+// beside the next holder, for as long as distlock stayed stopped. Each
+// fault alone fails this test (the command still runs a minute later).
+func TestStrangerVerboseBackgroundJobWithTostop(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, sub := range []string{"run", "elect"} {
+		t.Run(sub, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Start(t)
+			script := `stty tostop; set -m; "$BIN" ` + sub + ` -v --ttl 1s --grace 300ms bgverbose -- sh -c "$CHILD" & exec sleep 1000`
+			log, start, distlockPid := inTerminal(t, sh, cli{redis: srv.URL()}, script)
+			enginetest.WaitFor(t, patience, "distlock stopped by SIGTTOU at its progress line", func() bool { return procState(distlockPid) == "T" })
+			waitEvent(t, log, "A", "term")
+			enginetest.WaitFor(t, patience, "the command gone after its guard's SIGTERM", func() bool { return processGone(start.pid) })
+			if procState(distlockPid) != "T" {
+				t.Fatalf("distlock (state %q) was continued: the test saw nothing of its guard", procState(distlockPid))
+			}
+		})
+	}
+}
+
+// inTerminal runs script with sh in a new session on a pseudo-terminal,
+// with c's environment and BIN (distlock), CHILD (a command for distlock
+// to run: it logs its start, with its pid and its parent's, and its
+// SIGTERM to LOG, as "A") and LOG set. It returns LOG, the command's start
+// and the pid of its parent, distlock. Everything is killed at the end.
+func inTerminal(t *testing.T, sh string, c cli, script string) (log string, start strangerEvent, distlockPid int) {
+	t.Helper()
 	master, slave := openPTY(t)
 	screen := &lockedBuffer{}
 	go func() { _, _ = io.Copy(screen, master) }() // the terminal's screen
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the terminal:\n%s", screen)
 		}
-	}()
-	log := filepath.Join(t.TempDir(), "log")
+	})
+	log = filepath.Join(t.TempDir(), "log")
+	// The command logs its parent, distlock, in its fence's field.
 	child := `trap 'echo "$ID term $(date +%s%N)" >> "$LOG"; kill $! 2>/dev/null; exit 0' TERM; ` +
 		`sleep 1000 & echo "$ID start $(date +%s%N) $$ $PPID" >> "$LOG"; wait`
-	c := cli{redis: srv.URL(), env: map[string]string{"LOG": log, "ID": "A", "BIN": binPath, "CHILD": child}}
-	script := `stty tostop; set -m; "$BIN" run --ttl 1500ms --grace 20s bgtty -- sh -c "$CHILD" & exec sleep 1000`
+	if c.env == nil {
+		c.env = map[string]string{}
+	}
+	c.env["LOG"], c.env["ID"], c.env["BIN"], c.env["CHILD"] = log, "A", binPath, child
 	cmd := c.command()
 	cmd.Path, cmd.Args = sh, []string{"sh", "-c", script}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
@@ -165,16 +185,12 @@ func TestStrangerRunBackgroundJobWithTostop(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	start := waitEvent(t, log, "A", "start")
+	start = waitEvent(t, log, "A", "start")
 	killGroupOf(t, start.pid)
-	distlockPid := int(start.fenceOrTerm(t, log))
+	distlockPid = int(start.fenceOrTerm(t, log))
 	t.Cleanup(func() {
 		_ = syscall.Kill(distlockPid, syscall.SIGCONT)
 		_ = syscall.Kill(distlockPid, syscall.SIGKILL)
 	})
-	if err := srv.Del(testCtx(t), "distlock:{bgtty}"); err != nil {
-		t.Fatal(err)
-	}
-	waitEvent(t, log, "A", "term")
-	enginetest.WaitFor(t, patience, "the command gone after its SIGTERM", func() bool { return processGone(start.pid) })
+	return log, start, distlockPid
 }
