@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/distlock/distlock/engine/enginetest"
 )
 
 // TestKilledDistlockStopsItsCommand: when distlock run or elect itself is
@@ -111,16 +113,20 @@ func TestParseTold(t *testing.T) {
 	}
 }
 
-// startWithOrphan starts distlock sub with args (flags and the lock's
+// startWithOrphan starts distlock sub -v with args (flags and the lock's
 // name) over a shell that leaves a sleep running in the background, on the
 // embedded engine, and returns distlock's process, the file of its output
-// and the pids of the shell and the sleep, killed at the test's end.
+// and the pids of the shell and the sleep, killed at the test's end. It
+// returns once distlock said it runs the command (-v), which it says after
+// telling the guard the command's group and the lease's deadline: before
+// that one write, the only moment the command runs unguarded (docs/CLI.md),
+// a distlock killed or stopped leaves a guard that knows no group.
 func startWithOrphan(t *testing.T, sub string, args ...string) (cmd *exec.Cmd, errFile string, children []int) {
 	t.Helper()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
 	script := `sleep 300 & echo "$$ $!" > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + `; wait`
-	args = append(append([]string{sub}, args...), "--", "sh", "-c", script)
+	args = append(append([]string{sub, "-v"}, args...), "--", "sh", "-c", script)
 	cmd = (cli{env: map[string]string{"DISTLOCK_URL": "mem://"}}).command(args...)
 	// A file, not a pipe: an orphan holding a pipe would keep cmd.Wait waiting.
 	errFile = filepath.Join(dir, "stderr")
@@ -138,6 +144,10 @@ func startWithOrphan(t *testing.T, sub string, args ...string) (cmd *exec.Cmd, e
 		for _, pid := range children {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+	})
+	enginetest.WaitFor(t, patience, "distlock -v saying it runs the command", func() bool {
+		out, _ := os.ReadFile(errFile)
+		return strings.Contains(string(out), "); running ")
 	})
 	return cmd, errFile, children
 }
