@@ -19,12 +19,22 @@ import (
 // killed (SIGKILL, the OOM killer, a crash), it cannot stop its command,
 // and the lease, no longer renewed, ends after its ttl: another host may
 // then take the lock while the command still runs. The command's process
-// group, grandchildren included, must be stopped once distlock is gone.
+// group, grandchildren included, must be stopped once distlock is gone,
+// also when the SIGKILL went to distlock's whole process group (kill -9
+// of a shell's job): it killed the guard too, in that group before.
 func TestKilledDistlockStopsItsCommand(t *testing.T) {
-	for _, sub := range []string{"run", "elect"} {
-		t.Run(sub, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, sub string
+		group     bool // the SIGKILL goes to distlock's process group
+	}{{"run", "run", false}, {"elect", "elect", false}, {"run-group", "run", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := tc.sub
 			cmd, errFile, children := startWithOrphan(t, sub, "--grace", "300ms", "orphan")
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			target := cmd.Process.Pid // distlock leads its own group (startWithOrphan)
+			if tc.group {
+				target = -target
+			}
+			if err := syscall.Kill(target, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
@@ -116,7 +126,8 @@ func TestParseTold(t *testing.T) {
 // startWithOrphan starts distlock sub -v with args (flags and the lock's
 // name) over a shell that leaves a sleep running in the background, on the
 // embedded engine, and returns distlock's process, the file of its output
-// and the pids of the shell and the sleep, killed at the test's end. It
+// and the pids of the shell and the sleep, killed at the test's end;
+// distlock runs in a process group of its own. It
 // returns once distlock said it runs the command (-v), which it says after
 // telling the guard the command's group and the lease's deadline: before
 // that one write, the only moment the command runs unguarded (docs/CLI.md),
@@ -136,6 +147,9 @@ func startWithOrphan(t *testing.T, sub string, args ...string) (cmd *exec.Cmd, e
 	}
 	t.Cleanup(func() { f.Close() })
 	cmd.Stdout, cmd.Stderr = f, f
+	// A process group of its own, as a shell's job: one signal reaches
+	// distlock and what shares its group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
