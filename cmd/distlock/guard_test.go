@@ -127,11 +127,11 @@ func TestParseTold(t *testing.T) {
 // name) over a shell that leaves a sleep running in the background, on the
 // embedded engine, and returns distlock's process, the file of its output
 // and the pids of the shell and the sleep, killed at the test's end;
-// distlock runs in a process group of its own. It
-// returns once distlock said it runs the command (-v), which it says after
-// telling the guard the command's group and the lease's deadline: before
-// that one write, the only moment the command runs unguarded (docs/CLI.md),
-// a distlock killed or stopped leaves a guard that knows no group.
+// distlock runs in a process group of its own. It returns once distlock
+// said it runs the command (-v), which it says after telling the guard the
+// command's group and the lease's deadline: before that one write, the
+// only moment the command runs unguarded (docs/CLI.md), a distlock killed
+// or stopped leaves a guard that knows no group.
 func startWithOrphan(t *testing.T, sub string, args ...string) (cmd *exec.Cmd, errFile string, children []int) {
 	t.Helper()
 	dir := t.TempDir()
