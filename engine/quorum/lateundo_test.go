@@ -78,12 +78,12 @@ func TestLateMinorityGrantKeepsQueuePlace(t *testing.T) {
 }
 
 // lateMinorityGrant runs waiter w's two attempts on q, whose third node is
-// mems3 (its acquires held back by gates), while "h" holds the name on
+// third (its acquires held back by gates), while "h" holds the name on
 // every node: the first, refused everywhere, queues w; the holder then
 // releases on the third node only, and the second attempt (attempt "w2")
 // is refused by the other two and granted by the third after the attempt
 // failed. It returns once that late grant landed.
-func lateMinorityGrant(t *testing.T, ctx context.Context, q *quorum.Engine, mems3 *memory.Engine, gates chan<- gate, w engine.AcquireRequest) {
+func lateMinorityGrant(t *testing.T, ctx context.Context, q *quorum.Engine, third *memory.Engine, gates chan<- gate, w engine.AcquireRequest) {
 	t.Helper()
 	name := w.Name
 	first := newGate()
@@ -93,10 +93,10 @@ func lateMinorityGrant(t *testing.T, ctx context.Context, q *quorum.Engine, mems
 		t.Fatalf("the waiter's first attempt, every node held: %+v, %v; want refused", g, err)
 	}
 	<-first.landed
-	if info, err := mems3.Inspect(ctx, name); err != nil || info.Waiters != 1 {
+	if info, err := third.Inspect(ctx, name); err != nil || info.Waiters != 1 {
 		t.Fatalf("the third node after the first attempt: %+v, %v; want the waiter queued", info, err)
 	}
-	if res, err := mems3.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || res.Status != engine.Released {
+	if res, err := third.Release(ctx, engine.ReleaseRequest{Name: name, Owner: "h"}); err != nil || res.Status != engine.Released {
 		t.Fatalf("the holder's release on the third node: %+v, %v", res, err)
 	}
 	late := newGate()
