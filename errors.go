@@ -113,7 +113,9 @@ const (
 	// confirmed renewal (renewal off, or renewals answered too late), or
 	// the lock service reported the lock gone.
 	Expired LossCause = iota + 1
-	// TakenOver: the lock service reports another owner holding the lock.
+	// TakenOver: the lock service reports another owner holding the lock,
+	// or the lease's hold freed by a force-release (whose mark answers
+	// the lease's renewals so until its ttl would have run out).
 	TakenOver
 	// Unreachable: renewals failed with backend errors until the local
 	// validity deadline passed.
