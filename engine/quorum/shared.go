@@ -159,9 +159,12 @@ func (e *Engine) dropShared(ctx context.Context, r engine.AcquireRequest, rs []r
 	}, nil, nil)
 }
 
-// releaseShared is Release for a shared kind: on every node concurrently; the
-// hold is released when a majority released it (or any node, on mixed
-// answers), as Release counts.
+// releaseShared is Release for a shared kind: on every node concurrently,
+// answered as a mutex's release is (releaseOutcome): released when a
+// majority released the hold, or any node did among mixed answers, but
+// not held when a majority says the owner holds nothing there (one node's
+// late hold, as the straggler of an earlier release, is not the owner's
+// lock).
 //
 // It returns once the outcome is decided (releaseDecided), as the mutex's
 // does; this engine's next acquire of the name reaches each node after
@@ -198,42 +201,13 @@ func (e *Engine) releaseShared(ctx context.Context, r engine.ReleaseRequest, id 
 	if s != nil {
 		e.releasing.start(r.Name, s, func(i int) bool { return rs[i].done })
 	}
-	released, notHeld, failed := countReleases(rs)
-	var left []int
-	notOwner := 0
-	for _, x := range rs {
-		switch {
-		case !x.done || x.err != nil:
-		case x.v.Status == engine.Released:
-			left = append(left, x.v.Remaining)
-		case x.v.Status == engine.NotOwner:
-			notOwner++
-		}
-	}
-	slices.Sort(left)
-	remaining := 0
-	if len(left) >= e.majority {
-		remaining = left[len(left)-e.majority]
-	} else if len(left) > 0 {
-		remaining = left[0]
-	}
-	if released == 0 {
+	if released, _, _ := countReleases(rs); released == 0 {
 		// A majority's refusal: the hold is of the other shared kind.
 		if err := sharedRefusal(e, rs); err != nil {
 			return engine.ReleaseResult{}, err
 		}
 	}
-	switch {
-	case released > 0:
-		return engine.ReleaseResult{Status: engine.Released, Remaining: remaining}, nil
-	case notOwner >= e.majority:
-		return engine.ReleaseResult{Status: engine.NotOwner}, nil // taken over, as releaseOutcome says
-	case notHeld >= e.majority:
-		return engine.ReleaseResult{Status: engine.NotHeld}, nil
-	case failed > 0:
-		return engine.ReleaseResult{}, &NoQuorumError{Op: "release", OK: len(e.nodes) - failed, Majority: e.majority, Nodes: len(e.nodes), Errs: nodeErrs(rs)}
-	}
-	return engine.ReleaseResult{Status: engine.NotHeld}, nil
+	return e.releaseOutcome(rs)
 }
 
 // releaseDecided reports whether the answers so far decide a release: a
