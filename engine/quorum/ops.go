@@ -558,8 +558,9 @@ func (e *Engine) extendOutcome(rs []result[[]engine.ExtendResult], reqs []engine
 
 // releaseMutex is Release for a mutex: on every node concurrently. It returns
 // once a majority answered; a node that failed is released again in the
-// background. The hold is released when any node released it; the count
-// left is the majority's.
+// background. Its answer is releaseOutcome's: released when a majority
+// dropped the hold, or one did and no majority says the owner holds
+// nothing there; the count left is the majority's.
 func (e *Engine) releaseMutex(ctx context.Context, r engine.ReleaseRequest, id string) (engine.ReleaseResult, error) {
 	// Decided when a majority released, a majority says the owner does
 	// not hold it (a second release through another handle of the same
@@ -964,7 +965,8 @@ func (e *Engine) ForceReleaseHolder(ctx context.Context, name, owner string) (bo
 }
 
 // forceRelease runs free on every node; it reports whether any node's
-// lock was held, and a *NoQuorumError when any node failed.
+// lock was held, and a *NoQuorumError when too many failed for a majority
+// to have freed it (the nodes that answered are freed all the same).
 func (e *Engine) forceRelease(ctx context.Context, free func(context.Context, engine.Engine) (bool, error)) (bool, error) {
 	rs := each(ctx, e, e.timeout(0), func(ctx context.Context, n node) (bool, error) {
 		return free(ctx, n.eng)
