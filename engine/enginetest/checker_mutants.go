@@ -56,7 +56,7 @@ var mutants = []mutant{
 // mutantScenes are the directed schedules of the mutants that random
 // seeds show only in rare windows: each opens its mutant's window on
 // every run (checkConfig.scenes).
-var mutantScenes = map[string]scene{"skips the queue": queueScene}
+var mutantScenes = map[string]scene{"skips the queue": queueScene, "lease past deadline": lingerScene}
 
 // sequentialMutants are the mutants CheckMutants runs by default: those
 // the sequential replay catches on any engine (a lease past its deadline
@@ -73,9 +73,10 @@ var sequentialMutants = [...]string{"cross-kind grant", "tokens backwards", "wei
 // answers against the embedded engine's, and the specification) of the
 // seed that caught it on the embedded engine, then of random seeds for up
 // to 20 s, and stops at its first violation, which must name what the
-// mutant broke; the queue mutant runs its directed schedule (a newcomer
-// across a release the queue's head is kept) and then concurrent rounds
-// instead. The test fails if a mutant passes. A few seconds per mutant on
+// mutant broke; a mutant with a directed schedule (mutantScenes: the
+// queue's, a newcomer across a release the queue's head is kept; the
+// lease's deadline, tries after an unreleased lease's expiry) runs it and
+// then concurrent rounds instead. The test fails if a mutant passes. A few seconds per mutant on
 // any backend.
 func CheckMutants(t *testing.T, h Harness, names ...string) {
 	if len(names) == 0 {

@@ -53,3 +53,25 @@ func restartScene(g genConfig) (schedule, bool) {
 		},
 	}}, g.restarts
 }
+
+// lingerScene is a directed schedule for name 0: client 0 takes it for four
+// base ttls and keeps it (no release, no renewal), and client 1 asks for a
+// TryAcquire 6 times, every half base ttl from 5.5 base ttls on. From the
+// lease's ttl plus the timing's slack after client 0's grant (about 5 base
+// ttls on the embedded engine) no holder can be live: an engine that keeps
+// a lease past its deadline (three times its ttl: 12 base ttls) refuses
+// those tries while the name is free, with room for the tries to run
+// several base ttls late. Random seeds open that window only where a
+// request follows an unreleased lease's expiry closely; here every run
+// opens it.
+func lingerScene(g genConfig) (schedule, bool) {
+	b := g.base
+	tries := []op{{Kind: opTry, Name: 0, TTL: b, Gap: 5*b + b/2}}
+	for range 5 {
+		tries = append(tries, op{Kind: opTry, Name: 0, TTL: b, Gap: b / 2})
+	}
+	return schedule{Names: 1, Clients: [][]op{
+		{{Kind: opTry, Name: 0, TTL: 4 * b}},
+		tries,
+	}}, true
+}
