@@ -76,8 +76,8 @@ var sequentialMutants = [...]string{"cross-kind grant", "tokens backwards", "wei
 // mutant broke; a mutant with a directed schedule (mutantScenes: the
 // queue's, a newcomer across a release the queue's head is kept; the
 // lease's deadline, tries after an unreleased lease's expiry) runs it and
-// then concurrent rounds instead. The test fails if a mutant passes. A few seconds per mutant on
-// any backend.
+// then concurrent rounds instead. The test fails if a mutant passes. A few
+// seconds per mutant on any backend.
 func CheckMutants(t *testing.T, h Harness, names ...string) {
 	if len(names) == 0 {
 		names = sequentialMutants[:]
